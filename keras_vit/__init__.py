@@ -1,0 +1,45 @@
+"""keras_vit: the Vision Transformer (arXiv 2010.11929) for Keras 3."""
+
+from keras_vit import layers
+from keras_vit import ops
+from keras_vit import variants
+from keras_vit.builders import ViT_B8
+from keras_vit.builders import ViT_B16
+from keras_vit.builders import ViT_B32
+from keras_vit.builders import ViT_H14
+from keras_vit.builders import ViT_L16
+from keras_vit.builders import ViT_L32
+from keras_vit.builders import ViT_S16
+from keras_vit.builders import ViT_S32
+from keras_vit.builders import ViT_Ti16
+from keras_vit.layers import LayerNorm
+from keras_vit.layers import MultiHeadSelfAttention
+from keras_vit.layers import PatchEncoder
+from keras_vit.layers import Patches
+from keras_vit.layers import TokenPooling
+from keras_vit.layers import TransformerBlock
+from keras_vit.model import ViT
+from keras_vit.version import __version__
+
+__all__ = [
+    "LayerNorm",
+    "MultiHeadSelfAttention",
+    "PatchEncoder",
+    "Patches",
+    "TokenPooling",
+    "TransformerBlock",
+    "ViT",
+    "ViT_B8",
+    "ViT_B16",
+    "ViT_B32",
+    "ViT_H14",
+    "ViT_L16",
+    "ViT_L32",
+    "ViT_S16",
+    "ViT_S32",
+    "ViT_Ti16",
+    "__version__",
+    "layers",
+    "ops",
+    "variants",
+]

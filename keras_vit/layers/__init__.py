@@ -1,0 +1,17 @@
+"""The public keras_vit layers."""
+
+from keras_vit.layers.attention import MultiHeadSelfAttention
+from keras_vit.layers.layer_norm import LayerNorm
+from keras_vit.layers.patch_encoder import PatchEncoder
+from keras_vit.layers.patches import Patches
+from keras_vit.layers.pooling import TokenPooling
+from keras_vit.layers.transformer_block import TransformerBlock
+
+__all__ = [
+    "LayerNorm",
+    "MultiHeadSelfAttention",
+    "PatchEncoder",
+    "Patches",
+    "TokenPooling",
+    "TransformerBlock",
+]

@@ -1,0 +1,61 @@
+"""`LayerNorm`: layer normalisation written to quantize cleanly."""
+
+import keras
+from keras import ops
+
+from keras_vit import validation
+
+
+@keras.saving.register_keras_serializable(package="keras_vit")
+class LayerNorm(keras.layers.Layer):
+    """Layer normalisation over the last axis, computed in float32.
+
+    `y = (x - mean) * rsqrt(var + epsilon) * gamma + beta`
+    ([Ba et al., 2016](https://arxiv.org/abs/1607.06450)), the same function
+    as `keras.layers.LayerNormalization(epsilon=epsilon)`. It is written out
+    with plain ops because that form converts to TFLite without the float
+    NEG ops Keras's layer leaves in a fully int8-quantized graph, and it
+    quantizes to int16x8, where Keras's layer fails. Under mixed precision
+    the statistics are computed in float32 and the result is cast back.
+
+    Args:
+        epsilon: float, added to the variance. Defaults to `1e-6`, the
+            original ViT code's value.
+        **kwargs: base layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: a tensor of any rank >= 1, normalised over its last axis.
+
+    Returns:
+        A tensor of the same shape and of the layer's compute dtype.
+
+    Example:
+
+    >>> x = np.array([[1.0, 2.0, 3.0]])
+    >>> keras_vit.layers.LayerNorm()(x)  # ~ [[-1.2247, 0.0, 1.2247]]
+    """
+
+    def __init__(self, epsilon=1e-6, **kwargs):
+        super().__init__(**kwargs)
+        self.epsilon = validation.positive_float("epsilon", epsilon)
+
+    def build(self, input_shape):
+        dim = input_shape[-1]
+        self.gamma = self.add_weight(shape=(dim,), initializer="ones", name="gamma")
+        self.beta = self.add_weight(shape=(dim,), initializer="zeros", name="beta")
+
+    def call(self, inputs):
+        x = ops.cast(inputs, "float32")
+        centered = x - ops.mean(x, axis=-1, keepdims=True)
+        variance = ops.mean(ops.square(centered), axis=-1, keepdims=True)
+        y = centered * ops.rsqrt(variance + self.epsilon)
+        y = y * ops.cast(self.gamma, "float32") + ops.cast(self.beta, "float32")
+        return ops.cast(y, self.compute_dtype)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"epsilon": self.epsilon})
+        return config

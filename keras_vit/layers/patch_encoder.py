@@ -1,0 +1,215 @@
+"""`PatchEncoder`: patch projection, class token and position embeddings."""
+
+import keras
+from keras import ops
+
+from keras_vit import ops as vit_ops
+from keras_vit import validation
+
+POSITION_EMBEDDINGS = ("learned", "sincos2d", "none")
+
+
+@keras.saving.register_keras_serializable(package="keras_vit")
+class PatchEncoder(keras.layers.Layer):
+    """Embeds flattened patches as tokens, as in Eq. 1 of the ViT paper.
+
+    `z_0 = [x_class; x_p^1 E; ...; x_p^N E] + E_pos`
+    ([Dosovitskiy et al., 2020](https://arxiv.org/abs/2010.11929)): a linear
+    projection `E` of each patch to `hidden_dim`, a learnable class token
+    prepended (initialised to zeros), and learned 1D position embeddings for
+    the `N + 1` positions (initialised normal with std 0.02).
+
+    The projection kernel has shape `(P·P·C, hidden_dim)`; reshaped to
+    `(P, P, C, hidden_dim)` it is the original checkpoints' convolution
+    kernel (see `keras_vit.ops.dense_to_conv_kernel`).
+
+    Inputs may be a flat sequence `(B, N, P·P·C)` or a grid
+    `(B, grid_h, grid_w, P·P·C)` (`Patches(flatten=False)`). When the input's
+    patch grid differs from the grid the position embeddings were built for,
+    they are resampled on the 2D grid (the class token's entry is kept), so
+    a model runs at any resolution.
+
+    Args:
+        hidden_dim: int, the token width `D`.
+        grid_size: `(grid_h, grid_w)` or int, the patch grid the position
+            embeddings are built for. Defaults to `None`: taken from a grid
+            input's shape, or the square grid holding a sequence's `N`.
+        class_token: bool, whether to prepend a learnable class token.
+            Defaults to `True`.
+        position_embedding: `"learned"` (1D learned, as in the paper),
+            `"sincos2d"` (fixed 2D sine-cosine, big_vision) or `"none"`.
+            Defaults to `"learned"`.
+        interpolation: how learned embeddings are resampled to another grid:
+            `"bilinear"`, `"bicubic"`, `"nearest"` or `"area"`. Defaults to
+            `"bilinear"`.
+        **kwargs: base layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        patches: `(B, N, F)` or `(B, grid_h, grid_w, F)` flattened patches.
+
+    Returns:
+        `(B, N + 1, hidden_dim)` tokens (`(B, N, hidden_dim)` without a
+        class token).
+
+    Example:
+
+    >>> patches = keras_vit.layers.Patches(16)(np.zeros((2, 224, 224, 3)))
+    >>> keras_vit.layers.PatchEncoder(hidden_dim=768)(patches).shape
+    TensorShape([2, 197, 768])
+    """
+
+    def __init__(
+        self,
+        hidden_dim,
+        grid_size=None,
+        class_token=True,
+        position_embedding="learned",
+        interpolation="bilinear",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
+        self.grid_size = (
+            None
+            if grid_size is None
+            else validation.size_2d("grid_size", grid_size)
+        )
+        self.class_token = validation.boolean("class_token", class_token)
+        self.position_embedding = validation.one_of(
+            "position_embedding", position_embedding, POSITION_EMBEDDINGS
+        )
+        if position_embedding == "sincos2d" and self.hidden_dim % 4:
+            raise ValueError(
+                "position_embedding='sincos2d' needs a hidden_dim that is a "
+                f"multiple of 4. Received: hidden_dim={hidden_dim}"
+            )
+        self.interpolation = validation.one_of(
+            "interpolation", interpolation, vit_ops.INTERPOLATIONS
+        )
+        self.num_prefix_tokens = int(self.class_token)
+        self._num_patches = (
+            None
+            if self.grid_size is None
+            else self.grid_size[0] * self.grid_size[1]
+        )
+        self.input_spec = keras.layers.InputSpec(min_ndim=3, max_ndim=4)
+        self.projection = keras.layers.Dense(
+            self.hidden_dim,
+            kernel_initializer="lecun_normal",
+            name="projection",
+            dtype=self.dtype_policy,
+        )
+
+    def _input_grid(self, input_shape):
+        """The static patch grid of an input shape, `None` where unknown."""
+        if len(input_shape) == 4:
+            return tuple(input_shape[1:3])
+        n = input_shape[1]
+        if self.grid_size is not None and n == self._num_patches:
+            return self.grid_size
+        if n is None:
+            return (None, None)
+        return vit_ops.grid_from_length(n, name="the input patches")
+
+    def build(self, input_shape):
+        if self.grid_size is None:
+            if len(input_shape) == 4:
+                grid = tuple(input_shape[1:3])
+            elif input_shape[1] is not None:
+                grid = vit_ops.grid_from_length(input_shape[1], "the patches")
+            else:
+                grid = (None, None)
+            if None in grid and self.position_embedding == "learned":
+                raise ValueError(
+                    "PatchEncoder needs a known patch grid to build learned "
+                    "position embeddings. Pass `grid_size`. Received: input "
+                    f"shape {tuple(input_shape)}"
+                )
+            self.grid_size = None if None in grid else grid
+            self._num_patches = (
+                None if self.grid_size is None else grid[0] * grid[1]
+            )
+        self.projection.build((None, input_shape[-1]))
+        if self.class_token:
+            self.cls = self.add_weight(
+                shape=(1, 1, self.hidden_dim),
+                initializer="zeros",
+                name="class_token",
+            )
+        if self.position_embedding == "learned":
+            self.pos_embedding = self.add_weight(
+                shape=(
+                    1,
+                    self.num_prefix_tokens + self._num_patches,
+                    self.hidden_dim,
+                ),
+                initializer=keras.initializers.RandomNormal(stddev=0.02),
+                name="position_embedding",
+            )
+
+    def _position_embedding(self, grid, dtype):
+        if self.position_embedding == "learned":
+            posemb = self.pos_embedding
+            static = all(isinstance(g, int) for g in grid)
+            if not static or tuple(grid) != self.grid_size:
+                posemb = vit_ops.resample_position_embeddings(
+                    ops.convert_to_tensor(posemb),
+                    grid,
+                    source_grid=self.grid_size,
+                    num_prefix_tokens=self.num_prefix_tokens,
+                    interpolation=self.interpolation,
+                )
+            return ops.cast(posemb, dtype)
+        posemb = vit_ops.sincos_2d_position_embedding(
+            grid[0], grid[1], self.hidden_dim
+        )
+        if self.class_token:  # the class token gets no position signal
+            posemb = ops.pad(posemb, [[1, 0], [0, 0]])
+        return ops.cast(posemb[None], dtype)
+
+    def call(self, patches):
+        shape = ops.shape(patches)
+        static = self._input_grid(tuple(patches.shape))
+        if len(patches.shape) == 4:
+            grid = tuple(
+                s if s is not None else shape[i + 1]
+                for i, s in enumerate(static)
+            )
+            patches = ops.reshape(
+                patches, (shape[0], grid[0] * grid[1], patches.shape[-1])
+            )
+        elif None in static:
+            side = ops.cast(
+                ops.round(ops.sqrt(ops.cast(shape[1], "float32"))), "int32"
+            )
+            grid = (side, side)
+        else:
+            grid = static
+        tokens = self.projection(patches)
+        if self.class_token:
+            cls = ops.cast(self.cls, tokens.dtype)
+            cls = ops.broadcast_to(cls, (shape[0], 1, self.hidden_dim))
+            tokens = ops.concatenate([cls, tokens], axis=1)
+        if self.position_embedding != "none":
+            tokens = tokens + self._position_embedding(grid, tokens.dtype)
+        return tokens
+
+    def compute_output_shape(self, input_shape):
+        grid = self._input_grid(input_shape)
+        n = None if None in grid else grid[0] * grid[1]
+        if n is not None:
+            n += self.num_prefix_tokens
+        return (input_shape[0], n, self.hidden_dim)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "grid_size": self.grid_size,
+                "class_token": self.class_token,
+                "position_embedding": self.position_embedding,
+                "interpolation": self.interpolation,
+            }
+        )
+        return config

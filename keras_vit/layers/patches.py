@@ -1,0 +1,111 @@
+"""`Patches`: cut an image into non-overlapping square patches."""
+
+import keras
+from keras import ops
+
+from keras_vit import validation
+
+
+@keras.saving.register_keras_serializable(package="keras_vit")
+class Patches(keras.layers.Layer):
+    """Cuts images into non-overlapping `patch_size × patch_size` patches.
+
+    This is the first step of the Vision Transformer
+    ([Dosovitskiy et al., 2020](https://arxiv.org/abs/2010.11929)): an image
+    of shape `(H, W, C)` becomes `N = (H / P) · (W / P)` patches, each
+    flattened to `P · P · C` values.
+
+    Patches come in row-major order over the patch grid (left to right, then
+    top to bottom), and each patch is flattened as (row inside the patch,
+    column inside the patch, channel), which is the order of the original
+    checkpoints' convolution kernel `(P, P, C, D)` reshaped to `(P·P·C, D)`.
+    Non-square images work; `H` and `W` must both be multiples of `P`.
+
+    The layer is a reshape, a transpose and a reshape (`keras.ops` only), so
+    it costs no arithmetic and converts to builtin TFLite ops
+    (`tf.image.extract_patches` would become a Flex op that phones cannot
+    run, and a patch-extracting convolution costs `(P·P·C)²` MACs per patch).
+
+    Args:
+        patch_size: int, the side of a square patch in pixels.
+        flatten: bool. If `True`, the output is `(B, N, P·P·C)`; if `False`
+            it keeps the patch grid, `(B, H / P, W / P, P·P·C)`. Defaults to
+            `True`.
+        **kwargs: base layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        images: a `(B, H, W, C)` tensor, channels last.
+
+    Returns:
+        A `(B, N, P·P·C)` tensor (or `(B, H / P, W / P, P·P·C)` with
+        `flatten=False`).
+
+    Example:
+
+    >>> import numpy as np
+    >>> images = np.arange(4 * 4 * 1, dtype="float32").reshape(1, 4, 4, 1)
+    >>> patches = keras_vit.layers.Patches(patch_size=2)(images)
+    >>> patches.shape
+    TensorShape([1, 4, 4])
+    >>> keras.ops.convert_to_numpy(patches[0, 1])  # the top-right patch
+    array([ 2.,  3.,  6.,  7.], dtype=float32)
+    """
+
+    def __init__(self, patch_size, flatten=True, **kwargs):
+        super().__init__(**kwargs)
+        self.patch_size = validation.positive_int("patch_size", patch_size)
+        self.flatten = validation.boolean("flatten", flatten)
+        self.input_spec = keras.layers.InputSpec(ndim=4)
+
+    def _grid(self, input_shape):
+        _, height, width, _ = input_shape
+        p = self.patch_size
+        for name, size in (("height", height), ("width", width)):
+            if size is not None and size % p:
+                raise ValueError(
+                    f"The image {name} must be a multiple of patch_size. "
+                    f"Received: patch_size={p} for an image of shape "
+                    f"{tuple(input_shape)[1:]} ({name} {size})."
+                )
+        grid_h = None if height is None else height // p
+        grid_w = None if width is None else width // p
+        return grid_h, grid_w
+
+    def build(self, input_shape):
+        self._grid(input_shape)
+        if input_shape[-1] is not None:
+            # The channels are fixed once built (the projection after this
+            # layer expects P·P·C values): a wrong count fails here, named.
+            self.input_spec = keras.layers.InputSpec(
+                ndim=4, axes={-1: input_shape[-1]}
+            )
+
+    def call(self, images):
+        p = self.patch_size
+        static = tuple(images.shape)
+        dynamic = ops.shape(images)
+        batch, height, width, channels = (
+            s if s is not None else d for s, d in zip(static, dynamic)
+        )
+        grid_h, grid_w = height // p, width // p
+        # (B, H, W, C) -> (B, gh, P, gw, P·C): the width axis splits into
+        # (patch column index, pixels of one patch row), channels ride along.
+        x = ops.reshape(images, (batch, grid_h, p, grid_w, p * channels))
+        x = ops.transpose(x, (0, 1, 3, 2, 4))  # (B, gh, gw, P, P·C)
+        if self.flatten:
+            return ops.reshape(x, (batch, grid_h * grid_w, p * p * channels))
+        return ops.reshape(x, (batch, grid_h, grid_w, p * p * channels))
+
+    def compute_output_shape(self, input_shape):
+        grid_h, grid_w = self._grid(input_shape)
+        channels = input_shape[-1]
+        dim = None if channels is None else self.patch_size**2 * channels
+        if not self.flatten:
+            return (input_shape[0], grid_h, grid_w, dim)
+        n = None if grid_h is None or grid_w is None else grid_h * grid_w
+        return (input_shape[0], n, dim)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"patch_size": self.patch_size, "flatten": self.flatten})
+        return config

@@ -1,0 +1,163 @@
+"""`TransformerBlock`: the pre-norm ViT encoder block."""
+
+import keras
+from keras import ops
+
+from keras_vit import validation
+from keras_vit.layers.attention import MultiHeadSelfAttention
+from keras_vit.layers.layer_norm import LayerNorm
+
+
+@keras.saving.register_keras_serializable(package="keras_vit")
+class TransformerBlock(keras.layers.Layer):
+    """One pre-LayerNorm Transformer encoder block, Eqs. 2-3 of the ViT paper.
+
+    `z' = MSA(LN(z)) + z`, then `z = MLP(LN(z')) + z'`
+    ([Dosovitskiy et al., 2020](https://arxiv.org/abs/2010.11929)). The MLP
+    is `Dense(mlp_dim)` → exact (erf) GELU → `Dense(D)`, with dropout after
+    each `Dense` and after the attention output, as in the original code.
+    Stochastic depth (`drop_path_rate`, Huang et al., 2016) drops each
+    residual branch per example while training.
+
+    Args:
+        num_heads: int, attention heads; must divide the token width.
+        mlp_dim: int, width of the MLP's hidden layer.
+        dropout_rate: float in [0, 1), dropout after the attention output
+            and after each MLP `Dense`. Defaults to `0.0`.
+        attention_dropout_rate: float in [0, 1), dropout on the attention
+            weights. Defaults to `0.0`.
+        drop_path_rate: float in [0, 1), probability of dropping each
+            residual branch for an example (stochastic depth). Defaults to
+            `0.0`.
+        layer_norm_epsilon: float, the LayerNorm epsilon. Defaults to
+            `1e-6`, the original code's value.
+        **kwargs: base layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: `(B, T, D)` tokens.
+        training: bool, whether dropout and stochastic depth are active.
+            Defaults to `None`.
+        return_attention_scores: bool, whether to also return the float32
+            attention weights `(B, num_heads, T, T)`. Defaults to `False`.
+
+    Returns:
+        `(B, T, D)` tokens, or `(tokens, attention_weights)`.
+
+    Example:
+
+    >>> block = keras_vit.layers.TransformerBlock(num_heads=12, mlp_dim=3072)
+    >>> block(np.zeros((2, 197, 768))).shape
+    TensorShape([2, 197, 768])
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        mlp_dim,
+        dropout_rate=0.0,
+        attention_dropout_rate=0.0,
+        drop_path_rate=0.0,
+        layer_norm_epsilon=1e-6,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = validation.positive_int("num_heads", num_heads)
+        self.mlp_dim = validation.positive_int("mlp_dim", mlp_dim)
+        self.dropout_rate = validation.rate("dropout_rate", dropout_rate)
+        self.attention_dropout_rate = validation.rate(
+            "attention_dropout_rate", attention_dropout_rate
+        )
+        self.drop_path_rate = validation.rate("drop_path_rate", drop_path_rate)
+        self.layer_norm_epsilon = validation.positive_float(
+            "layer_norm_epsilon", layer_norm_epsilon
+        )
+        self.input_spec = keras.layers.InputSpec(ndim=3)
+
+    def build(self, input_shape):
+        dim = input_shape[-1]
+        if dim % self.num_heads:
+            raise ValueError(
+                "The token width must be divisible by num_heads. Received: "
+                f"num_heads={self.num_heads} for width {dim}"
+            )
+        policy = self.dtype_policy
+        self.norm1 = LayerNorm(self.layer_norm_epsilon, name="norm1", dtype=policy)
+        self.attention = MultiHeadSelfAttention(
+            self.num_heads,
+            dropout_rate=self.attention_dropout_rate,
+            name="attention",
+            dtype=policy,
+        )
+        self.norm2 = LayerNorm(self.layer_norm_epsilon, name="norm2", dtype=policy)
+        # Xavier-uniform kernels and N(0, 1e-6) biases, as in the original
+        # code's MlpBlock.
+        bias_init = keras.initializers.RandomNormal(stddev=1e-6)
+        self.mlp_fc1 = keras.layers.Dense(
+            self.mlp_dim,
+            kernel_initializer="glorot_uniform",
+            bias_initializer=bias_init,
+            name="mlp_fc1",
+            dtype=policy,
+        )
+        self.mlp_fc2 = keras.layers.Dense(
+            dim,
+            kernel_initializer="glorot_uniform",
+            bias_initializer=bias_init,
+            name="mlp_fc2",
+            dtype=policy,
+        )
+        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=policy)
+        # Stochastic depth is dropout with one draw per example: Keras's
+        # Dropout with a broadcast noise shape (rescaled by 1 / keep).
+        self.drop_path = keras.layers.Dropout(
+            self.drop_path_rate, noise_shape=(None, 1, 1), dtype=policy
+        )
+        for layer in (self.norm1, self.attention, self.norm2, self.mlp_fc1):
+            layer.build(input_shape)
+        self.mlp_fc2.build((*input_shape[:-1], self.mlp_dim))
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        x = self.norm1(inputs)
+        x, weights = self.attention(
+            x, training=training, return_attention_scores=True
+        )
+        x = self.dropout(x, training=training)
+        x = inputs + self.drop_path(x, training=training)
+
+        y = self.mlp_fc1(self.norm2(x))
+        y = ops.gelu(y, approximate=False)
+        y = self.dropout(y, training=training)
+        y = self.dropout(self.mlp_fc2(y), training=training)
+        out = x + self.drop_path(y, training=training)
+        if return_attention_scores:
+            return out, weights
+        return out
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def compute_output_spec(
+        self, inputs, training=None, return_attention_scores=False
+    ):
+        out = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return out
+        batch, tokens = inputs.shape[0], inputs.shape[1]
+        weights = keras.KerasTensor(
+            (batch, self.num_heads, tokens, tokens), dtype="float32"
+        )
+        return out, weights
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "mlp_dim": self.mlp_dim,
+                "dropout_rate": self.dropout_rate,
+                "attention_dropout_rate": self.attention_dropout_rate,
+                "drop_path_rate": self.drop_path_rate,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
+        return config

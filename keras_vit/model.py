@@ -1,0 +1,424 @@
+"""`ViT`: the Vision Transformer as a functional `keras.Model`."""
+
+import keras
+
+from keras_vit import validation
+from keras_vit import variants
+from keras_vit.layers.layer_norm import LayerNorm
+from keras_vit.layers.patch_encoder import POSITION_EMBEDDINGS
+from keras_vit.layers.patch_encoder import PatchEncoder
+from keras_vit.layers.patches import Patches
+from keras_vit.layers.pooling import POOLINGS
+from keras_vit.layers.pooling import TokenPooling
+from keras_vit.layers.transformer_block import TransformerBlock
+
+
+@keras.saving.register_keras_serializable(package="keras_vit")
+class ViT(keras.Model):
+    """The Vision Transformer (ViT) image classifier or feature extractor.
+
+    "An Image is Worth 16x16 Words: Transformers for Image Recognition at
+    Scale" ([Dosovitskiy et al., 2020](https://arxiv.org/abs/2010.11929)):
+    the image is cut into patches (`Patches`), each patch is projected to a
+    token, a class token is prepended and position embeddings are added
+    (`PatchEncoder`), `num_layers` pre-norm Transformer blocks follow
+    (`TransformerBlock`), then a final LayerNorm; the class token's output
+    (or the mean of the patch tokens) feeds a linear head.
+
+    By default the model takes RGB pixel values in [0, 255] of any float or
+    integer dtype and maps them to [-1, 1] itself, as the released
+    checkpoints expect. Its config is exactly its constructor arguments, so
+    `ViT.from_config(model.get_config())` builds the same architecture.
+
+    The named builders (`keras_vit.ViT_B16` ...) are the usual entry point;
+    `ViT.from_variant("B/16", ...)` builds any variant of
+    `keras_vit.variants.VARIANTS`.
+
+    Args:
+        image_size: int or `(height, width)`, the input resolution; both
+            must be multiples of `patch_size`. Defaults to `224`.
+        patch_size: int, the side of a square patch. Defaults to `16`.
+        hidden_dim: int, the token width `D`. Defaults to `768`.
+        num_layers: int, the number of Transformer blocks. Defaults to `12`.
+        num_heads: int, attention heads; must divide `hidden_dim`. Defaults
+            to `12`.
+        mlp_dim: int, the MLP hidden width. Defaults to `3072`.
+        num_classes: int, the number of classes of the head. Defaults to
+            `1000`.
+        include_top: bool, whether to end with the classification head.
+            Defaults to `True`.
+        pooling: `"token"` (the class token's output), `"gap"` (mean of the
+            patch tokens), or `None` (with `include_top=False` only: return
+            all tokens, `(B, T, D)`). Defaults to `"token"`.
+        class_token: bool, whether to prepend a class token. Defaults to
+            `None`: `True` unless `pooling="gap"` (the paper's GAP models
+            have none).
+        position_embedding: `"learned"` (1D learned, the paper's),
+            `"sincos2d"` (fixed 2D sine-cosine) or `"none"`. Defaults to
+            `"learned"`.
+        representation_size: int or `None`; if set, a `tanh` "pre-logits"
+            layer of this width comes before the head (the paper's
+            pre-training head). Defaults to `None`.
+        dropout_rate: float in [0, 1), dropout after the position
+            embeddings and inside each block. Defaults to `0.0`.
+        attention_dropout_rate: float in [0, 1), dropout on the attention
+            weights. Defaults to `0.0`.
+        drop_path_rate: float in [0, 1), the stochastic depth rate of the
+            last block; it rises linearly from 0 over the blocks. Defaults to
+            `0.0`.
+        layer_norm_epsilon: float, the LayerNorm epsilon. Defaults to
+            `1e-6`, as in the original code.
+        classifier_activation: activation of the head's output, a name such
+            as `"softmax"` or `None` for logits. Always computed in float32.
+            Defaults to `"softmax"`.
+        include_preprocessing: bool. If `True`, inputs are pixel values in
+            [0, 255], rescaled to [-1, 1] inside the model; if `False`, the
+            model takes already-normalised inputs. Defaults to `True`.
+        num_channels: int, the channels of the input images. Defaults to
+            `3`.
+        weights: `None` (random initialisation). Pre-trained weights arrive
+            with the checkpoint loaders. Defaults to `None`.
+        dtype: the dtype policy of the layers, e.g. `"mixed_bfloat16"`.
+            Defaults to `None`, the global policy.
+        name: the model's name. Defaults to `"vit"`.
+        **kwargs: other `keras.Model` arguments such as `trainable`.
+
+    Call arguments:
+        images: `(B, height, width, num_channels)` images.
+        training: bool, whether dropout is active.
+
+    Returns:
+        With `include_top=True`: `(B, num_classes)` probabilities (or logits
+        with `classifier_activation=None`), float32. Otherwise the pooled
+        `(B, hidden_dim)` feature, or the `(B, T, hidden_dim)` tokens after
+        the final LayerNorm with `pooling=None`.
+
+    Example:
+
+    >>> model = keras_vit.ViT(image_size=32, patch_size=4, hidden_dim=64,
+    ...                       num_layers=2, num_heads=4, mlp_dim=128,
+    ...                       num_classes=10)
+    >>> model.compile("adamw", "sparse_categorical_crossentropy")
+    >>> model.predict(np.zeros((2, 32, 32, 3)), verbose=0).shape
+    (2, 10)
+    """
+
+    def __init__(
+        self,
+        image_size=224,
+        patch_size=16,
+        hidden_dim=768,
+        num_layers=12,
+        num_heads=12,
+        mlp_dim=3072,
+        num_classes=1000,
+        include_top=True,
+        pooling="token",
+        class_token=None,
+        position_embedding="learned",
+        representation_size=None,
+        dropout_rate=0.0,
+        attention_dropout_rate=0.0,
+        drop_path_rate=0.0,
+        layer_norm_epsilon=1e-6,
+        classifier_activation="softmax",
+        include_preprocessing=True,
+        num_channels=3,
+        weights=None,
+        dtype=None,
+        name="vit",
+        **kwargs,
+    ):
+        # === Arguments, checked before anything is built ===
+        image_size = validation.size_2d("image_size", image_size)
+        patch_size = validation.positive_int("patch_size", patch_size)
+        for side in image_size:
+            if side % patch_size:
+                raise ValueError(
+                    "`image_size` must be a multiple of `patch_size` in both "
+                    f"dimensions. Received: image_size={image_size} and "
+                    f"patch_size={patch_size}"
+                )
+        hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
+        num_layers = validation.positive_int("num_layers", num_layers)
+        num_heads = validation.positive_int("num_heads", num_heads)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                "`hidden_dim` must be divisible by `num_heads`. Received: "
+                f"hidden_dim={hidden_dim} and num_heads={num_heads}"
+            )
+        mlp_dim = validation.positive_int("mlp_dim", mlp_dim)
+        include_top = validation.boolean("include_top", include_top)
+        num_classes = validation.positive_int("num_classes", num_classes)
+        pooling = validation.one_of("pooling", pooling, (*POOLINGS, None))
+        if include_top and pooling is None:
+            raise ValueError(
+                "A model with include_top=True needs pooling='token' or "
+                "'gap'. Received: pooling=None"
+            )
+        if class_token is None:
+            class_token = pooling != "gap"
+        class_token = validation.boolean("class_token", class_token)
+        if pooling == "token" and not class_token:
+            raise ValueError(
+                "pooling='token' needs a class token. Received: "
+                "class_token=False"
+            )
+        position_embedding = validation.one_of(
+            "position_embedding", position_embedding, POSITION_EMBEDDINGS
+        )
+        if position_embedding == "sincos2d" and hidden_dim % 4:
+            raise ValueError(
+                "position_embedding='sincos2d' needs a hidden_dim that is a "
+                f"multiple of 4. Received: hidden_dim={hidden_dim}"
+            )
+        representation_size = validation.optional_positive_int(
+            "representation_size", representation_size
+        )
+        dropout_rate = validation.rate("dropout_rate", dropout_rate)
+        attention_dropout_rate = validation.rate(
+            "attention_dropout_rate", attention_dropout_rate
+        )
+        drop_path_rate = validation.rate("drop_path_rate", drop_path_rate)
+        layer_norm_epsilon = validation.positive_float(
+            "layer_norm_epsilon", layer_norm_epsilon
+        )
+        if classifier_activation is not None:
+            try:
+                keras.activations.get(classifier_activation)
+            except (ValueError, TypeError):
+                raise ValueError(
+                    "Unknown `classifier_activation`. Received: "
+                    f"classifier_activation={classifier_activation!r}"
+                ) from None
+        include_preprocessing = validation.boolean(
+            "include_preprocessing", include_preprocessing
+        )
+        num_channels = validation.positive_int("num_channels", num_channels)
+        if weights is not None:
+            raise ValueError(
+                "Pre-trained weights are not available yet; only "
+                f"weights=None is supported. Received: weights={weights!r}"
+            )
+
+        # === Layers ===
+        grid = (image_size[0] // patch_size, image_size[1] // patch_size)
+        layers = {}
+        if include_preprocessing:
+            layers["rescaling"] = keras.layers.Rescaling(
+                1.0 / 127.5, offset=-1.0, name="rescaling", dtype=dtype
+            )
+        layers["patches"] = Patches(patch_size, name="patches", dtype=dtype)
+        layers["patch_encoder"] = PatchEncoder(
+            hidden_dim,
+            grid_size=grid,
+            class_token=class_token,
+            position_embedding=position_embedding,
+            name="patch_encoder",
+            dtype=dtype,
+        )
+        layers["embedding_dropout"] = keras.layers.Dropout(
+            dropout_rate, name="embedding_dropout", dtype=dtype
+        )
+        layers["blocks"] = [
+            TransformerBlock(
+                num_heads,
+                mlp_dim,
+                dropout_rate=dropout_rate,
+                attention_dropout_rate=attention_dropout_rate,
+                drop_path_rate=drop_path_rate * i / max(num_layers - 1, 1),
+                layer_norm_epsilon=layer_norm_epsilon,
+                name=f"block_{i}",
+                dtype=dtype,
+            )
+            for i in range(num_layers)
+        ]
+        layers["encoder_norm"] = LayerNorm(
+            layer_norm_epsilon, name="encoder_norm", dtype=dtype
+        )
+        if pooling is not None:
+            layers["pooling"] = TokenPooling(
+                pooling, int(class_token), name="pooling", dtype=dtype
+            )
+        if include_top:
+            if representation_size is not None:
+                layers["pre_logits"] = keras.layers.Dense(
+                    representation_size,
+                    activation="tanh",
+                    name="pre_logits",
+                    dtype=dtype,
+                )
+            # Zero-initialised, as in the original code.
+            layers["head"] = keras.layers.Dense(
+                num_classes, kernel_initializer="zeros", name="head", dtype=dtype
+            )
+            layers["predictions"] = keras.layers.Activation(
+                classifier_activation or "linear",
+                name="predictions",
+                dtype="float32",
+            )
+
+        # === Functional model ===
+        inputs = keras.Input(
+            shape=(*image_size, num_channels), name="images"
+        )
+        outputs = _forward(layers, inputs)["output"]
+        super().__init__(
+            inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs
+        )
+
+        # === Config ===
+        self.image_size = image_size
+        self.patch_size = patch_size
+        self.hidden_dim = hidden_dim
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.mlp_dim = mlp_dim
+        self.num_classes = num_classes
+        self.include_top = include_top
+        self.pooling = pooling
+        self.class_token = class_token
+        self.position_embedding = position_embedding
+        self.representation_size = representation_size
+        self.dropout_rate = dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.drop_path_rate = drop_path_rate
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.classifier_activation = classifier_activation
+        self.include_preprocessing = include_preprocessing
+        self.num_channels = num_channels
+
+    @property
+    def grid_size(self):
+        """The `(grid_h, grid_w)` patch grid at the model's resolution."""
+        return (
+            self.image_size[0] // self.patch_size,
+            self.image_size[1] // self.patch_size,
+        )
+
+    @property
+    def num_prefix_tokens(self):
+        """Tokens before the patch tokens: 1 with a class token, else 0."""
+        return int(self.class_token)
+
+    def intermediates_model(self, attention=True):
+        """A model that returns every block's output and attention weights.
+
+        It shares this model's layers and weights (nothing is copied), and
+        takes the same inputs.
+
+        Args:
+            attention: bool, whether to also return every block's attention
+                weights. Defaults to `True`.
+
+        Returns:
+            A `keras.Model` whose output is a dict:
+            `"block_outputs"`: a list of `num_layers` `(B, T, D)` tensors,
+            the tokens after each block (before the final LayerNorm);
+            `"attention_weights"` (if `attention`): a list of `num_layers`
+            float32 `(B, num_heads, T, T)` tensors, rows summing to 1, token
+            0 being the class token when there is one; `"output"`: this
+            model's output.
+
+        Example:
+
+        >>> model = keras_vit.ViT_Ti16()
+        >>> out = model.intermediates_model()(images)
+        >>> cls_attention = out["attention_weights"][-1][:, :, 0, 1:]
+        """
+        validation.boolean("attention", attention)
+        inputs = keras.Input(
+            shape=(*self.image_size, self.num_channels), name="images"
+        )
+        layers = {layer.name: layer for layer in self.layers}
+        layers["blocks"] = [
+            layers.pop(f"block_{i}") for i in range(self.num_layers)
+        ]
+        outputs = _forward(layers, inputs, intermediates=True)
+        if not attention:
+            del outputs["attention_weights"]
+        return keras.Model(inputs, outputs, name=f"{self.name}_intermediates")
+
+    @classmethod
+    def from_variant(cls, variant, **kwargs):
+        """Builds the named variant; `kwargs` override its numbers.
+
+        Args:
+            variant: a name from `keras_vit.variants.VARIANTS`, e.g.
+                `"B/16"`.
+            **kwargs: any `ViT` argument, e.g. `num_classes=10` or
+                `patch_size=8`.
+
+        Example:
+
+        >>> keras_vit.ViT.from_variant("S/16", num_classes=10)
+        """
+        return cls(**{**variants.get_variant(variant), **kwargs})
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "image_size": self.image_size,
+            "patch_size": self.patch_size,
+            "hidden_dim": self.hidden_dim,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "mlp_dim": self.mlp_dim,
+            "num_classes": self.num_classes,
+            "include_top": self.include_top,
+            "pooling": self.pooling,
+            "class_token": self.class_token,
+            "position_embedding": self.position_embedding,
+            "representation_size": self.representation_size,
+            "dropout_rate": self.dropout_rate,
+            "attention_dropout_rate": self.attention_dropout_rate,
+            "drop_path_rate": self.drop_path_rate,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "classifier_activation": keras.saving.serialize_keras_object(
+                self.classifier_activation
+            ),
+            "include_preprocessing": self.include_preprocessing,
+            "num_channels": self.num_channels,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        activation = config.get("classifier_activation")
+        if isinstance(activation, dict):
+            config["classifier_activation"] = keras.activations.deserialize(
+                activation
+            )
+        return cls(**config)
+
+
+def _forward(layers, images, intermediates=False):
+    """Runs the ViT graph over `layers`, a dict of the model's layers."""
+    x = images
+    if "rescaling" in layers:
+        x = layers["rescaling"](x)
+    x = layers["patches"](x)
+    x = layers["patch_encoder"](x)
+    x = layers["embedding_dropout"](x)
+    block_outputs, attention_weights = [], []
+    for block in layers["blocks"]:
+        # Always the (tokens, weights) form: Keras's graph check reads a
+        # layer's output structure from its first call, so every call of a
+        # block in every graph must have the same structure. The weights
+        # are computed either way; unused, they cost nothing.
+        x, weights = block(x, return_attention_scores=True)
+        block_outputs.append(x)
+        attention_weights.append(weights)
+    x = layers["encoder_norm"](x)
+    for name in ("pooling", "pre_logits", "head", "predictions"):
+        if name in layers:
+            x = layers[name](x)
+    if not intermediates:
+        return {"output": x}
+    return {
+        "block_outputs": block_outputs,
+        "attention_weights": attention_weights,
+        "output": x,
+    }

@@ -1,0 +1,88 @@
+"""Eager argument checks shared by the layers and the model.
+
+Every check raises `ValueError` naming the argument and the value received,
+so a bad argument fails at construction, never deep inside TensorFlow.
+"""
+
+import numbers
+
+
+def positive_int(name, value):
+    """Returns `value` as an `int`, or raises if it is not an integer >= 1."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < 1
+    ):
+        raise ValueError(
+            f"`{name}` must be a positive integer. Received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def optional_positive_int(name, value):
+    """Like `positive_int`, but `None` passes through."""
+    return None if value is None else positive_int(name, value)
+
+
+def rate(name, value):
+    """Returns `value` as a `float` in [0, 1), or raises."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0.0 <= value < 1.0
+    ):
+        raise ValueError(
+            f"`{name}` must be a number in [0, 1). Received: {name}={value!r}"
+        )
+    return float(value)
+
+
+def positive_float(name, value):
+    """Returns `value` as a `float` > 0, or raises."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not value > 0
+    ):
+        raise ValueError(
+            f"`{name}` must be a positive number. Received: {name}={value!r}"
+        )
+    return float(value)
+
+
+def boolean(name, value):
+    """Returns `value` if it is a `bool`, or raises."""
+    if not isinstance(value, bool):
+        raise ValueError(
+            f"`{name}` must be True or False. Received: {name}={value!r}"
+        )
+    return value
+
+
+def one_of(name, value, choices):
+    """Returns `value` if it is one of `choices`, or raises."""
+    if not any(value is c or (type(value) is type(c) and value == c)
+               for c in choices):
+        raise ValueError(
+            f"`{name}` must be one of {list(choices)}. "
+            f"Received: {name}={value!r}"
+        )
+    return value
+
+
+def size_2d(name, value):
+    """Returns `(height, width)` from an int or a pair of positive ints."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value, value)
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise ValueError(
+            f"`{name}` must be an int or a (height, width) pair of ints. "
+            f"Received: {name}={value!r}"
+        )
+    try:
+        return tuple(positive_int(name, v) for v in value)
+    except ValueError:
+        raise ValueError(
+            f"`{name}` must hold positive integers. Received: {name}={value!r}"
+        ) from None

@@ -1,0 +1,16 @@
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _reset_keras_state():
+    """Each test starts from float32, a fixed seed and an empty session."""
+    keras.config.set_dtype_policy("float32")
+    keras.utils.set_random_seed(1337)
+    yield
+    keras.config.set_dtype_policy("float32")
+    keras.backend.clear_session()

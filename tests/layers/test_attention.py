@@ -1,0 +1,36 @@
+import numpy as np
+
+import keras_vit
+from tests import reference
+from tests.test_case import assert_config_round_trip
+from tests.test_case import assert_output_shape_matches
+from tests.test_case import randomize_weights
+
+
+def test_matches_numpy_reference_and_config():
+    x = np.random.default_rng(0).normal(size=(2, 6, 12)).astype("float32")
+    layer = keras_vit.layers.MultiHeadSelfAttention(num_heads=3, name="mhsa")
+    layer(x)
+    randomize_weights(layer, scale=0.3)
+    out, weights = layer(x, return_attention_scores=True)
+    ref = {
+        "qkv_kernel": layer.qkv.kernel.numpy(),
+        "qkv_bias": layer.qkv.bias.numpy(),
+        "proj_kernel": layer.proj.kernel.numpy(),
+        "proj_bias": layer.proj.bias.numpy(),
+    }
+    ref_out, ref_weights = reference.attention(x.astype("float64"), ref, 3)
+    np.testing.assert_allclose(out.numpy(), ref_out, atol=1e-4)
+    np.testing.assert_allclose(weights.numpy(), ref_weights, atol=1e-5)
+    assert_config_round_trip(layer, x)
+    assert_output_shape_matches(layer, x)
+
+
+def test_qkv_initialisation_is_xavier_per_projection():
+    layer = keras_vit.layers.MultiHeadSelfAttention(num_heads=4)
+    layer(np.zeros((1, 2, 256), "float32"))
+    kernel = layer.qkv.kernel.numpy()
+    assert kernel.shape == (256, 768)
+    limit = np.sqrt(6.0 / (256 + 256))  # xavier for one (D, D) projection
+    assert np.abs(kernel).max() <= limit
+    assert np.abs(kernel).max() > 0.95 * limit

@@ -1,0 +1,133 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_vit
+from tests.test_case import assert_config_round_trip
+from tests.test_case import assert_output_shape_matches
+from tests.test_case import randomize_weights
+
+rng = np.random.default_rng(0)
+
+
+def _encoder(**kwargs):
+    kwargs.setdefault("hidden_dim", 8)
+    return keras_vit.layers.PatchEncoder(**kwargs)
+
+
+def test_hand_computed_output():
+    patches = rng.normal(size=(2, 6, 5)).astype("float32")
+    layer = _encoder(grid_size=(2, 3))
+    layer(patches)
+    randomize_weights(layer)
+    kernel = layer.projection.kernel.numpy()
+    bias = layer.projection.bias.numpy()
+    cls = layer.cls.numpy()
+    posemb = layer.pos_embedding.numpy()
+    tokens = patches @ kernel + bias
+    expected = np.concatenate([np.repeat(cls, 2, axis=0), tokens], 1) + posemb
+    np.testing.assert_allclose(layer(patches).numpy(), expected, atol=1e-5)
+
+
+def test_initialisation_as_in_the_paper():
+    layer = _encoder(hidden_dim=256)
+    layer(np.zeros((1, 196, 48), "float32"))
+    assert layer.pos_embedding.shape == (1, 197, 256)
+    np.testing.assert_array_equal(layer.cls.numpy(), 0.0)
+    std = layer.pos_embedding.numpy().std()
+    assert 0.018 < std < 0.022
+
+
+def test_grid_input_equals_flat_input():
+    patches = rng.normal(size=(2, 2, 3, 5)).astype("float32")
+    layer = _encoder()
+    grid_out = layer(patches).numpy()
+    assert layer.grid_size == (2, 3)
+    flat_out = layer(patches.reshape(2, 6, 5)).numpy()
+    np.testing.assert_allclose(grid_out, flat_out, atol=1e-6)
+
+
+def test_resampling_to_the_same_grid_is_identity():
+    posemb = rng.normal(size=(1, 1 + 12, 8)).astype("float32")
+    out = keras_vit.ops.resample_position_embeddings(posemb, (3, 4), (3, 4))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(out), posemb)
+
+
+def test_new_grid_resamples_embeddings_keeping_the_class_token():
+    layer = _encoder(grid_size=(2, 2))
+    layer(np.zeros((1, 4, 5), "float32"))
+    randomize_weights(layer)
+    big = rng.normal(size=(1, 4, 6, 5)).astype("float32")
+    out = layer(big).numpy()
+    assert out.shape == (1, 1 + 24, 8)
+    tokens = big.reshape(1, 24, 5) @ layer.projection.kernel.numpy()
+    tokens += layer.projection.bias.numpy()
+    posemb = out - np.concatenate([layer.cls.numpy(), tokens], axis=1)
+    # Class token: its embedding untouched.
+    np.testing.assert_allclose(
+        posemb[:, 0], layer.cls.numpy()[:, 0] * 0 + layer.pos_embedding[:, 0],
+        atol=1e-5,
+    )
+    expected = keras_vit.ops.resample_position_embeddings(
+        layer.pos_embedding.numpy(), (4, 6), (2, 2)
+    )
+    np.testing.assert_allclose(posemb, expected, atol=1e-5)
+
+
+def test_dynamic_grid_inside_a_graph():
+    layer = _encoder(grid_size=(2, 2))
+    layer(np.zeros((1, 2, 2, 5), "float32"))
+    fn = tf.function(layer, input_signature=[tf.TensorSpec((None, None, None, 5))])
+    x = rng.normal(size=(1, 3, 5, 5)).astype("float32")
+    np.testing.assert_allclose(fn(x).numpy(), layer(x).numpy(), atol=1e-5)
+    same = rng.normal(size=(3, 2, 2, 5)).astype("float32")
+    np.testing.assert_allclose(fn(same).numpy(), layer(same).numpy(), atol=1e-6)
+
+
+def test_sincos2d_and_none():
+    patches = rng.normal(size=(2, 16, 5)).astype("float32")
+    layer = _encoder(position_embedding="sincos2d")
+    out = layer(patches).numpy()
+    assert len(layer.weights) == 3  # kernel, bias, class token: no posemb
+    tokens = patches @ layer.projection.kernel.numpy() + layer.projection.bias.numpy()
+    sincos = keras_vit.ops.sincos_2d_position_embedding(4, 4, 8).numpy()
+    np.testing.assert_allclose(out[:, 0], 0.0, atol=1e-6)  # cls: zeros + 0
+    np.testing.assert_allclose(out[:, 1:], tokens + sincos, atol=1e-5)
+
+    plain = _encoder(position_embedding="none", class_token=False)
+    out = plain(patches).numpy()
+    tokens = patches @ plain.projection.kernel.numpy() + plain.projection.bias.numpy()
+    np.testing.assert_allclose(out, tokens, atol=1e-5)
+
+
+def test_no_class_token():
+    layer = _encoder(class_token=False)
+    out = layer(np.zeros((2, 9, 5), "float32"))
+    assert out.shape == (2, 9, 8)
+    assert layer.pos_embedding.shape == (1, 9, 8)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="hidden_dim=0"):
+        _encoder(hidden_dim=0)
+    with pytest.raises(ValueError, match="position_embedding='2d'"):
+        _encoder(position_embedding="2d")
+    with pytest.raises(ValueError, match="hidden_dim=6"):
+        _encoder(hidden_dim=6, position_embedding="sincos2d")
+    with pytest.raises(ValueError, match="grid_size"):
+        _encoder(grid_size=(2, 0))
+    with pytest.raises(ValueError, match="not a square"):
+        _encoder()(np.zeros((1, 6, 5), "float32"))
+
+
+def test_config_round_trip_and_output_shape():
+    patches = rng.normal(size=(2, 6, 5)).astype("float32")
+    for kwargs in (
+        {"grid_size": (2, 3)},
+        {"grid_size": (2, 3), "class_token": False, "interpolation": "bicubic"},
+        {"grid_size": (2, 3), "position_embedding": "sincos2d"},
+    ):
+        layer = _encoder(name="enc", **kwargs)
+        assert_config_round_trip(layer, patches)
+        assert_output_shape_matches(layer, patches)

@@ -1,0 +1,100 @@
+import keras
+import numpy as np
+import pytest
+
+import keras_vit
+from tests import reference
+from tests.test_case import assert_config_round_trip
+from tests.test_case import assert_output_shape_matches
+from tests.test_case import randomize_weights
+
+rng = np.random.default_rng(0)
+
+
+def _block(**kwargs):
+    kwargs.setdefault("num_heads", 4)
+    kwargs.setdefault("mlp_dim", 24)
+    return keras_vit.layers.TransformerBlock(**kwargs)
+
+
+def test_matches_numpy_reference():
+    x = rng.normal(size=(2, 7, 16)).astype("float32")
+    layer = _block()
+    layer(x)
+    randomize_weights(layer, scale=0.3)
+    out, weights = layer(x, return_attention_scores=True)
+    ref_out, ref_weights = reference.block(
+        x.astype("float64"), reference.block_weights(layer), 4
+    )
+    np.testing.assert_allclose(out.numpy(), ref_out, atol=1e-4)
+    np.testing.assert_allclose(weights.numpy(), ref_weights, atol=1e-5)
+    np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(layer(x).numpy(), out.numpy())
+
+
+def test_symbolic_call_with_attention_scores():
+    inputs = keras.Input((7, 16))
+    out, weights = _block()(inputs, return_attention_scores=True)
+    assert out.shape == (None, 7, 16)
+    assert weights.shape == (None, 4, 7, 7)
+    assert weights.dtype == "float32"
+
+
+def test_dropout_only_in_training():
+    x = rng.normal(size=(4, 5, 16)).astype("float32")
+    layer = _block(dropout_rate=0.5, attention_dropout_rate=0.5, drop_path_rate=0.5)
+    np.testing.assert_array_equal(layer(x).numpy(), layer(x, training=False).numpy())
+    assert not np.allclose(layer(x, training=True).numpy(), layer(x).numpy())
+
+
+def test_drop_path_drops_whole_examples():
+    # Stochastic depth keeps or drops a residual branch for a whole example,
+    # rescaling kept ones by 1 / keep.
+    layer = _block(drop_path_rate=0.5)
+    layer(np.zeros((1, 3, 16), "float32"))
+    branch = np.ones((64, 3, 16), "float32")
+    out = layer.drop_path(branch, training=True).numpy()
+    per_example = out.reshape(64, -1)
+    for row in per_example:
+        assert np.all(row == 0.0) or np.allclose(row, 2.0)
+    kept = np.mean(per_example[:, 0] > 0)
+    assert 0.25 < kept < 0.75
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_softmax_in_float32(policy):
+    x = rng.normal(size=(2, 5, 16)).astype("float32")
+    layer = _block(dtype=policy)
+    out, weights = layer(x, return_attention_scores=True)
+    assert keras.backend.standardize_dtype(weights.dtype) == "float32"
+    assert keras.backend.standardize_dtype(out.dtype) == policy.split("_")[1]
+    assert np.isfinite(out.numpy().astype("float32")).all()
+    np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-5)
+
+
+def test_bad_arguments():
+    for kwargs, match in (
+        ({"num_heads": 0}, "num_heads=0"),
+        ({"mlp_dim": -1}, "mlp_dim=-1"),
+        ({"dropout_rate": 1.0}, "dropout_rate=1.0"),
+        ({"attention_dropout_rate": -0.1}, "attention_dropout_rate=-0.1"),
+        ({"drop_path_rate": 2}, "drop_path_rate=2"),
+        ({"layer_norm_epsilon": 0}, "layer_norm_epsilon=0"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            _block(**kwargs)
+    with pytest.raises(ValueError, match="num_heads=4 for width 10"):
+        _block()(np.zeros((1, 3, 10), "float32"))
+
+
+def test_config_round_trip_and_output_shape():
+    x = rng.normal(size=(2, 5, 16)).astype("float32")
+    layer = _block(
+        dropout_rate=0.1,
+        attention_dropout_rate=0.2,
+        drop_path_rate=0.3,
+        layer_norm_epsilon=1e-5,
+        name="blk",
+    )
+    assert_config_round_trip(layer, x)
+    assert_output_shape_matches(layer, x)

@@ -1,0 +1,121 @@
+"""A plain NumPy ViT forward pass, written from the paper's equations.
+
+It shares no code with keras_vit: tests compare keras_vit's layers and
+model against it with random weights.
+"""
+
+import math
+
+import numpy as np
+
+_erf = np.vectorize(math.erf)
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def layer_norm(x, gamma, beta, eps=1e-6):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def patches(images, p):
+    """Patch by patch, in row-major order, each flattened (row, col, ch)."""
+    b, h, w, c = images.shape
+    out = []
+    for i in range(h // p):
+        for j in range(w // p):
+            out.append(images[:, i * p:(i + 1) * p, j * p:(j + 1) * p, :]
+                       .reshape(b, -1))
+    return np.stack(out, axis=1)
+
+
+def attention(x, w, num_heads):
+    """`w`: qkv kernel (D, 3D) / bias, proj kernel / bias."""
+    b, t, d = x.shape
+    hd = d // num_heads
+    qkv = x @ w["qkv_kernel"] + w["qkv_bias"]
+    q, k, v = (qkv[..., i * d:(i + 1) * d] for i in range(3))
+
+    def heads(a):
+        return a.reshape(b, t, num_heads, hd).transpose(0, 2, 1, 3)
+
+    q, k, v = heads(q), heads(k), heads(v)
+    weights = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(hd))
+    out = (weights @ v).transpose(0, 2, 1, 3).reshape(b, t, d)
+    return out @ w["proj_kernel"] + w["proj_bias"], weights
+
+
+def block(x, w, num_heads, eps=1e-6):
+    y, weights = attention(
+        layer_norm(x, w["ln1_gamma"], w["ln1_beta"], eps), w, num_heads
+    )
+    x = x + y
+    y = layer_norm(x, w["ln2_gamma"], w["ln2_beta"], eps)
+    y = gelu(y @ w["fc1_kernel"] + w["fc1_bias"]) @ w["fc2_kernel"] + w["fc2_bias"]
+    return x + y, weights
+
+
+def block_weights(layer):
+    """The weights of a keras_vit TransformerBlock, by meaning."""
+    get = lambda l, n: next(
+        v.numpy() for v in l.weights if v.path.endswith(n)
+    )
+    a = layer.attention
+    return {
+        "ln1_gamma": get(layer.norm1, "gamma"),
+        "ln1_beta": get(layer.norm1, "beta"),
+        "qkv_kernel": get(a.qkv, "kernel"),
+        "qkv_bias": get(a.qkv, "bias"),
+        "proj_kernel": get(a.proj, "kernel"),
+        "proj_bias": get(a.proj, "bias"),
+        "ln2_gamma": get(layer.norm2, "gamma"),
+        "ln2_beta": get(layer.norm2, "beta"),
+        "fc1_kernel": get(layer.mlp_fc1, "kernel"),
+        "fc1_bias": get(layer.mlp_fc1, "bias"),
+        "fc2_kernel": get(layer.mlp_fc2, "kernel"),
+        "fc2_bias": get(layer.mlp_fc2, "bias"),
+    }
+
+
+def vit(images, model):
+    """The forward pass of a keras_vit.ViT `model`, recomputed in NumPy."""
+    x = images.astype("float64")
+    if model.include_preprocessing:
+        x = x / 127.5 - 1.0
+    x = patches(x, model.patch_size)
+    enc = model.get_layer("patch_encoder")
+    x = x @ enc.projection.kernel.numpy() + enc.projection.bias.numpy()
+    if model.class_token:
+        cls = np.broadcast_to(enc.cls.numpy(), (x.shape[0], 1, x.shape[2]))
+        x = np.concatenate([cls, x], axis=1)
+    if model.position_embedding == "learned":
+        x = x + enc.pos_embedding.numpy()
+    for i in range(model.num_layers):
+        layer = model.get_layer(f"block_{i}")
+        x, _ = block(x, block_weights(layer), model.num_heads,
+                     model.layer_norm_epsilon)
+    norm = model.get_layer("encoder_norm")
+    x = layer_norm(x, norm.gamma.numpy(), norm.beta.numpy(),
+                   model.layer_norm_epsilon)
+    if model.pooling == "token":
+        x = x[:, 0]
+    elif model.pooling == "gap":
+        x = x[:, model.num_prefix_tokens:].mean(1)
+    if not model.include_top:
+        return x
+    if model.representation_size:
+        pre = model.get_layer("pre_logits")
+        x = np.tanh(x @ pre.kernel.numpy() + pre.bias.numpy())
+    head = model.get_layer("head")
+    x = x @ head.kernel.numpy() + head.bias.numpy()
+    if model.classifier_activation == "softmax":
+        x = softmax(x)
+    return x

@@ -1,0 +1,54 @@
+import inspect
+
+import keras
+import pytest
+
+import keras_vit
+from keras_vit import builders
+
+# The reference implementation's (timm / google-research) parameter counts
+# at 224 px with a 1000-class head.
+REFERENCE_PARAMS = {
+    "ViT_Ti16": 5_717_416,
+    "ViT_S16": 22_050_664,
+    "ViT_S32": 22_878_952,
+    "ViT_B8": 86_576_872,
+    "ViT_B16": 86_567_656,
+    "ViT_B32": 88_224_232,
+    "ViT_L16": 304_326_632,
+    "ViT_L32": 306_535_400,
+    "ViT_H14": 632_045_800,
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_PARAMS))
+def test_parameter_counts_match_the_reference(name):
+    # Variables are created without values: full sizes are built
+    # symbolically, in a fraction of a second and without their memory.
+    with keras.StatelessScope(initialize_variables=False):
+        model = getattr(keras_vit, name)()
+    assert model.count_params() == REFERENCE_PARAMS[name]
+    assert model.output_shape == (None, 1000)
+
+
+def test_every_builder_is_exported_and_documented():
+    assert set(builders.BUILDERS) == set(REFERENCE_PARAMS)
+    for name, variant in builders.BUILDERS.items():
+        fn = getattr(keras_vit, name)
+        assert fn is builders.get_builder(name)
+        assert variant in fn.__doc__ and "Args:" in fn.__doc__
+        params = inspect.signature(fn).parameters
+        assert list(params)[:2] == ["num_classes", "weights"]
+    with pytest.raises(ValueError, match="model='ViT_B17'"):
+        builders.get_builder("ViT_B17")
+
+
+def test_kwargs_override_the_variant():
+    model = keras_vit.ViT_B16(
+        num_classes=10, image_size=64, num_layers=1, patch_size=32
+    )
+    config = model.get_config()
+    assert config["patch_size"] == 32 and config["num_layers"] == 1
+    assert config["hidden_dim"] == 768 and config["num_classes"] == 10
+    assert model.name == "vit_b16"
+    assert model.output_shape == (None, 10)

@@ -1,0 +1,56 @@
+"""Helpers shared by the tests: tiny configurations and round-trip checks."""
+
+import keras
+import numpy as np
+
+#: A ViT small enough to run anywhere in milliseconds.
+TINY = dict(
+    image_size=32,
+    patch_size=8,
+    hidden_dim=16,
+    num_layers=2,
+    num_heads=2,
+    mlp_dim=32,
+    num_classes=5,
+)
+
+
+def random_images(shape, seed=0):
+    """uint8-valued float32 pixels, as a user's photos would be."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, shape).astype("float32")
+
+
+def randomize_weights(model_or_layer, seed=0, scale=0.2):
+    """Replaces every weight with random values (zero-init heads included),
+    so that numerical tests exercise every parameter."""
+    rng = np.random.default_rng(seed)
+    for w in model_or_layer.weights:
+        w.assign(rng.normal(scale=scale, size=w.shape).astype(w.dtype))
+
+
+def assert_config_round_trip(layer, inputs, atol=1e-6, **call_kwargs):
+    """`from_config(get_config())` rebuilds a layer that computes the same."""
+    out = layer(inputs, **call_kwargs)
+    config = layer.get_config()
+    clone = layer.__class__.from_config(config)
+    assert clone.get_config() == config
+    clone(inputs, **call_kwargs)  # build
+    clone.set_weights(layer.get_weights())
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(clone(inputs, **call_kwargs)),
+        keras.ops.convert_to_numpy(out),
+        atol=atol,
+    )
+    # The layer is registered under the keras_vit package.
+    name = keras.saving.get_registered_name(layer.__class__)
+    assert name == f"keras_vit>{layer.__class__.__name__}"
+    assert keras.saving.get_registered_object(name) is layer.__class__
+    return clone
+
+
+def assert_output_shape_matches(layer, inputs):
+    out = layer(inputs)
+    assert tuple(layer.compute_output_shape(tuple(inputs.shape))) == tuple(
+        out.shape
+    )

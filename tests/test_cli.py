@@ -1,0 +1,52 @@
+import subprocess
+import sys
+
+import pytest
+
+import keras_vit
+from keras_vit import benchmark
+from keras_vit import cli
+from tests.test_case import TINY
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert keras_vit.__version__ in capsys.readouterr().out
+
+
+def test_models_lists_builders_with_exact_counts(capsys):
+    assert cli.main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "ViT_B16" in out and "86,567,656" in out
+    assert "ViT_H14" in out and "632,045,800" in out
+
+
+def test_console_script_is_installed():
+    # The `keras-vit` entry point of pyproject.toml, as a user runs it.
+    result = subprocess.run(
+        [sys.executable, "-c", "from keras_vit.cli import main; main()", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert keras_vit.__version__ in result.stdout
+
+
+def test_benchmark_measures(capsys):
+    model = keras_vit.ViT(**TINY)
+    result = benchmark.benchmark(model, batch_size=2, steps=2, warmup=1, train=True)
+    assert result["inference_images_per_s"] > 0
+    assert result["train_images_per_s"] > 0
+    assert cli.main(
+        ["benchmark", "--model", "ViT_Ti16", "--image-size", "32",
+         "--batch-size", "2", "--steps", "1", "--warmup", "1", "--train"]
+    ) == 0
+    out = capsys.readouterr().out
+    assert "inference:" in out and "training:" in out and "images/s" in out
+
+
+def test_bad_model_name_is_a_clear_error(capsys):
+    assert cli.main(["benchmark", "--model", "ViT_X"]) == 2
+    assert "model='ViT_X'" in capsys.readouterr().err

@@ -1,0 +1,228 @@
+import os
+
+import keras
+import numpy as np
+import pytest
+
+import keras_vit
+from tests import reference
+from tests.test_case import TINY
+from tests.test_case import random_images
+from tests.test_case import randomize_weights
+
+
+def _tiny(**kwargs):
+    return keras_vit.ViT(**{**TINY, **kwargs})
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"pooling": "gap"},
+        {"representation_size": 12, "classifier_activation": None},
+        {"image_size": (16, 40), "layer_norm_epsilon": 1e-5},
+        {"include_top": False},
+        {"include_top": False, "pooling": None},
+        {"include_preprocessing": False, "position_embedding": "none"},
+    ],
+)
+def test_matches_numpy_reference(kwargs):
+    model = _tiny(**kwargs)
+    randomize_weights(model)
+    images = random_images((2, *model.image_size, 3))
+    if not model.include_preprocessing:
+        images = images / 127.5 - 1.0
+    out = model.predict(images, verbose=0)
+    expected = reference.vit(images, model)
+    np.testing.assert_allclose(out, expected, atol=1e-4)
+
+
+def test_output_shapes_and_dtypes():
+    images = random_images((2, 32, 32, 3))
+    assert _tiny()(images).shape == (2, 5)
+    assert _tiny(include_top=False)(images).shape == (2, 16)
+    # 16 patches + the class token, after the final LayerNorm.
+    assert _tiny(include_top=False, pooling=None)(images).shape == (2, 17, 16)
+    gap = _tiny(include_top=False, pooling=None, class_token=False)
+    assert gap(images).shape == (2, 16, 16)
+
+
+def test_default_is_a_zero_initialised_softmax_head():
+    probabilities = _tiny()(random_images((2, 32, 32, 3))).numpy()
+    np.testing.assert_allclose(probabilities, 0.2, atol=1e-6)
+
+
+def test_pixel_dtypes_and_preprocessing():
+    model = _tiny()
+    randomize_weights(model)
+    pixels = random_images((2, 32, 32, 3))
+    reference_out = model(pixels).numpy()
+    for dtype in ("uint8", "int32", "float64"):
+        np.testing.assert_allclose(
+            model(pixels.astype(dtype)).numpy(), reference_out, atol=1e-5
+        )
+        np.testing.assert_allclose(
+            model.predict(pixels.astype(dtype), verbose=0),
+            reference_out,
+            atol=1e-5,
+        )
+    raw = _tiny(include_preprocessing=False)
+    raw.set_weights(model.get_weights())
+    np.testing.assert_allclose(
+        raw(pixels / 127.5 - 1.0).numpy(), reference_out, atol=1e-5
+    )
+
+
+def test_config_is_the_constructor_arguments():
+    model = _tiny(pooling="gap", drop_path_rate=0.1, image_size=(32, 48))
+    config = model.get_config()
+    assert config["image_size"] == (32, 48)
+    assert config["class_token"] is False  # resolved from pooling="gap"
+    clone = keras_vit.ViT.from_config(config)
+    assert clone.get_config() == config
+    clone.set_weights(model.get_weights())
+    images = random_images((2, 32, 48, 3))
+    randomize_weights(model)
+    clone.set_weights(model.get_weights())
+    np.testing.assert_allclose(clone(images).numpy(), model(images).numpy(), atol=1e-6)
+
+
+def test_keras_file_round_trip_in_safe_mode(tmp_path):
+    model = _tiny(representation_size=8, position_embedding="sincos2d")
+    randomize_weights(model)
+    path = os.path.join(tmp_path, "vit.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert isinstance(loaded, keras_vit.ViT)
+    assert loaded.get_config() == model.get_config()
+    images = random_images((2, 32, 32, 3))
+    np.testing.assert_array_equal(loaded(images).numpy(), model(images).numpy())
+
+
+def test_fit_step_with_xla():
+    model = _tiny(dropout_rate=0.1, drop_path_rate=0.1)
+    model.compile(
+        optimizer=keras.optimizers.AdamW(1e-3),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+        jit_compile=True,
+    )
+    images = random_images((8, 32, 32, 3))
+    labels = np.arange(8) % 5
+    before = [w.numpy().copy() for w in model.trainable_weights]
+    history = model.fit(images, labels, batch_size=4, epochs=4, verbose=0)
+    losses = history.history["loss"]
+    assert np.isfinite(losses).all()
+    # The zero-initialised head starts near log(5), then the model learns.
+    assert abs(losses[0] - np.log(5)) < 0.1
+    assert losses[-1] < losses[0]
+    changed = [
+        not np.array_equal(b, w.numpy())
+        for b, w in zip(before, model.trainable_weights)
+    ]
+    assert all(changed)
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_forward_gives_finite_float32(policy):
+    model = _tiny(dtype=policy, classifier_activation=None)
+    randomize_weights(model)
+    assert model.get_layer("block_0").compute_dtype == policy.split("_")[1]
+    out = model(random_images((2, 32, 32, 3)))
+    assert keras.backend.standardize_dtype(out.dtype) == "float32"
+    assert np.isfinite(out.numpy()).all()
+    # Close to the float32 model with the same weights.
+    ref = _tiny(classifier_activation=None)
+    ref.set_weights(model.get_weights())
+    expected = ref(random_images((2, 32, 32, 3))).numpy()
+    np.testing.assert_allclose(out.numpy(), expected, atol=0.1 * np.abs(expected).max())
+
+
+def test_global_mixed_policy():
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    model = _tiny()
+    out = model(random_images((2, 32, 32, 3)))
+    assert keras.backend.standardize_dtype(out.dtype) == "float32"
+    assert np.isfinite(out.numpy()).all()
+
+
+def test_intermediates_model():
+    model = _tiny(num_layers=3)
+    randomize_weights(model)
+    images = random_images((2, 32, 32, 3))
+    out = model.intermediates_model()(images)
+    assert len(out["block_outputs"]) == 3
+    assert len(out["attention_weights"]) == 3
+    for tokens, weights in zip(out["block_outputs"], out["attention_weights"]):
+        assert tokens.shape == (2, 17, 16)
+        assert weights.shape == (2, 2, 17, 17)
+        np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(out["output"].numpy(), model(images).numpy(), atol=1e-6)
+    # The last block's tokens, through the model's tail, give its output.
+    tail = out["block_outputs"][-1]
+    for name in ("encoder_norm", "pooling", "head", "predictions"):
+        tail = model.get_layer(name)(tail)
+    np.testing.assert_allclose(tail.numpy(), model(images).numpy(), atol=1e-6)
+    # Shared weights: nothing was copied.
+    assert len(model.intermediates_model().weights) == len(model.weights)
+    assert "attention_weights" not in model.intermediates_model(attention=False)(
+        images
+    )
+
+
+def test_from_variant_and_overrides():
+    model = keras_vit.ViT.from_variant(
+        "Ti/16", image_size=32, num_layers=1, num_classes=3
+    )
+    assert model.hidden_dim == 192 and model.num_heads == 3
+    assert model.get_config()["num_layers"] == 1
+    with pytest.raises(ValueError, match="variant='B/15'"):
+        keras_vit.ViT.from_variant("B/15")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"image_size": 225, "patch_size": 16}, "225"),
+        ({"image_size": (32, 30)}, "30"),
+        ({"hidden_dim": 18, "num_heads": 4}, "hidden_dim=18 and num_heads=4"),
+        ({"pooling": "max"}, "pooling='max'"),
+        ({"pooling": None}, "pooling=None"),
+        ({"pooling": "token", "class_token": False}, "class_token=False"),
+        ({"position_embedding": "relative"}, "position_embedding='relative'"),
+        ({"dropout_rate": 1.0}, "dropout_rate=1.0"),
+        ({"attention_dropout_rate": -0.5}, "attention_dropout_rate=-0.5"),
+        ({"drop_path_rate": 1.5}, "drop_path_rate=1.5"),
+        ({"num_layers": 0}, "num_layers=0"),
+        ({"num_classes": -3}, "num_classes=-3"),
+        ({"mlp_dim": 0}, "mlp_dim=0"),
+        ({"patch_size": 0}, "patch_size=0"),
+        ({"image_size": -32}, "image_size"),
+        ({"representation_size": 0}, "representation_size=0"),
+        ({"layer_norm_epsilon": -1.0}, "layer_norm_epsilon=-1.0"),
+        ({"classifier_activation": "nope"}, "classifier_activation='nope'"),
+        ({"num_channels": 0}, "num_channels=0"),
+        ({"weights": "imagenet"}, "weights='imagenet'"),
+        ({"include_top": "yes"}, "include_top='yes'"),
+        ({"hidden_dim": 18, "num_heads": 3, "position_embedding": "sincos2d"},
+         "hidden_dim=18"),
+    ],
+)
+def test_bad_arguments_name_the_argument_and_value(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _tiny(**kwargs)
+
+
+def test_builder_rejects_bad_image_size():
+    with pytest.raises(ValueError, match="225"):
+        keras_vit.ViT_B16(image_size=225)
+
+
+def test_wrong_number_of_channels():
+    model = _tiny()
+    for channels in (1, 4):
+        with pytest.raises(ValueError, match=r"3\b.*\(1, 32, 32, %d\)" % channels):
+            model(np.zeros((1, 32, 32, channels), "float32"))
+    gray = _tiny(num_channels=1)
+    assert gray(np.zeros((1, 32, 32, 1), "float32")).shape == (1, 5)

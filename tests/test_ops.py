@@ -1,0 +1,101 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from keras_vit import ops as vit_ops
+
+rng = np.random.default_rng(0)
+
+
+def _np(x):
+    return keras.ops.convert_to_numpy(x)
+
+
+def test_same_grid_is_identity():
+    posemb = rng.normal(size=(1, 1 + 12, 8)).astype("float32")
+    out = vit_ops.resample_position_embeddings(posemb, (3, 4), (3, 4))
+    np.testing.assert_array_equal(_np(out), posemb)
+
+
+def test_class_token_kept_and_rank_2_input():
+    posemb = rng.normal(size=(1 + 16, 8)).astype("float32")
+    out = _np(vit_ops.resample_position_embeddings(posemb, (6, 3)))
+    assert out.shape == (1 + 18, 8)
+    np.testing.assert_array_equal(out[0], posemb[0])
+
+
+def test_bilinear_halving_is_the_2x2_block_mean():
+    grid = rng.normal(size=(4, 4, 3)).astype("float32")
+    posemb = np.concatenate([np.zeros((1, 3), "float32"), grid.reshape(16, 3)])
+    out = _np(vit_ops.resample_position_embeddings(posemb, 2))
+    blocks = grid.reshape(2, 2, 2, 2, 3).mean(axis=(1, 3))
+    np.testing.assert_allclose(out[1:].reshape(2, 2, 3), blocks, atol=1e-6)
+
+
+@pytest.mark.parametrize("interpolation", ["bilinear", "bicubic", "nearest", "area"])
+def test_constant_embeddings_stay_constant(interpolation):
+    posemb = np.tile(np.arange(5, dtype="float32"), (1, 1 + 9, 1))
+    out = _np(
+        vit_ops.resample_position_embeddings(
+            posemb, (5, 7), interpolation=interpolation
+        )
+    )
+    assert out.shape == (1, 1 + 35, 5)
+    np.testing.assert_allclose(out, np.tile(np.arange(5.0), (1, 36, 1)), atol=1e-5)
+
+
+def test_no_prefix_tokens():
+    posemb = rng.normal(size=(1, 4, 2)).astype("float32")
+    out = _np(vit_ops.resample_position_embeddings(posemb, 4, num_prefix_tokens=0))
+    assert out.shape == (1, 16, 2)
+
+
+def test_bad_arguments():
+    posemb = np.zeros((1, 1 + 12, 4), "float32")
+    with pytest.raises(ValueError, match="not a square"):
+        vit_ops.resample_position_embeddings(posemb, (4, 4))
+    with pytest.raises(ValueError, match="source_grid"):
+        vit_ops.resample_position_embeddings(posemb, (4, 4), source_grid=(2, 2))
+    with pytest.raises(ValueError, match="interpolation='cubic'"):
+        vit_ops.resample_position_embeddings(
+            posemb, (4, 4), (3, 4), interpolation="cubic"
+        )
+    with pytest.raises(ValueError, match="posemb.shape"):
+        vit_ops.resample_position_embeddings(np.zeros(5), (2, 2))
+
+
+def test_sincos_values_by_hand():
+    pe = _np(vit_ops.sincos_2d_position_embedding(2, 3, 8))
+    assert pe.shape == (6, 8)
+    omega = [1.0, 1e-4]  # 1 / 10000 ** (k / (quarter - 1)) for k = 0, 1
+    for index in range(6):
+        row, col = divmod(index, 3)
+        expected = (
+            [math.sin(col * w) for w in omega]
+            + [math.cos(col * w) for w in omega]
+            + [math.sin(row * w) for w in omega]
+            + [math.cos(row * w) for w in omega]
+        )
+        np.testing.assert_allclose(pe[index], expected, atol=1e-6)
+    with pytest.raises(ValueError, match="dim=6"):
+        vit_ops.sincos_2d_position_embedding(2, 2, 6)
+
+
+def test_sincos_similarity_peaks_at_the_patch_itself():
+    pe = _np(vit_ops.sincos_2d_position_embedding(8, 8, 64))
+    pe = pe / np.linalg.norm(pe, axis=1, keepdims=True)
+    sim = (pe @ pe.T).reshape(8, 8, 8, 8)
+    centre = sim[3, 3]
+    assert np.unravel_index(centre.argmax(), centre.shape) == (3, 3)
+    # Falls along the row and the column, moving away from the patch.
+    assert np.all(np.diff(centre[3, 3:]) < 0)
+    assert np.all(np.diff(centre[3:, 3]) < 0)
+
+
+def test_kernel_conversion_errors():
+    with pytest.raises(ValueError, match="kernel.shape"):
+        vit_ops.conv_to_dense_kernel(np.zeros((4, 4, 3)))
+    with pytest.raises(ValueError, match="patch_size=4"):
+        vit_ops.dense_to_conv_kernel(np.zeros((47, 8)), 4, 3)
