@@ -3,6 +3,7 @@
 from keras_vit import layers
 from keras_vit import ops
 from keras_vit import variants
+from keras_vit import weights
 from keras_vit.builders import ViT_B8
 from keras_vit.builders import ViT_B16
 from keras_vit.builders import ViT_B32
@@ -20,6 +21,8 @@ from keras_vit.layers import TokenPooling
 from keras_vit.layers import TransformerBlock
 from keras_vit.model import ViT
 from keras_vit.version import __version__
+from keras_vit.weights import list_presets
+from keras_vit.weights import load_weights
 
 __all__ = [
     "LayerNorm",
@@ -40,6 +43,9 @@ __all__ = [
     "ViT_Ti16",
     "__version__",
     "layers",
+    "list_presets",
+    "load_weights",
     "ops",
     "variants",
+    "weights",
 ]

@@ -11,20 +11,24 @@ _DOC = """Builds a ViT-{variant} (arXiv 2010.11929): {hidden_dim} wide, {num_lay
 
     Args:
         num_classes: int, classes of the head. Defaults to `1000`.
-        weights: `None` for random initialisation. Defaults to `None`.
+        weights: `None` for random initialisation, a preset name
+            (`keras_vit.list_presets("{builder}")`), or a weights file
+            (`.npz`, `.safetensors`, `.weights.h5`, `.keras`); see
+            `keras_vit.load_weights`. Defaults to `None`.
         **kwargs: any `keras_vit.ViT` argument (`image_size`,
             `include_top`, `pooling`, `dropout_rate`, `dtype`, ...); these
             override the variant's own numbers.
 
     Returns:
         A `keras_vit.ViT` model. It takes RGB pixel values in [0, 255] at
-        224 x 224 unless `image_size` / `include_preprocessing` say
-        otherwise.
+        224 x 224 (or the preset's resolution) unless `image_size` /
+        `include_preprocessing` say otherwise.
 
     Example:
 
     >>> model = keras_vit.{builder}(num_classes=10)
     >>> model.compile("adamw", "sparse_categorical_crossentropy")
+    >>> tuned = keras_vit.{builder}(num_classes=37, weights="{preset}")
 """
 
 
@@ -97,12 +101,14 @@ def get_builder(name):
 
 def _document():
     from keras_vit.variants import get_variant
+    from keras_vit.weights.presets import preset_names
 
     for builder, variant in BUILDERS.items():
         numbers = get_variant(variant)
         globals()[builder].__doc__ = _DOC.format(
             variant=variant,
             builder=builder,
+            preset=preset_names(variant)[0],
             patch=numbers["patch_size"],
             **{k: v for k, v in numbers.items() if k != "patch_size"},
         )

@@ -71,6 +71,36 @@ def _benchmark(args):
         print(f"training:  {result['train_images_per_s']:.2f} images/s")
 
 
+def _presets(args):
+    from keras_vit.weights import list_presets
+
+    header = ("builder", "preset", "res", "classes", "pre-logits", "source")
+    rows = [
+        (
+            p["builder"],
+            p["name"],
+            p["image_size"],
+            p["num_classes"],
+            p["representation_size"] or "-",
+            p["source"],
+        )
+        for p in list_presets(args.model)
+    ]
+    _print_table(header, rows)
+    print("Use: keras_vit.ViT_B16(weights='<preset>'); downloads are cached.")
+
+
+def _convert(args):
+    from keras_vit.weights.convert import convert
+
+    model = convert(args.input, args.output, model=args.model)
+    print(
+        f"{args.input} -> {args.output}: {model.name}, "
+        f"{model.count_params():,} parameters, image_size {model.image_size}, "
+        f"{model.num_classes if model.include_top else 'no'} classes"
+    )
+
+
 def _print_table(header, rows):
     widths = [
         max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))
@@ -91,6 +121,25 @@ def build_parser():
 
     models = sub.add_parser("models", help="list the model builders")
     models.set_defaults(run=_models)
+
+    presets = sub.add_parser("presets", help="list the pretrained weights")
+    presets.add_argument("--model", default=None, help="builder or variant")
+    presets.set_defaults(run=_presets)
+
+    convert = sub.add_parser(
+        "convert",
+        help="convert a .npz / .safetensors checkpoint to keras_vit's format",
+    )
+    convert.add_argument("input", help="a .npz or .safetensors checkpoint")
+    convert.add_argument(
+        "--output", required=True, help="a .weights.h5 or .keras path"
+    )
+    convert.add_argument(
+        "--model",
+        default=None,
+        help="builder name, e.g. ViT_B16 (default: from the checkpoint)",
+    )
+    convert.set_defaults(run=_convert)
 
     bench = sub.add_parser(
         "benchmark", help="measure inference / training images per second"

@@ -11,6 +11,8 @@ from keras_vit.layers.patches import Patches
 from keras_vit.layers.pooling import POOLINGS
 from keras_vit.layers.pooling import TokenPooling
 from keras_vit.layers.transformer_block import TransformerBlock
+from keras_vit.weights import loading as weights_loading
+from keras_vit.weights import reader as weights_reader
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -36,7 +38,8 @@ class ViT(keras.Model):
 
     Args:
         image_size: int or `(height, width)`, the input resolution; both
-            must be multiples of `patch_size`. Defaults to `224`.
+            must be multiples of `patch_size`. Defaults to `None`: the
+            resolution of the `weights` when they record one, else 224.
         patch_size: int, the side of a square patch. Defaults to `16`.
         hidden_dim: int, the token width `D`. Defaults to `768`.
         num_layers: int, the number of Transformer blocks. Defaults to `12`.
@@ -76,8 +79,14 @@ class ViT(keras.Model):
             model takes already-normalised inputs. Defaults to `True`.
         num_channels: int, the channels of the input images. Defaults to
             `3`.
-        weights: `None` (random initialisation). Pre-trained weights arrive
-            with the checkpoint loaders. Defaults to `None`.
+        weights: `None` (random initialisation), the name of a preset of
+            this variant (`keras_vit.list_presets()`; downloaded once), or a
+            weights file: an original google-research / big_vision `.npz`,
+            a timm or Hugging Face `.safetensors`, or keras_vit's own
+            `.weights.h5` / `.keras`. Loaded exactly, all or nothing (see
+            `keras_vit.load_weights`): a different `num_classes` gets a new
+            zero-initialised head, a different `image_size` resampled
+            position embeddings. Defaults to `None`.
         dtype: the dtype policy of the layers, e.g. `"mixed_bfloat16"`.
             Defaults to `None`, the global policy.
         name: the model's name. Defaults to `"vit"`.
@@ -105,7 +114,7 @@ class ViT(keras.Model):
 
     def __init__(
         self,
-        image_size=224,
+        image_size=None,
         patch_size=16,
         hidden_dim=768,
         num_layers=12,
@@ -130,15 +139,7 @@ class ViT(keras.Model):
         **kwargs,
     ):
         # === Arguments, checked before anything is built ===
-        image_size = validation.size_2d("image_size", image_size)
         patch_size = validation.positive_int("patch_size", patch_size)
-        for side in image_size:
-            if side % patch_size:
-                raise ValueError(
-                    "`image_size` must be a multiple of `patch_size` in both "
-                    f"dimensions. Received: image_size={image_size} and "
-                    f"patch_size={patch_size}"
-                )
         hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
         num_layers = validation.positive_int("num_layers", num_layers)
         num_heads = validation.positive_int("num_heads", num_heads)
@@ -195,11 +196,41 @@ class ViT(keras.Model):
             "include_preprocessing", include_preprocessing
         )
         num_channels = validation.positive_int("num_channels", num_channels)
+
+        # === Weights: read first, they may decide defaults ===
+        checkpoint = None
         if weights is not None:
-            raise ValueError(
-                "Pre-trained weights are not available yet; only "
-                f"weights=None is supported. Received: weights={weights!r}"
+            variant = variants.find_variant(
+                patch_size, hidden_dim, num_layers, num_heads, mlp_dim
             )
+            weights_path, preset = weights_loading.resolve(weights, variant)
+            if not weights_reader.is_native(weights_path):
+                checkpoint = weights_reader.read_checkpoint(weights_path)
+            if image_size is None:
+                image_size = (
+                    preset["image_size"] if preset
+                    else checkpoint.image_size if checkpoint
+                    else None
+                )
+            if (
+                representation_size is None
+                and include_top
+                and checkpoint is not None
+                and checkpoint.representation_size is not None
+                and checkpoint.num_classes == num_classes
+            ):
+                # Same head as the checkpoint: keep its pre-logits layer too.
+                representation_size = checkpoint.representation_size
+        image_size = validation.size_2d(
+            "image_size", 224 if image_size is None else image_size
+        )
+        for side in image_size:
+            if side % patch_size:
+                raise ValueError(
+                    "`image_size` must be a multiple of `patch_size` in both "
+                    f"dimensions. Received: image_size={image_size} and "
+                    f"patch_size={patch_size}"
+                )
 
         # === Layers ===
         grid = (image_size[0] // patch_size, image_size[1] // patch_size)
@@ -287,6 +318,13 @@ class ViT(keras.Model):
         self.classifier_activation = classifier_activation
         self.include_preprocessing = include_preprocessing
         self.num_channels = num_channels
+
+        if weights is not None:
+            if checkpoint is None:  # keras_vit's own file: read for this model
+                checkpoint = weights_reader.read_checkpoint(
+                    weights_path, model=self
+                )
+            weights_loading.load_checkpoint(self, checkpoint)
 
     @property
     def grid_size(self):

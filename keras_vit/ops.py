@@ -7,11 +7,24 @@ input grid it was not built for).
 
 import math
 
+import numpy as np
 from keras import ops
 
 from keras_vit import validation
 
-INTERPOLATIONS = ("bilinear", "bicubic", "nearest", "area")
+#: Resampling methods. "bilinear_align_corners" is the original code's:
+#: google-research/vision_transformer resizes position embeddings with
+#: `scipy.ndimage.zoom(grid, zoom, order=1)`, linear interpolation whose
+#: corner samples map onto corner samples. The others are
+#: `keras.ops.image.resize`'s (pixel-centre aligned, as timm and big_vision
+#: do it).
+INTERPOLATIONS = (
+    "bilinear_align_corners",
+    "bilinear",
+    "bicubic",
+    "nearest",
+    "area",
+)
 
 
 def grid_from_length(num_tokens, name="position embeddings"):
@@ -49,8 +62,10 @@ def resample_position_embeddings(
             `None`, the square grid that holds `T - num_prefix_tokens`.
         num_prefix_tokens: int, entries at the start that are not on the
             grid (1 for the class token, 0 without). Defaults to `1`.
-        interpolation: one of `"bilinear"`, `"bicubic"`, `"nearest"`,
-            `"area"`. Defaults to `"bilinear"`.
+        interpolation: one of `INTERPOLATIONS`: `"bilinear_align_corners"`
+            (the original code's `scipy.ndimage.zoom(..., order=1)`),
+            `"bilinear"`, `"bicubic"`, `"nearest"`, `"area"` (pixel-centre
+            aligned, `keras.ops.image.resize`). Defaults to `"bilinear"`.
         antialias: bool, whether to low-pass filter when downsampling.
             Defaults to `False`.
 
@@ -96,12 +111,22 @@ def resample_position_embeddings(
     if not static or target_grid != source_grid:
         dtype = grid.dtype
         grid = ops.cast(grid, "float32")
-        if static:
+        if static and interpolation == "bilinear_align_corners":
+            rows = _align_corners_matrix(source_grid[0], target_grid[0])
+            cols = _align_corners_matrix(source_grid[1], target_grid[1])
+            grid = ops.einsum("ah,bw,nhwd->nabd", rows, cols, grid)
+        elif static:
             grid = ops.image.resize(
                 grid,
                 target_grid,
                 interpolation=interpolation,
                 antialias=antialias,
+            )
+        elif interpolation == "bilinear_align_corners":
+            raise ValueError(
+                "interpolation='bilinear_align_corners' needs a target grid "
+                "known before the graph runs. Received: target_grid="
+                f"{target_grid}"
             )
         else:
             # A grid known only when the graph runs (a model called at a
@@ -117,6 +142,22 @@ def resample_position_embeddings(
     grid = ops.reshape(grid, (1, -1, dim))
     out = ops.concatenate([prefix, grid], axis=1)
     return out[0] if squeeze else out
+
+
+def _align_corners_matrix(size_in, size_out):
+    """`(size_out, size_in)` weights of 1D linear interpolation that maps the
+    first and last samples onto each other (scipy.ndimage.zoom, order=1)."""
+    matrix = np.zeros((size_out, size_in), "float32")
+    if size_in == 1:
+        matrix[:, 0] = 1.0
+        return matrix
+    step = (size_in - 1) / (size_out - 1) if size_out > 1 else 0.0
+    positions = np.arange(size_out) * step
+    low = np.minimum(np.floor(positions).astype(int), size_in - 2)
+    frac = (positions - low).astype("float32")
+    matrix[np.arange(size_out), low] = 1.0 - frac
+    matrix[np.arange(size_out), low + 1] += frac
+    return matrix
 
 
 def sincos_2d_position_embedding(grid_h, grid_w, dim, temperature=10000.0):

@@ -52,3 +52,18 @@ def get_variant(name):
         )
     return dict(VARIANTS[name])
 
+
+
+def find_variant(patch_size, hidden_dim, num_layers, num_heads, mlp_dim):
+    """The name of the variant with exactly these numbers, or `None`."""
+    numbers = {
+        "patch_size": patch_size,
+        "hidden_dim": hidden_dim,
+        "num_layers": num_layers,
+        "num_heads": num_heads,
+        "mlp_dim": mlp_dim,
+    }
+    for name, variant in VARIANTS.items():
+        if variant == numbers:
+            return name
+    return None

@@ -99,3 +99,24 @@ def test_kernel_conversion_errors():
         vit_ops.conv_to_dense_kernel(np.zeros((4, 4, 3)))
     with pytest.raises(ValueError, match="patch_size=4"):
         vit_ops.dense_to_conv_kernel(np.zeros((47, 8)), 4, 3)
+
+
+def test_align_corners_matches_the_original_code_scipy_zoom():
+    # google-research/vision_transformer resizes the grid with
+    # scipy.ndimage.zoom(grid, (new / old, new / old, 1), order=1).
+    from scipy import ndimage
+
+    for old, new in (((7, 7), (12, 12)), ((4, 4), (3, 5)), ((14, 14), (24, 24))):
+        grid = rng.normal(size=(*old, 6)).astype("float32")
+        zoom = (new[0] / old[0], new[1] / old[1], 1)
+        expected = ndimage.zoom(grid, zoom, order=1)
+        assert expected.shape[:2] == new
+        posemb = np.concatenate([rng.normal(size=(1, 6)), grid.reshape(-1, 6)])
+        out = _np(
+            vit_ops.resample_position_embeddings(
+                posemb.astype("float32"), new, old,
+                interpolation="bilinear_align_corners",
+            )
+        )
+        np.testing.assert_allclose(out[0], posemb[0], atol=1e-7)
+        np.testing.assert_allclose(out[1:].reshape(*new, 6), expected, atol=1e-5)

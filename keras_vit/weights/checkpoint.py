@@ -1,0 +1,203 @@
+"""`Checkpoint`: weights in keras_vit's layout, plus what they describe.
+
+Every loader turns its source format into one of these: a flat dict from
+keras_vit variable paths (`"block_0/attention/qkv/kernel"`) to NumPy arrays
+in keras_vit's layouts, so that checking and assigning is written once
+(`keras_vit.weights.loading`).
+"""
+
+import dataclasses
+import re
+
+import numpy as np
+
+from keras_vit import ops as vit_ops
+
+_BLOCK = re.compile(r"^block_(\d+)/")
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    """Weights in keras_vit's layout, with the architecture they imply.
+
+    Attributes:
+        tensors: dict from keras_vit variable path to array.
+        source: the format read: `"original"` (google-research `.npz`),
+            `"big_vision"`, `"timm"`, `"huggingface"` or `"keras"`.
+        path: the file the weights came from.
+        patch_size: int or `None` (unknown).
+        num_heads: int or `None` (not recorded by fused-QKV formats).
+        grid_size: `(rows, cols)` of the position embeddings' patch grid, or
+            `None` (then taken to be square).
+        unexpected: names (in the source's own naming) of tensors the file
+            holds that keras_vit has no place for.
+        missing: source names a complete checkpoint of this format would
+            have and this file lacks.
+    """
+
+    tensors: dict
+    source: str
+    path: str
+    patch_size: int = None
+    num_heads: int = None
+    grid_size: tuple = None
+    unexpected: list = dataclasses.field(default_factory=list)
+    missing: list = dataclasses.field(default_factory=list)
+
+    @property
+    def class_token(self):
+        return "patch_encoder/class_token" in self.tensors
+
+    @property
+    def num_prefix_tokens(self):
+        return int(self.class_token)
+
+    @property
+    def hidden_dim(self):
+        kernel = self.tensors.get("patch_encoder/projection/kernel")
+        return None if kernel is None else kernel.shape[-1]
+
+    @property
+    def num_layers(self):
+        blocks = {int(m.group(1)) for k in self.tensors if (m := _BLOCK.match(k))}
+        return len(blocks)
+
+    @property
+    def mlp_dim(self):
+        kernel = self.tensors.get("block_0/mlp_fc1/kernel")
+        return None if kernel is None else kernel.shape[-1]
+
+    @property
+    def num_classes(self):
+        bias = self.tensors.get("head/bias")
+        return None if bias is None else bias.shape[0]
+
+    @property
+    def representation_size(self):
+        bias = self.tensors.get("pre_logits/bias")
+        return None if bias is None else bias.shape[0]
+
+    @property
+    def position_grid(self):
+        """The patch grid of the position embeddings, or `None` if none."""
+        posemb = self.tensors.get("patch_encoder/position_embedding")
+        if posemb is None:
+            return None
+        if self.grid_size is not None:
+            return tuple(self.grid_size)
+        return vit_ops.grid_from_length(
+            posemb.shape[1] - self.num_prefix_tokens,
+            name=f"the position embeddings in {self.path}",
+        )
+
+    @property
+    def image_size(self):
+        """The resolution the checkpoint was trained at, if it is known."""
+        grid = self.position_grid
+        if grid is None or self.patch_size is None:
+            return None
+        return (grid[0] * self.patch_size, grid[1] * self.patch_size)
+
+    def describe(self):
+        """A one-line summary of the architecture, for error messages."""
+        parts = [
+            f"hidden_dim={self.hidden_dim}",
+            f"num_layers={self.num_layers}",
+            f"mlp_dim={self.mlp_dim}",
+        ]
+        if self.patch_size:
+            parts.append(f"patch_size={self.patch_size}")
+        parts.append(f"class_token={self.class_token}")
+        if self.num_classes is not None:
+            parts.append(f"num_classes={self.num_classes}")
+        if self.representation_size is not None:
+            parts.append(f"representation_size={self.representation_size}")
+        return ", ".join(parts)
+
+
+def conv_to_projection(kernel):
+    """(P, P, C, D) conv kernel → (P·P·C, D) projection kernel, and P."""
+    if kernel is None:
+        return None, None
+    kernel = np.asarray(kernel)
+    if kernel.ndim != 4:
+        raise ValueError(
+            "Expected a (P, P, C, D) patch-embedding kernel. "
+            f"Received: shape {kernel.shape}"
+        )
+    return np.asarray(vit_ops.conv_to_dense_kernel(kernel)), kernel.shape[0]
+
+
+def torch_conv_to_projection(weight):
+    """PyTorch (D, C, P, P) conv weight → (P·P·C, D) kernel, and P."""
+    if weight is None:
+        return None, None
+    weight = np.asarray(weight)
+    if weight.ndim != 4:
+        raise ValueError(
+            "Expected a (D, C, P, P) patch-embedding weight. "
+            f"Received: shape {weight.shape}"
+        )
+    return conv_to_projection(weight.transpose(2, 3, 1, 0))
+
+
+def transpose(value):
+    """A PyTorch `Linear` weight `(out, in)` as a Keras kernel; `None` stays."""
+    return None if value is None else value.T
+
+
+def concatenate(parts, axis=0):
+    """Concatenates parts, or `None` if any part is missing."""
+    if any(part is None for part in parts):
+        return None
+    return np.concatenate(parts, axis=axis)
+
+
+class TensorSource:
+    """The tensors of a file by their own names; remembers what was taken.
+
+    Converters `take()` each tensor they expect. A tensor the file lacks
+    comes back as `None` and is recorded in `missing`; whatever the
+    converters never took is reported by `remaining()` as unexpected.
+    Nothing is silently dropped either way.
+    """
+
+    def __init__(self, tensors, path):
+        self._tensors = dict(tensors)
+        self.path = path
+        self.missing = []
+
+    def __contains__(self, name):
+        return name in self._tensors
+
+    def keys(self):
+        return list(self._tensors)
+
+    def take(self, name, ndim=None):
+        if name not in self._tensors:
+            self.missing.append(name)
+            return None
+        value = np.asarray(self._tensors.pop(name))
+        if ndim is not None and value.ndim != ndim:
+            raise ValueError(
+                f"Tensor {name!r} in {self.path} has shape {value.shape}; "
+                f"expected {ndim} dimensions."
+            )
+        return value
+
+    def take_if_present(self, name, ndim=None):
+        return self.take(name, ndim) if name in self._tensors else None
+
+    def remaining(self):
+        return sorted(self._tensors)
+
+    def checkpoint(self, tensors, source, **kwargs):
+        """The `Checkpoint` of what was converted (missing parts left out)."""
+        return Checkpoint(
+            tensors={k: v for k, v in tensors.items() if v is not None},
+            source=source,
+            path=self.path,
+            unexpected=self.remaining(),
+            missing=sorted(self.missing),
+            **kwargs,
+        )

@@ -1,0 +1,110 @@
+"""Converting a released checkpoint into keras_vit's own file."""
+
+import os
+import tempfile
+
+from keras_vit import variants
+from keras_vit.weights import reader
+
+
+def model_for_checkpoint(checkpoint, model=None, **kwargs):
+    """Builds the `keras_vit.ViT` a checkpoint describes, with its weights.
+
+    Args:
+        checkpoint: a `keras_vit.weights.Checkpoint`.
+        model: a builder name (`"ViT_B16"`) or variant (`"B/16"`). Defaults
+            to `None`: the variant whose numbers the checkpoint has.
+        **kwargs: other `keras_vit.ViT` arguments.
+
+    Returns:
+        The model, with the checkpoint loaded (head and resolution as in
+        the checkpoint).
+    """
+    from keras_vit.builders import BUILDERS
+    from keras_vit.model import ViT
+
+    if model is None:
+        matches = [
+            name
+            for name, v in variants.VARIANTS.items()
+            if v["hidden_dim"] == checkpoint.hidden_dim
+            and v["num_layers"] == checkpoint.num_layers
+            and v["mlp_dim"] == checkpoint.mlp_dim
+            and v["patch_size"] == checkpoint.patch_size
+            and checkpoint.num_heads in (None, v["num_heads"])
+        ]
+        if len(matches) != 1:
+            raise ValueError(
+                f"Cannot tell which ViT variant {checkpoint.path} is "
+                f"({checkpoint.describe()}). Pass the model, e.g. "
+                "model='ViT_B16'."
+            )
+        variant = matches[0]
+    else:
+        variant = BUILDERS.get(model, model)
+        variants.get_variant(variant)  # raises for an unknown name
+    args = {
+        "image_size": checkpoint.image_size,
+        "include_top": checkpoint.num_classes is not None,
+        "num_classes": checkpoint.num_classes or 1000,
+        "representation_size": checkpoint.representation_size,
+        "class_token": checkpoint.class_token,
+        "pooling": "token" if checkpoint.class_token else "gap",
+    }
+    if "patch_encoder/position_embedding" not in checkpoint.tensors:
+        args["position_embedding"] = "none"
+    args.update(kwargs)
+    vit = ViT.from_variant(variant, **args)
+    from keras_vit.weights.loading import load_checkpoint
+
+    load_checkpoint(vit, checkpoint)
+    return vit
+
+
+def convert(input_path, output_path, model=None):
+    """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
+
+    The output is written to a temporary file next to `output_path` and
+    renamed into place, so an interrupted conversion leaves nothing behind.
+
+    Args:
+        input_path: a released checkpoint.
+        output_path: a `.weights.h5` (weights only) or `.keras` (whole
+            model) path; its folder must exist.
+        model: builder name or variant; defaults to the one the checkpoint
+            matches.
+
+    Returns:
+        The converted `keras_vit.ViT`.
+    """
+    output_path = os.fspath(output_path)
+    if not output_path.endswith((".weights.h5", ".keras")):
+        raise ValueError(
+            "The output must end in .weights.h5 or .keras. Received: "
+            f"output={output_path!r}"
+        )
+    folder = os.path.dirname(os.path.abspath(output_path))
+    if not os.path.isdir(folder):
+        raise ValueError(
+            f"The output folder does not exist. Received: output={output_path!r}"
+        )
+    if reader.is_native(input_path):
+        raise ValueError(
+            f"{input_path!r} is already a keras_vit file; load it with "
+            "keras.saving.load_model or model.load_weights."
+        )
+    checkpoint = reader.read_checkpoint(input_path)
+    vit = model_for_checkpoint(checkpoint, model)
+    suffix = ".keras" if output_path.endswith(".keras") else ".weights.h5"
+    handle, temporary = tempfile.mkstemp(suffix=suffix, dir=folder)
+    os.close(handle)
+    try:
+        if suffix == ".keras":
+            vit.save(temporary)
+        else:
+            vit.save_weights(temporary, overwrite=True)
+        os.replace(temporary, output_path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+    return vit

@@ -1,0 +1,229 @@
+"""Checking a `Checkpoint` against a model and assigning it, all or nothing."""
+
+import warnings
+
+import numpy as np
+
+from keras_vit import ops as vit_ops
+from keras_vit import validation
+from keras_vit.weights import presets
+from keras_vit.weights import reader
+
+HEAD = ("head/kernel", "head/bias")
+PRE_LOGITS = ("pre_logits/kernel", "pre_logits/bias")
+POSEMB = "patch_encoder/position_embedding"
+
+#: The default resampling of position embeddings when a checkpoint is loaded
+#: at another resolution: the original code's (`scipy.ndimage.zoom`, linear).
+DEFAULT_INTERPOLATION = "bilinear_align_corners"
+
+
+def _variant_of(model):
+    from keras_vit import variants
+
+    return variants.find_variant(
+        patch_size=model.patch_size,
+        hidden_dim=model.hidden_dim,
+        num_layers=model.num_layers,
+        num_heads=model.num_heads,
+        mlp_dim=model.mlp_dim,
+    )
+
+
+def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
+    """Maps a checkpoint onto `model`'s variables, without assigning.
+
+    Applies the fine-tuning rules (head dropped when the class count
+    differs, position embeddings resampled to the model's grid) and checks
+    every name and shape.
+
+    Returns:
+        `(values, zeros, notes)`: path → array to assign, paths to set to
+        zero (a new head), and messages for the user.
+
+    Raises:
+        ValueError: listing every missing, unexpected and mis-shaped tensor.
+    """
+    interpolation = validation.one_of(
+        "interpolation", interpolation, vit_ops.INTERPOLATIONS
+    )
+    variables = {v.path: v for v in model.weights}
+    tensors = dict(checkpoint.tensors)
+    zeros, notes, allowed_missing = [], [], set()
+
+    has_head = "head/kernel" in tensors
+    if not model.include_top:
+        for key in HEAD + PRE_LOGITS:
+            tensors.pop(key, None)
+    elif not has_head:
+        zeros += list(HEAD)
+        allowed_missing |= set(HEAD + PRE_LOGITS)
+        notes.append(
+            f"The checkpoint {checkpoint.path} has no classification head: "
+            f"the model's {model.num_classes}-class head is zero-initialised."
+        )
+    elif checkpoint.num_classes != model.num_classes:
+        for key in HEAD + PRE_LOGITS:
+            tensors.pop(key, None)
+        zeros += list(HEAD)
+        allowed_missing |= set(HEAD + PRE_LOGITS)
+        dropped = (
+            "head and pre-logits layer were"
+            if checkpoint.representation_size
+            else "head was"
+        )
+        notes.append(
+            f"The checkpoint's head has {checkpoint.num_classes} classes and "
+            f"the model's {model.num_classes}: the checkpoint's {dropped} "
+            "not loaded, and the new head is zero-initialised (as for "
+            "fine-tuning in the paper)."
+        )
+
+    posemb = tensors.get(POSEMB)
+    if posemb is not None and POSEMB in variables:
+        target = tuple(model.grid_size)
+        source = checkpoint.position_grid
+        same_prefix = checkpoint.class_token == model.class_token
+        if source != target and same_prefix:
+            tensors[POSEMB] = np.asarray(
+                vit_ops.resample_position_embeddings(
+                    posemb,
+                    target,
+                    source_grid=source,
+                    num_prefix_tokens=checkpoint.num_prefix_tokens,
+                    interpolation=interpolation,
+                )
+            )
+            notes.append(
+                f"Position embeddings resampled from a {source[0]}x{source[1]} "
+                f"to a {target[0]}x{target[1]} patch grid ({interpolation})."
+            )
+
+    missing = sorted(set(variables) - set(tensors) - allowed_missing)
+    unexpected = sorted(set(tensors) - set(variables))
+    unexpected += [f"{name} (source name)" for name in checkpoint.unexpected]
+    missing += [f"{name} (source name)" for name in checkpoint.missing]
+    misshaped = sorted(
+        f"{path}: checkpoint {tuple(tensors[path].shape)}, model "
+        f"{tuple(variables[path].shape)}"
+        for path in set(tensors) & set(variables)
+        if tuple(tensors[path].shape) != tuple(variables[path].shape)
+    )
+    if missing or unexpected or misshaped:
+        lines = [
+            f"The weights in {checkpoint.path} ({checkpoint.source} format) "
+            f"do not fit the model {model.name!r}; nothing was loaded.",
+            f"  checkpoint: {checkpoint.describe()}",
+            f"  model:      hidden_dim={model.hidden_dim}, "
+            f"num_layers={model.num_layers}, mlp_dim={model.mlp_dim}, "
+            f"patch_size={model.patch_size}, class_token={model.class_token}, "
+            f"num_classes={model.num_classes}, "
+            f"representation_size={model.representation_size}",
+        ]
+        for title, items in (
+            ("missing from the checkpoint", missing),
+            ("unexpected in the checkpoint", unexpected),
+            ("shape mismatches", misshaped),
+        ):
+            if items:
+                lines.append(f"  {title} ({len(items)}):")
+                lines += [f"    {item}" for item in items]
+        raise ValueError("\n".join(lines))
+    values = {
+        path: np.asarray(value, dtype=variables[path].dtype)
+        for path, value in tensors.items()
+    }
+    return values, zeros, notes
+
+
+def assign(model, values, zeros):
+    """Assigns prepared values (all already checked) to `model`."""
+    variables = {v.path: v for v in model.weights}
+    for path, value in values.items():
+        variables[path].assign(value)
+    for path in zeros:
+        variables[path].assign(np.zeros(variables[path].shape, variables[path].dtype))
+
+
+def resolve(weights, variant=None, cache_dir=None):
+    """Turns a `weights=` argument into a local file path.
+
+    Args:
+        weights: a file path, or the name of a preset of `variant`
+            (downloaded once into the Keras cache).
+        variant: the model's variant name (`"B/16"`), for presets.
+        cache_dir: where downloads go. Defaults to `None`, Keras's cache
+            (`~/.keras/models/keras_vit`).
+
+    Returns:
+        `(path, preset)`: the local file and the preset record (or `None`).
+    """
+    if not isinstance(weights, (str, bytes)) and not hasattr(weights, "__fspath__"):
+        raise ValueError(
+            "`weights` must be None, a preset name or a path to a weights "
+            f"file. Received: weights={weights!r}"
+        )
+    name = str(weights) if not isinstance(weights, bytes) else weights.decode()
+    preset = presets.find_preset(variant, name) if variant else None
+    if preset is not None:
+        return presets.download(preset, cache_dir=cache_dir), preset
+    if name.endswith(reader.PICKLE_EXTENSIONS):
+        reader.check_extension(name)  # raises, saying why
+    if not name.endswith(reader.EXTENSIONS):
+        available = presets.preset_names(variant) if variant else []
+        raise ValueError(
+            "Unknown weights. Expected None, a weights file ("
+            f"{', '.join(reader.EXTENSIONS)}) or a preset of this model's "
+            f"variant {variant or '(not a released variant)'}: {available}. "
+            f"Received: weights={name!r}"
+        )
+    return name, None
+
+
+def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=None):
+    """Loads released or saved weights into a `keras_vit.ViT`, exactly.
+
+    All or nothing: every tensor's name and shape is checked before any is
+    assigned; on a mismatch one `ValueError` lists every missing, unexpected
+    and mis-shaped tensor and the model is left untouched.
+
+    Fine-tuning rules: when the checkpoint's class count differs from the
+    model's, the checkpoint's head (and pre-logits layer) are not loaded and
+    the model's head is zero-initialised, as in the paper; with
+    `include_top=False` the head is skipped. When the resolution differs,
+    the position embeddings are resampled on the 2D patch grid (the class
+    token's entry kept).
+
+    Args:
+        model: a `keras_vit.ViT`.
+        weights: a preset name of the model's variant (see
+            `keras_vit.list_presets()`), or a file: an original
+            google-research / big_vision `.npz`, a timm or Hugging Face
+            `.safetensors`, or keras_vit's `.weights.h5` / `.keras`.
+        interpolation: how position embeddings are resampled, one of
+            `keras_vit.ops.INTERPOLATIONS`. Defaults to
+            `"bilinear_align_corners"`, the original code's
+            `scipy.ndimage.zoom(..., order=1)`.
+        cache_dir: where preset downloads are cached. Defaults to Keras's
+            cache.
+
+    Returns:
+        The `Checkpoint` that was loaded.
+
+    Example:
+
+    >>> model = keras_vit.ViT_B16(num_classes=37, image_size=384)
+    >>> keras_vit.load_weights(model, "ViT-B_16.npz")
+    """
+    path, _ = resolve(weights, _variant_of(model), cache_dir=cache_dir)
+    checkpoint = reader.read_checkpoint(path, model=model)
+    load_checkpoint(model, checkpoint, interpolation)
+    return checkpoint
+
+
+def load_checkpoint(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
+    """`load_weights` for an already read `Checkpoint`."""
+    values, zeros, notes = prepare(model, checkpoint, interpolation)
+    assign(model, values, zeros)
+    if notes:
+        warnings.warn(" ".join(notes), stacklevel=3)

@@ -1,0 +1,140 @@
+"""The original `.npz` checkpoints: google-research/vision_transformer.
+
+Layout (flax parameter paths joined with "/"), as released in
+`gs://vit_models/{imagenet21k,imagenet21k+imagenet2012,augreg,sam}/`:
+
+    embedding/kernel (P, P, C, D), embedding/bias
+    cls (1, 1, D)
+    Transformer/posembed_input/pos_embedding (1, T, D)
+    Transformer/encoderblock_{i}/LayerNorm_0/{scale,bias}
+    Transformer/encoderblock_{i}/MultiHeadDotProductAttention_1/
+        {query,key,value}/kernel (D, heads, D / heads), .../bias (heads, D / heads)
+        out/kernel (heads, D / heads, D), out/bias (D,)
+    Transformer/encoderblock_{i}/LayerNorm_2/{scale,bias}
+    Transformer/encoderblock_{i}/MlpBlock_3/Dense_{0,1}/{kernel,bias}
+    Transformer/encoder_norm/{scale,bias}
+    pre_logits/{kernel,bias}   (ImageNet-21k pre-training checkpoints)
+    head/{kernel,bias}
+
+big_vision's `.npz` files hold the same model under other module names
+(`MultiHeadDotProductAttention_0`, `LayerNorm_0/1`, `MlpBlock_0`, a
+`pos_embedding` at the top level); `read_big_vision` reads those.
+"""
+
+from keras_vit.weights.checkpoint import TensorSource
+from keras_vit.weights.checkpoint import concatenate
+from keras_vit.weights.checkpoint import conv_to_projection
+
+def _layer_norm(src, prefix, out, name):
+    out[f"{name}/gamma"] = src.take(f"{prefix}/scale", 1)
+    out[f"{name}/beta"] = src.take(f"{prefix}/bias", 1)
+
+def _dense(src, prefix, out, name):
+    out[f"{name}/kernel"] = src.take(f"{prefix}/kernel", 2)
+    out[f"{name}/bias"] = src.take(f"{prefix}/bias", 1)
+
+def _attention(src, prefix, out, name):
+    """Separate (D, heads, d) q/k/v kernels → one fused (D, 3D) kernel.
+
+    Returns the number of heads (`None` if the kernels are missing)."""
+    kernels, biases, num_heads = [], [], None
+    for part in ("query", "key", "value"):
+        kernel = src.take(f"{prefix}/{part}/kernel", 3)
+        bias = src.take(f"{prefix}/{part}/bias", 2)
+        if kernel is not None:
+            num_heads = kernel.shape[1]
+            kernel = kernel.reshape(kernel.shape[0], -1)
+        kernels.append(kernel)
+        biases.append(None if bias is None else bias.reshape(-1))
+    out[f"{name}/qkv/kernel"] = concatenate(kernels, axis=1)
+    out[f"{name}/qkv/bias"] = concatenate(biases)
+    proj = src.take(f"{prefix}/out/kernel", 3)
+    out[f"{name}/proj/kernel"] = (
+        None if proj is None else proj.reshape(-1, proj.shape[-1])
+    )
+    out[f"{name}/proj/bias"] = src.take(f"{prefix}/out/bias", 1)
+    return num_heads
+
+def _block_indices(keys, block_prefix):
+    indices = set()
+    for key in keys:
+        if key.startswith(block_prefix):
+            head = key[len(block_prefix):].split("/", 1)[0]
+            if head.isdigit():
+                indices.add(int(head))
+    return sorted(indices)
+
+def _convert(src, names, source):
+    """Shared by both layouts; `names` holds the layout's module names."""
+    out = {}
+    kernel, patch_size = conv_to_projection(src.take("embedding/kernel", 4))
+    out["patch_encoder/projection/kernel"] = kernel
+    out["patch_encoder/projection/bias"] = src.take("embedding/bias", 1)
+    cls = src.take_if_present("cls", 3)
+    if cls is not None:
+        out["patch_encoder/class_token"] = cls
+    posemb = src.take_if_present(names["posemb"], 3)
+    if posemb is not None:
+        out["patch_encoder/position_embedding"] = posemb
+    num_heads = None
+    block = names["block"]
+    for i in _block_indices(src.keys(), block):
+        prefix = f"{block}{i}"
+        _layer_norm(src, f"{prefix}/{names['ln1']}", out, f"block_{i}/norm1")
+        num_heads = _attention(
+            src, f"{prefix}/{names['mha']}", out, f"block_{i}/attention"
+        ) or num_heads
+        _layer_norm(src, f"{prefix}/{names['ln2']}", out, f"block_{i}/norm2")
+        mlp = f"{prefix}/{names['mlp']}"
+        _dense(src, f"{mlp}/Dense_0", out, f"block_{i}/mlp_fc1")
+        _dense(src, f"{mlp}/Dense_1", out, f"block_{i}/mlp_fc2")
+    _layer_norm(src, "Transformer/encoder_norm", out, "encoder_norm")
+    for name in ("pre_logits", "head"):
+        if f"{name}/kernel" in src:
+            _dense(src, name, out, name)
+    return src.checkpoint(
+        out, source, patch_size=patch_size, num_heads=num_heads
+    )
+
+ORIGINAL_NAMES = {
+    "posemb": "Transformer/posembed_input/pos_embedding",
+    "block": "Transformer/encoderblock_",
+    "ln1": "LayerNorm_0",
+    "mha": "MultiHeadDotProductAttention_1",
+    "ln2": "LayerNorm_2",
+    "mlp": "MlpBlock_3",
+}
+
+BIG_VISION_NAMES = {
+    "posemb": "pos_embedding",
+    "block": "Transformer/encoderblock_",
+    "ln1": "LayerNorm_0",
+    "mha": "MultiHeadDotProductAttention_0",
+    "ln2": "LayerNorm_1",
+    "mlp": "MlpBlock_0",
+}
+
+def read_original(arrays, path):
+    """Converts google-research/vision_transformer `.npz` arrays."""
+    return _convert(TensorSource(arrays, path), ORIGINAL_NAMES, "original")
+
+def read_big_vision(arrays, path):
+    """Converts big_vision ViT `.npz` arrays (unstacked or scanned)."""
+    return _convert(TensorSource(arrays, path), BIG_VISION_NAMES, "big_vision")
+
+def unstack_scanned_blocks(arrays):
+    """big_vision trains with `nn.scan` over the blocks: one
+    `Transformer/encoderblock/...` tensor per weight, stacked on a leading
+    depth axis. Splits them into `encoderblock_{i}` entries."""
+    scanned = "Transformer/encoderblock/"
+    if not any(k.startswith(scanned) for k in arrays):
+        return arrays
+    out = {}
+    for key, value in arrays.items():
+        if key.startswith(scanned):
+            rest = key[len(scanned):]
+            for i in range(value.shape[0]):
+                out[f"Transformer/encoderblock_{i}/{rest}"] = value[i]
+        else:
+            out[key] = value
+    return out

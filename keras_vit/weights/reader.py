@@ -1,0 +1,136 @@
+"""Reading a weights file into a `Checkpoint`, chosen by its extension.
+
+| extension | reader |
+|---|---|
+| `.npz` | NumPy, `allow_pickle=False`; google-research or big_vision layout |
+| `.safetensors` | the safetensors library; timm or Hugging Face naming |
+| `.weights.h5`, `.keras` | keras_vit's own files (h5py; no config executed) |
+| `.pth`, `.pt`, `.bin`, `.ckpt`, `.pkl` | refused: Python pickles can run code |
+
+Within a container, the layout is recognised by the names that only it
+uses (e.g. timm's `patch_embed.proj.weight`); nothing is guessed from
+shapes. Any failure to read names the file.
+"""
+
+import os
+import zipfile
+
+import numpy as np
+
+from keras_vit.weights import huggingface
+from keras_vit.weights import native
+from keras_vit.weights import original
+from keras_vit.weights import timm
+
+PICKLE_EXTENSIONS = (".pth", ".pt", ".bin", ".ckpt", ".pkl", ".pickle")
+NATIVE_EXTENSIONS = (".weights.h5", ".keras")
+EXTENSIONS = (".npz", ".safetensors") + NATIVE_EXTENSIONS
+
+
+def is_native(path):
+    return str(path).endswith(NATIVE_EXTENSIONS)
+
+
+def check_extension(path):
+    """Raises a clear error for files keras_vit does not read."""
+    path = str(path)
+    if path.endswith(PICKLE_EXTENSIONS):
+        raise ValueError(
+            f"Refusing to load {path!r}: PyTorch/pickle checkpoints can run "
+            "arbitrary code when loaded. Convert it to .safetensors first "
+            "(in PyTorch: `safetensors.torch.save_file(model.state_dict(), "
+            "'model.safetensors')`), or use the model.safetensors file that "
+            "timm and Hugging Face publish next to it."
+        )
+    if not path.endswith(EXTENSIONS):
+        raise ValueError(
+            f"Unknown weights file type. Expected one of {list(EXTENSIONS)}. "
+            f"Received: weights={path!r}"
+        )
+
+
+def _read_npz(path):
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        raise ValueError(
+            f"Could not read the .npz weights file {path!r} (truncated or "
+            f"corrupt?): {e}"
+        ) from None
+    for prefix in ("opt/target/", "params/"):  # flax optimizer / big_vision
+        if arrays and all(k.startswith(prefix) for k in arrays):
+            arrays = {k[len(prefix):]: v for k, v in arrays.items()}
+    arrays = original.unstack_scanned_blocks(arrays)
+    if "Transformer/posembed_input/pos_embedding" in arrays or any(
+        "MultiHeadDotProductAttention_1" in k for k in arrays
+    ):
+        return original.read_original(arrays, path)
+    if any("MultiHeadDotProductAttention_0" in k for k in arrays):
+        return original.read_big_vision(arrays, path)
+    raise ValueError(
+        f"{path!r} is not a ViT checkpoint in the google-research or "
+        "big_vision layout (no 'Transformer/encoderblock_*/"
+        "MultiHeadDotProductAttention_*' tensors). Its first keys: "
+        f"{sorted(arrays)[:5]}"
+    )
+
+
+def _read_safetensors(path):
+    import safetensors
+
+    try:
+        with safetensors.safe_open(path, framework="numpy") as file:
+            tensors = {key: file.get_tensor(key) for key in file.keys()}
+    except Exception as e:  # safetensors raises its own SafetensorError
+        raise ValueError(
+            f"Could not read the .safetensors weights file {path!r} "
+            f"(truncated or corrupt?): {e}"
+        ) from None
+    tensors = {
+        k: v.astype("float32") if v.dtype.kind == "V" or v.dtype.name == "bfloat16"
+        else v
+        for k, v in tensors.items()
+    }
+    if timm.SIGNATURE in tensors:
+        return timm.read_timm(tensors, path)
+    if any(s in tensors for s in huggingface.SIGNATURES):
+        return huggingface.read_huggingface(tensors, path)
+    raise ValueError(
+        f"{path!r} has neither timm's ({timm.SIGNATURE!r}) nor Hugging Face "
+        f"transformers' ({huggingface.SIGNATURES[0]!r}) ViT naming. Its "
+        f"first keys: {sorted(tensors)[:5]}"
+    )
+
+
+def read_checkpoint(path, model=None):
+    """Reads the weights file `path` into a `keras_vit` `Checkpoint`.
+
+    Args:
+        path: a `.npz`, `.safetensors`, `.weights.h5` or `.keras` file.
+        model: the `keras_vit.ViT` the weights are for; needed (only) for
+            keras_vit's own `.weights.h5` / `.keras` files.
+
+    Returns:
+        A `keras_vit.weights.Checkpoint`.
+    """
+    path = os.fspath(path)
+    check_extension(path)
+    if not os.path.isfile(path):
+        raise ValueError(f"Weights file not found. Received: weights={path!r}")
+    if path.endswith(".npz"):
+        return _read_npz(path)
+    if path.endswith(".safetensors"):
+        return _read_safetensors(path)
+    if model is None:
+        raise ValueError(
+            f"Reading keras_vit's own weights file {path!r} needs the model "
+            "the weights are for."
+        )
+    try:
+        return native.read_keras_weights(path, model)
+    except (OSError, KeyError, zipfile.BadZipFile) as e:
+        raise ValueError(
+            f"Could not read the Keras weights file {path!r} (truncated or "
+            f"corrupt?): {e}"
+        ) from None

@@ -1,0 +1,70 @@
+import os
+
+import keras
+import numpy as np
+import pytest
+
+import keras_vit
+from keras_vit import cli
+from keras_vit import variants
+from tests.weights.test_golden_parity import TINY
+from tests.weights.test_golden_parity import expected
+from tests.weights.test_golden_parity import golden
+
+
+@pytest.fixture
+def tiny_variant(monkeypatch):
+    numbers = {k: TINY[k] for k in ("patch_size", "hidden_dim", "num_layers", "num_heads", "mlp_dim")}
+    monkeypatch.setitem(variants.VARIANTS, "Tiny/8", numbers)
+
+
+@pytest.mark.parametrize("source", ["vit_token.npz", "vit_token.timm.safetensors"])
+@pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
+def test_convert_command(tmp_path, capsys, tiny_variant, source, suffix):
+    output = str(tmp_path / f"converted{suffix}")
+    assert cli.main(["convert", golden(source), "--output", output]) == 0
+    assert "converted" in capsys.readouterr().out
+    assert os.listdir(tmp_path) == [f"converted{suffix}"]  # no temporary left
+    ref = expected("vit_token.expected.npz")
+    if suffix == ".keras":
+        model = keras.saving.load_model(output, safe_mode=True)
+        probabilities = model.predict(ref["images"], verbose=0)
+        logits = np.log(probabilities)
+        logits -= logits.mean(-1, keepdims=True)
+        want = ref["logits"] - ref["logits"].mean(-1, keepdims=True)
+        np.testing.assert_allclose(logits, want, atol=1e-4)
+    else:
+        model = keras_vit.ViT(weights=output, **TINY)
+        np.testing.assert_allclose(
+            model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4
+        )
+
+
+def test_convert_with_an_explicit_builder(tmp_path):
+    # The golden model is not a released variant; naming one whose numbers
+    # differ is refused with the usual listing, and nothing is written.
+    output = str(tmp_path / "x.weights.h5")
+    assert cli.main(["convert", golden("vit_token.npz"), "--output", output, "--model", "ViT_Ti16"]) == 2
+    assert os.listdir(tmp_path) == []
+
+
+def test_convert_errors(tmp_path, capsys, tiny_variant):
+    missing = str(tmp_path / "no_such_folder" / "x.weights.h5")
+    assert cli.main(["convert", golden("vit_token.npz"), "--output", missing]) == 2
+    assert "output folder does not exist" in capsys.readouterr().err
+    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(tmp_path / "x.h5")]) == 2
+    assert "must end in .weights.h5 or .keras" in capsys.readouterr().err
+    assert cli.main(["convert", "model.pth", "--output", str(tmp_path / "x.keras")]) == 2
+    assert "safetensors" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def test_unknown_variant_asks_for_the_model(tmp_path, capsys):
+    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(tmp_path / "x.keras")]) == 2
+    assert "Pass the model" in capsys.readouterr().err
+
+
+def test_presets_command(capsys):
+    assert cli.main(["presets", "--model", "ViT_B16"]) == 0
+    out = capsys.readouterr().out
+    assert "augreg_in21k_ft_in1k" in out and "21843" in out

@@ -1,0 +1,300 @@
+"""The loading rules: fine-tuning, all or nothing, safe reading, presets."""
+
+import hashlib
+import os
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+import keras_vit
+from keras_vit.weights import presets
+from tests.weights.test_golden_parity import TINY
+from tests.weights.test_golden_parity import expected
+from tests.weights.test_golden_parity import golden
+
+
+def _snapshot(model):
+    return [w.numpy().copy() for w in model.weights]
+
+
+def _assert_unchanged(model, before):
+    for old, w in zip(before, model.weights):
+        np.testing.assert_array_equal(old, w.numpy())
+
+
+def _copy_npz(tmp_path, edit, name="edited.npz", source="vit_token.npz"):
+    with np.load(golden(source)) as data:
+        arrays = {k: data[k] for k in data.files}
+    edit(arrays)
+    path = str(tmp_path / name)
+    np.savez(path, **arrays)
+    return path
+
+
+# === Fine-tuning: new head, new resolution ===
+
+
+def test_new_class_count_drops_the_head_and_says_so_once():
+    with pytest.warns(UserWarning, match="5 classes and the model's 7") as record:
+        model = keras_vit.ViT(weights=golden("vit_prelogits.npz"), **{**TINY, "num_classes": 7})
+    assert len([r for r in record if "classes" in str(r.message)]) == 1
+    assert "pre-logits" in str(record[0].message)
+    # As for fine-tuning in the paper: no pre-logits, a zero head ...
+    assert model.representation_size is None
+    np.testing.assert_array_equal(model.get_layer("head").kernel.numpy(), 0.0)
+    # ... and the body is the checkpoint's.
+    ref = expected("vit_prelogits.expected.npz")
+    body = keras_vit.ViT(**{**TINY, "include_top": False})
+    body.set_weights(model.get_weights()[:-2])
+    np.testing.assert_allclose(body.predict(ref["images"], verbose=0), ref["features"], atol=1e-4)
+
+
+def test_include_top_false_skips_the_head_silently():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = keras_vit.ViT(weights=golden("vit_token.npz"), **{**TINY, "include_top": False})
+    ref = expected("vit_token.expected.npz")
+    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["features"], atol=1e-4)
+
+
+def test_new_resolution_starts_from_resampled_position_embeddings():
+    checkpoint = keras_vit.weights.read_checkpoint(golden("vit_token.npz"))
+    with pytest.warns(UserWarning, match="4x4 to a 6x8 patch grid"):
+        model = keras_vit.ViT(weights=golden("vit_token.npz"), **{**TINY, "image_size": (48, 64)})
+    posemb = model.get_layer("patch_encoder").pos_embedding.numpy()
+    source = checkpoint.tensors["patch_encoder/position_embedding"]
+    expected_posemb = keras_vit.ops.resample_position_embeddings(
+        source, (6, 8), (4, 4), interpolation="bilinear_align_corners"
+    )
+    np.testing.assert_allclose(posemb, np.asarray(expected_posemb), atol=1e-6)
+    np.testing.assert_array_equal(posemb[0, 0], source[0, 0])  # class token
+    # Corners of the grid map onto corners (the original code's zoom).
+    grid, src = posemb[0, 1:].reshape(6, 8, -1), source[0, 1:].reshape(4, 4, -1)
+    np.testing.assert_allclose(grid[0, 0], src[0, 0], atol=1e-6)
+    np.testing.assert_allclose(grid[-1, -1], src[-1, -1], atol=1e-6)
+    # Everything else is exactly the checkpoint's.
+    np.testing.assert_array_equal(
+        model.get_layer("block_1").mlp_fc2.kernel.numpy(),
+        checkpoint.tensors["block_1/mlp_fc2/kernel"],
+    )
+    assert model.predict(np.zeros((1, 48, 64, 3)), verbose=0).shape == (1, 5)
+
+
+def test_resolution_defaults_to_the_checkpoints():
+    kwargs = {k: v for k, v in TINY.items() if k != "image_size"}
+    model = keras_vit.ViT(weights=golden("vit_token.timm.safetensors"), **kwargs)
+    assert model.image_size == (32, 32)
+
+
+def test_interpolation_is_an_argument():
+    model = keras_vit.ViT(**{**TINY, "image_size": 64})
+    with pytest.warns(UserWarning, match="bicubic"):
+        keras_vit.load_weights(model, golden("vit_token.npz"), interpolation="bicubic")
+    checkpoint = keras_vit.weights.read_checkpoint(golden("vit_token.npz"))
+    np.testing.assert_allclose(
+        model.get_layer("patch_encoder").pos_embedding.numpy(),
+        np.asarray(keras_vit.ops.resample_position_embeddings(
+            checkpoint.tensors["patch_encoder/position_embedding"], 8,
+            interpolation="bicubic")),
+        atol=1e-6,
+    )
+    with pytest.raises(ValueError, match="interpolation='cubic'"):
+        keras_vit.load_weights(model, golden("vit_token.npz"), interpolation="cubic")
+
+
+# === All or nothing ===
+
+
+def test_architecture_mismatch_lists_everything_and_changes_nothing():
+    model = keras_vit.ViT(**{**TINY, "mlp_dim": 48, "num_layers": 3})
+    before = _snapshot(model)
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(model, golden("vit_token.npz"))
+    message = str(info.value)
+    assert "nothing was loaded" in message
+    assert "block_2/mlp_fc1/kernel" in message  # missing (3 blocks vs 2)
+    assert "block_0/mlp_fc1/kernel: checkpoint (32, 64), model (32, 48)" in message
+    assert "mlp_dim=64" in message and "mlp_dim=48" in message
+    _assert_unchanged(model, before)
+
+
+def test_missing_unexpected_and_misshaped_tensors(tmp_path):
+    def edit(arrays):
+        del arrays["Transformer/encoderblock_1/LayerNorm_2/scale"]
+        arrays["Transformer/extra/kernel"] = np.zeros(3, "float32")
+        arrays["Transformer/encoder_norm/scale"] = np.zeros(31, "float32")
+
+    path = _copy_npz(tmp_path, edit)
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(model, path)
+    message = str(info.value)
+    assert "Transformer/encoderblock_1/LayerNorm_2/scale" in message
+    assert "Transformer/extra/kernel (source name)" in message
+    assert "encoder_norm/gamma: checkpoint (31,), model (32,)" in message
+    _assert_unchanged(model, before)
+    with pytest.raises(ValueError):
+        keras_vit.ViT(weights=path, **TINY)
+
+
+def test_class_token_mismatch_is_refused():
+    with pytest.raises(ValueError, match="patch_encoder/class_token"):
+        keras_vit.ViT(weights=golden("vit_gap.npz"), **TINY)  # token model
+
+
+@pytest.mark.parametrize("name", ["vit_token.npz", "vit_token.timm.safetensors"])
+def test_truncated_file_names_the_path(tmp_path, name):
+    path = str(tmp_path / name)
+    with open(golden(name), "rb") as src, open(path, "wb") as dst:
+        dst.write(src.read()[:5000])
+    with pytest.raises(ValueError, match="truncated or corrupt") as info:
+        keras_vit.ViT(weights=path, **TINY)
+    assert path in str(info.value)
+
+
+def test_npz_is_read_without_pickles(tmp_path):
+    path = str(tmp_path / "pickled.npz")
+    np.savez(path, **{"embedding/kernel": np.array([{"a": 1}], dtype=object)})
+    with pytest.raises(ValueError, match="pickled.npz"):
+        keras_vit.ViT(weights=path, **TINY)
+
+
+@pytest.mark.parametrize("name", ["model.pth", "pytorch_model.bin", "x.pt", "y.ckpt"])
+def test_pytorch_pickles_are_refused(name):
+    with pytest.raises(ValueError, match="safetensors"):
+        keras_vit.ViT(weights=name, **TINY)
+
+
+def test_unknown_formats_and_files(tmp_path):
+    with pytest.raises(ValueError, match="Weights file not found"):
+        keras_vit.ViT(weights=str(tmp_path / "missing.npz"), **TINY)
+    with pytest.raises(ValueError, match="weights=42"):
+        keras_vit.ViT(weights=42, **TINY)
+    with pytest.raises(ValueError, match="Unknown weights.*'imagenet'"):
+        keras_vit.ViT_Ti16(weights="imagenet")
+    path = str(tmp_path / "other.npz")
+    np.savez(path, something=np.zeros(3))
+    with pytest.raises(ValueError, match="not a ViT checkpoint"):
+        keras_vit.ViT(weights=path, **TINY)
+    import safetensors.numpy
+
+    path = str(tmp_path / "other.safetensors")
+    safetensors.numpy.save_file({"conv.weight": np.zeros(3, "float32")}, path)
+    with pytest.raises(ValueError, match="neither timm's"):
+        keras_vit.ViT(weights=path, **TINY)
+
+
+# === keras_vit's own files ===
+
+
+@pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
+def test_native_files_round_trip_and_fine_tune(tmp_path, suffix):
+    source = keras_vit.ViT(weights=golden("vit_token.npz"), **TINY)
+    path = str(tmp_path / f"model{suffix}")
+    if suffix == ".keras":
+        source.save(path)
+    else:
+        source.save_weights(path)
+    ref = expected("vit_token.expected.npz")
+    model = keras_vit.ViT(weights=path, **TINY)
+    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
+    with pytest.warns(UserWarning, match="5 classes and the model's 3"):
+        tuned = keras_vit.ViT(weights=path, **{**TINY, "num_classes": 3, "image_size": 48})
+    np.testing.assert_array_equal(tuned.get_layer("head").kernel.numpy(), 0.0)
+    np.testing.assert_array_equal(
+        tuned.get_layer("block_0").attention.qkv.kernel.numpy(),
+        source.get_layer("block_0").attention.qkv.kernel.numpy(),
+    )
+
+
+# === Presets ===
+
+
+def test_preset_table():
+    table = keras_vit.list_presets()
+    names = {(p["builder"], p["name"]) for p in table}
+    assert ("ViT_B16", "augreg_in21k_ft_in1k") in names
+    assert ("ViT_H14", "in21k") in names
+    for preset in table:
+        assert preset["url"].startswith("https://")
+        assert preset["builder"] is not None
+    assert [p["name"] for p in keras_vit.list_presets("ViT_Ti16")] == [
+        "augreg_in21k", "augreg_in21k_ft_in1k", "augreg_in21k_ft_in1k_384"
+    ]
+    with pytest.raises(ValueError, match="model='ViT_X'"):
+        keras_vit.list_presets("ViT_X")
+
+
+@pytest.mark.parametrize("index", range(len(presets.PRESETS)))
+def test_preset_parameter_counts(index):
+    import keras
+
+    preset = presets.PRESETS[index]
+    with keras.StatelessScope(initialize_variables=False):
+        model = keras_vit.ViT.from_variant(
+            preset["variant"],
+            image_size=preset["image_size"],
+            num_classes=preset["num_classes"],
+            representation_size=preset["representation_size"],
+        )
+    assert model.count_params() == preset["params"]
+
+
+@pytest.fixture
+def local_preset(tmp_path, monkeypatch):
+    """A preset whose URL is a local file in the exact released format, for a
+    variant with the golden model's numbers."""
+    from keras_vit import variants
+
+    source = str(tmp_path / "served.npz")
+    shutil.copy(golden("vit_token.npz"), source)
+    with open(source, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    numbers = {k: TINY[k] for k in ("patch_size", "hidden_dim", "num_layers", "num_heads", "mlp_dim")}
+    monkeypatch.setitem(variants.VARIANTS, "Tiny/8", numbers)
+    preset = presets._preset(
+        "Tiny/8", "tiny_test", "file://" + source, 32, 5, "original", "test",
+        sha256=digest,
+    )
+    monkeypatch.setattr(presets, "PRESETS", [*presets.PRESETS, preset])
+    monkeypatch.setattr(presets, "CACHE_DIR", str(tmp_path / "cache"))
+    return preset
+
+
+def test_preset_downloads_once_checks_sha256_and_loads(local_preset, tmp_path):
+    model = keras_vit.ViT.from_variant(
+        "Tiny/8", weights="tiny_test", num_classes=5, classifier_activation=None
+    )
+    assert model.image_size == (32, 32)  # the preset's resolution
+    ref = expected("vit_token.expected.npz")
+    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
+    cached = tmp_path / "cache" / "models" / "keras_vit" / "Tiny8-tiny_test.npz"
+    assert cached.exists()
+    # Cached: later calls do not fetch again.
+    os.remove(local_preset["url"][len("file://"):])
+    assert presets.download(local_preset) == str(cached)
+    keras_vit.ViT.from_variant("Tiny/8", weights="tiny_test", num_classes=5)
+
+
+def test_preset_with_wrong_sha256_is_deleted(local_preset, tmp_path):
+    bad = {**local_preset, "sha256": "0" * 64}
+    cache = tmp_path / "cache2"
+    with pytest.raises(ValueError, match="sha256") as info:
+        presets.download(bad, cache_dir=str(cache))
+    assert "deleted" in str(info.value)
+    assert not any(cache.rglob("*.npz"))
+
+
+def test_preset_unreachable_is_a_clear_error(tmp_path):
+    bad = presets._preset("B/16", "x", "file:///nonexistent/file.npz", 224, 1000, "original", "")
+    with pytest.raises(ValueError, match="Could not download preset 'x'"):
+        presets.download(bad, cache_dir=str(tmp_path))
+    assert not any(tmp_path.rglob("*.npz"))
+
+
+def test_preset_names_are_checked_against_the_variant():
+    with pytest.raises(ValueError, match="exists for variants .*'H/14'.*not for S/16"):
+        keras_vit.ViT_S16(weights="in21k")
