@@ -8,6 +8,7 @@ from keras_vit.weights.checkpoint import Checkpoint
 from keras_vit.weights.loading import DEFAULT_INTERPOLATION
 from keras_vit.weights.loading import load_checkpoint
 from keras_vit.weights.loading import load_weights
+from keras_vit.weights.original import save_npz
 from keras_vit.weights.presets import PRESETS
 from keras_vit.weights.presets import list_presets
 from keras_vit.weights.reader import read_checkpoint
@@ -20,4 +21,5 @@ __all__ = [
     "load_checkpoint",
     "load_weights",
     "read_checkpoint",
+    "save_npz",
 ]

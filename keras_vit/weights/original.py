@@ -21,6 +21,11 @@ big_vision's `.npz` files hold the same model under other module names
 `pos_embedding` at the top level); `read_big_vision` reads those.
 """
 
+import os
+import tempfile
+
+import numpy as np
+
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import conv_to_projection
@@ -138,3 +143,89 @@ def unstack_scanned_blocks(arrays):
         else:
             out[key] = value
     return out
+
+
+def to_original(model):
+    """A `keras_vit.ViT`'s weights in the original `.npz` layout.
+
+    The inverse of `read_original`: the arrays `save_npz` writes, named and
+    shaped as google-research/vision_transformer's checkpoints.
+    """
+    from keras_vit import ops as vit_ops
+
+    if model.position_embedding == "sincos2d":
+        raise ValueError(
+            "The original .npz layout has no place for fixed sincos2d "
+            "position embeddings. Received a model with "
+            "position_embedding='sincos2d'."
+        )
+    w = {v.path: np.asarray(v.numpy(), "float32") for v in model.weights}
+    heads, dim = model.num_heads, model.hidden_dim
+    out = {
+        "embedding/kernel": np.asarray(
+            vit_ops.dense_to_conv_kernel(
+                w["patch_encoder/projection/kernel"],
+                model.patch_size,
+                model.num_channels,
+            )
+        ),
+        "embedding/bias": w["patch_encoder/projection/bias"],
+    }
+    if model.class_token:
+        out["cls"] = w["patch_encoder/class_token"]
+    if model.position_embedding == "learned":
+        out[ORIGINAL_NAMES["posemb"]] = w["patch_encoder/position_embedding"]
+    for i in range(model.num_layers):
+        src, dst = f"block_{i}", f"Transformer/encoderblock_{i}"
+        mha = f"{dst}/MultiHeadDotProductAttention_1"
+        for name, norm in (("norm1", "LayerNorm_0"), ("norm2", "LayerNorm_2")):
+            out[f"{dst}/{norm}/scale"] = w[f"{src}/{name}/gamma"]
+            out[f"{dst}/{norm}/bias"] = w[f"{src}/{name}/beta"]
+        kernels = np.split(w[f"{src}/attention/qkv/kernel"], 3, axis=1)
+        biases = np.split(w[f"{src}/attention/qkv/bias"], 3)
+        for part, kernel, bias in zip(("query", "key", "value"), kernels, biases):
+            out[f"{mha}/{part}/kernel"] = kernel.reshape(dim, heads, -1)
+            out[f"{mha}/{part}/bias"] = bias.reshape(heads, -1)
+        out[f"{mha}/out/kernel"] = w[f"{src}/attention/proj/kernel"].reshape(
+            heads, -1, dim
+        )
+        out[f"{mha}/out/bias"] = w[f"{src}/attention/proj/bias"]
+        for name, dense in (("mlp_fc1", "Dense_0"), ("mlp_fc2", "Dense_1")):
+            out[f"{dst}/MlpBlock_3/{dense}/kernel"] = w[f"{src}/{name}/kernel"]
+            out[f"{dst}/MlpBlock_3/{dense}/bias"] = w[f"{src}/{name}/bias"]
+    out["Transformer/encoder_norm/scale"] = w["encoder_norm/gamma"]
+    out["Transformer/encoder_norm/bias"] = w["encoder_norm/beta"]
+    for name in ("pre_logits", "head"):
+        if f"{name}/kernel" in w:
+            out[f"{name}/kernel"] = w[f"{name}/kernel"]
+            out[f"{name}/bias"] = w[f"{name}/bias"]
+    return out
+
+
+def save_npz(model, path):
+    """Writes a `keras_vit.ViT` as an original-layout `.npz` checkpoint.
+
+    The file loads back into keras_vit (`weights=path`), and into any tool
+    that reads google-research/vision_transformer checkpoints (timm's
+    `load_pretrained`, the original code). Written to a temporary file and
+    renamed into place: an interrupted save leaves nothing behind.
+
+    Args:
+        model: a `keras_vit.ViT` with learned or no position embeddings.
+        path: the `.npz` file to write; its folder must exist.
+    """
+    path = os.fspath(path)
+    if not path.endswith(".npz"):
+        raise ValueError(f"The path must end in .npz. Received: path={path!r}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"The folder does not exist. Received: path={path!r}")
+    arrays = to_original(model)
+    handle, temporary = tempfile.mkstemp(suffix=".npz", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            np.savez(file, **arrays)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)

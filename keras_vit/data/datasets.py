@@ -1,0 +1,229 @@
+"""Image classification datasets as `tf.data` pipelines of raw examples.
+
+`load(name)` returns a `Dataset`: `train` / `test` `tf.data.Dataset`s of
+`(image, label)` with `image` a `uint8` `(H, W, C)` tensor (C = 1 or 3) and
+`label` an `int64` scalar, plus class names and sizes. Names:
+
+- `"fashion_mnist"`: Fashion-MNIST (60,000 + 10,000 28x28 grayscale),
+  read from the Keras cache, else the Debian package
+  `dataset-fashion-mnist` (`/usr/share/datasets/fashion-mnist`), else
+  downloaded by `keras.datasets.fashion_mnist`.
+- `"digits"`: scikit-learn's 8x8 digits (1,797 images; a fixed 80/20 split).
+- `"folder:PATH"`: one sub-folder of images per class (JPEG, PNG, GIF, BMP).
+- any other name: a `tensorflow_datasets` dataset (`"cifar10"`,
+  `"imagenet2012"`, `"oxford_flowers102"`, ...), from `data_dir` (which
+  may be a `gs://` path for TPUs).
+"""
+
+import dataclasses
+import gzip
+import os
+
+import numpy as np
+
+FASHION_MNIST_CLASSES = (
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+)
+FASHION_MNIST_FILES = {
+    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+}
+#: Where the Debian package `dataset-fashion-mnist` installs the files.
+DEBIAN_FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp")
+
+
+@dataclasses.dataclass
+class Dataset:
+    """A classification dataset's splits and what it holds.
+
+    Attributes:
+        name: the dataset's name as given to `load`.
+        train: `tf.data.Dataset` of `(uint8 image, int64 label)`.
+        test: the held-out split, or `None` when the source has none.
+        class_names: list of class names; `num_classes` is its length.
+        num_train: examples in `train` (`None` if unknown).
+        num_test: examples in `test`.
+        channels: image channels (1 or 3), or `None` if they vary.
+    """
+
+    name: str
+    train: object
+    test: object
+    class_names: list
+    num_train: int = None
+    num_test: int = None
+    channels: int = None
+
+    @property
+    def num_classes(self):
+        return len(self.class_names)
+
+
+def _read_idx(path):
+    with gzip.open(path, "rb") as file:
+        data = file.read()
+    if data[2] != 8:  # unsigned byte
+        raise ValueError(f"{path} is not a uint8 IDX file.")
+    ndim = data[3]
+    shape = np.frombuffer(data[4:4 + 4 * ndim], dtype=">u4").astype(int)
+    return np.frombuffer(data[4 + 4 * ndim:], dtype=np.uint8).reshape(shape)
+
+
+def fashion_mnist_arrays():
+    """Fashion-MNIST as NumPy arrays: `((x_train, y_train), (x_test, y_test))`.
+
+    Looks in the Keras cache, then the Debian package, then downloads.
+    """
+    import keras
+
+    keras_cache = os.path.join(
+        os.path.expanduser(os.environ.get("KERAS_HOME", "~/.keras")),
+        "datasets", "fashion-mnist",
+    )
+    for folder in (keras_cache, DEBIAN_FASHION_MNIST):
+        files = [os.path.join(folder, f) for pair in FASHION_MNIST_FILES.values() for f in pair]
+        if all(os.path.isfile(f) for f in files):
+            splits = []
+            for images, labels in FASHION_MNIST_FILES.values():
+                splits.append((
+                    _read_idx(os.path.join(folder, images)),
+                    _read_idx(os.path.join(folder, labels)),
+                ))
+            return tuple(splits)
+    return keras.datasets.fashion_mnist.load_data()
+
+
+def digits_arrays(seed=0):
+    """scikit-learn's digits, as uint8 8x8 images, split 80/20 (seeded)."""
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise ValueError(
+            "The 'digits' dataset needs scikit-learn: pip install scikit-learn"
+        ) from None
+    digits = load_digits()
+    images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)
+    labels = digits.target.astype(np.int64)
+    order = np.random.default_rng(seed).permutation(len(images))
+    cut = int(0.8 * len(images))
+    train, test = order[:cut], order[cut:]
+    return (images[train], labels[train]), (images[test], labels[test])
+
+
+def _from_arrays(name, splits, class_names):
+    import tensorflow as tf
+
+    (x_train, y_train), (x_test, y_test) = splits
+    if x_train.ndim == 3:
+        x_train, x_test = x_train[..., None], x_test[..., None]
+    return Dataset(
+        name=name,
+        train=tf.data.Dataset.from_tensor_slices((x_train, y_train.astype("int64"))),
+        test=tf.data.Dataset.from_tensor_slices((x_test, y_test.astype("int64"))),
+        class_names=list(class_names),
+        num_train=len(x_train),
+        num_test=len(x_test),
+        channels=x_train.shape[-1],
+    )
+
+
+def _from_folder(name, folder):
+    import tensorflow as tf
+
+    if not os.path.isdir(folder):
+        raise ValueError(
+            f"The image folder does not exist. Received: dataset={name!r}"
+        )
+    class_names = sorted(
+        d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))
+    )
+    paths, labels = [], []
+    for index, class_name in enumerate(class_names):
+        for root, _, files in sorted(os.walk(os.path.join(folder, class_name))):
+            for file in sorted(files):
+                if file.lower().endswith(IMAGE_EXTENSIONS):
+                    paths.append(os.path.join(root, file))
+                    labels.append(index)
+    if len(class_names) < 2 or not paths:
+        raise ValueError(
+            "An image folder needs at least two class sub-folders holding "
+            f"images ({', '.join(IMAGE_EXTENSIONS)}). Found {len(class_names)} "
+            f"sub-folders and {len(paths)} images. Received: dataset={name!r}"
+        )
+
+    def decode(path, label):
+        image = tf.io.decode_image(
+            tf.io.read_file(path), channels=3, expand_animations=False
+        )
+        return image, label
+
+    train = tf.data.Dataset.from_tensor_slices(
+        (paths, np.asarray(labels, "int64"))
+    ).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+    return Dataset(
+        name=name,
+        train=train,
+        test=None,
+        class_names=class_names,
+        num_train=len(paths),
+        channels=3,
+    )
+
+
+def _from_tfds(name, data_dir):
+    try:
+        import tensorflow_datasets as tfds
+    except ImportError:
+        raise ValueError(
+            f"Dataset {name!r} needs tensorflow-datasets: pip install "
+            "tensorflow-datasets"
+        ) from None
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except Exception as error:  # tfds raises DatasetNotFoundError et al.
+        raise ValueError(
+            "Unknown dataset. Expected 'fashion_mnist', 'digits', "
+            "'folder:PATH' or a tensorflow_datasets name. Received: "
+            f"dataset={name!r} ({type(error).__name__}: {error})"
+        ) from None
+    builder.download_and_prepare()
+    info = builder.info
+    splits = info.splits
+    test_split = next((s for s in ("test", "validation") if s in splits), None)
+    label = info.features["label"]
+    image_shape = info.features["image"].shape
+    return Dataset(
+        name=name,
+        train=builder.as_dataset(split="train", as_supervised=True),
+        test=None if test_split is None
+        else builder.as_dataset(split=test_split, as_supervised=True),
+        class_names=list(label.names),
+        num_train=splits["train"].num_examples,
+        num_test=None if test_split is None else splits[test_split].num_examples,
+        channels=image_shape[-1] if image_shape else None,
+    )
+
+
+def load(name, data_dir=None):
+    """Loads a dataset by name (see the module docstring for the names).
+
+    Args:
+        name: `"fashion_mnist"`, `"digits"`, `"folder:PATH"` or a
+            `tensorflow_datasets` name.
+        data_dir: where `tensorflow_datasets` keeps its data. Defaults to
+            `None`, its default (`~/tensorflow_datasets`).
+
+    Returns:
+        A `Dataset`.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"`dataset` must be a name. Received: dataset={name!r}")
+    if name == "fashion_mnist":
+        return _from_arrays(name, fashion_mnist_arrays(), FASHION_MNIST_CLASSES)
+    if name == "digits":
+        return _from_arrays(name, digits_arrays(), [str(d) for d in range(10)])
+    if name.startswith("folder:"):
+        return _from_folder(name, name[len("folder:"):])
+    return _from_tfds(name, data_dir)

@@ -1,0 +1,259 @@
+"""`tf.data` input pipelines for training and evaluation.
+
+Examples from `keras_vit.data.load` (uint8 images of any size, 1 or 3
+channels, integer labels) become batches of float32 RGB pixel values in
+[0, 255] at the model's resolution (the model rescales them itself) and
+one-hot float32 labels (so MixUp / CutMix and label smoothing apply).
+"""
+
+import dataclasses
+
+from keras_vit import validation
+
+
+@dataclasses.dataclass
+class Augmentation:
+    """What the training pipeline does to each image and batch.
+
+    Attributes:
+        random_resized_crop: bool, Inception-style crop: a random box of
+            `crop_area` of the image (aspect ratio 3/4 to 4/3), resized to
+            the model's resolution (big_vision's `inception_crop`, via
+            `tf.image.sample_distorted_bounding_box`). If `False`, the image
+            is resized whole.
+        crop_area: `(min, max)` fraction of the image area to crop.
+        flip: bool, random left-right flips.
+        rand_augment: int, RandAugment operations per image (0 = off;
+            `keras.layers.RandAugment`).
+        rand_augment_magnitude: float in [0, 1], RandAugment's factor.
+        mixup: float, MixUp's alpha (0 = off; `keras.layers.MixUp`).
+        cutmix: float, CutMix's alpha (0 = off; `keras.layers.CutMix`).
+    """
+
+    random_resized_crop: bool = True
+    crop_area: tuple = (0.35, 1.0)
+    flip: bool = True
+    rand_augment: int = 0
+    rand_augment_magnitude: float = 0.5
+    mixup: float = 0.0
+    cutmix: float = 0.0
+
+    def __post_init__(self):
+        validation.boolean("random_resized_crop", self.random_resized_crop)
+        validation.boolean("flip", self.flip)
+        if isinstance(self.rand_augment, bool) or not isinstance(self.rand_augment, int) or self.rand_augment < 0:
+            raise ValueError(
+                "`rand_augment` must be a number of operations >= 0. "
+                f"Received: rand_augment={self.rand_augment!r}"
+            )
+        for name in ("mixup", "cutmix"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(
+                    f"`{name}` must be an alpha >= 0 (0 = off). "
+                    f"Received: {name}={value!r}"
+                )
+        low, high = self.crop_area
+        if not 0 < low <= high <= 1:
+            raise ValueError(
+                "`crop_area` must be (min, max) with 0 < min <= max <= 1. "
+                f"Received: crop_area={self.crop_area!r}"
+            )
+
+
+NO_AUGMENTATION = Augmentation(random_resized_crop=False, flip=False)
+
+
+def _to_rgb(image):
+    import tensorflow as tf
+
+    image = tf.convert_to_tensor(image)
+    channels = tf.shape(image)[-1]
+    image = tf.cond(
+        channels == 1,
+        lambda: tf.image.grayscale_to_rgb(image[..., :1]),
+        lambda: image[..., :3],
+    )
+    image.set_shape([None, None, 3])
+    return image
+
+
+def _resize(image, image_size):
+    import tensorflow as tf
+
+    return tf.image.resize(
+        tf.cast(image, "float32"), image_size, method="bilinear", antialias=True
+    )
+
+
+def _inception_crop(image, image_size, area, seed):
+    import tensorflow as tf
+
+    begin, size, _ = tf.image.stateless_sample_distorted_bounding_box(
+        tf.shape(image),
+        bounding_boxes=tf.zeros([1, 0, 4]),
+        seed=seed,
+        area_range=area,
+        aspect_ratio_range=(3 / 4, 4 / 3),
+        min_object_covered=0.0,
+        max_attempts=10,
+        use_image_if_no_bounding_boxes=True,
+    )
+    crop = tf.slice(image, begin, size)
+    crop.set_shape([None, None, image.shape[-1]])
+    return _resize(crop, image_size)
+
+
+def train_pipeline(
+    dataset,
+    num_classes,
+    image_size,
+    batch_size,
+    augmentation=None,
+    shuffle=True,
+    shuffle_buffer=10_000,
+    seed=0,
+    deterministic=False,
+    repeat=False,
+):
+    """Batches of augmented training images and one-hot labels.
+
+    Args:
+        dataset: `tf.data.Dataset` of `(image, label)` (see
+            `keras_vit.data.load`).
+        num_classes: int, the one-hot depth.
+        image_size: `(height, width)` of the model input.
+        batch_size: int, the global batch; the last partial batch is
+            dropped (static shapes for TPUs and XLA).
+        augmentation: an `Augmentation`. Defaults to `Augmentation()`.
+        shuffle: bool, whether to shuffle each epoch. Defaults to `True`.
+        shuffle_buffer: int, the shuffle buffer. Defaults to `10_000`.
+        seed: int, seeds the shuffle and every random augmentation.
+        deterministic: bool, whether the output order must not depend on
+            thread timing (slower). Defaults to `False`.
+        repeat: bool, whether to repeat forever. Defaults to `False`.
+
+    Returns:
+        A `tf.data.Dataset` of `(images, labels)`: float32
+        `(batch, H, W, 3)` in [0, 255] and float32 `(batch, num_classes)`.
+    """
+    import keras
+    import tensorflow as tf
+
+    aug = augmentation or Augmentation()
+    image_size = validation.size_2d("image_size", image_size)
+    batch_size = validation.positive_int("batch_size", batch_size)
+    options = tf.data.Options()
+    options.deterministic = bool(deterministic)
+    ds = dataset.with_options(options)
+    if shuffle:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    # One stateless seed per example, so augmentation is reproducible given
+    # the seed and the example's position in the stream.
+    ds = tf.data.Dataset.zip((ds, tf.data.Dataset.random(seed=seed).batch(2)))
+
+    def augment(example, pair):
+        image, label = example
+        image = _to_rgb(image)
+        if aug.random_resized_crop:
+            image = _inception_crop(image, image_size, aug.crop_area, pair)
+        else:
+            image = _resize(image, image_size)
+        if aug.flip:
+            image = tf.image.stateless_random_flip_left_right(image, pair + 1)
+        return image, tf.one_hot(label, num_classes)
+
+    ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+    if aug.rand_augment:
+        rand_augment = keras.layers.RandAugment(
+            value_range=(0, 255),
+            num_ops=aug.rand_augment,
+            factor=aug.rand_augment_magnitude,
+            seed=seed,
+        )
+        ds = ds.map(
+            lambda x, y: (rand_augment(x), y),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+    ds = ds.batch(batch_size, drop_remainder=True)
+    mixers = []
+    if aug.mixup:
+        mixers.append(keras.layers.MixUp(alpha=aug.mixup, seed=seed))
+    if aug.cutmix:
+        mixers.append(keras.layers.CutMix(factor=aug.cutmix, seed=seed))
+    if mixers:
+
+        def mix(images, labels):
+            data = {"images": images, "labels": labels}
+            if len(mixers) == 1:
+                data = mixers[0](data)
+            else:  # half the batches each, as timm does with both on
+                data = tf.cond(
+                    tf.random.uniform([]) < 0.5,
+                    lambda: mixers[0](data),
+                    lambda: mixers[1](data),
+                )
+            return data["images"], data["labels"]
+
+        ds = ds.map(mix, num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def eval_pipeline(dataset, num_classes, image_size, batch_size, drop_remainder=False):
+    """Batches of resized evaluation images and one-hot labels, in order.
+
+    Args:
+        dataset: `tf.data.Dataset` of `(image, label)`.
+        num_classes: int, the one-hot depth.
+        image_size: `(height, width)` of the model input.
+        batch_size: int.
+        drop_remainder: bool; `True` for static shapes (TPUs). Defaults to
+            `False`.
+
+    Returns:
+        A `tf.data.Dataset` of `(images, labels)` like `train_pipeline`'s.
+    """
+    import tensorflow as tf
+
+    image_size = validation.size_2d("image_size", image_size)
+    batch_size = validation.positive_int("batch_size", batch_size)
+
+    def prepare(image, label):
+        return _resize(_to_rgb(image), image_size), tf.one_hot(label, num_classes)
+
+    return (
+        dataset.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(batch_size, drop_remainder=drop_remainder)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def split_validation(dataset, num_examples, fraction, seed=0):
+    """Splits a held-out fraction off a dataset, the same way every time.
+
+    Returns:
+        `(train, validation, num_train, num_validation)`.
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(
+            "`validation_split` must be in (0, 1). "
+            f"Received: validation_split={fraction!r}"
+        )
+    if num_examples is None:
+        raise ValueError(
+            "A validation split needs the dataset's size, which is unknown "
+            "for this dataset."
+        )
+    num_validation = max(1, int(round(num_examples * fraction)))
+    # A fixed order (shuffled once with the seed) so the split is stable.
+    ordered = dataset.shuffle(
+        num_examples, seed=seed, reshuffle_each_iteration=False
+    )
+    return (
+        ordered.skip(num_validation),
+        ordered.take(num_validation),
+        num_examples - num_validation,
+        num_validation,
+    )

@@ -1,0 +1,21 @@
+"""Training with `tf.distribute`: strategy, recipe, resumable runs."""
+
+from keras_vit.training.callbacks import NonFiniteLossError
+from keras_vit.training.recipe import WarmupDecay
+from keras_vit.training.recipe import make_optimizer
+from keras_vit.training.strategy import make_strategy
+from keras_vit.training.strategy import resolve_kind
+from keras_vit.training.train import TrainConfig
+from keras_vit.training.train import TrainResult
+from keras_vit.training.train import train
+
+__all__ = [
+    "NonFiniteLossError",
+    "TrainConfig",
+    "TrainResult",
+    "WarmupDecay",
+    "make_optimizer",
+    "make_strategy",
+    "resolve_kind",
+    "train",
+]

@@ -1,0 +1,142 @@
+"""The optimisation recipe: optimizer, learning-rate schedule, precision.
+
+Defaults follow the paper (Section 4.1, Appendix B.1): Adam with
+beta1 0.9, beta2 0.999 and decoupled weight decay 0.1, a linear warm-up
+then decay, gradient clipping at global norm 1; SGD with momentum 0.9 and
+cosine decay for fine-tuning.
+"""
+
+import math
+
+import keras
+
+from keras_vit import validation
+
+OPTIMIZERS = ("adamw", "sgd")
+DECAYS = ("cosine", "linear")
+MIXED_PRECISION = ("auto", "off", "bfloat16", "float16")
+
+
+@keras.saving.register_keras_serializable(package="keras_vit")
+class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to `peak`, then cosine or linear decay to `end`.
+
+    Args:
+        peak: float, the learning rate at the end of the warm-up.
+        warmup_steps: int >= 0, steps of linear warm-up.
+        total_steps: int > warmup_steps, the step at which the decay ends.
+        decay: `"cosine"` or `"linear"`. Defaults to `"cosine"`.
+        end: float, the final learning rate. Defaults to `0.0`.
+    """
+
+    def __init__(self, peak, warmup_steps, total_steps, decay="cosine", end=0.0):
+        self.peak = validation.positive_float("learning_rate", peak)
+        if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+            raise ValueError(
+                "`warmup_steps` must be an integer >= 0. "
+                f"Received: warmup_steps={warmup_steps!r}"
+            )
+        self.warmup_steps = warmup_steps
+        self.total_steps = validation.positive_int("total_steps", total_steps)
+        if self.total_steps <= warmup_steps:
+            raise ValueError(
+                "`warmup_steps` must be fewer than the total training steps. "
+                f"Received: warmup_steps={warmup_steps} for "
+                f"{self.total_steps} steps"
+            )
+        self.decay = validation.one_of("decay", decay, DECAYS)
+        self.end = float(end)
+
+    def __call__(self, step):
+        from keras import ops
+
+        step = ops.cast(step, "float32")
+        warmup = self.peak * step / max(self.warmup_steps, 1)
+        progress = (step - self.warmup_steps) / (self.total_steps - self.warmup_steps)
+        progress = ops.clip(progress, 0.0, 1.0)
+        if self.decay == "cosine":
+            fraction = 0.5 * (1.0 + ops.cos(math.pi * progress))
+        else:
+            fraction = 1.0 - progress
+        decayed = self.end + (self.peak - self.end) * fraction
+        return ops.where(step < self.warmup_steps, warmup, decayed)
+
+    def get_config(self):
+        return {
+            "peak": self.peak,
+            "warmup_steps": self.warmup_steps,
+            "total_steps": self.total_steps,
+            "decay": self.decay,
+            "end": self.end,
+        }
+
+
+#: Variables that get no weight decay (biases, norms, embeddings), by the
+#: names keras_vit gives them.
+NO_DECAY = ["bias", "gamma", "beta", "class_token", "position_embedding"]
+
+
+def make_optimizer(
+    name="adamw",
+    learning_rate=1e-3,
+    weight_decay=0.1,
+    warmup_steps=0,
+    total_steps=1,
+    decay="cosine",
+    clipnorm=1.0,
+    momentum=0.9,
+):
+    """The optimizer of the recipe, with its learning-rate schedule.
+
+    Args:
+        name: `"adamw"` (pre-training, training from scratch) or `"sgd"`
+            (fine-tuning, with momentum). Defaults to `"adamw"`.
+        learning_rate: float, the peak learning rate.
+        weight_decay: float >= 0, decoupled weight decay (AdamW only;
+            not applied to biases, norms, class token, position embeddings).
+        warmup_steps: int, linear warm-up steps.
+        total_steps: int, total training steps (the decay's end).
+        decay: `"cosine"` or `"linear"`.
+        clipnorm: float or `None`, clip gradients at this global norm.
+            Defaults to `1.0`.
+        momentum: float, SGD momentum. Defaults to `0.9`.
+
+    Returns:
+        A `keras.optimizers.Optimizer`.
+    """
+    name = validation.one_of("optimizer", name, OPTIMIZERS)
+    schedule = WarmupDecay(learning_rate, warmup_steps, total_steps, decay)
+    if clipnorm is not None:
+        clipnorm = validation.positive_float("clipnorm", clipnorm)
+    if name == "sgd":
+        return keras.optimizers.SGD(
+            schedule, momentum=momentum, global_clipnorm=clipnorm
+        )
+    if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or weight_decay < 0:
+        raise ValueError(
+            f"`weight_decay` must be >= 0. Received: weight_decay={weight_decay!r}"
+        )
+    optimizer = keras.optimizers.AdamW(
+        schedule,
+        weight_decay=weight_decay,
+        beta_1=0.9,
+        beta_2=0.999,
+        global_clipnorm=clipnorm,
+    )
+    optimizer.exclude_from_weight_decay(var_names=NO_DECAY)
+    return optimizer
+
+
+def dtype_policy(mixed_precision, device_kind):
+    """The Keras dtype policy for a `--mixed-precision` choice.
+
+    `"auto"` is bfloat16 on TPUs and CPUs (no loss scaling needed; CPUs with
+    AVX-512 BF16 / AMX run it natively) and float16 on GPUs (Keras scales
+    the loss). `"off"` is float32.
+    """
+    mixed_precision = validation.one_of(
+        "mixed_precision", mixed_precision, MIXED_PRECISION
+    )
+    if mixed_precision == "auto":
+        mixed_precision = "float16" if device_kind == "gpu" else "bfloat16"
+    return "float32" if mixed_precision == "off" else f"mixed_{mixed_precision}"

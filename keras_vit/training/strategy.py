@@ -1,0 +1,116 @@
+"""Choosing a `tf.distribute` strategy: TPU, several machines, GPUs, or one
+device."""
+
+import json
+import os
+
+from keras_vit import validation
+
+STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu")
+
+
+def _workers(tf_config):
+    """The number of tasks that train (chief + workers) in a TF_CONFIG."""
+    if not tf_config:
+        return 0
+    try:
+        cluster = json.loads(tf_config).get("cluster", {})
+    except (ValueError, AttributeError):
+        raise ValueError(
+            f"TF_CONFIG is not valid JSON. Received: TF_CONFIG={tf_config!r}"
+        ) from None
+    return len(cluster.get("chief", [])) + len(cluster.get("worker", []))
+
+
+def _on_tpu_vm():
+    # Cloud TPU VMs expose the chips as /dev/accel* (v2-v4) or /dev/vfio.
+    return any(
+        os.path.exists(path) for path in ("/dev/accel0", "/dev/vfio/0")
+    )
+
+
+def resolve_kind(name="auto", tpu=None, environ=None, num_gpus=None):
+    """Which strategy `name` means here, without creating it.
+
+    Args:
+        name: one of `STRATEGIES`.
+        tpu: the `--tpu` name or address, if any.
+        environ: the environment to read (`TPU_NAME`, `TF_CONFIG`).
+            Defaults to `os.environ`.
+        num_gpus: GPUs visible. Defaults to `None`: ask TensorFlow.
+
+    Returns:
+        One of `"tpu"`, `"multi_worker"`, `"mirrored"`, `"default"`.
+    """
+    name = validation.one_of("strategy", name, STRATEGIES)
+    environ = os.environ if environ is None else environ
+    if name != "auto":
+        return name
+    if tpu or environ.get("TPU_NAME") or _on_tpu_vm():
+        return "tpu"
+    if _workers(environ.get("TF_CONFIG")) > 1:
+        return "multi_worker"
+    if num_gpus is None:
+        import tensorflow as tf
+
+        num_gpus = len(tf.config.list_physical_devices("GPU"))
+    return "mirrored" if num_gpus > 1 else "default"
+
+
+def make_strategy(name="auto", tpu=None, devices=None):
+    """Creates the `tf.distribute.Strategy` for `name` (see `resolve_kind`).
+
+    Args:
+        name: `"auto"`, `"default"`, `"mirrored"`, `"multi_worker"` or
+            `"tpu"`.
+        tpu: TPU name or gRPC address for `"tpu"` (`None`: `TPU_NAME`, or
+            the local TPU VM).
+        devices: device list for `"mirrored"` (default: all GPUs, else the
+            CPU).
+
+    Returns:
+        `(strategy, kind)`.
+    """
+    import tensorflow as tf
+
+    kind = resolve_kind(name, tpu)
+    if kind == "tpu":
+        address = tpu or os.environ.get("TPU_NAME") or "local"
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address)
+            if address != "local":
+                tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (ValueError, tf.errors.OpError) as error:
+            raise ValueError(
+                f"Could not reach the TPU {address!r}: {error}. Received: "
+                f"strategy={name!r}, tpu={tpu!r}"
+            ) from None
+        return tf.distribute.TPUStrategy(resolver), kind
+    if kind == "multi_worker":
+        return tf.distribute.MultiWorkerMirroredStrategy(), kind
+    if kind == "mirrored":
+        return tf.distribute.MirroredStrategy(devices=devices), kind
+    return tf.distribute.get_strategy(), kind
+
+
+def is_chief(strategy):
+    """Whether this process writes the run's files (always, but for the
+    non-chief workers of a multi-worker run)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.cluster_spec().as_dict():
+        return True
+    task_type, task_id = resolver.task_type, resolver.task_id
+    if task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return task_type == "worker" and task_id == 0 and not has_chief
+
+
+def device_kind(strategy_kind):
+    """`"tpu"`, `"gpu"` or `"cpu"`: what the training runs on."""
+    if strategy_kind == "tpu":
+        return "tpu"
+    import tensorflow as tf
+
+    return "gpu" if tf.config.list_logical_devices("GPU") else "cpu"

@@ -1,0 +1,388 @@
+"""`train(config)`: one training entry point for every scale.
+
+The same code trains on one CPU or GPU, several GPUs (MirroredStrategy),
+several machines (MultiWorkerMirroredStrategy) and Cloud TPUs
+(TPUStrategy): model, optimizer and metrics are created inside
+`strategy.scope()`, the batch size is global, shapes are static
+(`drop_remainder`), the step is XLA-compiled and several steps run per
+call (`steps_per_execution`).
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+
+from keras_vit import validation
+from keras_vit.data import datasets as data_datasets
+from keras_vit.data import pipeline as data_pipeline
+from keras_vit.training import callbacks as run_callbacks
+from keras_vit.training import recipe
+from keras_vit.training import strategy as run_strategy
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Everything a run needs; `keras-vit train` flags map one to one.
+
+    Model: `model` is a builder name (`"ViT_Ti16"`) or a variant (`"S/16"`);
+    `image_size`, `patch_size` and `model_kwargs` (any `keras_vit.ViT`
+    argument, e.g. `{"hidden_dim": 96}`) override it; `weights` is a preset
+    or a file to start from.
+
+    Data: `dataset` is `"fashion_mnist"`, `"digits"`, `"folder:PATH"` or a
+    `tensorflow_datasets` name (`data_dir` for its files).
+    `validation_split` holds out a fraction of the training split for
+    per-epoch validation and the best checkpoint.
+
+    Recipe: see `keras_vit.training.recipe`; `warmup_steps=None` warms up
+    for 5% of the steps. Augmentation: see `keras_vit.data.Augmentation`.
+
+    Scale: `strategy` (`auto`, `default`, `mirrored`, `multi_worker`,
+    `tpu`), `tpu`, `mixed_precision` (`auto`, `off`, `bfloat16`,
+    `float16`), `steps_per_execution` (`None`: 1, 32 on TPUs),
+    `jit_compile` (XLA; `"auto"`: on, except for CPUs where TensorFlow's
+    kernels are faster).
+    """
+
+    model: str = "ViT_Ti16"
+    dataset: str = "fashion_mnist"
+    output: str = "runs/vit"
+    epochs: int = 10
+    batch_size: int = 128
+    image_size: object = None
+    patch_size: int = None
+    model_kwargs: dict = dataclasses.field(default_factory=dict)
+    weights: str = None
+    data_dir: str = None
+    validation_split: float = 0.0
+    optimizer: str = "adamw"
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.1
+    warmup_steps: int = None
+    decay: str = "cosine"
+    label_smoothing: float = 0.0
+    clipnorm: float = 1.0
+    momentum: float = 0.9
+    random_resized_crop: bool = True
+    crop_area: tuple = (0.35, 1.0)
+    flip: bool = True
+    rand_augment: int = 0
+    mixup: float = 0.0
+    cutmix: float = 0.0
+    shuffle: bool = True
+    seed: int = 0
+    deterministic: bool = False
+    strategy: str = "auto"
+    tpu: str = None
+    mixed_precision: str = "auto"
+    steps_per_execution: int = None
+    jit_compile: object = "auto"
+    verbose: object = "auto"
+
+    def augmentation(self):
+        return data_pipeline.Augmentation(
+            random_resized_crop=self.random_resized_crop,
+            crop_area=tuple(self.crop_area),
+            flip=self.flip,
+            rand_augment=self.rand_augment,
+            mixup=self.mixup,
+            cutmix=self.cutmix,
+        )
+
+    def check(self):
+        """Raises `ValueError` for any bad setting, before anything runs."""
+        from keras_vit import builders
+        from keras_vit import variants
+
+        if self.model not in builders.BUILDERS and self.model not in variants.VARIANTS:
+            raise ValueError(
+                "Unknown model. Expected a builder name "
+                f"({', '.join(builders.BUILDERS)}) or a variant such as 'S/16'. "
+                f"Received: model={self.model!r}"
+            )
+        validation.positive_int("epochs", self.epochs)
+        validation.positive_int("batch_size", self.batch_size)
+        if self.image_size is not None:
+            validation.size_2d("image_size", self.image_size)
+        if self.patch_size is not None:
+            validation.positive_int("patch_size", self.patch_size)
+        if not isinstance(self.output, str) or not self.output:
+            raise ValueError(f"`output` must be a folder. Received: output={self.output!r}")
+        if os.path.exists(self.output) and not os.path.isdir(self.output):
+            raise ValueError(
+                "The output folder is an existing file. Received: "
+                f"output={self.output!r}"
+            )
+        if self.validation_split and not 0 < self.validation_split < 1:
+            raise ValueError(
+                "`validation_split` must be in [0, 1). Received: "
+                f"validation_split={self.validation_split!r}"
+            )
+        validation.one_of("optimizer", self.optimizer, recipe.OPTIMIZERS)
+        validation.one_of("decay", self.decay, recipe.DECAYS)
+        validation.positive_float("learning_rate", self.learning_rate)
+        validation.rate("label_smoothing", self.label_smoothing)
+        validation.one_of("strategy", self.strategy, run_strategy.STRATEGIES)
+        validation.one_of(
+            "mixed_precision", self.mixed_precision, recipe.MIXED_PRECISION
+        )
+        validation.one_of("jit_compile", self.jit_compile, ("auto", True, False))
+        if self.steps_per_execution is not None:
+            validation.positive_int("steps_per_execution", self.steps_per_execution)
+        self.augmentation()  # validates the augmentation settings
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a run produced."""
+
+    model: object
+    history: dict
+    test_metrics: dict
+    output: str
+    strategy_kind: str
+    initial_epoch: int
+
+
+def build_model(config, num_classes, dtype=None):
+    """The `keras_vit.ViT` a config asks for (inside a strategy scope)."""
+    from keras_vit import builders
+    from keras_vit.model import ViT
+
+    kwargs = dict(config.model_kwargs)
+    if config.image_size is not None:
+        kwargs["image_size"] = config.image_size
+    if config.patch_size is not None:
+        kwargs["patch_size"] = config.patch_size
+    kwargs.update(num_classes=num_classes, weights=config.weights, dtype=dtype)
+    if config.model in builders.BUILDERS:
+        return builders.get_builder(config.model)(**kwargs)
+    return ViT.from_variant(config.model, **kwargs)
+
+
+def _output_dirs(config, chief):
+    """The run's folder, or a temporary one for a non-chief worker."""
+    if chief:
+        os.makedirs(config.output, exist_ok=True)
+        return config.output, None
+    temporary = tempfile.mkdtemp(prefix="keras_vit_worker_")
+    return temporary, temporary
+
+
+def _plot_history(history, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    metrics = [k for k in history if not k.startswith("val_") and k != "learning_rate"]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.5))
+    axes = [axes] if len(metrics) == 1 else axes
+    for ax, key in zip(axes, metrics):
+        epochs = range(1, len(history[key]) + 1)
+        ax.plot(epochs, history[key], marker="o", label="train")
+        if f"val_{key}" in history:
+            ax.plot(epochs, history[f"val_{key}"], marker="o", label="validation")
+        ax.set_xlabel("epoch")
+        ax.set_title(key)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    run_callbacks.atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=100))
+    plt.close(fig)
+
+
+def train(config, callbacks=()):
+    """Trains (or resumes training) a ViT as `config` says.
+
+    Writes into `config.output`: `backup/` (resumable state, kept after the
+    run), `best.keras` (best validation accuracy, or training accuracy
+    without validation), `model.keras` (the final model), `config.json`,
+    `history.json`, `log.csv`, `curves.png` and TensorBoard `logs/`. In a
+    multi-worker run only the chief writes there; other workers write to
+    temporary folders that are removed afterwards.
+
+    A rerun with the same `output` resumes after the last completed epoch.
+
+    Args:
+        config: a `TrainConfig`.
+        callbacks: extra `keras.callbacks.Callback`s, run after keras_vit's.
+
+    Returns:
+        A `TrainResult`.
+    """
+    import keras
+
+    config.check()
+    strategy, kind = run_strategy.make_strategy(config.strategy, config.tpu)
+    replicas = strategy.num_replicas_in_sync
+    if config.batch_size % replicas:
+        raise ValueError(
+            f"`batch_size` is the global batch and must be divisible by the "
+            f"{replicas} replicas. Received: batch_size={config.batch_size}"
+        )
+    chief = run_strategy.is_chief(strategy)
+    device = run_strategy.device_kind(kind)
+    policy = recipe.dtype_policy(config.mixed_precision, device)
+
+    data = data_datasets.load(config.dataset, config.data_dir)
+    train_split, num_train = data.train, data.num_train
+    validation_split = None
+    if config.validation_split:
+        train_split, validation_split, num_train, _ = data_pipeline.split_validation(
+            data.train, data.num_train, config.validation_split, seed=config.seed
+        )
+    if num_train is not None and num_train < config.batch_size:
+        raise ValueError(
+            f"`batch_size` is larger than the {num_train} training examples. "
+            f"Received: batch_size={config.batch_size}"
+        )
+    steps_per_epoch = None if num_train is None else num_train // config.batch_size
+
+    out_dir, temporary = _output_dirs(config, chief)
+    backup_dir = os.path.join(out_dir, "backup")
+    backup = run_callbacks.read_backup(backup_dir)
+    history = backup[0]["history"] if backup else {}
+    initial_epoch = backup[0]["epoch"] if backup else 0
+
+    with strategy.scope():
+        model = build_model(config, data.num_classes, dtype=policy)
+        total_steps = (steps_per_epoch or 1000) * config.epochs
+        warmup = (
+            config.warmup_steps
+            if config.warmup_steps is not None
+            else max(1, int(0.05 * total_steps))
+        )
+        optimizer = recipe.make_optimizer(
+            config.optimizer,
+            config.learning_rate,
+            config.weight_decay,
+            warmup,
+            total_steps,
+            config.decay,
+            config.clipnorm,
+            config.momentum,
+        )
+        steps_per_execution = config.steps_per_execution or (32 if kind == "tpu" else 1)
+        if steps_per_epoch:
+            steps_per_execution = min(steps_per_execution, steps_per_epoch)
+        jit = config.jit_compile
+        if jit == "auto":
+            jit = device != "cpu"
+        model.compile(
+            optimizer=optimizer,
+            loss=keras.losses.CategoricalCrossentropy(
+                label_smoothing=config.label_smoothing
+            ),
+            metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
+            steps_per_execution=steps_per_execution,
+            jit_compile=jit,
+        )
+        if backup:
+            optimizer.build(model.trainable_variables)
+            model.load_weights(backup[1])
+
+    size = model.image_size
+    train_ds = data_pipeline.train_pipeline(
+        train_split,
+        data.num_classes,
+        size,
+        config.batch_size,
+        augmentation=config.augmentation(),
+        shuffle=config.shuffle,
+        seed=config.seed,
+        deterministic=config.deterministic,
+        # One endless stream cut into epochs by steps_per_epoch, so an
+        # epoch never runs out of data halfway.
+        repeat=steps_per_epoch is not None,
+    )
+    static = kind == "tpu"
+    val_ds = (
+        data_pipeline.eval_pipeline(
+            validation_split, data.num_classes, size, config.batch_size, static
+        )
+        if validation_split is not None
+        else None
+    )
+    monitor = "val_accuracy" if val_ds is not None else "accuracy"
+    best_so_far = max(history[monitor]) if history.get(monitor) else None
+    run_files = [
+        run_callbacks.Backup(backup_dir, history),
+        run_callbacks.StopOnNonFiniteLoss(backup_dir),
+        run_callbacks.BestCheckpoint(
+            os.path.join(out_dir, "best.keras"), monitor, "max", best_so_far
+        ),
+        keras.callbacks.CSVLogger(
+            os.path.join(out_dir, "log.csv"), append=initial_epoch > 0
+        ),
+        keras.callbacks.TensorBoard(os.path.join(out_dir, "logs")),
+    ]
+    if chief:
+        write_config = dataclasses.asdict(config)
+        write_config.update(
+            resolved={
+                "strategy": kind,
+                "replicas": replicas,
+                "dtype_policy": policy,
+                "steps_per_execution": steps_per_execution,
+                "jit_compile": jit,
+                "model": model.get_config(),
+            }
+        )
+        run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)
+    try:
+        if initial_epoch < config.epochs:
+            if initial_epoch and config.verbose:
+                print(
+                    f"Resuming from the backup in {backup_dir}: "
+                    f"{initial_epoch} of {config.epochs} epochs done."
+                )
+            model.fit(
+                train_ds,
+                epochs=config.epochs,
+                initial_epoch=initial_epoch,
+                steps_per_epoch=steps_per_epoch,
+                validation_data=val_ds,
+                callbacks=[*run_files, *callbacks],
+                shuffle=False,  # the pipeline shuffles
+                verbose=config.verbose,
+            )
+        history = run_files[0].history
+        test_metrics = {}
+        if data.test is not None:
+            test_ds = data_pipeline.eval_pipeline(
+                data.test, data.num_classes, size, config.batch_size, static
+            )
+            test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0)
+            test_metrics = {k: float(v) for k, v in test_metrics.items()}
+        run_callbacks.atomic_write(
+            os.path.join(out_dir, "model.keras"), lambda p: model.save(p)
+        )
+        if chief:
+            run_callbacks.write_json(
+                os.path.join(out_dir, "history.json"),
+                {"history": history, "test": test_metrics},
+            )
+            if history:
+                _plot_history(history, os.path.join(out_dir, "curves.png"))
+    finally:
+        if temporary:
+            shutil.rmtree(temporary, ignore_errors=True)
+    return TrainResult(
+        model=model,
+        history=history,
+        test_metrics=test_metrics,
+        output=config.output,
+        strategy_kind=kind,
+        initial_epoch=initial_epoch,
+    )
+
+
+def load_config(path):
+    """A `TrainConfig` from a run's `config.json` (to rerun or resume it)."""
+    with open(path) as file:
+        data = json.load(file)
+    data.pop("resolved", None)
+    return TrainConfig(**data)
