@@ -16,7 +16,15 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
+# Fashion-MNIST comes from the Debian package where apt works (root, or
+# passwordless sudo); otherwise keras_vit downloads it on first use.
+FASHION_MNIST := /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
+
 demo: $(VENV)/.installed
+	@if [ ! -f $(FASHION_MNIST) ] && command -v apt-get >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -q dataset-fashion-mnist >/dev/null || true; \
+	  elif sudo -n true 2>/dev/null; then sudo apt-get install -y -q dataset-fashion-mnist >/dev/null || true; fi; \
+	fi
 	$(PY) examples/demo.py
 
 test: $(VENV)/.installed

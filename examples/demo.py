@@ -1,21 +1,66 @@
-"""The main job, for now: build ViT-B/16, show it, and classify a photo.
+"""The main job: train a small ViT on Fashion-MNIST on the CPU, end to end.
 
-The weights are random until training or checkpoint loading land, so the
-prediction is meaningless; what this shows is the model end to end.
+Run it with `make demo` (which also sets up .venv and, where apt works, the
+Fashion-MNIST Debian package), or `python examples/demo.py [--output DIR]`.
+
+What it does: trains a ViT with the keras_vit training entry point (the same
+`keras_vit.training.train` that `keras-vit train` and the multi-GPU / TPU
+runs use), evaluates it on the 10,000 Fashion-MNIST test images, and prints
+a summary whose last line is `test accuracy: 0.xxxx`.
+
+The recipe: a 6-block ViT of width 96 on 28x28 images cut into 7x7 patches
+(16 tokens + the class token), AdamW (learning rate 3e-3, weight decay 0.05)
+with linear warm-up and cosine decay, gradient clipping at norm 1, random
+flips, XLA-compiled steps, 32 steps per call. On a 2-core CPU an epoch takes
+about 45 s; 9 epochs reach about 0.88 test accuracy. Rerunning with the same
+--output resumes an interrupted run (and retrains nothing once done).
 """
 
-import numpy as np
+import argparse
+import time
 
-import keras_vit
+from keras_vit.training import TrainConfig
+from keras_vit.training import train
+
+DEMO = TrainConfig(
+    model="Ti/16",
+    dataset="fashion_mnist",
+    output="runs/demo",
+    epochs=9,
+    batch_size=128,
+    image_size=28,
+    patch_size=7,
+    model_kwargs={"hidden_dim": 96, "num_layers": 6, "num_heads": 4, "mlp_dim": 192},
+    learning_rate=3e-3,
+    weight_decay=0.05,
+    random_resized_crop=False,
+    flip=True,
+    mixed_precision="auto",
+    jit_compile=True,
+    steps_per_execution=32,
+    verbose=2,
+)
 
 
 def main():
-    model = keras_vit.ViT_B16(num_classes=10)
-    model.summary()
-    images = np.random.default_rng(0).integers(0, 256, (2, 224, 224, 3))
-    probabilities = model.predict(images.astype("uint8"), verbose=0)
-    print("class probabilities of 2 random images:", probabilities.shape)
-    print(np.round(probabilities, 3))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", default=DEMO.output)
+    parser.add_argument("--epochs", type=int, default=DEMO.epochs)
+    args = parser.parse_args()
+    config = TrainConfig(**{**DEMO.__dict__, "output": args.output, "epochs": args.epochs})
+    start = time.time()
+    result = train(config)
+    minutes = (time.time() - start) / 60
+    model = result.model
+    print()
+    print("keras_vit demo: a ViT trained from scratch on Fashion-MNIST")
+    print(f"  model:     {model.count_params():,} parameters, {model.num_layers} blocks, "
+          f"width {model.hidden_dim}, {model.grid_size[0]}x{model.grid_size[1]} patches of "
+          f"{model.patch_size}x{model.patch_size} px")
+    print(f"  training:  {config.epochs} epochs, strategy {result.strategy_kind}, "
+          f"{minutes:.1f} min on this machine")
+    print(f"  outputs:   {config.output} (model.keras, curves.png, history.json, logs/)")
+    print(f"test accuracy: {result.test_metrics['accuracy']:.4f}")
 
 
 if __name__ == "__main__":

@@ -10,12 +10,19 @@ from keras_vit.builders import ViT_B32
 from keras_vit.builders import ViT_H14
 from keras_vit.builders import ViT_L16
 from keras_vit.builders import ViT_L32
+from keras_vit.builders import ViT_R26_B32
+from keras_vit.builders import ViT_R26_S32
+from keras_vit.builders import ViT_R50_B16
+from keras_vit.builders import ViT_R50_L32
 from keras_vit.builders import ViT_S16
 from keras_vit.builders import ViT_S32
 from keras_vit.builders import ViT_Ti16
 from keras_vit.layers import LayerNorm
 from keras_vit.layers import MultiHeadSelfAttention
 from keras_vit.layers import PatchEncoder
+from keras_vit.layers import ResNetBottleneck
+from keras_vit.layers import ResNetStem
+from keras_vit.layers import StdConv2D
 from keras_vit.layers import Patches
 from keras_vit.layers import TokenPooling
 from keras_vit.layers import TransformerBlock
@@ -28,6 +35,9 @@ __all__ = [
     "LayerNorm",
     "MultiHeadSelfAttention",
     "PatchEncoder",
+    "ResNetBottleneck",
+    "ResNetStem",
+    "StdConv2D",
     "Patches",
     "TokenPooling",
     "TransformerBlock",
@@ -38,6 +48,10 @@ __all__ = [
     "ViT_H14",
     "ViT_L16",
     "ViT_L32",
+    "ViT_R26_B32",
+    "ViT_R26_S32",
+    "ViT_R50_B16",
+    "ViT_R50_L32",
     "ViT_S16",
     "ViT_S32",
     "ViT_Ti16",

@@ -7,7 +7,7 @@ is a ViT-B/8).
 
 from keras_vit.model import ViT
 
-_DOC = """Builds a ViT-{variant} (arXiv 2010.11929): {hidden_dim} wide, {num_layers} blocks, {num_heads} heads, MLP {mlp_dim}, {patch}x{patch} patches.
+_DOC = """Builds a ViT-{variant} (arXiv 2010.11929): {hidden_dim} wide, {num_layers} blocks, {num_heads} heads, MLP {mlp_dim}, {tokens}.
 
     Args:
         num_classes: int, classes of the head. Defaults to `1000`.
@@ -68,6 +68,22 @@ def ViT_H14(num_classes=1000, weights=None, **kwargs):
     return _build("H/14", num_classes, weights, **kwargs)
 
 
+def ViT_R50_B16(num_classes=1000, weights=None, **kwargs):
+    return _build("R50+B/16", num_classes, weights, **kwargs)
+
+
+def ViT_R50_L32(num_classes=1000, weights=None, **kwargs):
+    return _build("R50+L/32", num_classes, weights, **kwargs)
+
+
+def ViT_R26_B32(num_classes=1000, weights=None, **kwargs):
+    return _build("R26+B/32", num_classes, weights, **kwargs)
+
+
+def ViT_R26_S32(num_classes=1000, weights=None, **kwargs):
+    return _build("R26+S/32", num_classes, weights, **kwargs)
+
+
 #: builder name -> variant name, in the order `keras-vit models` lists them.
 BUILDERS = {
     "ViT_Ti16": "Ti/16",
@@ -79,11 +95,17 @@ BUILDERS = {
     "ViT_L16": "L/16",
     "ViT_L32": "L/32",
     "ViT_H14": "H/14",
+    "ViT_R50_B16": "R50+B/16",
+    "ViT_R50_L32": "R50+L/32",
+    "ViT_R26_B32": "R26+B/32",
+    "ViT_R26_S32": "R26+S/32",
 }
 
 
 def _build(variant, num_classes, weights, **kwargs):
-    kwargs.setdefault("name", "vit_" + variant.replace("/", "").lower())
+    kwargs.setdefault(
+        "name", "vit_" + variant.replace("/", "").replace("+", "_").lower()
+    )
     return ViT.from_variant(
         variant, num_classes=num_classes, weights=weights, **kwargs
     )
@@ -105,12 +127,20 @@ def _document():
 
     for builder, variant in BUILDERS.items():
         numbers = get_variant(variant)
+        stem = numbers.get("stem")
+        tokens = (
+            f"{numbers['patch_size']}x{numbers['patch_size']} patches"
+            if stem is None
+            else "1x1 patches of a ResNet stem with units "
+            f"{tuple(stem['block_units'])} (a hybrid)"
+        )
+        names = preset_names(variant)
         globals()[builder].__doc__ = _DOC.format(
             variant=variant,
             builder=builder,
-            preset=preset_names(variant)[0],
-            patch=numbers["patch_size"],
-            **{k: v for k, v in numbers.items() if k != "patch_size"},
+            preset=names[0] if names else "path/to/weights.npz",
+            tokens=tokens,
+            **{k: v for k, v in numbers.items() if k not in ("patch_size", "stem")},
         )
 
 

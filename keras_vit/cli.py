@@ -140,6 +140,7 @@ def _train(args):
         label_smoothing=args.label_smoothing,
         clipnorm=args.clipnorm,
         random_resized_crop=args.random_resized_crop == "on",
+        crop_area=(args.crop_min_area, 1.0),
         flip=args.flip == "on",
         rand_augment=args.rand_augment,
         mixup=args.mixup,
@@ -226,6 +227,7 @@ def build_parser():
     t.add_argument("--label-smoothing", type=float, default=0.0)
     t.add_argument("--clipnorm", type=float, default=1.0)
     t.add_argument("--random-resized-crop", choices=["on", "off"], default="on")
+    t.add_argument("--crop-min-area", type=float, default=0.35, help="smallest crop, as a fraction of the image")
     t.add_argument("--flip", choices=["on", "off"], default="on")
     t.add_argument("--rand-augment", type=int, default=0, help="RandAugment ops per image (0: off)")
     t.add_argument("--mixup", type=float, default=0.0, help="MixUp alpha (0: off)")

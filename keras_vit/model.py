@@ -10,6 +10,7 @@ from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
 from keras_vit.layers.pooling import POOLINGS
 from keras_vit.layers.pooling import TokenPooling
+from keras_vit.layers.resnet_stem import ResNetStem
 from keras_vit.layers.transformer_block import TransformerBlock
 from keras_vit.weights import loading as weights_loading
 from keras_vit.weights import reader as weights_reader
@@ -79,6 +80,15 @@ class ViT(keras.Model):
             model takes already-normalised inputs. Defaults to `True`.
         num_channels: int, the channels of the input images. Defaults to
             `3`.
+        stem: `None` (patches of raw pixels, the plain ViT), or a CNN whose
+            feature map is cut into patches instead (the paper's hybrid
+            models, usually with `patch_size=1`): a dict of
+            `keras_vit.layers.ResNetStem` arguments (e.g.
+            `{"block_units": [3, 4, 9]}` for R50+ViT-B/16), or any Keras
+            layer or model that maps images to a `(B, h, w, C)` map, such
+            as `keras.applications.ResNet50V2(include_top=False,
+            weights=None)`. The token grid is taken from the map. Defaults
+            to `None`.
         weights: `None` (random initialisation), the name of a preset of
             this variant (`keras_vit.list_presets()`; downloaded once), or a
             weights file: an original google-research / big_vision `.npz`,
@@ -133,6 +143,7 @@ class ViT(keras.Model):
         classifier_activation="softmax",
         include_preprocessing=True,
         num_channels=3,
+        stem=None,
         weights=None,
         dtype=None,
         name="vit",
@@ -201,7 +212,7 @@ class ViT(keras.Model):
         checkpoint = None
         if weights is not None:
             variant = variants.find_variant(
-                patch_size, hidden_dim, num_layers, num_heads, mlp_dim
+                patch_size, hidden_dim, num_layers, num_heads, mlp_dim, stem
             )
             weights_path, preset = weights_loading.resolve(weights, variant)
             if not weights_reader.is_native(weights_path):
@@ -224,21 +235,31 @@ class ViT(keras.Model):
         image_size = validation.size_2d(
             "image_size", 224 if image_size is None else image_size
         )
-        for side in image_size:
+        stem_layer = _make_stem(stem, dtype)
+        feature_size = image_size
+        if stem_layer is not None:
+            feature_size = _stem_output_size(stem_layer, image_size, num_channels)
+        for side in feature_size:
             if side % patch_size:
+                where = (
+                    "" if stem_layer is None
+                    else f" (the stem's {feature_size} feature map)"
+                )
                 raise ValueError(
                     "`image_size` must be a multiple of `patch_size` in both "
-                    f"dimensions. Received: image_size={image_size} and "
-                    f"patch_size={patch_size}"
+                    f"dimensions{where}. Received: image_size={image_size} "
+                    f"and patch_size={patch_size}"
                 )
 
         # === Layers ===
-        grid = (image_size[0] // patch_size, image_size[1] // patch_size)
+        grid = (feature_size[0] // patch_size, feature_size[1] // patch_size)
         layers = {}
         if include_preprocessing:
             layers["rescaling"] = keras.layers.Rescaling(
                 1.0 / 127.5, offset=-1.0, name="rescaling", dtype=dtype
             )
+        if stem_layer is not None:
+            layers["stem"] = stem_layer
         layers["patches"] = Patches(patch_size, name="patches", dtype=dtype)
         layers["patch_encoder"] = PatchEncoder(
             hidden_dim,
@@ -318,6 +339,13 @@ class ViT(keras.Model):
         self.classifier_activation = classifier_activation
         self.include_preprocessing = include_preprocessing
         self.num_channels = num_channels
+        self.stem = (
+            None if stem_layer is None
+            else stem if isinstance(stem, dict)
+            else keras.saving.serialize_keras_object(stem_layer)
+        )
+        self._stem_name = None if stem_layer is None else stem_layer.name
+        self._grid_size = grid
 
         if weights is not None:
             if checkpoint is None:  # keras_vit's own file: read for this model
@@ -328,11 +356,8 @@ class ViT(keras.Model):
 
     @property
     def grid_size(self):
-        """The `(grid_h, grid_w)` patch grid at the model's resolution."""
-        return (
-            self.image_size[0] // self.patch_size,
-            self.image_size[1] // self.patch_size,
-        )
+        """The `(grid_h, grid_w)` token grid at the model's resolution."""
+        return self._grid_size
 
     @property
     def num_prefix_tokens(self):
@@ -369,6 +394,8 @@ class ViT(keras.Model):
             shape=(*self.image_size, self.num_channels), name="images"
         )
         layers = {layer.name: layer for layer in self.layers}
+        if self._stem_name is not None:
+            layers["stem"] = layers.pop(self._stem_name)
         layers["blocks"] = [
             layers.pop(f"block_{i}") for i in range(self.num_layers)
         ]
@@ -376,6 +403,34 @@ class ViT(keras.Model):
         if not attention:
             del outputs["attention_weights"]
         return keras.Model(inputs, outputs, name=f"{self.name}_intermediates")
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras (3.15) takes a sample batch for the symbolic build by
+        # averaging a distributed batch across replicas with
+        # `strategy.reduce`; under MultiWorkerMirroredStrategy that eager
+        # collective fails ("Attempt to convert a value (PerReplica...) to a
+        # Tensor"). Only the batch's shapes matter here, so this replica's
+        # own values serve, with no communication.
+        import tensorflow as tf
+
+        if iterator is not None and self._distribute_strategy is not None:
+            for _, _, it in iterator:
+                batch = next(it)
+                data_batch = tf.nest.map_structure(
+                    lambda x: self.distribute_strategy.experimental_local_results(x)[0]
+                    if isinstance(x, tf.distribute.DistributedValues)
+                    else x,
+                    batch,
+                )
+                break
+            iterator = None
+        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    def train_step(self, data):
+        return _multi_worker_logs(super().train_step(data), self.distribute_strategy)
+
+    def test_step(self, data):
+        return _multi_worker_logs(super().test_step(data), self.distribute_strategy)
 
     @classmethod
     def from_variant(cls, variant, **kwargs):
@@ -419,6 +474,7 @@ class ViT(keras.Model):
             ),
             "include_preprocessing": self.include_preprocessing,
             "num_channels": self.num_channels,
+            "stem": self.stem,
         }
 
     @classmethod
@@ -432,11 +488,67 @@ class ViT(keras.Model):
         return cls(**config)
 
 
+def _multi_worker_logs(logs, strategy):
+    """Scalar step logs as `(1,)` tensors under several workers.
+
+    Keras (3.15) reduces each replica's step logs with
+    `strategy.reduce("MEAN", value, axis=0)` under MultiWorkerMirroredStrategy,
+    which fails for the scalar loss and metrics ("Invalid reduction
+    dimension 0 for input with 0 dimensions"); with a leading axis of 1 the
+    same reduction gives the scalar mean.
+    """
+    import tensorflow as tf
+
+    extended = getattr(strategy, "extended", None)
+    in_multi_worker = getattr(extended, "_in_multi_worker_mode", lambda: False)
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or not in_multi_worker():
+        return logs
+    return {
+        key: tf.reshape(value, [1]) if getattr(value, "shape", None) == () else value
+        for key, value in logs.items()
+    }
+
+
+def _make_stem(stem, dtype):
+    """The stem layer for a `stem=` argument (see `ViT`)."""
+    if stem is None:
+        return None
+    if isinstance(stem, dict) and "class_name" in stem:  # a serialized layer
+        return keras.saving.deserialize_keras_object(stem)
+    if isinstance(stem, dict):
+        try:
+            return ResNetStem(**stem, name="resnet_stem", dtype=dtype)
+        except TypeError as error:
+            raise ValueError(
+                f"Bad ResNetStem arguments ({error}). Received: stem={stem!r}"
+            ) from None
+    if isinstance(stem, keras.layers.Layer):
+        return stem
+    raise ValueError(
+        "`stem` must be None, a dict of ResNetStem arguments or a Keras "
+        f"layer/model. Received: stem={stem!r}"
+    )
+
+
+def _stem_output_size(stem, image_size, num_channels):
+    """The `(h, w)` of the stem's feature map for `image_size` images."""
+    shape = stem.compute_output_shape((None, *image_size, num_channels))
+    if len(shape) != 4 or None in shape[1:3]:
+        raise ValueError(
+            "The stem must map images to a (batch, height, width, channels) "
+            f"map. Received a stem with output shape {tuple(shape)} for "
+            f"image_size={image_size}"
+        )
+    return tuple(shape[1:3])
+
+
 def _forward(layers, images, intermediates=False):
     """Runs the ViT graph over `layers`, a dict of the model's layers."""
     x = images
     if "rescaling" in layers:
         x = layers["rescaling"](x)
+    if "stem" in layers:
+        x = layers["stem"](x)
     x = layers["patches"](x)
     x = layers["patch_encoder"](x)
     x = layers["embedding_dropout"](x)

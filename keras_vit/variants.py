@@ -2,7 +2,8 @@
 
 A variant name is `"<width>/<patch size>"`: the width sets the Transformer's
 size (Table 1 of the paper, plus the "Ti" and "S" sizes of DeiT / AugReg),
-the number after the slash the patch size in pixels.
+the number after the slash the patch size in pixels. Hybrids are
+`"R50+B/16"`: a ResNet stem, and the number is the stem's stride.
 """
 
 #: name -> (hidden_dim, num_layers, num_heads, mlp_dim), Table 1 of the paper.
@@ -16,17 +17,42 @@ WIDTHS = {
 
 PATCH_SIZES = (8, 14, 16, 32)
 
-#: Every variant: "B/16" -> the `keras_vit.ViT` arguments it stands for.
-VARIANTS = {
-    f"{width}/{patch}": {
-        "patch_size": patch,
+def _numbers(width, patch_size):
+    dims = WIDTHS[width]
+    return {
+        "patch_size": patch_size,
         "hidden_dim": dims[0],
         "num_layers": dims[1],
         "num_heads": dims[2],
         "mlp_dim": dims[3],
     }
-    for width, dims in WIDTHS.items()
-    for patch in PATCH_SIZES
+
+
+#: The released hybrids: "R50+B/16" is a ViT-B on the stride-16 map of a
+#: ResNet-50 whose stage 4 is removed and stage 3 has 9 units (paper,
+#: Section 4.1); the "/32" ones keep 4 stages (stride 32). The ViT cuts the
+#: map into 1x1 patches.
+HYBRID_STEMS = {
+    "R50+B/16": ("B", (3, 4, 9)),
+    "R50+L/32": ("L", (3, 4, 6, 3)),
+    "R26+B/32": ("B", (2, 2, 2, 2)),
+    "R26+S/32": ("S", (2, 2, 2, 2)),
+}
+
+#: Every variant: "B/16" -> the `keras_vit.ViT` arguments it stands for.
+VARIANTS = {
+    **{
+        f"{width}/{patch}": _numbers(width, patch)
+        for width in WIDTHS
+        for patch in PATCH_SIZES
+    },
+    **{
+        name: {
+            **_numbers(width, 1),
+            "stem": {"block_units": list(units), "width": 64},
+        }
+        for name, (width, units) in HYBRID_STEMS.items()
+    },
 }
 
 
@@ -54,7 +80,7 @@ def get_variant(name):
 
 
 
-def find_variant(patch_size, hidden_dim, num_layers, num_heads, mlp_dim):
+def find_variant(patch_size, hidden_dim, num_layers, num_heads, mlp_dim, stem=None):
     """The name of the variant with exactly these numbers, or `None`."""
     numbers = {
         "patch_size": patch_size,
@@ -63,6 +89,13 @@ def find_variant(patch_size, hidden_dim, num_layers, num_heads, mlp_dim):
         "num_heads": num_heads,
         "mlp_dim": mlp_dim,
     }
+    if stem is not None:
+        if not isinstance(stem, dict) or "class_name" in stem:
+            return None  # a custom stem is no released variant
+        numbers["stem"] = {
+            "block_units": list(stem.get("block_units", ())),
+            "width": stem.get("width", 64),
+        }
     for name, variant in VARIANTS.items():
         if variant == numbers:
             return name

@@ -71,6 +71,45 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+class _GlobalClipAcrossReplicas:
+    """Clips by the global norm of the gradient summed over all replicas.
+
+    Keras's optimizers clip each replica's gradients before summing them
+    across replicas (`_clip_gradients` runs before the all-reduce in
+    `_backend_update_step`), so with `global_clipnorm` a run on N devices
+    does not compute the same update as one device with the same global
+    batch. Here the gradients are summed first, clipped, and each replica
+    keeps 1/N of the clipped sum, so the optimizer's own all-reduce
+    restores it exactly. It costs one more all-reduce per step, and only
+    under a strategy with several replicas.
+    """
+
+    def _clip_gradients(self, grads):
+        import tensorflow as tf
+
+        context = tf.distribute.get_replica_context()
+        replicas = context.num_replicas_in_sync if context is not None else 1
+        if not self.global_clipnorm or replicas == 1:
+            return super()._clip_gradients(grads)
+        present = [g for g in grads if g is not None]
+        summed = context.all_reduce(tf.distribute.ReduceOp.SUM, present)
+        clipped, _ = tf.clip_by_global_norm(summed, self.global_clipnorm)
+        shares = iter([c / replicas for c in clipped])
+        return [None if g is None else next(shares) for g in grads]
+
+
+@keras.saving.register_keras_serializable(package="keras_vit")
+class AdamW(_GlobalClipAcrossReplicas, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` whose `global_clipnorm` clips the gradient
+    summed over replicas (see `_GlobalClipAcrossReplicas`)."""
+
+
+@keras.saving.register_keras_serializable(package="keras_vit")
+class SGD(_GlobalClipAcrossReplicas, keras.optimizers.SGD):
+    """`keras.optimizers.SGD` whose `global_clipnorm` clips the gradient
+    summed over replicas (see `_GlobalClipAcrossReplicas`)."""
+
+
 #: Variables that get no weight decay (biases, norms, embeddings), by the
 #: names keras_vit gives them.
 NO_DECAY = ["bias", "gamma", "beta", "class_token", "position_embedding"]
@@ -109,14 +148,12 @@ def make_optimizer(
     if clipnorm is not None:
         clipnorm = validation.positive_float("clipnorm", clipnorm)
     if name == "sgd":
-        return keras.optimizers.SGD(
-            schedule, momentum=momentum, global_clipnorm=clipnorm
-        )
+        return SGD(schedule, momentum=momentum, global_clipnorm=clipnorm)
     if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or weight_decay < 0:
         raise ValueError(
             f"`weight_decay` must be >= 0. Received: weight_decay={weight_decay!r}"
         )
-    optimizer = keras.optimizers.AdamW(
+    optimizer = AdamW(
         schedule,
         weight_decay=weight_decay,
         beta_1=0.9,
@@ -127,16 +164,40 @@ def make_optimizer(
     return optimizer
 
 
-def dtype_policy(mixed_precision, device_kind):
+def cpu_has_bfloat16(cpuinfo="/proc/cpuinfo"):
+    """Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX)."""
+    try:
+        with open(cpuinfo) as file:
+            flags = file.read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def dtype_policy(mixed_precision, device_kind, cpu_bfloat16=None):
     """The Keras dtype policy for a `--mixed-precision` choice.
 
-    `"auto"` is bfloat16 on TPUs and CPUs (no loss scaling needed; CPUs with
-    AVX-512 BF16 / AMX run it natively) and float16 on GPUs (Keras scales
-    the loss). `"off"` is float32.
+    `"auto"` is bfloat16 on TPUs, float16 on GPUs (Keras scales the loss),
+    and on CPUs bfloat16 where the CPU computes it natively (AVX-512 BF16 or
+    AMX) and float32 elsewhere: without those instructions bfloat16 is
+    emulated and slower (half the speed of float32 measured on an AVX-512
+    CPU without BF16). `"off"` is float32.
+
+    Args:
+        mixed_precision: `"auto"`, `"off"`, `"bfloat16"` or `"float16"`.
+        device_kind: `"tpu"`, `"gpu"` or `"cpu"`.
+        cpu_bfloat16: whether the CPU has native bfloat16. Defaults to
+            `None`: read `/proc/cpuinfo`.
     """
     mixed_precision = validation.one_of(
         "mixed_precision", mixed_precision, MIXED_PRECISION
     )
     if mixed_precision == "auto":
-        mixed_precision = "float16" if device_kind == "gpu" else "bfloat16"
+        if device_kind == "gpu":
+            mixed_precision = "float16"
+        elif device_kind == "tpu":
+            mixed_precision = "bfloat16"
+        else:
+            native = cpu_has_bfloat16() if cpu_bfloat16 is None else cpu_bfloat16
+            mixed_precision = "bfloat16" if native else "off"
     return "float32" if mixed_precision == "off" else f"mixed_{mixed_precision}"

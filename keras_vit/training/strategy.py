@@ -114,3 +114,17 @@ def device_kind(strategy_kind):
     import tensorflow as tf
 
     return "gpu" if tf.config.list_logical_devices("GPU") else "cpu"
+
+
+def kind_of(strategy):
+    """The kind (`"tpu"`, `"multi_worker"`, `"mirrored"`, `"default"`) of a
+    strategy object."""
+    import tensorflow as tf
+
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return "tpu"
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return "multi_worker"
+    if isinstance(strategy, tf.distribute.MirroredStrategy):
+        return "mirrored"
+    return "default"

@@ -194,7 +194,7 @@ def _plot_history(history, path):
     plt.close(fig)
 
 
-def train(config, callbacks=()):
+def train(config, callbacks=(), strategy=None):
     """Trains (or resumes training) a ViT as `config` says.
 
     Writes into `config.output`: `backup/` (resumable state, kept after the
@@ -209,6 +209,8 @@ def train(config, callbacks=()):
     Args:
         config: a `TrainConfig`.
         callbacks: extra `keras.callbacks.Callback`s, run after keras_vit's.
+        strategy: a `tf.distribute.Strategy` to use instead of the one
+            `config.strategy` names. Defaults to `None`.
 
     Returns:
         A `TrainResult`.
@@ -216,7 +218,10 @@ def train(config, callbacks=()):
     import keras
 
     config.check()
-    strategy, kind = run_strategy.make_strategy(config.strategy, config.tpu)
+    if strategy is None:
+        strategy, kind = run_strategy.make_strategy(config.strategy, config.tpu)
+    else:
+        kind = run_strategy.kind_of(strategy)
     replicas = strategy.num_replicas_in_sync
     if config.batch_size % replicas:
         raise ValueError(
@@ -225,6 +230,13 @@ def train(config, callbacks=()):
         )
     chief = run_strategy.is_chief(strategy)
     device = run_strategy.device_kind(kind)
+    # The run is reproducible from its seed: initialisation, shuffling and
+    # augmentation; `deterministic` also makes TensorFlow's kernels so.
+    keras.utils.set_random_seed(config.seed)
+    if config.deterministic:
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
     policy = recipe.dtype_policy(config.mixed_precision, device)
 
     data = data_datasets.load(config.dataset, config.data_dir)
@@ -243,7 +255,10 @@ def train(config, callbacks=()):
 
     out_dir, temporary = _output_dirs(config, chief)
     backup_dir = os.path.join(out_dir, "backup")
-    backup = run_callbacks.read_backup(backup_dir)
+    # Every worker resumes from the chief's backup (the run folder must be
+    # readable by all of them: shared storage or gs://), so that all start
+    # the same epoch with the same weights.
+    backup = run_callbacks.read_backup(os.path.join(config.output, "backup"))
     history = backup[0]["history"] if backup else {}
     initial_epoch = backup[0]["epoch"] if backup else 0
 
@@ -297,6 +312,7 @@ def train(config, callbacks=()):
         # One endless stream cut into epochs by steps_per_epoch, so an
         # epoch never runs out of data halfway.
         repeat=steps_per_epoch is not None,
+        num_examples=num_train,
     )
     static = kind == "tpu"
     val_ds = (

@@ -14,6 +14,7 @@ import numpy as np
 from keras_vit import ops as vit_ops
 
 _BLOCK = re.compile(r"^block_(\d+)/")
+_STEM_UNIT = re.compile(r"^resnet_stem/block(\d+)_unit(\d+)/")
 
 
 @dataclasses.dataclass
@@ -91,12 +92,26 @@ class Checkpoint:
         )
 
     @property
+    def stem_units(self):
+        """Units per stage of a hybrid's ResNet stem, or `None`."""
+        units = {}
+        for key in self.tensors:
+            m = _STEM_UNIT.match(key)
+            if m:
+                stage, unit = int(m.group(1)), int(m.group(2))
+                units[stage] = max(units.get(stage, 0), unit)
+        return [units[s] for s in sorted(units)] or None
+
+    @property
     def image_size(self):
         """The resolution the checkpoint was trained at, if it is known."""
         grid = self.position_grid
         if grid is None or self.patch_size is None:
             return None
-        return (grid[0] * self.patch_size, grid[1] * self.patch_size)
+        stride = self.patch_size
+        if self.stem_units:  # root 4, then 2 per stage after the first
+            stride *= 4 * 2 ** (len(self.stem_units) - 1)
+        return (grid[0] * stride, grid[1] * stride)
 
     def describe(self):
         """A one-line summary of the architecture, for error messages."""
@@ -107,6 +122,8 @@ class Checkpoint:
         ]
         if self.patch_size:
             parts.append(f"patch_size={self.patch_size}")
+        if self.stem_units:
+            parts.append(f"stem block_units={self.stem_units}")
         parts.append(f"class_token={self.class_token}")
         if self.num_classes is not None:
             parts.append(f"num_classes={self.num_classes}")

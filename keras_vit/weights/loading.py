@@ -27,6 +27,7 @@ def _variant_of(model):
         num_layers=model.num_layers,
         num_heads=model.num_heads,
         mlp_dim=model.mlp_dim,
+        stem=model.stem,
     )
 
 

@@ -22,6 +22,7 @@ big_vision's `.npz` files hold the same model under other module names
 """
 
 import os
+import re
 import tempfile
 
 import numpy as np
@@ -69,9 +70,36 @@ def _block_indices(keys, block_prefix):
                 indices.add(int(head))
     return sorted(indices)
 
+_UNIT = re.compile(r"^block(\d+)/unit(\d+)/")
+
+
+def _hybrid_stem(src, out):
+    """The ResNet of a hybrid checkpoint (`conv_root`, `block1/unit1`, ...)."""
+    if "conv_root/kernel" not in src:
+        return
+    stem = "resnet_stem"
+    out[f"{stem}/root_conv/kernel"] = src.take("conv_root/kernel", 4)
+    out[f"{stem}/root_norm/gamma"] = src.take("gn_root/scale", 1)
+    out[f"{stem}/root_norm/beta"] = src.take("gn_root/bias", 1)
+    units = sorted(
+        {(int(m.group(1)), int(m.group(2))) for k in src.keys() if (m := _UNIT.match(k))}
+    )
+    for block, unit in units:
+        prefix, name = f"block{block}/unit{unit}", f"{stem}/block{block}_unit{unit}"
+        for i in (1, 2, 3):
+            out[f"{name}/conv{i}/kernel"] = src.take(f"{prefix}/conv{i}/kernel", 4)
+            out[f"{name}/norm{i}/gamma"] = src.take(f"{prefix}/gn{i}/scale", 1)
+            out[f"{name}/norm{i}/beta"] = src.take(f"{prefix}/gn{i}/bias", 1)
+        if f"{prefix}/conv_proj/kernel" in src:
+            out[f"{name}/proj_conv/kernel"] = src.take(f"{prefix}/conv_proj/kernel", 4)
+            out[f"{name}/proj_norm/gamma"] = src.take(f"{prefix}/gn_proj/scale", 1)
+            out[f"{name}/proj_norm/beta"] = src.take(f"{prefix}/gn_proj/bias", 1)
+
+
 def _convert(src, names, source):
     """Shared by both layouts; `names` holds the layout's module names."""
     out = {}
+    _hybrid_stem(src, out)
     kernel, patch_size = conv_to_projection(src.take("embedding/kernel", 4))
     out["patch_encoder/projection/kernel"] = kernel
     out["patch_encoder/projection/bias"] = src.take("embedding/bias", 1)

@@ -11,10 +11,17 @@ as in the `model.safetensors` files on the Hugging Face Hub under `timm/`:
     norm.{weight,bias}
     head.weight (classes, D), head.bias
 
+Hybrids add the ResNetV2 backbone under `patch_embed.backbone.`
+(`stem.conv`, `stem.norm`, `stages.{s}.blocks.{u}.conv{1,2,3}`,
+`norm{1,2,3}`, `downsample.conv`, `downsample.norm`), and their
+`patch_embed.proj` is a 1x1 convolution on its map.
+
 PyTorch `Linear` weights are `(out, in)`: transposed here. timm's fused
 `qkv` output is ordered [query heads | key heads | value heads], the same as
 keras_vit's.
 """
+
+import re
 
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import torch_conv_to_projection
@@ -35,10 +42,42 @@ def _linear(src, prefix, out, name):
     out[f"{name}/bias"] = src.take(f"{prefix}.bias", 1)
 
 
+def _conv(src, name):
+    """A PyTorch (out, in, h, w) conv weight as a Keras (h, w, in, out) kernel."""
+    weight = src.take(name, 4)
+    return None if weight is None else weight.transpose(2, 3, 1, 0)
+
+
+_BACKBONE = "patch_embed.backbone."
+_BLOCK = re.compile(r"^patch_embed\.backbone\.stages\.(\d+)\.blocks\.(\d+)\.")
+
+
+def _hybrid_stem(src, out):
+    """timm's ResNetV2 backbone of the hybrids (`vit_*_r50_*`, `vit_*_r26_*`)."""
+    if f"{_BACKBONE}stem.conv.weight" not in src:
+        return
+    stem = "resnet_stem"
+    out[f"{stem}/root_conv/kernel"] = _conv(src, f"{_BACKBONE}stem.conv.weight")
+    _norm(src, f"{_BACKBONE}stem.norm", out, f"{stem}/root_norm")
+    units = sorted(
+        {(int(m.group(1)), int(m.group(2))) for k in src.keys() if (m := _BLOCK.match(k))}
+    )
+    for stage, unit in units:
+        prefix = f"{_BACKBONE}stages.{stage}.blocks.{unit}"
+        name = f"{stem}/block{stage + 1}_unit{unit + 1}"
+        for i in (1, 2, 3):
+            out[f"{name}/conv{i}/kernel"] = _conv(src, f"{prefix}.conv{i}.weight")
+            _norm(src, f"{prefix}.norm{i}", out, f"{name}/norm{i}")
+        if f"{prefix}.downsample.conv.weight" in src:
+            out[f"{name}/proj_conv/kernel"] = _conv(src, f"{prefix}.downsample.conv.weight")
+            _norm(src, f"{prefix}.downsample.norm", out, f"{name}/proj_norm")
+
+
 def read_timm(tensors, path):
     """Converts a timm ViT state dict (name → array) to a `Checkpoint`."""
     src = TensorSource(tensors, path)
     out = {}
+    _hybrid_stem(src, out)
     kernel, patch_size = torch_conv_to_projection(
         src.take("patch_embed.proj.weight", 4)
     )

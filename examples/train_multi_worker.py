@@ -1,0 +1,55 @@
+"""Train on several machines with MultiWorkerMirroredStrategy.
+
+Run the same command on every machine, each with its own TF_CONFIG. For two
+machines (host1 is the chief, "worker" 0):
+
+    # on host1
+    export TF_CONFIG='{"cluster": {"worker": ["host1:12345", "host2:12345"]},
+                       "task": {"type": "worker", "index": 0}}'
+    python examples/train_multi_worker.py --output /shared/runs/mw
+
+    # on host2: the same, with "index": 1
+
+`strategy="auto"` sees two workers in TF_CONFIG and picks
+MultiWorkerMirroredStrategy. --batch-size is the global batch: each of the
+N workers computes batch/N examples per step. Only the chief (worker 0)
+writes the run folder (model.keras, backup/, logs); the other workers write
+to temporary folders that are removed at the end. After a crash, rerun the
+same commands: training resumes from the chief's last backup, which is why
+--output should be a folder every worker can read (shared storage or
+gs://).
+
+To try it on one machine, use two terminals and localhost ports.
+"""
+
+import argparse
+
+from keras_vit.training import TrainConfig
+from keras_vit.training import train
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--dataset", default="fashion_mnist")
+    parser.add_argument("--epochs", type=int, default=10)
+    args = parser.parse_args()
+    config = TrainConfig(
+        model="Ti/16",
+        dataset=args.dataset,
+        output=args.output,
+        epochs=args.epochs,
+        batch_size=256,
+        image_size=28,
+        patch_size=7,
+        model_kwargs={"hidden_dim": 96, "num_layers": 6, "num_heads": 4, "mlp_dim": 192},
+        learning_rate=2e-3,
+        weight_decay=0.05,
+        strategy="auto",
+    )
+    result = train(config)
+    print(f"test accuracy: {result.test_metrics.get('accuracy', float('nan')):.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+import gzip
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_vit import data
+from keras_vit.data import datasets
+
+
+def _examples(n=12, size=(10, 14), channels=1, seed=0):
+    rng = np.random.default_rng(seed)
+    images = rng.integers(0, 256, (n, *size, channels)).astype("uint8")
+    labels = (np.arange(n) % 3).astype("int64")
+    return tf.data.Dataset.from_tensor_slices((images, labels)), images, labels
+
+
+def test_eval_pipeline_resizes_to_rgb_in_order():
+    ds, images, labels = _examples()
+    batches = list(data.eval_pipeline(ds, 3, (20, 28), batch_size=5))
+    assert [b[0].shape[0] for b in batches] == [5, 5, 2]
+    x = np.concatenate([b[0].numpy() for b in batches])
+    y = np.concatenate([b[1].numpy() for b in batches])
+    assert x.shape == (12, 20, 28, 3) and x.dtype == np.float32
+    np.testing.assert_array_equal(x[..., 0], x[..., 2])  # gray -> RGB
+    np.testing.assert_array_equal(y.argmax(1), labels)
+    assert 0 <= x.min() and x.max() <= 255
+
+
+@pytest.mark.parametrize("fixed_size", [True, False])
+def test_train_pipeline_shapes_and_reproducibility(fixed_size):
+    ds, images, labels = _examples(n=40)
+    if not fixed_size:  # images of unknown size take the per-image path
+        ds = tf.data.Dataset.from_generator(
+            lambda: zip(images, labels),
+            output_signature=(tf.TensorSpec((None, None, 1), tf.uint8),
+                              tf.TensorSpec((), tf.int64)))
+    aug = data.Augmentation(random_resized_crop=True, flip=True)
+
+    def run(seed):
+        pipe = data.train_pipeline(ds, 3, (16, 16), 8, augmentation=aug, seed=seed,
+                                   deterministic=True)
+        return [(x.numpy(), y.numpy()) for x, y in pipe]
+
+    first, again, other = run(1), run(1), run(2)
+    assert len(first) == 5  # 40 / 8, partial batches dropped
+    assert first[0][0].shape == (8, 16, 16, 3)
+    np.testing.assert_allclose(first[0][0], again[0][0])
+    assert not np.allclose(first[0][0], other[0][0])
+    np.testing.assert_allclose(first[0][1].sum(1), 1.0)
+
+
+def test_repeat_makes_whole_epochs():
+    ds, _, labels = _examples(n=10)
+    pipe = data.train_pipeline(ds, 3, (10, 14), 4, augmentation=data.NO_AUGMENTATION,
+                               shuffle=False, repeat=True, num_examples=10,
+                               deterministic=True)
+    got = [y.numpy().argmax(1) for _, y in pipe.take(4)]
+    # 10 examples, batch 4: each epoch is batches [0:4], [4:8]; then again.
+    np.testing.assert_array_equal(got[0], labels[:4])
+    np.testing.assert_array_equal(got[2], labels[:4])
+
+
+def test_mixup_and_cutmix_keep_labels_normalised():
+    ds, _, _ = _examples(n=16)
+    aug = data.Augmentation(mixup=0.4, cutmix=1.0)
+    for x, y in data.train_pipeline(ds, 3, (12, 12), 8, augmentation=aug):
+        np.testing.assert_allclose(y.numpy().sum(1), 1.0, atol=1e-5)
+        assert x.shape == (8, 12, 12, 3)
+
+
+def test_rand_augment_runs():
+    ds, _, _ = _examples(n=8, channels=3)
+    aug = data.Augmentation(rand_augment=2)
+    x, _ = next(iter(data.train_pipeline(ds, 3, (12, 12), 4, augmentation=aug)))
+    assert x.shape == (4, 12, 12, 3)
+
+
+def test_bad_augmentation_and_sizes():
+    with pytest.raises(ValueError, match="crop_area"):
+        data.Augmentation(crop_area=(0.0, 1.0))
+    with pytest.raises(ValueError, match="rand_augment=-1"):
+        data.Augmentation(rand_augment=-1)
+    with pytest.raises(ValueError, match="cutmix='a'"):
+        data.Augmentation(cutmix="a")
+    ds, _, _ = _examples()
+    with pytest.raises(ValueError, match="batch_size=0"):
+        data.train_pipeline(ds, 3, (8, 8), 0)
+    with pytest.raises(ValueError, match="validation_split=1.5"):
+        data.split_validation(ds, 12, 1.5)
+
+
+def test_validation_split_is_disjoint_and_stable():
+    ds, _, _ = _examples(n=20)
+    ids = tf.data.Dataset.range(20).map(lambda i: (tf.zeros((2, 2, 1), tf.uint8), i))
+    train, val, n_train, n_val = data.split_validation(ids, 20, 0.25, seed=3)
+    assert (n_train, n_val) == (15, 5)
+    a = sorted(int(y) for _, y in train)
+    b = sorted(int(y) for _, y in val)
+    assert sorted(a + b) == list(range(20))
+    assert b == sorted(int(y) for _, y in data.split_validation(ids, 20, 0.25, seed=3)[1])
+
+
+def test_digits():
+    d = data.load("digits")
+    assert (d.num_train, d.num_test, d.num_classes, d.channels) == (1437, 360, 10, 1)
+    x, y = next(iter(d.train))
+    assert x.shape == (8, 8, 1) and x.dtype == tf.uint8 and int(x.numpy().max()) <= 255
+
+
+def _write_idx(path, array):
+    header = bytes([0, 0, 8, array.ndim]) + b"".join(
+        int(s).to_bytes(4, "big") for s in array.shape
+    )
+    with gzip.open(path, "wb") as f:
+        f.write(header + array.astype("uint8").tobytes())
+
+
+def test_fashion_mnist_from_the_keras_cache(tmp_path, monkeypatch):
+    # Files in the exact format (IDX, gzip) and place keras.datasets uses.
+    folder = tmp_path / "datasets" / "fashion-mnist"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    x_train, y_train = rng.integers(0, 256, (6, 28, 28)), np.arange(6) % 10
+    x_test, y_test = rng.integers(0, 256, (2, 28, 28)), np.array([3, 4])
+    for name, array in (
+        ("train-images-idx3-ubyte.gz", x_train), ("train-labels-idx1-ubyte.gz", y_train),
+        ("t10k-images-idx3-ubyte.gz", x_test), ("t10k-labels-idx1-ubyte.gz", y_test),
+    ):
+        _write_idx(folder / name, array)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    d = data.load("fashion_mnist")
+    assert (d.num_train, d.num_test, d.channels) == (6, 2, 1)
+    assert d.class_names[9] == "Ankle boot"
+    x, y = next(iter(d.test))
+    np.testing.assert_array_equal(x.numpy()[..., 0], x_test[0])
+    assert int(y) == 3
+
+
+@pytest.mark.skipif(
+    not os.path.isdir(datasets.DEBIAN_FASHION_MNIST),
+    reason="the Debian package dataset-fashion-mnist is not installed",
+)
+def test_fashion_mnist_from_the_debian_package(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))  # an empty Keras cache
+    (x_train, y_train), (x_test, y_test) = datasets.fashion_mnist_arrays()
+    assert x_train.shape == (60000, 28, 28) and x_test.shape == (10000, 28, 28)
+    assert set(np.unique(y_test)) == set(range(10))
+
+
+def test_image_folder(tmp_path):
+    from PIL import Image
+
+    for label, color in (("cats", 40), ("dogs", 200)):
+        (tmp_path / label).mkdir()
+        for i in range(3):
+            size = (20 + i, 16)
+            mode, fill = ("L", color) if i == 0 else ("RGB", (color,) * 3)
+            Image.new(mode, size, fill).save(tmp_path / label / f"{i}.png")
+    (tmp_path / "dogs" / "notes.txt").write_text("not an image")
+    d = data.load(f"folder:{tmp_path}")
+    assert d.class_names == ["cats", "dogs"] and d.num_train == 6
+    x = np.concatenate([b[0].numpy() for b in data.eval_pipeline(d.train, 2, (8, 8), 6)])
+    y = np.concatenate([b[1].numpy() for b in data.eval_pipeline(d.train, 2, (8, 8), 6)])
+    assert x.shape == (6, 8, 8, 3)
+    np.testing.assert_allclose(x[y.argmax(1) == 0], 40, atol=1)
+    with pytest.raises(ValueError, match="at least two class sub-folders"):
+        (tmp_path / "empty").mkdir()
+        data.load(f"folder:{tmp_path / 'empty'}")
+
+
+def test_tensorflow_datasets_names(tmp_path):
+    # A real tensorflow_datasets builder, prepared offline into tmp_path:
+    # the same TFRecord files and dataset_info.json as a downloaded dataset.
+    tfds = pytest.importorskip("tensorflow_datasets")
+
+    class KerasVitTinyImages(tfds.core.GeneratorBasedBuilder):
+        VERSION = tfds.core.Version("1.0.0")
+
+        def _info(self):
+            return self.dataset_info_from_configs(
+                features=tfds.features.FeaturesDict({
+                    "image": tfds.features.Image(shape=(12, 12, 3)),
+                    "label": tfds.features.ClassLabel(names=["a", "b", "c"]),
+                }),
+                supervised_keys=("image", "label"),
+            )
+
+        def _split_generators(self, dl_manager):
+            return {"train": self._generate_examples(9, 0), "test": self._generate_examples(4, 1)}
+
+        def _generate_examples(self, n, seed):
+            rng = np.random.default_rng(seed)
+            for i in range(n):
+                yield i, {"image": rng.integers(0, 256, (12, 12, 3), dtype=np.uint8),
+                          "label": i % 3}
+
+    d = data.load("keras_vit_tiny_images", data_dir=str(tmp_path))
+    assert (d.num_train, d.num_test, d.class_names, d.channels) == (9, 4, ["a", "b", "c"], 3)
+    x, y = next(iter(d.train))
+    assert x.shape == (12, 12, 3) and x.dtype == tf.uint8
+    batch = next(iter(data.eval_pipeline(d.test, 3, (16, 16), 4)))
+    assert batch[0].shape == (4, 16, 16, 3)
+    with pytest.raises(ValueError, match="Unknown dataset"):
+        data.load("not_a_dataset_name_xyz")

@@ -1,0 +1,144 @@
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from keras_vit.training import recipe
+from keras_vit.training import strategy as run_strategy
+
+
+def test_warmup_then_cosine_and_linear_decay():
+    cosine = recipe.WarmupDecay(1e-3, warmup_steps=10, total_steps=110)
+    values = [float(cosine(s)) for s in (0, 5, 10, 60, 110, 200)]
+    np.testing.assert_allclose(values, [0, 5e-4, 1e-3, 5e-4, 0, 0], atol=1e-9)
+    linear = recipe.WarmupDecay(1e-3, 10, 110, decay="linear", end=1e-4)
+    np.testing.assert_allclose(float(linear(35)), 1e-4 + 0.9e-3 * 0.75, rtol=1e-6)
+    config = linear.get_config()
+    assert recipe.WarmupDecay(**config).get_config() == config
+    with pytest.raises(ValueError, match="warmup_steps"):
+        recipe.WarmupDecay(1e-3, 10, 10)
+    with pytest.raises(ValueError, match="decay='step'"):
+        recipe.WarmupDecay(1e-3, 1, 10, decay="step")
+
+
+def test_adamw_decays_weights_but_not_biases_norms_or_embeddings():
+    optimizer = recipe.make_optimizer("adamw", 0.1, weight_decay=0.5, total_steps=10)
+    assert isinstance(optimizer, keras.optimizers.AdamW)
+    assert optimizer.global_clipnorm == 1.0
+    kernel = keras.Variable(np.ones((2, 2), "float32"), name="kernel")
+    bias = keras.Variable(np.ones(2, "float32"), name="bias")
+    posemb = keras.Variable(np.ones((1, 3, 2), "float32"), name="position_embedding")
+    step = recipe.WarmupDecay(0.1, 0, 10)(0)
+    optimizer.apply_gradients(
+        [(np.zeros((2, 2), "float32"), kernel), (np.zeros(2, "float32"), bias),
+         (np.zeros((1, 3, 2), "float32"), posemb)]
+    )
+    # Zero gradients: only the decoupled decay moves weights, by lr * wd.
+    np.testing.assert_allclose(kernel.numpy(), 1 - float(step) * 0.5, rtol=1e-6)
+    np.testing.assert_array_equal(bias.numpy(), 1.0)
+    np.testing.assert_array_equal(posemb.numpy(), 1.0)
+
+
+def test_sgd_for_fine_tuning():
+    optimizer = recipe.make_optimizer("sgd", 0.01, total_steps=100, warmup_steps=5)
+    assert isinstance(optimizer, keras.optimizers.SGD)
+    assert optimizer.momentum == 0.9
+    with pytest.raises(ValueError, match="optimizer='lamb'"):
+        recipe.make_optimizer("lamb")
+
+
+def test_mixed_precision_policies():
+    assert recipe.dtype_policy("auto", "tpu") == "mixed_bfloat16"
+    assert recipe.dtype_policy("auto", "gpu") == "mixed_float16"
+    assert recipe.dtype_policy("auto", "cpu", cpu_bfloat16=True) == "mixed_bfloat16"
+    assert recipe.dtype_policy("auto", "cpu", cpu_bfloat16=False) == "float32"
+    assert recipe.dtype_policy("off", "gpu") == "float32"
+    assert recipe.dtype_policy("float16", "cpu") == "mixed_float16"
+    with pytest.raises(ValueError, match="mixed_precision='fp8'"):
+        recipe.dtype_policy("fp8", "cpu")
+
+
+def test_cpu_bfloat16_detection(tmp_path):
+    flags = tmp_path / "cpuinfo"
+    flags.write_text("flags\t: fpu avx512f avx512_vnni\n")
+    assert not recipe.cpu_has_bfloat16(str(flags))
+    flags.write_text("flags\t: fpu avx512f avx512_bf16 amx_tile\n")
+    assert recipe.cpu_has_bfloat16(str(flags))
+    assert not recipe.cpu_has_bfloat16(str(tmp_path / "missing"))
+
+
+def _tf_config(workers, task=0, chief=False):
+    cluster = {"worker": [f"localhost:{2000 + i}" for i in range(workers)]}
+    if chief:
+        cluster["chief"] = ["localhost:1999"]
+    return json.dumps({"cluster": cluster, "task": {"type": "worker", "index": task}})
+
+
+@pytest.mark.parametrize(
+    "name, tpu, environ, gpus, expected",
+    [
+        ("auto", None, {}, 0, "default"),
+        ("auto", None, {}, 1, "default"),
+        ("auto", None, {}, 4, "mirrored"),
+        ("auto", "my-tpu", {}, 0, "tpu"),
+        ("auto", None, {"TPU_NAME": "grpc://10.0.0.2:8470"}, 0, "tpu"),
+        ("auto", None, {"TF_CONFIG": _tf_config(2)}, 0, "multi_worker"),
+        ("auto", None, {"TF_CONFIG": _tf_config(1, chief=True)}, 8, "multi_worker"),
+        ("auto", None, {"TF_CONFIG": _tf_config(1)}, 2, "mirrored"),
+        ("auto", "my-tpu", {"TF_CONFIG": _tf_config(2)}, 8, "tpu"),
+        ("mirrored", None, {}, 0, "mirrored"),
+        ("default", None, {"TPU_NAME": "x"}, 8, "default"),
+    ],
+)
+def test_strategy_selection(name, tpu, environ, gpus, expected, monkeypatch):
+    monkeypatch.setattr(run_strategy, "_on_tpu_vm", lambda: False)
+    assert run_strategy.resolve_kind(name, tpu, environ, gpus) == expected
+
+
+def test_tpu_vm_is_detected(monkeypatch):
+    monkeypatch.setattr(run_strategy, "_on_tpu_vm", lambda: True)
+    assert run_strategy.resolve_kind("auto", None, {}, 0) == "tpu"
+
+
+def test_bad_strategy_settings():
+    with pytest.raises(ValueError, match="strategy='horovod'"):
+        run_strategy.resolve_kind("horovod", None, {}, 0)
+    with pytest.raises(ValueError, match="TF_CONFIG"):
+        run_strategy.resolve_kind("auto", None, {"TF_CONFIG": "{not json"}, 0)
+
+
+class _Resolver:
+    def __init__(self, cluster, task_type, task_id):
+        self._cluster, self.task_type, self.task_id = cluster, task_type, task_id
+
+    def cluster_spec(self):
+        class Spec:
+            def __init__(s, d):
+                s.d = d
+
+            def as_dict(s):
+                return s.d
+
+        return Spec(self._cluster)
+
+
+class _Strategy:
+    def __init__(self, resolver):
+        self.cluster_resolver = resolver
+
+
+@pytest.mark.parametrize(
+    "cluster, task_type, task_id, chief",
+    [
+        ({}, None, None, True),
+        ({"worker": ["a", "b"]}, "worker", 0, True),
+        ({"worker": ["a", "b"]}, "worker", 1, False),
+        ({"chief": ["c"], "worker": ["a"]}, "chief", 0, True),
+        ({"chief": ["c"], "worker": ["a"]}, "worker", 0, False),
+    ],
+)
+def test_only_the_chief_writes(cluster, task_type, task_id, chief):
+    strategy = _Strategy(_Resolver(cluster, task_type, task_id))
+    assert run_strategy.is_chief(strategy) is chief
+    assert run_strategy.is_chief(object()) is True

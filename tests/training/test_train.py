@@ -1,0 +1,270 @@
+"""End-to-end training runs on tiny models (scikit-learn digits)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from keras_vit.training import NonFiniteLossError
+from keras_vit.training import TrainConfig
+from keras_vit.training import train
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+TINY = dict(
+    model="Ti/16",
+    dataset="digits",
+    image_size=16,
+    patch_size=4,
+    model_kwargs={"hidden_dim": 32, "num_heads": 2, "mlp_dim": 64, "num_layers": 2},
+    batch_size=32,
+    learning_rate=3e-3,
+    weight_decay=0.01,
+    flip=False,
+    random_resized_crop=False,
+    mixed_precision="off",
+    verbose=0,
+)
+
+
+def tiny_config(tmp_path, **kwargs):
+    return TrainConfig(**{**TINY, "output": str(tmp_path / "run"), **kwargs})
+
+
+def test_a_tiny_vit_learns_digits(tmp_path):
+    config = tiny_config(tmp_path, epochs=12, validation_split=0.1)
+    result = train(config)
+    # Chance is 0.1.
+    assert result.test_metrics["accuracy"] > 0.6
+    assert result.history["loss"][-1] < result.history["loss"][0]
+    out = config.output
+    for name in ("model.keras", "best.keras", "config.json", "history.json",
+                 "log.csv", "curves.png", "backup/state.json"):
+        assert os.path.isfile(os.path.join(out, name)), name
+    assert os.listdir(os.path.join(out, "logs"))  # TensorBoard
+    with open(os.path.join(out, "curves.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    with open(os.path.join(out, "history.json")) as f:
+        saved = json.load(f)
+    assert len(saved["history"]["val_accuracy"]) == 12
+    assert saved["test"]["accuracy"] == pytest.approx(result.test_metrics["accuracy"])
+    with open(os.path.join(out, "config.json")) as f:
+        run_config = json.load(f)
+    assert run_config["resolved"]["strategy"] == "default"
+    assert run_config["resolved"]["model"]["hidden_dim"] == 32
+    # The saved model is the trained one.
+    model = keras.saving.load_model(os.path.join(out, "model.keras"), safe_mode=True)
+    np.testing.assert_allclose(
+        model.get_layer("head").kernel.numpy(),
+        result.model.get_layer("head").kernel.numpy(),
+    )
+    # A rerun of a finished run resumes after its last epoch: no training.
+    again = train(config)
+    assert again.initial_epoch == 12
+    assert again.test_metrics["accuracy"] == pytest.approx(result.test_metrics["accuracy"])
+
+
+def test_xla_compiled_training_with_augmentation(tmp_path):
+    config = tiny_config(
+        tmp_path, epochs=1, jit_compile=True, random_resized_crop=True,
+        flip=True, mixup=0.2, cutmix=1.0, steps_per_execution=4,
+        label_smoothing=0.1,
+    )
+    result = train(config)
+    assert np.isfinite(result.history["loss"]).all()
+
+
+def test_bad_input_is_refused_before_training(tmp_path):
+    with pytest.raises(ValueError, match="model='ViT_X'"):
+        train(tiny_config(tmp_path, model="ViT_X"))
+    with pytest.raises(ValueError, match="strategy='horovod'"):
+        train(tiny_config(tmp_path, strategy="horovod"))
+    with pytest.raises(ValueError, match="Unknown dataset.*'no_such_dataset_xyz'"):
+        train(tiny_config(tmp_path, dataset="no_such_dataset_xyz"))
+    with pytest.raises(ValueError, match="image folder does not exist"):
+        train(tiny_config(tmp_path, dataset="folder:/no/such/folder"))
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    with pytest.raises(ValueError, match="output folder is an existing file"):
+        train(tiny_config(tmp_path, output=str(a_file)))
+    with pytest.raises(ValueError, match="batch_size=5000"):
+        train(tiny_config(tmp_path, batch_size=5000))
+    with pytest.raises(ValueError, match="mixup=-1"):
+        train(tiny_config(tmp_path, mixup=-1))
+
+    class ThreeReplicas:
+        num_replicas_in_sync = 3
+
+    with pytest.raises(ValueError, match="divisible by the 3 replicas.*batch_size=32"):
+        train(tiny_config(tmp_path), strategy=ThreeReplicas())
+    assert not os.path.exists(tmp_path / "run")  # nothing was written
+
+
+def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_backup(tmp_path):
+    class Poison(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == 1:
+                kernel = self.model.get_layer("head").kernel
+                kernel.assign(np.full(kernel.shape, np.nan, "float32"))
+
+    config = tiny_config(tmp_path, epochs=3)
+    with pytest.raises(NonFiniteLossError, match="epoch 2.*backup"):
+        train(config, callbacks=[Poison()])
+    with open(os.path.join(config.output, "backup", "state.json")) as f:
+        assert json.load(f)["epoch"] == 1
+
+
+def _run(script, **kwargs):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True, text=True, env=env, cwd=REPO, **kwargs,
+    )
+
+
+RUN = """
+    import json, os, signal, sys
+    import keras, numpy as np
+    from keras_vit.training import TrainConfig, train
+    from tests.training.test_train import TINY
+
+    class KillAfter(keras.callbacks.Callback):
+        # Runs after keras_vit's callbacks: the epoch's backup is written.
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch + 1 == {kill}:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    config = TrainConfig(**{{**TINY, "output": {output!r}, "epochs": 4,
+                            "shuffle": False, "deterministic": True}})
+    result = train(config, callbacks=[KillAfter()])
+    np.save({weights!r}, np.concatenate([w.numpy().ravel() for w in result.model.weights]))
+    print("initial_epoch", result.initial_epoch)
+"""
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
+    killed = str(tmp_path / "killed")
+    first = _run(RUN.format(kill=2, output=killed, weights=str(tmp_path / "k.npy")))
+    assert first.returncode == -signal.SIGKILL, first.stderr[-2000:]
+    with open(os.path.join(killed, "backup", "state.json")) as f:
+        assert json.load(f)["epoch"] == 2
+    resumed = _run(RUN.format(kill=0, output=killed, weights=str(tmp_path / "k.npy")))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "initial_epoch 2" in resumed.stdout
+    straight = _run(RUN.format(kill=0, output=str(tmp_path / "straight"),
+                               weights=str(tmp_path / "s.npy")))
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    np.testing.assert_allclose(
+        np.load(tmp_path / "k.npy"), np.load(tmp_path / "s.npy"), atol=1e-6
+    )
+    with open(os.path.join(killed, "history.json")) as f:
+        assert len(json.load(f)["history"]["loss"]) == 4
+
+
+def test_a_kill_during_a_backup_write_leaves_the_last_backup(tmp_path):
+    from keras_vit.training import callbacks
+
+    path = tmp_path / "state.json"
+    callbacks.write_json(str(path), {"epoch": 1})
+
+    def dies_halfway(temporary):
+        with open(temporary, "w") as f:
+            f.write('{"epoch": 2, "wei')
+        raise KeyboardInterrupt  # the process is stopped mid-write
+
+    with pytest.raises(KeyboardInterrupt):
+        callbacks.atomic_write(str(path), dies_halfway)
+    assert json.loads(path.read_text()) == {"epoch": 1}
+    assert os.listdir(tmp_path) == ["state.json"]
+
+
+MIRRORED = """
+    import json, numpy as np, tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    import keras, keras_vit
+    from keras_vit.training import recipe
+
+    rng = np.random.default_rng(0)
+    images = rng.uniform(0, 255, (16, 16, 16, 3)).astype("float32")
+    labels = keras.utils.to_categorical(rng.integers(0, 5, 16), 5)
+    losses = {}
+    for name, strategy in [
+        ("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
+        ("two", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])),
+    ]:
+        keras.utils.set_random_seed(1)
+        with strategy.scope():
+            model = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
+                                  num_layers=1, num_heads=2, mlp_dim=16, num_classes=5)
+            model.compile(recipe.make_optimizer("adamw", 1e-2, total_steps=4),
+                          keras.losses.CategoricalCrossentropy())
+        ds = tf.data.Dataset.from_tensor_slices((images, labels)).batch(16)
+        history = model.fit(ds, epochs=3, verbose=0)
+        losses[name] = [strategy.num_replicas_in_sync, history.history["loss"]]
+    print(json.dumps(losses))
+"""
+
+
+def test_mirrored_strategy_over_two_devices_matches_one_device():
+    result = _run(MIRRORED)
+    assert result.returncode == 0, result.stderr[-3000:]
+    losses = json.loads(result.stdout.strip().splitlines()[-1])
+    assert losses["two"][0] == 2 and losses["one"][0] == 1
+    # Same global batch: the same loss, to float32 summation-order error.
+    np.testing.assert_allclose(losses["two"][1], losses["one"][1], rtol=1e-5)
+    assert losses["one"][1][-1] < losses["one"][1][0]
+
+
+@pytest.mark.slow
+def test_multi_worker_training_on_localhost(tmp_path):
+    import socket
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    output = str(tmp_path / "mw")
+    command = [
+        sys.executable, "-m", "keras_vit.cli", "train", "--dataset", "digits",
+        "--model", "Ti/16", "--image-size", "16", "--patch-size", "4",
+        "--hidden-dim", "32", "--num-heads", "2", "--mlp-dim", "64",
+        "--num-layers", "1", "--epochs", "2", "--batch-size", "32",
+        "--strategy", "multi_worker", "--mixed-precision", "off",
+        "--output", output, "--verbose", "0",
+    ]
+    procs = []
+    for index in range(2):
+        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+        env = {**os.environ, "TF_CONFIG": tf_config, "TF_CPP_MIN_LOG_LEVEL": "3",
+               "PYTHONPATH": REPO}
+        procs.append(subprocess.Popen(command, env=env, cwd=REPO,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=600) for p in procs]
+    for proc, (out, err) in zip(procs, outs):
+        assert proc.returncode == 0, err[-3000:]
+    assert "test accuracy" in outs[0][0]
+    with open(os.path.join(output, "config.json")) as f:
+        resolved = json.load(f)["resolved"]
+    assert resolved["strategy"] == "multi_worker" and resolved["replicas"] == 2
+    assert os.path.isfile(os.path.join(output, "model.keras"))
+    # Only the chief wrote into the run folder; the worker's temporary
+    # folder is gone.
+    leftovers = [d for d in os.listdir(tempfile_dir()) if d.startswith("keras_vit_worker_")]
+    assert leftovers == []
+
+
+def tempfile_dir():
+    import tempfile
+
+    return tempfile.gettempdir()
