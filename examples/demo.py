@@ -5,8 +5,9 @@ Fashion-MNIST Debian package), or `python examples/demo.py [--output DIR]`.
 
 What it does: trains a ViT with the keras_vit training entry point (the same
 `keras_vit.training.train` that `keras-vit train` and the multi-GPU / TPU
-runs use), evaluates it on the 10,000 Fashion-MNIST test images, and prints
-a summary whose last line is `test accuracy: 0.xxxx`.
+runs use), evaluates it on the 10,000 Fashion-MNIST test images, writes the
+paper's figures for the trained model (`figures/index.html`), and prints a
+summary whose last line is `test accuracy: 0.xxxx`.
 
 The recipe: a 6-block ViT of width 96 on 28x28 images cut into 7x7 patches
 (16 tokens + the class token), AdamW (learning rate 3e-3, weight decay 0.05)
@@ -17,8 +18,13 @@ about 45 s; 9 epochs reach about 0.88 test accuracy. Rerunning with the same
 """
 
 import argparse
+import os
 import time
 
+import numpy as np
+
+from keras_vit import visualize
+from keras_vit.data import datasets
 from keras_vit.training import TrainConfig
 from keras_vit.training import train
 
@@ -52,14 +58,27 @@ def main():
     result = train(config)
     minutes = (time.time() - start) / 60
     model = result.model
+    # The paper's figures for the trained model, on a few test images.
+    _, (test_images, test_labels) = datasets.fashion_mnist_arrays()
+    picks = [int(np.flatnonzero(test_labels == c)[0]) for c in (0, 7, 9)]
+    images = np.repeat(test_images[picks, ..., None], 3, axis=-1).astype("float32")
+    names = [datasets.FASHION_MNIST_CLASSES[c].split("/")[0].replace(" ", "_").lower()
+             for c in (0, 7, 9)]
+    figures = os.path.join(config.output, "figures")
+    visualize.inspect(model, images, figures, names)
     print()
     print("keras_vit demo: a ViT trained from scratch on Fashion-MNIST")
     print(f"  model:     {model.count_params():,} parameters, {model.num_layers} blocks, "
           f"width {model.hidden_dim}, {model.grid_size[0]}x{model.grid_size[1]} patches of "
           f"{model.patch_size}x{model.patch_size} px")
-    print(f"  training:  {config.epochs} epochs, strategy {result.strategy_kind}, "
-          f"{minutes:.1f} min on this machine")
+    if result.initial_epoch >= config.epochs:
+        print(f"  training:  already done in {config.output} (delete it to train again)")
+    else:
+        print(f"  training:  {config.epochs} epochs, strategy {result.strategy_kind}, "
+              f"{minutes:.1f} min on this machine")
     print(f"  outputs:   {config.output} (model.keras, curves.png, history.json, logs/)")
+    print(f"  figures:   {figures}/index.html (attention rollout, attention distance, "
+          "position embeddings, embedding filters)")
     print(f"test accuracy: {result.test_metrics['accuracy']:.4f}")
 
 

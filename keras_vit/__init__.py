@@ -1,8 +1,11 @@
 """keras_vit: the Vision Transformer (arXiv 2010.11929) for Keras 3."""
 
+from keras_vit import data
 from keras_vit import layers
 from keras_vit import ops
+from keras_vit import training  # also registers the optimizer and schedule of trained .keras files
 from keras_vit import variants
+from keras_vit import visualize
 from keras_vit import weights
 from keras_vit.builders import ViT_B8
 from keras_vit.builders import ViT_B16
@@ -60,6 +63,9 @@ __all__ = [
     "list_presets",
     "load_weights",
     "ops",
+    "data",
+    "training",
+    "visualize",
     "variants",
     "weights",
 ]

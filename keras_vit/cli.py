@@ -161,6 +161,40 @@ def _train(args):
     print(f"outputs in {result.output}")
 
 
+def _load_model(name, weights=None, image_size=None, num_classes=None):
+    """A `.keras` file, or a builder name (with optional weights)."""
+    import keras
+
+    from keras_vit import builders
+
+    if name.endswith(".keras"):
+        return keras.saving.load_model(name, safe_mode=True)
+    kwargs = {"weights": weights}
+    if image_size:
+        kwargs["image_size"] = image_size
+    if num_classes:
+        kwargs["num_classes"] = num_classes
+    return builders.get_builder(name)(**kwargs)
+
+
+def _inspect(args):
+    import numpy as np
+
+    from keras_vit import visualize
+
+    model = _load_model(args.model, args.weights, args.image_size)
+    images = visualize.load_images(args.image, model.image_size)
+    if model.num_channels == 1:
+        images = images.mean(axis=-1, keepdims=True)
+    names = [
+        os.path.splitext(os.path.basename(p))[0] or f"image{i}"
+        for i, p in enumerate(args.image)
+    ]
+    files = visualize.inspect(model, images.astype(np.float32), args.output, names)
+    for path in files:
+        print(path)
+
+
 def _print_table(header, rows):
     widths = [
         max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))
@@ -242,6 +276,14 @@ def build_parser():
     t.add_argument("--jit-compile", choices=["auto", "on", "off"], default="auto")
     t.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2])
     t.set_defaults(run=_train)
+
+    ins = sub.add_parser("inspect", help="write attention maps and the paper's figures")
+    ins.add_argument("model", help="a .keras file or a builder name (ViT_B16)")
+    ins.add_argument("--image", action="append", required=True, help="an image file (repeatable)")
+    ins.add_argument("--output", required=True, help="folder for the PNGs and index.html")
+    ins.add_argument("--weights", default=None, help="preset or checkpoint, with a builder name")
+    ins.add_argument("--image-size", type=int, default=None)
+    ins.set_defaults(run=_inspect)
 
     bench = sub.add_parser(
         "benchmark", help="measure inference / training images per second"

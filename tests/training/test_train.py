@@ -64,6 +64,15 @@ def test_a_tiny_vit_learns_digits(tmp_path):
         model.get_layer("head").kernel.numpy(),
         result.model.get_layer("head").kernel.numpy(),
     )
+    # It loads in a fresh process that imports nothing but keras_vit (its
+    # optimizer and learning-rate schedule are keras_vit's).
+    check = _run(f"""
+        import keras, keras_vit
+        model = keras.saving.load_model({os.path.join(out, 'model.keras')!r})
+        print(type(model.optimizer).__name__, model.count_params())
+    """)
+    assert check.returncode == 0, check.stderr[-2000:]
+    assert "AdamW" in check.stdout
     # A rerun of a finished run resumes after its last epoch: no training.
     again = train(config)
     assert again.initial_epoch == 12

@@ -1,0 +1,488 @@
+"""Looking inside a ViT: attention maps and the paper's figures.
+
+The paper explains ViT with four figures (Section 4.5, Figure 7, Appendix
+D.7-D.8): the principal components of the patch-embedding filters, the
+cosine similarity of position embeddings, the mean attention distance per
+head against depth, and where the class token looks (attention rollout).
+Each is one call here, for any keras_vit model (plain or hybrid, any
+resolution, square or not, built here or loaded from a `.keras` file).
+
+The computations on attention weights are pure NumPy functions
+(`rollout`, `attention_distance`) so they can be checked on hand-built
+attention matrices; the model-level functions feed them the model's own
+weights (`ViT.intermediates_model`). Plot helpers return matplotlib figures.
+"""
+
+import numpy as np
+
+from keras_vit import validation
+
+HEAD_FUSIONS = ("mean", "max", "min")
+
+
+# === Pure functions on attention weights ===
+
+
+def rollout(attentions, num_prefix_tokens=1, head_fusion="mean", discard_ratio=0.0):
+    """Attention rollout (Abnar & Zuidema, 2020, arXiv 2005.00928).
+
+    For each layer the heads are fused, the identity is added for the
+    residual connection and the rows renormalised; the layers' matrices are
+    multiplied from the first to the last. The result says how much each
+    output token draws on each input token through all layers.
+
+    Args:
+        attentions: list over layers of `(B, heads, T, T)` attention weights
+            (rows sum to 1).
+        num_prefix_tokens: int, tokens before the patches (1 with a class
+            token). Defaults to `1`.
+        head_fusion: `"mean"`, `"max"` or `"min"` over heads. Defaults to
+            `"mean"`.
+        discard_ratio: float in [0, 1), the fraction of the smallest fused
+            weights per row set to zero before the identity is added (the
+            class token's own column is kept). Defaults to `0.0`.
+
+    Returns:
+        `(B, T, T)` rollout matrices.
+
+    Example:
+
+    >>> eye = np.eye(5)[None, None].repeat(2, axis=1)
+    >>> keras_vit.visualize.rollout([eye, eye])[0]   # the identity
+    """
+    head_fusion = validation.one_of("head_fusion", head_fusion, HEAD_FUSIONS)
+    discard_ratio = validation.rate("discard_ratio", discard_ratio)
+    result = None
+    for attention in attentions:
+        attention = np.asarray(attention, dtype="float64")
+        fused = getattr(attention, head_fusion)(axis=1)  # (B, T, T)
+        if discard_ratio:
+            count = int(fused.shape[-1] * discard_ratio)
+            if count:
+                order = np.argsort(fused, axis=-1)
+                drop = order[..., :count]
+                mask = np.ones_like(fused, dtype=bool)
+                np.put_along_axis(mask, drop, False, axis=-1)
+                mask[..., :num_prefix_tokens] = True  # keep the class token
+                fused = np.where(mask, fused, 0.0)
+        eye = np.eye(fused.shape[-1])[None]
+        step = fused + eye
+        step /= step.sum(axis=-1, keepdims=True)
+        result = step if result is None else step @ result
+    if result is None:
+        raise ValueError("`attentions` must hold at least one layer.")
+    return result
+
+
+def token_map(matrix, grid, num_prefix_tokens=1):
+    """The patch map of a `(B, T, T)` attention-like matrix.
+
+    With a class token: its row over the patch tokens. Without (GAP
+    models): the mean over all query tokens.
+
+    Returns:
+        `(B, grid_h, grid_w)`.
+    """
+    matrix = np.asarray(matrix)
+    if num_prefix_tokens:
+        row = matrix[:, 0, num_prefix_tokens:]
+    else:
+        row = matrix.mean(axis=1)
+    return row.reshape(row.shape[0], *grid)
+
+
+def attention_distance(attentions, grid, pixels_per_token, num_prefix_tokens=1):
+    """Mean attention distance in pixels, per layer and head (Figure 7).
+
+    For each query patch the distances (in pixels, between patch centres) to
+    all key patches are averaged with the query's attention weights, then
+    averaged over queries and images. Prefix tokens (the class token) have
+    no position and are left out; each query's weights over the patches are
+    renormalised to sum to 1.
+
+    Args:
+        attentions: list over layers of `(B, heads, T, T)` weights.
+        grid: `(grid_h, grid_w)` of the patch tokens.
+        pixels_per_token: the side of one token in input pixels (the patch
+            size; times the stem's stride for hybrids).
+        num_prefix_tokens: int. Defaults to `1`.
+
+    Returns:
+        `(num_layers, num_heads)` distances in pixels.
+    """
+    grid_h, grid_w = grid
+    rows, cols = np.meshgrid(np.arange(grid_h), np.arange(grid_w), indexing="ij")
+    centres = np.stack([rows.ravel(), cols.ravel()], axis=1).astype("float64")
+    distance = np.sqrt(((centres[:, None] - centres[None]) ** 2).sum(-1))
+    distance *= pixels_per_token
+    out = []
+    for attention in attentions:
+        attention = np.asarray(attention, dtype="float64")
+        patches = attention[:, :, num_prefix_tokens:, num_prefix_tokens:]
+        patches = patches / np.maximum(patches.sum(-1, keepdims=True), 1e-12)
+        per_query = (patches * distance).sum(-1)  # (B, heads, N)
+        out.append(per_query.mean(axis=(0, 2)))
+    return np.stack(out)
+
+
+def cosine_similarity_grid(posemb, grid):
+    """`(N, D)` embeddings → `(grid_h, grid_w, grid_h, grid_w)` cosines."""
+    posemb = np.asarray(posemb, dtype="float64")
+    norms = np.maximum(np.linalg.norm(posemb, axis=-1, keepdims=True), 1e-12)
+    unit = posemb / norms
+    return (unit @ unit.T).reshape(*grid, *grid)
+
+
+# === Model-level functions ===
+
+
+def _pixels_per_token(model):
+    # The patch size, times the stem's stride for hybrids.
+    return model.image_size[0] / model.grid_size[0]
+
+
+def attention_weights(model, images):
+    """Every block's attention weights for `images`.
+
+    Args:
+        model: a `keras_vit.ViT`.
+        images: `(B, H, W, C)` images as the model takes them.
+
+    Returns:
+        List over layers of float32 `(B, heads, T, T)` NumPy arrays.
+    """
+    outputs = model.intermediates_model()(np.asarray(images), training=False)
+    return [np.asarray(a) for a in outputs["attention_weights"]]
+
+
+class Rollout:
+    """The result of `attention_rollout`.
+
+    Attributes:
+        maps: `(B, grid_h, grid_w)` rollout maps (class token → patches, or
+            the mean over tokens for GAP models), each summing to 1.
+        class_attention: `(num_layers, B, heads, grid_h, grid_w)` the raw
+            attention of the class token to the patches in each layer and
+            head (the mean over query tokens for GAP models).
+        grid: `(grid_h, grid_w)`.
+    """
+
+    def __init__(self, maps, class_attention, grid):
+        self.maps = maps
+        self.class_attention = class_attention
+        self.grid = grid
+
+
+def attention_rollout(model, images, head_fusion="mean", discard_ratio=0.0):
+    """Where the model looks: attention rollout for each image.
+
+    Args:
+        model: a `keras_vit.ViT`.
+        images: `(B, H, W, C)` images as the model takes them.
+        head_fusion: `"mean"`, `"max"` or `"min"`. Defaults to `"mean"`.
+        discard_ratio: float in [0, 1), see `rollout`. Defaults to `0.0`.
+
+    Returns:
+        A `Rollout`: per-image maps on the token grid (upsample to the image
+        with `upsample`), and the raw per-layer, per-head attention.
+
+    Example:
+
+    >>> result = keras_vit.visualize.attention_rollout(model, images)
+    >>> fig = keras_vit.visualize.plot_rollout(images[0], result.maps[0])
+    """
+    prefix = model.num_prefix_tokens
+    attentions = attention_weights(model, images)
+    matrix = rollout(attentions, prefix, head_fusion, discard_ratio)
+    maps = token_map(matrix, model.grid_size, prefix)
+    maps = maps / maps.sum(axis=(1, 2), keepdims=True)
+    per_layer = []
+    for attention in attentions:
+        heads = []
+        for h in range(attention.shape[1]):
+            heads.append(token_map(attention[:, h], model.grid_size, prefix))
+        per_layer.append(np.stack(heads, axis=1))
+    return Rollout(maps, np.stack(per_layer), tuple(model.grid_size))
+
+
+def mean_attention_distance(model, images):
+    """The paper's Figure 7 (right): attention distance per head and depth.
+
+    Args:
+        model: a `keras_vit.ViT`.
+        images: `(B, H, W, C)` images as the model takes them.
+
+    Returns:
+        `(num_layers, num_heads)` mean distances in pixels.
+    """
+    return attention_distance(
+        attention_weights(model, images),
+        model.grid_size,
+        _pixels_per_token(model),
+        model.num_prefix_tokens,
+    )
+
+
+def position_embedding_similarity(model):
+    """The paper's Figure 7 (centre): cosine similarity of the position
+    embeddings of every pair of patches.
+
+    Args:
+        model: a `keras_vit.ViT` with learned or sincos2d embeddings.
+
+    Returns:
+        `(grid_h, grid_w, grid_h, grid_w)`: `[i, j]` is the similarity map
+        of patch `(i, j)` to every patch.
+    """
+    from keras_vit import ops as vit_ops
+
+    grid = model.grid_size
+    if model.position_embedding == "learned":
+        posemb = model.get_layer("patch_encoder").pos_embedding.numpy()[0]
+        posemb = posemb[model.num_prefix_tokens:]
+    elif model.position_embedding == "sincos2d":
+        posemb = np.asarray(
+            vit_ops.sincos_2d_position_embedding(grid[0], grid[1], model.hidden_dim)
+        )
+    else:
+        raise ValueError(
+            "The model has no position embeddings. Received a model with "
+            "position_embedding='none'"
+        )
+    return cosine_similarity_grid(posemb, grid)
+
+
+def embedding_filters(model, n=28):
+    """The paper's Figure 7 (left): principal components of the patch
+    embedding filters, as images.
+
+    The projection's `D` filters (each a `P x P x C` image) are centred and
+    their top `n` principal components returned, each scaled to [0, 1] for
+    display.
+
+    Args:
+        model: a plain (non-hybrid) `keras_vit.ViT`.
+        n: int, how many components. Defaults to `28`.
+
+    Returns:
+        `(n, P, P, C)` float array in [0, 1], most significant first.
+    """
+    n = validation.positive_int("n", n)
+    if model.stem is not None:
+        raise ValueError(
+            "Embedding filters are pixel patches only for plain ViTs; this "
+            "model's patches are cut from a CNN feature map (stem="
+            f"{model.stem!r})."
+        )
+    kernel = model.get_layer("patch_encoder").projection.kernel.numpy()
+    filters = kernel.T.astype("float64")  # (D, P*P*C)
+    filters = filters - filters.mean(axis=0, keepdims=True)
+    _, _, components = np.linalg.svd(filters, full_matrices=False)
+    n = min(n, components.shape[0])
+    components = components[:n].reshape(n, model.patch_size, model.patch_size, -1)
+    low = components.min(axis=(1, 2, 3), keepdims=True)
+    high = components.max(axis=(1, 2, 3), keepdims=True)
+    return (components - low) / np.maximum(high - low, 1e-12)
+
+
+def upsample(maps, size):
+    """Bilinearly resizes `(B, h, w)` maps to `size` = `(H, W)`."""
+    import tensorflow as tf
+
+    maps = np.asarray(maps, dtype="float32")[..., None]
+    return tf.image.resize(maps, size, method="bilinear").numpy()[..., 0]
+
+
+# === Figures ===
+
+
+def _figure(rows, cols, size=2.2):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
+    for ax in axes.ravel():
+        ax.axis("off")
+    return fig, axes
+
+
+def _display(image):
+    image = np.asarray(image, dtype="float32")
+    if image.shape[-1] == 1:
+        image = np.repeat(image, 3, axis=-1)
+    high = 255.0 if image.max() > 1.0 else 1.0
+    return np.clip(image / high, 0, 1)
+
+
+def plot_rollout(image, rollout_map, title=None):
+    """The image, the rollout map, and the map overlaid on the image."""
+    image = _display(image)
+    heat = upsample(rollout_map[None], image.shape[:2])[0]
+    heat = heat / max(heat.max(), 1e-12)
+    fig, axes = _figure(1, 3, 3.0)
+    axes[0, 0].imshow(image)
+    axes[0, 0].set_title("image")
+    axes[0, 1].imshow(rollout_map, cmap="inferno")
+    axes[0, 1].set_title("attention rollout")
+    axes[0, 2].imshow(image)
+    axes[0, 2].imshow(heat, cmap="inferno", alpha=0.55)
+    axes[0, 2].set_title("overlay")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_layer_attention(class_attention, index=0):
+    """A grid of the class token's attention: one row per layer, one column
+    per head, for image `index` of a `Rollout.class_attention`."""
+    layers, _, heads = class_attention.shape[:3]
+    fig, axes = _figure(layers, heads, 1.4)
+    for layer in range(layers):
+        for head in range(heads):
+            axes[layer, head].imshow(class_attention[layer, index, head], cmap="viridis")
+            if layer == 0:
+                axes[layer, head].set_title(f"head {head}", fontsize=7)
+        axes[layer, 0].text(-0.5, 0.5, f"layer {layer}", fontsize=7,
+                            transform=axes[layer, 0].transAxes, ha="right", va="center")
+    fig.tight_layout()
+    return fig
+
+
+def plot_attention_distance(distances, image_size=None):
+    """Mean attention distance of every head against depth (Figure 7 right)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    distances = np.asarray(distances)
+    layers, heads = distances.shape
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for head in range(heads):
+        ax.scatter(np.arange(layers), distances[:, head], s=14, label=f"head {head}")
+    ax.set_xlabel("network depth (layer)")
+    ax.set_ylabel("mean attention distance (pixels)")
+    if image_size is not None:
+        ax.set_ylim(0, float(np.hypot(*image_size)) / 2)
+    ax.grid(alpha=0.3)
+    if heads <= 16:
+        ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def plot_position_similarity(similarity):
+    """The similarity map of each patch to all patches (Figure 7 centre)."""
+    grid_h, grid_w = similarity.shape[:2]
+    fig, axes = _figure(grid_h, grid_w, 0.9)
+    for i in range(grid_h):
+        for j in range(grid_w):
+            axes[i, j].imshow(similarity[i, j], cmap="viridis", vmin=-1, vmax=1)
+    fig.suptitle("position embedding similarity", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_embedding_filters(filters, columns=7):
+    """The principal components of the embedding filters (Figure 7 left)."""
+    n = len(filters)
+    rows = -(-n // columns)
+    fig, axes = _figure(rows, columns, 1.0)
+    for k, component in enumerate(filters):
+        axes[k // columns, k % columns].imshow(_display(component))
+    fig.suptitle("embedding filters (principal components)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def inspect(model, images, output, names=None):
+    """Writes the paper's figures for `model` and `images` into `output`.
+
+    Files: `rollout_<name>.png` per image, `attention_<name>.png` (class
+    token attention per layer and head) for the first image,
+    `attention_distance.png`, `position_similarity.png` (models with
+    position embeddings), `embedding_filters.png` (plain ViTs), and an
+    `index.html` showing them together.
+
+    Args:
+        model: a `keras_vit.ViT`.
+        images: `(B, H, W, C)` images at the model's resolution, as it
+            takes them (pixels in [0, 255] by default).
+        output: a folder (created if needed).
+        names: a name per image for the file names. Defaults to
+            `image0`, `image1`, ...
+
+    Returns:
+        The list of files written.
+    """
+    import html
+    import os
+
+    from matplotlib import pyplot as plt
+
+    from keras_vit.training.callbacks import atomic_write
+
+    images = np.asarray(images, dtype="float32")
+    names = names or [f"image{i}" for i in range(len(images))]
+    os.makedirs(output, exist_ok=True)
+    written = []
+
+    def save(fig, name, caption):
+        path = os.path.join(output, name)
+        atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=100))
+        plt.close(fig)
+        written.append((name, caption))
+
+    result = attention_rollout(model, images)
+    for i, name in enumerate(names):
+        save(plot_rollout(images[i], result.maps[i], title=name), f"rollout_{name}.png",
+             f"Attention rollout, {name}")
+    save(plot_layer_attention(result.class_attention, 0), f"attention_{names[0]}.png",
+         f"Class-token attention per layer (rows) and head (columns), {names[0]}")
+    save(plot_attention_distance(mean_attention_distance(model, images), model.image_size),
+         "attention_distance.png", "Mean attention distance per head against depth")
+    if model.position_embedding != "none":
+        save(plot_position_similarity(position_embedding_similarity(model)),
+             "position_similarity.png", "Position embedding cosine similarity")
+    if model.stem is None:
+        save(plot_embedding_filters(embedding_filters(model)), "embedding_filters.png",
+             "Principal components of the patch-embedding filters")
+    body = "\n".join(
+        f'<figure><img src="{html.escape(name)}"><figcaption>{html.escape(caption)}'
+        "</figcaption></figure>"
+        for name, caption in written
+    )
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>keras_vit: "
+        f"{html.escape(model.name)}</title><style>figure{{display:inline-block;"
+        "margin:8px;vertical-align:top}img{max-width:720px}</style></head><body>"
+        f"<h1>{html.escape(model.name)}</h1>{body}</body></html>"
+    )
+
+    def write_page(path):
+        with open(path, "w") as file:
+            file.write(page)
+
+    atomic_write(os.path.join(output, "index.html"), write_page)
+    return [os.path.join(output, name) for name, _ in written] + [
+        os.path.join(output, "index.html")
+    ]
+
+
+def load_images(paths, image_size):
+    """Reads image files as `(B, H, W, 3)` float32 pixels in [0, 255],
+    resized to `image_size` `(H, W)`."""
+    import tensorflow as tf
+
+    out = []
+    for path in paths:
+        try:
+            data = tf.io.read_file(path)
+            image = tf.io.decode_image(data, channels=3, expand_animations=False)
+        except (tf.errors.OpError, ValueError) as error:
+            raise ValueError(f"Could not read the image {path!r}: {error}") from None
+        out.append(tf.image.resize(tf.cast(image, "float32"), image_size, antialias=True))
+    return np.stack([np.asarray(x) for x in out])

@@ -1,0 +1,171 @@
+import os
+
+import numpy as np
+import pytest
+
+import keras_vit
+from keras_vit import cli
+from keras_vit import visualize
+from tests.test_case import random_images
+from tests.test_case import randomize_weights
+
+rng = np.random.default_rng(0)
+
+
+def _uniform(tokens, heads=2, batch=1):
+    return np.full((batch, heads, tokens, tokens), 1.0 / tokens)
+
+
+def test_identity_attention_rolls_out_to_the_identity():
+    eye = np.broadcast_to(np.eye(5), (2, 3, 5, 5))
+    np.testing.assert_allclose(visualize.rollout([eye, eye, eye])[0], np.eye(5))
+
+
+def test_uniform_attention_gives_a_uniform_map():
+    # 1 class token + a 2x3 grid; uniform attention in every layer.
+    result = visualize.rollout([_uniform(7), _uniform(7)])
+    patch_map = visualize.token_map(result, (2, 3))[0]
+    np.testing.assert_allclose(patch_map, patch_map[0, 0])
+    # (A + I) / 2 then renormalised, twice: the class token keeps a share.
+    first = (np.full((7, 7), 1 / 7) + np.eye(7)) / 2
+    np.testing.assert_allclose(result[0], first @ first, atol=1e-12)
+
+
+def test_rollout_multiplies_in_layer_order_and_fuses_heads():
+    a = rng.dirichlet(np.ones(4), size=(1, 2, 4))
+    b = rng.dirichlet(np.ones(4), size=(1, 2, 4))
+    step = lambda x: (x.mean(1)[0] + np.eye(4)) / 2
+    np.testing.assert_allclose(visualize.rollout([a, b])[0], step(b) @ step(a), atol=1e-12)
+    fused_max = visualize.rollout([a], head_fusion="max")[0]
+    expected = a.max(1)[0] + np.eye(4)
+    np.testing.assert_allclose(fused_max, expected / expected.sum(-1, keepdims=True))
+    with pytest.raises(ValueError, match="head_fusion='median'"):
+        visualize.rollout([a], head_fusion="median")
+
+
+def test_discard_ratio_drops_the_weakest_weights_but_keeps_the_class_token():
+    attention = np.array([[[[0.05, 0.5, 0.1, 0.35]] * 4]])  # (1, 1, 4, 4)
+    kept = visualize.rollout([attention], discard_ratio=0.5)[0]
+    # 0.1 is dropped; 0.05 (the class token column) is kept.
+    assert kept[0, 2] == pytest.approx(0.0)
+    assert kept[1, 0] > 0.0
+
+
+def test_gap_models_use_the_mean_over_tokens():
+    matrix = rng.dirichlet(np.ones(4), size=(1, 4))
+    np.testing.assert_allclose(
+        visualize.token_map(matrix, (2, 2), num_prefix_tokens=0)[0].ravel(), matrix[0].mean(0)
+    )
+
+
+def test_attention_two_patches_to_the_right_has_a_known_distance():
+    # A 3x4 grid of 16-pixel patches plus a class token. Head 0 looks only
+    # 2 patches to the right (queries in columns 0-1); head 1 only at itself.
+    grid, patch = (3, 4), 16
+    tokens = 1 + 12
+    attention = np.zeros((1, 2, tokens, tokens))
+    attention[:, :, 0, 0] = 1.0
+    for r in range(3):
+        for c in range(4):
+            q = 1 + r * 4 + c
+            attention[0, 1, q, q] = 1.0
+            if c < 2:
+                attention[0, 0, q, q + 2] = 1.0
+            else:  # no patch 2 to the right: look 2 to the left
+                attention[0, 0, q, q - 2] = 1.0
+    distance = visualize.attention_distance([attention], grid, patch)
+    np.testing.assert_allclose(distance, [[2 * patch, 0.0]])
+
+
+def test_sincos_similarity_peaks_at_the_patch_and_falls_with_distance():
+    model = keras_vit.ViT(image_size=64, patch_size=8, hidden_dim=64, num_layers=1,
+                          num_heads=2, mlp_dim=32, position_embedding="sincos2d")
+    similarity = visualize.position_embedding_similarity(model)
+    assert similarity.shape == (8, 8, 8, 8)
+    for i, j in ((0, 0), (3, 4), (7, 2)):
+        assert np.unravel_index(similarity[i, j].argmax(), (8, 8)) == (i, j)
+        assert similarity[i, j, i, j] == pytest.approx(1.0)
+    assert np.all(np.diff(similarity[3, 3, 3, 3:]) < 0)
+
+
+def test_embedding_filters_are_principal_components():
+    model = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=48, num_layers=1,
+                          num_heads=2, mlp_dim=16, num_classes=3)
+    filters = visualize.embedding_filters(model, n=5)
+    assert filters.shape == (5, 4, 4, 3)
+    assert filters.min() >= 0 and filters.max() <= 1
+    kernel = model.get_layer("patch_encoder").projection.kernel.numpy().T
+    centred = kernel - kernel.mean(0)
+    first = np.linalg.svd(centred, full_matrices=False)[2][0]
+    got = filters[0].ravel()
+    # The same direction up to sign and the display scaling.
+    assert abs(np.corrcoef(got, first)[0, 1]) > 0.999
+
+
+def _model(**kwargs):
+    base = dict(image_size=(32, 48), patch_size=8, hidden_dim=16, num_layers=2,
+                num_heads=2, mlp_dim=32, num_classes=4)
+    model = keras_vit.ViT(**{**base, **kwargs})
+    randomize_weights(model, scale=0.3)
+    return model
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"pooling": "gap"}])
+def test_model_level_functions_on_a_non_square_model(kwargs):
+    model = _model(**kwargs)
+    images = random_images((2, 32, 48, 3))
+    result = visualize.attention_rollout(model, images)
+    assert result.maps.shape == (2, 4, 6)
+    np.testing.assert_allclose(result.maps.sum(axis=(1, 2)), 1.0, atol=1e-6)
+    assert result.class_attention.shape == (2, 2, 2, 4, 6)
+    distances = visualize.mean_attention_distance(model, images)
+    assert distances.shape == (2, 2)
+    assert np.all(distances > 0) and np.all(distances < np.hypot(32, 48))
+
+
+def test_hybrid_maps_are_on_the_feature_grid():
+    model = keras_vit.ViT(image_size=32, patch_size=1, hidden_dim=16, num_layers=1,
+                          num_heads=2, mlp_dim=16, num_classes=3,
+                          stem={"block_units": [1, 1], "width": 8, "groups": 4})
+    images = random_images((1, 32, 32, 3))
+    assert visualize.attention_rollout(model, images).maps.shape == (1, 4, 4)
+    assert visualize._pixels_per_token(model) == 8
+    with pytest.raises(ValueError, match="feature map"):
+        visualize.embedding_filters(model)
+
+
+def _variance(path):
+    import matplotlib.image
+
+    return float(np.asarray(matplotlib.image.imread(path))[..., :3].var())
+
+
+def test_inspect_writes_non_blank_figures_and_a_page(tmp_path):
+    model = _model()
+    images = random_images((2, 32, 48, 3))
+    files = visualize.inspect(model, images, str(tmp_path), names=["a", "b"])
+    names = sorted(os.path.basename(f) for f in files)
+    assert names == sorted([
+        "rollout_a.png", "rollout_b.png", "attention_a.png", "attention_distance.png",
+        "position_similarity.png", "embedding_filters.png", "index.html"])
+    for path in files:
+        if path.endswith(".png"):
+            assert _variance(path) > 1e-3, path
+    page = (tmp_path / "index.html").read_text()
+    assert page.count("<img") == 6
+
+
+def test_inspect_command_on_a_saved_model_and_image_files(tmp_path, capsys):
+    from PIL import Image
+
+    model = _model(image_size=32)
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    image = str(tmp_path / "photo.png")
+    Image.fromarray(rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)).save(image)
+    out = str(tmp_path / "figs")
+    assert cli.main(["inspect", path, "--image", image, "--output", out]) == 0
+    assert os.path.isfile(os.path.join(out, "rollout_photo.png"))
+    assert os.path.isfile(os.path.join(out, "index.html"))
+    assert cli.main(["inspect", path, "--image", str(tmp_path / "no.png"), "--output", out]) == 2
+    assert "Could not read the image" in capsys.readouterr().err
