@@ -1,12 +1,26 @@
-"""Throughput of keras_vit models on the current machine (prints figures).
+"""Throughput, memory and efficiency of ViTs on the current machine.
 
-Used by `keras-vit benchmark`. Nothing here asserts a speed: it measures.
+Used by `keras-vit benchmark`. Everything here measures and prints; nothing
+asserts a speed. The suite times, per variant: inference images/s at the
+given batch sizes, AdamW training steps, the process's peak memory for
+each, and the fraction of the machine's float32 peak that reaches
+(`FLOPs per image × images/s / peak`), with the peak measured in the same
+run by a matrix-multiply probe. Peers (keras-hub's `ViTBackbone`, timm,
+ONNX Runtime) are timed the same way when they are installed.
+
+Each measurement runs in its own Python process, so that peak memory is
+that measurement's own and one run's caches do not help the next.
 """
 
+import json
+import os
+import subprocess
+import sys
 import time
 
-import keras
 import numpy as np
+
+PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime")
 
 
 def _time(fn, steps, warmup):
@@ -16,6 +30,86 @@ def _time(fn, steps, warmup):
     for _ in range(steps):
         fn()
     return (time.perf_counter() - start) / steps
+
+
+def peak_flops(seconds=2.0, size=2048, dtype="float32"):
+    """The machine's measured matrix-multiply rate in FLOP/s.
+
+    A `size x size` float32 matmul (TensorFlow, all cores) repeated for
+    about `seconds`; the best of several rounds.
+    """
+    import tensorflow as tf
+
+    a = tf.random.normal((size, size), dtype=dtype)
+    b = tf.random.normal((size, size), dtype=dtype)
+    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)))
+    matmul(a, b).numpy()
+    best, deadline = 0.0, time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        seconds_per = _time(lambda: matmul(a, b).numpy(), 3, 0)
+        best = max(best, 2.0 * size**3 / seconds_per)
+    return best
+
+
+def _stem_flops(stem, image_size, channels):
+    """Convolution FLOPs of a `ResNetStem` (2 · MACs)."""
+    total, shape = 0.0, (1, *image_size, channels)
+
+    def conv(layer, shape):
+        out = layer.compute_output_shape(shape)
+        k = layer.kernel_size[0] * layer.kernel_size[1]
+        return 2.0 * out[1] * out[2] * k * shape[-1] * out[-1], out
+
+    flops, shape = conv(stem.root_conv, shape)
+    total += flops
+    shape = stem.root_pool.compute_output_shape(shape)
+    for unit in stem.units:
+        for name in ("conv1", "conv2", "conv3", "proj_conv"):
+            layer = getattr(unit, name, None)
+            if layer is None:
+                continue
+            source = shape if name in ("conv1", "proj_conv") else inner
+            flops, out = conv(layer, source)
+            total += flops
+            if name != "proj_conv":
+                inner = out
+        shape = unit.compute_output_shape(shape)
+    return total
+
+
+def model_flops(model):
+    """Forward FLOPs per image (2 · multiply-adds) of a `keras_vit.ViT`.
+
+    Counts the matrix multiplies: patch embedding, QKV, attention logits and
+    weighting, output projection, MLP, pre-logits and head, plus the stem's
+    convolutions for `ResNetStem` hybrids. ViT-B/16 at 224 px: 35.1 GFLOPs.
+    Returns `None` for stems it cannot count (any other Keras CNN).
+    """
+    grid = model.grid_size
+    n = grid[0] * grid[1]
+    t = n + model.num_prefix_tokens
+    d, m = model.hidden_dim, model.mlp_dim
+    patch_dim = model.patch_size**2
+    stem_flops = 0.0
+    if model.stem is not None:
+        from keras_vit.layers.resnet_stem import ResNetStem
+
+        stem = next((l for l in model.layers if isinstance(l, ResNetStem)), None)
+        if stem is None:
+            return None
+        stem_flops = _stem_flops(stem, model.image_size, model.num_channels)
+        patch_dim *= stem.output_channels
+    else:
+        patch_dim *= model.num_channels
+    per_block = 2.0 * t * d * (3 * d) + 2 * 2.0 * t * t * d + 2.0 * t * d * d + 2 * 2.0 * t * d * m
+    total = stem_flops + 2.0 * n * patch_dim * d + model.num_layers * per_block
+    if model.include_top:
+        width = d
+        if model.representation_size:
+            total += 2.0 * d * model.representation_size
+            width = model.representation_size
+        total += 2.0 * width * model.num_classes
+    return total
 
 
 def benchmark(
@@ -29,8 +123,8 @@ def benchmark(
 ):
     """Measures inference (and optionally training) throughput of `model`.
 
-    Inference runs the model's forward pass in a compiled `tf.function`
-    (with XLA when `jit_compile`); training runs full AdamW steps of
+    Inference runs the forward pass in a compiled `tf.function` (with XLA
+    when `jit_compile`); training runs full AdamW steps of
     `model.train_on_batch` on random labels.
 
     Args:
@@ -42,13 +136,14 @@ def benchmark(
         train: bool, whether to also time training steps. Defaults to
             `False`.
         jit_compile: bool, whether to compile with XLA. Defaults to `False`
-            (on CPUs, TensorFlow's oneDNN kernels beat XLA's for ViT).
+            (on CPUs, TensorFlow's oneDNN kernels beat XLA's for ViT-B).
         seed: int, seed of the random inputs. Defaults to `0`.
 
     Returns:
         A dict with `"inference_images_per_s"`, `"inference_ms_per_batch"`
         and, with `train`, `"train_images_per_s"`.
     """
+    import keras
     import tensorflow as tf
 
     rng = np.random.default_rng(seed)
@@ -75,3 +170,218 @@ def benchmark(
         )
         result["train_images_per_s"] = batch_size / seconds
     return result
+
+
+# === One measurement, in its own process ===
+
+
+def _peak_rss_mb():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _variant_name(model):
+    from keras_vit import builders
+
+    return builders.BUILDERS.get(model, model)
+
+
+def _keras_vit_model(variant, dtype, remat, image_size=None):
+    from keras_vit.model import ViT
+
+    kwargs = {"dtype": dtype, "remat": remat}
+    if image_size:
+        kwargs["image_size"] = image_size
+    return ViT.from_variant(_variant_name(variant), **kwargs)
+
+
+def _keras_hub_model(variant):
+    import keras
+    import keras_hub
+
+    from keras_vit import variants
+
+    v = variants.get_variant(variant)
+    if "stem" in v:
+        raise ValueError("keras-hub has no hybrid ViT")
+    backbone = keras_hub.models.ViTBackbone(
+        image_shape=(224, 224, 3),
+        patch_size=v["patch_size"],
+        num_layers=v["num_layers"],
+        num_heads=v["num_heads"],
+        hidden_dim=v["hidden_dim"],
+        mlp_dim=v["mlp_dim"],
+    )
+    inputs = keras.Input((224, 224, 3))
+    tokens = backbone(inputs)
+    outputs = keras.layers.Dense(1000)(tokens[:, 0])
+    return keras.Model(inputs, outputs)
+
+
+_TIMM_NAMES = {
+    "Ti/16": "vit_tiny_patch16_224", "S/16": "vit_small_patch16_224",
+    "S/32": "vit_small_patch32_224", "B/8": "vit_base_patch8_224",
+    "B/16": "vit_base_patch16_224", "B/32": "vit_base_patch32_224",
+    "L/16": "vit_large_patch16_224", "L/32": "vit_large_patch32_224",
+    "H/14": "vit_huge_patch14_224", "R50+B/16": "vit_base_r50_s16_224",
+    "R26+S/32": "vit_small_r26_s32_224",
+}
+
+
+def _measure_timm(variant, mode, batch_size, steps, warmup):
+    import timm
+    import torch
+
+    torch.set_num_threads(os.cpu_count())
+    model = timm.create_model(_TIMM_NAMES[variant], pretrained=False, num_classes=1000)
+    x = torch.rand(batch_size, 3, 224, 224)
+    if mode == "inference":
+        model.eval()
+        with torch.inference_mode():
+            seconds = _time(lambda: model(x), steps, warmup)
+    else:
+        model.train()
+        optimizer = torch.optim.AdamW(model.parameters(), 1e-4)
+        y = torch.randint(0, 1000, (batch_size,))
+
+        def step():
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
+        seconds = _time(step, steps, warmup)
+    return batch_size / seconds
+
+
+def _measure_onnxruntime(variant, batch_size, steps, warmup):
+    import tempfile
+
+    import onnxruntime
+
+    model = _keras_vit_model(variant, None, False)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.onnx")
+        model.export(path, format="onnx", verbose=False)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count()
+        session = onnxruntime.InferenceSession(path, options)
+    name = session.get_inputs()[0].name
+    x = np.random.default_rng(0).uniform(0, 255, (batch_size, 224, 224, 3)).astype("float32")
+    seconds = _time(lambda: session.run(None, {name: x}), steps, warmup)
+    return batch_size / seconds
+
+
+def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
+            jit_compile=False, remat=False, image_size=None):
+    """One measurement in this process: images/s and peak memory (MB)."""
+    from keras_vit import validation
+
+    validation.one_of("peer", peer, PEERS)
+    variant = _variant_name(variant)
+    if peer != "keras_vit" and image_size not in (None, 224):
+        raise ValueError("peers are timed at 224 px only")
+    if peer == "timm":
+        rate = _measure_timm(variant, mode, batch_size, steps, warmup)
+    elif peer == "onnxruntime":
+        if mode != "inference":
+            raise ValueError("ONNX Runtime is timed for inference only")
+        rate = _measure_onnxruntime(variant, batch_size, steps, warmup)
+    else:
+        import keras
+
+        if peer == "keras_hub":
+            model = _keras_hub_model(variant)
+        else:
+            model = _keras_vit_model(variant, dtype, remat, image_size)
+        size = model.input_shape[1:3]
+        if mode == "inference":
+            result = benchmark(model, batch_size, steps, warmup, jit_compile=jit_compile)
+            rate = result["inference_images_per_s"]
+        else:
+            rng = np.random.default_rng(0)
+            x = rng.uniform(0, 255, (batch_size, *size, 3)).astype("float32")
+            y = rng.integers(0, 1000, (batch_size,))
+            model.compile(keras.optimizers.AdamW(1e-4),
+                          keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                          jit_compile=jit_compile)
+            rate = batch_size / _time(lambda: model.train_on_batch(x, y), steps, warmup)
+    return {"images_per_s": rate, "peak_memory_mb": _peak_rss_mb()}
+
+
+def measure_in_subprocess(**kwargs):
+    """`measure(**kwargs)` in a fresh Python process; `None` if the peer is
+    not installed or fails (the reason is returned as `"error"`)."""
+    code = (
+        "import json, sys; from keras_vit import benchmark; "
+        "print('RESULT ' + json.dumps(benchmark.measure(**json.loads(sys.argv[1]))))"
+    )
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(kwargs)],
+        capture_output=True, text=True, env=env,
+    )
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"error": last[:200]}
+
+
+def run_suite(
+    variants=("Ti/16", "S/16", "B/16"),
+    inference_batches=(1, 8),
+    train_batches=(8, 32),
+    peers=("keras_vit",),
+    steps=5,
+    warmup=2,
+    dtype=None,
+    jit_compile=False,
+    remat=False,
+    image_size=None,
+    printer=print,
+):
+    """Measures every (peer, variant, mode, batch) and prints a table.
+
+    Returns:
+        The list of result rows (dicts).
+    """
+    peak = peak_flops()
+    printer(f"machine: {os.cpu_count()} CPU cores, measured float32 matmul peak "
+            f"{peak / 1e9:.0f} GFLOP/s")
+    rows = []
+    for variant in variants:
+        from keras_vit.model import ViT
+
+        import keras
+
+        kwargs = {"image_size": image_size} if image_size else {}
+        with keras.StatelessScope(initialize_variables=False):
+            flops = model_flops(ViT.from_variant(_variant_name(variant), **kwargs))
+        for peer in peers:
+            modes = [("inference", b) for b in inference_batches]
+            if peer != "onnxruntime":
+                modes += [("train", b) for b in train_batches]
+            for mode, batch in modes:
+                result = measure_in_subprocess(
+                    peer=peer, variant=variant, mode=mode, batch_size=batch,
+                    steps=steps, warmup=warmup, dtype=dtype,
+                    jit_compile=jit_compile, remat=remat, image_size=image_size,
+                )
+                row = {"variant": variant, "peer": peer, "mode": mode,
+                       "batch": batch, "gflops_per_image": flops / 1e9, **result}
+                if "images_per_s" in result:
+                    work = flops * (3.0 if mode == "train" else 1.0)
+                    row["fraction_of_peak"] = work * result["images_per_s"] / peak
+                rows.append(row)
+                printer(_format_row(row))
+    return rows
+
+
+def _format_row(row):
+    head = f"{row['variant']:>8} {row['peer']:>12} {row['mode']:>9} batch {row['batch']:>3}"
+    if "error" in row:
+        return f"{head}  n/a ({row['error']})"
+    return (f"{head}  {row['images_per_s']:8.2f} images/s  "
+            f"{row['peak_memory_mb']:8.0f} MB peak  "
+            f"{100 * row['fraction_of_peak']:5.1f}% of peak")

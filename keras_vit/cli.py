@@ -37,38 +37,26 @@ def _models(args):
 
 
 def _benchmark(args):
-    import keras
-
     from keras_vit import benchmark
-    from keras_vit import builders
 
-    if args.dtype:
-        keras.config.set_dtype_policy(args.dtype)
-    kwargs = {}
-    if args.image_size:
-        kwargs["image_size"] = args.image_size
-    model = builders.get_builder(args.model)(**kwargs)
     print(
-        f"{args.model}: {model.count_params():,} parameters, input "
-        f"{model.input_shape[1:]}, batch {args.batch_size}, "
-        f"dtype policy {keras.config.dtype_policy().name}, "
-        f"XLA {'on' if args.jit_compile else 'off'}, "
-        f"{os.cpu_count()} CPU cores"
+        f"keras-vit benchmark: {', '.join(args.model)}; inference batches "
+        f"{args.batch_size}" + (f", training batches {args.train_batch_size}" if args.train else "")
+        + f"; dtype policy {args.dtype or 'float32'}; XLA {'on' if args.jit_compile else 'off'}"
+        + ("; remat on" if args.remat else "")
     )
-    result = benchmark.benchmark(
-        model,
-        batch_size=args.batch_size,
+    benchmark.run_suite(
+        variants=args.model,
+        inference_batches=args.batch_size,
+        train_batches=args.train_batch_size if args.train else (),
+        peers=["keras_vit", *args.peers],
         steps=args.steps,
         warmup=args.warmup,
-        train=args.train,
+        dtype=args.dtype,
         jit_compile=args.jit_compile,
+        remat=args.remat,
+        image_size=args.image_size,
     )
-    print(
-        f"inference: {result['inference_images_per_s']:.2f} images/s "
-        f"({result['inference_ms_per_batch']:.1f} ms per batch)"
-    )
-    if args.train:
-        print(f"training:  {result['train_images_per_s']:.2f} images/s")
 
 
 def _presets(args):
@@ -286,26 +274,28 @@ def build_parser():
     ins.set_defaults(run=_inspect)
 
     bench = sub.add_parser(
-        "benchmark", help="measure inference / training images per second"
+        "benchmark",
+        help="images/s, peak memory and %% of the machine's peak, next to peers",
     )
-    bench.add_argument("--model", default="ViT_B16", help="builder name")
-    bench.add_argument("--batch-size", type=int, default=8)
-    bench.add_argument("--image-size", type=int, default=None)
-    bench.add_argument("--steps", type=int, default=10)
+    bench.add_argument("--model", nargs="+", default=["Ti/16", "S/16", "B/16"],
+                       help="builders or variants (default: Ti/16 S/16 B/16)")
+    bench.add_argument("--batch-size", type=int, nargs="+", default=[1, 8],
+                       help="inference batch sizes (default: 1 8)")
+    bench.add_argument("--train", action="store_true", help="also time AdamW training steps")
+    bench.add_argument("--train-batch-size", type=int, nargs="+", default=[8, 32],
+                       help="training batch sizes (default: 8 32)")
+    bench.add_argument("--peers", nargs="*", default=[],
+                       choices=["keras_hub", "timm", "onnxruntime"],
+                       help="also time these, where installed")
+    bench.add_argument("--image-size", type=int, default=None, help="keras_vit only")
+    bench.add_argument("--steps", type=int, default=5)
     bench.add_argument("--warmup", type=int, default=2)
-    bench.add_argument(
-        "--train", action="store_true", help="also time AdamW train steps"
-    )
-    bench.add_argument(
-        "--jit-compile",
-        action="store_true",
-        help="compile with XLA (slower than oneDNN on most CPUs)",
-    )
-    bench.add_argument(
-        "--dtype",
-        default=None,
-        help="dtype policy, e.g. mixed_bfloat16 (default: float32)",
-    )
+    bench.add_argument("--jit-compile", action="store_true",
+                       help="compile with XLA (slower than oneDNN for larger models on CPUs)")
+    bench.add_argument("--dtype", default=None,
+                       help="dtype policy, e.g. mixed_bfloat16 (default: float32)")
+    bench.add_argument("--remat", action="store_true",
+                       help="rematerialise each block in training (less memory)")
     bench.set_defaults(run=_benchmark)
     return parser
 

@@ -89,6 +89,11 @@ class ViT(keras.Model):
             as `keras.applications.ResNet50V2(include_top=False,
             weights=None)`. The token grid is taken from the map. Defaults
             to `None`.
+        remat: bool, whether to rematerialise each Transformer block in
+            training (gradient checkpointing, `keras.remat`): its
+            activations are recomputed in the backward pass instead of
+            stored, trading more compute for less memory on large models.
+            Defaults to `False`.
         weights: `None` (random initialisation), the name of a preset of
             this variant (`keras_vit.list_presets()`; downloaded once), or a
             weights file: an original google-research / big_vision `.npz`,
@@ -144,6 +149,7 @@ class ViT(keras.Model):
         include_preprocessing=True,
         num_channels=3,
         stem=None,
+        remat=False,
         weights=None,
         dtype=None,
         name="vit",
@@ -207,6 +213,7 @@ class ViT(keras.Model):
             "include_preprocessing", include_preprocessing
         )
         num_channels = validation.positive_int("num_channels", num_channels)
+        remat = validation.boolean("remat", remat)
 
         # === Weights: read first, they may decide defaults ===
         checkpoint = None
@@ -280,6 +287,7 @@ class ViT(keras.Model):
                 attention_dropout_rate=attention_dropout_rate,
                 drop_path_rate=drop_path_rate * i / max(num_layers - 1, 1),
                 layer_norm_epsilon=layer_norm_epsilon,
+                remat=remat,
                 name=f"block_{i}",
                 dtype=dtype,
             )
@@ -339,6 +347,7 @@ class ViT(keras.Model):
         self.classifier_activation = classifier_activation
         self.include_preprocessing = include_preprocessing
         self.num_channels = num_channels
+        self.remat = remat
         self.stem = (
             None if stem_layer is None
             else stem if isinstance(stem, dict)
@@ -475,6 +484,7 @@ class ViT(keras.Model):
             "include_preprocessing": self.include_preprocessing,
             "num_channels": self.num_channels,
             "stem": self.stem,
+            "remat": self.remat,
         }
 
     @classmethod

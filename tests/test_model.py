@@ -226,3 +226,19 @@ def test_wrong_number_of_channels():
             model(np.zeros((1, 32, 32, channels), "float32"))
     gray = _tiny(num_channels=1)
     assert gray(np.zeros((1, 32, 32, 1), "float32")).shape == (1, 5)
+
+
+def test_remat_trains_exactly_like_without():
+    losses = {}
+    for remat in (False, True):
+        keras.utils.set_random_seed(0)
+        model = _tiny(remat=remat, classifier_activation=None)
+        randomize_weights(model)
+        model.compile(keras.optimizers.SGD(0.05),
+                      keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        images, labels = random_images((4, 32, 32, 3)), np.arange(4) % 5
+        losses[remat] = [float(model.train_on_batch(images, labels)) for _ in range(3)]
+    assert model.get_config()["remat"] is True
+    assert model.get_layer("block_0").remat
+    np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
+    assert losses[True][-1] < losses[True][0]

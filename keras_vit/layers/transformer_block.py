@@ -31,6 +31,9 @@ class TransformerBlock(keras.layers.Layer):
             `0.0`.
         layer_norm_epsilon: float, the LayerNorm epsilon. Defaults to
             `1e-6`, the original code's value.
+        remat: bool, whether training recomputes the block's activations
+            in the backward pass instead of storing them (gradient
+            checkpointing with `keras.remat`). Defaults to `False`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -58,6 +61,7 @@ class TransformerBlock(keras.layers.Layer):
         attention_dropout_rate=0.0,
         drop_path_rate=0.0,
         layer_norm_epsilon=1e-6,
+        remat=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -71,6 +75,7 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norm_epsilon = validation.positive_float(
             "layer_norm_epsilon", layer_norm_epsilon
         )
+        self.remat = validation.boolean("remat", remat)
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
@@ -117,6 +122,17 @@ class TransformerBlock(keras.layers.Layer):
         self.mlp_fc2.build((*input_shape[:-1], self.mlp_dim))
 
     def call(self, inputs, training=None, return_attention_scores=False):
+        if self.remat and training and not return_attention_scores:
+            # Gradient checkpointing: the function takes the tensor alone
+            # (TensorFlow's recompute_grad accepts no keyword arguments in
+            # graphs), the Python flags are closed over.
+            return keras.remat(lambda x: self._forward(x, training)[0])(inputs)
+        out, weights = self._forward(inputs, training)
+        if return_attention_scores:
+            return out, weights
+        return out
+
+    def _forward(self, inputs, training):
         x = self.norm1(inputs)
         x, weights = self.attention(
             x, training=training, return_attention_scores=True
@@ -128,10 +144,7 @@ class TransformerBlock(keras.layers.Layer):
         y = ops.gelu(y, approximate=False)
         y = self.dropout(y, training=training)
         y = self.dropout(self.mlp_fc2(y), training=training)
-        out = x + self.drop_path(y, training=training)
-        if return_attention_scores:
-            return out, weights
-        return out
+        return x + self.drop_path(y, training=training), weights
 
     def compute_output_shape(self, input_shape):
         return input_shape
@@ -158,6 +171,7 @@ class TransformerBlock(keras.layers.Layer):
                 "attention_dropout_rate": self.attention_dropout_rate,
                 "drop_path_rate": self.drop_path_rate,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
+                "remat": self.remat,
             }
         )
         return config
