@@ -149,28 +149,13 @@ def _train(args):
     print(f"outputs in {result.output}")
 
 
-def _load_model(name, weights=None, image_size=None, num_classes=None):
-    """A `.keras` file, or a builder name (with optional weights)."""
-    import keras
-
-    from keras_vit import builders
-
-    if name.endswith(".keras"):
-        return keras.saving.load_model(name, safe_mode=True)
-    kwargs = {"weights": weights}
-    if image_size:
-        kwargs["image_size"] = image_size
-    if num_classes:
-        kwargs["num_classes"] = num_classes
-    return builders.get_builder(name)(**kwargs)
-
-
 def _inspect(args):
     import numpy as np
 
     from keras_vit import visualize
+    from keras_vit.export.models import load_model
 
-    model = _load_model(args.model, args.weights, args.image_size)
+    model = load_model(args.model, args.weights, args.image_size)
     images = visualize.load_images(args.image, model.image_size)
     if model.num_channels == 1:
         images = images.mean(axis=-1, keepdims=True)
@@ -192,6 +177,8 @@ def _print_table(header, rows):
 
 
 def build_parser():
+    from keras_vit.export import cli as export_cli
+
     parser = argparse.ArgumentParser(
         prog="keras-vit",
         description="Vision Transformers (arXiv 2010.11929) for Keras 3.",
@@ -265,6 +252,7 @@ def build_parser():
     t.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2])
     t.set_defaults(run=_train)
 
+    export_cli.add_commands(sub)  # export, verify, benchmark-export
     ins = sub.add_parser("inspect", help="write attention maps and the paper's figures")
     ins.add_argument("model", help="a .keras file or a builder name (ViT_B16)")
     ins.add_argument("--image", action="append", required=True, help="an image file (repeatable)")

@@ -47,7 +47,10 @@ class LayerNorm(keras.layers.Layer):
     def call(self, inputs):
         x = ops.cast(inputs, "float32")
         centered = x - ops.mean(x, axis=-1, keepdims=True)
-        variance = ops.mean(ops.square(centered), axis=-1, keepdims=True)
+        # `centered * centered`, not `ops.square(centered)`: the TFLite
+        # converter fuses square(x - mean) into SQUARED_DIFFERENCE, which
+        # LiteRT cannot run on int16 (int16x8 quantization). Same numbers.
+        variance = ops.mean(centered * centered, axis=-1, keepdims=True)
         y = centered * ops.rsqrt(variance + self.epsilon)
         y = y * ops.cast(self.gamma, "float32") + ops.cast(self.beta, "float32")
         return ops.cast(y, self.compute_dtype)

@@ -4,9 +4,10 @@ stop, a best-so-far checkpoint."""
 import json
 import math
 import os
-import tempfile
 
 import keras
+
+from keras_vit import files
 
 STATE_FILE = "state.json"
 
@@ -17,19 +18,12 @@ def atomic_write(path, write):
     The temporary file sits next to `path` (same file system, same suffix
     for Keras's extension checks), so the rename is atomic: a process killed
     at any moment leaves either the old file or the new one, never half of
-    one.
+    one (`keras_vit.files.atomic_file`).
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     suffix = ".weights.h5" if path.endswith(".weights.h5") else os.path.splitext(path)[1]
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=suffix)
-    os.close(handle)
-    try:
+    with files.atomic_file(path, suffix=suffix) as temporary:
         write(temporary)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
 
 
 def write_json(path, data):

@@ -1,8 +1,8 @@
 """Converting a released checkpoint into keras_vit's own file."""
 
 import os
-import tempfile
 
+from keras_vit import files
 from keras_vit import variants
 from keras_vit.weights import reader
 
@@ -96,15 +96,9 @@ def convert(input_path, output_path, model=None):
     checkpoint = reader.read_checkpoint(input_path)
     vit = model_for_checkpoint(checkpoint, model)
     suffix = ".keras" if output_path.endswith(".keras") else ".weights.h5"
-    handle, temporary = tempfile.mkstemp(suffix=suffix, dir=folder)
-    os.close(handle)
-    try:
+    with files.atomic_file(output_path, suffix=suffix) as temporary:
         if suffix == ".keras":
             vit.save(temporary)
         else:
             vit.save_weights(temporary, overwrite=True)
-        os.replace(temporary, output_path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
     return vit

@@ -23,9 +23,10 @@ big_vision's `.npz` files hold the same model under other module names
 
 import os
 import re
-import tempfile
 
 import numpy as np
+
+from keras_vit import files
 
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
@@ -249,11 +250,6 @@ def save_npz(model, path):
     if not os.path.isdir(folder):
         raise ValueError(f"The folder does not exist. Received: path={path!r}")
     arrays = to_original(model)
-    handle, temporary = tempfile.mkstemp(suffix=".npz", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as file:
+    with files.atomic_file(path, suffix=".npz") as temporary:
+        with open(temporary, "wb") as file:
             np.savez(file, **arrays)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)

@@ -1,0 +1,222 @@
+"""Latency of a model as Keras, as a SavedModel and as each TFLite variant.
+
+`benchmark_export` prints a table; it asserts nothing. Keras and the
+SavedModel run in a fresh process per thread count (TensorFlow fixes its
+thread pools when it starts); the TFLite files run in this process with
+LiteRT's default interpreter (XNNPACK) and `num_threads`.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from keras_vit.export import models
+from keras_vit.export import saved_model as saved_model_lib
+from keras_vit.export import tflite as tflite_lib
+from keras_vit.export import verification as verify_lib
+
+# Run in a fresh process per thread count: Keras (the model called in a
+# tf.function, its fastest path) and the SavedModel's serving signature.
+_TF_TIMING = r"""
+import json, sys, time
+threads, keras_path, saved_path, runs, warmup = sys.argv[1:6]
+threads, runs, warmup = int(threads), int(runs), int(warmup)
+import tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(threads)
+tf.config.threading.set_inter_op_parallelism_threads(threads)
+import numpy as np
+import keras
+import keras_vit  # registers the layers of a .keras file
+
+def timings(fn, x):
+    for _ in range(warmup):
+        fn(x)
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn(x)
+        out.append((time.perf_counter() - start) * 1e3)
+    return out
+
+model = keras.saving.load_model(keras_path, compile=False)
+x = tf.constant(np.random.default_rng(0).uniform(0, 255, (1, *model.input_shape[1:])).astype("float32"))
+call = tf.function(lambda images: model(images, training=False))
+result = {"keras": timings(lambda v: call(v).numpy(), x)}
+serve = tf.saved_model.load(saved_path).signatures["serving_default"]
+result["saved_model"] = timings(lambda v: [t.numpy() for t in serve(images=v).values()], x)
+print(json.dumps(result))
+"""
+
+
+def _percentiles(times):
+    return float(np.percentile(times, 50)), float(np.percentile(times, 90))
+
+
+def _folder_bytes(path):
+    return sum(
+        os.path.getsize(os.path.join(root, f))
+        for root, _, names in os.walk(path)
+        for f in names
+    )
+
+
+def time_tflite(path, num_threads=1, runs=50, warmup=5):
+    """Per-call latencies (ms) of a `.tflite` file at its input's batch.
+
+    Runs LiteRT's default interpreter (XNNPACK) on random pixels.
+
+    Args:
+        path: the `.tflite` file.
+        num_threads: int. Defaults to `1`.
+        runs: int, timed calls. Defaults to `50`.
+        warmup: int, untimed calls first. Defaults to `5`.
+
+    Returns:
+        A list of `runs` latencies in milliseconds.
+    """
+    interpreter = verify_lib._interpreter(path, "xnnpack", num_threads)
+    inp = interpreter.get_input_details()[0]
+    shape = [max(int(s), 1) for s in inp["shape_signature"]]
+    if int(inp["shape_signature"][0]) <= 0:
+        interpreter.resize_tensor_input(inp["index"], shape)
+    interpreter.allocate_tensors()
+    dtype = np.dtype(inp["dtype"])
+    rng = np.random.default_rng(0)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    else:
+        x = rng.uniform(0, 255, shape).astype(dtype)
+    times = []
+    for i in range(warmup + runs):
+        start = time.perf_counter()
+        interpreter.set_tensor(inp["index"], x)
+        interpreter.invoke()
+        interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+        if i >= warmup:
+            times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
+                     representative_data="digits", threads=(1, 2), runs=50,
+                     warmup=5, output_dir=None, tensorflow=True,
+                     print_fn=print):
+    """Times a model at batch 1 as Keras, SavedModel and TFLite variants.
+
+    Exports the model to every TFLite variant in `quantizations` (batch 1,
+    unverified: this measures, it does not check) and to a SavedModel, then
+    prints p50 / p90 latency at batch 1 for each thread count, with sizes.
+
+    Args:
+        model: a `keras.Model`, a `.keras` file or a builder name.
+        quantizations: TFLite variants to time. Defaults to all of
+            `QUANTIZATIONS`.
+        representative_data: calibration images for `"int8"` /
+            `"int16x8"` (see `load_images`). Defaults to `"digits"`.
+        threads: thread counts to time. Defaults to `(1, 2)`.
+        runs: int, timed calls per row. Defaults to `50`.
+        warmup: int, untimed calls first. Defaults to `5`.
+        output_dir: folder to keep the exports in. Defaults to `None`: a
+            temporary folder, removed afterwards.
+        tensorflow: bool, whether to time Keras and the SavedModel (in a
+            subprocess per thread count). Defaults to `True`.
+        print_fn: where the table goes. Defaults to `print`.
+
+    Returns:
+        A list of dicts with `runtime`, `variant`, `threads`, `p50_ms`,
+        `p90_ms` and `bytes`.
+
+    Example:
+
+    >>> benchmark_export("runs/digits/model.keras", threads=(1, 2))
+    """
+    model = models.load_model(model)
+    for q in quantizations:
+        if q not in tflite_lib.QUANTIZATIONS:
+            raise ValueError(
+                f"`quantizations` must hold values of {list(tflite_lib.QUANTIZATIONS)}. "
+                f"Received: quantizations={list(quantizations)!r}"
+            )
+    threads = [int(t) for t in threads]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = tmp if output_dir is None else os.fspath(output_dir)
+        if not os.path.isdir(folder):
+            raise ValueError(
+                f"`output_dir` must be an existing folder. Received: output_dir={output_dir!r}"
+            )
+        files = {}
+        for q in quantizations:
+            path = os.path.join(folder, f"{model.name}_{q}.tflite")
+            tflite_lib.export_tflite(
+                model,
+                path,
+                quantize=q,
+                representative_data=representative_data if q in tflite_lib.CALIBRATED else None,
+                verify=False,
+            )
+            files[q] = path
+        if tensorflow:
+            keras_path = os.path.join(folder, f"{model.name}.keras")
+            model.save(keras_path)
+            saved_path = os.path.join(folder, f"{model.name}_saved_model")
+            saved_model_lib.export_saved_model(model, saved_path, verify=False)
+            sizes = {"keras": os.path.getsize(keras_path), "saved_model": _folder_bytes(saved_path)}
+            for t in threads:
+                process = subprocess.run(
+                    [sys.executable, "-c", _TF_TIMING, str(t), keras_path,
+                     saved_path, str(runs), str(warmup)],
+                    capture_output=True, text=True,
+                    env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+                )
+                if process.returncode != 0:
+                    raise RuntimeError(
+                        "Timing Keras / SavedModel failed:\n" + process.stderr[-3000:]
+                    )
+                timed = json.loads(process.stdout.strip().splitlines()[-1])
+                for runtime, times in timed.items():
+                    p50, p90 = _percentiles(times)
+                    rows.append(dict(runtime=runtime, variant="float32", threads=t,
+                                     p50_ms=p50, p90_ms=p90, bytes=sizes[runtime]))
+        for q, path in files.items():
+            for t in threads:
+                p50, p90 = _percentiles(time_tflite(path, t, runs, warmup))
+                rows.append(dict(runtime="tflite (xnnpack)", variant=q, threads=t,
+                                 p50_ms=p50, p90_ms=p90, bytes=os.path.getsize(path)))
+    if print_fn is not None:
+        print_fn(format_table(rows, model))
+    return rows
+
+
+def format_table(rows, model=None):
+    """The rows of `benchmark_export` as a text table."""
+    header = ("runtime", "variant", "threads", "p50 ms", "p90 ms", "size")
+    lines = []
+    if model is not None:
+        h, w, c = models.input_spec(model)
+        lines.append(
+            f"{model.name}: {model.count_params():,} parameters, input "
+            f"{h}x{w}x{c}, batch 1, {os.cpu_count()} CPU cores"
+        )
+    body = [
+        (r["runtime"], r["variant"], str(r["threads"]), f"{r['p50_ms']:.3f}",
+         f"{r['p90_ms']:.3f}", _size(r["bytes"]))
+        for r in rows
+    ]
+    widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
+    for row in (header, *body):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    return "\n".join(lines)
+
+
+def _size(n):
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024

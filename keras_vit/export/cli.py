@@ -1,0 +1,226 @@
+"""`keras-vit export`, `keras-vit verify` and `keras-vit benchmark-export`.
+
+`add_commands(subparsers)` registers the three sub-commands on the
+`keras-vit` parser (see `keras_vit.cli.build_parser`). TensorFlow and
+LiteRT are imported only when a command runs.
+"""
+
+import argparse
+import os
+
+from keras_vit.export.tflite import IO_DTYPES
+from keras_vit.export.tflite import QUANTIZATIONS
+from keras_vit.export.verification import INTERPRETERS
+
+RUNTIMES = tuple(INTERPRETERS)
+
+
+def _batch_size(text):
+    if text == "dynamic":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer or 'dynamic', got {text!r}"
+        )
+    return value
+
+
+def _add_model_arguments(parser):
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a .keras file, or a builder name (ViT_B16) or variant (B/16)",
+    )
+    parser.add_argument("--weights", default=None, help="preset or weights file to load")
+    parser.add_argument("--image-size", type=int, default=None, help="builder names only")
+    parser.add_argument("--num-classes", type=int, default=None, help="builder names only")
+
+
+def _load(args, model=None, weights=None):
+    from keras_vit.export import load_model
+
+    return load_model(
+        args.model if model is None else model,
+        weights=args.weights if weights is None else weights,
+        image_size=args.image_size,
+        num_classes=args.num_classes,
+    )
+
+
+def _source(args):
+    """The model argument as the exporters take it: the .keras path when
+    there is nothing to change (so the training run's labels are found),
+    else the loaded model."""
+    if args.model.endswith(".keras") and args.weights is None:
+        return args.model
+    return _load(args)
+
+
+def _export(args):
+    from keras_vit import export
+
+    if args.format == "saved_model":
+        for flag, value, default in (
+            ("--quantize", args.quantize, "none"),
+            ("--batch-size", args.batch_size, 1),
+            ("--io-dtype", args.io_dtype, "float32"),
+        ):
+            if value != default:
+                raise ValueError(
+                    f"{flag} applies to --format tflite only (a SavedModel "
+                    f"is float32 with a dynamic batch). Received: {flag} {value}"
+                )
+        result = export.export_saved_model(
+            _source(args),
+            args.output,
+            labels=args.labels,
+            verify=args.verify,
+            verify_data=args.verify_data,
+            num_verify_images=args.num_images or 32,
+        )
+    else:
+        result = export.export_tflite(
+            _source(args),
+            args.output,
+            quantize=args.quantize,
+            representative_data=args.representative_data,
+            batch_size=args.batch_size,
+            io_dtype=args.io_dtype,
+            labels=args.labels,
+            verify=args.verify,
+            verify_data=args.verify_data,
+            num_calibration_images=args.num_calibration_images,
+            num_verify_images=args.num_images or 100,
+            min_top1_agreement=args.min_top1_agreement,
+        )
+    if result.report is not None:
+        print(result.report.summary())
+    print(f"wrote {result.path} and {result.metadata_path}")
+
+
+def _verify(args):
+    from keras_vit import export
+
+    reference = _load(args, model=args.reference)
+    data = args.data or ["digits"]
+    kwargs = {"num_images": args.num_images}
+    if not os.path.isdir(args.exported):
+        kwargs.update(
+            runtimes=tuple(args.runtimes),
+            quantization=args.quantization,
+            min_top1_agreement=args.min_top1_agreement,
+        )
+    report = export.verify(args.exported, reference, data=data, **kwargs)
+    print(report.summary())
+
+
+def _benchmark_export(args):
+    from keras_vit import export
+
+    export.benchmark_export(
+        _load(args),
+        quantizations=args.quantize,
+        representative_data=args.representative_data,
+        threads=args.threads,
+        runs=args.runs,
+        warmup=args.warmup,
+        output_dir=args.output_dir,
+        tensorflow=args.tensorflow,
+    )
+
+
+def add_commands(subparsers):
+    """Registers `export`, `verify` and `benchmark-export` on `subparsers`.
+
+    Args:
+        subparsers: the object `argparse.ArgumentParser.add_subparsers()`
+            returned.
+    """
+    e = subparsers.add_parser(
+        "export",
+        help="export to a SavedModel or a TFLite (LiteRT) file, verified",
+        description="Export a model to a SavedModel (serving) or a TFLite "
+        "file (phones), with its labels and input spec in a JSON next to it, "
+        "verified against Keras before it is written.",
+    )
+    _add_model_arguments(e)
+    e.add_argument("--format", choices=["saved_model", "tflite"], required=True)
+    e.add_argument("--output", required=True, help="the .tflite file or SavedModel folder")
+    e.add_argument("--quantize", choices=QUANTIZATIONS, default="none")
+    e.add_argument(
+        "--representative-data", default=None, metavar="SOURCE",
+        help="calibration images for int8 / int16x8: a dataset name, folder:PATH or an .npz",
+    )
+    e.add_argument(
+        "--batch-size", type=_batch_size, default=1,
+        help="static batch of the TFLite file, or 'dynamic' (default: 1)",
+    )
+    e.add_argument(
+        "--io-dtype", choices=IO_DTYPES, default="float32",
+        help="input/output tensor type of an int8 model (default: float32)",
+    )
+    e.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line")
+    e.add_argument(
+        "--verify-data", default="digits", metavar="SOURCE",
+        help="images to verify on (default: digits)",
+    )
+    e.add_argument(
+        "--num-images", type=int, default=None,
+        help="images to verify on (default: 100 for TFLite, 32 for a SavedModel)",
+    )
+    e.add_argument("--num-calibration-images", type=int, default=100)
+    e.add_argument("--min-top1-agreement", type=float, default=None)
+    e.add_argument(
+        "--no-verify", dest="verify", action="store_false",
+        help="write without verifying (not recommended)",
+    )
+    e.set_defaults(run=_export)
+
+    v = subparsers.add_parser(
+        "verify",
+        help="check an exported model against the Keras model",
+        description="Check a .tflite file (ops, weight bytes, outputs with "
+        "LiteRT's XNNPACK, builtin and reference kernels) or a SavedModel "
+        "(reloaded without keras_vit) against the Keras model.",
+    )
+    v.add_argument("exported", metavar="EXPORTED", help="a .tflite file or SavedModel folder")
+    v.add_argument(
+        "--reference", required=True, metavar="MODEL",
+        help="the Keras model: a .keras file or a builder name",
+    )
+    v.add_argument("--weights", default=None)
+    v.add_argument("--image-size", type=int, default=None)
+    v.add_argument("--num-classes", type=int, default=None)
+    v.add_argument(
+        "--data", action="append", default=None, metavar="SOURCE",
+        help="images to compare on (repeatable; default: digits)",
+    )
+    v.add_argument("--num-images", type=int, default=100)
+    v.add_argument(
+        "--quantization", choices=QUANTIZATIONS, default=None,
+        help="the mode the file was made with (default: read from the file)",
+    )
+    v.add_argument("--runtimes", nargs="+", choices=RUNTIMES, default=list(RUNTIMES))
+    v.add_argument("--min-top1-agreement", type=float, default=None)
+    v.set_defaults(run=_verify)
+
+    b = subparsers.add_parser(
+        "benchmark-export",
+        help="latency at batch 1: Keras, SavedModel and each TFLite variant",
+    )
+    _add_model_arguments(b)
+    b.add_argument("--quantize", nargs="+", choices=QUANTIZATIONS, default=list(QUANTIZATIONS))
+    b.add_argument("--representative-data", default="digits", metavar="SOURCE")
+    b.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    b.add_argument("--runs", type=int, default=50)
+    b.add_argument("--warmup", type=int, default=5)
+    b.add_argument("--output-dir", default=None, help="keep the exports here")
+    b.add_argument(
+        "--no-tensorflow", dest="tensorflow", action="store_false",
+        help="time the TFLite files only",
+    )
+    b.set_defaults(run=_benchmark_export)

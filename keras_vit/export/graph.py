@@ -1,0 +1,229 @@
+"""What a `.tflite` file holds: its ops, tensor types and weight bytes.
+
+Read straight from the flatbuffer with LiteRT's generated schema
+(`ai_edge_litert.schema_py_generated`), not from an interpreter: a file with
+Flex or custom ops cannot even be loaded by a builtin-only interpreter, and
+an interpreter with XNNPACK applied reports its delegated nodes as one
+`DELEGATE` op. The flatbuffer lists every op as the converter wrote it.
+"""
+
+import collections
+import dataclasses
+import os
+
+#: Ops that only move values between float and integer at a model's edges.
+CONVERSION_OPS = ("QUANTIZE", "DEQUANTIZE")
+
+
+@dataclasses.dataclass
+class Op:
+    """One operator: its name and the types of its tensors.
+
+    Attributes:
+        name: builtin name (`"FULLY_CONNECTED"`), or the custom code of a
+            custom op (`"FlexExtractImagePatches"` for a Flex op).
+        custom: whether it is a custom (or Flex) op, not a builtin.
+        input_types: type names (`"FLOAT32"`, `"INT8"`...) of the
+            non-constant inputs.
+        constant_types: type names of the constant inputs (weights).
+        output_types: type names of the outputs.
+    """
+
+    name: str
+    custom: bool
+    input_types: tuple
+    constant_types: tuple
+    output_types: tuple
+
+    @property
+    def float_activations(self):
+        """Whether a float tensor flows into or out of the op at run time."""
+        return any(
+            t in ("FLOAT32", "FLOAT16")
+            for t in (*self.input_types, *self.output_types)
+        )
+
+
+@dataclasses.dataclass
+class Graph:
+    """The contents of a `.tflite` file.
+
+    Attributes:
+        ops: every `Op` of every subgraph, in order.
+        weight_bytes: bytes of constant data (weights, biases, tables).
+        weight_types: `Counter` of constant-tensor types, weighted by bytes.
+        file_bytes: size of the file.
+    """
+
+    ops: list
+    weight_bytes: int
+    weight_types: collections.Counter
+    file_bytes: int
+
+    def histogram(self):
+        """`Counter` of op names."""
+        return collections.Counter(op.name for op in self.ops)
+
+    def unsupported_ops(self):
+        """`Counter` of the Flex and custom ops (a phone's builtin runtime
+        cannot run them)."""
+        return collections.Counter(op.name for op in self.ops if op.custom)
+
+    def float_ops(self):
+        """`Counter` of ops computing on float tensors, other than the
+        QUANTIZE / DEQUANTIZE at the edges of an integer model."""
+        return collections.Counter(
+            op.name
+            for op in self.ops
+            if op.float_activations and op.name not in CONVERSION_OPS
+        )
+
+
+def _type_names():
+    from ai_edge_litert import schema_py_generated as schema
+
+    return {
+        value: key
+        for key, value in vars(schema.TensorType).items()
+        if not key.startswith("_")
+    }
+
+
+def _builtin_names():
+    from ai_edge_litert import schema_py_generated as schema
+
+    return {
+        value: key
+        for key, value in vars(schema.BuiltinOperator).items()
+        if not key.startswith("_")
+    }
+
+
+def read_graph(model):
+    """Reads the ops and weights of a `.tflite` model.
+
+    Args:
+        model: the path of a `.tflite` file, or its bytes.
+
+    Returns:
+        A `Graph`.
+
+    Raises:
+        ValueError: if the file is missing or not a TFLite flatbuffer.
+
+    Example:
+
+    >>> graph = read_graph("vit.tflite")
+    >>> graph.histogram().most_common(3)
+    [('FULLY_CONNECTED', 12), ('ADD', 11), ('MUL', 10)]
+    """
+    from ai_edge_litert import schema_py_generated as schema
+
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if not os.path.isfile(path):
+            raise ValueError(f"The TFLite file does not exist. Received: {path!r}")
+        with open(path, "rb") as file:
+            data = file.read()
+    else:
+        data = bytes(model)
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise ValueError(
+            "Not a TFLite flatbuffer (no 'TFL3' identifier). Received: "
+            f"{model if isinstance(model, (str, os.PathLike)) else '<bytes>'}"
+        )
+    root = schema.Model.GetRootAs(data, 0)
+    builtin_names = _builtin_names()
+    type_names = _type_names()
+    codes = []
+    for i in range(root.OperatorCodesLength()):
+        code = root.OperatorCodes(i)
+        builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        if builtin == schema.BuiltinOperator.CUSTOM:
+            codes.append((code.CustomCode().decode("utf-8"), True))
+        else:
+            codes.append((builtin_names.get(builtin, f"BUILTIN_{builtin}"), False))
+
+    def buffer_bytes(index):
+        if index <= 0 or index >= root.BuffersLength():
+            return 0
+        buffer = root.Buffers(index)
+        # Small models keep the data inline; models over 2 GB keep an
+        # offset and size into the file instead.
+        return buffer.DataLength() or buffer.Size()
+
+    ops = []
+    weight_bytes = 0
+    weight_types = collections.Counter()
+    seen_buffers = set()
+    for s in range(root.SubgraphsLength()):
+        subgraph = root.Subgraphs(s)
+        constant = {}
+        for t in range(subgraph.TensorsLength()):
+            tensor = subgraph.Tensors(t)
+            size = buffer_bytes(tensor.Buffer())
+            constant[t] = size > 0
+            if size and tensor.Buffer() not in seen_buffers:
+                seen_buffers.add(tensor.Buffer())
+                weight_bytes += size
+                weight_types[type_names.get(tensor.Type(), str(tensor.Type()))] += size
+
+        def types(indices, want_constant):
+            return tuple(
+                type_names.get(subgraph.Tensors(i).Type(), "?")
+                for i in indices
+                if i >= 0 and constant[i] == want_constant
+            )
+
+        for j in range(subgraph.OperatorsLength()):
+            op = subgraph.Operators(j)
+            name, custom = codes[op.OpcodeIndex()]
+            inputs = list(op.InputsAsNumpy()) if op.InputsLength() else []
+            outputs = list(op.OutputsAsNumpy()) if op.OutputsLength() else []
+            ops.append(
+                Op(
+                    name=name,
+                    custom=custom,
+                    input_types=types(inputs, False),
+                    constant_types=types(inputs, True),
+                    output_types=types(outputs, False),
+                )
+            )
+    return Graph(
+        ops=ops,
+        weight_bytes=weight_bytes,
+        weight_types=weight_types,
+        file_bytes=len(data),
+    )
+
+
+def op_histogram(model):
+    """`Counter` of the op names in a `.tflite` file (path or bytes).
+
+    Example:
+
+    >>> op_histogram("vit.tflite")["FULLY_CONNECTED"]
+    12
+    """
+    return read_graph(model).histogram()
+
+
+def detect_quantization(graph):
+    """The quantization mode a converted graph was made with.
+
+    Returns:
+        `"int16x8"` (int16 activations), `"int8"` (int8 activations),
+        `"float16"` (float16 weights), `"dynamic"` (int8 weights, float
+        activations) or `"none"`.
+    """
+    compute = [op for op in graph.ops if op.name not in CONVERSION_OPS]
+    activation_types = {t for op in compute for t in (*op.input_types, *op.output_types)}
+    if "INT16" in activation_types:
+        return "int16x8"
+    if "INT8" in activation_types:
+        return "int8"
+    if "FLOAT16" in graph.weight_types:
+        return "float16"
+    if "INT8" in graph.weight_types:
+        return "dynamic"
+    return "none"

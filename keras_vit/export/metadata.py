@@ -1,0 +1,208 @@
+"""The model's labels and input spec, written next to every export.
+
+A phone app needs to know what to feed a model and what its outputs mean.
+`keras_vit.export` writes this as JSON: next to a `.tflite` file as a
+sidecar (`model.tflite` -> `model.json`), and inside a SavedModel folder as
+`keras_vit.json`. The format (all keys always present):
+
+```json
+{
+  "format": "tflite",
+  "keras_vit_version": "0.1.0",
+  "model": "vit",
+  "num_classes": 10,
+  "class_names": ["0", "1", "..."],
+  "output": {"kind": "probabilities", "shape": [1, 10], "dtype": "float32"},
+  "input": {"shape": [1, 32, 32, 3], "height": 32, "width": 32,
+            "channels": 3, "layout": "NHWC", "color": "RGB",
+            "dtype": "float32", "pixel_range": [0, 255],
+            "quantization": null},
+  "preprocessing": "none: feed RGB pixel values in [0, 255] ...",
+  "quantization": "none",
+  "batch_size": 1,
+  "output_quantization": null,
+  "parameters": 24234,
+  "file_bytes": 118072
+}
+```
+
+`input.quantization` / `output_quantization` are `{"scale", "zero_point"}`
+for integer tensors (`export_tflite(..., io_dtype="uint8")`): feed
+`round(pixel / scale) + zero_point`, read `(q - zero_point) * scale`. A
+SavedModel's file has `signatures` and `output_key` instead of the last
+three keys.
+"""
+
+import json
+import os
+
+from keras_vit import files
+from keras_vit.export import models
+
+SAVED_MODEL_METADATA = "keras_vit.json"
+
+
+def sidecar_path(path):
+    """The metadata file of an export: `x.tflite` -> `x.json`.
+
+    For a SavedModel folder it is `keras_vit.json` inside the folder.
+
+    Example:
+
+    >>> sidecar_path("out/vit_int8.tflite")
+    'out/vit_int8.json'
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return os.path.join(path, SAVED_MODEL_METADATA)
+    root, _ = os.path.splitext(path)
+    return root + ".json"
+
+
+def read_labels(path):
+    """Class names from a text file, one per line (blank lines skipped).
+
+    Raises:
+        ValueError: if the file does not exist or holds no names.
+    """
+    if not os.path.isfile(path):
+        raise ValueError(f"The labels file does not exist. Received: labels={path!r}")
+    with open(path, encoding="utf-8") as file:
+        names = [line.strip() for line in file if line.strip()]
+    if not names:
+        raise ValueError(f"The labels file is empty. Received: labels={path!r}")
+    return names
+
+
+def training_run_class_names(model_path):
+    """Class names of the training run a `.keras` file came from, or `None`.
+
+    `keras-vit train` writes `config.json` next to `model.keras` and
+    `best.keras`; its `dataset` names the classes for `digits`,
+    `fashion_mnist` and `folder:PATH` (the sub-folder names). Other
+    datasets' names are not looked up (that may need the network).
+    """
+    if not isinstance(model_path, (str, os.PathLike)):
+        return None
+    config_path = os.path.join(os.path.dirname(os.fspath(model_path)), "config.json")
+    if not os.path.isfile(config_path):
+        return None
+    try:
+        with open(config_path, encoding="utf-8") as file:
+            dataset = json.load(file).get("dataset")
+    except (OSError, ValueError, AttributeError):
+        return None
+    from keras_vit.data import datasets
+
+    if dataset == "digits":
+        return [str(d) for d in range(10)]
+    if dataset == "fashion_mnist":
+        return list(datasets.FASHION_MNIST_CLASSES)
+    if isinstance(dataset, str) and dataset.startswith("folder:"):
+        folder = dataset[len("folder:"):]
+        if os.path.isdir(folder):
+            return sorted(
+                d for d in os.listdir(folder)
+                if os.path.isdir(os.path.join(folder, d))
+            )
+    return None
+
+
+def class_names(model, labels=None, model_source=None):
+    """The class names of `model`'s outputs.
+
+    Args:
+        model: the exported `keras.Model`.
+        labels: `None`, a list of names, or the path of a text file with one
+            name per line. Defaults to `None`.
+        model_source: where the model came from (a `.keras` path), to find
+            its training run's class names. Defaults to `None`.
+
+    Returns:
+        A list of `num_classes` names: `labels`, else the training run's,
+        else `"class_0"`, `"class_1"`, ...; `[]` for a feature extractor.
+
+    Raises:
+        ValueError: if `labels` holds a different number of names than the
+            model has classes.
+    """
+    if models.output_kind(model) == "features":
+        return []
+    num_classes = int(model.output_shape[-1])
+    if labels is not None:
+        names = read_labels(labels) if isinstance(labels, (str, os.PathLike)) else [
+            str(n) for n in labels
+        ]
+        if len(names) != num_classes:
+            raise ValueError(
+                f"`labels` holds {len(names)} class names but the model has "
+                f"{num_classes} classes. Received: labels={labels!r}"
+                if isinstance(labels, (str, os.PathLike))
+                else f"`labels` holds {len(names)} class names but the model "
+                f"has {num_classes} classes."
+            )
+        return names
+    names = training_run_class_names(model_source)
+    if names is not None and len(names) == num_classes:
+        return names
+    return [f"class_{i}" for i in range(num_classes)]
+
+
+def build(model, fmt, quantization, class_names, input_shape, input_dtype,
+          output_shape, output_dtype="float32", input_quantization=None,
+          extra=None):
+    """The metadata dict of one export (see the module docstring)."""
+    from keras_vit.version import __version__
+
+    height, width, channels = models.input_spec(model)
+    pixels = models.takes_pixels(model)
+    metadata = {
+        "format": fmt,
+        "keras_vit_version": __version__,
+        "model": model.name,
+        "num_classes": len(class_names),
+        "class_names": list(class_names),
+        "output": {
+            "kind": models.output_kind(model),
+            "shape": list(output_shape),
+            "dtype": output_dtype,
+        },
+        "input": {
+            "shape": list(input_shape),
+            "height": height,
+            "width": width,
+            "channels": channels,
+            "layout": "NHWC",
+            "color": "RGB",
+            "dtype": input_dtype,
+            "pixel_range": [0, 255] if pixels else None,
+            "quantization": input_quantization,
+        },
+        "preprocessing": (
+            "none outside the model: feed RGB pixel values in [0, 255] "
+            "(resized to height x width); the model rescales them to "
+            "[-1, 1] itself"
+            if pixels
+            else "the model takes already-normalised inputs (it was built "
+            "with include_preprocessing=False)"
+        ),
+        "quantization": quantization,
+        "batch_size": input_shape[0],
+    }
+    if extra:
+        metadata.update(extra)
+    return metadata
+
+
+def write(path, metadata):
+    """Writes `metadata` as JSON to `path`, atomically."""
+    files.write_text(path, json.dumps(metadata, indent=2) + "\n")
+
+
+def read_metadata(path):
+    """The metadata of an export (`.tflite` file or SavedModel folder), or `None`."""
+    sidecar = sidecar_path(path)
+    if not os.path.isfile(sidecar):
+        return None
+    with open(sidecar, encoding="utf-8") as file:
+        return json.load(file)

@@ -1,0 +1,110 @@
+"""The model to export or compare against: a model, a `.keras` file or a name."""
+
+import os
+
+import keras
+
+
+def load_model(model, weights=None, image_size=None, num_classes=None):
+    """Returns a `keras.Model` for an export, a verification or a benchmark.
+
+    Args:
+        model: a `keras.Model` (returned as is), the path of a `.keras` file
+            (loaded with `safe_mode=True`), a builder name such as
+            `"ViT_B16"`, or a variant name such as `"B/16"`.
+        weights: `None`, a preset name or a weights file, loaded into the
+            model (see `keras_vit.load_weights`). Defaults to `None`.
+        image_size: int or `(height, width)`, for a builder or variant name
+            only. Defaults to `None`: the builder's (or the weights').
+        num_classes: int, for a builder or variant name only. Defaults to
+            `None`: the weights' class count, else 1000.
+
+    Returns:
+        A `keras.Model`.
+
+    Example:
+
+    >>> model = load_model("ViT_Ti16", image_size=32, num_classes=10)
+    >>> model = load_model("runs/digits/model.keras")
+    """
+    import keras_vit
+    from keras_vit import builders
+    from keras_vit import variants
+
+    if isinstance(model, keras.Model):
+        if weights is not None:
+            keras_vit.load_weights(model, weights)
+        _no_shape_overrides(model, image_size, num_classes)
+        return model
+    if not isinstance(model, (str, os.PathLike)) or not os.fspath(model):
+        raise ValueError(
+            "`model` must be a keras.Model, a .keras file or a builder name "
+            f"such as 'ViT_B16'. Received: model={model!r}"
+        )
+    name = os.fspath(model)
+    if name.endswith(".keras"):
+        _no_shape_overrides(name, image_size, num_classes)
+        if not os.path.isfile(name):
+            raise ValueError(f"The model file does not exist. Received: model={name!r}")
+        loaded = keras.saving.load_model(name, compile=False, safe_mode=True)
+        if weights is not None:
+            keras_vit.load_weights(loaded, weights)
+        return loaded
+    kwargs = {}
+    if image_size is not None:
+        kwargs["image_size"] = image_size
+    if num_classes is not None:
+        kwargs["num_classes"] = num_classes
+    if name in builders.BUILDERS:
+        return builders.get_builder(name)(weights=weights, **kwargs)
+    if name in variants.VARIANTS:
+        return keras_vit.ViT.from_variant(name, weights=weights, **kwargs)
+    raise ValueError(
+        "`model` must be a .keras file, a builder name "
+        f"({', '.join(builders.BUILDERS)}) or a variant name "
+        f"({', '.join(variants.VARIANTS)}). Received: model={name!r}"
+    )
+
+
+def _no_shape_overrides(model, image_size, num_classes):
+    for arg, value in (("image_size", image_size), ("num_classes", num_classes)):
+        if value is not None:
+            raise ValueError(
+                f"`{arg}` applies to a builder or variant name only, not to "
+                f"a built model or a .keras file. Received: {arg}={value!r} "
+                f"for model={getattr(model, 'name', model)!r}"
+            )
+
+
+def input_spec(model):
+    """`(height, width, channels)` of a single-image-input model.
+
+    Raises:
+        ValueError: if the model does not take one `(B, H, W, C)` input of
+            known size.
+    """
+    shapes = model.input_shape
+    if isinstance(shapes, list) or len(shapes) != 4 or None in shapes[1:]:
+        raise ValueError(
+            "Export needs a model with one (batch, height, width, channels) "
+            f"image input of known size. Received: model {model.name!r} with "
+            f"input shape {shapes}"
+        )
+    return tuple(int(s) for s in shapes[1:])
+
+
+def output_kind(model):
+    """What the model returns: `"probabilities"`, `"logits"` or `"features"`."""
+    if getattr(model, "include_top", True) is False:
+        return "features"
+    activation = getattr(model, "classifier_activation", "softmax")
+    if activation is None or activation == "linear":
+        return "logits"
+    if activation == "softmax":
+        return "probabilities"
+    return "outputs"
+
+
+def takes_pixels(model):
+    """Whether the model takes RGB pixel values in [0, 255] itself."""
+    return bool(getattr(model, "include_preprocessing", True))

@@ -1,0 +1,237 @@
+"""Images for calibration (full-integer quantization) and verification.
+
+A source is a dataset name (`"digits"`, `"fashion_mnist"`, a
+`tensorflow_datasets` name; read with `keras_vit.data.load` and resized by
+`keras_vit.data.eval_pipeline`), an image folder (`"folder:PATH"`, with or
+without one sub-folder per class), an `.npz` file holding an array of images
+(`images`, or its only array; optional `labels`), or a NumPy array. Images
+are float32 RGB pixel values in [0, 255], shaped like the model's input.
+"""
+
+import dataclasses
+import os
+
+import numpy as np
+
+from keras_vit import validation
+
+
+@dataclasses.dataclass
+class ImageSet:
+    """Images shaped for a model, with their labels when known.
+
+    Attributes:
+        images: float32 `(N, H, W, C)` pixel values in [0, 255].
+        labels: int `(N,)` class indices, or `None`.
+        source: a short description of where they came from.
+    """
+
+    images: np.ndarray
+    labels: np.ndarray = None
+    source: str = ""
+
+    def __len__(self):
+        return len(self.images)
+
+
+def load_images(source, image_size, num_channels=3, limit=100, split="test",
+                name="representative_data", value_range=(0.0, 255.0)):
+    """Loads images from `source` shaped `(N, *image_size, num_channels)`.
+
+    Args:
+        source: a dataset name, `"folder:PATH"`, the path of an `.npz` file,
+            a NumPy array `(N, H, W, C)`, or an `ImageSet`.
+        image_size: `(height, width)` of the model input.
+        num_channels: int, channels of the model input. Defaults to `3`.
+        limit: int or `None`, the most images to take (from the start).
+            Defaults to `100`.
+        split: `"train"` or `"test"`, the split of a named dataset (the
+            other one is used when a dataset has only one). Defaults to
+            `"test"`.
+        name: str, the argument's name for error messages. Defaults to
+            `"representative_data"`.
+        value_range: `(low, high)` the pixel values must lie in, or `None`.
+            Defaults to `(0, 255)`.
+
+    Returns:
+        An `ImageSet`.
+
+    Raises:
+        ValueError: for an unknown source, a missing file, images of another
+            shape than the model's input, or values outside `value_range`.
+
+    Example:
+
+    >>> load_images("digits", (32, 32), limit=8).images.shape
+    (8, 32, 32, 3)
+    """
+    image_size = validation.size_2d("image_size", image_size)
+    if limit is not None:
+        limit = validation.positive_int("limit", limit)
+    expected = (*image_size, num_channels)
+    if isinstance(source, ImageSet):
+        result = source
+    elif isinstance(source, np.ndarray):
+        result = ImageSet(source, None, "array")
+    elif isinstance(source, (str, os.PathLike)) and os.fspath(source):
+        text = os.fspath(source)
+        if text.endswith(".npz"):
+            result = _from_npz(text, name)
+        elif text.startswith("folder:") or _is_dataset_name(text):
+            result = _from_dataset(text, image_size, num_channels, limit, split, name)
+        else:
+            result = None
+        if result is None:
+            raise ValueError(
+                f"`{name}` must be a dataset name, 'folder:PATH', an .npz "
+                f"file or an array of images. Received: {name}={source!r}"
+            )
+    else:
+        raise ValueError(
+            f"`{name}` must be a dataset name, 'folder:PATH', an .npz file "
+            f"or an array of images. Received: {name}={source!r}"
+        )
+    images = result.images
+    if images.ndim != 4 or tuple(images.shape[1:]) != expected:
+        raise ValueError(
+            f"`{name}` holds images of shape {tuple(images.shape)}, but the "
+            f"model takes (N, {', '.join(map(str, expected))}) images. "
+            f"Received: {name}={_describe(source)}"
+        )
+    if len(images) == 0:
+        raise ValueError(f"`{name}` holds no images. Received: {name}={_describe(source)}")
+    images = np.asarray(images, dtype="float32")
+    if not np.all(np.isfinite(images)):
+        raise ValueError(
+            f"`{name}` holds NaN or infinite values. Received: "
+            f"{name}={_describe(source)}"
+        )
+    if value_range is not None:
+        low, high = float(images.min()), float(images.max())
+        if low < value_range[0] or high > value_range[1]:
+            raise ValueError(
+                f"`{name}` must hold pixel values in [{value_range[0]:g}, "
+                f"{value_range[1]:g}]; its values span [{low:g}, {high:g}]. "
+                f"Received: {name}={_describe(source)}"
+            )
+    labels = result.labels
+    if limit is not None:
+        images = images[:limit]
+        labels = None if labels is None else labels[:limit]
+    return ImageSet(images, labels, result.source)
+
+
+def _describe(source):
+    if isinstance(source, np.ndarray):
+        return f"<array of shape {source.shape}>"
+    if isinstance(source, ImageSet):
+        return f"<images from {source.source}>"
+    return repr(source)
+
+
+def _is_dataset_name(text):
+    # Paths (with a separator or an extension of a file) are not names.
+    return os.sep not in text and not os.path.splitext(text)[1]
+
+
+def _from_npz(path, name):
+    if not os.path.isfile(path):
+        raise ValueError(f"The .npz file does not exist. Received: {name}={path!r}")
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            contents = {key: arrays[key] for key in arrays.files}
+    except (OSError, ValueError) as error:
+        raise ValueError(
+            f"Cannot read the .npz file ({error}). Received: {name}={path!r}"
+        ) from None
+    if "images" in contents:
+        images = contents["images"]
+    else:
+        candidates = [k for k, v in contents.items() if v.ndim == 4]
+        if len(candidates) != 1:
+            raise ValueError(
+                "The .npz file must hold an `images` array, or exactly one "
+                f"4-D array. It holds {sorted(contents)}. Received: "
+                f"{name}={path!r}"
+            )
+        images = contents[candidates[0]]
+    labels = contents.get("labels")
+    if labels is not None and (labels.ndim != 1 or len(labels) != len(images)):
+        labels = None
+    return ImageSet(images, labels, path)
+
+
+def _folder_dataset(folder, name):
+    """A flat image folder as a `tf.data.Dataset` of `(image, 0)`."""
+    import tensorflow as tf
+
+    from keras_vit.data.datasets import IMAGE_EXTENSIONS
+
+    paths = sorted(
+        os.path.join(root, f)
+        for root, _, names in os.walk(folder)
+        for f in names
+        if f.lower().endswith(IMAGE_EXTENSIONS)
+    )
+    if not paths:
+        raise ValueError(
+            f"The image folder holds no images ({', '.join(IMAGE_EXTENSIONS)}). "
+            f"Received: {name}={'folder:' + folder!r}"
+        )
+
+    def decode(path):
+        image = tf.io.decode_image(
+            tf.io.read_file(path), channels=3, expand_animations=False
+        )
+        return image, tf.constant(0, tf.int64)
+
+    return tf.data.Dataset.from_tensor_slices(paths).map(decode)
+
+
+def _from_dataset(source, image_size, num_channels, limit, split, name):
+    from keras_vit import data
+
+    if num_channels != 3:
+        raise ValueError(
+            "Datasets and image folders give RGB images, but the model takes "
+            f"{num_channels} channels; pass an .npz or an array instead. "
+            f"Received: {name}={source!r}"
+        )
+    labelled = True
+    if source.startswith("folder:"):
+        folder = source[len("folder:"):]
+        if not os.path.isdir(folder):
+            raise ValueError(
+                f"The image folder does not exist. Received: {name}={source!r}"
+            )
+        try:
+            dataset = data.load(source)
+            pairs, num_classes = dataset.train, dataset.num_classes
+        except ValueError:  # no class sub-folders: a flat folder of images
+            pairs, num_classes, labelled = _folder_dataset(folder, name), 1, False
+    else:
+        try:
+            dataset = data.load(source)
+        except ValueError as error:
+            raise ValueError(f"{error} (from {name}={source!r})") from None
+        first, second = (
+            (dataset.test, dataset.train) if split == "test"
+            else (dataset.train, dataset.test)
+        )
+        pairs = first if first is not None else second
+        num_classes = dataset.num_classes
+    if limit is not None:
+        pairs = pairs.take(limit)
+    batches = data.eval_pipeline(pairs, num_classes, image_size, batch_size=64)
+    images, labels = [], []
+    for x, y in batches.as_numpy_iterator():
+        images.append(x)
+        labels.append(np.argmax(y, axis=-1))
+    if not images:
+        raise ValueError(f"`{name}` holds no images. Received: {name}={source!r}")
+    images = np.clip(np.concatenate(images), 0.0, 255.0)  # antialiased resizing overshoots
+    return ImageSet(
+        images,
+        np.concatenate(labels) if labelled else None,
+        source if source.startswith("folder:") else f"{source} ({split})",
+    )

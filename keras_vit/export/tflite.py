@@ -1,0 +1,330 @@
+"""TFLite (LiteRT) export: builtin ops only, quantized, verified.
+
+The conversion goes through Keras's own path, `model.export(path,
+format="litert", ...)` (an `ExportArchive` SavedModel converted by
+`tf.lite.TFLiteConverter.from_saved_model`), with the converter restricted
+to LiteRT's builtin ops: Keras enables Flex (SELECT_TF_OPS) by default, and
+a phone's runtime cannot run Flex ops.
+"""
+
+import dataclasses
+import os
+import re
+import tempfile
+
+from keras_vit import validation
+from keras_vit import files
+from keras_vit.export import graph as graph_lib
+from keras_vit.export import metadata as metadata_lib
+from keras_vit.export import models
+from keras_vit.export import representative
+
+#: Quantization modes of `export_tflite`.
+QUANTIZATIONS = ("none", "float16", "dynamic", "int8", "int16x8")
+#: Input/output dtypes of a full-integer (`quantize="int8"`) model.
+IO_DTYPES = ("float32", "int8", "uint8")
+#: Modes that calibrate activation ranges on representative images.
+CALIBRATED = ("int8", "int16x8")
+
+
+@dataclasses.dataclass
+class ExportResult:
+    """What an export wrote.
+
+    Attributes:
+        path: the `.tflite` file or SavedModel folder.
+        metadata_path: the JSON with the labels and input spec.
+        metadata: its contents.
+        report: the `VerificationReport`, or `None` without verification.
+    """
+
+    path: str
+    metadata_path: str
+    metadata: dict
+    report: object = None
+
+
+def converter_options(quantize="none", calibration_images=None, io_dtype="float32"):
+    """`tf.lite.TFLiteConverter` settings for a quantization mode.
+
+    Args:
+        quantize: one of `QUANTIZATIONS`. Defaults to `"none"`.
+        calibration_images: float32 `(N, H, W, C)` images for `"int8"` and
+            `"int16x8"`. Defaults to `None`.
+        io_dtype: one of `IO_DTYPES`; `"int8"` / `"uint8"` (with
+            `quantize="int8"` only) make the model's input and output
+            integer tensors. Defaults to `"float32"`.
+
+    Returns:
+        A dict of converter attributes, as `model.export(...,
+        format="litert", **options)` takes them.
+    """
+    import tensorflow as tf
+
+    ops = tf.lite.OpsSet
+    options = {"target_spec": {"supported_ops": [ops.TFLITE_BUILTINS]}}
+    if quantize == "none":
+        return options
+    options["optimizations"] = [tf.lite.Optimize.DEFAULT]
+    if quantize == "float16":
+        options["target_spec"]["supported_types"] = [tf.float16]
+    elif quantize in CALIBRATED:
+        images = calibration_images
+
+        def dataset():
+            for image in images:
+                yield [image[None].astype("float32")]
+
+        options["representative_dataset"] = dataset
+        options["target_spec"]["supported_ops"] = [
+            ops.TFLITE_BUILTINS_INT8 if quantize == "int8"
+            else ops.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+        ]
+        if io_dtype != "float32":
+            options["inference_input_type"] = getattr(tf, io_dtype)
+            options["inference_output_type"] = getattr(tf, io_dtype)
+    return options
+
+
+def _export(model, path, batch_size, options):
+    import tensorflow as tf
+
+    height, width, channels = models.input_spec(model)
+    spec = tf.TensorSpec(
+        (batch_size, height, width, channels), tf.float32, name="images"
+    )
+    model.export(
+        path, format="litert", input_signature=[spec], verbose=False, **options
+    )
+
+
+def _flex_ops(model, batch_size):
+    """The Flex / custom ops a conversion with Flex allowed produces, or
+    `None` if that conversion fails too."""
+    import tensorflow as tf
+
+    options = {
+        "target_spec": {
+            "supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]
+        },
+        "allow_custom_ops": True,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "flex.tflite")
+        try:
+            _export(model, path, batch_size, options)
+        except Exception:  # noqa: BLE001 - only a diagnosis
+            return None
+        return graph_lib.read_graph(path).unsupported_ops()
+
+
+def _error_lines(error, limit=8):
+    """The lines of a converter error that say what went wrong."""
+    lines = [
+        line.strip() for line in str(error).splitlines()
+        if re.search(r"error|not supported|failed|unsupported", line, re.I)
+    ]
+    return "\n".join(lines[:limit]) or str(error)[:1000]
+
+
+def _refuse_unsupported(unsupported, model):
+    listing = ", ".join(f"{name} (x{n})" for name, n in sorted(unsupported.items()))
+    raise ValueError(
+        f"Model {model.name!r} needs ops that are not LiteRT builtins: "
+        f"{listing}. Phones run builtin ops only (Flex ops need TensorFlow "
+        "linked into the app), so the export is refused. Write the layer "
+        "with keras.ops (e.g. keras.ops.image.extract_patches rather than "
+        "tf.image.extract_patches) or another builtin-convertible op."
+    )
+
+
+def convert(model, quantize="none", calibration_images=None, batch_size=1,
+            io_dtype="float32"):
+    """Converts a Keras model to TFLite bytes with LiteRT builtin ops only.
+
+    Args:
+        model: a `keras.Model` with one `(B, H, W, C)` image input.
+        quantize: one of `QUANTIZATIONS`. Defaults to `"none"`.
+        calibration_images: float32 `(N, H, W, C)` pixel values, needed by
+            `"int8"` and `"int16x8"`. Defaults to `None`.
+        batch_size: int, the static batch, or `None` for a dynamic batch.
+            Defaults to `1`.
+        io_dtype: one of `IO_DTYPES`. Defaults to `"float32"`.
+
+    Returns:
+        The `.tflite` flatbuffer as `bytes`.
+
+    Raises:
+        ValueError: if the conversion needs Flex or custom ops (they are
+            named), or fails for another reason (the converter's message).
+
+    Example:
+
+    >>> data = convert(model, quantize="dynamic")
+    """
+    quantize = validation.one_of("quantize", quantize, QUANTIZATIONS)
+    io_dtype = validation.one_of("io_dtype", io_dtype, IO_DTYPES)
+    if quantize in CALIBRATED and calibration_images is None:
+        raise ValueError(
+            f"quantize={quantize!r} needs representative images to calibrate "
+            "activation ranges. Received: representative_data=None"
+        )
+    options = converter_options(quantize, calibration_images, io_dtype)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.tflite")
+        try:
+            _export(model, path, batch_size, options)
+        except Exception as error:  # noqa: BLE001 - the converter's errors vary
+            unsupported = _flex_ops(model, batch_size)
+            if unsupported:
+                _refuse_unsupported(unsupported, model)
+            raise ValueError(
+                f"TFLite conversion of model {model.name!r} with "
+                f"quantize={quantize!r} failed:\n{_error_lines(error)}"
+            ) from None
+        with open(path, "rb") as file:
+            data = file.read()
+    unsupported = graph_lib.read_graph(data).unsupported_ops()
+    if unsupported:
+        _refuse_unsupported(unsupported, model)
+    return data
+
+
+def export_tflite(model, output, quantize="none", representative_data=None,
+                  batch_size=1, io_dtype="float32", labels=None, verify=True,
+                  verify_data="digits", num_calibration_images=100,
+                  num_verify_images=100, min_top1_agreement=None):
+    """Exports a model to a `.tflite` file for LiteRT, verified.
+
+    The file holds LiteRT builtin ops only. The model's labels and input
+    spec go to a JSON sidecar (`model.tflite` -> `model.json`, see
+    `keras_vit.export.metadata`). Unless `verify=False`, the converted file
+    is checked before it is moved into place (`verify_tflite`): its op list,
+    its weight bytes against the parameter count, and its outputs against
+    Keras's on real images (and on the representative images) with LiteRT's
+    XNNPACK, builtin and reference kernels. Nothing is left at `output` when
+    an argument is wrong, the conversion fails or the verification fails.
+
+    Args:
+        model: a `keras.Model`, a `.keras` file or a builder name (see
+            `load_model`).
+        output: str, the `.tflite` path; its folder must exist.
+        quantize: `"none"` (float32), `"float16"` (float16 weights),
+            `"dynamic"` (int8 weights, float activations), `"int8"` (full
+            integer, calibrated) or `"int16x8"` (int16 activations, int8
+            weights, calibrated). Defaults to `"none"`.
+        representative_data: images to calibrate `"int8"` / `"int16x8"`
+            with: a dataset name, `"folder:PATH"`, an `.npz` or an array
+            (see `load_images`; a dataset's train split is used). Also used
+            for verification. Defaults to `None`.
+        batch_size: int, the static batch of the file, or `None` for a
+            dynamic batch. Defaults to `1` (a smaller graph that XNNPACK
+            delegates whole; what a phone app wants).
+        io_dtype: `"float32"`, or with `quantize="int8"` also `"int8"` or
+            `"uint8"` (integer input and output tensors; the input's scale
+            and zero point are in the sidecar). Defaults to `"float32"`.
+        labels: class names: a list, or a text file with one per line.
+            Defaults to `None`: the training run's if known, else
+            `"class_0"`, ...
+        verify: bool, whether to verify before writing. Defaults to `True`.
+        verify_data: images to verify on (see `load_images`; a dataset's
+            test split). Defaults to `"digits"`.
+        num_calibration_images: int, representative images used to
+            calibrate. Defaults to `100`.
+        num_verify_images: int, images per verification source. Defaults
+            to `100`.
+        min_top1_agreement: float, overrides the mode's top-1 agreement
+            floor (`keras_vit.export.verification.LIMITS`). Defaults to `None`.
+
+    Returns:
+        An `ExportResult`.
+
+    Raises:
+        ValueError: for a bad argument, a conversion that needs Flex or
+            custom ops, or a failed conversion.
+        VerificationError: (a `ValueError`) if verification fails.
+
+    Example:
+
+    >>> export_tflite("runs/digits/model.keras", "vit_int8.tflite",
+    ...               quantize="int8", representative_data="digits")
+    """
+    from keras_vit.export import verification as verify_lib
+
+    output = files.check_output_path(output)
+    quantize = validation.one_of("quantize", quantize, QUANTIZATIONS)
+    io_dtype = validation.one_of("io_dtype", io_dtype, IO_DTYPES)
+    if io_dtype != "float32" and quantize != "int8":
+        raise ValueError(
+            "Integer input and output need full-integer quantization "
+            f"(quantize='int8'). Received: io_dtype={io_dtype!r} with "
+            f"quantize={quantize!r}"
+        )
+    if batch_size is not None:
+        batch_size = validation.positive_int("batch_size", batch_size)
+    validation.boolean("verify", verify)
+    if quantize in CALIBRATED and representative_data is None:
+        raise ValueError(
+            f"quantize={quantize!r} needs representative images to calibrate "
+            "activation ranges: pass a dataset name, 'folder:PATH' or an .npz. "
+            "Received: representative_data=None"
+        )
+    source = model
+    model = models.load_model(model)
+    height, width, channels = models.input_spec(model)
+    class_names = metadata_lib.class_names(model, labels, source)
+    calibration = None
+    if representative_data is not None:
+        calibration = representative.load_images(
+            representative_data,
+            (height, width),
+            channels,
+            limit=num_calibration_images,
+            split="train",
+            value_range=(0.0, 255.0) if models.takes_pixels(model) else None,
+        )
+    data = convert(
+        model,
+        quantize,
+        None if calibration is None else calibration.images,
+        batch_size,
+        io_dtype,
+    )
+    report = None
+    with files.atomic_file(output, suffix=".tflite") as tmp:
+        with open(tmp, "wb") as file:
+            file.write(data)
+        if verify:
+            sources = [verify_data] if verify_data is not None else []
+            if calibration is not None:
+                sources.append(calibration)
+            with verify_lib.nothing_written(output):
+                report = verify_lib.verify_tflite(
+                    tmp,
+                    model,
+                    data=sources,
+                    num_images=num_verify_images,
+                    quantization=quantize,
+                    min_top1_agreement=min_top1_agreement,
+                )
+            report.path = output
+        io = verify_lib.io_details(tmp)
+    meta = metadata_lib.build(
+        model,
+        "tflite",
+        quantize,
+        class_names,
+        input_shape=[batch_size, height, width, channels],
+        input_dtype=io["input_dtype"],
+        output_shape=[batch_size, *model.output_shape[1:]],
+        output_dtype=io["output_dtype"],
+        input_quantization=io["input_quantization"],
+        extra={
+            "output_quantization": io["output_quantization"],
+            "parameters": int(model.count_params()),
+            "file_bytes": len(data),
+        },
+    )
+    meta_path = metadata_lib.sidecar_path(output)
+    metadata_lib.write(meta_path, meta)
+    return ExportResult(output, meta_path, meta, report)

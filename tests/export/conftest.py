@@ -1,0 +1,62 @@
+"""Models and exports shared by the export tests.
+
+Conversions cost seconds each, so the tiny models are built once per
+session and saved as `.keras` files; each test loads its own copy (the
+suite's autouse fixture clears the Keras session after every test).
+"""
+
+import keras
+import pytest
+
+import keras_vit
+from tests.export.helpers import TINY_EXPORT
+from tests.test_case import randomize_weights
+
+
+@pytest.fixture(scope="session")
+def random_model_path(tmp_path_factory):
+    """A tiny ViT with every weight perturbed (heads included)."""
+    model = keras_vit.ViT(**TINY_EXPORT, name="tiny_random")
+    randomize_weights(model, seed=3, scale=0.2)
+    path = str(tmp_path_factory.mktemp("models") / "random.keras")
+    model.save(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def trained_model_path(tmp_path_factory):
+    """A tiny ViT trained on digits (upsampled to 32 x 32) for a few seconds.
+
+    Saved like a `keras-vit train` run: `model.keras` next to a
+    `config.json` naming the dataset, so exports find the class names.
+    """
+    from keras_vit.export import load_images
+
+    keras.utils.set_random_seed(0)
+    train = load_images("digits", (32, 32), limit=None, split="train")
+    test = load_images("digits", (32, 32), limit=None, split="test")
+    model = keras_vit.ViT(**TINY_EXPORT, name="tiny_digits")
+    model.compile(
+        optimizer=keras.optimizers.AdamW(2e-3, weight_decay=0.05),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    model.fit(train.images, train.labels, batch_size=64, epochs=12, verbose=0)
+    accuracy = model.evaluate(test.images, test.labels, verbose=0)[1]
+    folder = tmp_path_factory.mktemp("digits_run")
+    path = str(folder / "model.keras")
+    model.save(path)
+    with open(folder / "config.json", "w") as file:
+        file.write('{"dataset": "digits"}')
+    print(f"tiny digits ViT: test accuracy {accuracy:.4f}")
+    return path
+
+
+@pytest.fixture
+def random_model(random_model_path):
+    return keras.saving.load_model(random_model_path, compile=False)
+
+
+@pytest.fixture
+def trained_model(trained_model_path):
+    return keras.saving.load_model(trained_model_path, compile=False)

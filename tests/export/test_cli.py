@@ -1,0 +1,120 @@
+"""`keras-vit export / verify / benchmark-export`, the export/ scripts and
+examples/tflite_inference.py."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+from keras_vit import cli
+from keras_vit import export
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def cli_export(trained_model_path, tmp_path_factory):
+    """`keras-vit export` of the trained digits model, dynamic-range int8."""
+    folder = tmp_path_factory.mktemp("cli")
+    labels = folder / "labels.txt"
+    labels.write_text("".join(f"digit {d}\n" for d in range(10)))
+    out = folder / "vit.tflite"
+    code = cli.main([
+        "export", trained_model_path, "--format", "tflite", "--output", str(out),
+        "--quantize", "dynamic", "--labels", str(labels), "--num-images", "50",
+    ])
+    assert code == 0
+    return out
+
+
+def test_export_writes_a_verified_file_and_its_labels(cli_export, capsys):
+    assert cli_export.exists()
+    with open(cli_export.with_suffix(".json")) as file:
+        meta = json.load(file)
+    assert meta["class_names"][3] == "digit 3"
+    assert meta["quantization"] == "dynamic"
+
+
+def test_verify_command(cli_export, trained_model_path, capsys):
+    code = cli.main([
+        "verify", str(cli_export), "--reference", trained_model_path,
+        "--num-images", "20", "--runtimes", "xnnpack", "builtin",
+    ])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "passed" in out and "top-1 agree" in out and "xnnpack" in out
+
+
+def test_verify_command_fails_with_exit_2(cli_export, trained_model_path, capsys):
+    code = cli.main([
+        "verify", str(cli_export), "--reference", trained_model_path,
+        "--num-images", "10", "--runtimes", "xnnpack", "--min-top1-agreement", "1.5",
+    ])
+    assert code == 2
+    assert "keras-vit: error: Verification failed" in capsys.readouterr().err
+
+
+def test_export_script_and_builder_name(tmp_path):
+    # The export/ entry point, with a builder name instead of a file.
+    out = tmp_path / "ti.tflite"
+    process = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "export", "export_tflite.py"), "ViT_Ti16",
+         "--image-size", "32", "--num-classes", "3", "--output", str(out),
+         "--num-images", "4"],
+        capture_output=True, text=True, cwd=tmp_path,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert out.exists() and (tmp_path / "ti.json").exists()
+    assert "passed" in process.stdout
+
+
+def test_tflite_inference_example_uses_litert_only(cli_export, tmp_path):
+    from keras_vit.data.datasets import digits_arrays
+
+    (_, _), (images, labels) = digits_arrays()
+    picture = tmp_path / "digit.png"
+    Image.fromarray(images[0]).resize((64, 64)).save(picture)
+    script = (
+        "import runpy, sys\n"
+        f"sys.argv = ['tflite_inference.py', {str(cli_export)!r}, {str(picture)!r}]\n"
+        f"runpy.run_path({os.path.join(ROOT, 'examples', 'tflite_inference.py')!r}, run_name='__main__')\n"
+        "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules\n"
+        "assert 'keras_vit' not in sys.modules\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    lines = process.stdout.strip().splitlines()
+    assert len(lines) == 5
+    probabilities = [float(line.split()[0]) for line in lines]
+    assert probabilities == sorted(probabilities, reverse=True)
+    assert all(line.split("  ", 1)[1].startswith("digit ") for line in lines)
+
+
+def test_benchmark_export_prints_a_table(random_model, capsys):
+    rows = export.benchmark_export(
+        random_model, quantizations=("none", "dynamic"), threads=(1,), runs=3,
+        warmup=1, tensorflow=False,
+    )
+    assert {(r["runtime"], r["variant"]) for r in rows} == {
+        ("tflite (xnnpack)", "none"), ("tflite (xnnpack)", "dynamic")
+    }
+    out = capsys.readouterr().out
+    assert "p50 ms" in out and "p90 ms" in out
+
+
+@pytest.mark.slow
+def test_benchmark_export_command_with_keras_and_saved_model(random_model_path, capsys):
+    code = cli.main([
+        "benchmark-export", random_model_path, "--quantize", "none", "--threads", "1",
+        "--runs", "3", "--warmup", "1",
+    ])
+    assert code == 0
+    out = capsys.readouterr().out
+    for runtime in ("keras", "saved_model", "tflite (xnnpack)"):
+        assert runtime in out

@@ -1,0 +1,82 @@
+"""SavedModel export: reloads without keras_vit, outputs equal Keras's."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from keras_vit import export
+
+# Run in a fresh interpreter: TensorFlow only, never keras_vit.
+RELOAD = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+
+path, images_path, out_path = sys.argv[1:4]
+images = np.load(images_path)
+loaded = tf.saved_model.load(path)
+serve = loaded.signatures["serving_default"]
+serve_uint8 = loaded.signatures["serving_uint8"]
+out = {
+    "batch3": serve(images=tf.constant(images[:3]))["probabilities"].numpy(),
+    "batch1": serve(images=tf.constant(images[3:4]))["probabilities"].numpy(),
+    "uint8": serve_uint8(images=tf.constant(images.astype("uint8")))["probabilities"].numpy(),
+}
+np.savez(out_path, **out)
+print(json.dumps({"keras_vit": "keras_vit" in sys.modules,
+                  "signatures": sorted(loaded.signatures)}))
+"""
+
+
+def test_saved_model_reloads_without_keras_vit(random_model, tmp_path):
+    result = export.export_saved_model(
+        random_model, tmp_path / "sm", labels=[f"c{i}" for i in range(10)],
+        num_verify_images=8,
+    )
+    print(result.report.summary())
+    assert result.report.passed
+    assert {c.runtime for c in result.report.comparisons} == {"serving_default", "serving_uint8"}
+    for c in result.report.comparisons:
+        assert c.max_abs <= 1e-4
+    # Every weight once: 4 bytes per parameter (Keras's own
+    # `model.export(format="tf_saved_model")` writes them twice).
+    assert 3.9 <= result.report.bytes_per_parameter <= 4.5
+    with open(os.path.join(tmp_path, "sm", "keras_vit.json")) as file:
+        meta = json.load(file)
+    assert meta["class_names"][0] == "c0"
+    assert meta["input"]["shape"] == [None, 32, 32, 3]
+    assert sorted(meta["signatures"]) == ["serving_default", "serving_uint8"]
+
+    images = np.random.default_rng(1).integers(0, 256, (4, 32, 32, 3)).astype("float32")
+    np.save(tmp_path / "images.npy", images)
+    process = subprocess.run(
+        [sys.executable, "-c", RELOAD, str(tmp_path / "sm"),
+         str(tmp_path / "images.npy"), str(tmp_path / "out.npz")],
+        capture_output=True, text=True, cwd=tmp_path,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    info = json.loads(process.stdout.strip().splitlines()[-1])
+    assert info == {"keras_vit": False, "signatures": ["serving_default", "serving_uint8"]}
+    expected = random_model.predict(images, verbose=0)
+    out = np.load(tmp_path / "out.npz")
+    np.testing.assert_allclose(out["batch3"], expected[:3], atol=1e-5)
+    np.testing.assert_allclose(out["batch1"], expected[3:4], atol=1e-5)
+    np.testing.assert_allclose(out["uint8"], expected, atol=1e-5)
+
+
+def test_saved_model_replaces_an_existing_folder_whole(random_model, tmp_path):
+    target = tmp_path / "sm"
+    target.mkdir()
+    (target / "stale.txt").write_text("old")
+    export.export_saved_model(random_model, target, verify=False)
+    assert not (target / "stale.txt").exists()
+    assert (target / "saved_model.pb").exists()
+    assert sorted(os.listdir(tmp_path)) == ["sm"]
+    # The usual permissions, not a temporary folder's private ones.
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(target).st_mode & 0o777 == 0o777 & ~umask

@@ -1,0 +1,198 @@
+"""TFLite export: every quantization mode, builtin ops only, verified."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_vit import export
+from keras_vit.export import graph as graph_lib
+from keras_vit.export import verification as verify_lib
+
+QUANTIZATIONS = export.QUANTIZATIONS
+
+
+@pytest.fixture(scope="module")
+def random_exports(random_model_path, tmp_path_factory):
+    """Every variant of the perturbed tiny ViT, exported and verified.
+
+    Random weights give near-tied classes on real images, where any
+    rounding flips the top-1; the quantized variants' floors are held on
+    the trained model below, so here the agreement is only reported.
+    """
+    folder = tmp_path_factory.mktemp("random_exports")
+    model = keras.saving.load_model(random_model_path, compile=False)
+    results = {}
+    for q in QUANTIZATIONS:
+        results[q] = export.export_tflite(
+            model,
+            folder / f"random_{q}.tflite",
+            quantize=q,
+            representative_data="digits",
+            num_verify_images=50,
+            min_top1_agreement=0.0 if q in ("dynamic", "int8", "int16x8") else None,
+        )
+    return results
+
+
+@pytest.mark.parametrize("quantize", QUANTIZATIONS)
+def test_every_variant_matches_keras(random_exports, quantize):
+    report = random_exports[quantize].report
+    print(report.summary())
+    assert report.passed
+    # Three LiteRT runtimes on real images and on the representative data.
+    runtimes = {c.runtime for c in report.comparisons}
+    assert runtimes == set(export.INTERPRETERS)
+    assert len(report.comparisons) == 6
+    for c in report.comparisons:
+        assert np.isfinite(c.max_abs)
+        if quantize == "none":
+            assert c.max_abs <= 1e-4
+        elif quantize == "float16":
+            assert c.max_abs <= 1e-2
+
+
+@pytest.mark.parametrize("quantize", QUANTIZATIONS)
+def test_builtin_ops_only(random_exports, quantize):
+    graph = graph_lib.read_graph(random_exports[quantize].path)
+    assert not graph.unsupported_ops()
+    assert graph_lib.detect_quantization(graph) == quantize
+    histogram = graph.histogram()
+    # Patches are a reshape/transpose, GELU is the builtin op.
+    assert histogram["GELU"] == 2
+    assert "CONV_2D" not in histogram
+
+
+@pytest.mark.parametrize("quantize", ["int8", "int16x8"])
+def test_full_integer_graphs_compute_in_integers(random_exports, quantize):
+    # keras_vit's LayerNorm quantizes cleanly: no float NEG (or any float
+    # op) between the input QUANTIZE and the output DEQUANTIZE.
+    graph = graph_lib.read_graph(random_exports[quantize].path)
+    assert dict(graph.float_ops()) == {}
+    histogram = graph.histogram()
+    assert histogram["DEQUANTIZE"] == 1  # the output
+    # Patches -> ... -> SOFTMAX: no SQUARED_DIFFERENCE (no int16 kernel).
+    assert "SQUARED_DIFFERENCE" not in histogram and "NEG" not in histogram
+    activation = "INT8" if quantize == "int8" else "INT16"
+    fully_connected = [op for op in graph.ops if op.name == "FULLY_CONNECTED"]
+    assert all(op.input_types == (activation,) for op in fully_connected)
+
+
+@pytest.mark.parametrize(
+    "quantize, low, high",
+    [("none", 3.9, 4.2), ("float16", 1.95, 2.2), ("dynamic", 0.95, 4.2),
+     ("int8", 0.95, 1.5), ("int16x8", 0.95, 2.0)],
+)
+def test_the_weights_are_in_the_file(random_exports, quantize, low, high):
+    report = random_exports[quantize].report
+    assert low <= report.bytes_per_parameter <= high
+    assert report.file_bytes > report.weight_bytes
+
+
+def test_sidecar_metadata(random_exports):
+    result = random_exports["int8"]
+    assert result.metadata_path.endswith("random_int8.json")
+    with open(result.metadata_path) as file:
+        meta = json.load(file)
+    assert meta == result.metadata
+    assert meta["format"] == "tflite"
+    assert meta["quantization"] == "int8"
+    assert meta["class_names"] == [f"class_{i}" for i in range(10)]
+    assert meta["input"]["shape"] == [1, 32, 32, 3]
+    assert meta["input"]["dtype"] == "float32"
+    assert meta["input"]["pixel_range"] == [0, 255]
+    assert meta["output"] == {"kind": "probabilities", "shape": [1, 10], "dtype": "float32"}
+    assert meta["keras_vit_version"] == __import__("keras_vit").__version__
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in (result.path, result.metadata_path):
+        assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_dynamic_batch(random_model, tmp_path):
+    result = export.export_tflite(
+        random_model, tmp_path / "dyn.tflite", batch_size=None, num_verify_images=10
+    )
+    assert result.metadata["input"]["shape"] == [None, 32, 32, 3]
+    images = np.random.default_rng(0).uniform(0, 255, (5, 32, 32, 3)).astype("float32")
+    np.testing.assert_allclose(
+        export.run_tflite(result.path, images),
+        random_model.predict(images, verbose=0),
+        atol=1e-4,
+    )
+
+
+@keras.saving.register_keras_serializable(package="tests_export")
+class TFExtractPatches(keras.layers.Layer):
+    """Patches with `tf.image.extract_patches`: a Flex op in TFLite."""
+
+    def call(self, images):
+        patches = tf.image.extract_patches(
+            images, [1, 8, 8, 1], [1, 8, 8, 1], [1, 1, 1, 1], "VALID"
+        )
+        return tf.reshape(patches, (-1, 16, 8 * 8 * 3))
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], 16, 8 * 8 * 3)
+
+
+def test_flex_ops_are_refused_by_name(tmp_path):
+    inputs = keras.Input((32, 32, 3))
+    x = TFExtractPatches()(inputs)
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    outputs = keras.layers.Dense(3, activation="softmax")(x)
+    model = keras.Model(inputs, outputs, name="flex_model")
+    with pytest.raises(ValueError, match=r"not LiteRT builtins: FlexExtractImagePatches \(x1\)"):
+        export.export_tflite(model, tmp_path / "flex.tflite")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_keras_layer_normalization_would_not_quantize_cleanly(tmp_path):
+    # Why keras_vit has its own LayerNorm: Keras's leaves a float NEG in a
+    # "full int8" graph (verification catches it), and int16x8 fails.
+    inputs = keras.Input((32, 32, 3))
+    x = keras.layers.Reshape((64, 48))(inputs)
+    x = keras.layers.Dense(16)(x)
+    x = keras.layers.LayerNormalization(epsilon=1e-6)(x)
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    outputs = keras.layers.Dense(3, activation="softmax")(x)
+    model = keras.Model(inputs, outputs, name="keras_layer_norm")
+    images = np.random.default_rng(0).uniform(0, 255, (16, 32, 32, 3)).astype("float32")
+    graph = graph_lib.read_graph(export.convert(model, "int8", images))
+    assert graph.float_ops()["NEG"] == 1
+    with pytest.raises(ValueError, match="16x8-bit not yet supported for op: 'NEG'"):
+        export.convert(model, "int16x8", images)
+
+
+def test_verify_checks_the_file_against_its_mode(random_exports, random_model):
+    # A float32 file checked as int8: 4 bytes per parameter where about 1
+    # is expected, and float ops in what should be an integer graph.
+    report = verify_lib.verify_tflite(
+        random_exports["none"].path, random_model, quantization="int8",
+        num_images=4, raise_on_failure=False,
+    )
+    assert not report.passed
+    text = "\n".join(report.failures)
+    assert "bytes/parameter" in text
+    assert "float ops inside a fully quantized graph" in text
+    assert "tensor types say quantization 'none'" in text
+
+
+def test_a_file_without_its_weights_fails_verification(random_model, tmp_path):
+    # A known trap (DESIGN.md section 5): converting a Keras 3 model's
+    # concrete function writes variable handles, not the weights.
+    function = tf.function(lambda x: random_model(x, training=False))
+    concrete = function.get_concrete_function(tf.TensorSpec((1, 32, 32, 3), tf.float32))
+    data = tf.lite.TFLiteConverter.from_concrete_functions([concrete], random_model).convert()
+    path = tmp_path / "weightless.tflite"
+    path.write_bytes(data)
+    report = verify_lib.verify_tflite(
+        path, random_model, num_images=4, runtimes=("builtin",), raise_on_failure=False
+    )
+    text = "\n".join(report.failures)
+    assert "the weights are missing" in text
+    assert "the weights were not frozen into the file" in text
+    assert report.bytes_per_parameter < 0.1
