@@ -385,3 +385,96 @@ def _format_row(row):
     return (f"{head}  {row['images_per_s']:8.2f} images/s  "
             f"{row['peak_memory_mb']:8.0f} MB peak  "
             f"{100 * row['fraction_of_peak']:5.1f}% of peak")
+
+
+# === Where the time goes ===
+
+
+def _ms(fn, steps, warmup):
+    return 1000.0 * _time(fn, steps, warmup)
+
+
+def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,
+            printer=print):
+    """Times the pieces of a forward pass and the alternatives to each.
+
+    Prints milliseconds per batch for: the whole model with and without XLA,
+    one training step with and without XLA, patch embedding as `Patches` +
+    `Dense` (keras_vit's) versus one strided convolution, one Transformer
+    block, its attention as keras_vit's fused-QKV layer versus
+    `keras.ops.dot_product_attention` and `keras.layers.MultiHeadAttention`,
+    and the `tf.data` training pipeline alone (images/s, scikit-learn's
+    digits augmented and resized to the model's resolution).
+
+    Returns:
+        A dict of the timings.
+    """
+    import keras
+    import tensorflow as tf
+
+    from keras_vit import layers as vit_layers
+    from keras_vit.model import ViT
+
+    kwargs = {"image_size": image_size} if image_size else {}
+    model = ViT.from_variant(_variant_name(variant), **kwargs)
+    h, w = model.image_size
+    d, heads, p = model.hidden_dim, model.num_heads, model.patch_size
+    tokens = model.grid_size[0] * model.grid_size[1] + model.num_prefix_tokens
+    rng = np.random.default_rng(0)
+    images = tf.constant(rng.uniform(0, 255, (batch_size, h, w, 3)).astype("float32"))
+    x = tf.constant(rng.normal(size=(batch_size, tokens, d)).astype("float32"))
+    out = {}
+
+    def report(name, ms, note=""):
+        out[name] = ms
+        printer(f"  {name:<46} {ms:9.1f} ms{note}")
+
+    printer(f"{variant} at {h}x{w}, batch {batch_size}, {os.cpu_count()} CPU cores")
+    for jit in (False, True):
+        f = tf.function(lambda v: model(v, training=False), jit_compile=jit)
+        report(f"forward, XLA {'on' if jit else 'off'}", _ms(lambda: f(images).numpy(), steps, warmup))
+    labels = rng.integers(0, model.num_classes, (batch_size,))
+    for jit in (False, True):
+        model.compile(keras.optimizers.AdamW(1e-4),
+                      keras.losses.SparseCategoricalCrossentropy(), jit_compile=jit)
+        report(f"training step (AdamW), XLA {'on' if jit else 'off'}",
+               _ms(lambda: model.train_on_batch(images, labels), steps, warmup))
+
+    patches, dense = vit_layers.Patches(p), keras.layers.Dense(d)
+    conv = keras.layers.Conv2D(d, p, strides=p)
+    f = tf.function(lambda v: dense(patches(v)))
+    report("patch embedding: Patches + Dense", _ms(lambda: f(images).numpy(), steps, warmup))
+    f = tf.function(lambda v: conv(v))
+    report("patch embedding: strided Conv2D", _ms(lambda: f(images).numpy(), steps, warmup))
+
+    block = vit_layers.TransformerBlock(heads, model.mlp_dim)
+    f = tf.function(lambda v: block(v))
+    report("one TransformerBlock", _ms(lambda: f(x).numpy(), steps, warmup),
+           f"  (x{model.num_layers} blocks)")
+    ours = vit_layers.MultiHeadSelfAttention(heads)
+    f = tf.function(lambda v: ours(v))
+    report("attention: keras_vit fused QKV + matmuls", _ms(lambda: f(x).numpy(), steps, warmup))
+    qkv, proj = keras.layers.Dense(3 * d), keras.layers.Dense(d)
+
+    def dpa(v):
+        q, k, val = tf.split(tf.reshape(qkv(v), (batch_size, tokens, 3, heads, d // heads)), 3, axis=2)
+        o = keras.ops.dot_product_attention(q[:, :, 0], k[:, :, 0], val[:, :, 0])
+        return proj(tf.reshape(o, (batch_size, tokens, d)))
+
+    f = tf.function(dpa)
+    report("attention: keras.ops.dot_product_attention", _ms(lambda: f(x).numpy(), steps, warmup))
+    mha = keras.layers.MultiHeadAttention(heads, d // heads)
+    f = tf.function(lambda v: mha(v, v))
+    report("attention: keras.layers.MultiHeadAttention", _ms(lambda: f(x).numpy(), steps, warmup))
+
+    from keras_vit import data
+
+    digits = data.load("digits")
+    pipe = data.train_pipeline(digits.train, 10, (h, w), batch_size, repeat=True,
+                               num_examples=digits.num_train)
+    it = iter(pipe)
+    seconds = _time(lambda: next(it), 20, 3)
+    out["pipeline_images_per_s"] = batch_size / seconds
+    printer(f"  {'tf.data pipeline alone (crop, flip, to ' + str(h) + ' px)':<46} "
+            f"{batch_size / seconds:9.0f} images/s")
+    return out

@@ -39,6 +39,12 @@ def _models(args):
 def _benchmark(args):
     from keras_vit import benchmark
 
+    if args.profile:
+        for model in args.model:
+            benchmark.profile(model, batch_size=args.batch_size[-1], steps=args.steps,
+                              warmup=args.warmup, image_size=args.image_size)
+        return
+
     print(
         f"keras-vit benchmark: {', '.join(args.model)}; inference batches "
         f"{args.batch_size}" + (f", training batches {args.train_batch_size}" if args.train else "")
@@ -284,6 +290,8 @@ def build_parser():
                        help="dtype policy, e.g. mixed_bfloat16 (default: float32)")
     bench.add_argument("--remat", action="store_true",
                        help="rematerialise each block in training (less memory)")
+    bench.add_argument("--profile", action="store_true",
+                       help="instead: time the parts of the model and their alternatives")
     bench.set_defaults(run=_benchmark)
     return parser
 

@@ -70,3 +70,12 @@ def test_failing_peers_are_reported_not_fatal():
 def test_bad_model_name_is_a_clear_error(capsys):
     assert cli.main(["benchmark", "--model", "ViT_X"]) == 2
     assert "variant='ViT_X'" in capsys.readouterr().err
+
+
+def test_profile_times_every_part(capsys):
+    assert cli.main(["benchmark", "--model", "Ti/16", "--image-size", "32",
+                     "--batch-size", "2", "--steps", "1", "--warmup", "1", "--profile"]) == 0
+    out = capsys.readouterr().out
+    for part in ("forward, XLA off", "training step", "strided Conv2D",
+                 "dot_product_attention", "MultiHeadAttention", "tf.data pipeline"):
+        assert part in out

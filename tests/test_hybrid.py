@@ -110,3 +110,19 @@ def test_bad_stems():
         keras_vit.ViT(image_size=32, **VIT, stem={"blocks": [1]})
     with pytest.raises(ValueError, match="feature map"):
         keras_vit.ViT(image_size=32, **{**VIT, "patch_size": 3}, stem=STEMS["hybrid_r2s"]["stem"])
+
+
+@pytest.mark.parametrize("quantize", ["none", "dynamic"])
+def test_hybrid_exports_to_tflite_with_builtin_ops_only(tmp_path, quantize):
+    from keras_vit import export
+
+    model = keras_vit.ViT(image_size=32, **{**VIT, "classifier_activation": "softmax"},
+                          stem=STEMS["hybrid_r2s"]["stem"])
+    randomize_weights(model, scale=0.1)
+    path = str(tmp_path / "hybrid.tflite")
+    # Verified before it is written: builtin ops only, weights present, and
+    # outputs equal to Keras's under LiteRT's kernels.
+    export.export_tflite(model, path, quantize=quantize, num_verify_images=8)
+    ops = export.op_histogram(path)
+    assert "CONV_2D" in ops and "MAX_POOL_2D" in ops
+    assert not any(op.startswith("Flex") or op == "CUSTOM" for op in ops)

@@ -85,6 +85,14 @@ _PARAMS = {
     ("B/8", "augreg2_in21k_ft_in1k"): 86_576_872,
     ("B/16", "hf_in21k_ft_in1k"): 86_567_656,
     ("L/16", "hf_in21k_ft_in1k"): 304_326_632,
+    ("R50+B/16", "in21k"): 115_277_971,
+    ("R50+B/16", "in21k_ft_in1k_384"): 98_950_952,
+    ("R26+S/32", "augreg_in21k"): 44_456_467,
+    ("R26+S/32", "augreg_in21k_ft_in1k"): 36_431_912,
+    ("R26+S/32", "augreg_in21k_ft_in1k_384"): 36_468_392,
+    ("R50+L/32", "augreg_in21k"): 350_358_931,
+    ("R50+L/32", "augreg_in21k_ft_in1k"): 328_994_856,
+    ("R50+L/32", "augreg_in21k_ft_in1k_384"): 329_092_136,
 }
 
 
@@ -152,6 +160,35 @@ def _table():
             variant, "sam_in1k", f"{_GCS}/sam/ViT-{stem}.npz", 224, 1000,
             "original", "Sharpness-aware minimisation, ImageNet-1k "
             "(arXiv 2106.01548)"))
+    # Hybrids (ResNet stem + ViT), from the same two releases.
+    table.append(_preset(
+        "R50+B/16", "in21k", f"{_GCS}/imagenet21k/R50+ViT-B_16.npz", 224, 21843,
+        "original", "ImageNet-21k pre-training of the paper's R50+ViT-B/16, "
+        "with the pre-logits layer", representation_size=768))
+    table.append(_preset(
+        "R50+B/16", "in21k_ft_in1k_384",
+        f"{_GCS}/imagenet21k+imagenet2012/R50+ViT-B_16.npz", 384, 1000,
+        "original", "ImageNet-21k, fine-tuned on ImageNet-1k at 384 px"))
+    for variant, stem, ft in (
+        ("R26+S/32", "R26_S_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.03-do_0.0-sd_0.0",
+         {224: "R26_S_32-i21k-300ep-lr_0.001-aug_light0-wd_0.03-do_0.1-sd_0.1"
+               "--imagenet2012-steps_20k-lr_0.03-res_224",
+          384: "R26_S_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.03-do_0.0-sd_0.0"
+               "--imagenet2012-steps_20k-lr_0.03-res_384"}),
+        ("R50+L/32", "R50_L_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0",
+         {224: "R50_L_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1"
+               "--imagenet2012-steps_20k-lr_0.01-res_224",
+          384: "R50_L_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0"
+               "--imagenet2012-steps_20k-lr_0.01-res_384"}),
+    ):
+        table.append(_preset(
+            variant, "augreg_in21k", _AUGREG.format(stem), 224, 21843, "augreg",
+            "AugReg ImageNet-21k pre-training (arXiv 2106.10270)"))
+        for res, name in ft.items():
+            table.append(_preset(
+                variant, "augreg_in21k_ft_in1k" + ("" if res == 224 else "_384"),
+                _AUGREG.format(name), res, 1000, "augreg",
+                f"AugReg ImageNet-21k, fine-tuned on ImageNet-1k at {res} px"))
     for variant, repo in (
         ("B/16", "timm/vit_base_patch16_224.augreg2_in21k_ft_in1k"),
         ("B/8", "timm/vit_base_patch8_224.augreg2_in21k_ft_in1k"),
