@@ -272,13 +272,22 @@ def _measure_onnxruntime(variant, batch_size, steps, warmup):
     return batch_size / seconds
 
 
+def _resolve_jit(jit_compile, mode):
+    """`"auto"`: XLA for training steps (faster on CPUs too), not for
+    inference (TensorFlow's oneDNN kernels beat XLA's for ViT-B/16)."""
+    if jit_compile == "auto":
+        return mode == "train"
+    return bool(jit_compile)
+
+
 def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
-            jit_compile=False, remat=False, image_size=None):
+            jit_compile="auto", remat=False, image_size=None):
     """One measurement in this process: images/s and peak memory (MB)."""
     from keras_vit import validation
 
     validation.one_of("peer", peer, PEERS)
     variant = _variant_name(variant)
+    jit_compile = _resolve_jit(jit_compile, mode)
     if peer != "keras_vit" and image_size not in (None, 224):
         raise ValueError("peers are timed at 224 px only")
     if peer == "timm":
@@ -336,7 +345,7 @@ def run_suite(
     steps=5,
     warmup=2,
     dtype=None,
-    jit_compile=False,
+    jit_compile="auto",
     remat=False,
     image_size=None,
     printer=print,

@@ -48,7 +48,7 @@ def _benchmark(args):
     print(
         f"keras-vit benchmark: {', '.join(args.model)}; inference batches "
         f"{args.batch_size}" + (f", training batches {args.train_batch_size}" if args.train else "")
-        + f"; dtype policy {args.dtype or 'float32'}; XLA {'on' if args.jit_compile else 'off'}"
+        + f"; dtype policy {args.dtype or 'float32'}; XLA {args.jit_compile}"
         + ("; remat on" if args.remat else "")
     )
     benchmark.run_suite(
@@ -59,7 +59,7 @@ def _benchmark(args):
         steps=args.steps,
         warmup=args.warmup,
         dtype=args.dtype,
-        jit_compile=args.jit_compile,
+        jit_compile={"on": True, "off": False}.get(args.jit_compile, "auto"),
         remat=args.remat,
         image_size=args.image_size,
     )
@@ -284,8 +284,8 @@ def build_parser():
     bench.add_argument("--image-size", type=int, default=None, help="keras_vit only")
     bench.add_argument("--steps", type=int, default=5)
     bench.add_argument("--warmup", type=int, default=2)
-    bench.add_argument("--jit-compile", action="store_true",
-                       help="compile with XLA (slower than oneDNN for larger models on CPUs)")
+    bench.add_argument("--jit-compile", choices=["auto", "on", "off"], default="auto",
+                       help="XLA; auto: for training steps only (fastest on CPUs)")
     bench.add_argument("--dtype", default=None,
                        help="dtype policy, e.g. mixed_bfloat16 (default: float32)")
     bench.add_argument("--remat", action="store_true",

@@ -228,7 +228,15 @@ def test_wrong_number_of_channels():
     assert gray(np.zeros((1, 32, 32, 1), "float32")).shape == (1, 5)
 
 
-def test_remat_trains_exactly_like_without():
+def test_remat_trains_exactly_like_without(monkeypatch):
+    calls = []
+    original = keras.remat
+
+    def counting_remat(f):
+        calls.append(f)
+        return original(f)
+
+    monkeypatch.setattr(keras, "remat", counting_remat)
     losses = {}
     for remat in (False, True):
         keras.utils.set_random_seed(0)
@@ -238,7 +246,12 @@ def test_remat_trains_exactly_like_without():
                       keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         images, labels = random_images((4, 32, 32, 3)), np.arange(4) % 5
         losses[remat] = [float(model.train_on_batch(images, labels)) for _ in range(3)]
+        if not remat:
+            assert calls == []
     assert model.get_config()["remat"] is True
     assert model.get_layer("block_0").remat
+    # Each block was wrapped in keras.remat for the training step (2 blocks),
+    # and only in the remat model.
+    assert len(calls) >= 2
     np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
     assert losses[True][-1] < losses[True][0]

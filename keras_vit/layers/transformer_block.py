@@ -122,12 +122,13 @@ class TransformerBlock(keras.layers.Layer):
         self.mlp_fc2.build((*input_shape[:-1], self.mlp_dim))
 
     def call(self, inputs, training=None, return_attention_scores=False):
-        if self.remat and training and not return_attention_scores:
+        if self.remat and training:
             # Gradient checkpointing: the function takes the tensor alone
             # (TensorFlow's recompute_grad accepts no keyword arguments in
             # graphs), the Python flags are closed over.
-            return keras.remat(lambda x: self._forward(x, training)[0])(inputs)
-        out, weights = self._forward(inputs, training)
+            out, weights = keras.remat(lambda x: self._forward(x, training))(inputs)
+        else:
+            out, weights = self._forward(inputs, training)
         if return_attention_scores:
             return out, weights
         return out
