@@ -38,7 +38,6 @@ SMALL = {"hidden_dim": 64, "num_layers": 4, "num_heads": 4, "mlp_dim": 128}
 
 def pretrain_offline(path, epochs=1):
     """A small ViT pre-trained on a rotation pretext task, saved as .npz."""
-    import keras
     import tensorflow as tf
 
     (x, y), _ = keras_vit.data.datasets.fashion_mnist_arrays()

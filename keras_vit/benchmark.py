@@ -64,15 +64,12 @@ def _stem_flops(stem, image_size, channels):
     total += flops
     shape = stem.root_pool.compute_output_shape(shape)
     for unit in stem.units:
-        for name in ("conv1", "conv2", "conv3", "proj_conv"):
-            layer = getattr(unit, name, None)
-            if layer is None:
-                continue
-            source = shape if name in ("conv1", "proj_conv") else inner
-            flops, out = conv(layer, source)
+        inner = shape
+        for layer in (unit.conv1, unit.conv2, unit.conv3):
+            flops, inner = conv(layer, inner)
             total += flops
-            if name != "proj_conv":
-                inner = out
+        if unit.projection:
+            total += conv(unit.proj_conv, shape)[0]
         shape = unit.compute_output_shape(shape)
     return total
 

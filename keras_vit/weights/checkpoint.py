@@ -163,6 +163,18 @@ def transpose(value):
     return None if value is None else value.T
 
 
+def torch_norm(src, prefix, out, name):
+    """A PyTorch LayerNorm/GroupNorm `prefix.{weight,bias}` → gamma, beta."""
+    out[f"{name}/gamma"] = src.take(f"{prefix}.weight", 1)
+    out[f"{name}/beta"] = src.take(f"{prefix}.bias", 1)
+
+
+def torch_linear(src, prefix, out, name):
+    """A PyTorch `Linear` `prefix.{weight,bias}` → Keras kernel, bias."""
+    out[f"{name}/kernel"] = transpose(src.take(f"{prefix}.weight", 2))
+    out[f"{name}/bias"] = src.take(f"{prefix}.bias", 1)
+
+
 def concatenate(parts, axis=0):
     """Concatenates parts, or `None` if any part is missing."""
     if any(part is None for part in parts):

@@ -25,6 +25,8 @@ import re
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import torch_conv_to_projection
+from keras_vit.weights.checkpoint import torch_linear
+from keras_vit.weights.checkpoint import torch_norm
 from keras_vit.weights.checkpoint import transpose
 
 SIGNATURES = (
@@ -55,16 +57,6 @@ def _old_name(key):
     return key
 
 
-def _norm(src, prefix, out, name):
-    out[f"{name}/gamma"] = src.take(f"{prefix}.weight", 1)
-    out[f"{name}/beta"] = src.take(f"{prefix}.bias", 1)
-
-
-def _linear(src, prefix, out, name):
-    out[f"{name}/kernel"] = transpose(src.take(f"{prefix}.weight", 2))
-    out[f"{name}/bias"] = src.take(f"{prefix}.bias", 1)
-
-
 def read_huggingface(tensors, path):
     """Converts a transformers ViT state dict (name → array)."""
     if any(re.search(r"(^|\.)layers\.\d+\.", k) for k in tensors):
@@ -86,7 +78,7 @@ def read_huggingface(tensors, path):
     i = 0
     while f"{p}encoder.layer.{i}.layernorm_before.weight" in src:
         prefix, name = f"{p}encoder.layer.{i}", f"block_{i}"
-        _norm(src, f"{prefix}.layernorm_before", out, f"{name}/norm1")
+        torch_norm(src, f"{prefix}.layernorm_before", out, f"{name}/norm1")
         kernels, biases = [], []
         for part in ("query", "key", "value"):
             part = f"{prefix}.attention.attention.{part}"
@@ -94,14 +86,14 @@ def read_huggingface(tensors, path):
             biases.append(src.take(f"{part}.bias", 1))
         out[f"{name}/attention/qkv/kernel"] = concatenate(kernels, axis=1)
         out[f"{name}/attention/qkv/bias"] = concatenate(biases)
-        _linear(src, f"{prefix}.attention.output.dense", out, f"{name}/attention/proj")
-        _norm(src, f"{prefix}.layernorm_after", out, f"{name}/norm2")
-        _linear(src, f"{prefix}.intermediate.dense", out, f"{name}/mlp_fc1")
-        _linear(src, f"{prefix}.output.dense", out, f"{name}/mlp_fc2")
+        torch_linear(src, f"{prefix}.attention.output.dense", out, f"{name}/attention/proj")
+        torch_norm(src, f"{prefix}.layernorm_after", out, f"{name}/norm2")
+        torch_linear(src, f"{prefix}.intermediate.dense", out, f"{name}/mlp_fc1")
+        torch_linear(src, f"{prefix}.output.dense", out, f"{name}/mlp_fc2")
         i += 1
-    _norm(src, f"{p}layernorm", out, "encoder_norm")
+    torch_norm(src, f"{p}layernorm", out, "encoder_norm")
     if f"{p}pooler.dense.weight" in src:
-        _linear(src, f"{p}pooler.dense", out, "pre_logits")
+        torch_linear(src, f"{p}pooler.dense", out, "pre_logits")
     if "classifier.weight" in src:
-        _linear(src, "classifier", out, "head")
+        torch_linear(src, "classifier", out, "head")
     return src.checkpoint(out, "huggingface", patch_size=patch_size)

@@ -25,21 +25,12 @@ import re
 
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import torch_conv_to_projection
-from keras_vit.weights.checkpoint import transpose
+from keras_vit.weights.checkpoint import torch_linear
+from keras_vit.weights.checkpoint import torch_norm
 
 #: A key only timm's naming has; `read_safetensors` uses it to tell timm
 #: files from Hugging Face transformers files.
 SIGNATURE = "patch_embed.proj.weight"
-
-
-def _norm(src, prefix, out, name):
-    out[f"{name}/gamma"] = src.take(f"{prefix}.weight", 1)
-    out[f"{name}/beta"] = src.take(f"{prefix}.bias", 1)
-
-
-def _linear(src, prefix, out, name):
-    out[f"{name}/kernel"] = transpose(src.take(f"{prefix}.weight", 2))
-    out[f"{name}/bias"] = src.take(f"{prefix}.bias", 1)
 
 
 def _conv(src, name):
@@ -58,7 +49,7 @@ def _hybrid_stem(src, out):
         return
     stem = "resnet_stem"
     out[f"{stem}/root_conv/kernel"] = _conv(src, f"{_BACKBONE}stem.conv.weight")
-    _norm(src, f"{_BACKBONE}stem.norm", out, f"{stem}/root_norm")
+    torch_norm(src, f"{_BACKBONE}stem.norm", out, f"{stem}/root_norm")
     units = sorted(
         {(int(m.group(1)), int(m.group(2))) for k in src.keys() if (m := _BLOCK.match(k))}
     )
@@ -67,10 +58,10 @@ def _hybrid_stem(src, out):
         name = f"{stem}/block{stage + 1}_unit{unit + 1}"
         for i in (1, 2, 3):
             out[f"{name}/conv{i}/kernel"] = _conv(src, f"{prefix}.conv{i}.weight")
-            _norm(src, f"{prefix}.norm{i}", out, f"{name}/norm{i}")
+            torch_norm(src, f"{prefix}.norm{i}", out, f"{name}/norm{i}")
         if f"{prefix}.downsample.conv.weight" in src:
             out[f"{name}/proj_conv/kernel"] = _conv(src, f"{prefix}.downsample.conv.weight")
-            _norm(src, f"{prefix}.downsample.norm", out, f"{name}/proj_norm")
+            torch_norm(src, f"{prefix}.downsample.norm", out, f"{name}/proj_norm")
 
 
 def read_timm(tensors, path):
@@ -92,14 +83,14 @@ def read_timm(tensors, path):
     i = 0
     while f"blocks.{i}.norm1.weight" in src:
         prefix, name = f"blocks.{i}", f"block_{i}"
-        _norm(src, f"{prefix}.norm1", out, f"{name}/norm1")
-        _linear(src, f"{prefix}.attn.qkv", out, f"{name}/attention/qkv")
-        _linear(src, f"{prefix}.attn.proj", out, f"{name}/attention/proj")
-        _norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
-        _linear(src, f"{prefix}.mlp.fc1", out, f"{name}/mlp_fc1")
-        _linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
+        torch_norm(src, f"{prefix}.norm1", out, f"{name}/norm1")
+        torch_linear(src, f"{prefix}.attn.qkv", out, f"{name}/attention/qkv")
+        torch_linear(src, f"{prefix}.attn.proj", out, f"{name}/attention/proj")
+        torch_norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
+        torch_linear(src, f"{prefix}.mlp.fc1", out, f"{name}/mlp_fc1")
+        torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
         i += 1
-    _norm(src, "norm", out, "encoder_norm")
+    torch_norm(src, "norm", out, "encoder_norm")
     if "head.weight" in src:
-        _linear(src, "head", out, "head")
+        torch_linear(src, "head", out, "head")
     return src.checkpoint(out, "timm", patch_size=patch_size)
