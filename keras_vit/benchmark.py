@@ -226,43 +226,74 @@ _TIMM_NAMES = {
 }
 
 
-def _measure_timm(variant, mode, batch_size, steps, warmup):
-    import timm
-    import torch
-
-    torch.set_num_threads(os.cpu_count())
-    model = timm.create_model(_TIMM_NAMES[variant], pretrained=False, num_classes=1000)
-    x = torch.rand(batch_size, 3, 224, 224)
-    if mode == "inference":
-        model.eval()
+# timm runs in its own interpreter (`timm_python`, e.g. a PyTorch
+# virtual environment without TensorFlow), so this script needs torch and
+# timm only.
+_TIMM_SCRIPT = r"""
+import json, os, resource, sys, time
+import timm, torch
+name, mode, batch, steps, warmup = sys.argv[1:6]
+batch, steps, warmup = int(batch), int(steps), int(warmup)
+torch.set_num_threads(os.cpu_count())
+model = timm.create_model(name, pretrained=False, num_classes=1000)
+x = torch.rand(batch, 3, 224, 224)
+if mode == "inference":
+    model.eval()
+    def step():
         with torch.inference_mode():
-            seconds = _time(lambda: model(x), steps, warmup)
-    else:
-        model.train()
-        optimizer = torch.optim.AdamW(model.parameters(), 1e-4)
-        y = torch.randint(0, 1000, (batch_size,))
+            model(x)
+else:
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), 1e-4)
+    y = torch.randint(0, 1000, (batch,))
+    def step():
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+for _ in range(warmup):
+    step()
+start = time.perf_counter()
+for _ in range(steps):
+    step()
+seconds = (time.perf_counter() - start) / steps
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+print("RESULT " + json.dumps({"images_per_s": batch / seconds, "peak_memory_mb": peak,
+                              "version": "torch %s, timm %s" % (torch.__version__, timm.__version__)}))
+"""
 
-        def step():
-            optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(model(x), y).backward()
-            optimizer.step()
 
-        seconds = _time(step, steps, warmup)
-    return batch_size / seconds
+def _measure_timm_in_subprocess(variant, mode, batch_size, steps, warmup, python=None):
+    if variant not in _TIMM_NAMES:
+        return {"error": f"no timm model for {variant}"}
+    try:
+        proc = subprocess.run(
+            [python or sys.executable, "-c", _TIMM_SCRIPT, _TIMM_NAMES[variant], mode,
+             str(batch_size), str(steps), str(warmup)],
+            capture_output=True, text=True,
+        )
+    except OSError as error:  # e.g. no such interpreter
+        return {"error": f"cannot run timm_python={python!r}: {error}"[:200]}
+    return _result(proc)
+
+
+def _result(proc):
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"error": last[:200]}
 
 
 def _measure_onnxruntime(variant, batch_size, steps, warmup):
     import tempfile
 
-    import onnxruntime
+    from keras_vit.export import onnx
 
     model = _keras_vit_model(variant, None, False)
     with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "model.onnx")
-        model.export(path, format="onnx", verbose=False)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count()
-        session = onnxruntime.InferenceSession(path, options)
+        path = onnx.export_onnx(model, os.path.join(folder, "model.onnx"),
+                                batch_size=batch_size)
+        session = onnx.session(path, num_threads=os.cpu_count())
     name = session.get_inputs()[0].name
     x = np.random.default_rng(0).uniform(0, 255, (batch_size, 224, 224, 3)).astype("float32")
     seconds = _time(lambda: session.run(None, {name: x}), steps, warmup)
@@ -288,8 +319,8 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
     if peer != "keras_vit" and image_size not in (None, 224):
         raise ValueError("peers are timed at 224 px only")
     if peer == "timm":
-        rate = _measure_timm(variant, mode, batch_size, steps, warmup)
-    elif peer == "onnxruntime":
+        return _measure_timm_in_subprocess(variant, mode, batch_size, steps, warmup)
+    if peer == "onnxruntime":
         if mode != "inference":
             raise ValueError("ONNX Runtime is timed for inference only")
         rate = _measure_onnxruntime(variant, batch_size, steps, warmup)
@@ -315,9 +346,18 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
     return {"images_per_s": rate, "peak_memory_mb": _peak_rss_mb()}
 
 
-def measure_in_subprocess(**kwargs):
+def measure_in_subprocess(timm_python=None, **kwargs):
     """`measure(**kwargs)` in a fresh Python process; `None` if the peer is
-    not installed or fails (the reason is returned as `"error"`)."""
+    not installed or fails (the reason is returned as `"error"`). timm runs
+    in `timm_python` (default: this interpreter)."""
+    if kwargs.get("peer") == "timm":
+        variant = _variant_name(kwargs["variant"])
+        if kwargs.get("image_size") not in (None, 224):
+            return {"error": "peers are timed at 224 px only"}
+        return _measure_timm_in_subprocess(
+            variant, kwargs["mode"], kwargs["batch_size"], kwargs.get("steps", 5),
+            kwargs.get("warmup", 2), timm_python,
+        )
     code = (
         "import json, sys; from keras_vit import benchmark; "
         "print('RESULT ' + json.dumps(benchmark.measure(**json.loads(sys.argv[1]))))"
@@ -327,11 +367,7 @@ def measure_in_subprocess(**kwargs):
         [sys.executable, "-c", code, json.dumps(kwargs)],
         capture_output=True, text=True, env=env,
     )
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"error": last[:200]}
+    return _result(proc)
 
 
 def run_suite(
@@ -345,9 +381,13 @@ def run_suite(
     jit_compile="auto",
     remat=False,
     image_size=None,
+    timm_python=None,
     printer=print,
 ):
     """Measures every (peer, variant, mode, batch) and prints a table.
+
+    timm is timed in `timm_python` when given (the interpreter of an
+    environment with torch and timm), else in this one.
 
     Returns:
         The list of result rows (dicts).
@@ -373,6 +413,7 @@ def run_suite(
                     peer=peer, variant=variant, mode=mode, batch_size=batch,
                     steps=steps, warmup=warmup, dtype=dtype,
                     jit_compile=jit_compile, remat=remat, image_size=image_size,
+                    timm_python=timm_python,
                 )
                 row = {"variant": variant, "peer": peer, "mode": mode,
                        "batch": batch, "gflops_per_image": flops / 1e9, **result}

@@ -56,6 +56,7 @@ def _benchmark(args):
         inference_batches=args.batch_size,
         train_batches=args.train_batch_size if args.train else (),
         peers=["keras_vit", *args.peers],
+        timm_python=args.timm_python,
         steps=args.steps,
         warmup=args.warmup,
         dtype=args.dtype,
@@ -281,6 +282,9 @@ def build_parser():
     bench.add_argument("--peers", nargs="*", default=[],
                        choices=["keras_hub", "timm", "onnxruntime"],
                        help="also time these, where installed")
+    bench.add_argument("--timm-python", default=None, metavar="PYTHON",
+                       help="time timm with this interpreter (an environment with torch "
+                            "and timm; default: this one)")
     bench.add_argument("--image-size", type=int, default=None, help="keras_vit only")
     bench.add_argument("--steps", type=int, default=5)
     bench.add_argument("--warmup", type=int, default=2)

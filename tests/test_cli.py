@@ -67,6 +67,27 @@ def test_failing_peers_are_reported_not_fatal():
     assert "peer='no_such_peer'" in row["error"]
 
 
+def test_timm_runs_in_the_given_interpreter(tmp_path):
+    # A stand-in "python" that records its arguments and answers like the
+    # timm script: the suite must hand it timm's model name and the mode.
+    fake = tmp_path / "python"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f"echo \"$@\" > {tmp_path}/args\n"
+        "echo 'RESULT {\"images_per_s\": 3.0, \"peak_memory_mb\": 1.0}'\n"
+    )
+    fake.chmod(0o755)
+    row = benchmark.measure_in_subprocess(
+        peer="timm", variant="ViT_S16", mode="train", batch_size=8, timm_python=str(fake))
+    assert row == {"images_per_s": 3.0, "peak_memory_mb": 1.0}
+    args = (tmp_path / "args").read_text().split()
+    assert args[-5:] == ["vit_small_patch16_224", "train", "8", "5", "2"]
+    missing = benchmark.measure_in_subprocess(
+        peer="timm", variant="Ti/16", mode="inference", batch_size=1,
+        timm_python=str(tmp_path / "no_python"))
+    assert "error" in missing
+
+
 def test_bad_model_name_is_a_clear_error(capsys):
     assert cli.main(["benchmark", "--model", "ViT_X"]) == 2
     assert "variant='ViT_X'" in capsys.readouterr().err

@@ -11,7 +11,9 @@
   outputs against Keras with LiteRT's XNNPACK, builtin and reference
   kernels.
 - `benchmark_export(model)` prints latency at batch 1 for Keras, the
-  SavedModel and each TFLite variant.
+  SavedModel, ONNX Runtime (when installed) and each TFLite variant.
+- `export_onnx(model, "vit.onnx")`: ONNX through Keras and tf2onnx (optional
+  dependencies), checked against Keras; used to time ONNX Runtime.
 
 The command line is `keras-vit export`, `keras-vit verify` and
 `keras-vit benchmark-export`.
@@ -24,6 +26,7 @@ from keras_vit.export.graph import read_graph
 from keras_vit.export.metadata import read_metadata
 from keras_vit.export.metadata import sidecar_path
 from keras_vit.export.models import load_model
+from keras_vit.export.onnx import export_onnx
 from keras_vit.export.representative import ImageSet
 from keras_vit.export.representative import load_images
 from keras_vit.export.saved_model import export_saved_model
@@ -40,6 +43,7 @@ from keras_vit.export.verification import run_tflite
 from keras_vit.export.verification import verify
 from keras_vit.export.verification import verify_saved_model
 from keras_vit.export.verification import verify_tflite
+from keras_vit.export.verification import xnnpack_partitions
 
 __all__ = [
     "ExportResult",
@@ -53,6 +57,7 @@ __all__ = [
     "benchmark_export",
     "convert",
     "detect_quantization",
+    "export_onnx",
     "export_saved_model",
     "export_tflite",
     "load_images",
@@ -65,4 +70,5 @@ __all__ = [
     "verify",
     "verify_saved_model",
     "verify_tflite",
+    "xnnpack_partitions",
 ]

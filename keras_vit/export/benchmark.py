@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from keras_vit.export import models
+from keras_vit.export import onnx as onnx_lib
 from keras_vit.export import saved_model as saved_model_lib
 from keras_vit.export import tflite as tflite_lib
 from keras_vit.export import verification as verify_lib
@@ -103,10 +104,26 @@ def time_tflite(path, num_threads=1, runs=50, warmup=5):
     return times
 
 
+def time_onnx(path, num_threads=1, runs=50, warmup=5):
+    """Per-call latencies (ms) of an `.onnx` file with ONNX Runtime (CPU,
+    all graph optimisations) on random pixels at its input's batch."""
+    session = onnx_lib.session(path, num_threads)
+    inp = session.get_inputs()[0]
+    shape = [s if isinstance(s, int) else 1 for s in inp.shape]
+    x = np.random.default_rng(0).uniform(0, 255, shape).astype("float32")
+    times = []
+    for i in range(warmup + runs):
+        start = time.perf_counter()
+        session.run(None, {inp.name: x})
+        if i >= warmup:
+            times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
 def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
                      representative_data="digits", threads=(1, 2), runs=50,
                      warmup=5, output_dir=None, tensorflow=True,
-                     print_fn=print):
+                     onnx="auto", print_fn=print):
     """Times a model at batch 1 as Keras, SavedModel and TFLite variants.
 
     Exports the model to every TFLite variant in `quantizations` (batch 1,
@@ -126,6 +143,10 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
             temporary folder, removed afterwards.
         tensorflow: bool, whether to time Keras and the SavedModel (in a
             subprocess per thread count). Defaults to `True`.
+        onnx: `"auto"`, `True` or `False`: whether to also export the model
+            to ONNX (`keras_vit.export.onnx`) and time it with ONNX Runtime,
+            the usual peer; `"auto"` does so when `tf2onnx` and
+            `onnxruntime` are installed. Defaults to `"auto"`.
         print_fn: where the table goes. Defaults to `print`.
 
     Returns:
@@ -184,6 +205,14 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
                     p50, p90 = _percentiles(times)
                     rows.append(dict(runtime=runtime, variant="float32", threads=t,
                                      p50_ms=p50, p90_ms=p90, bytes=sizes[runtime]))
+        if onnx == "auto":
+            onnx = onnx_lib.available()
+        if onnx:
+            path = onnx_lib.export_onnx(model, os.path.join(folder, f"{model.name}.onnx"))
+            for t in threads:
+                p50, p90 = _percentiles(time_onnx(path, t, runs, warmup))
+                rows.append(dict(runtime="onnxruntime", variant="float32", threads=t,
+                                 p50_ms=p50, p90_ms=p90, bytes=os.path.getsize(path)))
         for q, path in files.items():
             for t in threads:
                 p50, p90 = _percentiles(time_tflite(path, t, runs, warmup))

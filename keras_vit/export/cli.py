@@ -130,6 +130,7 @@ def _benchmark_export(args):
         warmup=args.warmup,
         output_dir=args.output_dir,
         tensorflow=args.tensorflow,
+        onnx={"on": True, "off": False}.get(args.onnx, "auto"),
     )
 
 
@@ -210,7 +211,7 @@ def add_commands(subparsers):
 
     b = subparsers.add_parser(
         "benchmark-export",
-        help="latency at batch 1: Keras, SavedModel and each TFLite variant",
+        help="latency at batch 1: Keras, SavedModel, ONNX Runtime and each TFLite variant",
     )
     _add_model_arguments(b)
     b.add_argument("--quantize", nargs="+", choices=QUANTIZATIONS, default=list(QUANTIZATIONS))
@@ -222,5 +223,9 @@ def add_commands(subparsers):
     b.add_argument(
         "--no-tensorflow", dest="tensorflow", action="store_false",
         help="time the TFLite files only",
+    )
+    b.add_argument(
+        "--onnx", choices=["auto", "on", "off"], default="auto",
+        type=str, help="also time ONNX Runtime (auto: when tf2onnx and onnxruntime are installed)",
     )
     b.set_defaults(run=_benchmark_export)

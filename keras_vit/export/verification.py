@@ -132,6 +132,8 @@ class VerificationReport:
         comparisons: a list of `Comparison`.
         failures: what failed, one sentence each; empty if it passed.
         limits: the limits applied (see `LIMITS`).
+        xnnpack_partitions: how many pieces LiteRT's XNNPACK delegate runs
+            the graph in (see `xnnpack_partitions`; TFLite).
     """
 
     path: str
@@ -144,6 +146,7 @@ class VerificationReport:
     comparisons: list = dataclasses.field(default_factory=list)
     failures: list = dataclasses.field(default_factory=list)
     limits: dict = None
+    xnnpack_partitions: int = None
 
     @property
     def passed(self):
@@ -171,6 +174,12 @@ class VerificationReport:
             ops = ", ".join(f"{k} {v}" for k, v in sorted(
                 self.op_histogram.items(), key=lambda kv: (-kv[1], kv[0])))
             lines.append(f"  ops: {ops}")
+        if self.xnnpack_partitions is not None:
+            lines.append(
+                f"  XNNPACK delegate: {self.xnnpack_partitions} partition(s)"
+                + (" (the whole graph)" if self.xnnpack_partitions == 1 else
+                   " (ops between them run on LiteRT's builtin kernels)")
+            )
         if self.comparisons:
             header = ("source", "runtime", "images", "max|Δ|", "mean|Δ|", "top-1 agree", "accuracy (keras)")
             rows = [
@@ -217,6 +226,27 @@ def _interpreter(path, runtime="xnnpack", num_threads=None):
         num_threads=num_threads,
         experimental_op_resolver_type=getattr(OpResolverType, INTERPRETERS[runtime]),
     )
+
+
+def xnnpack_partitions(path, num_threads=1):
+    """How many pieces LiteRT's XNNPACK delegate runs a `.tflite` graph in.
+
+    `1` means XNNPACK takes the whole graph. Every op it cannot take (for
+    example a `STRIDED_SLICE` with `shrink_axis_mask`) runs on LiteRT's
+    builtin kernels and splits the graph: each piece is threaded on its own
+    and the hand-offs cost time (keras_vit's float32 ViT-Ti/16 took 2.1x as
+    long at 2 threads when every block was cut in two).
+
+    Args:
+        path: the `.tflite` file.
+        num_threads: int, interpreter threads. Defaults to `1`.
+
+    Returns:
+        The number of XNNPACK partitions (`0`: nothing delegated).
+    """
+    interpreter = _interpreter(path, "xnnpack", num_threads)
+    interpreter.allocate_tensors()
+    return sum(op["op_name"] == "DELEGATE" for op in interpreter._get_ops_details())
 
 
 def _quantization(details):
@@ -472,6 +502,7 @@ def verify_tflite(path, reference, data="digits", num_images=100,
         )
     # 3. Outputs.
     if not unsupported:
+        report.xnnpack_partitions = xnnpack_partitions(path)
         for images in _image_sets(data, model, num_images):
             expected = _reference_outputs(model, images.images)
             for runtime in runtimes:

@@ -57,7 +57,10 @@ class TokenPooling(keras.layers.Layer):
 
     def call(self, tokens):
         if self.pooling == "token":
-            return tokens[:, 0]
+            # `tokens[:, :1]` then a reshape, not `tokens[:, 0]`: the latter
+            # is a STRIDED_SLICE with shrink_axis_mask, which TFLite's
+            # XNNPACK delegate does not take.
+            return ops.squeeze(tokens[:, :1], axis=1)
         return ops.mean(tokens[:, self.num_prefix_tokens :], axis=1)
 
     def compute_output_shape(self, input_shape):

@@ -99,13 +99,25 @@ def test_tflite_inference_example_uses_litert_only(cli_export, tmp_path):
 def test_benchmark_export_prints_a_table(random_model, capsys):
     rows = export.benchmark_export(
         random_model, quantizations=("none", "dynamic"), threads=(1,), runs=3,
-        warmup=1, tensorflow=False,
+        warmup=1, tensorflow=False, onnx=False,
     )
     assert {(r["runtime"], r["variant"]) for r in rows} == {
         ("tflite (xnnpack)", "none"), ("tflite (xnnpack)", "dynamic")
     }
     out = capsys.readouterr().out
     assert "p50 ms" in out and "p90 ms" in out
+
+
+def test_benchmark_export_times_onnx_runtime_when_installed(random_model):
+    pytest.importorskip("tf2onnx")
+    pytest.importorskip("onnxruntime")
+    rows = export.benchmark_export(
+        random_model, quantizations=("none",), threads=(1, 2), runs=3,
+        warmup=1, tensorflow=False,
+    )
+    onnx_rows = [r for r in rows if r["runtime"] == "onnxruntime"]
+    assert [r["threads"] for r in onnx_rows] == [1, 2]
+    assert all(r["p50_ms"] > 0 and r["bytes"] > 0 for r in onnx_rows)
 
 
 @pytest.mark.slow

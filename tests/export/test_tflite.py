@@ -66,6 +66,16 @@ def test_builtin_ops_only(random_exports, quantize):
     assert "CONV_2D" not in histogram
 
 
+@pytest.mark.parametrize("quantize", ["none", "float16", "dynamic"])
+def test_xnnpack_takes_the_whole_float_graph(random_exports, quantize):
+    # One partition: no op falls back to the builtin kernels between
+    # delegated pieces (`qkv[0]` and `tokens[:, 0]` once did, every block).
+    report = random_exports[quantize].report
+    assert report.xnnpack_partitions == 1
+    assert "XNNPACK delegate: 1 partition(s) (the whole graph)" in report.summary()
+    assert verify_lib.xnnpack_partitions(random_exports[quantize].path, num_threads=2) == 1
+
+
 @pytest.mark.parametrize("quantize", ["int8", "int16x8"])
 def test_full_integer_graphs_compute_in_integers(random_exports, quantize):
     # keras_vit's LayerNorm quantizes cleanly: no float NEG (or any float
