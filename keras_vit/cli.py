@@ -289,7 +289,7 @@ def build_parser():
     bench.add_argument("--steps", type=int, default=5)
     bench.add_argument("--warmup", type=int, default=2)
     bench.add_argument("--jit-compile", choices=["auto", "on", "off"], default="auto",
-                       help="XLA; auto: for training steps only (fastest on CPUs)")
+                       help="XLA (auto: on, the fastest on CPUs too)")
     bench.add_argument("--dtype", default=None,
                        help="dtype policy, e.g. mixed_bfloat16 (default: float32)")
     bench.add_argument("--remat", action="store_true",
