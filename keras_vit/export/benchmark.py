@@ -66,6 +66,18 @@ def _folder_bytes(path):
     )
 
 
+def _latencies(call, runs, warmup):
+    """Milliseconds of each of `runs` calls of `call`, after `warmup`."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
 def time_tflite(path, num_threads=1, runs=50, warmup=5):
     """Per-call latencies (ms) of a `.tflite` file at its input's batch.
 
@@ -93,15 +105,14 @@ def time_tflite(path, num_threads=1, runs=50, warmup=5):
         x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
     else:
         x = rng.uniform(0, 255, shape).astype(dtype)
-    times = []
-    for i in range(warmup + runs):
-        start = time.perf_counter()
+    output = interpreter.get_output_details()[0]["index"]
+
+    def call():
         interpreter.set_tensor(inp["index"], x)
         interpreter.invoke()
-        interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
-        if i >= warmup:
-            times.append((time.perf_counter() - start) * 1e3)
-    return times
+        interpreter.get_tensor(output)
+
+    return _latencies(call, runs, warmup)
 
 
 def time_onnx(path, num_threads=1, runs=50, warmup=5):
@@ -111,13 +122,7 @@ def time_onnx(path, num_threads=1, runs=50, warmup=5):
     inp = session.get_inputs()[0]
     shape = [s if isinstance(s, int) else 1 for s in inp.shape]
     x = np.random.default_rng(0).uniform(0, 255, shape).astype("float32")
-    times = []
-    for i in range(warmup + runs):
-        start = time.perf_counter()
-        session.run(None, {inp.name: x})
-        if i >= warmup:
-            times.append((time.perf_counter() - start) * 1e3)
-    return times
+    return _latencies(lambda: session.run(None, {inp.name: x}), runs, warmup)
 
 
 def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,

@@ -10,13 +10,13 @@ Optional: needs `tf2onnx` and `onnxruntime` (`pip install tf2onnx
 onnxruntime`); they are not dependencies of keras_vit.
 """
 
+import functools
+
 import numpy as np
 
 from keras_vit import files
 from keras_vit import validation
 from keras_vit.export import models
-
-_ERFC_REGISTERED = []
 
 
 def _require(module):
@@ -37,16 +37,15 @@ def available():
     return all(importlib.util.find_spec(m) for m in ("tf2onnx", "onnxruntime"))
 
 
+@functools.cache
 def _register_erfc():
     """Teaches tf2onnx TensorFlow's `Erfc` as `1 - Erf(x)` (once)."""
-    if _ERFC_REGISTERED:
-        return
     _require("tf2onnx")
     from tf2onnx import utils
     from tf2onnx.handler import tf_op
 
-    @tf_op("Erfc")
-    class Erfc:  # noqa: F841 (registered by the decorator)
+    @tf_op("Erfc")  # registers the converter
+    class Erfc:
         @classmethod
         def version_9(cls, ctx, node, **kwargs):
             dtype = utils.map_onnx_to_numpy_type(ctx.get_dtype(node.input[0]))
@@ -54,8 +53,6 @@ def _register_erfc():
             erf = ctx.make_node("Erf", [node.input[0]], op_name_scope=node.name)
             node.type = "Sub"
             ctx.replace_inputs(node, [one.output[0], erf.output[0]])
-
-    _ERFC_REGISTERED.append(Erfc)
 
 
 def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4):
