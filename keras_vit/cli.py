@@ -289,7 +289,8 @@ def build_parser():
     bench.add_argument("--steps", type=int, default=5)
     bench.add_argument("--warmup", type=int, default=2)
     bench.add_argument("--jit-compile", choices=["auto", "on", "off"], default="auto",
-                       help="XLA (auto: on, the fastest on CPUs too)")
+                       help="XLA (auto: on for training; inference is timed "
+                            "with and without, the faster is reported)")
     bench.add_argument("--dtype", default=None,
                        help="dtype policy, e.g. mixed_bfloat16 (default: float32)")
     bench.add_argument("--remat", action="store_true",

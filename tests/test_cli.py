@@ -100,3 +100,18 @@ def test_profile_times_every_part(capsys):
     for part in ("forward, XLA off", "training step", "strided Conv2D",
                  "dot_product_attention", "MultiHeadAttention", "tf.data pipeline"):
         assert part in out
+
+
+def test_auto_xla_times_inference_both_ways_and_reports_which():
+    # "auto" keeps the faster of XLA on / off for inference (neither wins
+    # at every size on a CPU) and says which; training uses XLA.
+    assert benchmark._jit_choices("auto", "inference") == (False, True)
+    assert benchmark._jit_choices("auto", "train") == (True,)
+    assert benchmark._jit_choices(False, "inference") == (False,)
+    row = benchmark.measure(peer="keras_vit", variant="Ti/16", mode="inference",
+                            batch_size=1, steps=1, warmup=1, image_size=32)
+    assert row["xla"] in (True, False) and row["images_per_s"] > 0
+    line = benchmark._format_row({"variant": "Ti/16", "peer": "keras_vit",
+                                  "mode": "inference", "batch": 1,
+                                  "fraction_of_peak": 0.5, **row})
+    assert line.endswith("XLA")
