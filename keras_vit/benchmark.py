@@ -287,6 +287,10 @@ def _result(proc):
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
+    if proc.returncode is not None and proc.returncode < 0:
+        # Killed by a signal: SIGKILL here is almost always the kernel's
+        # out-of-memory killer, and stderr's last line is unrelated.
+        return {"error": f"killed by signal {-proc.returncode} (out of memory?)"}
     last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
     return {"error": last[:200]}
 
@@ -400,20 +404,30 @@ def run_suite(
     remat=False,
     image_size=None,
     timm_python=None,
+    rounds=1,
     printer=print,
 ):
     """Measures every (peer, variant, mode, batch) and prints a table.
+
+    With `rounds` > 1 every measurement is repeated that many times, the
+    rounds interleaved (all of round 1, then all of round 2, ...), and the
+    table reports each one's median images/s and largest peak memory. On a
+    machine whose speed drifts (this project's VM: ±30% over minutes), that
+    is what makes peers comparable: each is sampled across the same spells.
 
     timm is timed in `timm_python` when given (the interpreter of an
     environment with torch and timm), else in this one.
 
     Returns:
-        The list of result rows (dicts).
+        The list of result rows (dicts), one per measurement.
     """
+    from keras_vit import validation
+
+    rounds = validation.positive_int("rounds", rounds)
     peak = peak_flops()
     printer(f"machine: {os.cpu_count()} CPU cores, measured float32 matmul peak "
             f"{peak / 1e9:.0f} GFLOP/s")
-    rows = []
+    plan = []
     for variant in variants:
         from keras_vit.model import ViT
 
@@ -426,21 +440,46 @@ def run_suite(
             modes = [("inference", b) for b in inference_batches]
             if peer != "onnxruntime":
                 modes += [("train", b) for b in train_batches]
-            for mode, batch in modes:
-                result = measure_in_subprocess(
-                    peer=peer, variant=variant, mode=mode, batch_size=batch,
-                    steps=steps, warmup=warmup, dtype=dtype,
-                    jit_compile=jit_compile, remat=remat, image_size=image_size,
-                    timm_python=timm_python,
-                )
-                row = {"variant": variant, "peer": peer, "mode": mode,
-                       "batch": batch, "gflops_per_image": flops / 1e9, **result}
-                if "images_per_s" in result:
-                    work = flops * (3.0 if mode == "train" else 1.0)
-                    row["fraction_of_peak"] = work * result["images_per_s"] / peak
-                rows.append(row)
-                printer(_format_row(row))
+            plan += [(variant, flops, peer, mode, batch) for mode, batch in modes]
+    samples = {key: [] for key in plan}
+    for index in range(rounds):
+        for key in plan:
+            variant, flops, peer, mode, batch = key
+            result = measure_in_subprocess(
+                peer=peer, variant=variant, mode=mode, batch_size=batch,
+                steps=steps, warmup=warmup, dtype=dtype,
+                jit_compile=jit_compile, remat=remat, image_size=image_size,
+                timm_python=timm_python,
+            )
+            samples[key].append(result)
+            prefix = f"round {index + 1}/{rounds} " if rounds > 1 else ""
+            printer(prefix + _format_row(_row(key, [result], peak)))
+    rows = [_row(key, samples[key], peak) for key in plan]
+    if rounds > 1:
+        printer(f"median of {rounds} interleaved rounds:")
+        for row in rows:
+            printer(_format_row(row))
     return rows
+
+
+def _row(key, results, peak):
+    """One table row from a measurement's results over the rounds."""
+    variant, flops, peer, mode, batch = key
+    row = {"variant": variant, "peer": peer, "mode": mode, "batch": batch,
+           "gflops_per_image": flops / 1e9}
+    good = [r for r in results if "images_per_s" in r]
+    if not good:
+        return {**row, **results[-1]}
+    rates = [r["images_per_s"] for r in good]
+    median = good[int(np.argsort(rates)[(len(rates) - 1) // 2])]
+    row.update(median)
+    row["images_per_s"] = float(np.median(rates))
+    row["peak_memory_mb"] = max(r["peak_memory_mb"] for r in good)
+    if len(good) > 1:
+        row["images_per_s_range"] = (min(rates), max(rates))
+    work = flops * (3.0 if mode == "train" else 1.0)
+    row["fraction_of_peak"] = work * row["images_per_s"] / peak
+    return row
 
 
 def _format_row(row):
@@ -448,6 +487,9 @@ def _format_row(row):
     if "error" in row:
         return f"{head}  n/a ({row['error']})"
     xla = {True: "  XLA", False: "  no XLA"}.get(row.get("xla"), "")
+    if "images_per_s_range" in row:
+        low, high = row["images_per_s_range"]
+        xla = f"  (rounds {low:.2f}-{high:.2f})" + xla
     return (f"{head}  {row['images_per_s']:8.2f} images/s  "
             f"{row['peak_memory_mb']:8.0f} MB peak  "
             f"{100 * row['fraction_of_peak']:5.1f}% of peak{xla}")

@@ -50,6 +50,7 @@ def _benchmark(args):
         f"{args.batch_size}" + (f", training batches {args.train_batch_size}" if args.train else "")
         + f"; dtype policy {args.dtype or 'float32'}; XLA {args.jit_compile}"
         + ("; remat on" if args.remat else "")
+        + (f"; {args.rounds} interleaved rounds" if args.rounds > 1 else "")
     )
     benchmark.run_suite(
         variants=args.model,
@@ -63,6 +64,7 @@ def _benchmark(args):
         jit_compile={"on": True, "off": False}.get(args.jit_compile, "auto"),
         remat=args.remat,
         image_size=args.image_size,
+        rounds=args.rounds,
     )
 
 
@@ -288,6 +290,9 @@ def build_parser():
     bench.add_argument("--image-size", type=int, default=None, help="keras_vit only")
     bench.add_argument("--steps", type=int, default=5)
     bench.add_argument("--warmup", type=int, default=2)
+    bench.add_argument("--rounds", type=int, default=1,
+                       help="repeat every measurement this many times, rounds "
+                            "interleaved, and report medians (for noisy machines)")
     bench.add_argument("--jit-compile", choices=["auto", "on", "off"], default="auto",
                        help="XLA (auto: on for training; inference is timed "
                             "with and without, the faster is reported)")

@@ -115,3 +115,38 @@ def test_auto_xla_times_inference_both_ways_and_reports_which():
                                   "mode": "inference", "batch": 1,
                                   "fraction_of_peak": 0.5, **row})
     assert line.endswith("XLA")
+
+
+def test_rounds_interleave_and_report_medians(capsys):
+    assert cli.main(
+        ["benchmark", "--model", "Ti/16", "--image-size", "32", "--batch-size", "2",
+         "--steps", "1", "--warmup", "1", "--jit-compile", "off", "--rounds", "2"]
+    ) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("round 1/2") for line in out) == 1
+    assert sum(line.startswith("round 2/2") for line in out) == 1
+    median = out[out.index("median of 2 interleaved rounds:") + 1]
+    assert "images/s" in median and "(rounds " in median and "no XLA" in median
+    assert cli.main(["benchmark", "--model", "Ti/16", "--rounds", "0"]) == 2
+    assert "rounds=0" in capsys.readouterr().err
+
+
+def test_row_takes_the_median_rate_and_the_largest_memory():
+    key = ("Ti/16", 1e9, "keras_vit", "inference", 8)
+    results = [{"images_per_s": r, "peak_memory_mb": m, "xla": x}
+               for r, m, x in ((10.0, 900, True), (30.0, 800, False), (20.0, 700, True))]
+    row = benchmark._row(key, results, peak=1e10)
+    assert row["images_per_s"] == 20.0 and row["peak_memory_mb"] == 900
+    assert row["xla"] is True and row["images_per_s_range"] == (10.0, 30.0)
+    assert row["fraction_of_peak"] == pytest.approx(1e9 * 20.0 / 1e10)
+    failed = benchmark._row(key, [{"error": "not installed"}], peak=1e10)
+    assert failed["error"] == "not installed"
+
+
+def test_a_killed_measurement_says_so():
+    import subprocess
+
+    proc = subprocess.CompletedProcess(["python"], -9, stdout="", stderr="FutureWarning: x\n")
+    assert "killed by signal 9" in benchmark._result(proc)["error"]
+    proc = subprocess.CompletedProcess(["python"], 1, stdout="", stderr="ValueError: bad\n")
+    assert benchmark._result(proc)["error"] == "ValueError: bad"
