@@ -316,9 +316,9 @@ def _jit_choices(jit_compile, mode):
 
     `"auto"`: XLA for training steps (1.1-1.4x faster on this project's CPU,
     and the usual choice on GPUs and TPUs); for inference both, because on a
-    CPU neither wins everywhere: timed in one process, XLA is 1.1x faster
-    for ViT-Ti/16 at batch 8, even for S/16 and 1.2x slower for B/16, where
-    TensorFlow's oneDNN matmuls beat XLA's.
+    CPU neither wins everywhere: timed in one process at batch 8, XLA is
+    1.17x faster for ViT-Ti/16, 1.08x for S/16 and 1.16x slower for B/16,
+    where TensorFlow's oneDNN matmuls beat XLA's.
     """
     if jit_compile == "auto":
         return (False, True) if mode == "inference" else (True,)
