@@ -23,12 +23,9 @@ import numpy as np
 PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime")
 
 
-def _time(fn, steps, warmup):
-    """Median seconds per call of `fn` over `steps` timed calls.
-
-    The median, not the mean: on shared machines (this project's VM varies
-    by ±20% between runs) one stalled step otherwise moves the figure.
-    """
+def latencies(fn, steps, warmup):
+    """Seconds of each of `steps` calls of `fn`, after `warmup` untimed
+    calls. Shared with `keras_vit.export.benchmark`."""
     for _ in range(warmup):
         fn()
     times = []
@@ -36,7 +33,16 @@ def _time(fn, steps, warmup):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return times
+
+
+def _time(fn, steps, warmup):
+    """Median seconds per call of `fn` over `steps` timed calls.
+
+    The median, not the mean: on shared machines (this project's VM varies
+    by ±20% between runs) one stalled step otherwise moves the figure.
+    """
+    return float(np.median(latencies(fn, steps, warmup)))
 
 
 def peak_flops(seconds=2.0, size=2048, dtype="float32"):

@@ -102,7 +102,7 @@ def test_profile_times_every_part(capsys):
         assert part in out
 
 
-def test_auto_xla_times_inference_both_ways_and_reports_which():
+def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
     # "auto" keeps the faster of XLA on / off for inference (neither wins
     # at every size on a CPU) and says which; training uses XLA.
     assert benchmark._jit_choices("auto", "inference") == (False, True)
@@ -111,6 +111,15 @@ def test_auto_xla_times_inference_both_ways_and_reports_which():
     row = benchmark.measure(peer="keras_vit", variant="Ti/16", mode="inference",
                             batch_size=1, steps=1, warmup=1, image_size=32)
     assert row["xla"] in (True, False) and row["images_per_s"] > 0
+    # Whichever setting is faster is the one reported, with its rate.
+    for faster in (True, False):
+        rates = {faster: 7.0, not faster: 5.0}
+        monkeypatch.setattr(
+            benchmark, "benchmark",
+            lambda *a, jit_compile, **k: {"inference_images_per_s": rates[jit_compile]})
+        row = benchmark.measure(peer="keras_vit", variant="Ti/16", mode="inference",
+                                batch_size=1, image_size=32)
+        assert (row["xla"], row["images_per_s"]) == (faster, 7.0)
     line = benchmark._format_row({"variant": "Ti/16", "peer": "keras_vit",
                                   "mode": "inference", "batch": 1,
                                   "fraction_of_peak": 0.5, **row})

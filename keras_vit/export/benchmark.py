@@ -11,10 +11,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
+from keras_vit import benchmark as benchmark_lib
 from keras_vit.export import models
 from keras_vit.export import onnx as onnx_lib
 from keras_vit.export import saved_model as saved_model_lib
@@ -24,7 +24,7 @@ from keras_vit.export import verification as verify_lib
 # Run in a fresh process per thread count: Keras (the model called in a
 # tf.function, its fastest path) and the SavedModel's serving signature.
 _TF_TIMING = r"""
-import json, sys, time
+import json, sys
 threads, keras_path, saved_path, runs, warmup = sys.argv[1:6]
 threads, runs, warmup = int(threads), int(runs), int(warmup)
 import tensorflow as tf
@@ -33,16 +33,10 @@ tf.config.threading.set_inter_op_parallelism_threads(threads)
 import numpy as np
 import keras
 import keras_vit  # registers the layers of a .keras file
+from keras_vit.benchmark import latencies
 
 def timings(fn, x):
-    for _ in range(warmup):
-        fn(x)
-    out = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn(x)
-        out.append((time.perf_counter() - start) * 1e3)
-    return out
+    return [1e3 * t for t in latencies(lambda: fn(x), runs, warmup)]
 
 model = keras.saving.load_model(keras_path, compile=False)
 x = tf.constant(np.random.default_rng(0).uniform(0, 255, (1, *model.input_shape[1:])).astype("float32"))
@@ -68,14 +62,7 @@ def _folder_bytes(path):
 
 def _latencies(call, runs, warmup):
     """Milliseconds of each of `runs` calls of `call`, after `warmup`."""
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1e3)
-    return times
+    return [1e3 * t for t in benchmark_lib.latencies(call, runs, warmup)]
 
 
 def time_tflite(path, num_threads=1, runs=50, warmup=5):

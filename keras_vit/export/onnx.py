@@ -6,8 +6,8 @@ GELU is built on (`0.5 * x * erfc(-x / sqrt(2))`). `export_onnx` registers
 one before converting: `erfc(z) = 1 - erf(z)` with ONNX's `Erf`, exact in
 float32, then checks ONNX Runtime's outputs against Keras's.
 
-Optional: needs `tf2onnx` and `onnxruntime` (`pip install tf2onnx
-onnxruntime`); they are not dependencies of keras_vit.
+Optional: needs `tf2onnx` and `onnxruntime`, the optional extra
+`pip install "keras-vit[onnx]"`, not required dependencies of keras_vit.
 """
 
 import functools
