@@ -10,7 +10,9 @@ Optional: needs `tf2onnx` and `onnxruntime`, the optional extra
 `pip install "keras-vit[onnx]"`, not required dependencies of keras_vit.
 """
 
+import contextlib
 import functools
+import gc
 
 import numpy as np
 
@@ -55,6 +57,41 @@ def _register_erfc():
             ctx.replace_inputs(node, [one.output[0], erf.output[0]])
 
 
+@contextlib.contextmanager
+def _collect_between_passes():
+    """Frees each discarded graph copy while tf2onnx optimizes (a memory fix).
+
+    tf2onnx's `optimize_graph` deep-copies the whole graph, weights
+    included, before each of its dozen optimizer passes, on every round.
+    Graph and nodes reference each other, so a discarded copy is freed only
+    by a full garbage collection, which rarely runs in time: copies pile up.
+    Converting ViT-B/16 peaked at 18.8 GB of RSS, 8.3 GB with a collection
+    before each pass (ViT-Ti/16: 2.1 -> 1.4 GB), for a few seconds more.
+    The wrapper is a no-op if tf2onnx's private `_get_optimizers` is gone.
+    """
+    from tf2onnx import optimizer
+
+    original = getattr(optimizer, "_get_optimizers", None)
+    if original is None:
+        yield
+        return
+
+    def collecting(factory):
+        def make():
+            gc.collect()
+            return factory()
+
+        return make
+
+    optimizer._get_optimizers = lambda: {
+        name: collecting(factory) for name, factory in original().items()
+    }
+    try:
+        yield
+    finally:
+        optimizer._get_optimizers = original
+
+
 def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4):
     """Exports a model to an `.onnx` file for ONNX Runtime, checked.
 
@@ -92,8 +129,9 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4):
     x = x.astype("float32")
     expected = np.asarray(model(x, training=False))  # the model must have been called
     with files.atomic_file(output, suffix=".onnx") as tmp:
-        model.export(tmp, format="onnx", input_signature=[spec], opset_version=opset,
-                     verbose=False)
+        with _collect_between_passes():
+            model.export(tmp, format="onnx", input_signature=[spec],
+                         opset_version=opset, verbose=False)
         if verify:
             got = run_onnx(tmp, x)
             error = float(np.max(np.abs(got - expected)))
