@@ -86,14 +86,20 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         shape = ops.shape(inputs)
         batch, tokens = shape[0], shape[1]
         dim = inputs.shape[-1]
+        # The projections see (B·T, D) rows, not (B, T, D): on TensorFlow a
+        # Dense on a 3-D input is reshape-MatMul-reshape, which keeps
+        # grappler from fusing the bias into the oneDNN MatMul.
+        rows = ops.reshape(inputs, (-1, dim))
         # Split the fused projection on its last axis (a TFLite SPLIT) rather
         # than indexing a transposed (3, B, heads, T, d) tensor: `qkv[0]` is
         # a STRIDED_SLICE with shrink_axis_mask, which XNNPACK does not
         # delegate, and it cut every block out of the delegate (TFLite
         # float32 Ti/16 at batch 1: 29 ms -> 14 ms with 2 threads).
-        query, key, value = ops.split(self.qkv(inputs), 3, axis=-1)
-        query = self._heads(query * ops.cast(self.head_dim**-0.5, query.dtype))
-        value = self._heads(value)
+        query, key, value = ops.split(self.qkv(rows), 3, axis=-1)
+        query = self._heads(
+            query * ops.cast(self.head_dim**-0.5, query.dtype), batch, tokens
+        )
+        value = self._heads(value, batch, tokens)
         key = ops.transpose(  # (B, heads, d, T): ready for query @ key
             ops.reshape(key, (batch, tokens, self.num_heads, self.head_dim)),
             (0, 2, 3, 1),
@@ -104,16 +110,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             ops.cast(weights, self.compute_dtype), training=training
         )
         out = ops.matmul(dropped, value)  # (B, heads, T, d)
-        out = ops.reshape(ops.transpose(out, (0, 2, 1, 3)), (batch, tokens, dim))
-        out = self.proj(out)
+        out = ops.reshape(ops.transpose(out, (0, 2, 1, 3)), (-1, dim))
+        out = ops.reshape(self.proj(out), (batch, tokens, dim))
         if return_attention_scores:
             return out, weights
         return out
 
-    def _heads(self, x):
-        """`(B, T, D)` -> `(B, heads, T, d)`."""
-        shape = ops.shape(x)
-        x = ops.reshape(x, (shape[0], shape[1], self.num_heads, self.head_dim))
+    def _heads(self, x, batch, tokens):
+        """`(B·T, D)` -> `(B, heads, T, d)`."""
+        x = ops.reshape(x, (batch, tokens, self.num_heads, self.head_dim))
         return ops.transpose(x, (0, 2, 1, 3))
 
     def compute_output_shape(self, input_shape):
