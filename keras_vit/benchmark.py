@@ -320,10 +320,10 @@ def _measure_onnxruntime(variant, batch_size, steps, warmup):
 def _jit_choices(jit_compile, mode):
     """The XLA settings to time; the faster one is reported.
 
-    `"auto"`: XLA for training steps (1.1-1.4x faster on this project's CPU,
+    `"auto"`: XLA for training steps (1.1-1.2x faster on this project's CPU,
     and the usual choice on GPUs and TPUs); for inference both, because on a
     CPU neither wins everywhere: timed in one process at batch 8, XLA is
-    1.17x faster for ViT-Ti/16, 1.08x for S/16 and 1.16x slower for B/16,
+    1.14x faster for ViT-Ti/16, 1.15x for S/16 and 1.21x slower for B/16,
     where TensorFlow's oneDNN matmuls beat XLA's.
     """
     if jit_compile == "auto":
