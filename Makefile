@@ -27,8 +27,10 @@ demo: $(VENV)/.installed
 	fi
 	$(PY) examples/demo.py
 
+# One pytest worker per core (at most 4: each holds a TensorFlow runtime of
+# 1-3 GB). `$(PY) -m pytest tests` runs the same suite in one process.
 test: $(VENV)/.installed
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n auto --maxprocesses 4 tests
 
 benchmark: $(VENV)/.installed
 	$(VENV)/bin/keras-vit benchmark --model ViT_B16 --batch-size 8 --train
