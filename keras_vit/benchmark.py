@@ -21,28 +21,39 @@ import time
 import numpy as np
 
 PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime")
+# The suite times each measurement for at least this many seconds (and at
+# least `steps` calls; see `latencies`).
+MIN_SECONDS = 1.0
 
 
-def latencies(fn, steps, warmup):
-    """Seconds of each of `steps` calls of `fn`, after `warmup` untimed
-    calls. Shared with `keras_vit.export.benchmark`."""
+def latencies(fn, steps, warmup, min_seconds=0.0):
+    """Seconds of each timed call of `fn`, after `warmup` untimed calls.
+
+    Calls are timed until there are at least `steps` of them and together
+    they took at least `min_seconds`: a fast call (ViT-Ti/16 at batch 1,
+    ~25 ms here) is then sampled often enough for a stable median, while a
+    slow one (a B/16 training step) still runs `steps` times. Shared with
+    `keras_vit.export.benchmark`; timm's script (`_TIMM_SCRIPT`) follows the
+    same rule.
+    """
     for _ in range(warmup):
         fn()
     times = []
-    for _ in range(steps):
+    while len(times) < steps or sum(times) < min_seconds:
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
     return times
 
 
-def _time(fn, steps, warmup):
-    """Median seconds per call of `fn` over `steps` timed calls.
+def _time(fn, steps, warmup, min_seconds=0.0):
+    """Median seconds per call of `fn` (see `latencies` for which calls).
 
     The median, not the mean: on shared machines (this project's VM varies
     by ±20% between runs) one stalled step otherwise moves the figure.
+    Every peer, timm included, is timed by this rule.
     """
-    return float(np.median(latencies(fn, steps, warmup)))
+    return float(np.median(latencies(fn, steps, warmup, min_seconds)))
 
 
 def peak_flops(seconds=2.0, size=2048, dtype="float32"):
@@ -130,6 +141,7 @@ def benchmark(
     train=False,
     jit_compile=False,
     seed=0,
+    min_seconds=0.0,
 ):
     """Measures inference (and optionally training) throughput of `model`.
 
@@ -148,6 +160,8 @@ def benchmark(
         jit_compile: bool, whether to compile with XLA. Defaults to
             `False` (the suite, `run_suite`, compiles by default).
         seed: int, seed of the random inputs. Defaults to `0`.
+        min_seconds: float, keep timing past `steps` until the timed calls
+            add up to this long (see `latencies`). Defaults to `0`.
 
     Returns:
         A dict with `"inference_images_per_s"`, `"inference_ms_per_batch"`
@@ -162,7 +176,7 @@ def benchmark(
     forward = tf.function(
         lambda x: model(x, training=False), jit_compile=jit_compile
     )
-    seconds = _time(lambda: forward(images).numpy(), steps, warmup)
+    seconds = _time(lambda: forward(images).numpy(), steps, warmup, min_seconds)
     result = {
         "inference_images_per_s": batch_size / seconds,
         "inference_ms_per_batch": 1000 * seconds,
@@ -176,7 +190,7 @@ def benchmark(
             jit_compile=jit_compile,
         )
         seconds = _time(
-            lambda: model.train_on_batch(images, labels), steps, warmup
+            lambda: model.train_on_batch(images, labels), steps, warmup, min_seconds
         )
         result["train_images_per_s"] = batch_size / seconds
     return result
@@ -243,10 +257,10 @@ _TIMM_NAMES = {
 # virtual environment without TensorFlow), so this script needs torch and
 # timm only.
 _TIMM_SCRIPT = r"""
-import json, os, resource, sys, time
+import json, os, resource, statistics, sys, time
 import timm, torch
-name, mode, batch, steps, warmup = sys.argv[1:6]
-batch, steps, warmup = int(batch), int(steps), int(warmup)
+name, mode, batch, steps, warmup, min_seconds = sys.argv[1:7]
+batch, steps, warmup, min_seconds = int(batch), int(steps), int(warmup), float(min_seconds)
 torch.set_num_threads(os.cpu_count())
 model = timm.create_model(name, pretrained=False, num_classes=1000)
 x = torch.rand(batch, 3, 224, 224)
@@ -265,23 +279,28 @@ else:
         optimizer.step()
 for _ in range(warmup):
     step()
-start = time.perf_counter()
-for _ in range(steps):
+# The suite's rule (benchmark.latencies and _time): at least `steps` calls
+# and `min_seconds` of them, then the median call.
+times = []
+while len(times) < steps or sum(times) < min_seconds:
+    start = time.perf_counter()
     step()
-seconds = (time.perf_counter() - start) / steps
+    times.append(time.perf_counter() - start)
+seconds = statistics.median(times)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 print("RESULT " + json.dumps({"images_per_s": batch / seconds, "peak_memory_mb": peak,
                               "version": "torch %s, timm %s" % (torch.__version__, timm.__version__)}))
 """
 
 
-def _measure_timm_in_subprocess(variant, mode, batch_size, steps, warmup, python=None):
+def _measure_timm_in_subprocess(variant, mode, batch_size, steps, warmup,
+                                python=None, min_seconds=0.0):
     if variant not in _TIMM_NAMES:
         return {"error": f"no timm model for {variant}"}
     try:
         proc = subprocess.run(
             [python or sys.executable, "-c", _TIMM_SCRIPT, _TIMM_NAMES[variant], mode,
-             str(batch_size), str(steps), str(warmup)],
+             str(batch_size), str(steps), str(warmup), str(min_seconds)],
             capture_output=True, text=True,
         )
     except OSError as error:  # e.g. no such interpreter
@@ -301,7 +320,7 @@ def _result(proc):
     return {"error": last[:200]}
 
 
-def _measure_onnxruntime(variant, batch_size, steps, warmup):
+def _measure_onnxruntime(variant, batch_size, steps, warmup, min_seconds=0.0):
     import tempfile
 
     from keras_vit.export import onnx
@@ -313,7 +332,7 @@ def _measure_onnxruntime(variant, batch_size, steps, warmup):
         session = onnx.session(path, num_threads=os.cpu_count())
     name = session.get_inputs()[0].name
     x = np.random.default_rng(0).uniform(0, 255, (batch_size, 224, 224, 3)).astype("float32")
-    seconds = _time(lambda: session.run(None, {name: x}), steps, warmup)
+    seconds = _time(lambda: session.run(None, {name: x}), steps, warmup, min_seconds)
     return batch_size / seconds
 
 
@@ -332,8 +351,11 @@ def _jit_choices(jit_compile, mode):
 
 
 def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
-            jit_compile="auto", remat=False, image_size=None):
-    """One measurement in this process: images/s and peak memory (MB)."""
+            jit_compile="auto", remat=False, image_size=None, min_seconds=MIN_SECONDS):
+    """One measurement in this process: images/s and peak memory (MB).
+
+    Each is the median call over at least `steps` calls and `min_seconds`
+    of them (`latencies`)."""
     from keras_vit import validation
 
     validation.one_of("peer", peer, PEERS)
@@ -342,11 +364,12 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
     if peer != "keras_vit" and image_size not in (None, 224):
         raise ValueError("peers are timed at 224 px only")
     if peer == "timm":
-        return _measure_timm_in_subprocess(variant, mode, batch_size, steps, warmup)
+        return _measure_timm_in_subprocess(variant, mode, batch_size, steps, warmup,
+                                           min_seconds=min_seconds)
     if peer == "onnxruntime":
         if mode != "inference":
             raise ValueError("ONNX Runtime is timed for inference only")
-        rate = _measure_onnxruntime(variant, batch_size, steps, warmup)
+        rate = _measure_onnxruntime(variant, batch_size, steps, warmup, min_seconds)
     else:
         import keras
 
@@ -357,8 +380,8 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
         size = model.input_shape[1:3]
         if mode == "inference":
             rate, xla = max(
-                (benchmark(model, batch_size, steps, warmup, jit_compile=jit)
-                 ["inference_images_per_s"], jit)
+                (benchmark(model, batch_size, steps, warmup, jit_compile=jit,
+                           min_seconds=min_seconds)["inference_images_per_s"], jit)
                 for jit in jit_choices
             )
         else:
@@ -369,7 +392,8 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
             model.compile(keras.optimizers.AdamW(1e-4),
                           keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                           jit_compile=xla)
-            rate = batch_size / _time(lambda: model.train_on_batch(x, y), steps, warmup)
+            rate = batch_size / _time(lambda: model.train_on_batch(x, y), steps, warmup,
+                                      min_seconds)
         return {"images_per_s": rate, "peak_memory_mb": _peak_rss_mb(), "xla": xla}
     return {"images_per_s": rate, "peak_memory_mb": _peak_rss_mb()}
 
@@ -385,6 +409,7 @@ def measure_in_subprocess(timm_python=None, **kwargs):
         return _measure_timm_in_subprocess(
             variant, kwargs["mode"], kwargs["batch_size"], kwargs.get("steps", 5),
             kwargs.get("warmup", 2), timm_python,
+            kwargs.get("min_seconds", MIN_SECONDS),
         )
     code = (
         "import json, sys; from keras_vit import benchmark; "
@@ -412,6 +437,7 @@ def run_suite(
     timm_python=None,
     rounds=1,
     printer=print,
+    min_seconds=MIN_SECONDS,
 ):
     """Measures every (peer, variant, mode, batch) and prints a table.
 
@@ -422,7 +448,9 @@ def run_suite(
     is what makes peers comparable: each is sampled across the same spells.
 
     timm is timed in `timm_python` when given (the interpreter of an
-    environment with torch and timm), else in this one.
+    environment with torch and timm), else in this one. Every measurement
+    is the median call over at least `steps` calls and at least
+    `min_seconds` of calls (`latencies`), for every peer alike.
 
     Returns:
         The list of result rows (dicts), one per measurement.
@@ -430,6 +458,7 @@ def run_suite(
     from keras_vit import validation
 
     rounds = validation.positive_int("rounds", rounds)
+    min_seconds = validation.non_negative_float("min_seconds", min_seconds)
     peak = peak_flops()
     printer(f"machine: {os.cpu_count()} CPU cores, measured float32 matmul peak "
             f"{peak / 1e9:.0f} GFLOP/s")
@@ -455,7 +484,7 @@ def run_suite(
                 peer=peer, variant=variant, mode=mode, batch_size=batch,
                 steps=steps, warmup=warmup, dtype=dtype,
                 jit_compile=jit_compile, remat=remat, image_size=image_size,
-                timm_python=timm_python,
+                timm_python=timm_python, min_seconds=min_seconds,
             )
             samples[key].append(result)
             prefix = f"round {index + 1}/{rounds} " if rounds > 1 else ""

@@ -65,6 +65,7 @@ def _benchmark(args):
         remat=args.remat,
         image_size=args.image_size,
         rounds=args.rounds,
+        **({} if args.min_seconds is None else {"min_seconds": args.min_seconds}),
     )
 
 
@@ -290,6 +291,10 @@ def build_parser():
     bench.add_argument("--image-size", type=int, default=None, help="keras_vit only")
     bench.add_argument("--steps", type=int, default=5)
     bench.add_argument("--warmup", type=int, default=2)
+    bench.add_argument("--min-seconds", type=float, default=None,
+                       help="time each measurement past --steps until its calls "
+                            "add up to this many seconds (default: 1; a stable "
+                            "median for fast calls such as batch 1)")
     bench.add_argument("--rounds", type=int, default=1,
                        help="repeat every measurement this many times, rounds "
                             "interleaved, and report medians (for noisy machines)")

@@ -51,6 +51,19 @@ def positive_float(name, value):
     return float(value)
 
 
+def non_negative_float(name, value):
+    """Returns `value` as a finite `float` >= 0, or raises."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0 <= value < float("inf")
+    ):
+        raise ValueError(
+            f"`{name}` must be a number >= 0. Received: {name}={value!r}"
+        )
+    return float(value)
+
+
 def boolean(name, value):
     """Returns `value` if it is a `bool`, or raises."""
     if not isinstance(value, bool):

@@ -81,7 +81,7 @@ def test_timm_runs_in_the_given_interpreter(tmp_path):
         peer="timm", variant="ViT_S16", mode="train", batch_size=8, timm_python=str(fake))
     assert row == {"images_per_s": 3.0, "peak_memory_mb": 1.0}
     args = (tmp_path / "args").read_text().split()
-    assert args[-5:] == ["vit_small_patch16_224", "train", "8", "5", "2"]
+    assert args[-6:] == ["vit_small_patch16_224", "train", "8", "5", "2", "1.0"]
     missing = benchmark.measure_in_subprocess(
         peer="timm", variant="Ti/16", mode="inference", batch_size=1,
         timm_python=str(tmp_path / "no_python"))
@@ -159,3 +159,82 @@ def test_a_killed_measurement_says_so():
     assert "killed by signal 9" in benchmark._result(proc)["error"]
     proc = subprocess.CompletedProcess(["python"], 1, stdout="", stderr="ValueError: bad\n")
     assert benchmark._result(proc)["error"] == "ValueError: bad"
+
+
+class _FakeClock:
+    """`time` for `benchmark.latencies`: each call of `fn` takes `tick` s."""
+
+    def __init__(self, tick):
+        self.now, self.tick = 0.0, tick
+
+    def perf_counter(self):
+        return self.now
+
+    def call(self):
+        self.now += self.tick
+
+
+def test_latencies_time_at_least_steps_calls_and_min_seconds(monkeypatch):
+    clock = _FakeClock(0.01)
+    monkeypatch.setattr(benchmark, "time", clock)
+    assert len(benchmark.latencies(clock.call, steps=3, warmup=2)) == 3
+    # 0.25 s of 10 ms calls: 25 timed calls, not `steps`, and no more.
+    times = benchmark.latencies(clock.call, steps=3, warmup=2, min_seconds=0.25)
+    assert len(times) == 25 and sum(times) == pytest.approx(0.25)
+    # A slow call still runs `steps` times.
+    clock.tick = 2.0
+    assert len(benchmark.latencies(clock.call, steps=3, warmup=0, min_seconds=1.0)) == 3
+    assert benchmark._time(clock.call, steps=3, warmup=0) == pytest.approx(2.0)
+
+
+def test_min_seconds_must_be_a_number_at_least_zero(capsys):
+    for bad in (-1, float("nan"), "1"):
+        with pytest.raises(ValueError, match="min_seconds"):
+            benchmark.run_suite(variants=("Ti/16",), min_seconds=bad)
+    assert cli.main(["benchmark", "--model", "Ti/16", "--min-seconds", "-1"]) == 2
+    assert "min_seconds=-1.0" in capsys.readouterr().err
+
+
+# Stand-ins for torch and timm, enough for benchmark._TIMM_SCRIPT: the
+# model's calls take the seconds listed in $FAKE_TIMM_SLEEPS, in turn, and
+# each call is logged to $FAKE_TIMM_LOG.
+_FAKE_TORCH = """
+import contextlib, os, time
+__version__ = "fake"
+_sleeps = [float(s) for s in os.environ["FAKE_TIMM_SLEEPS"].split(",")]
+def set_num_threads(n): pass
+def rand(*shape): return shape
+inference_mode = contextlib.nullcontext
+class Model:
+    calls = 0
+    def eval(self): pass
+    def __call__(self, x):
+        time.sleep(_sleeps[min(Model.calls, len(_sleeps) - 1)])
+        Model.calls += 1
+        with open(os.environ["FAKE_TIMM_LOG"], "a") as log:
+            log.write("call\\n")
+"""
+
+
+def test_timm_is_timed_by_the_same_rule(tmp_path, monkeypatch):
+    # The median call, as for every other peer: one stalled call out of five
+    # does not move timm's figure either (the mean would be 5x slower).
+    (tmp_path / "torch.py").write_text(_FAKE_TORCH)
+    (tmp_path / "timm.py").write_text(
+        "from torch import Model\n__version__ = 'fake'\n"
+        "def create_model(name, pretrained, num_classes): return Model()\n")
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("FAKE_TIMM_LOG", str(log))
+    monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0,0.02,0.02,0.5,0.02,0.02")
+    row = benchmark._measure_timm_in_subprocess(
+        "Ti/16", "inference", 4, steps=5, warmup=1, python=sys.executable)
+    assert 4 / 0.04 < row["images_per_s"] <= 4 / 0.02, row
+    assert len(log.read_text().split()) == 1 + 5
+    # With min_seconds, calls continue until they add up to it.
+    log.unlink()
+    monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0.02")
+    benchmark._measure_timm_in_subprocess(
+        "Ti/16", "inference", 4, steps=2, warmup=1, python=sys.executable,
+        min_seconds=0.3)
+    assert len(log.read_text().split()) >= 1 + 15
