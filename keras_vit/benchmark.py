@@ -533,12 +533,8 @@ def _format_row(row):
 # === Where the time goes ===
 
 
-def _ms(fn, steps, warmup):
-    return 1000.0 * _time(fn, steps, warmup)
-
-
 def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,
-            printer=print):
+            printer=print, min_seconds=MIN_SECONDS):
     """Times the pieces of a forward pass and the alternatives to each.
 
     Prints milliseconds per batch for: the whole model with and without XLA,
@@ -547,7 +543,8 @@ def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,
     block, its attention as keras_vit's fused-QKV layer versus
     `keras.ops.dot_product_attention` and `keras.layers.MultiHeadAttention`,
     and the `tf.data` training pipeline alone (images/s, scikit-learn's
-    digits augmented and resized to the model's resolution).
+    digits augmented and resized to the model's resolution). Each is the
+    median call by the suite's rule (`latencies`).
 
     Returns:
         A dict of the timings.
@@ -556,7 +553,10 @@ def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,
     import tensorflow as tf
 
     from keras_vit import layers as vit_layers
+    from keras_vit import validation
     from keras_vit.model import ViT
+
+    min_seconds = validation.non_negative_float("min_seconds", min_seconds)
 
     kwargs = {"image_size": image_size} if image_size else {}
     model = ViT.from_variant(_variant_name(variant), **kwargs)
@@ -568,35 +568,38 @@ def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,
     x = tf.constant(rng.normal(size=(batch_size, tokens, d)).astype("float32"))
     out = {}
 
-    def report(name, ms, note=""):
-        out[name] = ms
-        printer(f"  {name:<46} {ms:9.1f} ms{note}")
+    def report(name, value, note=""):
+        out[name] = value
+        printer(f"  {name:<46} {value:9.1f} ms{note}")
+
+    def ms(fn):
+        return 1000.0 * _time(fn, steps, warmup, min_seconds)
 
     printer(f"{variant} at {h}x{w}, batch {batch_size}, {os.cpu_count()} CPU cores")
     for jit in (False, True):
         f = tf.function(lambda v: model(v, training=False), jit_compile=jit)
-        report(f"forward, XLA {'on' if jit else 'off'}", _ms(lambda: f(images).numpy(), steps, warmup))
+        report(f"forward, XLA {'on' if jit else 'off'}", ms(lambda: f(images).numpy()))
     labels = rng.integers(0, model.num_classes, (batch_size,))
     for jit in (False, True):
         model.compile(keras.optimizers.AdamW(1e-4),
                       keras.losses.SparseCategoricalCrossentropy(), jit_compile=jit)
         report(f"training step (AdamW), XLA {'on' if jit else 'off'}",
-               _ms(lambda: model.train_on_batch(images, labels), steps, warmup))
+               ms(lambda: model.train_on_batch(images, labels)))
 
     patches, dense = vit_layers.Patches(p), keras.layers.Dense(d)
     conv = keras.layers.Conv2D(d, p, strides=p)
     f = tf.function(lambda v: dense(patches(v)))
-    report("patch embedding: Patches + Dense", _ms(lambda: f(images).numpy(), steps, warmup))
+    report("patch embedding: Patches + Dense", ms(lambda: f(images).numpy()))
     f = tf.function(lambda v: conv(v))
-    report("patch embedding: strided Conv2D", _ms(lambda: f(images).numpy(), steps, warmup))
+    report("patch embedding: strided Conv2D", ms(lambda: f(images).numpy()))
 
     block = vit_layers.TransformerBlock(heads, model.mlp_dim)
     f = tf.function(lambda v: block(v))
-    report("one TransformerBlock", _ms(lambda: f(x).numpy(), steps, warmup),
+    report("one TransformerBlock", ms(lambda: f(x).numpy()),
            f"  (x{model.num_layers} blocks)")
     ours = vit_layers.MultiHeadSelfAttention(heads)
     f = tf.function(lambda v: ours(v))
-    report("attention: keras_vit fused QKV + matmuls", _ms(lambda: f(x).numpy(), steps, warmup))
+    report("attention: keras_vit fused QKV + matmuls", ms(lambda: f(x).numpy()))
     qkv, proj = keras.layers.Dense(3 * d), keras.layers.Dense(d)
 
     def dpa(v):
@@ -605,10 +608,10 @@ def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,
         return proj(tf.reshape(o, (batch_size, tokens, d)))
 
     f = tf.function(dpa)
-    report("attention: keras.ops.dot_product_attention", _ms(lambda: f(x).numpy(), steps, warmup))
+    report("attention: keras.ops.dot_product_attention", ms(lambda: f(x).numpy()))
     mha = keras.layers.MultiHeadAttention(heads, d // heads)
     f = tf.function(lambda v: mha(v, v))
-    report("attention: keras.layers.MultiHeadAttention", _ms(lambda: f(x).numpy(), steps, warmup))
+    report("attention: keras.layers.MultiHeadAttention", ms(lambda: f(x).numpy()))
 
     from keras_vit import data
 

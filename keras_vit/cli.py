@@ -39,10 +39,11 @@ def _models(args):
 def _benchmark(args):
     from keras_vit import benchmark
 
+    timing = {} if args.min_seconds is None else {"min_seconds": args.min_seconds}
     if args.profile:
         for model in args.model:
             benchmark.profile(model, batch_size=args.batch_size[-1], steps=args.steps,
-                              warmup=args.warmup, image_size=args.image_size)
+                              warmup=args.warmup, image_size=args.image_size, **timing)
         return
 
     print(
@@ -65,7 +66,7 @@ def _benchmark(args):
         remat=args.remat,
         image_size=args.image_size,
         rounds=args.rounds,
-        **({} if args.min_seconds is None else {"min_seconds": args.min_seconds}),
+        **timing,
     )
 
 
@@ -289,8 +290,10 @@ def build_parser():
                        help="time timm with this interpreter (an environment with torch "
                             "and timm; default: this one)")
     bench.add_argument("--image-size", type=int, default=None, help="keras_vit only")
-    bench.add_argument("--steps", type=int, default=5)
-    bench.add_argument("--warmup", type=int, default=2)
+    bench.add_argument("--steps", type=int, default=5,
+                       help="timed calls per measurement, at least (default: 5)")
+    bench.add_argument("--warmup", type=int, default=2,
+                       help="untimed calls first (default: 2)")
     bench.add_argument("--min-seconds", type=float, default=None,
                        help="time each measurement past --steps until its calls "
                             "add up to this many seconds (default: 1; a stable "

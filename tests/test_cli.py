@@ -42,7 +42,7 @@ def test_benchmark_measures(capsys):
     assert cli.main(
         ["benchmark", "--model", "ViT_Ti16", "--image-size", "32",
          "--batch-size", "2", "--train-batch-size", "2", "--steps", "1",
-         "--warmup", "1", "--train", "--remat"]
+         "--warmup", "1", "--min-seconds", "0", "--train", "--remat"]
     ) == 0
     out = capsys.readouterr().out
     assert "GFLOP/s" in out
@@ -95,7 +95,8 @@ def test_bad_model_name_is_a_clear_error(capsys):
 
 def test_profile_times_every_part(capsys):
     assert cli.main(["benchmark", "--model", "Ti/16", "--image-size", "32",
-                     "--batch-size", "2", "--steps", "1", "--warmup", "1", "--profile"]) == 0
+                     "--batch-size", "2", "--steps", "1", "--warmup", "1",
+                     "--min-seconds", "0", "--profile"]) == 0
     out = capsys.readouterr().out
     for part in ("forward, XLA off", "training step", "strided Conv2D",
                  "dot_product_attention", "MultiHeadAttention", "tf.data pipeline"):
@@ -129,7 +130,8 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
 def test_rounds_interleave_and_report_medians(capsys):
     assert cli.main(
         ["benchmark", "--model", "Ti/16", "--image-size", "32", "--batch-size", "2",
-         "--steps", "1", "--warmup", "1", "--jit-compile", "off", "--rounds", "2"]
+         "--steps", "1", "--warmup", "1", "--min-seconds", "0", "--jit-compile", "off",
+         "--rounds", "2"]
     ) == 0
     out = capsys.readouterr().out.splitlines()
     assert sum(line.startswith("round 1/2") for line in out) == 1
@@ -191,8 +193,9 @@ def test_min_seconds_must_be_a_number_at_least_zero(capsys):
     for bad in (-1, float("nan"), "1"):
         with pytest.raises(ValueError, match="min_seconds"):
             benchmark.run_suite(variants=("Ti/16",), min_seconds=bad)
-    assert cli.main(["benchmark", "--model", "Ti/16", "--min-seconds", "-1"]) == 2
-    assert "min_seconds=-1.0" in capsys.readouterr().err
+    for mode in ([], ["--profile"]):
+        assert cli.main(["benchmark", "--model", "Ti/16", "--min-seconds", "-1", *mode]) == 2
+        assert "min_seconds=-1.0" in capsys.readouterr().err
 
 
 # Stand-ins for torch and timm, enough for benchmark._TIMM_SCRIPT: the
