@@ -359,6 +359,7 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
     from keras_vit import validation
 
     validation.one_of("peer", peer, PEERS)
+    min_seconds = validation.non_negative_float("min_seconds", min_seconds)
     variant = _variant_name(variant)
     jit_choices = _jit_choices(jit_compile, mode)
     if peer != "keras_vit" and image_size not in (None, 224):

@@ -193,6 +193,9 @@ def test_min_seconds_must_be_a_number_at_least_zero(capsys):
     for bad in (-1, float("nan"), "1"):
         with pytest.raises(ValueError, match="min_seconds"):
             benchmark.run_suite(variants=("Ti/16",), min_seconds=bad)
+        with pytest.raises(ValueError, match="min_seconds"):
+            benchmark.measure(peer="keras_vit", variant="Ti/16", mode="inference",
+                              batch_size=1, min_seconds=bad)
     for mode in ([], ["--profile"]):
         assert cli.main(["benchmark", "--model", "Ti/16", "--min-seconds", "-1", *mode]) == 2
         assert "min_seconds=-1.0" in capsys.readouterr().err
