@@ -1,18 +1,23 @@
 """ONNX export for ONNX Runtime, the peer the benchmarks compare against.
 
-Keras exports ONNX through tf2onnx (`model.export(path, format="onnx")`),
-which has no converter for TensorFlow's `Erfc`, the op TensorFlow's exact
-GELU is built on (`0.5 * x * erfc(-x / sqrt(2))`). `export_onnx` registers
-one before converting: `erfc(z) = 1 - erf(z)` with ONNX's `Erf`, exact in
-float32, then checks ONNX Runtime's outputs against Keras's.
+Like Keras's `model.export(path, format="onnx")`, `export_onnx` converts
+with tf2onnx, with two differences. tf2onnx has no converter for
+TensorFlow's `Erfc`, the op TensorFlow's exact GELU is built on
+(`0.5 * x * erfc(-x / sqrt(2))`); one is registered: `erfc(z) = 1 - erf(z)`
+with ONNX's `Erf`, exact in float32. And the weights are not frozen into
+the graph that tf2onnx copies and optimizes but added afterwards (see
+`_convert`): a fraction of the memory and time, and models over ONNX's
+2 GiB file limit are written with external data. ONNX Runtime's outputs
+are then checked against Keras's.
 
 Optional: needs `tf2onnx` and `onnxruntime`, the optional extra
 `pip install "keras-vit[onnx]"`, not required dependencies of keras_vit.
 """
 
-import contextlib
 import functools
-import gc
+import os
+import shutil
+import tempfile
 
 import numpy as np
 
@@ -57,42 +62,99 @@ def _register_erfc():
             ctx.replace_inputs(node, [one.output[0], erf.output[0]])
 
 
-@contextlib.contextmanager
-def _collect_between_passes():
-    """Frees each discarded graph copy while tf2onnx optimizes (a memory fix).
+# An ONNX file is one protocol buffer, which cannot exceed 2 GiB; above this
+# many bytes of weights (ViT-H/14 has 2.5 GB) they go to a `<file>.data`
+# file beside the model, ONNX's external-data format.
+EXTERNAL_DATA_BYTES = 2_000_000_000
 
-    tf2onnx's `optimize_graph` deep-copies the whole graph, weights
-    included, before each of its dozen optimizer passes, on every round.
-    Graph and nodes reference each other, so a discarded copy is freed only
-    by a full garbage collection, which rarely runs in time: copies pile up.
-    Converting ViT-B/16 peaked at 18.8 GB of RSS, 8.3 GB with a collection
-    before each pass (ViT-Ti/16: 2.1 -> 1.4 GB), for a few seconds more.
-    The wrapper is a no-op if tf2onnx's private `_get_optimizers` is gone.
-    """
-    from tf2onnx import optimizer
 
-    original = getattr(optimizer, "_get_optimizers", None)
-    if original is None:
-        yield
-        return
-
-    def collecting(factory):
-        def make():
-            gc.collect()
-            return factory()
-
-        return make
-
-    optimizer._get_optimizers = lambda: {
-        name: collecting(factory) for name, factory in original().items()
-    }
+def _patch_tf2onnx():
+    """Keras's numpy-2 fixes for tf2onnx, as `model.export` applies them."""
     try:
-        yield
-    finally:
-        optimizer._get_optimizers = original
+        from keras.src.export.tf2onnx_lib import patch_tf2onnx
+    except ImportError:  # a Keras that no longer needs (or has) it
+        return
+    patch_tf2onnx()
 
 
-def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4):
+def _convert(model, spec, opset):
+    """The ONNX `ModelProto` of `model`, its weights as initializers.
+
+    tf2onnx converts a frozen graph: every variable becomes a constant,
+    copied by the freezing, by grappler and by each of tf2onnx's optimizer
+    passes, which deep-copy the whole graph (ViT-B/16, 346 MB of weights:
+    47 s and 6.7 GB of RSS above the model's own, 18 GB before a garbage
+    collection was forced between passes). Instead the forward pass is
+    traced with the weights as inputs (Keras's `StatelessScope`, as in
+    `model.stateless_call`), so the graph that is frozen and optimized
+    carries no weights (7 s, 1.1 GB above the model); the inputs then
+    become initializers, which ONNX Runtime treats as constants (same
+    nodes, same latency). One difference: grappler can no longer fold
+    weights whose values make ops no-ops (LayerNorm scales of exactly 1,
+    zero biases), which only freshly initialized models have.
+    """
+    import keras
+    import tensorflow as tf
+    import tf2onnx
+    from onnx import numpy_helper
+
+    _patch_tf2onnx()
+    weights = list(model.variables)
+    names = [f"keras_vit_weight_{i}" for i in range(len(weights))]
+    specs = [spec] + [
+        tf.TensorSpec(w.shape, w.dtype, name=n) for w, n in zip(weights, names)
+    ]
+
+    def forward(images, *values):
+        with keras.StatelessScope(state_mapping=list(zip(weights, values))):
+            return model(images, training=False)
+
+    proto, _ = tf2onnx.convert.from_function(
+        tf.function(forward, input_signature=specs), specs, opset=opset
+    )
+    by_name = dict(zip(names, weights))
+    used = {name for node in proto.graph.node for name in node.input}
+    inputs = list(proto.graph.input)
+    del proto.graph.input[:]
+    for graph_input in inputs:
+        weight = by_name.get(graph_input.name)
+        if weight is None:  # the images
+            proto.graph.input.append(graph_input)
+        elif graph_input.name in used:  # not, e.g., a dropout's seed state
+            proto.graph.initializer.append(
+                numpy_helper.from_array(np.asarray(weight.numpy()), graph_input.name)
+            )
+    return proto
+
+
+def _weights_bytes(proto):
+    return sum(len(t.raw_data) for t in proto.graph.initializer)
+
+
+def _save(proto, path, external_data):
+    """Writes `proto` to `path`, weights beside it as `<name>.data` if asked."""
+    import onnx
+
+    size = _weights_bytes(proto)
+    if external_data is None:
+        external_data = size > EXTERNAL_DATA_BYTES
+    elif not external_data and size >= 1 << 31:
+        raise ValueError(
+            f"The model's weights ({size / 1e9:.2f} GB) do not fit in one ONNX "
+            "file (2 GiB at most); export with external_data=None or True. "
+            "Received: external_data=False"
+        )
+    if external_data:
+        onnx.save_model(proto, path, save_as_external_data=True,
+                        all_tensors_to_one_file=True,
+                        location=os.path.basename(path) + ".data")
+    else:
+        onnx.save_model(proto, path)
+    return external_data
+
+
+def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
+                external_data=None):
     """Exports a model to an `.onnx` file for ONNX Runtime, checked.
 
     The graph takes float32 RGB pixels `[batch, H, W, 3]` (preprocessing
@@ -108,6 +170,11 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4):
         opset: int, the ONNX opset. Defaults to `17`.
         verify: bool, whether to compare against Keras. Defaults to `True`.
         atol: float, the largest |difference| allowed. Defaults to `1e-4`.
+        external_data: bool or `None`, whether the weights go to a separate
+            `<output>.data` file (ONNX's external-data format; keep it
+            beside the model). Defaults to `None`: only above
+            `EXTERNAL_DATA_BYTES` (2 GB) of weights, since one ONNX file
+            cannot exceed 2 GiB (ViT-H/14's weights are 2.5 GB).
 
     Returns:
         The path written.
@@ -122,16 +189,25 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4):
     output = files.check_output_path(output)
     if batch_size is not None:
         validation.positive_int("batch_size", batch_size)
+    if external_data is not None and not isinstance(external_data, bool):
+        raise ValueError(
+            "external_data must be True, False or None. Received: "
+            f"external_data={external_data!r}"
+        )
+    _require("onnxruntime")
     _register_erfc()
     height, width, channels = models.input_spec(model)
     spec = tf.TensorSpec((batch_size, height, width, channels), tf.float32, name="images")
     x = np.random.default_rng(0).uniform(0, 255, (batch_size or 2, height, width, channels))
     x = x.astype("float32")
     expected = np.asarray(model(x, training=False))  # the model must have been called
-    with files.atomic_file(output, suffix=".onnx") as tmp:
-        with _collect_between_passes():
-            model.export(tmp, format="onnx", input_signature=[spec],
-                         opset_version=opset, verbose=False)
+    # Written in a private folder beside `output` (the model may be two
+    # files), checked there, then moved into place: data first, model last.
+    folder = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(output)),
+                              prefix=f".{os.path.basename(output)}.", suffix=".tmp")
+    try:
+        tmp = os.path.join(folder, os.path.basename(output))
+        external = _save(_convert(model, spec, opset), tmp, external_data)
         if verify:
             got = run_onnx(tmp, x)
             error = float(np.max(np.abs(got - expected)))
@@ -140,6 +216,14 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4):
                     f"The ONNX export differs from Keras by up to {error:.3g} "
                     f"(limit {atol:g}); {output!r} was not written."
                 )
+        mode = 0o666 & ~files._umask()  # onnx writes the data file 0600
+        if external:
+            os.chmod(tmp + ".data", mode)
+            os.replace(tmp + ".data", output + ".data")
+        os.chmod(tmp, mode)
+        os.replace(tmp, output)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return output
 
 

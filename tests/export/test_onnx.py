@@ -5,6 +5,7 @@ import os
 import numpy as np
 import pytest
 
+import keras_vit
 from keras_vit import export
 
 pytest.importorskip("tf2onnx")
@@ -34,21 +35,85 @@ def test_bad_output_folder_leaves_nothing(random_model, tmp_path):
     assert not os.path.exists(target.parent)
 
 
-def test_a_mismatch_leaves_no_file(random_model, tmp_path):
+@pytest.mark.parametrize("external_data", [False, True])
+def test_a_mismatch_leaves_no_file(random_model, tmp_path, external_data):
     target = tmp_path / "m.onnx"
     with pytest.raises(RuntimeError, match="differs from Keras"):
-        export.export_onnx(random_model, target, atol=-1.0)
+        export.export_onnx(random_model, target, atol=-1.0, external_data=external_data)
     assert os.listdir(tmp_path) == []
 
 
-def test_conversion_collects_each_discarded_graph_copy(random_model, tmp_path, monkeypatch):
-    # tf2onnx deep-copies the graph before every optimizer pass; without a
-    # collection per pass the copies pile up (ViT-B/16: 18.8 GB of RSS).
-    from tf2onnx import optimizer
+def test_weights_are_initializers_with_the_models_values(random_model, tmp_path):
+    # The weights are added after conversion instead of frozen into the
+    # graph tf2onnx copies: each must be an initializer holding its value,
+    # and the images the only input.
+    import onnx
+    from onnx import numpy_helper
 
-    original = optimizer._get_optimizers
-    collections = []
-    monkeypatch.setattr(onnx_lib.gc, "collect", lambda: collections.append(1))
-    export.export_onnx(random_model, tmp_path / "m.onnx")
-    assert len(collections) >= len(original())  # at least one round of passes
-    assert optimizer._get_optimizers is original  # restored afterwards
+    path = export.export_onnx(random_model, tmp_path / "m.onnx")
+    graph = onnx.load(path).graph
+    assert [i.name for i in graph.input] == ["images"]
+    initializers = [numpy_helper.to_array(t) for t in graph.initializer]
+    for weight in random_model.weights:
+        value = np.asarray(weight.numpy())
+        assert any(
+            i.shape == value.shape and np.array_equal(i, value) for i in initializers
+        ), weight.path
+
+
+def test_dropout_seed_state_is_not_left_in_the_file(tmp_path):
+    # A model with dropout has seed-generator variables the inference graph
+    # never reads; they must not become (unused) initializers.
+    import onnx
+
+    from tests.export.helpers import TINY_EXPORT
+
+    model = keras_vit.ViT(**TINY_EXPORT, dropout_rate=0.1, attention_dropout_rate=0.1)
+    path = export.export_onnx(model, tmp_path / "m.onnx")
+    graph = onnx.load(path).graph
+    used = {name for node in graph.node for name in node.input}
+    assert all(t.name in used for t in graph.initializer)
+
+
+def test_external_data_writes_the_weights_beside_the_model(random_model, tmp_path):
+    path = export.export_onnx(random_model, tmp_path / "m.onnx", external_data=True)
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx", "m.onnx.data"]
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in ("m.onnx", "m.onnx.data"):  # not onnx's private 0600
+        assert os.stat(tmp_path / name).st_mode & 0o777 == 0o666 & ~umask
+    sizes = [np.asarray(w.numpy()).nbytes for w in random_model.weights]
+    moved = sum(n for n in sizes if n >= 1024)  # onnx keeps those under 1 KB inline
+    assert os.path.getsize(tmp_path / "m.onnx.data") >= moved
+    single = export.export_onnx(random_model, tmp_path / "single.onnx", verify=False)
+    assert os.path.getsize(single) - os.path.getsize(path) > 0.9 * moved  # less references
+    x = np.random.default_rng(2).uniform(0, 255, (1, *random_model.input_shape[1:]))
+    got = onnx_lib.run_onnx(path, x.astype("float32"))
+    np.testing.assert_allclose(got, np.asarray(random_model(x)), atol=1e-4)
+
+
+def test_large_weights_go_to_external_data_by_default(random_model, tmp_path, monkeypatch):
+    # Above EXTERNAL_DATA_BYTES (ONNX files stop at 2 GiB; ViT-H/14 has
+    # 2.5 GB of weights); a tiny threshold stands in for a huge model.
+    export.export_onnx(random_model, tmp_path / "small.onnx")
+    assert sorted(os.listdir(tmp_path)) == ["small.onnx"]
+    monkeypatch.setattr(onnx_lib, "EXTERNAL_DATA_BYTES", 1000)
+    export.export_onnx(random_model, tmp_path / "big.onnx")
+    assert sorted(os.listdir(tmp_path)) == ["big.onnx", "big.onnx.data", "small.onnx"]
+
+
+def test_weights_over_two_gib_without_external_data_is_a_clear_error(
+    random_model, tmp_path, monkeypatch
+):
+    # The tiny model's weights reported as 2 GiB stand in for ViT-H/14's.
+    monkeypatch.setattr(onnx_lib, "_weights_bytes", lambda proto: 1 << 31)
+    with pytest.raises(ValueError, match=r"2\.15 GB.*external_data=False"):
+        export.export_onnx(random_model, tmp_path / "m.onnx", external_data=False)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, 0.0])
+def test_bad_external_data_is_a_clear_error(random_model, tmp_path, bad):
+    with pytest.raises(ValueError, match=f"external_data={bad!r}"):
+        export.export_onnx(random_model, tmp_path / "m.onnx", external_data=bad)
+    assert os.listdir(tmp_path) == []
