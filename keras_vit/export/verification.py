@@ -11,7 +11,9 @@ nothing), or numbers that drifted. `verify_tflite` checks all three:
    parameter for float32, 2 for float16, about 1 for int8 weights);
 3. the outputs against Keras's on real images, with three LiteRT
    interpreters: the default (builtin kernels with the XNNPACK delegate),
-   builtin kernels without delegates, and the reference kernels.
+   builtin kernels without delegates, and the reference kernels (on the
+   first `REFERENCE_KERNEL_IMAGES` images only, unless a top-1 floor
+   applies: they are slow).
 
 `verify_saved_model` reloads a SavedModel in a fresh Python process that
 never imports keras_vit and compares its outputs with Keras's.
@@ -47,6 +49,13 @@ INTERPRETERS = {
     "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
     "reference": "BUILTIN_REF",
 }
+
+#: Images per source the reference kernels check when the limit is on max
+#: |Δ| only (float32, float16): they are unoptimized loops, 5-14x slower than
+#: the builtin kernels (ViT-B/16: 13 s an image, against 2.4 s builtin and
+#: 0.9 s XNNPACK), so 100 images would take 22 minutes of a B/16 export's
+#: 27. A top-1 floor (quantized files) needs every image, so it gets them.
+REFERENCE_KERNEL_IMAGES = 8
 
 #: Per quantization mode: `max_abs`, the largest |Δ| allowed on the outputs
 #: (or `None`), and `top1`, the least top-1 agreement with Keras.
@@ -420,7 +429,9 @@ def verify_tflite(path, reference, data="digits", num_images=100,
         quantization: the mode the file was made with (see `LIMITS`).
             Defaults to `None`: read from the file's tensor types.
         runtimes: the LiteRT interpreters to run (keys of `INTERPRETERS`).
-            Defaults to all three.
+            Defaults to all three. The reference kernels see only the first
+            `REFERENCE_KERNEL_IMAGES` (8) images of each source unless a
+            top-1 floor applies (they are slow: 13 s an image for B/16).
         min_top1_agreement: float, overrides the mode's floor. Defaults to
             `None`.
         max_abs: float, overrides the mode's max |Δ|. Defaults to `None`.
@@ -505,15 +516,20 @@ def verify_tflite(path, reference, data="digits", num_images=100,
         report.xnnpack_partitions = xnnpack_partitions(path)
         for images in _image_sets(data, model, num_images):
             expected = _reference_outputs(model, images.images)
+            labels = images.labels
             for runtime in runtimes:
+                n = len(expected)
+                if runtime == "reference" and limits.get("top1") is None:
+                    n = min(n, REFERENCE_KERNEL_IMAGES)
                 try:
-                    outputs = run_tflite(path, images.images, runtime, num_threads)
+                    outputs = run_tflite(path, images.images[:n], runtime, num_threads)
                 except RuntimeError as error:  # e.g. an op without a kernel for its type
                     report.failures.append(f"{runtime} cannot run the file: {error}")
                     continue
-                report.comparisons.append(
-                    compare(outputs, expected, images.labels, images.source, runtime)
-                )
+                report.comparisons.append(compare(
+                    outputs, expected[:n], None if labels is None else labels[:n],
+                    images.source, runtime,
+                ))
     _check_limits(report, limits)
     if report.failures and raise_on_failure:
         raise VerificationError("Verification failed.\n" + report.summary())

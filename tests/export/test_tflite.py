@@ -47,6 +47,16 @@ def test_every_variant_matches_keras(random_exports, quantize):
     runtimes = {c.runtime for c in report.comparisons}
     assert runtimes == set(export.INTERPRETERS)
     assert len(report.comparisons) == 6
+    # The slow reference kernels check a few images when the limit is on
+    # max |Δ|; a top-1 floor (held here at 0 for the quantized files) needs
+    # every image.
+    counts = {(c.source, c.runtime): c.num_images for c in report.comparisons}
+    for (source, runtime), n in counts.items():
+        if runtime == "reference":
+            full = counts[source, "xnnpack"]
+            assert full > verify_lib.REFERENCE_KERNEL_IMAGES
+            floor = quantize in ("dynamic", "int8", "int16x8")
+            assert n == (full if floor else verify_lib.REFERENCE_KERNEL_IMAGES)
     for c in report.comparisons:
         assert np.isfinite(c.max_abs)
         if quantize == "none":
