@@ -194,7 +194,8 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
             "external_data must be True, False or None. Received: "
             f"external_data={external_data!r}"
         )
-    _require("onnxruntime")
+    if verify:
+        _require("onnxruntime")
     _register_erfc()
     height, width, channels = models.input_spec(model)
     spec = tf.TensorSpec((batch_size, height, width, channels), tf.float32, name="images")
