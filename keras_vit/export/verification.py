@@ -51,10 +51,9 @@ INTERPRETERS = {
 }
 
 #: Images per source the reference kernels check when the limit is on max
-#: |Δ| only (float32, float16): they are unoptimized loops, 5-14x slower than
-#: the builtin kernels (ViT-B/16: 13 s an image, against 2.4 s builtin and
-#: 0.9 s XNNPACK), so 100 images would take 22 minutes of a B/16 export's
-#: 27. A top-1 floor (quantized files) needs every image, so it gets them.
+#: |Δ| only (float32, float16): they are unoptimized loops (ViT-B/16: 13 s
+#: an image, against 2.4 s for the builtin kernels and 0.9 s for XNNPACK),
+#: so 100 images would take 22 minutes of a B/16 export's 27. A top-1 floor (quantized files) needs every image, so it gets them.
 REFERENCE_KERNEL_IMAGES = 8
 
 #: Per quantization mode: `max_abs`, the largest |Δ| allowed on the outputs

@@ -61,6 +61,28 @@ def test_weights_are_initializers_with_the_models_values(random_model, tmp_path)
         ), weight.path
 
 
+def test_the_graph_does_not_depend_on_the_weights_values(tmp_path):
+    # Frozen into the graph, a fresh model's unit LayerNorm scales and zero
+    # biases were folded away by grappler (a graph trained weights never
+    # get, and a faster one: it flattered ONNX Runtime in the benchmarks).
+    import collections
+
+    import onnx
+
+    from tests.export.helpers import TINY_EXPORT
+    from tests.test_case import randomize_weights
+
+    fresh = keras_vit.ViT(**TINY_EXPORT)
+    trained = keras_vit.ViT(**TINY_EXPORT)
+    randomize_weights(trained, seed=4)
+
+    def ops(model, name):
+        graph = onnx.load(export.export_onnx(model, tmp_path / name)).graph
+        return collections.Counter(node.op_type for node in graph.node)
+
+    assert ops(fresh, "fresh.onnx") == ops(trained, "trained.onnx")
+
+
 def test_dropout_seed_state_is_not_left_in_the_file(tmp_path):
     # A model with dropout has seed-generator variables the inference graph
     # never reads; they must not become (unused) initializers.
