@@ -7,6 +7,8 @@ import pytest
 
 import keras_vit
 from keras_vit import export
+from tests.export.helpers import TINY_EXPORT
+from tests.test_case import randomize_weights
 
 pytest.importorskip("tf2onnx")
 pytest.importorskip("onnxruntime")
@@ -69,9 +71,6 @@ def test_the_graph_does_not_depend_on_the_weights_values(tmp_path):
 
     import onnx
 
-    from tests.export.helpers import TINY_EXPORT
-    from tests.test_case import randomize_weights
-
     fresh = keras_vit.ViT(**TINY_EXPORT)
     trained = keras_vit.ViT(**TINY_EXPORT)
     randomize_weights(trained, seed=4)
@@ -87,8 +86,6 @@ def test_dropout_seed_state_is_not_left_in_the_file(tmp_path):
     # A model with dropout has seed-generator variables the inference graph
     # never reads; they must not become (unused) initializers.
     import onnx
-
-    from tests.export.helpers import TINY_EXPORT
 
     model = keras_vit.ViT(**TINY_EXPORT, dropout_rate=0.1, attention_dropout_rate=0.1)
     path = export.export_onnx(model, tmp_path / "m.onnx")
@@ -108,7 +105,7 @@ def test_external_data_writes_the_weights_beside_the_model(random_model, tmp_pat
     moved = sum(n for n in sizes if n >= 1024)  # onnx keeps those under 1 KB inline
     assert os.path.getsize(tmp_path / "m.onnx.data") >= moved
     single = export.export_onnx(random_model, tmp_path / "single.onnx", verify=False)
-    assert os.path.getsize(single) - os.path.getsize(path) > 0.9 * moved  # less references
+    assert os.path.getsize(single) - os.path.getsize(path) > 0.9 * moved  # less the references to it
     x = np.random.default_rng(2).uniform(0, 255, (1, *random_model.input_shape[1:]))
     got = onnx_lib.run_onnx(path, x.astype("float32"))
     np.testing.assert_allclose(got, np.asarray(random_model(x)), atol=1e-4)
