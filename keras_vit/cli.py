@@ -1,8 +1,11 @@
 """The `keras-vit` command line."""
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 from keras_vit.version import __version__
 
@@ -324,11 +327,53 @@ def main(argv=None):
         parser.print_help()
         return 0
     try:
-        args.run(args)
+        with _terminate_cleanly():
+            args.run(args)
     except ValueError as error:
         print(f"keras-vit: error: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+class _Terminated(SystemExit):
+    """Raised in the main thread when SIGTERM arrives during a command."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated(128 + signum)
+
+
+@contextlib.contextmanager
+def _terminate_cleanly():
+    """Turns SIGTERM into `SystemExit(143)` while a command runs.
+
+    Python's default SIGTERM ends the process on the spot, so a `timeout`
+    or `kill` during an export would leave its hidden temporary file (or
+    folder) beside the output. As an exception, the cleanup code of
+    `keras_vit.files` runs and nothing half-written is left, as with Ctrl-C.
+    Like Ctrl-C, it takes effect when the interpreter next runs Python code
+    (a TFLite conversion in progress finishes its C++ step first). Code that
+    turns the exception into another one on its way up (an extension
+    module's import does) still exits with status 143, without a traceback.
+    A handler someone else installed is left alone, and so is a call from a
+    thread other than the main one (signals can only be handled there).
+    """
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    except BaseException as error:
+        cause = error
+        while cause is not None and not isinstance(cause, _Terminated):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        raise SystemExit(cause.code) from None
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 if __name__ == "__main__":

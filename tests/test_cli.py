@@ -246,3 +246,39 @@ def test_timm_is_timed_by_the_same_rule(tmp_path, monkeypatch):
         "Ti/16", "inference", 4, steps=2, warmup=1, python=sys.executable,
         min_seconds=0.3)
     assert 1 + 2 < len(log.read_text().split()) <= 1 + 15
+
+
+def test_sigterm_during_a_command_exits_143_and_restores_the_handler(monkeypatch):
+    import os
+    import signal
+
+    def run(args):
+        # (Checked first so that a regression fails here instead of
+        # killing the test run.)
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the command")
+
+    monkeypatch.setattr(cli, "_models", run)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["models"])
+    assert exit_info.value.code == 143
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_sigterm_wrapped_by_other_code_still_exits_143():
+    # An extension module's import turns the exception into ImportError
+    # ("initialization failed") with ours as its cause.
+    def wrapped():
+        with cli._terminate_cleanly():
+            try:
+                raise cli._Terminated(143)
+            except SystemExit as error:
+                raise ImportError("initialization failed") from error
+
+    with pytest.raises(SystemExit) as exit_info:
+        wrapped()
+    assert exit_info.value.code == 143 and not isinstance(exit_info.value, cli._Terminated)
+    with pytest.raises(ImportError):  # other errors pass through unchanged
+        with cli._terminate_cleanly():
+            raise ImportError("no module")

@@ -130,3 +130,27 @@ def test_benchmark_export_command_with_keras_and_saved_model(random_model_path, 
     out = capsys.readouterr().out
     for runtime in ("keras", "saved_model", "tflite (xnnpack)"):
         assert runtime in out
+
+
+def test_sigterm_during_export_leaves_nothing_behind(random_model_path, tmp_path):
+    # `timeout` and `kill` send SIGTERM; the export's hidden temporary file
+    # must go with the process, as it does on Ctrl-C.
+    import signal
+    import time
+
+    out = tmp_path / "vit.tflite"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "keras_vit.cli", "export", random_model_path,
+         "--format", "tflite", "--output", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 300
+    while not any(p.name.startswith(".") for p in tmp_path.iterdir()):
+        assert proc.poll() is None, f"export ended first: {proc.communicate()}"
+        assert time.monotonic() < deadline, "no temporary file appeared"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert list(tmp_path.iterdir()) == []
+
