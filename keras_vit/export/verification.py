@@ -434,7 +434,10 @@ def verify_tflite(path, reference, data="digits", num_images=100,
         min_top1_agreement: float, overrides the mode's floor. Defaults to
             `None`.
         max_abs: float, overrides the mode's max |Δ|. Defaults to `None`.
-        num_threads: int, interpreter threads. Defaults to `None` (1).
+        num_threads: int, interpreter threads. Defaults to `None`: every
+            CPU core (XNNPACK runs ~1.7x faster at 2 threads than at 1,
+            with bitwise the same outputs; the builtin and reference
+            kernels are not threaded).
         raise_on_failure: bool, whether a failure raises. Defaults to
             `True`.
 
@@ -450,6 +453,7 @@ def verify_tflite(path, reference, data="digits", num_images=100,
     >>> print(report.summary())
     """
     model = models.load_model(reference)
+    threads = (os.cpu_count() or 1) if num_threads is None else num_threads
     graph = graph_lib.read_graph(path)
     detected = graph_lib.detect_quantization(graph)
     quantization = detected if quantization is None else quantization
@@ -521,7 +525,7 @@ def verify_tflite(path, reference, data="digits", num_images=100,
                 if runtime == "reference" and limits.get("top1") is None:
                     n = min(n, REFERENCE_KERNEL_IMAGES)
                 try:
-                    outputs = run_tflite(path, images.images[:n], runtime, num_threads)
+                    outputs = run_tflite(path, images.images[:n], runtime, threads)
                 except RuntimeError as error:  # e.g. an op without a kernel for its type
                     report.failures.append(f"{runtime} cannot run the file: {error}")
                     continue

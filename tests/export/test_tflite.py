@@ -201,6 +201,25 @@ def test_verify_checks_the_file_against_its_mode(random_exports, random_model):
     assert "tensor types say quantization 'none'" in text
 
 
+def test_verification_threads_default_to_every_core(random_exports, random_model,
+                                                    monkeypatch):
+    seen = []
+    real = verify_lib.run_tflite
+
+    def run_tflite(path, images, runtime="xnnpack", num_threads=None):
+        seen.append(num_threads)
+        return real(path, images, runtime, num_threads)
+
+    monkeypatch.setattr(verify_lib, "run_tflite", run_tflite)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    path = random_exports["none"].path
+    assert verify_lib.verify_tflite(path, random_model, num_images=2).passed
+    assert seen and set(seen) == {3}
+    seen.clear()
+    assert verify_lib.verify_tflite(path, random_model, num_images=2, num_threads=1).passed
+    assert seen and set(seen) == {1}
+
+
 def test_a_file_without_its_weights_fails_verification(random_model, tmp_path):
     # A known trap (DESIGN.md section 5): converting a Keras 3 model's
     # concrete function writes variable handles, not the weights.
