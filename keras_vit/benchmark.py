@@ -53,7 +53,24 @@ def _time(fn, steps, warmup, min_seconds=0.0):
     by ±20% between runs) one stalled step otherwise moves the figure.
     Every peer, timm included, is timed by this rule.
     """
-    return float(np.median(latencies(fn, steps, warmup, min_seconds)))
+    return _time_and_cores(fn, steps, warmup, min_seconds)[0]
+
+
+def _time_and_cores(fn, steps, warmup, min_seconds=0.0):
+    """`_time`'s median, and the CPU cores the process kept busy meanwhile.
+
+    Cores busy is the process's CPU time over the wall time of the timed
+    calls: 2.0 on two cores means both were running throughout, whether
+    computing or spinning while they wait for work (PyTorch's OpenMP
+    threads spin between ops; TensorFlow's pool sleeps, and waking it
+    costs time on a VM). timm's script reports the same figure.
+    """
+    for _ in range(warmup):
+        fn()
+    cpu, wall = time.process_time(), time.perf_counter()
+    times = latencies(fn, steps, 0, min_seconds)
+    cores = (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)
+    return float(np.median(times)), cores
 
 
 def peak_flops(seconds=2.0, size=2048, dtype="float32"):
@@ -164,8 +181,9 @@ def benchmark(
             add up to this long (see `latencies`). Defaults to `0`.
 
     Returns:
-        A dict with `"inference_images_per_s"`, `"inference_ms_per_batch"`
-        and, with `train`, `"train_images_per_s"`.
+        A dict with `"inference_images_per_s"`, `"inference_ms_per_batch"`,
+        `"inference_cores_busy"` (see `_time_and_cores`) and, with `train`,
+        `"train_images_per_s"` and `"train_cores_busy"`.
     """
     import keras
     import tensorflow as tf
@@ -176,10 +194,12 @@ def benchmark(
     forward = tf.function(
         lambda x: model(x, training=False), jit_compile=jit_compile
     )
-    seconds = _time(lambda: forward(images).numpy(), steps, warmup, min_seconds)
+    seconds, cores = _time_and_cores(lambda: forward(images).numpy(), steps, warmup,
+                                     min_seconds)
     result = {
         "inference_images_per_s": batch_size / seconds,
         "inference_ms_per_batch": 1000 * seconds,
+        "inference_cores_busy": cores,
     }
     if train:
         num_classes = model.output_shape[-1]
@@ -189,10 +209,11 @@ def benchmark(
             loss=keras.losses.SparseCategoricalCrossentropy(),
             jit_compile=jit_compile,
         )
-        seconds = _time(
+        seconds, cores = _time_and_cores(
             lambda: model.train_on_batch(images, labels), steps, warmup, min_seconds
         )
         result["train_images_per_s"] = batch_size / seconds
+        result["train_cores_busy"] = cores
     return result
 
 
@@ -279,16 +300,20 @@ else:
         optimizer.step()
 for _ in range(warmup):
     step()
-# The suite's rule (benchmark.latencies and _time): at least `steps` calls
-# and `min_seconds` of them, then the median call.
+# The suite's rule (benchmark.latencies and _time_and_cores): at least
+# `steps` calls and `min_seconds` of them, then the median call; cores busy
+# is CPU time over wall time while they ran.
 times = []
+cpu, wall = time.process_time(), time.perf_counter()
 while len(times) < steps or sum(times) < min_seconds:
     start = time.perf_counter()
     step()
     times.append(time.perf_counter() - start)
+cores = (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)
 seconds = statistics.median(times)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 print("RESULT " + json.dumps({"images_per_s": batch / seconds, "peak_memory_mb": peak,
+                              "cores_busy": cores,
                               "version": "torch %s, timm %s" % (torch.__version__, timm.__version__)}))
 """
 
@@ -332,8 +357,9 @@ def _measure_onnxruntime(variant, batch_size, steps, warmup, min_seconds=0.0):
         session = onnx.session(path, num_threads=os.cpu_count())
     name = session.get_inputs()[0].name
     x = np.random.default_rng(0).uniform(0, 255, (batch_size, 224, 224, 3)).astype("float32")
-    seconds = _time(lambda: session.run(None, {name: x}), steps, warmup, min_seconds)
-    return batch_size / seconds
+    seconds, cores = _time_and_cores(lambda: session.run(None, {name: x}), steps, warmup,
+                                     min_seconds)
+    return batch_size / seconds, cores
 
 
 def _jit_choices(jit_compile, mode):
@@ -370,7 +396,7 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
     if peer == "onnxruntime":
         if mode != "inference":
             raise ValueError("ONNX Runtime is timed for inference only")
-        rate = _measure_onnxruntime(variant, batch_size, steps, warmup, min_seconds)
+        rate, cores = _measure_onnxruntime(variant, batch_size, steps, warmup, min_seconds)
     else:
         import keras
 
@@ -380,11 +406,14 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
             model = _keras_vit_model(variant, dtype, remat, image_size)
         size = model.input_shape[1:3]
         if mode == "inference":
-            rate, xla = max(
+            results = [
                 (benchmark(model, batch_size, steps, warmup, jit_compile=jit,
-                           min_seconds=min_seconds)["inference_images_per_s"], jit)
+                           min_seconds=min_seconds), jit)
                 for jit in jit_choices
-            )
+            ]
+            result, xla = max(results, key=lambda r: r[0]["inference_images_per_s"])
+            rate = result["inference_images_per_s"]
+            cores = result.get("inference_cores_busy")
         else:
             (xla,) = jit_choices
             rng = np.random.default_rng(0)
@@ -393,10 +422,12 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
             model.compile(keras.optimizers.AdamW(1e-4),
                           keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                           jit_compile=xla)
-            rate = batch_size / _time(lambda: model.train_on_batch(x, y), steps, warmup,
-                                      min_seconds)
-        return {"images_per_s": rate, "peak_memory_mb": _peak_rss_mb(), "xla": xla}
-    return {"images_per_s": rate, "peak_memory_mb": _peak_rss_mb()}
+            seconds, cores = _time_and_cores(lambda: model.train_on_batch(x, y), steps,
+                                             warmup, min_seconds)
+            rate = batch_size / seconds
+        return {"images_per_s": rate, "peak_memory_mb": _peak_rss_mb(), "xla": xla,
+                "cores_busy": cores}
+    return {"images_per_s": rate, "peak_memory_mb": _peak_rss_mb(), "cores_busy": cores}
 
 
 def measure_in_subprocess(timm_python=None, **kwargs):
@@ -526,9 +557,11 @@ def _format_row(row):
     if "images_per_s_range" in row:
         low, high = row["images_per_s_range"]
         xla = f"  (rounds {low:.2f}-{high:.2f})" + xla
+    cores = row.get("cores_busy")
+    cores = "" if cores is None else f"  {cores:4.2f} cores busy"
     return (f"{head}  {row['images_per_s']:8.2f} images/s  "
             f"{row['peak_memory_mb']:8.0f} MB peak  "
-            f"{100 * row['fraction_of_peak']:5.1f}% of peak{xla}")
+            f"{100 * row['fraction_of_peak']:5.1f}% of peak{cores}{xla}")
 
 
 # === Where the time goes ===

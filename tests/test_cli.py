@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -48,6 +49,9 @@ def test_benchmark_measures(capsys):
     assert "GFLOP/s" in out
     rows = [line for line in out.splitlines() if "images/s" in line]
     assert len(rows) == 2 and all("% of peak" in r and "MB peak" in r for r in rows)
+    assert all("cores busy" in r for r in rows)
+    for key in ("inference_cores_busy", "train_cores_busy"):
+        assert 0 < result[key] <= os.cpu_count() + 0.5, result
 
 
 def test_flop_count_matches_the_known_figures():
@@ -164,16 +168,21 @@ def test_a_killed_measurement_says_so():
 
 
 class _FakeClock:
-    """`time` for `benchmark.latencies`: each call of `fn` takes `tick` s."""
+    """`time` for `benchmark.latencies`: each call of `fn` takes `tick` s,
+    and `cores` CPU seconds per second of it."""
 
-    def __init__(self, tick):
-        self.now, self.tick = 0.0, tick
+    def __init__(self, tick, cores=1.0):
+        self.now, self.cpu, self.tick, self.cores = 0.0, 0.0, tick, cores
 
     def perf_counter(self):
         return self.now
 
+    def process_time(self):
+        return self.cpu
+
     def call(self):
         self.now += self.tick
+        self.cpu += self.tick * self.cores
 
 
 def test_latencies_time_at_least_steps_calls_and_min_seconds(monkeypatch):
@@ -187,6 +196,15 @@ def test_latencies_time_at_least_steps_calls_and_min_seconds(monkeypatch):
     clock.tick = 2.0
     assert len(benchmark.latencies(clock.call, steps=3, warmup=0, min_seconds=1.0)) == 3
     assert benchmark._time(clock.call, steps=3, warmup=0) == pytest.approx(2.0)
+    # Cores busy counts the timed calls only, not the warm-up.
+    clock.tick, rates = 0.01, iter([0.0, 0.0] + [1.5] * 10)
+
+    def call():
+        clock.cores = next(rates)  # idle while warming up, then 1.5 cores
+        clock.call()
+
+    seconds, cores = benchmark._time_and_cores(call, steps=3, warmup=2)
+    assert seconds == pytest.approx(0.01) and cores == pytest.approx(1.5)
 
 
 def test_min_seconds_must_be_a_number_at_least_zero(capsys):
@@ -215,7 +233,13 @@ class Model:
     calls = 0
     def eval(self): pass
     def __call__(self, x):
-        time.sleep(_sleeps[min(Model.calls, len(_sleeps) - 1)])
+        seconds = _sleeps[min(Model.calls, len(_sleeps) - 1)]
+        if os.environ.get("FAKE_TIMM_SPIN"):  # busy, as OpenMP threads spin
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                pass
+        else:
+            time.sleep(seconds)
         Model.calls += 1
         with open(os.environ["FAKE_TIMM_LOG"], "a") as log:
             log.write("call\\n")
@@ -246,6 +270,28 @@ def test_timm_is_timed_by_the_same_rule(tmp_path, monkeypatch):
         "Ti/16", "inference", 4, steps=2, warmup=1, python=sys.executable,
         min_seconds=0.3)
     assert 1 + 2 < len(log.read_text().split()) <= 1 + 15
+
+
+def test_cores_busy_tells_sleeping_from_spinning(tmp_path, monkeypatch):
+    # CPU time over wall time while the calls ran: a model that sleeps keeps
+    # no core busy, one that spins keeps one.
+    (tmp_path / "torch.py").write_text(_FAKE_TORCH)
+    (tmp_path / "timm.py").write_text(
+        "from torch import Model\n__version__ = 'fake'\n"
+        "def create_model(name, pretrained, num_classes): return Model()\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("FAKE_TIMM_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0.05")
+    measure = lambda: benchmark._measure_timm_in_subprocess(  # noqa: E731
+        "Ti/16", "inference", 1, steps=6, warmup=1, python=sys.executable)
+    sleeping = measure()["cores_busy"]
+    monkeypatch.setenv("FAKE_TIMM_SPIN", "1")
+    spinning = measure()["cores_busy"]
+    assert 0 <= sleeping < 0.3 and 0.5 < spinning <= 1.2, (sleeping, spinning)
+    row = benchmark._row(("Ti/16", 1e9, "timm", "inference", 1),
+                         [{"images_per_s": 20.0, "peak_memory_mb": 1.0,
+                           "cores_busy": 1.5}], 1e11)
+    assert "1.50 cores busy" in benchmark._format_row(row)
 
 
 def test_sigterm_during_a_command_exits_143_and_restores_the_handler(monkeypatch):
