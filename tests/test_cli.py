@@ -287,7 +287,9 @@ def test_cores_busy_tells_sleeping_from_spinning(tmp_path, monkeypatch):
     sleeping = measure()["cores_busy"]
     monkeypatch.setenv("FAKE_TIMM_SPIN", "1")
     spinning = measure()["cores_busy"]
-    assert 0 <= sleeping < 0.3 and 0.5 < spinning <= 1.2, (sleeping, spinning)
+    # (~0.01 and ~1.0 here; the spinner's bound leaves room for a CI whose
+    # other test worker keeps both cores busy.)
+    assert 0 <= sleeping < 0.1 and 0.25 < spinning <= 1.2, (sleeping, spinning)
     row = benchmark._row(("Ti/16", 1e9, "timm", "inference", 1),
                          [{"images_per_s": 20.0, "peak_memory_mb": 1.0,
                            "cores_busy": 1.5}], 1e11)
