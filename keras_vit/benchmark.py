@@ -413,7 +413,7 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
             ]
             result, xla = max(results, key=lambda r: r[0]["inference_images_per_s"])
             rate = result["inference_images_per_s"]
-            cores = result.get("inference_cores_busy")
+            cores = result["inference_cores_busy"]
         else:
             (xla,) = jit_choices
             rng = np.random.default_rng(0)

@@ -121,10 +121,12 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
         rates = {faster: 7.0, not faster: 5.0}
         monkeypatch.setattr(
             benchmark, "benchmark",
-            lambda *a, jit_compile, **k: {"inference_images_per_s": rates[jit_compile]})
+            lambda *a, jit_compile, **k: {"inference_images_per_s": rates[jit_compile],
+                                          "inference_cores_busy": rates[jit_compile] / 10})
         row = benchmark.measure(peer="keras_vit", variant="Ti/16", mode="inference",
                                 batch_size=1, image_size=32)
-        assert (row["xla"], row["images_per_s"]) == (faster, 7.0)
+        # ... and the cores busy of that same measurement.
+        assert (row["xla"], row["images_per_s"], row["cores_busy"]) == (faster, 7.0, 0.7)
     line = benchmark._format_row({"variant": "Ti/16", "peer": "keras_vit",
                                   "mode": "inference", "batch": 1,
                                   "fraction_of_peak": 0.5, **row})

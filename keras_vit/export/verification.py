@@ -53,7 +53,8 @@ INTERPRETERS = {
 #: Images per source the reference kernels check when the limit is on max
 #: |Δ| only (float32, float16): they are unoptimized loops (ViT-B/16: 13 s
 #: an image, against 2.4 s for the builtin kernels and 0.9 s for XNNPACK),
-#: so 100 images would take 22 minutes of a B/16 export's 27. A top-1 floor (quantized files) needs every image, so it gets them.
+#: so 100 images would take 22 minutes of a B/16 export's 27. A top-1
+#: floor (quantized files) needs every image, so it gets them.
 REFERENCE_KERNEL_IMAGES = 8
 
 #: Per quantization mode: `max_abs`, the largest |Δ| allowed on the outputs
@@ -436,8 +437,8 @@ def verify_tflite(path, reference, data="digits", num_images=100,
         max_abs: float, overrides the mode's max |Δ|. Defaults to `None`.
         num_threads: int, interpreter threads. Defaults to `None`: every
             CPU core (XNNPACK runs ~1.7x faster at 2 threads than at 1,
-            with bitwise the same outputs; the builtin and reference
-            kernels are not threaded).
+            with bitwise the same outputs; the builtin kernels measured
+            no faster, and the reference kernels run on one thread).
         raise_on_failure: bool, whether a failure raises. Defaults to
             `True`.
 
