@@ -48,9 +48,10 @@ def pretrain_offline(path, epochs=1):
     model = keras_vit.ViT(
         image_size=16, patch_size=4, num_classes=40, **SMALL, name="pretrained"
     )
+    steps = epochs * -(-len(x) // 128)
     model.compile(
         optimizer=keras_vit.training.make_optimizer(
-            "adamw", 2e-3, 0.05, warmup_steps=50, total_steps=epochs * len(x) // 128
+            "adamw", 2e-3, 0.05, warmup_steps=min(50, steps // 10), total_steps=steps
         ),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
