@@ -155,6 +155,10 @@ def main(argv=None):
     parser.add_argument("--test-size", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    for flag in ("epochs", "train_size", "test_size"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1. "
+                         f"Received: {getattr(args, flag)}")
 
     import keras
     from sklearn.datasets import load_digits

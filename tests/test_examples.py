@@ -167,3 +167,10 @@ def test_attention_maps_example_runs(tmp_path, capsys):
     for name in ("pointing.png", "model.keras", "figures/index.html",
                  "figures/attention_distance.png"):
         assert (tmp_path / name).stat().st_size > 0, name
+
+
+def test_attention_maps_example_rejects_empty_sizes(capsys):
+    game = _load("attention_maps.py")
+    with pytest.raises(SystemExit):
+        game["main"](["--train-size", "0"])
+    assert "--train-size must be at least 1. Received: 0" in capsys.readouterr().err
