@@ -168,6 +168,21 @@ class PatchEncoder(keras.layers.Layer):
         return ops.cast(posemb[None], dtype)
 
     def call(self, patches):
+        tokens, grid = self.project(patches)
+        return self.add_positions(tokens, grid)
+
+    def project(self, patches):
+        """The first half of `call`: the patches' linear projection.
+
+        Separate so that the patch tokens can be changed before the class
+        token and position embeddings are added (masked patch prediction,
+        `keras_vit.training.MaskedPatchPrediction`).
+
+        Returns:
+            `(tokens, grid)`: `(B, N, hidden_dim)` patch tokens and the
+            `(grid_h, grid_w)` they came from (ints, or scalar tensors where
+            the shape is dynamic), to pass on to `add_positions`.
+        """
         shape = ops.shape(patches)
         static = self._input_grid(tuple(patches.shape))
         if len(patches.shape) == 4:
@@ -185,10 +200,15 @@ class PatchEncoder(keras.layers.Layer):
             grid = (side, side)
         else:
             grid = static
-        tokens = self.projection(patches)
+        return self.projection(patches), grid
+
+    def add_positions(self, tokens, grid):
+        """The second half of `call`: prepends the class token (if any) and
+        adds the position embeddings for `grid` to `(B, N, hidden_dim)`
+        patch tokens."""
         if self.class_token:
             cls = ops.cast(self.cls, tokens.dtype)
-            cls = ops.broadcast_to(cls, (shape[0], 1, self.hidden_dim))
+            cls = ops.broadcast_to(cls, (ops.shape(tokens)[0], 1, self.hidden_dim))
             tokens = ops.concatenate([cls, tokens], axis=1)
         if self.position_embedding != "none":
             tokens = tokens + self._position_embedding(grid, tokens.dtype)
