@@ -38,6 +38,22 @@ def rate(name, value):
     return float(value)
 
 
+def fraction(name, value, zero=True):
+    """Returns `value` as a `float` in [0, 1] (in (0, 1] without `zero`),
+    or raises."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (0.0 <= value if zero else 0.0 < value)
+        or not value <= 1.0
+    ):
+        interval = "[0, 1]" if zero else "(0, 1]"
+        raise ValueError(
+            f"`{name}` must be a number in {interval}. Received: {name}={value!r}"
+        )
+    return float(value)
+
+
 def positive_float(name, value):
     """Returns `value` as a `float` > 0, or raises."""
     if (

@@ -174,3 +174,26 @@ def test_attention_maps_example_rejects_empty_sizes(capsys):
     with pytest.raises(SystemExit):
         game["main"](["--train-size", "0"])
     assert "--train-size must be at least 1. Received: 0" in capsys.readouterr().err
+
+
+# === examples/masked_patch_prediction.py ===
+
+
+@pytest.mark.slow
+def test_masked_patch_prediction_example_runs(monkeypatch, tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    fake = ((rng.integers(0, 256, (256, 28, 28), dtype=np.uint8), np.arange(256) % 10),
+            (rng.integers(0, 256, (32, 28, 28), dtype=np.uint8), np.arange(32) % 10))
+    monkeypatch.setattr(keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake)
+    example = _load("masked_patch_prediction.py")
+    # A smaller model of the same geometry, to keep the XLA compiles short.
+    monkeypatch.setitem(example["main"].__globals__, "MODEL", dict(
+        example["MODEL"], hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=32))
+    example["main"](["--output", str(tmp_path), "--pretrain-epochs", "1",
+                     "--labels-per-class", "3", "--epochs", "1"])
+    out = capsys.readouterr().out
+    assert re.search(r"patch accuracy 0\.\d{3}", out)
+    accuracies = re.findall(r"test accuracy with 30 labels, .*?:\s+([0-9.]+)", out)
+    assert len(accuracies) == 2 and all(0 <= float(a) <= 1 for a in accuracies)
+    with np.load(tmp_path / "mpp.npz") as npz:  # the backbone, original layout, no head
+        assert "embedding/kernel" in npz.files and "head/kernel" not in npz.files

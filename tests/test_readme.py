@@ -132,3 +132,25 @@ def test_save_npz_and_visualize(tmp_path, monkeypatch):
     assert similarity.shape == (4, 4, 4, 4)
     assert filters.shape == (TINY["hidden_dim"], 8, 8, 3)  # n=28 > the 16 filters there are
     assert (tmp_path / "figures" / "index.html").exists() and len(files) >= 5
+
+
+def test_masked_patch_prediction(tmp_path, monkeypatch):
+    # The snippet as written, on a folder of 4 photos, with ViT_S16 shrunk
+    # to a tiny ViT of the same resolution (the API path is what is tested).
+    from PIL import Image
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "photos").mkdir()
+    for i, image in enumerate(random_images((4, 40, 50, 3)).astype("uint8")):
+        Image.fromarray(image).save(tmp_path / "photos" / f"{i}.png")
+    tiny = dict(patch_size=32, hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16)
+    monkeypatch.setattr(keras_vit, "ViT_S16", lambda **kw: keras_vit.ViT(**tiny, **kw))
+    _, after = _run(_snippet("mpp = keras_vit.training.MaskedPatchPrediction("),
+                    {"keras": keras, "keras_vit": keras_vit})
+    history = after["mpp"].history.history
+    assert len(history["loss"]) == 100 and history["loss"][-1] < history["loss"][0]
+    model = after["model"]
+    assert model.output_shape == (None, 10)
+    np.testing.assert_array_equal(
+        np.asarray(model.get_layer("block_0").weights[0]),
+        np.asarray(after["mpp"].backbone.get_layer("block_0").weights[0]))

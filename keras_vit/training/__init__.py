@@ -1,6 +1,8 @@
 """Training with `tf.distribute`: strategy, recipe, resumable runs."""
 
 from keras_vit.training.callbacks import NonFiniteLossError
+from keras_vit.training.masked_patches import MaskedPatchPrediction
+from keras_vit.training.masked_patches import mean_color_classes
 from keras_vit.training.recipe import WarmupDecay
 from keras_vit.training.recipe import make_optimizer
 from keras_vit.training.strategy import make_strategy
@@ -10,12 +12,14 @@ from keras_vit.training.train import TrainResult
 from keras_vit.training.train import train
 
 __all__ = [
+    "MaskedPatchPrediction",
     "NonFiniteLossError",
     "TrainConfig",
     "TrainResult",
     "WarmupDecay",
     "make_optimizer",
     "make_strategy",
+    "mean_color_classes",
     "resolve_kind",
     "train",
 ]

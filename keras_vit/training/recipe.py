@@ -112,7 +112,7 @@ class SGD(_GlobalClipAcrossReplicas, keras.optimizers.SGD):
 
 #: Variables that get no weight decay (biases, norms, embeddings), by the
 #: names keras_vit gives them.
-NO_DECAY = ["bias", "gamma", "beta", "class_token", "position_embedding"]
+NO_DECAY = ["bias", "gamma", "beta", "class_token", "position_embedding", "mask_token"]
 
 
 def make_optimizer(

@@ -194,22 +194,28 @@ def test_a_kill_during_a_backup_write_leaves_the_last_backup(tmp_path):
     assert os.listdir(tmp_path) == ["state.json"]
 
 
-MIRRORED = """
+#: The start of a script for `_run`: two logical CPUs, and `STRATEGIES`,
+#: one of them alone and MirroredStrategy over both.
+TWO_DEVICES = """
     import json, numpy as np, tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras, keras_vit
+    STRATEGIES = [
+        ("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
+        ("two", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])),
+    ]
+"""
+
+MIRRORED = TWO_DEVICES + """
     from keras_vit.training import recipe
 
     rng = np.random.default_rng(0)
     images = rng.uniform(0, 255, (16, 16, 16, 3)).astype("float32")
     labels = keras.utils.to_categorical(rng.integers(0, 5, 16), 5)
     losses = {}
-    for name, strategy in [
-        ("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
-        ("two", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])),
-    ]:
+    for name, strategy in STRATEGIES:
         keras.utils.set_random_seed(1)
         with strategy.scope():
             model = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
@@ -223,14 +229,20 @@ MIRRORED = """
 """
 
 
-def test_mirrored_strategy_over_two_devices_matches_one_device():
-    result = _run(MIRRORED)
+def assert_two_devices_match_one(script, rtol=1e-5):
+    """Runs a `TWO_DEVICES` script that prints `{name: [replicas, losses]}`
+    per strategy: the same global batch must give the same losses, to
+    float32 summation-order error, and they must fall."""
+    result = _run(script)
     assert result.returncode == 0, result.stderr[-3000:]
     losses = json.loads(result.stdout.strip().splitlines()[-1])
     assert losses["two"][0] == 2 and losses["one"][0] == 1
-    # Same global batch: the same loss, to float32 summation-order error.
-    np.testing.assert_allclose(losses["two"][1], losses["one"][1], rtol=1e-5)
+    np.testing.assert_allclose(losses["two"][1], losses["one"][1], rtol=rtol)
     assert losses["one"][1][-1] < losses["one"][1][0]
+
+
+def test_mirrored_strategy_over_two_devices_matches_one_device():
+    assert_two_devices_match_one(MIRRORED)
 
 
 @pytest.mark.slow
