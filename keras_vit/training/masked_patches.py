@@ -92,8 +92,9 @@ class MaskedPatchPrediction(keras.Model):
     `mean_color_classes` of the input images; `patch_accuracy` is the
     share of corrupted patches whose colour class is predicted right.
 
-    `fit` takes images alone (no labels): arrays, or a `tf.data.Dataset`
-    of image batches. Afterwards `backbone` is a trained `keras_vit.ViT`:
+    `fit` takes images alone: arrays, or a `tf.data.Dataset` of image
+    batches (labels, if the data has them, are ignored; per-image
+    `sample_weight` weights every corrupted patch of its image). Afterwards `backbone` is a trained `keras_vit.ViT`:
     save it (`keras_vit.weights.save_npz(mpp.backbone, "mpp.npz")`) and
     fine-tune with `weights="mpp.npz"` like any checkpoint.
 
@@ -263,8 +264,8 @@ class MaskedPatchPrediction(keras.Model):
         per_patch = keras.losses.sparse_categorical_crossentropy(
             targets, y_pred["logits"], from_logits=True
         )
-        weight = ops.cast(y_pred["corrupted"], "float32")
-        loss = ops.sum(per_patch * weight) / ops.maximum(ops.sum(weight), 1.0)
+        weight = _patch_weights(y_pred["corrupted"], sample_weight)
+        loss = ops.sum(per_patch * weight) / ops.maximum(ops.sum(weight), 1e-12)
         # Each replica's mean, scaled so that the replicas' summed gradients
         # average them (what Keras's own losses do under tf.distribute).
         loss = _scale_for_replicas(loss)
@@ -278,7 +279,7 @@ class MaskedPatchPrediction(keras.Model):
             ops.equal(ops.argmax(y_pred["logits"], axis=-1), targets), "float32"
         )
         self.patch_accuracy.update_state(
-            right, sample_weight=ops.cast(y_pred["corrupted"], "float32")
+            right, sample_weight=_patch_weights(y_pred["corrupted"], sample_weight)
         )
         return self.get_metrics_result()
 
@@ -296,6 +297,14 @@ class MaskedPatchPrediction(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _patch_weights(corrupted, sample_weight):
+    # The corrupted patches count, each weighted by its image's weight.
+    weight = ops.cast(corrupted, "float32")
+    if sample_weight is not None:
+        weight = weight * ops.reshape(ops.cast(sample_weight, "float32"), (-1, 1))
+    return weight
 
 
 def _scale_for_replicas(loss):

@@ -95,6 +95,14 @@ def test_loss_counts_corrupted_patches_only():
     assert float(mpp.compute_loss(images, None, {"logits": half, "corrupted": corrupted})) < 1e-6
     flipped = np.where(corrupted[..., None], wrong, right)
     assert float(mpp.compute_loss(images, None, {"logits": flipped, "corrupted": corrupted})) > 40
+    # Labels are ignored; a per-image sample weight weighs its patches.
+    first_right = np.stack([half[0], flipped[1]])
+    pred = {"logits": first_right, "corrupted": corrupted}
+    assert float(mpp.compute_loss(images, np.array([3, 4]), pred, np.array([1.0, 0.0]))) < 1e-6
+    assert float(mpp.compute_loss(images, None, pred, np.array([0.0, 2.0]))) > 40
+    np.testing.assert_allclose(
+        float(mpp.compute_loss(images, None, pred, np.array([1.0, 1.0]))),
+        float(mpp.compute_loss(images, None, pred)), rtol=1e-6)
 
 
 def test_forward_outputs():
