@@ -58,8 +58,9 @@ class ViT(keras.Model):
             `None`: `True` unless `pooling="gap"` (the paper's GAP models
             have none).
         position_embedding: `"learned"` (1D learned, the paper's),
-            `"sincos2d"` (fixed 2D sine-cosine) or `"none"`. Defaults to
-            `"learned"`.
+            `"learned2d"` (learned row and column embeddings, the paper's
+            2D ablation), `"sincos2d"` (fixed 2D sine-cosine) or `"none"`.
+            Defaults to `"learned"`.
         representation_size: int or `None`; if set, a `tanh` "pre-logits"
             layer of this width comes before the head (the paper's
             pre-training head). Defaults to `None`.
@@ -189,6 +190,11 @@ class ViT(keras.Model):
             raise ValueError(
                 "position_embedding='sincos2d' needs a hidden_dim that is a "
                 f"multiple of 4. Received: hidden_dim={hidden_dim}"
+            )
+        if position_embedding == "learned2d" and hidden_dim % 2:
+            raise ValueError(
+                "position_embedding='learned2d' needs an even hidden_dim. "
+                f"Received: hidden_dim={hidden_dim}"
             )
         representation_size = validation.optional_positive_int(
             "representation_size", representation_size

@@ -228,28 +228,21 @@ def position_embedding_similarity(model):
     embeddings of every pair of patches.
 
     Args:
-        model: a `keras_vit.ViT` with learned or sincos2d embeddings.
+        model: a `keras_vit.ViT` with position embeddings (learned,
+            learned2d or sincos2d).
 
     Returns:
         `(grid_h, grid_w, grid_h, grid_w)`: `[i, j]` is the similarity map
         of patch `(i, j)` to every patch.
     """
-    from keras_vit import ops as vit_ops
-
-    grid = model.grid_size
-    if model.position_embedding == "learned":
-        posemb = model.get_layer("patch_encoder").pos_embedding.numpy()[0]
-        posemb = posemb[model.num_prefix_tokens:]
-    elif model.position_embedding == "sincos2d":
-        posemb = np.asarray(
-            vit_ops.sincos_2d_position_embedding(grid[0], grid[1], model.hidden_dim)
-        )
-    else:
+    posemb = model.get_layer("patch_encoder").position_embeddings()
+    if posemb is None:
         raise ValueError(
             "The model has no position embeddings. Received a model with "
             "position_embedding='none'"
         )
-    return cosine_similarity_grid(posemb, grid)
+    posemb = np.asarray(posemb)[0, model.num_prefix_tokens:]
+    return cosine_similarity_grid(posemb, model.grid_size)
 
 
 def embedding_filters(model, n=28):

@@ -255,3 +255,30 @@ def test_remat_trains_exactly_like_without(monkeypatch):
     assert len(calls) >= 2
     np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
     assert losses[True][-1] < losses[True][0]
+
+
+def test_learned2d_trains_saves_and_is_not_weight_decayed(tmp_path):
+    from keras_vit import visualize
+    from keras_vit.training import make_optimizer
+
+    model = _tiny(position_embedding="learned2d")
+    encoder = model.get_layer("patch_encoder")
+    before = [encoder.pos_embedding_x.numpy(), encoder.pos_embedding_y.numpy()]
+    optimizer = make_optimizer("adamw", 1e-2, 0.5, total_steps=3)
+    model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
+    images, labels = random_images((8, 32, 32, 3)), np.arange(8) % TINY["num_classes"]
+    model.fit(images, labels, epochs=2, verbose=0)
+    after = [encoder.pos_embedding_x.numpy(), encoder.pos_embedding_y.numpy()]
+    assert all(np.abs(a - b).max() > 0 for a, b in zip(after, before))  # trained
+    decayed = {v.name for v in model.trainable_variables if optimizer._use_weight_decay(v)}
+    assert "kernel" in decayed  # the check itself works
+    assert "position_embedding_x" not in decayed and "position_embedding_y" not in decayed
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(loaded(images).numpy(), model(images).numpy())
+    similarity = visualize.position_embedding_similarity(model)
+    assert similarity.shape == (*model.grid_size, *model.grid_size)
+    np.testing.assert_allclose(np.einsum("ijij->ij", similarity), 1.0, atol=1e-6)
+    with pytest.raises(ValueError, match="hidden_dim=15"):
+        _tiny(hidden_dim=15, num_heads=3, position_embedding="learned2d")

@@ -27,7 +27,7 @@ VALID = {
     "include_top": st.booleans(),
     "pooling": st.sampled_from(["token", "gap", None]),
     "class_token": st.sampled_from([True, False, None]),
-    "position_embedding": st.sampled_from(["learned", "sincos2d", "none"]),
+    "position_embedding": st.sampled_from(["learned", "learned2d", "sincos2d", "none"]),
     "representation_size": st.one_of(st.none(), st.integers(1, 8)),
     "dropout_rate": st.floats(0.0, 0.9),
     "attention_dropout_rate": st.floats(0.0, 0.9),

@@ -6,7 +6,7 @@ from keras import ops
 from keras_vit import ops as vit_ops
 from keras_vit import validation
 
-POSITION_EMBEDDINGS = ("learned", "sincos2d", "none")
+POSITION_EMBEDDINGS = ("learned", "learned2d", "sincos2d", "none")
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -37,8 +37,11 @@ class PatchEncoder(keras.layers.Layer):
         class_token: bool, whether to prepend a learnable class token.
             Defaults to `True`.
         position_embedding: `"learned"` (1D learned, as in the paper),
-            `"sincos2d"` (fixed 2D sine-cosine, big_vision) or `"none"`.
-            Defaults to `"learned"`.
+            `"learned2d"` (the paper's 2D ablation: a learned row and a
+            learned column embedding of `hidden_dim / 2` each,
+            concatenated; the class token gets none), `"sincos2d"` (fixed
+            2D sine-cosine, big_vision) or `"none"`. Defaults to
+            `"learned"`.
         interpolation: how learned embeddings are resampled to another grid:
             `"bilinear"`, `"bicubic"`, `"nearest"` or `"area"`. Defaults to
             `"bilinear"`.
@@ -83,6 +86,11 @@ class PatchEncoder(keras.layers.Layer):
                 "position_embedding='sincos2d' needs a hidden_dim that is a "
                 f"multiple of 4. Received: hidden_dim={hidden_dim}"
             )
+        if position_embedding == "learned2d" and self.hidden_dim % 2:
+            raise ValueError(
+                "position_embedding='learned2d' needs an even hidden_dim. "
+                f"Received: hidden_dim={hidden_dim}"
+            )
         self.interpolation = validation.one_of(
             "interpolation", interpolation, vit_ops.INTERPOLATIONS
         )
@@ -119,7 +127,7 @@ class PatchEncoder(keras.layers.Layer):
                 grid = vit_ops.grid_from_length(input_shape[1], "the patches")
             else:
                 grid = (None, None)
-            if None in grid and self.position_embedding == "learned":
+            if None in grid and self.position_embedding in ("learned", "learned2d"):
                 raise ValueError(
                     "PatchEncoder needs a known patch grid to build learned "
                     "position embeddings. Pass `grid_size`. Received: input "
@@ -146,6 +154,18 @@ class PatchEncoder(keras.layers.Layer):
                 initializer=keras.initializers.RandomNormal(stddev=0.02),
                 name="position_embedding",
             )
+        if self.position_embedding == "learned2d":
+            half = self.hidden_dim // 2
+            self.pos_embedding_x = self.add_weight(
+                shape=(self.grid_size[1], half),
+                initializer=keras.initializers.RandomNormal(stddev=0.02),
+                name="position_embedding_x",
+            )
+            self.pos_embedding_y = self.add_weight(
+                shape=(self.grid_size[0], half),
+                initializer=keras.initializers.RandomNormal(stddev=0.02),
+                name="position_embedding_y",
+            )
 
     def _position_embedding(self, grid, dtype):
         if self.position_embedding == "learned":
@@ -160,12 +180,47 @@ class PatchEncoder(keras.layers.Layer):
                     interpolation=self.interpolation,
                 )
             return ops.cast(posemb, dtype)
-        posemb = vit_ops.sincos_2d_position_embedding(
-            grid[0], grid[1], self.hidden_dim
-        )
+        if self.position_embedding == "learned2d":
+            posemb = self._learned_2d(grid)
+        else:
+            posemb = vit_ops.sincos_2d_position_embedding(
+                grid[0], grid[1], self.hidden_dim
+            )
         if self.class_token:  # the class token gets no position signal
             posemb = ops.pad(posemb, [[1, 0], [0, 0]])
         return ops.cast(posemb[None], dtype)
+
+    def _learned_2d(self, grid):
+        # Patch (i, j) gets [x_j, y_i]: a column embedding and a row
+        # embedding of D/2 each, concatenated (paper, Appendix D.4). At
+        # another grid each axis is resampled on its own.
+        x, y = self.pos_embedding_x, self.pos_embedding_y
+        height, width = grid
+        if not all(isinstance(g, int) for g in grid) or tuple(grid) != self.grid_size:
+            x = vit_ops.resample_position_embeddings(
+                ops.convert_to_tensor(x), (1, width),
+                source_grid=(1, self.grid_size[1]), num_prefix_tokens=0,
+                interpolation=self.interpolation,
+            )
+            y = vit_ops.resample_position_embeddings(
+                ops.convert_to_tensor(y), (height, 1),
+                source_grid=(self.grid_size[0], 1), num_prefix_tokens=0,
+                interpolation=self.interpolation,
+            )
+        half = self.hidden_dim // 2
+        x = ops.broadcast_to(ops.convert_to_tensor(x)[None, :, :], (height, width, half))
+        y = ops.broadcast_to(ops.convert_to_tensor(y)[:, None, :], (height, width, half))
+        return ops.reshape(ops.concatenate([x, y], axis=-1), (-1, self.hidden_dim))
+
+    def position_embeddings(self, grid=None):
+        """The embeddings added to the tokens, `(1, T, hidden_dim)` float32
+        (the class token's entry first, zeros unless learned in 1D), on
+        `grid` (defaults to the layer's own); `None` for
+        `position_embedding="none"`."""
+        if self.position_embedding == "none":
+            return None
+        grid = self.grid_size if grid is None else validation.size_2d("grid", grid)
+        return self._position_embedding(grid, "float32")
 
     def call(self, patches):
         tokens, grid = self.project(patches)

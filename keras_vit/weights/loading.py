@@ -12,6 +12,11 @@ from keras_vit.weights import reader
 HEAD = ("head/kernel", "head/bias")
 PRE_LOGITS = ("pre_logits/kernel", "pre_logits/bias")
 POSEMB = "patch_encoder/position_embedding"
+#: The column and row embeddings of `position_embedding="learned2d"`.
+POSEMB_2D = {
+    "patch_encoder/position_embedding_x": 1,  # (grid_w, D/2): grid axis 1
+    "patch_encoder/position_embedding_y": 0,  # (grid_h, D/2): grid axis 0
+}
 
 #: The default resampling of position embeddings when a checkpoint is loaded
 #: at another resolution: the original code's (`scipy.ndimage.zoom`, linear).
@@ -98,6 +103,22 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             notes.append(
                 f"Position embeddings resampled from a {source[0]}x{source[1]} "
                 f"to a {target[0]}x{target[1]} patch grid ({interpolation})."
+            )
+
+    for key, axis in POSEMB_2D.items():
+        value = tensors.get(key)
+        if value is None or key not in variables or value.ndim != 2:
+            continue
+        source, target = value.shape[0], model.grid_size[axis]
+        if source != target and value.shape[1] == variables[key].shape[1]:
+            grids = [(1, source), (1, target)] if axis else [(source, 1), (target, 1)]
+            tensors[key] = np.asarray(vit_ops.resample_position_embeddings(
+                value, grids[1], source_grid=grids[0], num_prefix_tokens=0,
+                interpolation=interpolation,
+            ))
+            notes.append(
+                f"{'Column' if axis else 'Row'} position embeddings resampled "
+                f"from {source} to {target} ({interpolation})."
             )
 
     missing = sorted(set(variables) - set(tensors) - allowed_missing)

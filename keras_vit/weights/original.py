@@ -182,11 +182,11 @@ def to_original(model):
     """
     from keras_vit import ops as vit_ops
 
-    if model.position_embedding == "sincos2d":
+    if model.position_embedding not in ("learned", "none"):
         raise ValueError(
-            "The original .npz layout has no place for fixed sincos2d "
-            "position embeddings. Received a model with "
-            "position_embedding='sincos2d'."
+            "The original .npz layout holds 1D learned position embeddings "
+            "only (save the model with model.save or save_weights instead). "
+            f"Received a model with position_embedding={model.position_embedding!r}."
         )
     w = {v.path: np.asarray(v.numpy(), "float32") for v in model.weights}
     heads, dim = model.num_heads, model.hidden_dim

@@ -235,3 +235,21 @@ def test_a_file_without_its_weights_fails_verification(random_model, tmp_path):
     assert "the weights are missing" in text
     assert "the weights were not frozen into the file" in text
     assert report.bytes_per_parameter < 0.1
+
+
+def test_learned2d_position_embeddings_export_with_builtin_ops(tmp_path):
+    # The paper's 2D ablation builds its embedding from two tables: the
+    # file must still be builtin ops only and match Keras.
+    import keras_vit
+    from tests.export.helpers import TINY_EXPORT
+    from tests.test_case import randomize_weights
+
+    model = keras_vit.ViT(**TINY_EXPORT, position_embedding="learned2d")
+    randomize_weights(model, seed=4)
+    result = export.export_tflite(model, tmp_path / "m2d.tflite", num_verify_images=10)
+    assert result.report is not None and not result.report.failures  # verified
+    assert "CUSTOM" not in graph_lib.op_histogram(result.path)
+    images = np.random.default_rng(1).uniform(0, 255, (3, 32, 32, 3)).astype("float32")
+    np.testing.assert_allclose(
+        np.concatenate([export.run_tflite(result.path, images[i:i + 1]) for i in range(3)]),
+        model.predict(images, verbose=0), atol=1e-4)

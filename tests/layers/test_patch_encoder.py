@@ -131,3 +131,31 @@ def test_config_round_trip_and_output_shape():
         layer = _encoder(name="enc", **kwargs)
         assert_config_round_trip(layer, patches)
         assert_output_shape_matches(layer, patches)
+
+
+def test_learned2d_concatenates_column_and_row_embeddings():
+    # The paper's 2D ablation (Appendix D.4): patch (i, j) gets [x_j, y_i].
+    patches = rng.normal(size=(2, 6, 5)).astype("float32")
+    layer = _encoder(grid_size=(2, 3), position_embedding="learned2d")
+    layer(patches)
+    randomize_weights(layer)
+    assert layer.pos_embedding_x.shape == (3, 4) and layer.pos_embedding_y.shape == (2, 4)
+    x, y = layer.pos_embedding_x.numpy(), layer.pos_embedding_y.numpy()
+    posemb = np.stack([np.concatenate([x[j], y[i]]) for i in range(2) for j in range(3)])
+    tokens = patches @ layer.projection.kernel.numpy() + layer.projection.bias.numpy()
+    out = layer(patches).numpy()
+    np.testing.assert_allclose(out[:, 0], np.repeat(layer.cls.numpy()[0], 2, 0), atol=1e-6)
+    np.testing.assert_allclose(out[:, 1:], tokens + posemb, atol=1e-5)
+    np.testing.assert_allclose(layer.position_embeddings()[0, 1:], posemb, atol=1e-6)
+    # Another grid: each axis resampled on its own (here 2x3 -> 4x3: the
+    # columns stay, the rows are interpolated).
+    bigger = layer.position_embeddings((4, 3)).numpy()[0, 1:].reshape(4, 3, 8)
+    np.testing.assert_allclose(bigger[:, :, :4], np.broadcast_to(x, (4, 3, 4)), atol=1e-6)
+    rows = keras_vit.ops.resample_position_embeddings(
+        y, (4, 1), source_grid=(2, 1), num_prefix_tokens=0).numpy()
+    np.testing.assert_allclose(bigger[:, 0, 4:], rows, atol=1e-6)
+    assert layer(rng.normal(size=(2, 4, 3, 5)).astype("float32")).shape == (2, 13, 8)
+    with pytest.raises(ValueError, match="hidden_dim=7"):
+        _encoder(hidden_dim=7, position_embedding="learned2d")
+    assert_config_round_trip(_encoder(grid_size=(2, 3), position_embedding="learned2d",
+                                      name="enc"), patches)

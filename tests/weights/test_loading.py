@@ -298,3 +298,33 @@ def test_preset_unreachable_is_a_clear_error(tmp_path):
 def test_preset_names_are_checked_against_the_variant():
     with pytest.raises(ValueError, match="exists for variants .*'H/14'.*not for S/16"):
         keras_vit.ViT_S16(weights="in21k")
+
+
+def test_learned2d_native_file_fine_tunes_at_another_resolution(tmp_path):
+    from tests.test_case import randomize_weights
+
+    kwargs = {**TINY, "position_embedding": "learned2d"}
+    source = keras_vit.ViT(**kwargs)
+    randomize_weights(source)
+    path = str(tmp_path / "model.weights.h5")
+    source.save_weights(path)
+    same = keras_vit.ViT(weights=path, **kwargs)
+    for a, b in zip(same.weights, source.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # A taller image: the rows are resampled, the columns kept.
+    height = TINY["image_size"] * 2
+    with pytest.warns(UserWarning, match="Row position embeddings resampled"):
+        tall = keras_vit.ViT(weights=path, **{**kwargs, "image_size": (height, TINY["image_size"])})
+    encoder, original = tall.get_layer("patch_encoder"), source.get_layer("patch_encoder")
+    np.testing.assert_array_equal(encoder.pos_embedding_x.numpy(), original.pos_embedding_x.numpy())
+    np.testing.assert_allclose(
+        encoder.pos_embedding_y.numpy(),
+        keras_vit.ops.resample_position_embeddings(
+            original.pos_embedding_y.numpy(), (tall.grid_size[0], 1),
+            source_grid=(source.grid_size[0], 1), num_prefix_tokens=0,
+            interpolation="bilinear_align_corners"),
+        atol=1e-6)
+    # The original .npz layout has no place for them.
+    with pytest.raises(ValueError, match="position_embedding='learned2d'"):
+        keras_vit.weights.save_npz(source, str(tmp_path / "model.npz"))
+    assert not (tmp_path / "model.npz").exists()
