@@ -128,6 +128,7 @@ def _train(args):
                 "dropout_rate": args.dropout,
                 "drop_path_rate": args.drop_path,
                 "pooling": args.pooling,
+                "position_embedding": args.position_embedding,
             }.items()
             if v is not None
         },
@@ -238,6 +239,10 @@ def build_parser():
     t.add_argument("--num-heads", type=int, default=None)
     t.add_argument("--mlp-dim", type=int, default=None)
     t.add_argument("--pooling", choices=["token", "gap"], default=None)
+    t.add_argument("--position-embedding", default=None,
+                   choices=["learned", "learned2d", "sincos2d", "none"],
+                   help="default: learned (1D); learned2d and none are the "
+                        "paper's ablations")
     t.add_argument("--dropout", type=float, default=None)
     t.add_argument("--drop-path", type=float, default=None)
     t.add_argument("--weights", default=None, help="preset or checkpoint to start from")

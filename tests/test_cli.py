@@ -332,3 +332,21 @@ def test_sigterm_wrapped_by_other_code_still_exits_143():
     with pytest.raises(ImportError):  # other errors pass through unchanged
         with cli._terminate_cleanly():
             raise ImportError("no module")
+
+
+def test_train_flags_reach_the_model(monkeypatch, tmp_path):
+    import keras_vit.training
+
+    configs = []
+
+    def fake_train(config):
+        configs.append(config)
+        return keras_vit.training.TrainResult(None, {}, {"accuracy": 0.5}, config.output,
+                                              "default", 0)
+
+    monkeypatch.setattr(keras_vit.training, "train", fake_train)
+    cli.main(["train", "--dataset", "digits", "--output", str(tmp_path / "run"),
+              "--hidden-dim", "32", "--pooling", "gap", "--position-embedding", "learned2d"])
+    (config,) = configs
+    assert config.model_kwargs == {"hidden_dim": 32, "pooling": "gap",
+                                   "position_embedding": "learned2d"}
