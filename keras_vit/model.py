@@ -408,16 +408,21 @@ class ViT(keras.Model):
         inputs = keras.Input(
             shape=(*self.image_size, self.num_channels), name="images"
         )
+        outputs = _forward(self.layer_table(), inputs, intermediates=True)
+        if not attention:
+            del outputs["attention_weights"]
+        return keras.Model(inputs, outputs, name=f"{self.name}_intermediates")
+
+    def layer_table(self):
+        """The model's layers as `_forward` takes them: a dict by name,
+        with `"stem"` (hybrids) and `"blocks"` (the list of blocks)."""
         layers = {layer.name: layer for layer in self.layers}
         if self._stem_name is not None:
             layers["stem"] = layers.pop(self._stem_name)
         layers["blocks"] = [
             layers.pop(f"block_{i}") for i in range(self.num_layers)
         ]
-        outputs = _forward(layers, inputs, intermediates=True)
-        if not attention:
-            del outputs["attention_weights"]
-        return keras.Model(inputs, outputs, name=f"{self.name}_intermediates")
+        return layers
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Keras (3.15) takes a sample batch for the symbolic build by
@@ -558,15 +563,25 @@ def _stem_output_size(stem, image_size, num_channels):
     return tuple(shape[1:3])
 
 
-def _forward(layers, images, intermediates=False):
-    """Runs the ViT graph over `layers`, a dict of the model's layers."""
+def _forward(layers, images, intermediates=False, patch_hook=None):
+    """Runs the ViT graph over `layers`, a dict of the model's layers
+    (`ViT.layer_table`); it stops at the last one present, so without the
+    pooling and head layers the output is the normalised tokens.
+
+    `patch_hook`, if given, maps the projected patch tokens `(B, N, D)`
+    before the class token and position embeddings are added (masked patch
+    prediction)."""
     x = images
     if "rescaling" in layers:
         x = layers["rescaling"](x)
     if "stem" in layers:
         x = layers["stem"](x)
     x = layers["patches"](x)
-    x = layers["patch_encoder"](x)
+    if patch_hook is None:
+        x = layers["patch_encoder"](x)
+    else:
+        tokens, grid = layers["patch_encoder"].project(x)
+        x = layers["patch_encoder"].add_positions(patch_hook(tokens), grid)
     x = layers["embedding_dropout"](x)
     block_outputs, attention_weights = [], []
     for block in layers["blocks"]:

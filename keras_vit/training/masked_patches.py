@@ -21,6 +21,10 @@ from keras import ops
 from keras_vit import validation
 
 
+#: The layers of a `keras_vit.ViT` after its final LayerNorm.
+CLASSIFIER_LAYERS = ("pooling", "pre_logits", "head", "predictions")
+
+
 def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
     """The class of each tile's mean colour, every channel quantised.
 
@@ -190,21 +194,14 @@ class MaskedPatchPrediction(keras.Model):
         self.color_head.build((None, None, self.backbone.hidden_dim))
         self.built = True
 
-    def _part(self, name):
-        # A layer of the backbone by name (looked up, not stored: a second
-        # reference would be tracked, and saved, a second time).
-        try:
-            return self.backbone.get_layer(name)
-        except ValueError:
-            return None
-
     def _unused(self):
         # The backbone's classifier layers take no part in this task.
+        layers = self.backbone.layer_table()
         return {
             id(w)
-            for name in ("pre_logits", "head")
-            if self._part(name) is not None
-            for w in self._part(name).weights
+            for name in CLASSIFIER_LAYERS
+            if name in layers
+            for w in layers[name].weights
         }
 
     @property
@@ -241,23 +238,24 @@ class MaskedPatchPrediction(keras.Model):
         return tokens, corrupted
 
     def call(self, images, training=False):
-        backbone, part = self.backbone, self._part
-        x = images
-        if backbone.include_preprocessing:
-            x = part("rescaling")(x)
-        if backbone._stem_name is not None:
-            x = part(backbone._stem_name)(x, training=training)
-        encoder = part("patch_encoder")
-        tokens, grid = encoder.project(part("patches")(x))
-        tokens, corrupted = self._corrupt(tokens)
-        x = encoder.add_positions(tokens, grid)
-        x = part("embedding_dropout")(x, training=training)
-        for i in range(backbone.num_layers):
-            # The (tokens, weights) form, as the backbone's own graph calls it.
-            x, _ = part(f"block_{i}")(x, training=training, return_attention_scores=True)
-        x = part("encoder_norm")(x)
-        logits = self.color_head(x[:, backbone.num_prefix_tokens:])
-        return {"logits": ops.cast(logits, "float32"), "corrupted": corrupted}
+        from keras_vit.model import _forward
+
+        # The backbone's own graph up to the final LayerNorm, the patch
+        # tokens corrupted on the way. (The layers are looked up at each
+        # trace, not stored: a second reference would be saved twice.)
+        layers = self.backbone.layer_table()
+        for name in CLASSIFIER_LAYERS:
+            layers.pop(name, None)
+        corrupted = []
+
+        def corrupt(tokens):
+            tokens, mask = self._corrupt(tokens)
+            corrupted.append(mask)
+            return tokens
+
+        x = _forward(layers, images, patch_hook=corrupt)["output"]
+        logits = self.color_head(x[:, self.backbone.num_prefix_tokens:])
+        return {"logits": ops.cast(logits, "float32"), "corrupted": corrupted[0]}
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         targets = mean_color_classes(x, self.tile_size, self.bits, self.value_range)

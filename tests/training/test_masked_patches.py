@@ -208,3 +208,14 @@ MIRRORED = TWO_DEVICES + """
 
 def test_mirrored_strategy_over_two_devices_matches_one_device():
     assert_two_devices_match_one(MIRRORED)
+
+
+def test_dropout_follows_the_training_flag():
+    # All patches masked: no random draws left but the backbone's dropout.
+    backbone = keras_vit.ViT(**{**SMALL, "dropout_rate": 0.5})
+    mpp = MaskedPatchPrediction(backbone, corrupt_rate=1.0, mask_rate=1.0, replace_rate=0.0)
+    images = random_images((2, 32, 32, 3))
+    a, b = (np.asarray(mpp(images, training=False)["logits"]) for _ in range(2))
+    np.testing.assert_array_equal(a, b)
+    c, d = (np.asarray(mpp(images, training=True)["logits"]) for _ in range(2))
+    assert np.abs(c - d).max() > 1e-3
