@@ -408,12 +408,12 @@ class ViT(keras.Model):
         inputs = keras.Input(
             shape=(*self.image_size, self.num_channels), name="images"
         )
-        outputs = _forward(self.layer_table(), inputs, intermediates=True)
+        outputs = _forward(self._layer_table(), inputs, intermediates=True)
         if not attention:
             del outputs["attention_weights"]
         return keras.Model(inputs, outputs, name=f"{self.name}_intermediates")
 
-    def layer_table(self):
+    def _layer_table(self):
         """The model's layers as `_forward` takes them: a dict by name,
         with `"stem"` (hybrids) and `"blocks"` (the list of blocks)."""
         layers = {layer.name: layer for layer in self.layers}
@@ -565,7 +565,7 @@ def _stem_output_size(stem, image_size, num_channels):
 
 def _forward(layers, images, intermediates=False, patch_hook=None):
     """Runs the ViT graph over `layers`, a dict of the model's layers
-    (`ViT.layer_table`); it stops at the last one present, so without the
+    (`ViT._layer_table`); it stops at the last one present, so without the
     pooling and head layers the output is the normalised tokens.
 
     `patch_hook`, if given, maps the projected patch tokens `(B, N, D)`

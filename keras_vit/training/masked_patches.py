@@ -196,7 +196,7 @@ class MaskedPatchPrediction(keras.Model):
 
     def _unused(self):
         # The backbone's classifier layers take no part in this task.
-        layers = self.backbone.layer_table()
+        layers = self.backbone._layer_table()
         return {
             id(w)
             for name in CLASSIFIER_LAYERS
@@ -243,7 +243,7 @@ class MaskedPatchPrediction(keras.Model):
         # The backbone's own graph up to the final LayerNorm, the patch
         # tokens corrupted on the way. (The layers are looked up at each
         # trace, not stored: a second reference would be saved twice.)
-        layers = self.backbone.layer_table()
+        layers = self.backbone._layer_table()
         for name in CLASSIFIER_LAYERS:
             layers.pop(name, None)
         corrupted = []
