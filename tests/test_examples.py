@@ -100,6 +100,10 @@ def test_finetune_needs_weights_or_offline(monkeypatch, capsys):
 
 
 @pytest.mark.slow
+# pytest.warns below records every warning raised inside it and re-emits the
+# others from this file, past pyproject's filters: Keras's own NumPy 2
+# DeprecationWarnings would be listed hundreds of times.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_finetune_offline_runs_end_to_end(monkeypatch, tmp_path, capsys):
     # A small stand-in for Fashion-MNIST (the real one may not be on the
     # machine); the digits part is the real scikit-learn data.
