@@ -144,6 +144,22 @@ def resample_position_embeddings(
     return out[0] if squeeze else out
 
 
+def resample_1d_embeddings(embeddings, length, interpolation="bilinear"):
+    """Resamples `(n, D)` embeddings along their first axis to `length`.
+
+    The rows or the columns of `position_embedding="learned2d"`, each
+    resampled on its own when the patch grid changes; the same methods as
+    `resample_position_embeddings`.
+
+    Returns:
+        `(length, D)` embeddings.
+    """
+    return resample_position_embeddings(
+        embeddings, (length, 1), source_grid=(embeddings.shape[0], 1),
+        num_prefix_tokens=0, interpolation=interpolation,
+    )
+
+
 def _align_corners_matrix(size_in, size_out):
     """`(size_out, size_in)` weights of 1D linear interpolation that maps the
     first and last samples onto each other (scipy.ndimage.zoom, order=1)."""

@@ -197,16 +197,10 @@ class PatchEncoder(keras.layers.Layer):
         x, y = self.pos_embedding_x, self.pos_embedding_y
         height, width = grid
         if not all(isinstance(g, int) for g in grid) or tuple(grid) != self.grid_size:
-            x = vit_ops.resample_position_embeddings(
-                ops.convert_to_tensor(x), (1, width),
-                source_grid=(1, self.grid_size[1]), num_prefix_tokens=0,
-                interpolation=self.interpolation,
-            )
-            y = vit_ops.resample_position_embeddings(
-                ops.convert_to_tensor(y), (height, 1),
-                source_grid=(self.grid_size[0], 1), num_prefix_tokens=0,
-                interpolation=self.interpolation,
-            )
+            x = vit_ops.resample_1d_embeddings(
+                ops.convert_to_tensor(x), width, self.interpolation)
+            y = vit_ops.resample_1d_embeddings(
+                ops.convert_to_tensor(y), height, self.interpolation)
         half = self.hidden_dim // 2
         x = ops.broadcast_to(ops.convert_to_tensor(x)[None, :, :], (height, width, half))
         y = ops.broadcast_to(ops.convert_to_tensor(y)[:, None, :], (height, width, half))

@@ -111,11 +111,8 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             continue
         source, target = value.shape[0], model.grid_size[axis]
         if source != target and value.shape[1] == variables[key].shape[1]:
-            grids = [(1, source), (1, target)] if axis else [(source, 1), (target, 1)]
-            tensors[key] = np.asarray(vit_ops.resample_position_embeddings(
-                value, grids[1], source_grid=grids[0], num_prefix_tokens=0,
-                interpolation=interpolation,
-            ))
+            tensors[key] = np.asarray(
+                vit_ops.resample_1d_embeddings(value, target, interpolation))
             notes.append(
                 f"{'Column' if axis else 'Row'} position embeddings resampled "
                 f"from {source} to {target} ({interpolation})."
