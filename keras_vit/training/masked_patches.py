@@ -98,9 +98,10 @@ class MaskedPatchPrediction(keras.Model):
 
     `fit` takes images alone: arrays, or a `tf.data.Dataset` of image
     batches (labels, if the data has them, are ignored; per-image
-    `sample_weight` weights every corrupted patch of its image). Afterwards `backbone` is a trained `keras_vit.ViT`:
-    save it (`keras_vit.weights.save_npz(mpp.backbone, "mpp.npz")`) and
-    fine-tune with `weights="mpp.npz"` like any checkpoint.
+    `sample_weight` weights every corrupted patch of its image).
+    Afterwards `backbone` is a trained `keras_vit.ViT`: save it
+    (`keras_vit.weights.save_npz(mpp.backbone, "mpp.npz")`) and fine-tune
+    with `weights="mpp.npz"` like any checkpoint.
 
     Args:
         backbone: a `keras_vit.ViT` (plain or hybrid, any pooling).
@@ -123,7 +124,8 @@ class MaskedPatchPrediction(keras.Model):
 
     Returns:
         A dict: `"logits"`, float32 `(B, N, classes)` for every patch;
-        `"corrupted"`, bool `(B, N)`, which patches were corrupted.
+        `"corrupted"`, bool `(B, N)`, which patches were corrupted;
+        `"targets"`, int32 `(B, N)`, every patch's `mean_color_classes`.
 
     Example:
 
@@ -255,12 +257,16 @@ class MaskedPatchPrediction(keras.Model):
 
         x = _forward(layers, images, patch_hook=corrupt)["output"]
         logits = self.color_head(x[:, self.backbone.num_prefix_tokens:])
-        return {"logits": ops.cast(logits, "float32"), "corrupted": corrupted[0]}
+        targets = mean_color_classes(images, self.tile_size, self.bits, self.value_range)
+        return {
+            "logits": ops.cast(logits, "float32"),
+            "corrupted": corrupted[0],
+            "targets": targets,
+        }
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        targets = mean_color_classes(x, self.tile_size, self.bits, self.value_range)
         per_patch = keras.losses.sparse_categorical_crossentropy(
-            targets, y_pred["logits"], from_logits=True
+            y_pred["targets"], y_pred["logits"], from_logits=True
         )
         weight = _patch_weights(y_pred["corrupted"], sample_weight)
         loss = ops.sum(per_patch * weight) / ops.maximum(ops.sum(weight), 1e-12)
@@ -272,9 +278,9 @@ class MaskedPatchPrediction(keras.Model):
         return loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        targets = mean_color_classes(x, self.tile_size, self.bits, self.value_range)
         right = ops.cast(
-            ops.equal(ops.argmax(y_pred["logits"], axis=-1), targets), "float32"
+            ops.equal(ops.argmax(y_pred["logits"], axis=-1), y_pred["targets"]),
+            "float32",
         )
         self.patch_accuracy.update_state(
             right, sample_weight=_patch_weights(y_pred["corrupted"], sample_weight)

@@ -92,24 +92,29 @@ def test_loss_counts_corrupted_patches_only():
     right = np.eye(512, dtype="float32")[targets] * 50.0
     wrong = np.roll(right, 1, axis=-1)
     half = np.where(corrupted[..., None], right, wrong)
-    assert float(mpp.compute_loss(images, None, {"logits": half, "corrupted": corrupted})) < 1e-6
     flipped = np.where(corrupted[..., None], wrong, right)
-    assert float(mpp.compute_loss(images, None, {"logits": flipped, "corrupted": corrupted})) > 40
+
+    def loss(logits, labels=None, sample_weight=None):
+        pred = {"logits": logits, "corrupted": corrupted, "targets": targets}
+        return float(mpp.compute_loss(images, labels, pred, sample_weight))
+
+    assert loss(half) < 1e-6
+    assert loss(flipped) > 40
     # Labels are ignored; a per-image sample weight weighs its patches.
     first_right = np.stack([half[0], flipped[1]])
-    pred = {"logits": first_right, "corrupted": corrupted}
-    assert float(mpp.compute_loss(images, np.array([3, 4]), pred, np.array([1.0, 0.0]))) < 1e-6
-    assert float(mpp.compute_loss(images, None, pred, np.array([0.0, 2.0]))) > 40
-    np.testing.assert_allclose(
-        float(mpp.compute_loss(images, None, pred, np.array([1.0, 1.0]))),
-        float(mpp.compute_loss(images, None, pred)), rtol=1e-6)
+    assert loss(first_right, np.array([3, 4]), np.array([1.0, 0.0])) < 1e-6
+    assert loss(first_right, None, np.array([0.0, 2.0])) > 40
+    np.testing.assert_allclose(loss(first_right, None, np.array([1.0, 1.0])),
+                               loss(first_right), rtol=1e-6)
 
 
 def test_forward_outputs():
     mpp = MaskedPatchPrediction(keras_vit.ViT(**SMALL), seed=0)
-    out = mpp(random_images((3, 32, 32, 3)))
+    images = random_images((3, 32, 32, 3))
+    out = mpp(images)
     assert tuple(out["logits"].shape) == (3, 16, 512) and out["logits"].dtype == "float32"
     assert tuple(out["corrupted"].shape) == (3, 16)
+    np.testing.assert_array_equal(out["targets"], mean_color_classes(images, 8))
     # The backbone's classifier takes no part, so it is not trained.
     trainable = {id(w) for w in mpp.trainable_weights}
     head = {id(w) for w in mpp.backbone.get_layer("head").weights}
