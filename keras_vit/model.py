@@ -15,6 +15,9 @@ from keras_vit.layers.transformer_block import TransformerBlock
 from keras_vit.weights import loading as weights_loading
 from keras_vit.weights import reader as weights_reader
 
+#: `ViT`'s `position_embedding` values: the `PatchEncoder`'s, and
+#: `"relative"`, which lives in the attention of every block.
+MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
 
 @keras.saving.register_keras_serializable(package="keras_vit")
 class ViT(keras.Model):
@@ -59,8 +62,12 @@ class ViT(keras.Model):
             have none).
         position_embedding: `"learned"` (1D learned, the paper's),
             `"learned2d"` (learned row and column embeddings, the paper's
-            2D ablation), `"sincos2d"` (fixed 2D sine-cosine) or `"none"`.
-            Defaults to `"learned"`.
+            2D ablation), `"relative"` (the paper's relative-position
+            ablation: no embeddings added to the tokens; every block's
+            attention adds logits of the query against learned embeddings
+            of the offset between query and key along the token sequence),
+            `"sincos2d"` (fixed 2D sine-cosine) or `"none"`. Defaults to
+            `"learned"`.
         representation_size: int or `None`; if set, a `tanh` "pre-logits"
             layer of this width comes before the head (the paper's
             pre-training head). Defaults to `None`.
@@ -184,7 +191,7 @@ class ViT(keras.Model):
                 "class_token=False"
             )
         position_embedding = validation.one_of(
-            "position_embedding", position_embedding, POSITION_EMBEDDINGS
+            "position_embedding", position_embedding, MODEL_POSITION_EMBEDDINGS
         )
         if position_embedding == "sincos2d" and hidden_dim % 4:
             raise ValueError(
@@ -278,12 +285,19 @@ class ViT(keras.Model):
             hidden_dim,
             grid_size=grid,
             class_token=class_token,
-            position_embedding=position_embedding,
+            position_embedding=(
+                "none" if position_embedding == "relative" else position_embedding
+            ),
             name="patch_encoder",
             dtype=dtype,
         )
         layers["embedding_dropout"] = keras.layers.Dropout(
             dropout_rate, name="embedding_dropout", dtype=dtype
+        )
+        relative_positions = (
+            grid[0] * grid[1] + int(class_token)
+            if position_embedding == "relative"
+            else None
         )
         layers["blocks"] = [
             TransformerBlock(
@@ -294,6 +308,7 @@ class ViT(keras.Model):
                 drop_path_rate=drop_path_rate * i / max(num_layers - 1, 1),
                 layer_norm_epsilon=layer_norm_epsilon,
                 remat=remat,
+                relative_positions=relative_positions,
                 name=f"block_{i}",
                 dtype=dtype,
             )

@@ -238,8 +238,10 @@ def position_embedding_similarity(model):
     posemb = model.get_layer("patch_encoder").position_embeddings()
     if posemb is None:
         raise ValueError(
-            "The model has no position embeddings. Received a model with "
-            "position_embedding='none'"
+            "The model adds no position embeddings to its tokens (relative "
+            "positions live in the attention, one per offset, not per "
+            "patch). Received a model with "
+            f"position_embedding={model.position_embedding!r}"
         )
     posemb = np.asarray(posemb)[0, model.num_prefix_tokens:]
     return cosine_similarity_grid(posemb, model.grid_size)
@@ -437,7 +439,7 @@ def inspect(model, images, output, names=None):
          f"Class-token attention per layer (rows) and head (columns), {names[0]}")
     save(plot_attention_distance(mean_attention_distance(model, images), model.image_size),
          "attention_distance.png", "Mean attention distance per head against depth")
-    if model.position_embedding != "none":
+    if model.position_embedding not in ("none", "relative"):
         save(plot_position_similarity(position_embedding_similarity(model)),
              "position_similarity.png", "Position embedding cosine similarity")
     if model.stem is None:

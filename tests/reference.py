@@ -38,7 +38,9 @@ def patches(images, p):
 
 
 def attention(x, w, num_heads):
-    """`w`: qkv kernel (D, 3D) / bias, proj kernel / bias."""
+    """`w`: qkv kernel (D, 3D) / bias, proj kernel / bias, and optionally
+    `relative`: `(2T - 1, D)` embeddings of the offsets `p_q - p_k`, from
+    `-(T - 1)` to `T - 1`, each head reading its own `D / heads` columns."""
     b, t, d = x.shape
     hd = d // num_heads
     qkv = x @ w["qkv_kernel"] + w["qkv_bias"]
@@ -48,7 +50,17 @@ def attention(x, w, num_heads):
         return a.reshape(b, t, num_heads, hd).transpose(0, 2, 1, 3)
 
     q, k, v = heads(q), heads(k), heads(v)
-    weights = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(hd))
+    logits = q @ k.transpose(0, 1, 3, 2)
+    if w.get("relative") is not None:
+        # The paper's relative attention (App. D.4): the query against the
+        # embedding of its offset to each key, added to the content logits.
+        rel = w["relative"]
+        for h in range(num_heads):
+            for i in range(t):
+                for j in range(t):
+                    r = rel[(i - j) + (t - 1), h * hd:(h + 1) * hd]
+                    logits[:, h, i, j] += q[:, h, i] @ r
+    weights = softmax(logits / math.sqrt(hd))
     out = (weights @ v).transpose(0, 2, 1, 3).reshape(b, t, d)
     return out @ w["proj_kernel"] + w["proj_bias"], weights
 
@@ -82,6 +94,10 @@ def block_weights(layer):
         "fc1_bias": get(layer.mlp_fc1, "bias"),
         "fc2_kernel": get(layer.mlp_fc2, "kernel"),
         "fc2_bias": get(layer.mlp_fc2, "bias"),
+        "relative": (
+            get(a, "relative_position_embedding")
+            if layer.relative_positions else None
+        ),
     }
 
 

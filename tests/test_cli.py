@@ -350,3 +350,8 @@ def test_train_flags_reach_the_model(monkeypatch, tmp_path):
     (config,) = configs
     assert config.model_kwargs == {"hidden_dim": 32, "pooling": "gap",
                                    "position_embedding": "learned2d"}
+    from keras_vit.model import MODEL_POSITION_EMBEDDINGS
+
+    (train,) = [action for action in cli.build_parser()._subparsers._group_actions[0]
+                .choices["train"]._actions if action.dest == "position_embedding"]
+    assert sorted(train.choices) == sorted(MODEL_POSITION_EMBEDDINGS)

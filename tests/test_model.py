@@ -25,6 +25,8 @@ def _tiny(**kwargs):
         {"include_top": False},
         {"include_top": False, "pooling": None},
         {"include_preprocessing": False, "position_embedding": "none"},
+        {"position_embedding": "relative"},
+        {"position_embedding": "relative", "pooling": "gap", "image_size": (16, 24)},
     ],
 )
 def test_matches_numpy_reference(kwargs):
@@ -124,16 +126,21 @@ def test_fit_step_with_xla():
     assert all(changed)
 
 
-@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
-def test_mixed_precision_forward_gives_finite_float32(policy):
-    model = _tiny(dtype=policy, classifier_activation=None)
+@pytest.mark.parametrize(
+    "policy, position_embedding",
+    [("mixed_bfloat16", "learned"), ("mixed_float16", "learned"),
+     ("mixed_float16", "relative")],
+)
+def test_mixed_precision_forward_gives_finite_float32(policy, position_embedding):
+    kwargs = {"classifier_activation": None, "position_embedding": position_embedding}
+    model = _tiny(dtype=policy, **kwargs)
     randomize_weights(model)
     assert model.get_layer("block_0").compute_dtype == policy.split("_")[1]
     out = model(random_images((2, 32, 32, 3)))
     assert keras.backend.standardize_dtype(out.dtype) == "float32"
     assert np.isfinite(out.numpy()).all()
     # Close to the float32 model with the same weights.
-    ref = _tiny(classifier_activation=None)
+    ref = _tiny(**kwargs)
     ref.set_weights(model.get_weights())
     expected = ref(random_images((2, 32, 32, 3))).numpy()
     np.testing.assert_allclose(out.numpy(), expected, atol=0.1 * np.abs(expected).max())
@@ -190,7 +197,7 @@ def test_from_variant_and_overrides():
         ({"pooling": "max"}, "pooling='max'"),
         ({"pooling": None}, "pooling=None"),
         ({"pooling": "token", "class_token": False}, "class_token=False"),
-        ({"position_embedding": "relative"}, "position_embedding='relative'"),
+        ({"position_embedding": "rope"}, "position_embedding='rope'"),
         ({"dropout_rate": 1.0}, "dropout_rate=1.0"),
         ({"attention_dropout_rate": -0.5}, "attention_dropout_rate=-0.5"),
         ({"drop_path_rate": 1.5}, "drop_path_rate=1.5"),
@@ -282,3 +289,48 @@ def test_learned2d_trains_saves_and_is_not_weight_decayed(tmp_path):
     np.testing.assert_allclose(np.einsum("ijij->ij", similarity), 1.0, atol=1e-6)
     with pytest.raises(ValueError, match="hidden_dim=15"):
         _tiny(hidden_dim=15, num_heads=3, position_embedding="learned2d")
+
+
+def test_relative_trains_saves_and_is_not_weight_decayed(tmp_path):
+    from keras_vit import visualize
+    from keras_vit.training import make_optimizer
+
+    model = _tiny(position_embedding="relative")
+    # 16 patches and the class token: offsets -16..16 in every block.
+    tables = [model.get_layer(f"block_{i}").attention.relative_position_embedding
+              for i in range(model.num_layers)]
+    assert [tuple(t.shape) for t in tables] == [(33, 16)] * model.num_layers
+    encoder = model.get_layer("patch_encoder")
+    assert encoder.position_embeddings() is None  # nothing added to the tokens
+    before = [t.numpy() for t in tables]
+    optimizer = make_optimizer("adamw", 1e-2, 0.5, total_steps=3)
+    model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
+    images, labels = random_images((8, 32, 32, 3)), np.arange(8) % TINY["num_classes"]
+    model.fit(images, labels, epochs=2, verbose=0)
+    assert all(np.abs(t.numpy() - b).max() > 0 for t, b in zip(tables, before))
+    decayed = {v.path for v in model.trainable_variables if optimizer._use_weight_decay(v)}
+    assert "block_0/attention/qkv/kernel" in decayed  # the check itself works
+    assert not any("relative" in path for path in decayed)
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.position_embedding == "relative"
+    np.testing.assert_array_equal(loaded(images).numpy(), model(images).numpy())
+    with pytest.raises(ValueError, match="position_embedding='relative'"):
+        visualize.position_embedding_similarity(model)
+
+
+def test_relative_logits_depend_on_the_offset_only():
+    """Two queries with the same content get the same relative bias towards
+    keys at the same offset, wherever they sit in the sequence."""
+    layer = keras_vit.layers.MultiHeadSelfAttention(2, relative_positions=5)
+    x = np.random.default_rng(1).normal(size=(1, 5, 8)).astype("float32")
+    layer(x)
+    randomize_weights(layer, scale=0.5)
+    query = np.random.default_rng(2).normal(size=(1, 2, 5, 4)).astype("float32")
+    query[:, :, 3] = query[:, :, 1]  # tokens 1 and 3: same query content
+    bias = layer._relative_logits(keras.ops.convert_to_tensor(query), 1, 5).numpy()
+    np.testing.assert_allclose(bias[:, :, 1, 0:3], bias[:, :, 3, 2:5], atol=1e-6)
+    table = layer.relative_position_embedding.numpy()  # offset 0: row T - 1 = 4
+    np.testing.assert_allclose(
+        bias[0, 1, 2, 2], query[0, 1, 2] @ table[4, 4:8], rtol=1e-5)

@@ -1,6 +1,7 @@
 """`MultiHeadSelfAttention`: fused-projection self-attention."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_vit import validation
@@ -22,10 +23,25 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     (`mixed_float16`, `mixed_bfloat16`) does not overflow or lose the small
     attention weights.
 
+    With `relative_positions=T` the layer is the paper's relative-position
+    ablation (Appendix D.4): every offset `p_q - p_k` between a query and a
+    key in a sequence of `T` tokens has a learned embedding, and an extra
+    attention of the query against these embeddings (used as keys) gives a
+    bias added to the content logits before the softmax. The offsets count
+    positions along the token sequence (the paper's "1-dimensional relative
+    attention"); the embeddings are per head, `relative_position_embedding`
+    of shape `(2T - 1, D)` laid out like the key projection's output (head
+    `h` reads columns `h·d` to `(h+1)·d`), initialised normal with std 0.02
+    like the absolute position embeddings.
+
     Args:
         num_heads: int, number of attention heads; must divide the width.
         dropout_rate: float in [0, 1), dropout on the attention weights.
             Defaults to `0.0`.
+        relative_positions: int or `None`, the sequence length `T` whose
+            `2T - 1` offsets get learned relative position embeddings; the
+            layer then takes exactly `T` tokens. Defaults to `None` (no
+            relative positions).
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -46,10 +62,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     (TensorShape([2, 5, 32]), TensorShape([2, 4, 5, 5]))
     """
 
-    def __init__(self, num_heads, dropout_rate=0.0, **kwargs):
+    def __init__(
+        self, num_heads, dropout_rate=0.0, relative_positions=None, **kwargs
+    ):
         super().__init__(**kwargs)
         self.num_heads = validation.positive_int("num_heads", num_heads)
         self.dropout_rate = validation.rate("dropout_rate", dropout_rate)
+        self.relative_positions = validation.optional_positive_int(
+            "relative_positions", relative_positions
+        )
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
@@ -60,6 +81,25 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 f"num_heads={self.num_heads} for width {dim}"
             )
         self.head_dim = dim // self.num_heads
+        if self.relative_positions is not None:
+            tokens = self.relative_positions
+            if input_shape[1] is not None and input_shape[1] != tokens:
+                raise ValueError(
+                    "The layer's relative position embeddings are for "
+                    f"sequences of relative_positions={tokens} tokens. "
+                    f"Received: inputs of shape {tuple(input_shape)}"
+                )
+            self.relative_position_embedding = self.add_weight(
+                shape=(2 * tokens - 1, dim),
+                initializer=keras.initializers.RandomNormal(stddev=0.02),
+                name="relative_position_embedding",
+            )
+            # For query q and key k, the offset p_q - p_k is row
+            # q - k + T - 1 of the table; in the flattened (T · (2T - 1))
+            # relative logits of query q that is q · (2T - 1) + q - k + T - 1.
+            q, k = np.meshgrid(np.arange(tokens), np.arange(tokens), indexing="ij")
+            index = q * (2 * tokens - 1) + q - k + tokens - 1
+            self._relative_index = index.reshape(-1).astype("int32")
         # Xavier-uniform per (D, D) projection, as in the original code: for
         # the fused (D, 3D) kernel fan_avg is 2D, so scale 2 gives 1 / D.
         self.qkv = keras.layers.Dense(
@@ -105,6 +145,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             (0, 2, 3, 1),
         )
         logits = ops.matmul(query, key)
+        if self.relative_positions is not None:
+            logits = logits + self._relative_logits(query, batch, tokens)
         weights = ops.softmax(ops.cast(logits, "float32"), axis=-1)
         dropped = self.attention_dropout(
             ops.cast(weights, self.compute_dtype), training=training
@@ -115,6 +157,23 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if return_attention_scores:
             return out, weights
         return out
+
+    def _relative_logits(self, query, batch, tokens):
+        """The paper's relative attention: `(B, heads, T, T)` logits of the
+        (scaled) queries against the embedding of each offset `p_q - p_k`.
+
+        One matmul of the queries against all `2T - 1` offset embeddings,
+        then a gather picks, for each query, the `T` offsets to its keys
+        (a builtin TFLite GATHER with a constant index)."""
+        offsets = 2 * self.relative_positions - 1
+        table = ops.cast(self.relative_position_embedding, query.dtype)
+        table = ops.transpose(  # (heads, d, 2T - 1)
+            ops.reshape(table, (offsets, self.num_heads, self.head_dim)), (1, 2, 0)
+        )
+        logits = ops.matmul(query, table)  # (B, heads, T, 2T - 1)
+        logits = ops.reshape(logits, (batch, self.num_heads, tokens * offsets))
+        logits = ops.take(logits, self._relative_index, axis=2)
+        return ops.reshape(logits, (batch, self.num_heads, tokens, tokens))
 
     def _heads(self, x, batch, tokens):
         """`(B·T, D)` -> `(B, heads, T, d)`."""
@@ -139,6 +198,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"num_heads": self.num_heads, "dropout_rate": self.dropout_rate}
+            {
+                "num_heads": self.num_heads,
+                "dropout_rate": self.dropout_rate,
+                "relative_positions": self.relative_positions,
+            }
         )
         return config

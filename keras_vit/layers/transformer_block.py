@@ -34,6 +34,10 @@ class TransformerBlock(keras.layers.Layer):
         remat: bool, whether training recomputes the block's activations
             in the backward pass instead of storing them (gradient
             checkpointing with `keras.remat`). Defaults to `False`.
+        relative_positions: int or `None`, the sequence length whose
+            offsets get learned relative position embeddings in the
+            attention (the paper's relative-position ablation; see
+            `MultiHeadSelfAttention`). Defaults to `None`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -62,6 +66,7 @@ class TransformerBlock(keras.layers.Layer):
         drop_path_rate=0.0,
         layer_norm_epsilon=1e-6,
         remat=False,
+        relative_positions=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -76,6 +81,9 @@ class TransformerBlock(keras.layers.Layer):
             "layer_norm_epsilon", layer_norm_epsilon
         )
         self.remat = validation.boolean("remat", remat)
+        self.relative_positions = validation.optional_positive_int(
+            "relative_positions", relative_positions
+        )
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
@@ -90,6 +98,7 @@ class TransformerBlock(keras.layers.Layer):
         self.attention = MultiHeadSelfAttention(
             self.num_heads,
             dropout_rate=self.attention_dropout_rate,
+            relative_positions=self.relative_positions,
             name="attention",
             dtype=policy,
         )
@@ -180,6 +189,7 @@ class TransformerBlock(keras.layers.Layer):
                 "drop_path_rate": self.drop_path_rate,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "remat": self.remat,
+                "relative_positions": self.relative_positions,
             }
         )
         return config

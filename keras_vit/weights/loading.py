@@ -18,6 +18,10 @@ POSEMB_2D = {
     "patch_encoder/position_embedding_y": 0,  # (grid_h, D/2): grid axis 0
 }
 
+#: The end of the path of each block's relative position embeddings
+#: (`position_embedding="relative"`).
+RELATIVE = "attention/relative_position_embedding"
+
 #: The default resampling of position embeddings when a checkpoint is loaded
 #: at another resolution: the original code's (`scipy.ndimage.zoom`, linear).
 DEFAULT_INTERPOLATION = "bilinear_align_corners"
@@ -117,6 +121,25 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
                 f"{'Column' if axis else 'Row'} position embeddings resampled "
                 f"from {source} to {target} ({interpolation})."
             )
+
+    relative = sorted(
+        path for path, value in tensors.items()
+        if path.endswith(RELATIVE) and path in variables
+        and np.shape(value) != tuple(variables[path].shape)
+    )
+    if relative:
+        source = (np.shape(tensors[relative[0]])[0] + 1) // 2
+        target = (variables[relative[0]].shape[0] + 1) // 2
+        raise ValueError(
+            f"The weights in {checkpoint.path} hold relative position "
+            f"embeddings for sequences of {source} tokens and the model "
+            f"{model.name!r} takes {target} (patch grid {model.grid_size[0]}x"
+            f"{model.grid_size[1]}, class_token={model.class_token}); nothing "
+            "was loaded. position_embedding='relative' counts offsets along "
+            "the token sequence, whose meaning another grid changes, so "
+            "they are not resampled: load them into a model of the "
+            "checkpoint's resolution."
+        )
 
     missing = sorted(set(variables) - set(tensors) - allowed_missing)
     unexpected = sorted(set(tensors) - set(variables))

@@ -237,18 +237,23 @@ def test_a_file_without_its_weights_fails_verification(random_model, tmp_path):
     assert report.bytes_per_parameter < 0.1
 
 
-def test_learned2d_position_embeddings_export_with_builtin_ops(tmp_path):
-    # The paper's 2D ablation builds its embedding from two tables: the
-    # file must still be builtin ops only and match Keras.
+@pytest.mark.parametrize("position_embedding", ["learned2d", "relative"])
+def test_position_embedding_ablations_export_with_builtin_ops(tmp_path, position_embedding):
+    # The paper's 2D ablation builds its embedding from two tables, the
+    # relative one gathers per-offset logits in every block: the file must
+    # still be builtin ops only and match Keras.
     import keras_vit
     from tests.export.helpers import TINY_EXPORT
     from tests.test_case import randomize_weights
 
-    model = keras_vit.ViT(**TINY_EXPORT, position_embedding="learned2d")
+    model = keras_vit.ViT(**TINY_EXPORT, position_embedding=position_embedding)
     randomize_weights(model, seed=4)
-    result = export.export_tflite(model, tmp_path / "m2d.tflite", num_verify_images=10)
+    result = export.export_tflite(model, tmp_path / "m.tflite", num_verify_images=10)
     assert result.report is not None and not result.report.failures  # verified
-    assert "CUSTOM" not in graph_lib.op_histogram(result.path)
+    ops = graph_lib.op_histogram(result.path)
+    assert "CUSTOM" not in ops and "FLEX" not in " ".join(ops)
+    if position_embedding == "relative":
+        assert ops.get("GATHER", 0) >= model.num_layers
     images = np.random.default_rng(1).uniform(0, 255, (3, 32, 32, 3)).astype("float32")
     np.testing.assert_allclose(
         np.concatenate([export.run_tflite(result.path, images[i:i + 1]) for i in range(3)]),

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 import keras_vit
 from tests import reference
@@ -34,3 +35,35 @@ def test_qkv_initialisation_is_xavier_per_projection():
     limit = np.sqrt(6.0 / (256 + 256))  # xavier for one (D, D) projection
     assert np.abs(kernel).max() <= limit
     assert np.abs(kernel).max() > 0.95 * limit
+
+
+def test_relative_positions_match_numpy_reference_and_config():
+    x = np.random.default_rng(0).normal(size=(2, 6, 12)).astype("float32")
+    layer = keras_vit.layers.MultiHeadSelfAttention(num_heads=3, relative_positions=6)
+    layer(x)
+    assert tuple(layer.relative_position_embedding.shape) == (11, 12)
+    randomize_weights(layer, scale=0.3)
+    out, weights = layer(x, return_attention_scores=True)
+    ref = {
+        "qkv_kernel": layer.qkv.kernel.numpy(),
+        "qkv_bias": layer.qkv.bias.numpy(),
+        "proj_kernel": layer.proj.kernel.numpy(),
+        "proj_bias": layer.proj.bias.numpy(),
+        "relative": layer.relative_position_embedding.numpy(),
+    }
+    ref_out, ref_weights = reference.attention(x.astype("float64"), ref, 3)
+    np.testing.assert_allclose(out.numpy(), ref_out, atol=1e-4)
+    np.testing.assert_allclose(weights.numpy(), ref_weights, atol=1e-5)
+    # The relative term matters: without it the weights differ.
+    plain, _ = reference.attention(x.astype("float64"), {**ref, "relative": None}, 3)
+    assert np.abs(plain - ref_out).max() > 1e-2
+    assert_config_round_trip(layer, x)
+    assert_output_shape_matches(layer, x)
+
+
+def test_relative_positions_reject_another_sequence_length():
+    layer = keras_vit.layers.MultiHeadSelfAttention(2, relative_positions=5)
+    with pytest.raises(ValueError, match=r"relative_positions=5.*\(1, 7, 8\)"):
+        layer(np.zeros((1, 7, 8), "float32"))
+    with pytest.raises(ValueError, match="relative_positions=0"):
+        keras_vit.layers.MultiHeadSelfAttention(2, relative_positions=0)

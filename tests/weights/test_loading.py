@@ -328,3 +328,22 @@ def test_learned2d_native_file_fine_tunes_at_another_resolution(tmp_path):
     with pytest.raises(ValueError, match="position_embedding='learned2d'"):
         keras_vit.weights.save_npz(source, str(tmp_path / "model.npz"))
     assert not (tmp_path / "model.npz").exists()
+
+
+def test_relative_native_file_loads_at_its_resolution_only(tmp_path):
+    from tests.test_case import randomize_weights
+
+    kwargs = {**TINY, "position_embedding": "relative"}
+    source = keras_vit.ViT(**kwargs)
+    randomize_weights(source)
+    path = str(tmp_path / "model.weights.h5")
+    source.save_weights(path)
+    same = keras_vit.ViT(weights=path, **kwargs)
+    for a, b in zip(same.weights, source.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # 1D offsets along the sequence have no meaning on another grid.
+    with pytest.raises(ValueError, match=r"17 tokens.*takes 37.*nothing was loaded"):
+        keras_vit.ViT(weights=path, **{**kwargs, "image_size": (TINY["image_size"], 72)})
+    with pytest.raises(ValueError, match="position_embedding='relative'"):
+        keras_vit.weights.save_npz(source, str(tmp_path / "model.npz"))
+    assert not (tmp_path / "model.npz").exists()
