@@ -14,6 +14,12 @@ import os
 #: Ops that only move values between float and integer at a model's edges.
 CONVERSION_OPS = ("QUANTIZE", "DEQUANTIZE")
 
+#: Below this a quantization scale means a degenerate range: the converter
+#: gives a range it saw as a single value a width of about 1e-6, a scale
+#: of 4e-9 to 8e-9 in int8; trained weights and activations are at 1e-5
+#: and up.
+MIN_SCALE = 1e-8
+
 
 @dataclasses.dataclass
 class Op:
@@ -53,12 +59,16 @@ class Graph:
         weight_bytes: bytes of constant data (weights, biases, tables).
         weight_types: `Counter` of constant-tensor types, weighted by bytes.
         file_bytes: size of the file.
+        scales: tensor name → its smallest quantization scale, for every
+            quantized 8- or 16-bit activation (tensors that are not
+            constants).
     """
 
     ops: list
     weight_bytes: int
     weight_types: collections.Counter
     file_bytes: int
+    scales: dict = dataclasses.field(default_factory=dict)
 
     def histogram(self):
         """`Counter` of op names."""
@@ -68,6 +78,14 @@ class Graph:
         """`Counter` of the Flex and custom ops (a phone's builtin runtime
         cannot run them)."""
         return collections.Counter(op.name for op in self.ops if op.custom)
+
+    def degenerate_scales(self, min_scale=MIN_SCALE):
+        """Quantized activations whose scale is below `min_scale`: a range
+        the calibration saw as (all but) a single value, such as the
+        constant logits of a new model's all-zero head. LiteRT's reference kernels
+        abort the process on them (TF 2.21), and every value in them
+        quantizes to one number."""
+        return sorted(name for name, scale in self.scales.items() if scale < min_scale)
 
     def float_ops(self):
         """`Counter` of ops computing on float tensors, other than the
@@ -153,6 +171,7 @@ def read_graph(model):
         return buffer.DataLength() or buffer.Size()
 
     ops = []
+    scales = {}
     weight_bytes = 0
     weight_types = collections.Counter()
     seen_buffers = set()
@@ -163,6 +182,19 @@ def read_graph(model):
             tensor = subgraph.Tensors(t)
             size = buffer_bytes(tensor.Buffer())
             constant[t] = size > 0
+            quantization = tensor.Quantization()
+            # Activations only: a constant may legitimately hold a single
+            # value (LayerNorm's epsilon, 1e-6, has a scale of 8e-9 in
+            # int8), and biases (INT32 / INT64) have the derived scale
+            # input × weight. Activations are 8- or 16-bit and calibrated.
+            if (
+                not size
+                and quantization is not None
+                and quantization.ScaleLength()
+                and type_names.get(tensor.Type()) in ("INT8", "UINT8", "INT16")
+            ):
+                name = tensor.Name().decode("utf-8", "replace")
+                scales[name] = float(quantization.ScaleAsNumpy().min())
             if size and tensor.Buffer() not in seen_buffers:
                 seen_buffers.add(tensor.Buffer())
                 weight_bytes += size
@@ -194,6 +226,7 @@ def read_graph(model):
         weight_bytes=weight_bytes,
         weight_types=weight_types,
         file_bytes=len(data),
+        scales=scales,
     )
 
 

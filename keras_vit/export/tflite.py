@@ -12,6 +12,8 @@ import os
 import re
 import tempfile
 
+import numpy as np
+
 from keras_vit import validation
 from keras_vit import files
 from keras_vit.export import graph as graph_lib
@@ -184,10 +186,34 @@ def convert(model, quantize="none", calibration_images=None, batch_size=1,
             ) from None
         with open(path, "rb") as file:
             data = file.read()
-    unsupported = graph_lib.read_graph(data).unsupported_ops()
+    graph = graph_lib.read_graph(data)
+    unsupported = graph.unsupported_ops()
     if unsupported:
         _refuse_unsupported(unsupported, model)
+    degenerate = graph.degenerate_scales() if quantize in CALIBRATED else []
+    if degenerate:
+        raise ValueError(
+            f"quantize={quantize!r} gave {len(degenerate)} activation(s) of model "
+            f"{model.name!r} a range of a single value (scale < "
+            f"{graph_lib.MIN_SCALE:g}): {', '.join(degenerate[:4])}"
+            f"{' ...' if len(degenerate) > 4 else ''}. "
+            f"{_degenerate_cause(model)}LiteRT's reference kernels abort on "
+            "such a file, so none was written."
+        )
     return data
+
+
+def _degenerate_cause(model):
+    """The likely reason for a degenerate calibration range, or `""`."""
+    head = next((layer for layer in model.layers if layer.name == "head"), None)
+    kernel = getattr(head, "kernel", None)
+    if kernel is not None and not np.any(np.asarray(kernel)):
+        return (
+            "The model's head is all zeros, as in a new model (the head is "
+            "zero-initialised): its logits are constant. Train the model or "
+            "load weights before a quantized export. "
+        )
+    return ""
 
 
 def export_tflite(model, output, quantize="none", representative_data=None,

@@ -258,3 +258,33 @@ def test_position_embedding_ablations_export_with_builtin_ops(tmp_path, position
     np.testing.assert_allclose(
         np.concatenate([export.run_tflite(result.path, images[i:i + 1]) for i in range(3)]),
         model.predict(images, verbose=0), atol=1e-4)
+
+
+def test_a_new_models_zero_head_is_refused_for_calibrated_quantization(tmp_path, monkeypatch):
+    # A new model's head is zero-initialised: its logits are constant, the
+    # calibrated range is a single value, and LiteRT's reference kernels
+    # abort the whole process on such a file (TF 2.21). Refused, nothing
+    # written; a file made anyway is reported, not run.
+    import keras_vit
+    from tests.export.helpers import TINY_EXPORT
+
+    model = keras_vit.ViT(**TINY_EXPORT)
+    images = np.random.default_rng(0).uniform(0, 255, (8, 32, 32, 3)).astype("float32")
+    for quantize in ("int8", "int16x8"):
+        with pytest.raises(ValueError, match=rf"quantize='{quantize}'.*single value.*head is all zeros"):
+            export.export_tflite(model, tmp_path / f"new_{quantize}.tflite", quantize=quantize,
+                                 representative_data=images)
+    assert list(tmp_path.iterdir()) == []
+    # Float exports of the same model are fine: nothing is quantized.
+    assert export.export_tflite(model, tmp_path / "new.tflite", num_verify_images=4).report.passed
+
+    monkeypatch.setattr(graph_lib.Graph, "degenerate_scales", lambda self: [])
+    data = export.convert(model, "int8", images)
+    monkeypatch.undo()
+    graph = graph_lib.read_graph(data)
+    assert any("head" in name for name in graph.degenerate_scales())
+    path = tmp_path / "forced_int8.tflite"
+    path.write_bytes(data)
+    report = verify_lib.verify_tflite(path, model, num_images=4, raise_on_failure=False)
+    assert any("single value" in failure for failure in report.failures)
+    assert {c.runtime for c in report.comparisons} == {"xnnpack", "builtin"}
