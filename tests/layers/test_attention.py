@@ -8,18 +8,27 @@ from tests.test_case import assert_output_shape_matches
 from tests.test_case import randomize_weights
 
 
+def _reference_weights(layer):
+    """The layer's weights as `reference.attention` takes them."""
+    return {
+        "qkv_kernel": layer.qkv.kernel.numpy(),
+        "qkv_bias": layer.qkv.bias.numpy(),
+        "proj_kernel": layer.proj.kernel.numpy(),
+        "proj_bias": layer.proj.bias.numpy(),
+        "relative": (
+            layer.relative_position_embedding.numpy()
+            if layer.relative_positions else None
+        ),
+    }
+
+
 def test_matches_numpy_reference_and_config():
     x = np.random.default_rng(0).normal(size=(2, 6, 12)).astype("float32")
     layer = keras_vit.layers.MultiHeadSelfAttention(num_heads=3, name="mhsa")
     layer(x)
     randomize_weights(layer, scale=0.3)
     out, weights = layer(x, return_attention_scores=True)
-    ref = {
-        "qkv_kernel": layer.qkv.kernel.numpy(),
-        "qkv_bias": layer.qkv.bias.numpy(),
-        "proj_kernel": layer.proj.kernel.numpy(),
-        "proj_bias": layer.proj.bias.numpy(),
-    }
+    ref = _reference_weights(layer)
     ref_out, ref_weights = reference.attention(x.astype("float64"), ref, 3)
     np.testing.assert_allclose(out.numpy(), ref_out, atol=1e-4)
     np.testing.assert_allclose(weights.numpy(), ref_weights, atol=1e-5)
@@ -44,13 +53,8 @@ def test_relative_positions_match_numpy_reference_and_config():
     assert tuple(layer.relative_position_embedding.shape) == (11, 12)
     randomize_weights(layer, scale=0.3)
     out, weights = layer(x, return_attention_scores=True)
-    ref = {
-        "qkv_kernel": layer.qkv.kernel.numpy(),
-        "qkv_bias": layer.qkv.bias.numpy(),
-        "proj_kernel": layer.proj.kernel.numpy(),
-        "proj_bias": layer.proj.bias.numpy(),
-        "relative": layer.relative_position_embedding.numpy(),
-    }
+    ref = _reference_weights(layer)
+    assert ref["relative"] is not None
     ref_out, ref_weights = reference.attention(x.astype("float64"), ref, 3)
     np.testing.assert_allclose(out.numpy(), ref_out, atol=1e-4)
     np.testing.assert_allclose(weights.numpy(), ref_weights, atol=1e-5)

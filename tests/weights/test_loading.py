@@ -300,10 +300,11 @@ def test_preset_names_are_checked_against_the_variant():
         keras_vit.ViT_S16(weights="in21k")
 
 
-def test_learned2d_native_file_fine_tunes_at_another_resolution(tmp_path):
+def _saved_and_reloaded(kwargs, tmp_path):
+    """A random `ViT(**kwargs)` saved as `.weights.h5`, checked to load back
+    exactly at its own resolution: `(model, path)`."""
     from tests.test_case import randomize_weights
 
-    kwargs = {**TINY, "position_embedding": "learned2d"}
     source = keras_vit.ViT(**kwargs)
     randomize_weights(source)
     path = str(tmp_path / "model.weights.h5")
@@ -311,6 +312,12 @@ def test_learned2d_native_file_fine_tunes_at_another_resolution(tmp_path):
     same = keras_vit.ViT(weights=path, **kwargs)
     for a, b in zip(same.weights, source.weights):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    return source, path
+
+
+def test_learned2d_native_file_fine_tunes_at_another_resolution(tmp_path):
+    kwargs = {**TINY, "position_embedding": "learned2d"}
+    source, path = _saved_and_reloaded(kwargs, tmp_path)
     # A taller image: the rows are resampled, the columns kept.
     height = TINY["image_size"] * 2
     with pytest.warns(UserWarning, match="Row position embeddings resampled"):
@@ -331,16 +338,8 @@ def test_learned2d_native_file_fine_tunes_at_another_resolution(tmp_path):
 
 
 def test_relative_native_file_loads_at_its_resolution_only(tmp_path):
-    from tests.test_case import randomize_weights
-
     kwargs = {**TINY, "position_embedding": "relative"}
-    source = keras_vit.ViT(**kwargs)
-    randomize_weights(source)
-    path = str(tmp_path / "model.weights.h5")
-    source.save_weights(path)
-    same = keras_vit.ViT(weights=path, **kwargs)
-    for a, b in zip(same.weights, source.weights):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    source, path = _saved_and_reloaded(kwargs, tmp_path)
     # 1D offsets along the sequence have no meaning on another grid.
     with pytest.raises(ValueError, match=r"17 tokens.*takes 37.*nothing was loaded"):
         keras_vit.ViT(weights=path, **{**kwargs, "image_size": (TINY["image_size"], 72)})
