@@ -157,6 +157,7 @@ def _train(args):
         steps_per_execution=args.steps_per_execution,
         jit_compile=flag(args.jit_compile),
         verbose=args.verbose,
+        objective=args.objective.replace("-", "_"),
     )
     result = train(config)
     for key, value in result.test_metrics.items():
@@ -271,6 +272,10 @@ def build_parser():
     t.add_argument("--steps-per-execution", type=int, default=None)
     t.add_argument("--jit-compile", choices=["auto", "on", "off"], default="auto")
     t.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2])
+    t.add_argument("--objective", choices=["classification", "masked-patches"],
+                   default="classification",
+                   help="masked-patches: the paper's self-supervised pre-training "
+                        "(no labels; writes backbone.keras to fine-tune from)")
     t.set_defaults(run=_train)
 
     export_cli.add_commands(sub)  # export, verify, benchmark-export

@@ -350,6 +350,11 @@ def test_train_flags_reach_the_model(monkeypatch, tmp_path):
     (config,) = configs
     assert config.model_kwargs == {"hidden_dim": 32, "pooling": "gap",
                                    "position_embedding": "learned2d"}
+    assert config.objective == "classification"
+    cli.main(["train", "--dataset", "folder:photos", "--output", str(tmp_path / "mpp"),
+              "--objective", "masked-patches"])
+    assert configs[-1].objective == "masked_patches"
+    configs[-1].check()
     from keras_vit.model import MODEL_POSITION_EMBEDDINGS
 
     (train,) = [action for action in cli.build_parser()._subparsers._group_actions[0]

@@ -9,7 +9,9 @@
   `dataset-fashion-mnist` (`/usr/share/datasets/fashion-mnist`), else
   downloaded by `keras.datasets.fashion_mnist`.
 - `"digits"`: scikit-learn's 8x8 digits (1,797 images; a fixed 80/20 split).
-- `"folder:PATH"`: one sub-folder of images per class (JPEG, PNG, GIF, BMP).
+- `"folder:PATH"`: one sub-folder of images per class (JPEG, PNG, GIF, BMP);
+  with `labels=False` (self-supervised pre-training), every image under
+  `PATH`, sub-folders or not, as one class `"unlabelled"`.
 - any other name: a `tensorflow_datasets` dataset (`"cifar10"`,
   `"imagenet2012"`, `"oxford_flowers102"`, ...), from `data_dir` (which
   may be a `gs://` path for TPUs).
@@ -20,6 +22,9 @@ import gzip
 import os
 
 import numpy as np
+
+#: The one class name of an image folder read without labels.
+UNLABELLED = "unlabelled"
 
 FASHION_MNIST_CLASSES = (
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
@@ -129,29 +134,47 @@ def _from_arrays(name, splits, class_names):
     )
 
 
-def _from_folder(name, folder):
+def _images_under(folder):
+    """The image files below `folder`, in a fixed (sorted) order."""
+    return [
+        os.path.join(root, file)
+        for root, _, files in sorted(os.walk(folder))
+        for file in sorted(files)
+        if file.lower().endswith(IMAGE_EXTENSIONS)
+    ]
+
+
+def _from_folder(name, folder, labels=True):
     import tensorflow as tf
 
     if not os.path.isdir(folder):
         raise ValueError(
             f"The image folder does not exist. Received: dataset={name!r}"
         )
-    class_names = sorted(
-        d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))
-    )
-    paths, labels = [], []
-    for index, class_name in enumerate(class_names):
-        for root, _, files in sorted(os.walk(os.path.join(folder, class_name))):
-            for file in sorted(files):
-                if file.lower().endswith(IMAGE_EXTENSIONS):
-                    paths.append(os.path.join(root, file))
-                    labels.append(index)
-    if len(class_names) < 2 or not paths:
-        raise ValueError(
-            "An image folder needs at least two class sub-folders holding "
-            f"images ({', '.join(IMAGE_EXTENSIONS)}). Found {len(class_names)} "
-            f"sub-folders and {len(paths)} images. Received: dataset={name!r}"
+    if not labels:
+        class_names = [UNLABELLED]
+        paths = _images_under(folder)
+        indices = [0] * len(paths)
+        if not paths:
+            raise ValueError(
+                f"The image folder holds no images ({', '.join(IMAGE_EXTENSIONS)})."
+                f" Received: dataset={name!r}"
+            )
+    else:
+        class_names = sorted(
+            d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))
         )
+        paths, indices = [], []
+        for index, class_name in enumerate(class_names):
+            found = _images_under(os.path.join(folder, class_name))
+            paths += found
+            indices += [index] * len(found)
+        if len(class_names) < 2 or not paths:
+            raise ValueError(
+                "An image folder needs at least two class sub-folders holding "
+                f"images ({', '.join(IMAGE_EXTENSIONS)}). Found {len(class_names)} "
+                f"sub-folders and {len(paths)} images. Received: dataset={name!r}"
+            )
 
     def decode(path, label):
         image = tf.io.decode_image(
@@ -160,7 +183,7 @@ def _from_folder(name, folder):
         return image, label
 
     train = tf.data.Dataset.from_tensor_slices(
-        (paths, np.asarray(labels, "int64"))
+        (paths, np.asarray(indices, "int64"))
     ).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
     return Dataset(
         name=name,
@@ -206,7 +229,7 @@ def _from_tfds(name, data_dir):
     )
 
 
-def load(name, data_dir=None):
+def load(name, data_dir=None, labels=True):
     """Loads a dataset by name (see the module docstring for the names).
 
     Args:
@@ -214,6 +237,10 @@ def load(name, data_dir=None):
             `tensorflow_datasets` name.
         data_dir: where `tensorflow_datasets` keeps its data. Defaults to
             `None`, its default (`~/tensorflow_datasets`).
+        labels: bool, whether the labels are needed. Without them an image
+            folder needs no class sub-folders (every image is read, one
+            class `"unlabelled"`); other datasets keep theirs, unused.
+            Defaults to `True`.
 
     Returns:
         A `Dataset`.
@@ -225,5 +252,5 @@ def load(name, data_dir=None):
     if name == "digits":
         return _from_arrays(name, digits_arrays(), [str(d) for d in range(10)])
     if name.startswith("folder:"):
-        return _from_folder(name, name[len("folder:"):])
+        return _from_folder(name, name[len("folder:"):], labels)
     return _from_tfds(name, data_dir)

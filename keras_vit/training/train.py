@@ -22,6 +22,10 @@ from keras_vit.training import recipe
 from keras_vit.training import strategy as run_strategy
 
 
+#: What `train` can train a model for (`TrainConfig.objective`).
+OBJECTIVES = ("classification", "masked_patches")
+
+
 @dataclasses.dataclass
 class TrainConfig:
     """Everything a run needs; `keras-vit train` flags map one to one.
@@ -38,6 +42,13 @@ class TrainConfig:
 
     Recipe: see `keras_vit.training.recipe`; `warmup_steps=None` warms up
     for 5% of the steps. Augmentation: see `keras_vit.data.Augmentation`.
+
+    Objective: `"classification"` (labels, the model's head) or
+    `"masked_patches"`, the paper's self-supervised masked patch prediction
+    (`keras_vit.training.MaskedPatchPrediction`): labels are not used (an
+    image folder needs no class sub-folders), the backbone is built without
+    a head, metrics are `loss` and `patch_accuracy`, and the backbone is
+    also saved as `backbone.keras`, to fine-tune with `weights=`.
 
     Scale: `strategy` (`auto`, `default`, `mirrored`, `multi_worker`,
     `tpu`), `tpu`, `mixed_precision` (`auto`, `off`, `bfloat16`,
@@ -80,6 +91,7 @@ class TrainConfig:
     steps_per_execution: int = None
     jit_compile: object = "auto"
     verbose: object = "auto"
+    objective: str = "classification"
 
     def augmentation(self):
         return data_pipeline.Augmentation(
@@ -132,6 +144,16 @@ class TrainConfig:
         if self.steps_per_execution is not None:
             validation.positive_int("steps_per_execution", self.steps_per_execution)
         self.augmentation()  # validates the augmentation settings
+        validation.one_of("objective", self.objective, OBJECTIVES)
+        if self.objective == "masked_patches":
+            for name in ("mixup", "cutmix", "label_smoothing"):
+                if getattr(self, name):
+                    raise ValueError(
+                        "Masked patch prediction uses no labels, so "
+                        f"`{name}` (which mixes or smooths labels) has no "
+                        f"place in it. Received: {name}={getattr(self, name)!r} "
+                        "with objective='masked_patches'"
+                    )
 
 
 @dataclasses.dataclass
@@ -147,9 +169,12 @@ class TrainResult:
 
 
 def build_model(config, num_classes, dtype=None):
-    """The `keras_vit.ViT` a config asks for (inside a strategy scope)."""
+    """The model a config asks for (inside a strategy scope): a
+    `keras_vit.ViT`, or for masked patch prediction a
+    `MaskedPatchPrediction` around a `keras_vit.ViT` without a head."""
     from keras_vit import builders
     from keras_vit.model import ViT
+    from keras_vit.training.masked_patches import MaskedPatchPrediction
 
     kwargs = dict(config.model_kwargs)
     if config.image_size is not None:
@@ -157,9 +182,17 @@ def build_model(config, num_classes, dtype=None):
     if config.patch_size is not None:
         kwargs["patch_size"] = config.patch_size
     kwargs.update(num_classes=num_classes, weights=config.weights, dtype=dtype)
+    masked = config.objective == "masked_patches"
+    if masked:
+        kwargs["include_top"] = False
     if config.model in builders.BUILDERS:
-        return builders.get_builder(config.model)(**kwargs)
-    return ViT.from_variant(config.model, **kwargs)
+        model = builders.get_builder(config.model)(**kwargs)
+    else:
+        model = ViT.from_variant(config.model, **kwargs)
+    if masked:
+        model = MaskedPatchPrediction(model, seed=config.seed)
+        model.build()
+    return model
 
 
 def _output_dirs(config, chief):
@@ -199,7 +232,9 @@ def train(config, callbacks=(), strategy=None):
 
     Writes into `config.output`: `backup/` (resumable state, kept after the
     run), `best.keras` (best validation accuracy, or training accuracy
-    without validation), `model.keras` (the final model), `config.json`,
+    without validation; for masked patch prediction, patch accuracy),
+    `model.keras` (the final model; for masked patch prediction also
+    `backbone.keras`, its ViT), `config.json`,
     `history.json`, `log.csv`, `curves.png` and TensorBoard `logs/`. In a
     multi-worker run only the chief writes there; other workers write to
     temporary folders that are removed afterwards.
@@ -239,7 +274,8 @@ def train(config, callbacks=(), strategy=None):
         tf.config.experimental.enable_op_determinism()
     policy = recipe.dtype_policy(config.mixed_precision, device)
 
-    data = data_datasets.load(config.dataset, config.data_dir)
+    masked = config.objective == "masked_patches"
+    data = data_datasets.load(config.dataset, config.data_dir, labels=not masked)
     train_split, num_train = data.train, data.num_train
     validation_split = None
     if config.validation_split:
@@ -289,20 +325,26 @@ def train(config, callbacks=(), strategy=None):
             # (ViT-B/16) to 1.4x (ViT-Ti/16) faster here; but XLA has no
             # cross-device collectives on CPUs (several CPU replicas).
             jit = not (device == "cpu" and replicas > 1)
+        objective = {}  # MaskedPatchPrediction computes its own
+        if not masked:
+            objective = dict(
+                loss=keras.losses.CategoricalCrossentropy(
+                    label_smoothing=config.label_smoothing
+                ),
+                metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
+            )
         model.compile(
             optimizer=optimizer,
-            loss=keras.losses.CategoricalCrossentropy(
-                label_smoothing=config.label_smoothing
-            ),
-            metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
             steps_per_execution=steps_per_execution,
             jit_compile=jit,
+            **objective,
         )
         if backup:
             optimizer.build(model.trainable_variables)
             model.load_weights(backup[1])
 
-    size = model.image_size
+    vit = model.backbone if masked else model
+    size = vit.image_size
     train_ds = data_pipeline.train_pipeline(
         train_split,
         data.num_classes,
@@ -325,7 +367,8 @@ def train(config, callbacks=(), strategy=None):
         if validation_split is not None
         else None
     )
-    monitor = "val_accuracy" if val_ds is not None else "accuracy"
+    monitor = "patch_accuracy" if masked else "accuracy"
+    monitor = f"val_{monitor}" if val_ds is not None else monitor
     best_so_far = max(history[monitor]) if history.get(monitor) else None
     run_files = [
         run_callbacks.Backup(backup_dir, history),
@@ -347,7 +390,7 @@ def train(config, callbacks=(), strategy=None):
                 "dtype_policy": policy,
                 "steps_per_execution": steps_per_execution,
                 "jit_compile": jit,
-                "model": model.get_config(),
+                "model": vit.get_config(),
             }
         )
         run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)
@@ -379,6 +422,10 @@ def train(config, callbacks=(), strategy=None):
         run_callbacks.atomic_write(
             os.path.join(out_dir, "model.keras"), lambda p: model.save(p)
         )
+        if masked:  # what fine-tuning starts from (`weights=`)
+            run_callbacks.atomic_write(
+                os.path.join(out_dir, "backbone.keras"), lambda p: vit.save(p)
+            )
         if chief:
             run_callbacks.write_json(
                 os.path.join(out_dir, "history.json"),

@@ -170,6 +170,28 @@ def test_image_folder(tmp_path):
         data.load(f"folder:{tmp_path / 'empty'}")
 
 
+
+def test_unlabelled_image_folder(tmp_path):
+    # Self-supervised pre-training reads any folder: images at the top and
+    # in sub-folders, one class.
+    from PIL import Image
+
+    (tmp_path / "trip" / "day2").mkdir(parents=True)
+    for i, where in enumerate(["", "trip", "trip/day2"]):
+        Image.new("RGB", (10, 12), (30 * i,) * 3).save(tmp_path / where / f"{i}.jpg")
+    (tmp_path / "trip" / "notes.txt").write_text("not an image")
+    d = data.load(f"folder:{tmp_path}", labels=False)
+    assert d.class_names == ["unlabelled"] and d.num_train == 3
+    x = np.concatenate([b[0].numpy() for b in data.eval_pipeline(d.train, 1, (8, 8), 3)])
+    np.testing.assert_allclose(sorted(x.mean(axis=(1, 2, 3))), [0, 30, 60], atol=2)
+    # With labels the same folder is refused: one sub-folder is no classes.
+    with pytest.raises(ValueError, match="at least two class sub-folders"):
+        data.load(f"folder:{tmp_path}")
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(ValueError, match="holds no images.*nothing"):
+        data.load(f"folder:{tmp_path / 'nothing'}", labels=False)
+
+
 def test_tensorflow_datasets_names(tmp_path):
     # A real tensorflow_datasets builder, prepared offline into tmp_path:
     # the same TFRecord files and dataset_info.json as a downloaded dataset.

@@ -79,6 +79,64 @@ def test_a_tiny_vit_learns_digits(tmp_path):
     assert again.test_metrics["accuracy"] == pytest.approx(result.test_metrics["accuracy"])
 
 
+def test_masked_patch_prediction_runs_resumes_and_hands_on_its_backbone(tmp_path):
+    from keras_vit.model import ViT
+    from keras_vit.training import MaskedPatchPrediction
+    from keras_vit.training.train import build_model
+
+    config = tiny_config(tmp_path, epochs=3, objective="masked_patches")
+    result = train(config)
+    assert isinstance(result.model, MaskedPatchPrediction)
+    history = result.history["patch_accuracy"]
+    assert len(history) == 3 and history[-1] > history[0]
+    assert result.history["loss"][-1] < result.history["loss"][0]
+    assert set(result.test_metrics) == {"loss", "patch_accuracy"}
+    out = config.output
+    for name in ("model.keras", "best.keras", "backbone.keras", "curves.png"):
+        assert os.path.isfile(os.path.join(out, name)), name
+    saved = keras.saving.load_model(os.path.join(out, "model.keras"), safe_mode=True)
+    assert isinstance(saved, MaskedPatchPrediction)
+    backbone = keras.saving.load_model(os.path.join(out, "backbone.keras"), safe_mode=True)
+    assert isinstance(backbone, ViT) and not backbone.include_top
+    trained = {w.path: w.numpy() for w in result.model.backbone.weights}
+    for w in backbone.weights:
+        np.testing.assert_array_equal(w.numpy(), trained[w.path])
+    # A longer rerun resumes after the third epoch.
+    longer = train(tiny_config(tmp_path, epochs=4, objective="masked_patches"))
+    assert longer.initial_epoch == 3 and len(longer.history["patch_accuracy"]) == 4
+    # Fine-tuning starts from the pre-trained backbone; the head is new.
+    tune = tiny_config(tmp_path, output=str(tmp_path / "tune"),
+                       weights=os.path.join(out, "backbone.keras"))
+    with pytest.warns(UserWarning, match="no classification head.*zero-initialised"):
+        model = build_model(tune, 10)
+    final = {w.path: w.numpy() for w in longer.model.backbone.weights}
+    for w in model.weights:
+        if w.path.startswith("head/"):
+            assert not np.any(w.numpy())
+        else:
+            np.testing.assert_array_equal(w.numpy(), final[w.path])
+
+
+def test_masked_patch_prediction_from_an_unlabelled_folder(tmp_path):
+    from PIL import Image
+
+    from keras_vit.data.datasets import digits_arrays
+
+    (x, _), _ = digits_arrays()
+    folder = tmp_path / "photos"
+    (folder / "more").mkdir(parents=True)
+    for i, image in enumerate(x[:64]):
+        where = folder / "more" if i % 2 else folder
+        Image.fromarray(image.astype("uint8")).save(where / f"{i}.png")
+    config = tiny_config(tmp_path, dataset=f"folder:{folder}", epochs=1,
+                         objective="masked_patches", batch_size=16)
+    result = train(config)
+    assert np.isfinite(result.history["loss"]).all()
+    assert result.test_metrics == {}  # a folder has no test split
+    with pytest.raises(ValueError, match="at least two class sub-folders"):
+        train(tiny_config(tmp_path, dataset=f"folder:{folder}", epochs=1))
+
+
 def test_xla_compiled_training_with_augmentation(tmp_path):
     config = tiny_config(
         tmp_path, epochs=1, jit_compile=True, random_resized_crop=True,
@@ -106,6 +164,10 @@ def test_bad_input_is_refused_before_training(tmp_path):
         train(tiny_config(tmp_path, batch_size=5000))
     with pytest.raises(ValueError, match="mixup=-1"):
         train(tiny_config(tmp_path, mixup=-1))
+    with pytest.raises(ValueError, match="objective='contrastive'"):
+        train(tiny_config(tmp_path, objective="contrastive"))
+    with pytest.raises(ValueError, match="mixup=0.2 with objective='masked_patches'"):
+        train(tiny_config(tmp_path, objective="masked_patches", mixup=0.2))
 
     class ThreeReplicas:
         num_replicas_in_sync = 3
