@@ -19,8 +19,43 @@ from keras_vit.weights import reader as weights_reader
 #: `"relative"`, which lives in the attention of every block.
 MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
 
+
+class MultiWorkerFit:
+    """`fit` / `evaluate` fixes for MultiWorkerMirroredStrategy, mixed into
+    keras_vit's models (`ViT`, `MaskedPatchPrediction`) before
+    `keras.Model`."""
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras (3.15) takes a sample batch for the symbolic build by
+        # averaging a distributed batch across replicas with
+        # `strategy.reduce`; under MultiWorkerMirroredStrategy that eager
+        # collective fails ("Attempt to convert a value (PerReplica...) to a
+        # Tensor"). Only the batch's shapes matter here, so this replica's
+        # own values serve, with no communication.
+        import tensorflow as tf
+
+        if iterator is not None and self._distribute_strategy is not None:
+            for _, _, it in iterator:
+                batch = next(it)
+                data_batch = tf.nest.map_structure(
+                    lambda x: self.distribute_strategy.experimental_local_results(x)[0]
+                    if isinstance(x, tf.distribute.DistributedValues)
+                    else x,
+                    batch,
+                )
+                break
+            iterator = None
+        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    def train_step(self, data):
+        return _multi_worker_logs(super().train_step(data), self.distribute_strategy)
+
+    def test_step(self, data):
+        return _multi_worker_logs(super().test_step(data), self.distribute_strategy)
+
+
 @keras.saving.register_keras_serializable(package="keras_vit")
-class ViT(keras.Model):
+class ViT(MultiWorkerFit, keras.Model):
     """The Vision Transformer (ViT) image classifier or feature extractor.
 
     "An Image is Worth 16x16 Words: Transformers for Image Recognition at
@@ -438,34 +473,6 @@ class ViT(keras.Model):
             layers.pop(f"block_{i}") for i in range(self.num_layers)
         ]
         return layers
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Keras (3.15) takes a sample batch for the symbolic build by
-        # averaging a distributed batch across replicas with
-        # `strategy.reduce`; under MultiWorkerMirroredStrategy that eager
-        # collective fails ("Attempt to convert a value (PerReplica...) to a
-        # Tensor"). Only the batch's shapes matter here, so this replica's
-        # own values serve, with no communication.
-        import tensorflow as tf
-
-        if iterator is not None and self._distribute_strategy is not None:
-            for _, _, it in iterator:
-                batch = next(it)
-                data_batch = tf.nest.map_structure(
-                    lambda x: self.distribute_strategy.experimental_local_results(x)[0]
-                    if isinstance(x, tf.distribute.DistributedValues)
-                    else x,
-                    batch,
-                )
-                break
-            iterator = None
-        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
-
-    def train_step(self, data):
-        return _multi_worker_logs(super().train_step(data), self.distribute_strategy)
-
-    def test_step(self, data):
-        return _multi_worker_logs(super().test_step(data), self.distribute_strategy)
 
     @classmethod
     def from_variant(cls, variant, **kwargs):

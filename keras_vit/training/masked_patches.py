@@ -19,6 +19,7 @@ import keras
 from keras import ops
 
 from keras_vit import validation
+from keras_vit.model import MultiWorkerFit
 
 
 #: The layers of a `keras_vit.ViT` after its final LayerNorm.
@@ -81,7 +82,7 @@ def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
-class MaskedPatchPrediction(keras.Model):
+class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
     """A ViT pre-trained by masked patch prediction (paper, Section 4.6).
 
     Wraps a `keras_vit.ViT` (its head, if any, is not used): in each call,

@@ -308,7 +308,8 @@ def test_mirrored_strategy_over_two_devices_matches_one_device():
 
 
 @pytest.mark.slow
-def test_multi_worker_training_on_localhost(tmp_path):
+@pytest.mark.parametrize("objective", ["classification", "masked-patches"])
+def test_multi_worker_training_on_localhost(tmp_path, objective):
     import socket
 
     ports = []
@@ -324,7 +325,7 @@ def test_multi_worker_training_on_localhost(tmp_path):
         "--hidden-dim", "32", "--num-heads", "2", "--mlp-dim", "64",
         "--num-layers", "1", "--epochs", "2", "--batch-size", "32",
         "--strategy", "multi_worker", "--mixed-precision", "off",
-        "--output", output, "--verbose", "0",
+        "--output", output, "--verbose", "0", "--objective", objective,
     ]
     procs = []
     for index in range(2):
@@ -336,7 +337,8 @@ def test_multi_worker_training_on_localhost(tmp_path):
     outs = [p.communicate(timeout=600) for p in procs]
     for proc, (out, err) in zip(procs, outs):
         assert proc.returncode == 0, err[-3000:]
-    assert "test accuracy" in outs[0][0]
+    metric = "patch_accuracy" if objective == "masked-patches" else "accuracy"
+    assert f"test {metric}" in outs[0][0]
     with open(os.path.join(output, "config.json")) as f:
         resolved = json.load(f)["resolved"]
     assert resolved["strategy"] == "multi_worker" and resolved["replicas"] == 2
