@@ -32,6 +32,7 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
     from keras_vit import variants
 
     if isinstance(model, keras.Model):
+        _refuse_pretraining(model, model.name)
         if weights is not None:
             keras_vit.load_weights(model, weights)
         _no_shape_overrides(model, image_size, num_classes)
@@ -47,6 +48,7 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
         if not os.path.isfile(name):
             raise ValueError(f"The model file does not exist. Received: model={name!r}")
         loaded = keras.saving.load_model(name, compile=False, safe_mode=True)
+        _refuse_pretraining(loaded, name)
         if weights is not None:
             keras_vit.load_weights(loaded, weights)
         return loaded
@@ -64,6 +66,19 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
         f"({', '.join(builders.BUILDERS)}) or a variant name "
         f"({', '.join(variants.VARIANTS)}). Received: model={name!r}"
     )
+
+
+def _refuse_pretraining(model, name):
+    from keras_vit.training.masked_patches import MaskedPatchPrediction
+
+    if isinstance(model, MaskedPatchPrediction):
+        raise ValueError(
+            "This is a masked-patch-prediction pre-training model, whose "
+            "outputs are per-patch colour classes: export, verify, inspect or "
+            "benchmark its backbone (`backbone.keras`, written beside a "
+            "`keras-vit train --objective masked-patches` run's model.keras) "
+            f"or the classifier fine-tuned from it. Received: model={name!r}"
+        )
 
 
 def _no_shape_overrides(model, image_size, num_classes):

@@ -106,6 +106,25 @@ def test_model_argument(tmp_path):
         export.load_model(str(tmp_path / "none.keras"), image_size=64)
 
 
+
+def test_a_pretraining_model_is_refused_with_a_pointer_to_its_backbone(tmp_path, capsys):
+    import keras_vit
+    from keras_vit.training import MaskedPatchPrediction
+    from tests.export.helpers import TINY_EXPORT
+
+    mpp = MaskedPatchPrediction(keras_vit.ViT(**TINY_EXPORT, include_top=False))
+    mpp.build()
+    path = str(tmp_path / "model.keras")
+    mpp.save(path)
+    for model in (mpp, path):
+        with pytest.raises(ValueError, match="pre-training model.*backbone.keras"):
+            export.load_model(model)
+    code = cli.main(["export", path, "--format", "tflite", "--output", str(tmp_path / "m.tflite")])
+    assert code != 0
+    assert "backbone.keras" in capsys.readouterr().err
+    assert listing(tmp_path) == ["model.keras"]
+
+
 def test_failed_verification_leaves_nothing(random_model, tmp_path):
     # An impossible limit: verification fails, and the file is not written.
     with pytest.raises(export.VerificationError, match="Nothing was written"):
