@@ -90,7 +90,7 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
     have their embedding (the patch projection, before the class token and
     position embeddings are added) corrupted: with probability `mask_rate`
     replaced by a learned mask embedding, with probability `replace_rate`
-    by the embedding of a random patch of the batch, otherwise kept. The
+    by the embedding of a random other patch of the batch, otherwise kept. The
     encoder's outputs for the patch tokens go through the final LayerNorm
     and a Dense layer to `2**(bits * channels)` colour classes. The loss is
     the cross-entropy on the corrupted patches only, against
@@ -230,10 +230,15 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
         replaced = corrupted & (kind >= self.mask_rate) & (
             kind < self.mask_rate + self.replace_rate
         )
+        # "Another" patch: any patch of the batch but this one — a draw from
+        # the pool less one, shifted past the patch's own index.
         pool = ops.reshape(tokens, (-1, width))
+        size = ops.shape(pool)[0]
         picks = keras.random.randint(
-            (batch, num_patches), 0, ops.shape(pool)[0], seed=self._seed_generator
+            (batch, num_patches), 0, ops.maximum(size - 1, 1), seed=self._seed_generator
         )
+        own = ops.reshape(ops.arange(size, dtype=picks.dtype), (batch, num_patches))
+        picks = ops.minimum(picks + ops.cast(picks >= own, picks.dtype), size - 1)
         others = ops.take(pool, picks, axis=0)
         mask_token = ops.cast(self.mask_token, tokens.dtype)
         tokens = ops.where(replaced[..., None], others, tokens)

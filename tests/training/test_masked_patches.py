@@ -83,6 +83,17 @@ def test_corruption_counts_and_kinds():
     assert (np.asarray(again) != corrupted).any()
 
 
+def test_a_replaced_patch_is_always_another_patch():
+    # Two patches, both replaced: each can only become the other.
+    mpp = MaskedPatchPrediction(keras_vit.ViT(**SMALL), corrupt_rate=1.0, mask_rate=0.0,
+                                replace_rate=1.0, seed=0)
+    mpp.build()
+    tokens = np.arange(2 * SMALL["hidden_dim"], dtype="float32").reshape(1, 2, -1)
+    for _ in range(20):
+        out, _ = mpp._corrupt(keras.ops.convert_to_tensor(tokens))
+        np.testing.assert_array_equal(np.asarray(out)[0], tokens[0, ::-1])
+
+
 def test_loss_counts_corrupted_patches_only():
     mpp = MaskedPatchPrediction(keras_vit.ViT(**SMALL), seed=0)
     images = random_images((2, 32, 32, 3))
