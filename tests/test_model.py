@@ -318,6 +318,10 @@ def test_relative_trains_saves_and_is_not_weight_decayed(tmp_path):
     np.testing.assert_array_equal(loaded(images).numpy(), model(images).numpy())
     with pytest.raises(ValueError, match="position_embedding='relative'"):
         visualize.position_embedding_similarity(model)
+    # The inspection page leaves that one figure out.
+    written = visualize.inspect(model, images[:1], str(tmp_path / "inspect"), ["a"])
+    names = {os.path.basename(path) for path in written}
+    assert "rollout_a.png" in names and "position_similarity.png" not in names
 
 
 def test_relative_logits_depend_on_the_offset_only():
