@@ -333,7 +333,7 @@ def test_relative_logits_depend_on_the_offset_only():
     randomize_weights(layer, scale=0.5)
     query = np.random.default_rng(2).normal(size=(1, 2, 5, 4)).astype("float32")
     query[:, :, 3] = query[:, :, 1]  # tokens 1 and 3: same query content
-    bias = layer._relative_logits(keras.ops.convert_to_tensor(query), 1, 5).numpy()
+    bias = layer._relative_logits(keras.ops.convert_to_tensor(query), 1).numpy()
     np.testing.assert_allclose(bias[:, :, 1, 0:3], bias[:, :, 3, 2:5], atol=1e-6)
     table = layer.relative_position_embedding.numpy()  # offset 0: row T - 1 = 4
     np.testing.assert_allclose(

@@ -31,14 +31,12 @@ def test_onnx_matches_keras_with_exact_gelu(random_model, tmp_path):
 
 
 def test_relative_position_embeddings_export_to_onnx(tmp_path):
+    # Their logits are skewed with reshapes and strided slices.
     model = keras_vit.ViT(**TINY_EXPORT, position_embedding="relative")
     randomize_weights(model, seed=2)
     path = export.export_onnx(model, tmp_path / "rel.onnx", batch_size=None)
     x = np.random.default_rng(1).uniform(0, 255, (3, 32, 32, 3)).astype("float32")
     np.testing.assert_allclose(onnx_lib.run_onnx(path, x), np.asarray(model(x)), atol=1e-4)
-    import onnx
-
-    assert "Gather" in {node.op_type for node in onnx.load(path).graph.node}
 
 
 def test_bad_output_folder_leaves_nothing(random_model, tmp_path):

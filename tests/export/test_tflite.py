@@ -240,7 +240,7 @@ def test_a_file_without_its_weights_fails_verification(random_model, tmp_path):
 @pytest.mark.parametrize("position_embedding", ["learned2d", "relative"])
 def test_position_embedding_ablations_export_with_builtin_ops(tmp_path, position_embedding):
     # The paper's 2D ablation builds its embedding from two tables, the
-    # relative one gathers per-offset logits in every block: the file must
+    # relative one skews per-offset logits in every block: the file must
     # still be builtin ops only and match Keras.
     import keras_vit
     from tests.export.helpers import TINY_EXPORT
@@ -252,8 +252,9 @@ def test_position_embedding_ablations_export_with_builtin_ops(tmp_path, position
     assert result.report is not None and not result.report.failures  # verified
     ops = graph_lib.op_histogram(result.path)
     assert "CUSTOM" not in ops and "FLEX" not in " ".join(ops)
-    if position_embedding == "relative":
-        assert ops.get("GATHER", 0) >= model.num_layers
+    # The relative logits are skewed with reshapes and slices, no GATHER
+    # (which XNNPACK does not take).
+    assert "GATHER" not in ops
     images = np.random.default_rng(1).uniform(0, 255, (3, 32, 32, 3)).astype("float32")
     np.testing.assert_allclose(
         np.concatenate([export.run_tflite(result.path, images[i:i + 1]) for i in range(3)]),

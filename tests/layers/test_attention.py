@@ -46,11 +46,12 @@ def test_qkv_initialisation_is_xavier_per_projection():
     assert np.abs(kernel).max() > 0.95 * limit
 
 
-def test_relative_positions_match_numpy_reference_and_config():
-    x = np.random.default_rng(0).normal(size=(2, 6, 12)).astype("float32")
-    layer = keras_vit.layers.MultiHeadSelfAttention(num_heads=3, relative_positions=6)
+@pytest.mark.parametrize("tokens", [1, 2, 6])
+def test_relative_positions_match_numpy_reference_and_config(tokens):
+    x = np.random.default_rng(0).normal(size=(2, tokens, 12)).astype("float32")
+    layer = keras_vit.layers.MultiHeadSelfAttention(num_heads=3, relative_positions=tokens)
     layer(x)
-    assert tuple(layer.relative_position_embedding.shape) == (11, 12)
+    assert tuple(layer.relative_position_embedding.shape) == (2 * tokens - 1, 12)
     randomize_weights(layer, scale=0.3)
     out, weights = layer(x, return_attention_scores=True)
     ref = _reference_weights(layer)
@@ -58,9 +59,10 @@ def test_relative_positions_match_numpy_reference_and_config():
     ref_out, ref_weights = reference.attention(x.astype("float64"), ref, 3)
     np.testing.assert_allclose(out.numpy(), ref_out, atol=1e-4)
     np.testing.assert_allclose(weights.numpy(), ref_weights, atol=1e-5)
-    # The relative term matters: without it the weights differ.
-    plain, _ = reference.attention(x.astype("float64"), {**ref, "relative": None}, 3)
-    assert np.abs(plain - ref_out).max() > 1e-2
+    # The relative term matters: without it the outputs differ.
+    if tokens > 1:
+        plain, _ = reference.attention(x.astype("float64"), {**ref, "relative": None}, 3)
+        assert np.abs(plain - ref_out).max() > 1e-2
     assert_config_round_trip(layer, x)
     assert_output_shape_matches(layer, x)
 
