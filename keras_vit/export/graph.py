@@ -14,11 +14,14 @@ import os
 #: Ops that only move values between float and integer at a model's edges.
 CONVERSION_OPS = ("QUANTIZE", "DEQUANTIZE")
 
-#: Below this a quantization scale means a degenerate range: the converter
-#: gives a range it saw as a single value a width of about 1e-6, a scale
-#: of 4e-9 to 8e-9 in int8; trained weights and activations are at 1e-5
-#: and up.
-MIN_SCALE = 1e-8
+#: A quantized activation whose range (scale × the integer levels) is
+#: narrower than this is degenerate: calibration saw a single value. The
+#: converter gives such a range a width of 2e-6 in int8 (scale 8e-9) and
+#: about 0 in int16 (scale 4e-43); real activations span 1e-2 and more.
+MIN_RANGE = 1e-5
+
+#: Integer levels of each quantized activation type.
+LEVELS = {"INT8": 255, "UINT8": 255, "INT16": 65535}
 
 
 @dataclasses.dataclass
@@ -59,16 +62,16 @@ class Graph:
         weight_bytes: bytes of constant data (weights, biases, tables).
         weight_types: `Counter` of constant-tensor types, weighted by bytes.
         file_bytes: size of the file.
-        scales: tensor name → its smallest quantization scale, for every
-            quantized 8- or 16-bit activation (tensors that are not
-            constants).
+        ranges: tensor name → the width of its quantized range (its
+            smallest scale × its integer levels), for every 8- or 16-bit
+            quantized activation (tensors that are not constants).
     """
 
     ops: list
     weight_bytes: int
     weight_types: collections.Counter
     file_bytes: int
-    scales: dict = dataclasses.field(default_factory=dict)
+    ranges: dict = dataclasses.field(default_factory=dict)
 
     def histogram(self):
         """`Counter` of op names."""
@@ -79,13 +82,13 @@ class Graph:
         cannot run them)."""
         return collections.Counter(op.name for op in self.ops if op.custom)
 
-    def degenerate_scales(self, min_scale=MIN_SCALE):
-        """Quantized activations whose scale is below `min_scale`: a range
-        the calibration saw as (all but) a single value, such as the
+    def degenerate_ranges(self, min_range=MIN_RANGE):
+        """Quantized activations whose range is narrower than `min_range`:
+        a range the calibration saw as (all but) a single value, such as the
         constant logits of a new model's all-zero head. LiteRT's reference kernels
         abort the process on them (TF 2.21), and every value in them
         quantizes to one number."""
-        return sorted(name for name, scale in self.scales.items() if scale < min_scale)
+        return sorted(name for name, width in self.ranges.items() if width < min_range)
 
     def float_ops(self):
         """`Counter` of ops computing on float tensors, other than the
@@ -171,7 +174,7 @@ def read_graph(model):
         return buffer.DataLength() or buffer.Size()
 
     ops = []
-    scales = {}
+    ranges = {}
     weight_bytes = 0
     weight_types = collections.Counter()
     seen_buffers = set()
@@ -187,14 +190,15 @@ def read_graph(model):
             # value (LayerNorm's epsilon, 1e-6, has a scale of 8e-9 in
             # int8), and biases (INT32 / INT64) have the derived scale
             # input × weight. Activations are 8- or 16-bit and calibrated.
+            levels = LEVELS.get(type_names.get(tensor.Type()))
             if (
                 not size
+                and levels
                 and quantization is not None
                 and quantization.ScaleLength()
-                and type_names.get(tensor.Type()) in ("INT8", "UINT8", "INT16")
             ):
                 name = tensor.Name().decode("utf-8", "replace")
-                scales[name] = float(quantization.ScaleAsNumpy().min())
+                ranges[name] = float(quantization.ScaleAsNumpy().min()) * levels
             if size and tensor.Buffer() not in seen_buffers:
                 seen_buffers.add(tensor.Buffer())
                 weight_bytes += size
@@ -226,7 +230,7 @@ def read_graph(model):
         weight_bytes=weight_bytes,
         weight_types=weight_types,
         file_bytes=len(data),
-        scales=scales,
+        ranges=ranges,
     )
 
 

@@ -190,12 +190,12 @@ def convert(model, quantize="none", calibration_images=None, batch_size=1,
     unsupported = graph.unsupported_ops()
     if unsupported:
         _refuse_unsupported(unsupported, model)
-    degenerate = graph.degenerate_scales() if quantize in CALIBRATED else []
+    degenerate = graph.degenerate_ranges() if quantize in CALIBRATED else []
     if degenerate:
         raise ValueError(
             f"quantize={quantize!r} gave {len(degenerate)} activation(s) of model "
-            f"{model.name!r} a range of a single value (scale < "
-            f"{graph_lib.MIN_SCALE:g}): {', '.join(degenerate[:4])}"
+            f"{model.name!r} a range of a single value (narrower than "
+            f"{graph_lib.MIN_RANGE:g}): {', '.join(degenerate[:4])}"
             f"{' ...' if len(degenerate) > 4 else ''}. "
             f"{_degenerate_cause(model)}LiteRT's reference kernels abort on "
             "such a file, so none was written."

@@ -505,11 +505,11 @@ def verify_tflite(path, reference, data="digits", num_images=100,
                 "float ops inside a fully quantized graph: "
                 + ", ".join(f"{k} (x{v})" for k, v in sorted(floats.items()))
             )
-    degenerate = graph.degenerate_scales()
+    degenerate = graph.degenerate_ranges()
     if degenerate:
         report.failures.append(
             f"{len(degenerate)} quantized activation(s) hold a range of a single "
-            f"value (scale < {graph_lib.MIN_SCALE:g}): "
+            f"value (narrower than {graph_lib.MIN_RANGE:g}): "
             + ", ".join(degenerate[:4]) + (" ..." if len(degenerate) > 4 else "")
             + " (a constant output, such as a new model's zero head); "
             "LiteRT's reference kernels abort on them, so they were not run"

@@ -279,11 +279,11 @@ def test_a_new_models_zero_head_is_refused_for_calibrated_quantization(tmp_path,
     # Float exports of the same model are fine: nothing is quantized.
     assert export.export_tflite(model, tmp_path / "new.tflite", num_verify_images=4).report.passed
 
-    monkeypatch.setattr(graph_lib.Graph, "degenerate_scales", lambda self: [])
+    monkeypatch.setattr(graph_lib.Graph, "degenerate_ranges", lambda self: [])
     data = export.convert(model, "int8", images)
     monkeypatch.undo()
     graph = graph_lib.read_graph(data)
-    assert any("head" in name for name in graph.degenerate_scales())
+    assert any("head" in name for name in graph.degenerate_ranges())
     path = tmp_path / "forced_int8.tflite"
     path.write_bytes(data)
     report = verify_lib.verify_tflite(path, model, num_images=4, raise_on_failure=False)
