@@ -160,7 +160,8 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             f"num_layers={model.num_layers}, mlp_dim={model.mlp_dim}, "
             f"patch_size={model.patch_size}, class_token={model.class_token}, "
             f"num_classes={model.num_classes}, "
-            f"representation_size={model.representation_size}",
+            f"representation_size={model.representation_size}, "
+            f"position_embedding={model.position_embedding!r}",
         ]
         for title, items in (
             ("missing from the checkpoint", missing),

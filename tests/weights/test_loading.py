@@ -346,3 +346,9 @@ def test_relative_native_file_loads_at_its_resolution_only(tmp_path):
     with pytest.raises(ValueError, match="position_embedding='relative'"):
         keras_vit.weights.save_npz(source, str(tmp_path / "model.npz"))
     assert not (tmp_path / "model.npz").exists()
+    # A checkpoint with absolute embeddings: the error names both sides.
+    keras_vit.weights.save_npz(keras_vit.ViT(**TINY), str(tmp_path / "learned.npz"))
+    with pytest.raises(ValueError, match=r"(?s)position_embedding='relative'.*"
+                       r"missing.*block_0/attention/relative_position_embedding.*"
+                       r"unexpected.*patch_encoder/position_embedding"):
+        keras_vit.ViT(weights=str(tmp_path / "learned.npz"), **kwargs)
