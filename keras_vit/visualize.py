@@ -439,7 +439,9 @@ def inspect(model, images, output, names=None):
          f"Class-token attention per layer (rows) and head (columns), {names[0]}")
     save(plot_attention_distance(mean_attention_distance(model, images), model.image_size),
          "attention_distance.png", "Mean attention distance per head against depth")
-    if model.position_embedding not in ("none", "relative"):
+    # Only embeddings added to the tokens have a per-patch figure
+    # (`"relative"` leaves the patch encoder's at "none").
+    if model.get_layer("patch_encoder").position_embedding != "none":
         save(plot_position_similarity(position_embedding_similarity(model)),
              "position_similarity.png", "Position embedding cosine similarity")
     if model.stem is None:
