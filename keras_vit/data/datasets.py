@@ -14,7 +14,10 @@
   `PATH`, sub-folders or not, as one class `"unlabelled"`.
 - any other name: a `tensorflow_datasets` dataset (`"cifar10"`,
   `"imagenet2012"`, `"oxford_flowers102"`, ...), from `data_dir` (which
-  may be a `gs://` path for TPUs).
+  may be a `gs://` path for TPUs): its `supervised_keys` (image, label);
+  with `labels=False` its image feature alone, as one class
+  `"unlabelled"`, from the `"train"` split and the `"unlabelled"` split
+  where there is one (`"stl10"`).
 """
 
 import dataclasses
@@ -195,7 +198,29 @@ def _from_folder(name, folder, labels=True):
     )
 
 
-def _from_tfds(name, data_dir):
+def _tfds_image_key(name, info):
+    """The feature holding the image: the first supervised key, else the one
+    image feature."""
+    import tensorflow_datasets as tfds
+
+    if info.supervised_keys:
+        return info.supervised_keys[0]
+    images = [
+        key for key, feature in info.features.items()
+        if isinstance(feature, tfds.features.Image)
+    ]
+    if len(images) != 1:
+        raise ValueError(
+            "Expected one image feature in the dataset, found "
+            f"{len(images)} ({', '.join(images) or 'none'}). Received: "
+            f"dataset={name!r}"
+        )
+    return images[0]
+
+
+def _from_tfds(name, data_dir, labels=True):
+    import tensorflow as tf
+
     try:
         import tensorflow_datasets as tfds
     except ImportError:
@@ -211,19 +236,48 @@ def _from_tfds(name, data_dir):
             "'folder:PATH' or a tensorflow_datasets name. Received: "
             f"dataset={name!r} ({type(error).__name__}: {error})"
         ) from None
-    builder.download_and_prepare()
     info = builder.info
+    if labels and not info.supervised_keys:
+        raise ValueError(
+            "The dataset has no (image, label) pair (tensorflow_datasets "
+            "`supervised_keys`), so it cannot train a classifier; masked "
+            "patch pre-training reads its images alone (labels=False). "
+            f"Received: dataset={name!r}"
+        )
+    builder.download_and_prepare()
     splits = info.splits
     test_split = next((s for s in ("test", "validation") if s in splits), None)
-    label = info.features["label"]
-    image_shape = info.features["image"].shape
+    key = _tfds_image_key(name, info)
+    image_shape = info.features[key].shape
+    if labels:
+        class_names = list(info.features[info.supervised_keys[1]].names)
+        train_split = "train"
+
+        def read(split):
+            return builder.as_dataset(split=split, as_supervised=True)
+    else:
+        # Without labels, a dataset's unlabelled split (STL-10's 100,000
+        # images) is training data too.
+        class_names = [UNLABELLED]
+        train_split = "+".join(s for s in ("train", "unlabelled") if s in splits)
+
+        def read(split):
+            return builder.as_dataset(split=split).map(
+                lambda example: (example[key], tf.constant(0, tf.int64)),
+                num_parallel_calls=tf.data.AUTOTUNE,
+            )
+    if not all(s in splits for s in train_split.split("+")):
+        raise ValueError(
+            "The dataset has no training split (\"train\"; without labels "
+            f"also \"unlabelled\"): it has {', '.join(splits) or 'none'}. "
+            f"Received: dataset={name!r}"
+        )
     return Dataset(
         name=name,
-        train=builder.as_dataset(split="train", as_supervised=True),
-        test=None if test_split is None
-        else builder.as_dataset(split=test_split, as_supervised=True),
-        class_names=list(label.names),
-        num_train=splits["train"].num_examples,
+        train=read(train_split),
+        test=None if test_split is None else read(test_split),
+        class_names=class_names,
+        num_train=sum(splits[s].num_examples for s in train_split.split("+")),
         num_test=None if test_split is None else splits[test_split].num_examples,
         channels=image_shape[-1] if image_shape else None,
     )
@@ -239,7 +293,9 @@ def load(name, data_dir=None, labels=True):
             `None`, its default (`~/tensorflow_datasets`).
         labels: bool, whether the labels are needed. Without them an image
             folder needs no class sub-folders (every image is read, one
-            class `"unlabelled"`); other datasets keep theirs, unused.
+            class `"unlabelled"`); a `tensorflow_datasets` dataset is read
+            for its image feature alone, its `"unlabelled"` split (if any)
+            added to `"train"`; the arrays keep their labels, unused.
             Defaults to `True`.
 
     Returns:
@@ -253,4 +309,4 @@ def load(name, data_dir=None, labels=True):
         return _from_arrays(name, digits_arrays(), [str(d) for d in range(10)])
     if name.startswith("folder:"):
         return _from_folder(name, name[len("folder:"):], labels)
-    return _from_tfds(name, data_dir)
+    return _from_tfds(name, data_dir, labels)

@@ -226,3 +226,47 @@ def test_tensorflow_datasets_names(tmp_path):
     assert batch[0].shape == (4, 16, 16, 3)
     with pytest.raises(ValueError, match="Unknown dataset"):
         data.load("not_a_dataset_name_xyz")
+    # Without labels: the image feature alone, one class.
+    d = data.load("keras_vit_tiny_images", data_dir=str(tmp_path), labels=False)
+    assert (d.num_train, d.num_test, d.class_names) == (9, 4, ["unlabelled"])
+    x, y = next(iter(d.train))
+    assert x.shape == (12, 12, 3) and int(y) == 0
+
+
+def test_tensorflow_datasets_without_labels(tmp_path):
+    # An STL-10-like dataset: no label feature, an "unlabelled" split (and a
+    # second image feature, so the image is found by its supervised key...
+    # which it lacks: then it must be the only image feature).
+    tfds = pytest.importorskip("tensorflow_datasets")
+
+    class KerasVitUnlabelledImages(tfds.core.GeneratorBasedBuilder):
+        VERSION = tfds.core.Version("1.0.0")
+
+        def _info(self):
+            return self.dataset_info_from_configs(
+                features=tfds.features.FeaturesDict({
+                    "image": tfds.features.Image(shape=(8, 8, 3)),
+                    "id": tfds.features.Text(),
+                }),
+            )
+
+        def _split_generators(self, dl_manager):
+            return {"train": self._generate_examples(3, 10),
+                    "unlabelled": self._generate_examples(5, 20),
+                    "test": self._generate_examples(2, 30)}
+
+        def _generate_examples(self, n, value):
+            for i in range(n):
+                yield i, {"image": np.full((8, 8, 3), value, np.uint8), "id": str(i)}
+
+    name = "keras_vit_unlabelled_images"
+    with pytest.raises(ValueError, match=f"no \\(image, label\\).*dataset='{name}'"):
+        data.load(name, data_dir=str(tmp_path))
+    assert not list(tmp_path.iterdir())  # refused before preparing anything
+    d = data.load(name, data_dir=str(tmp_path), labels=False)
+    assert (d.num_train, d.num_test, d.class_names, d.channels) == (
+        8, 2, ["unlabelled"], 3)
+    # Both training splits are read, images only, label 0.
+    train = [(int(x[0, 0, 0]), int(y)) for x, y in d.train]
+    assert sorted(train) == [(10, 0)] * 3 + [(20, 0)] * 5
+    assert [int(x[0, 0, 0]) for x, _ in d.test] == [30, 30]
