@@ -158,6 +158,16 @@ def _train(args):
         jit_compile=flag(args.jit_compile),
         verbose=args.verbose,
         objective=args.objective.replace("-", "_"),
+        masked_patches={
+            k: v
+            for k, v in {
+                "corrupt_rate": args.corrupt_rate,
+                "mask_rate": args.mask_rate,
+                "replace_rate": args.replace_rate,
+                "bits": args.color_bits,
+            }.items()
+            if v is not None
+        },
     )
     result = train(config)
     for key, value in result.test_metrics.items():
@@ -276,6 +286,14 @@ def build_parser():
                    default="classification",
                    help="masked-patches: the paper's self-supervised pre-training "
                         "(no labels; writes backbone.keras to fine-tune from)")
+    t.add_argument("--corrupt-rate", type=float, default=None,
+                   help="masked-patches: share of patches corrupted (default 0.5)")
+    t.add_argument("--mask-rate", type=float, default=None,
+                   help="masked-patches: share of those masked (default 0.8)")
+    t.add_argument("--replace-rate", type=float, default=None,
+                   help="masked-patches: share replaced by another patch (default 0.1)")
+    t.add_argument("--color-bits", type=int, default=None,
+                   help="masked-patches: bits per channel of the colour target (default 3)")
     t.set_defaults(run=_train)
 
     export_cli.add_commands(sub)  # export, verify, benchmark-export

@@ -354,7 +354,22 @@ def test_train_flags_reach_the_model(monkeypatch, tmp_path):
     cli.main(["train", "--dataset", "folder:photos", "--output", str(tmp_path / "mpp"),
               "--objective", "masked-patches"])
     assert configs[-1].objective == "masked_patches"
+    assert configs[-1].masked_patches == {}  # the paper's options
     configs[-1].check()
+    cli.main(["train", "--dataset", "folder:photos", "--output", str(tmp_path / "mpp"),
+              "--objective", "masked-patches", "--corrupt-rate", "0.25",
+              "--replace-rate", "0", "--color-bits", "2"])
+    assert configs[-1].masked_patches == {"corrupt_rate": 0.25, "replace_rate": 0.0,
+                                          "bits": 2}
+    configs[-1].check()
+    # The defaults --help states are the objective's.
+    from keras_vit.training.masked_patches import OPTIONS
+
+    actions = {action.dest: action for action in cli.build_parser()._subparsers
+               ._group_actions[0].choices["train"]._actions}
+    for flag, option in [("corrupt_rate", "corrupt_rate"), ("mask_rate", "mask_rate"),
+                         ("replace_rate", "replace_rate"), ("color_bits", "bits")]:
+        assert f"(default {OPTIONS[option]})" in actions[flag].help
     from keras_vit.model import MODEL_POSITION_EMBEDDINGS
 
     (train,) = [action for action in cli.build_parser()._subparsers._group_actions[0]

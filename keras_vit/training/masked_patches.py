@@ -81,6 +81,27 @@ def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
     return ops.cast(ops.reshape(classes, (ops.shape(images)[0], -1)), "int32")
 
 
+#: `MaskedPatchPrediction`'s options of the objective (the paper's values).
+OPTIONS = {"corrupt_rate": 0.5, "mask_rate": 0.8, "replace_rate": 0.1, "bits": 3}
+
+
+def check_options(corrupt_rate=0.5, mask_rate=0.8, replace_rate=0.1, bits=3):
+    """The objective's options (see `MaskedPatchPrediction`), validated:
+    raises `ValueError` naming a bad one."""
+    corrupt_rate = validation.fraction("corrupt_rate", corrupt_rate, zero=False)
+    mask_rate = validation.fraction("mask_rate", mask_rate)
+    replace_rate = validation.fraction("replace_rate", replace_rate)
+    if mask_rate + replace_rate > 1:
+        raise ValueError(
+            "`mask_rate + replace_rate` must be at most 1. Received: "
+            f"mask_rate={mask_rate} and replace_rate={replace_rate}"
+        )
+    bits = validation.positive_int("bits", bits)
+    if bits > 8:
+        raise ValueError(f"`bits` must be at most 8. Received: bits={bits}")
+    return corrupt_rate, mask_rate, replace_rate, bits
+
+
 @keras.saving.register_keras_serializable(package="keras_vit")
 class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
     """A ViT pre-trained by masked patch prediction (paper, Section 4.6).
@@ -142,10 +163,10 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
     def __init__(
         self,
         backbone,
-        corrupt_rate=0.5,
-        mask_rate=0.8,
-        replace_rate=0.1,
-        bits=3,
+        corrupt_rate=OPTIONS["corrupt_rate"],
+        mask_rate=OPTIONS["mask_rate"],
+        replace_rate=OPTIONS["replace_rate"],
+        bits=OPTIONS["bits"],
         seed=None,
         **kwargs,
     ):
@@ -158,17 +179,9 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
                 "`backbone` must be a keras_vit.ViT. Received: "
                 f"backbone={backbone!r}"
             )
-        corrupt_rate = validation.fraction("corrupt_rate", corrupt_rate, zero=False)
-        mask_rate = validation.fraction("mask_rate", mask_rate)
-        replace_rate = validation.fraction("replace_rate", replace_rate)
-        if mask_rate + replace_rate > 1:
-            raise ValueError(
-                "`mask_rate + replace_rate` must be at most 1. Received: "
-                f"mask_rate={mask_rate} and replace_rate={replace_rate}"
-            )
-        bits = validation.positive_int("bits", bits)
-        if bits > 8:
-            raise ValueError(f"`bits` must be at most 8. Received: bits={bits}")
+        corrupt_rate, mask_rate, replace_rate, bits = check_options(
+            corrupt_rate, mask_rate, replace_rate, bits
+        )
         kwargs.setdefault("name", f"{backbone.name}_mpp")
         super().__init__(**kwargs)
         self.backbone = backbone

@@ -49,6 +49,8 @@ class TrainConfig:
     image folder needs no class sub-folders), the backbone is built without
     a head, metrics are `loss` and `patch_accuracy`, and the backbone is
     also saved as `backbone.keras`, to fine-tune with `weights=`.
+    `masked_patches` overrides the objective's options (`corrupt_rate`,
+    `mask_rate`, `replace_rate`, `bits`; the paper's by default).
 
     Scale: `strategy` (`auto`, `default`, `mirrored`, `multi_worker`,
     `tpu`), `tpu`, `mixed_precision` (`auto`, `off`, `bfloat16`,
@@ -92,6 +94,7 @@ class TrainConfig:
     jit_compile: object = "auto"
     verbose: object = "auto"
     objective: str = "classification"
+    masked_patches: dict = dataclasses.field(default_factory=dict)
 
     def augmentation(self):
         return data_pipeline.Augmentation(
@@ -145,6 +148,25 @@ class TrainConfig:
             validation.positive_int("steps_per_execution", self.steps_per_execution)
         self.augmentation()  # validates the augmentation settings
         validation.one_of("objective", self.objective, OBJECTIVES)
+        if self.masked_patches:
+            from keras_vit.training import masked_patches
+
+            if self.objective != "masked_patches":
+                raise ValueError(
+                    "`masked_patches` sets the options of masked patch "
+                    "prediction, which this run does not train. Received: "
+                    f"masked_patches={self.masked_patches!r} with "
+                    f"objective={self.objective!r}"
+                )
+            unknown = sorted(set(self.masked_patches) - set(masked_patches.OPTIONS))
+            if unknown:
+                raise ValueError(
+                    "Unknown masked patch prediction option "
+                    f"{', '.join(map(repr, unknown))}. Expected some of "
+                    f"{', '.join(masked_patches.OPTIONS)}. Received: "
+                    f"masked_patches={self.masked_patches!r}"
+                )
+            masked_patches.check_options(**self.masked_patches)
         if self.objective == "masked_patches":
             for name in ("mixup", "cutmix", "label_smoothing"):
                 if getattr(self, name):
@@ -190,7 +212,7 @@ def build_model(config, num_classes, dtype=None):
     else:
         model = ViT.from_variant(config.model, **kwargs)
     if masked:
-        model = MaskedPatchPrediction(model, seed=config.seed)
+        model = MaskedPatchPrediction(model, seed=config.seed, **config.masked_patches)
         model.build()
     return model
 

@@ -129,9 +129,15 @@ def test_masked_patch_prediction_from_an_unlabelled_folder(tmp_path):
         where = folder / "more" if i % 2 else folder
         Image.fromarray(image.astype("uint8")).save(where / f"{i}.png")
     config = tiny_config(tmp_path, dataset=f"folder:{folder}", epochs=1,
-                         objective="masked_patches", batch_size=16)
+                         objective="masked_patches", batch_size=16,
+                         masked_patches={"corrupt_rate": 0.25, "bits": 2})
     result = train(config)
     assert np.isfinite(result.history["loss"]).all()
+    # The options reach the model, and its saved file.
+    saved = keras.saving.load_model(tmp_path / "run" / "model.keras")
+    for model in (result.model, saved):
+        assert (model.corrupt_rate, model.mask_rate, model.bits) == (0.25, 0.8, 2)
+        assert model.color_head.units == 4**3
     assert result.test_metrics == {}  # a folder has no test split
     with pytest.raises(ValueError, match="at least two class sub-folders"):
         train(tiny_config(tmp_path, dataset=f"folder:{folder}", epochs=1))
@@ -168,6 +174,17 @@ def test_bad_input_is_refused_before_training(tmp_path):
         train(tiny_config(tmp_path, objective="contrastive"))
     with pytest.raises(ValueError, match="mixup=0.2 with objective='masked_patches'"):
         train(tiny_config(tmp_path, objective="masked_patches", mixup=0.2))
+    with pytest.raises(ValueError, match="masked_patches=.*objective='classification'"):
+        train(tiny_config(tmp_path, masked_patches={"bits": 2}))
+    with pytest.raises(ValueError, match="option 'mask_ratio'.*masked_patches="):
+        train(tiny_config(tmp_path, objective="masked_patches",
+                          masked_patches={"mask_ratio": 0.5}))
+    with pytest.raises(ValueError, match="mask_rate=0.95 and replace_rate=0.1"):
+        train(tiny_config(tmp_path, objective="masked_patches",
+                          masked_patches={"mask_rate": 0.95}))
+    with pytest.raises(ValueError, match="bits=9"):
+        train(tiny_config(tmp_path, objective="masked_patches",
+                          masked_patches={"bits": 9}))
 
     class ThreeReplicas:
         num_replicas_in_sync = 3
