@@ -66,6 +66,32 @@ def test_quick_start():
     assert model.optimizer.iterations.numpy() == 1  # one fit step on 2 images
 
 
+def test_classifying_with_an_imagenet_release(tmp_path, monkeypatch):
+    from keras.src.applications import imagenet_utils
+    from PIL import Image
+
+    source = _snippet("imagenet_utils.decode_predictions")
+    assert 'weights="augreg_in21k_ft_in1k")' in source
+    preset = keras_vit.weights.presets.find_preset("B/16", "augreg_in21k_ft_in1k")
+    assert preset["num_classes"] == 1000 and preset["image_size"] == 224
+    # Offline: a small 1000-class model whose head favours class 281, and
+    # Keras's class index in its real format ({"281": [wnid, name], ...}).
+    model = keras_vit.ViT(**{**TINY, "num_classes": 1000})
+    bias = np.zeros(1000, "float32")
+    bias[281] = 5.0
+    model.get_layer("head").bias.assign(bias)
+    index = {str(i): [f"n{i:08d}", f"class_{i}"] for i in range(1000)}
+    index["281"] = ["n02123045", "tabby"]
+    monkeypatch.setattr(imagenet_utils, "CLASS_INDEX", index)
+    Image.fromarray(random_images((1, 40, 50, 3))[0].astype("uint8")).save(tmp_path / "cat.jpg")
+    monkeypatch.chdir(tmp_path)
+    values, after = _run(source, {"keras_vit": keras_vit, "keras": keras, "np": np,
+                                  "model": model}, skip=("weights=",))
+    assert after["probs"].shape == (1, 1000)
+    ((top, *_),) = values[-1]
+    assert top[:2] == ("n02123045", "tabby") and top[2] > 0.1
+
+
 def test_model_constructors():
     values, _ = _run(_snippet("keras_vit.ViT_B16(image_size=(224, 320))"),
                      {"keras_vit": keras_vit})
