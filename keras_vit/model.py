@@ -382,6 +382,15 @@ class ViT(MultiWorkerFit, keras.Model):
         super().__init__(
             inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs
         )
+        if not self.trainable:
+            # `trainable=False` as an argument (how a frozen model comes back
+            # from its config) sets the model's own flag only, before its
+            # layers are tracked; freeze them and their variables too, or a
+            # model holding this one trains them. (`self.trainable = False`
+            # again would be skipped: Keras ignores assigning a value equal
+            # to the current one.)
+            for layer in self._flatten_layers(include_self=False, recursive=False):
+                layer.trainable = False
 
         # === Config ===
         self.image_size = image_size

@@ -1,4 +1,5 @@
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -100,6 +101,31 @@ def test_keras_file_round_trip_in_safe_mode(tmp_path):
     assert loaded.get_config() == model.get_config()
     images = random_images((2, 32, 32, 3))
     np.testing.assert_array_equal(loaded(images).numpy(), model(images).numpy())
+
+
+def test_a_frozen_backbone_stays_frozen_when_reloaded(tmp_path):
+    # The keras.applications way to fine-tune: freeze the backbone, train a
+    # new head; then save, reload and train on.
+    images, labels = random_images((4, 32, 32, 3)), np.array([0, 1, 2, 0])
+    backbone = _tiny(include_top=False)
+    backbone.trainable = False
+    inputs = keras.Input((32, 32, 3))
+    model = keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(backbone(inputs)))
+    model.compile("adam", "sparse_categorical_crossentropy")
+    model.fit(images, labels, epochs=1, verbose=0)
+    path = os.path.join(tmp_path, "tuned.keras")
+    model.save(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. "Skipping variable loading for optimizer"
+        loaded = keras.saving.load_model(path)
+    assert len(loaded.trainable_weights) == 2  # the new head's kernel and bias
+    frozen = [w.numpy() for w in loaded.layers[1].weights]
+    loaded.fit(images, labels, epochs=1, verbose=0)
+    for before, after in zip(frozen, loaded.layers[1].weights):
+        np.testing.assert_array_equal(before, after.numpy())
+    # The same from the constructor argument.
+    assert len(_tiny(trainable=False).trainable_weights) == 0
+    assert all(not layer.trainable for layer in _tiny(trainable=False).layers)
 
 
 def test_fit_step_with_xla():
