@@ -145,7 +145,8 @@ class ViT(MultiWorkerFit, keras.Model):
             `keras_vit.load_weights`): a different `num_classes` gets a new
             zero-initialised head, a different `image_size` resampled
             position embeddings. Defaults to `None`.
-        dtype: the dtype policy of the layers, e.g. `"mixed_bfloat16"`.
+        dtype: the dtype policy of the layers, e.g. `"mixed_bfloat16"` (or
+            the `DTypePolicyMap` of a quantized model's config).
             Defaults to `None`, the global policy.
         name: the model's name. Defaults to `"vit"`.
         **kwargs: other `keras.Model` arguments such as `trainable`.
@@ -382,6 +383,14 @@ class ViT(MultiWorkerFit, keras.Model):
         super().__init__(
             inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs
         )
+        if isinstance(dtype, keras.dtype_policies.DTypePolicyMap):
+            # A quantized model's config (see `_config_dtype_policy`).
+            _resolve_policy_map(self, dtype)
+            dtype = dtype.default_policy
+        if dtype is not None:
+            # A functional model keeps no policy of its own (Keras 3.15): the
+            # config, and so a saved mixed-precision model, would say float32.
+            self.dtype_policy = dtype
         if not self.trainable:
             # `trainable=False` as an argument (how a frozen model comes back
             # from its config) sets the model's own flag only, before its
@@ -503,7 +512,7 @@ class ViT(MultiWorkerFit, keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": keras.dtype_policies.serialize(self._config_dtype_policy()),
             "image_size": self.image_size,
             "patch_size": self.patch_size,
             "hidden_dim": self.hidden_dim,
@@ -529,15 +538,45 @@ class ViT(MultiWorkerFit, keras.Model):
             "remat": self.remat,
         }
 
+    def _config_dtype_policy(self):
+        """The model's dtype policy, or after `quantize()` a
+        `DTypePolicyMap` that gives each quantized layer its policy (so
+        that a saved quantized model is rebuilt quantized)."""
+        policies = keras.dtype_policies.DTypePolicyMap(self.dtype_policy)
+        for layer in self._flatten_layers():
+            if layer.quantization_mode is not None:
+                policies[layer.path] = layer.dtype_policy
+        return policies if len(policies) else self.dtype_policy
+
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.get(config["dtype"])
         activation = config.get("classifier_activation")
         if isinstance(activation, dict):
             config["classifier_activation"] = keras.activations.deserialize(
                 activation
             )
         return cls(**config)
+
+
+def _resolve_policy_map(model, policies):
+    """Gives every layer of `model`, built with the `DTypePolicyMap`
+    `policies`, its own policy from the map.
+
+    Keras builds each layer right from a map (the quantized layers with
+    their quantized variables, to be loaded), but a layer that keeps the map
+    answers `dtype_policy` with the map itself, and Keras 3.15's quantized
+    `Dense` reads its mode from there when saving: a reloaded quantized
+    model could not be saved again. Resolved, the layers hold plain
+    policies, as after `model.quantize()`.
+    """
+    for layer in model._flatten_layers(include_self=False):
+        if isinstance(layer._dtype_policy, keras.dtype_policies.DTypePolicyMap):
+            layer._dtype_policy = (
+                policies[layer.path] if layer.path else policies.default_policy
+            )
 
 
 def _multi_worker_logs(logs, strategy):

@@ -172,6 +172,49 @@ def test_mixed_precision_forward_gives_finite_float32(policy, position_embedding
     np.testing.assert_allclose(out.numpy(), expected, atol=0.1 * np.abs(expected).max())
 
 
+def test_mixed_precision_survives_saving(tmp_path):
+    model = _tiny(dtype="mixed_float16", position_embedding="relative")
+    randomize_weights(model)
+    assert model.get_config()["dtype"]["config"]["name"] == "mixed_float16"
+    path = os.path.join(tmp_path, "mixed.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.get_config() == model.get_config()
+    assert loaded.get_layer("block_0").compute_dtype == "float16"
+    images = random_images((2, 32, 32, 3))
+    np.testing.assert_array_equal(loaded(images).numpy(), model(images).numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_keras_int8_quantization_saves_and_reloads(tmp_path, dtype):
+    # `model.quantize("int8")` (Keras's weight quantization: int8 kernels
+    # and per-channel scales for every Dense) survives saving, reloading and
+    # saving again.
+    model = _tiny(dtype=dtype, representation_size=8, classifier_activation=None)
+    randomize_weights(model)
+    images = random_images((2, 32, 32, 3))
+    expected = model(images).numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Layer LayerNorm does not have a `quantize` method"
+        model.quantize("int8")
+    quantized = model(images).numpy()
+    np.testing.assert_allclose(quantized, expected, atol=0.1 * np.abs(expected).max())
+    assert not np.array_equal(quantized, expected)
+    dense = ["patch_encoder/projection", "block_0/attention/qkv", "block_1/mlp_fc2",
+             "pre_logits", "head"]
+    for round_trip in range(2):
+        path = os.path.join(tmp_path, f"int8_{round_trip}.keras")
+        model.save(path)
+        model = keras.saving.load_model(path)
+        np.testing.assert_array_equal(model(images).numpy(), quantized)
+        layers = {layer.path: layer for layer in model._flatten_layers() if layer.path}
+        for name in dense:
+            assert layers[name].quantization_mode == "int8", name
+            assert keras.backend.standardize_dtype(layers[name]._kernel.dtype) == "int8"
+        assert layers["block_0/norm1"].dtype_policy.name == dtype
+        assert model.get_config()["dtype"]["config"]["default_policy"]["config"]["name"] == dtype
+
+
 def test_global_mixed_policy():
     keras.config.set_dtype_policy("mixed_bfloat16")
     model = _tiny()

@@ -9,6 +9,7 @@ downloads are left out (a preset is checked to exist instead).
 import ast
 import os
 import re
+import warnings
 
 import keras
 import numpy as np
@@ -90,6 +91,17 @@ def test_classifying_with_an_imagenet_release(tmp_path, monkeypatch):
     assert after["probs"].shape == (1, 1000)
     ((top, *_),) = values[-1]
     assert top[:2] == ("n02123045", "tabby") and top[2] > 0.1
+
+
+def test_keras_int8_weights(tmp_path, monkeypatch):
+    source = _snippet('model.save("vit_int8.keras")')
+    monkeypatch.chdir(tmp_path)
+    model = keras_vit.ViT(**TINY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # layers without weights to quantize
+        _run(source, {"model": model})
+    loaded = keras.saving.load_model("vit_int8.keras")
+    assert loaded.get_layer("head").quantization_mode == "int8"
 
 
 def test_model_constructors():
