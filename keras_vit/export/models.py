@@ -3,6 +3,7 @@
 import os
 
 import keras
+import numpy as np
 
 
 def load_model(model, weights=None, image_size=None, num_classes=None):
@@ -118,6 +119,24 @@ def output_kind(model):
     if activation == "softmax":
         return "probabilities"
     return "outputs"
+
+
+def keras_quantized_layers(model):
+    """The paths of `model`'s layers quantized by `model.quantize()`."""
+    return [
+        layer.path or layer.name
+        for layer in model._flatten_layers()
+        if layer.quantization_mode is not None
+    ]
+
+
+def weight_bytes(model):
+    """The bytes of `model`'s weights as they are held (int8 kernels of a
+    Keras-quantized model take one byte a value)."""
+    return sum(
+        int(np.prod(w.shape)) * np.dtype(keras.backend.standardize_dtype(w.dtype)).itemsize
+        for w in model.weights
+    )
 
 
 def takes_pixels(model):

@@ -616,11 +616,12 @@ def verify_saved_model(path, reference, data="digits", num_images=32,
         weight_bytes=_folder_bytes(variables),
         limits=limits,
     )
-    ratio = report.bytes_per_parameter
-    if ratio is not None and ratio < 0.9 * BYTES_PER_PARAMETER["none"][0]:
+    held = models.weight_bytes(model)  # less than 4 a parameter when int8
+    if report.weight_bytes is not None and report.weight_bytes < 0.9 * held:
         report.failures.append(
             f"{report.weight_bytes:,} bytes of variables for "
-            f"{report.parameters:,} parameters: the weights are missing"
+            f"{report.parameters:,} parameters ({held:,} bytes in Keras): "
+            "the weights are missing"
         )
     with tempfile.TemporaryDirectory() as tmp:
         for images in _image_sets(data, model, num_images):

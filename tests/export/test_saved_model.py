@@ -4,8 +4,10 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
+import pytest
 
 from keras_vit import export
 
@@ -80,3 +82,19 @@ def test_saved_model_replaces_an_existing_folder_whole(random_model, tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert os.stat(target).st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_a_keras_quantized_model_serves_and_is_refused_by_tflite(random_model, tmp_path):
+    # `model.quantize("int8")` keeps int8 kernels (one byte a weight):
+    # SavedModel serves them (verified against Keras, the size check
+    # counting bytes as the model holds them); LiteRT's converter cannot take
+    # them, and the TFLite export says what to do instead, writing nothing.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # layers without weights to quantize
+        random_model.quantize("int8")
+    result = export.export_saved_model(random_model, tmp_path / "sm", num_verify_images=4)
+    assert result.report.passed, result.report.summary()
+    assert result.report.bytes_per_parameter < 3
+    with pytest.raises(ValueError, match="quantized in Keras.*projection.*quantize='dynamic'"):
+        export.export_tflite(random_model, tmp_path / "int8.tflite")
+    assert sorted(os.listdir(tmp_path)) == ["sm"]
