@@ -103,6 +103,11 @@ def _convert(args):
     )
 
 
+def _given(**options):
+    """The options whose flags were given (not `None`)."""
+    return {k: v for k, v in options.items() if v is not None}
+
+
 def _train(args):
     from keras_vit.training import TrainConfig
     from keras_vit.training import train
@@ -118,20 +123,16 @@ def _train(args):
         batch_size=args.batch_size,
         image_size=args.image_size,
         patch_size=args.patch_size,
-        model_kwargs={
-            k: v
-            for k, v in {
-                "hidden_dim": args.hidden_dim,
-                "num_layers": args.num_layers,
-                "num_heads": args.num_heads,
-                "mlp_dim": args.mlp_dim,
-                "dropout_rate": args.dropout,
-                "drop_path_rate": args.drop_path,
-                "pooling": args.pooling,
-                "position_embedding": args.position_embedding,
-            }.items()
-            if v is not None
-        },
+        model_kwargs=_given(
+            hidden_dim=args.hidden_dim,
+            num_layers=args.num_layers,
+            num_heads=args.num_heads,
+            mlp_dim=args.mlp_dim,
+            dropout_rate=args.dropout,
+            drop_path_rate=args.drop_path,
+            pooling=args.pooling,
+            position_embedding=args.position_embedding,
+        ),
         weights=args.weights,
         data_dir=args.data_dir,
         validation_split=args.validation_split,
@@ -158,16 +159,12 @@ def _train(args):
         jit_compile=flag(args.jit_compile),
         verbose=args.verbose,
         objective=args.objective.replace("-", "_"),
-        masked_patches={
-            k: v
-            for k, v in {
-                "corrupt_rate": args.corrupt_rate,
-                "mask_rate": args.mask_rate,
-                "replace_rate": args.replace_rate,
-                "bits": args.color_bits,
-            }.items()
-            if v is not None
-        },
+        masked_patches=_given(
+            corrupt_rate=args.corrupt_rate,
+            mask_rate=args.mask_rate,
+            replace_rate=args.replace_rate,
+            bits=args.color_bits,
+        ),
     )
     result = train(config)
     for key, value in result.test_metrics.items():
