@@ -249,6 +249,43 @@ def _plot_history(history, path):
     plt.close(fig)
 
 
+#: What a rerun into a run's folder must keep to resume it: what its backup
+#: was made for (the model and optimizer variables) and its data.
+RESUME_SETTINGS = (
+    "model", "image_size", "patch_size", "model_kwargs", "dataset",
+    "objective", "masked_patches", "optimizer",
+)
+
+
+def _check_resumable(config):
+    """Raises if `config.output` holds a backup made with other settings.
+
+    A rerun resumes from the backup; with another model, dataset, objective
+    or optimizer its variables would not fit (or not mean the same), so such
+    a rerun is refused before anything runs, naming what differs. Epochs,
+    the recipe's numbers, augmentation and the strategy may change.
+    """
+    path = os.path.join(config.output, "config.json")
+    if not run_callbacks.read_backup(os.path.join(config.output, "backup")):
+        return
+    if not os.path.isfile(path):
+        return
+    with open(path) as file:
+        previous = json.load(file)
+    current = json.loads(json.dumps(dataclasses.asdict(config)))
+    differ = [
+        f"{name}={previous.get(name)!r} there, {current[name]!r} here"
+        for name in RESUME_SETTINGS
+        if name in previous and previous[name] != current[name]
+    ]
+    if differ:
+        raise ValueError(
+            "The output folder holds a run made with other settings, and a "
+            "rerun resumes it: " + "; ".join(differ) + ". Use another "
+            f"`output`, or the run's settings. Received: output={config.output!r}"
+        )
+
+
 def train(config, callbacks=(), strategy=None):
     """Trains (or resumes training) a ViT as `config` says.
 
@@ -275,6 +312,7 @@ def train(config, callbacks=(), strategy=None):
     import keras
 
     config.check()
+    _check_resumable(config)
     if strategy is None:
         strategy, kind = run_strategy.make_strategy(config.strategy, config.tpu)
     else:

@@ -101,6 +101,18 @@ def test_masked_patch_prediction_runs_resumes_and_hands_on_its_backbone(tmp_path
     trained = {w.path: w.numpy() for w in result.model.backbone.weights}
     for w in backbone.weights:
         np.testing.assert_array_equal(w.numpy(), trained[w.path])
+    # A rerun with another objective or model cannot resume this backup:
+    # refused, naming what differs, before anything runs or is written.
+    written = {name: os.path.getmtime(os.path.join(out, name))
+               for name in ("config.json", "backup/state.json")}
+    with pytest.raises(ValueError, match="objective='masked_patches' there, "
+                                         "'classification' here.*output="):
+        train(tiny_config(tmp_path, epochs=3))
+    with pytest.raises(ValueError, match="model_kwargs=.*'hidden_dim': 32.*there, "
+                                         ".*'hidden_dim': 48.*here"):
+        train(tiny_config(tmp_path, epochs=3, objective="masked_patches",
+                          model_kwargs={**TINY["model_kwargs"], "hidden_dim": 48}))
+    assert written == {name: os.path.getmtime(os.path.join(out, name)) for name in written}
     # A longer rerun resumes after the second epoch.
     longer = train(tiny_config(tmp_path, epochs=3, objective="masked_patches"))
     assert longer.initial_epoch == 2 and len(longer.history["patch_accuracy"]) == 3
@@ -140,7 +152,8 @@ def test_masked_patch_prediction_from_an_unlabelled_folder(tmp_path):
         assert model.color_head.units == 4**3
     assert result.test_metrics == {}  # a folder has no test split
     with pytest.raises(ValueError, match="at least two class sub-folders"):
-        train(tiny_config(tmp_path, dataset=f"folder:{folder}", epochs=1))
+        train(tiny_config(tmp_path, dataset=f"folder:{folder}", epochs=1,
+                          output=str(tmp_path / "labelled")))
 
 
 def test_xla_compiled_training_with_augmentation(tmp_path):
