@@ -200,6 +200,7 @@ class ViT(MultiWorkerFit, keras.Model):
         **kwargs,
     ):
         # === Arguments, checked before anything is built ===
+        _check_model_kwargs(kwargs)
         patch_size = validation.positive_int("patch_size", patch_size)
         hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
         num_layers = validation.positive_int("num_layers", num_layers)
@@ -559,6 +560,33 @@ class ViT(MultiWorkerFit, keras.Model):
                 activation
             )
         return cls(**config)
+
+
+#: `keras.applications` argument names, and what a `ViT` takes instead.
+KERAS_APPLICATIONS_ARGUMENTS = {
+    "classes": "num_classes",
+    "input_shape": "image_size (and num_channels)",
+    "input_tensor": "no input tensor: call the model on it, model(tensor)",
+}
+
+
+def _check_model_kwargs(kwargs):
+    """Refuses keyword arguments that are neither `ViT`'s nor `keras.Model`'s
+    (Keras's functional models would drop them without a word, so
+    `ViT_B16(classes=10)` built a 1000-class model)."""
+    unknown = sorted(set(kwargs) - {"trainable"})
+    if unknown:
+        hints = [
+            f"{name} -> {KERAS_APPLICATIONS_ARGUMENTS[name]}"
+            for name in unknown
+            if name in KERAS_APPLICATIONS_ARGUMENTS
+        ]
+        raise ValueError(
+            "Unknown keras_vit.ViT argument(s)"
+            + (f" (keras.applications names; {'; '.join(hints)})" if hints else "")
+            + ". Received: "
+            + ", ".join(f"{name}={kwargs[name]!r}" for name in unknown)
+        )
 
 
 def _resolve_policy_map(model, policies):

@@ -283,6 +283,10 @@ def test_from_variant_and_overrides():
         ({"include_top": "yes"}, "include_top='yes'"),
         ({"hidden_dim": 18, "num_heads": 3, "position_embedding": "sincos2d"},
          "hidden_dim=18"),
+        # keras.applications names, which Keras would drop without a word.
+        ({"classes": 10}, "classes -> num_classes.*classes=10"),
+        ({"input_shape": (64, 64, 3)}, "input_shape -> image_size.*input_shape=\\(64"),
+        ({"num_class": 10}, "Unknown keras_vit.ViT argument.*num_class=10"),
     ],
 )
 def test_bad_arguments_name_the_argument_and_value(kwargs, match):
