@@ -115,3 +115,25 @@ def size_2d(name, value):
         raise ValueError(
             f"`{name}` must hold positive integers. Received: {name}={value!r}"
         ) from None
+
+
+def quantized_layers(model):
+    """The paths of `model`'s layers quantized by Keras (`model.quantize()`)."""
+    return [
+        layer.path or layer.name
+        for layer in model._flatten_layers()
+        if layer.quantization_mode is not None
+    ]
+
+
+def refuse_quantized(model, action, instead):
+    """Raises `ValueError` if `model` was quantized by `model.quantize()`:
+    `action` (e.g. "save_npz writes float checkpoints") cannot take it;
+    `instead` says what to do."""
+    quantized = quantized_layers(model)
+    if quantized:
+        raise ValueError(
+            f"The model's layers were quantized in Keras (`model.quantize()`: "
+            f"{', '.join(quantized[:3])}{' ...' if len(quantized) > 3 else ''}), "
+            f"and {action}: {instead}. Received: model={model.name!r}"
+        )

@@ -121,15 +121,6 @@ def output_kind(model):
     return "outputs"
 
 
-def keras_quantized_layers(model):
-    """The paths of `model`'s layers quantized by `model.quantize()`."""
-    return [
-        layer.path or layer.name
-        for layer in model._flatten_layers()
-        if layer.quantization_mode is not None
-    ]
-
-
 def weight_bytes(model):
     """The bytes of `model`'s weights as they are held (int8 kernels of a
     Keras-quantized model take one byte a value)."""

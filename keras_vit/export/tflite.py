@@ -171,16 +171,13 @@ def convert(model, quantize="none", calibration_images=None, batch_size=1,
             f"quantize={quantize!r} needs representative images to calibrate "
             "activation ranges. Received: representative_data=None"
         )
-    quantized = models.keras_quantized_layers(model)
-    if quantized:
-        raise ValueError(
-            f"The model's layers were quantized in Keras (`model.quantize()`: "
-            f"{', '.join(quantized[:3])}{' ...' if len(quantized) > 3 else ''}), "
-            "which LiteRT's converter cannot take. Convert the float model "
-            "and let the export quantize it: quantize='dynamic' (int8 "
-            "weights, as Keras's int8) or 'int8' (weights and activations). "
-            f"Received: model={model.name!r} with quantize={quantize!r}"
-        )
+    validation.refuse_quantized(
+        model,
+        "LiteRT's converter cannot take its int8 layers",
+        "convert the float model and let the export quantize it, with "
+        "quantize='dynamic' (int8 weights, as Keras's int8) or 'int8' "
+        f"(weights and activations; received quantize={quantize!r})",
+    )
     options = converter_options(quantize, calibration_images, io_dtype)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.tflite")

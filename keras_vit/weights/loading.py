@@ -258,6 +258,11 @@ def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=
     >>> model = keras_vit.ViT_B16(num_classes=37, image_size=384)
     >>> keras_vit.load_weights(model, "ViT-B_16.npz")
     """
+    validation.refuse_quantized(
+        model,
+        "checkpoints hold float weights",
+        "load them into the float model, then quantize it",
+    )
     path, _ = resolve(weights, _variant_of(model), cache_dir=cache_dir)
     checkpoint = reader.read_checkpoint(path, model=model)
     load_checkpoint(model, checkpoint, interpolation)

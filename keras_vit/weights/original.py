@@ -27,6 +27,7 @@ import re
 import numpy as np
 
 from keras_vit import files
+from keras_vit import validation
 
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
@@ -182,6 +183,12 @@ def to_original(model):
     """
     from keras_vit import ops as vit_ops
 
+    validation.refuse_quantized(
+        model,
+        "the original .npz layout holds float weights",
+        "write the float model's .npz (before `quantize()`), or save this "
+        "one with model.save()",
+    )
     if model.position_embedding not in ("learned", "none"):
         raise ValueError(
             "The original .npz layout holds 1D learned position embeddings "

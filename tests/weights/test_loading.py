@@ -120,6 +120,24 @@ def test_architecture_mismatch_lists_everything_and_changes_nothing():
     _assert_unchanged(model, before)
 
 
+def test_a_keras_quantized_model_takes_and_writes_no_float_checkpoint(tmp_path):
+    # After `model.quantize("int8")` the kernels are int8 with scales: a
+    # float checkpoint cannot be loaded into them, nor written from them
+    # (save_npz once wrote the int8 values as if they were floats).
+    model = keras_vit.ViT(**TINY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # layers without weights to quantize
+        model.quantize("int8")
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match="quantized in Keras.*into the float model, "
+                                         "then quantize it.*model='vit'"):
+        keras_vit.load_weights(model, golden("vit_token.npz"))
+    _assert_unchanged(model, before)
+    with pytest.raises(ValueError, match="quantized in Keras.*original .npz layout"):
+        keras_vit.weights.save_npz(model, str(tmp_path / "int8.npz"))
+    assert not os.listdir(tmp_path)
+
+
 def test_missing_unexpected_and_misshaped_tensors(tmp_path):
     def edit(arrays):
         del arrays["Transformer/encoderblock_1/LayerNorm_2/scale"]
