@@ -124,8 +124,10 @@ def output_kind(model):
 def weight_bytes(model):
     """The bytes of `model`'s weights as they are held (int8 kernels of a
     Keras-quantized model take one byte a value)."""
+    import tensorflow as tf
+
     return sum(
-        int(np.prod(w.shape)) * np.dtype(keras.backend.standardize_dtype(w.dtype)).itemsize
+        int(np.prod(w.shape)) * tf.as_dtype(keras.backend.standardize_dtype(w.dtype)).size
         for w in model.weights
     )
 

@@ -85,7 +85,12 @@ def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
 OPTIONS = {"corrupt_rate": 0.5, "mask_rate": 0.8, "replace_rate": 0.1, "bits": 3}
 
 
-def check_options(corrupt_rate=0.5, mask_rate=0.8, replace_rate=0.1, bits=3):
+def check_options(
+    corrupt_rate=OPTIONS["corrupt_rate"],
+    mask_rate=OPTIONS["mask_rate"],
+    replace_rate=OPTIONS["replace_rate"],
+    bits=OPTIONS["bits"],
+):
     """The objective's options (see `MaskedPatchPrediction`), validated:
     raises `ValueError` naming a bad one."""
     corrupt_rate = validation.fraction("corrupt_rate", corrupt_rate, zero=False)
