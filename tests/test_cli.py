@@ -97,7 +97,13 @@ def test_bad_model_name_is_a_clear_error(capsys):
     assert "variant='ViT_X'" in capsys.readouterr().err
 
 
-def test_profile_times_every_part(capsys):
+def test_profile_times_every_part(capsys, monkeypatch):
+    # Two blocks instead of twelve: the parts printed do not depend on the
+    # depth, and compiling a 12-block training step took most of a minute.
+    from keras_vit import variants
+
+    monkeypatch.setitem(variants.VARIANTS, "Ti/16",
+                        {**variants.VARIANTS["Ti/16"], "num_layers": 2})
     assert cli.main(["benchmark", "--model", "Ti/16", "--image-size", "32",
                      "--batch-size", "2", "--steps", "1", "--warmup", "1",
                      "--min-seconds", "0", "--profile"]) == 0
@@ -105,6 +111,7 @@ def test_profile_times_every_part(capsys):
     for part in ("forward, XLA off", "training step", "strided Conv2D",
                  "dot_product_attention", "MultiHeadAttention", "tf.data pipeline"):
         assert part in out
+    assert "(x2 blocks)" in out
 
 
 def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
