@@ -117,20 +117,15 @@ def size_2d(name, value):
         ) from None
 
 
-def quantized_layers(model):
-    """The paths of `model`'s layers quantized by Keras (`model.quantize()`)."""
-    return [
-        layer.path or layer.name
-        for layer in model._flatten_layers()
-        if layer.quantization_mode is not None
-    ]
-
-
 def refuse_quantized(model, action, instead):
     """Raises `ValueError` if `model` was quantized by `model.quantize()`:
     `action` (e.g. "save_npz writes float checkpoints") cannot take it;
     `instead` says what to do."""
-    quantized = quantized_layers(model)
+    quantized = [
+        layer.path or layer.name
+        for layer in model._flatten_layers()
+        if layer.quantization_mode is not None
+    ]
     if quantized:
         raise ValueError(
             f"The model's layers were quantized in Keras (`model.quantize()`: "
