@@ -92,6 +92,70 @@ def _no_shape_overrides(model, image_size, num_classes):
             )
 
 
+def _layers(model):
+    """Every layer of `model`, nested layers and models included."""
+    return list(model._flatten_layers(include_self=True, recursive=True))
+
+
+def non_float32_dtypes(model):
+    """The dtypes other than float32 that `model`'s layers compute in (e.g.
+    `["bfloat16"]` under `mixed_bfloat16`); empty for a float32 model."""
+    dtypes = {keras.backend.standardize_dtype(layer.compute_dtype) for layer in _layers(model)}
+    return sorted(dtypes - {"float32"})
+
+
+def float32_model(model):
+    """`model` itself if it computes in float32, else a float32 copy.
+
+    LiteRT and ONNX Runtime on CPU take float32 graphs (ONNX Runtime has no
+    bfloat16 kernels; LiteRT's own `quantize="float16"` is the phone's
+    reduced precision), so a model trained under a mixed policy
+    (`mixed_bfloat16` on a TPU, `mixed_float16` on a GPU) is exported as
+    the same model computing in float32. Mixed policies keep the variables
+    in float32, so the copy holds exactly the trained values; it computes
+    more precisely than the original, not less. A keras_vit model is
+    rebuilt from its config with `dtype="float32"`; any other functional or
+    sequential model is cloned layer by layer with `dtype="float32"`.
+
+    Raises:
+        ValueError: if the model cannot be rebuilt (a subclassed model).
+    """
+    dtypes = non_float32_dtypes(model)
+    if not dtypes:
+        return model
+    from keras_vit.model import ViT
+
+    try:
+        if isinstance(model, ViT):
+            copy = type(model).from_config({**model.get_config(), "dtype": "float32"})
+        else:
+            copy = keras.models.clone_model(model, clone_function=_float32_layer)
+        copy.set_weights(model.get_weights())
+    except Exception as error:  # noqa: BLE001 - clone_model's errors vary
+        raise ValueError(
+            f"Model {model.name!r} computes in {', '.join(dtypes)}, and the "
+            f"export needs a float32 model, which could not be rebuilt from it "
+            f"({type(error).__name__}: {str(error)[:300]}). Rebuild the model "
+            "with dtype='float32' and copy its weights (model.get_weights())."
+        ) from None
+    left = non_float32_dtypes(copy)
+    if left:
+        raise ValueError(
+            f"Model {model.name!r} computes in {', '.join(dtypes)}, and a "
+            f"float32 copy of it still computes in {', '.join(left)}. Rebuild "
+            "the model with dtype='float32' and copy its weights."
+        )
+    return copy
+
+
+def _float32_layer(layer):
+    if isinstance(layer, keras.Model):  # a nested model (a user's stem)
+        return float32_model(layer)
+    config = layer.get_config()
+    config["dtype"] = "float32"
+    return layer.__class__.from_config(config)
+
+
 def input_spec(model):
     """`(height, width, channels)` of a single-image-input model.
 

@@ -161,6 +161,8 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
     inside, as in Keras) and returns the model's outputs. With `verify`,
     ONNX Runtime's outputs on random pixels are compared with Keras's before
     the file is moved into place; nothing is left at `output` on failure.
+    A mixed-precision model is exported as its float32 copy (see
+    `keras_vit.export.models.float32_model`).
 
     Args:
         model: a `keras.Model`, a `.keras` file or a builder name.
@@ -185,7 +187,9 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
     """
     import tensorflow as tf
 
-    model = models.load_model(model)
+    # ONNX Runtime has no bfloat16 kernels on CPU: a mixed-precision model
+    # is exported, and checked, as its float32 copy.
+    model = models.float32_model(models.load_model(model))
     output = files.check_output_path(output)
     if batch_size is not None:
         validation.positive_int("batch_size", batch_size)

@@ -5,7 +5,8 @@ A source is a dataset name (`"digits"`, `"fashion_mnist"`, a
 `keras_vit.data.eval_pipeline`), an image folder (`"folder:PATH"`, with or
 without one sub-folder per class), an `.npz` file holding an array of images
 (`images`, or its only array; optional `labels`), or a NumPy array. Images
-are float32 RGB pixel values in [0, 255], shaped like the model's input.
+are float32 pixel values in [0, 255], shaped like the model's input (a
+dataset or folder read for a one-channel model is converted to grayscale).
 """
 
 import dataclasses
@@ -14,6 +15,10 @@ import os
 import numpy as np
 
 from keras_vit import validation
+
+
+#: RGB -> grayscale weights (ITU-R 601, as PIL's "L" mode).
+GRAY_WEIGHTS = (0.299, 0.587, 0.114)
 
 
 @dataclasses.dataclass
@@ -191,11 +196,11 @@ def _folder_dataset(folder, name):
 def _from_dataset(source, image_size, num_channels, limit, split, name):
     from keras_vit import data
 
-    if num_channels != 3:
+    if num_channels not in (1, 3):
         raise ValueError(
-            "Datasets and image folders give RGB images, but the model takes "
-            f"{num_channels} channels; pass an .npz or an array instead. "
-            f"Received: {name}={source!r}"
+            "Datasets and image folders give RGB or grayscale images, but the "
+            f"model takes {num_channels} channels; pass an .npz or an array "
+            f"instead. Received: {name}={source!r}"
         )
     labelled = True
     if source.startswith("folder:"):
@@ -230,6 +235,11 @@ def _from_dataset(source, image_size, num_channels, limit, split, name):
     if not images:
         raise ValueError(f"`{name}` holds no images. Received: {name}={source!r}")
     images = np.clip(np.concatenate(images), 0.0, 255.0)  # antialiased resizing overshoots
+    if num_channels == 1:
+        # The pipeline gives RGB (grayscale sources, such as digits, as three
+        # equal channels); luma with ITU-R 601 weights, which sum to 1, so a
+        # grayscale source comes back as it was.
+        images = images @ np.asarray(GRAY_WEIGHTS, "float32")[:, None]
     return ImageSet(
         images,
         np.concatenate(labels) if labelled else None,

@@ -153,6 +153,10 @@ def convert(model, quantize="none", calibration_images=None, batch_size=1,
             Defaults to `1`.
         io_dtype: one of `IO_DTYPES`. Defaults to `"float32"`.
 
+    A model computing under a mixed (or other reduced-precision) policy is
+    converted as its float32 copy (`keras_vit.export.models.float32_model`):
+    LiteRT's float16 is `quantize="float16"`.
+
     Returns:
         The `.tflite` flatbuffer as `bytes`.
 
@@ -178,6 +182,7 @@ def convert(model, quantize="none", calibration_images=None, batch_size=1,
         "quantize='dynamic' (int8 weights, as Keras's int8) or 'int8' "
         f"(weights and activations; received quantize={quantize!r})",
     )
+    model = models.float32_model(model)
     options = converter_options(quantize, calibration_images, io_dtype)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.tflite")
@@ -237,6 +242,10 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     Keras's on real images (and on the representative images) with LiteRT's
     XNNPACK, builtin and reference kernels. Nothing is left at `output` when
     an argument is wrong, the conversion fails or the verification fails.
+    A model trained under a mixed policy (`mixed_bfloat16`,
+    `mixed_float16`) is exported, and verified, as the same model computing
+    in float32 (`keras_vit.export.models.float32_model`); `quantize="float16"`
+    is LiteRT's reduced precision.
 
     Args:
         model: a `keras.Model`, a `.keras` file or a builder name (see
@@ -306,6 +315,8 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     model = models.load_model(model)
     height, width, channels = models.input_spec(model)
     class_names = metadata_lib.class_names(model, labels, source)
+    # A mixed-precision model is exported, and verified, as its float32 copy.
+    model = models.float32_model(model)
     calibration = None
     if representative_data is not None:
         calibration = representative.load_images(

@@ -145,3 +145,14 @@ def test_bad_external_data_is_a_clear_error(random_model, tmp_path, bad):
     with pytest.raises(ValueError, match=f"external_data={bad!r}"):
         export.export_onnx(random_model, tmp_path / "m.onnx", external_data=bad)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_mixed_bfloat16_model_exports_as_float32(tmp_path):
+    # ONNX Runtime has no bfloat16 kernels on CPU: the file failed to load.
+    mixed = keras_vit.ViT(**TINY_EXPORT, dtype="mixed_bfloat16")
+    randomize_weights(mixed, seed=2, scale=0.1)
+    reference = keras_vit.ViT(**TINY_EXPORT)
+    reference.set_weights(mixed.get_weights())
+    path = export.export_onnx(mixed, tmp_path / "m.onnx")
+    x = np.random.default_rng(1).uniform(0, 255, (1, 32, 32, 3)).astype("float32")
+    np.testing.assert_allclose(onnx_lib.run_onnx(path, x), np.asarray(reference(x)), atol=1e-4)

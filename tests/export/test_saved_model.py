@@ -98,3 +98,22 @@ def test_a_keras_quantized_model_serves_and_is_refused_by_tflite(random_model, t
     with pytest.raises(ValueError, match="quantized in Keras.*projection.*quantize='dynamic'"):
         export.export_tflite(random_model, tmp_path / "int8.tflite")
     assert sorted(os.listdir(tmp_path)) == ["sm"]
+
+
+def test_a_mixed_precision_model_verifies_within_its_precision(random_model, tmp_path):
+    # A SavedModel keeps the model's mixed policy (serving on GPUs / TPUs),
+    # and its bfloat16 rounding differs from Keras's by more than float32's
+    # 1e-4 (1.5e-2 on the demo's model): every such export used to fail.
+    import keras_vit
+
+    mixed = keras_vit.ViT.from_config({**random_model.get_config(), "dtype": "mixed_bfloat16"})
+    mixed.set_weights(random_model.get_weights())
+    result = export.export_saved_model(mixed, tmp_path / "sm", num_verify_images=8)
+    assert result.report.passed
+    assert result.report.limits["max_abs"] == 5e-2
+    # Still the mixed model: it differs from the float32 one, as Keras's does.
+    images = export.load_images("digits", (32, 32), limit=8).images
+    report = export.verify_saved_model(tmp_path / "sm", random_model, data=images,
+                                       raise_on_failure=False)
+    assert report.limits["max_abs"] == 1e-4
+    assert max(c.max_abs for c in report.comparisons) > 1e-4

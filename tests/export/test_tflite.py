@@ -289,3 +289,34 @@ def test_a_new_models_zero_head_is_refused_for_calibrated_quantization(tmp_path,
     report = verify_lib.verify_tflite(path, model, num_images=4, raise_on_failure=False)
     assert any("single value" in failure for failure in report.failures)
     assert {c.runtime for c in report.comparisons} == {"xnnpack", "builtin"}
+
+
+def _mixed_and_float32(policy, **kwargs):
+    """A tiny ViT under `policy` and the same model built in float32."""
+    import keras_vit
+    from tests.export.helpers import TINY_EXPORT
+    from tests.test_case import randomize_weights
+
+    mixed = keras_vit.ViT(**{**TINY_EXPORT, **kwargs}, dtype=policy)
+    randomize_weights(mixed, seed=4, scale=0.1)
+    reference = keras_vit.ViT(**{**TINY_EXPORT, **kwargs})
+    reference.set_weights(mixed.get_weights())
+    return mixed, reference
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_a_mixed_precision_model_exports_as_float32(tmp_path, policy):
+    # A model trained on a TPU (mixed_bfloat16) or GPU (mixed_float16) used
+    # to fail with Flex ops (bfloat16/float16 arithmetic is not builtin);
+    # its file now holds the same weights computing in float32.
+    mixed, reference = _mixed_and_float32(policy)
+    result = export.export_tflite(mixed, tmp_path / "m.tflite", num_verify_images=10)
+    assert result.report.passed
+    assert graph_lib.read_graph(result.path).unsupported_ops() == {}
+    images = np.random.default_rng(0).uniform(0, 255, (4, 32, 32, 3)).astype("float32")
+    np.testing.assert_allclose(
+        export.run_tflite(result.path, images), np.asarray(reference(images)), atol=1e-4
+    )
+    # The user's model is left as it was, and verifies against the file.
+    assert mixed.dtype_policy.name == policy
+    assert export.verify_tflite(result.path, mixed, data="digits", num_images=10).passed
