@@ -3,10 +3,12 @@
 import argparse
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
 
+from keras_vit.data.datasets import NOT_AN_IMAGE
 from keras_vit.version import __version__
 
 
@@ -359,7 +361,22 @@ def main(argv=None):
     except ValueError as error:
         print(f"keras-vit: error: {error}", file=sys.stderr)
         return 2
+    except Exception as error:  # noqa: BLE001 - only the one below is caught
+        path = _not_an_image(error)
+        if path is None:
+            raise
+        print(f"keras-vit: error: {NOT_AN_IMAGE} {path}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _not_an_image(error):
+    """The file named by `keras_vit.data.read_image`'s check in a
+    TensorFlow error raised from a `tf.data` pipeline, or `None`."""
+    found = re.search(
+        r"assertion failed: \[" + re.escape(NOT_AN_IMAGE) + r"\] \[(.*?)\]\n", str(error) + "\n"
+    )
+    return None if found is None else found.group(1)
 
 
 class _Terminated(SystemExit):

@@ -382,3 +382,31 @@ def test_train_flags_reach_the_model(monkeypatch, tmp_path):
     (train,) = [action for action in cli.build_parser()._subparsers._group_actions[0]
                 .choices["train"]._actions if action.dest == "position_embedding"]
     assert sorted(train.choices) == sorted(MODEL_POSITION_EMBEDDINGS)
+
+
+def test_a_file_that_is_no_image_is_named_in_one_line(monkeypatch, tmp_path, capsys):
+    # The TensorFlow error of a training run's input pipeline, reduced to
+    # the file's path.
+    from PIL import Image
+
+    import keras_vit.training
+    from keras_vit import data
+
+    for label in ("a", "b"):
+        (tmp_path / label).mkdir()
+        Image.new("RGB", (4, 4)).save(tmp_path / label / "0.png")
+    (tmp_path / "b" / "page.jpg").write_text("<html>")
+
+    def reading_train(config):
+        for _ in data.load(config.dataset).train:
+            pass
+
+    monkeypatch.setattr(keras_vit.training, "train", reading_train)
+    assert cli.main(["train", "--dataset", f"folder:{tmp_path}",
+                     "--output", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert error == f"keras-vit: error: {data.datasets.NOT_AN_IMAGE} {tmp_path}/b/page.jpg\n"
+    # Other errors still raise.
+    monkeypatch.setattr(keras_vit.training, "train", lambda config: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["train", "--dataset", "digits", "--output", str(tmp_path / "run")])

@@ -9,9 +9,9 @@
   `dataset-fashion-mnist` (`/usr/share/datasets/fashion-mnist`), else
   downloaded by `keras.datasets.fashion_mnist`.
 - `"digits"`: scikit-learn's 8x8 digits (1,797 images; a fixed 80/20 split).
-- `"folder:PATH"`: one sub-folder of images per class (JPEG, PNG, GIF, BMP);
-  with `labels=False` (self-supervised pre-training), every image under
-  `PATH`, sub-folders or not, as one class `"unlabelled"`.
+- `"folder:PATH"`: one sub-folder of images per class (JPEG, PNG, GIF,
+  BMP, WebP); with `labels=False` (self-supervised pre-training), every
+  image under `PATH`, sub-folders or not, as one class `"unlabelled"`.
 - any other name: a `tensorflow_datasets` dataset (`"cifar10"`,
   `"imagenet2012"`, `"oxford_flowers102"`, ...), from `data_dir` (which
   may be a `gs://` path for TPUs): its `supervised_keys` (image, label);
@@ -39,7 +39,18 @@ FASHION_MNIST_FILES = {
 }
 #: Where the Debian package `dataset-fashion-mnist` installs the files.
 DEBIAN_FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp")
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp")
+#: The message of `read_image`'s check, followed by the file's path.
+NOT_AN_IMAGE = "Not a JPEG, PNG, GIF, BMP or WebP image:"
+#: The first bytes of each format `tf.io.decode_image` reads, at an offset
+#: (WebP is a RIFF file whose type, at byte 8, is "WEBP").
+IMAGE_SIGNATURES = (
+    (0, b"\xff\xd8\xff"),  # JPEG
+    (0, b"\x89PNG"),
+    (0, b"GIF8"),
+    (0, b"BM"),
+    (8, b"WEBP"),
+)
 
 
 @dataclasses.dataclass
@@ -137,7 +148,7 @@ def _from_arrays(name, splits, class_names):
     )
 
 
-def _images_under(folder):
+def images_under(folder):
     """The image files below `folder`, in a fixed (sorted) order."""
     return [
         os.path.join(root, file)
@@ -145,6 +156,29 @@ def _images_under(folder):
         for file in sorted(files)
         if file.lower().endswith(IMAGE_EXTENSIONS)
     ]
+
+
+def read_image(path):
+    """Reads and decodes an image file as `uint8 (H, W, 3)`, in a graph.
+
+    A file that is not an image of a known format (an HTML error page saved
+    as `.jpg`, an empty file from a failed download) fails with an error
+    that names the file: `tf.io.decode_image`'s own says only "Unknown
+    image file format", deep in a training run.
+    """
+    import tensorflow as tf
+
+    contents = tf.io.read_file(path)
+    # Padded, so that a file shorter than a signature's end compares unequal
+    # (`substr` fails on a position past the end of its string).
+    head = tf.strings.join([tf.strings.substr(contents, 0, 12), b"\x00" * 12])
+    known = tf.reduce_any([
+        tf.equal(tf.strings.substr(head, offset, len(signature)), signature)
+        for offset, signature in IMAGE_SIGNATURES
+    ])
+    check = tf.debugging.Assert(known, [NOT_AN_IMAGE, path], summarize=1)
+    with tf.control_dependencies([check]):
+        return tf.io.decode_image(contents, channels=3, expand_animations=False)
 
 
 def _from_folder(name, folder, labels=True):
@@ -156,7 +190,7 @@ def _from_folder(name, folder, labels=True):
         )
     if not labels:
         class_names = [UNLABELLED]
-        paths = _images_under(folder)
+        paths = images_under(folder)
         indices = [0] * len(paths)
         if not paths:
             raise ValueError(
@@ -169,7 +203,7 @@ def _from_folder(name, folder, labels=True):
         )
         paths, indices = [], []
         for index, class_name in enumerate(class_names):
-            found = _images_under(os.path.join(folder, class_name))
+            found = images_under(os.path.join(folder, class_name))
             paths += found
             indices += [index] * len(found)
         if len(class_names) < 2 or not paths:
@@ -179,15 +213,10 @@ def _from_folder(name, folder, labels=True):
                 f"sub-folders and {len(paths)} images. Received: dataset={name!r}"
             )
 
-    def decode(path, label):
-        image = tf.io.decode_image(
-            tf.io.read_file(path), channels=3, expand_animations=False
-        )
-        return image, label
-
     train = tf.data.Dataset.from_tensor_slices(
         (paths, np.asarray(indices, "int64"))
-    ).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+    ).map(lambda path, label: (read_image(path), label),
+          num_parallel_calls=tf.data.AUTOTUNE)
     return Dataset(
         name=name,
         train=train,

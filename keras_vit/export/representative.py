@@ -166,33 +166,6 @@ def _from_npz(path, name):
     return ImageSet(images, labels, path)
 
 
-def _folder_dataset(folder, name):
-    """A flat image folder as a `tf.data.Dataset` of `(image, 0)`."""
-    import tensorflow as tf
-
-    from keras_vit.data.datasets import IMAGE_EXTENSIONS
-
-    paths = sorted(
-        os.path.join(root, f)
-        for root, _, names in os.walk(folder)
-        for f in names
-        if f.lower().endswith(IMAGE_EXTENSIONS)
-    )
-    if not paths:
-        raise ValueError(
-            f"The image folder holds no images ({', '.join(IMAGE_EXTENSIONS)}). "
-            f"Received: {name}={'folder:' + folder!r}"
-        )
-
-    def decode(path):
-        image = tf.io.decode_image(
-            tf.io.read_file(path), channels=3, expand_animations=False
-        )
-        return image, tf.constant(0, tf.int64)
-
-    return tf.data.Dataset.from_tensor_slices(paths).map(decode)
-
-
 def _from_dataset(source, image_size, num_channels, limit, split, name):
     from keras_vit import data
 
@@ -211,9 +184,13 @@ def _from_dataset(source, image_size, num_channels, limit, split, name):
             )
         try:
             dataset = data.load(source)
-            pairs, num_classes = dataset.train, dataset.num_classes
-        except ValueError:  # no class sub-folders: a flat folder of images
-            pairs, num_classes, labelled = _folder_dataset(folder, name), 1, False
+        except ValueError:  # no class sub-folders: every image, unlabelled
+            try:
+                dataset = data.load(source, labels=False)
+            except ValueError as error:
+                raise ValueError(f"{error} (from {name}={source!r})") from None
+            labelled = False
+        pairs, num_classes = dataset.train, dataset.num_classes
     else:
         try:
             dataset = data.load(source)

@@ -171,6 +171,29 @@ def test_image_folder(tmp_path):
 
 
 
+def test_image_folder_reads_webp_and_names_a_file_that_is_no_image(tmp_path):
+    # tf.io.decode_image reads WebP, which the folder reader skipped; a file
+    # that is not an image failed as "Unknown image file format", unnamed.
+    from PIL import Image
+
+    pixels = np.random.default_rng(0).integers(0, 256, (6, 5, 3), dtype=np.uint8)
+    for label in ("a", "b"):
+        (tmp_path / label).mkdir()
+        Image.fromarray(pixels).save(tmp_path / label / "0.webp", lossless=True)
+    d = data.load(f"folder:{tmp_path}")
+    assert d.num_train == 2
+    np.testing.assert_array_equal(next(iter(d.train))[0].numpy(), pixels)
+    for name, contents in (("html.jpg", b"<html>404</html>"), ("empty.png", b""),
+                           ("short.gif", b"GI")):
+        path = tmp_path / "b" / name
+        path.write_bytes(contents)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=f"{datasets.NOT_AN_IMAGE}.*{name}"):
+            for _ in data.load(f"folder:{tmp_path}").train:
+                pass
+        path.unlink()
+
+
 def test_unlabelled_image_folder(tmp_path):
     # Self-supervised pre-training reads any folder: images at the top and
     # in sub-folders, one class.
