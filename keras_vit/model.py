@@ -20,10 +20,10 @@ from keras_vit.weights import reader as weights_reader
 MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
 
 
-class MultiWorkerFit:
+class _TensorFlowMultiWorkerFit:
     """`fit` / `evaluate` fixes for MultiWorkerMirroredStrategy, mixed into
     keras_vit's models (`ViT`, `MaskedPatchPrediction`) before
-    `keras.Model`."""
+    `keras.Model` on the TensorFlow backend."""
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Keras (3.15) takes a sample batch for the symbolic build by
@@ -52,6 +52,16 @@ class MultiWorkerFit:
 
     def test_step(self, data):
         return _multi_worker_logs(super().test_step(data), self.distribute_strategy)
+
+
+class _NoFit:
+    """Other Keras backends' trainers: nothing to fix (their steps take
+    other arguments; JAX's `train_step(state, data)`)."""
+
+
+MultiWorkerFit = (
+    _TensorFlowMultiWorkerFit if keras.backend.backend() == "tensorflow" else _NoFit
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")

@@ -13,6 +13,7 @@ attention matrices; the model-level functions feed them the model's own
 weights (`ViT.intermediates_model`). Plot helpers return matplotlib figures.
 """
 
+import keras
 import numpy as np
 
 from keras_vit import validation
@@ -152,7 +153,7 @@ def attention_weights(model, images):
         List over layers of float32 `(B, heads, T, T)` NumPy arrays.
     """
     outputs = model.intermediates_model()(np.asarray(images), training=False)
-    return [np.asarray(a) for a in outputs["attention_weights"]]
+    return [keras.ops.convert_to_numpy(a) for a in outputs["attention_weights"]]
 
 
 class Rollout:
@@ -243,7 +244,7 @@ def position_embedding_similarity(model):
             "patch). Received a model with "
             f"position_embedding={model.position_embedding!r}"
         )
-    posemb = np.asarray(posemb)[0, model.num_prefix_tokens:]
+    posemb = keras.ops.convert_to_numpy(posemb)[0, model.num_prefix_tokens:]
     return cosine_similarity_grid(posemb, model.grid_size)
 
 
@@ -269,7 +270,7 @@ def embedding_filters(model, n=28):
             "model's patches are cut from a CNN feature map (stem="
             f"{model.stem!r})."
         )
-    kernel = model.get_layer("patch_encoder").projection.kernel.numpy()
+    kernel = keras.ops.convert_to_numpy(model.get_layer("patch_encoder").projection.kernel)
     filters = kernel.T.astype("float64")  # (D, P*P*C)
     filters = filters - filters.mean(axis=0, keepdims=True)
     _, _, components = np.linalg.svd(filters, full_matrices=False)

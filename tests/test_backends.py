@@ -1,0 +1,86 @@
+"""The models on Keras's JAX backend: the same numbers, `fit`, saving.
+
+keras_vit's training command, data pipelines and exports are TensorFlow's;
+the layers and models are Keras 3 and must work wherever Keras does. The
+JAX run is a subprocess (a process has one Keras backend).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import keras_vit
+from keras_vit import weights
+from tests.test_case import TINY
+from tests.test_case import random_images
+from tests.test_case import randomize_weights
+
+pytest.importorskip("jax")
+
+SCRIPT = r"""
+import json, sys
+import numpy as np
+import keras
+import keras_vit
+from keras_vit.training.masked_patches import MaskedPatchPrediction
+
+folder = sys.argv[1]
+config = json.load(open(f"{folder}/config.json"))
+inputs = np.load(f"{folder}/inputs.npz")
+model = keras_vit.ViT(**config, weights=f"{folder}/model.npz")
+np.save(f"{folder}/jax_outputs.npy", model.predict(inputs["images"], verbose=0))
+maps = keras_vit.visualize.attention_rollout(model, inputs["images"]).maps
+np.save(f"{folder}/jax_rollout.npy", maps)
+
+# fit, save and reload, as a keras.applications model.
+model.compile(optimizer=keras.optimizers.AdamW(1e-3),
+              loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+history = model.fit(inputs["images"], inputs["labels"], epochs=2, batch_size=2, verbose=0)
+model.save(f"{folder}/trained.keras")
+reloaded = keras.saving.load_model(f"{folder}/trained.keras")
+difference = float(np.max(np.abs(reloaded.predict(inputs["images"], verbose=0)
+                                 - model.predict(inputs["images"], verbose=0))))
+backbone = keras_vit.ViT(**{**config, "include_top": False, "pooling": None})
+pretraining = MaskedPatchPrediction(backbone)
+pretraining.compile(optimizer="adamw")
+mpp = pretraining.fit(inputs["images"], epochs=1, batch_size=2, verbose=0)
+print(json.dumps({"backend": keras.backend.backend(), "loss": history.history["loss"],
+                  "reload_difference": difference, "mpp_loss": mpp.history["loss"]}))
+"""
+
+
+def test_a_vit_on_the_jax_backend(tmp_path):
+    config = {**TINY, "drop_path_rate": 0.1}
+    model = keras_vit.ViT(**config)
+    randomize_weights(model, scale=0.1)
+    weights.save_npz(model, tmp_path / "model.npz")
+    images = random_images((4, 32, 32, 3))
+    np.savez(tmp_path / "inputs.npz", images=images, labels=np.arange(4) % 5)
+    with open(tmp_path / "config.json", "w") as file:
+        json.dump(config, file)
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    assert result["backend"] == "jax"
+    # The same weights compute the same outputs and attention maps.
+    np.testing.assert_allclose(
+        np.load(tmp_path / "jax_outputs.npy"), model.predict(images, verbose=0), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        np.load(tmp_path / "jax_rollout.npy"),
+        keras_vit.visualize.attention_rollout(model, images).maps,
+        atol=1e-5,
+    )
+    # fit trains (the TensorFlow-only multi-worker step fixes stay out of
+    # JAX's train_step(state, data)), and a saved model reloads as it was.
+    assert all(np.isfinite(result["loss"])) and len(result["loss"]) == 2
+    assert result["reload_difference"] == 0.0
+    assert np.isfinite(result["mpp_loss"][0])
