@@ -188,6 +188,8 @@ def _inspect(args):
         os.path.splitext(os.path.basename(p))[0] or f"image{i}"
         for i, p in enumerate(args.image)
     ]
+    if len(set(names)) < len(names):  # a/cat.jpg and b/cat.jpg
+        names = [f"{name}_{i}" for i, name in enumerate(names)]
     files = visualize.inspect(model, images.astype(np.float32), args.output, names)
     for path in files:
         print(path)

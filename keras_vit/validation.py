@@ -117,6 +117,23 @@ def size_2d(name, value):
         ) from None
 
 
+def vit(model, action):
+    """Raises `ValueError` unless `model` is a `keras_vit.ViT`; `action`
+    says what needs one (e.g. "load_weights")."""
+    from keras_vit.model import ViT
+
+    if not isinstance(model, ViT):
+        backbone = getattr(model, "backbone", None)
+        hint = (
+            f" (for a {type(model).__name__}, pass its `backbone`)"
+            if isinstance(backbone, ViT) else ""
+        )
+        raise ValueError(
+            f"{action} takes a keras_vit.ViT{hint}. Received: model={model!r}"
+        )
+    return model
+
+
 def refuse_quantized(model, action, instead):
     """Raises `ValueError` if `model` was quantized by `model.quantize()`:
     `action` (e.g. "save_npz writes float checkpoints") cannot take it;

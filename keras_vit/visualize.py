@@ -152,6 +152,7 @@ def attention_weights(model, images):
     Returns:
         List over layers of float32 `(B, heads, T, T)` NumPy arrays.
     """
+    validation.vit(model, "Attention maps")
     outputs = model.intermediates_model()(np.asarray(images), training=False)
     return [keras.ops.convert_to_numpy(a) for a in outputs["attention_weights"]]
 
@@ -192,6 +193,7 @@ def attention_rollout(model, images, head_fusion="mean", discard_ratio=0.0):
     >>> result = keras_vit.visualize.attention_rollout(model, images)
     >>> fig = keras_vit.visualize.plot_rollout(images[0], result.maps[0])
     """
+    validation.vit(model, "Attention maps")
     prefix = model.num_prefix_tokens
     attentions = attention_weights(model, images)
     matrix = rollout(attentions, prefix, head_fusion, discard_ratio)
@@ -236,6 +238,7 @@ def position_embedding_similarity(model):
         `(grid_h, grid_w, grid_h, grid_w)`: `[i, j]` is the similarity map
         of patch `(i, j)` to every patch.
     """
+    validation.vit(model, "position_embedding_similarity")
     posemb = model.get_layer("patch_encoder").position_embeddings()
     if posemb is None:
         raise ValueError(
@@ -261,9 +264,11 @@ def embedding_filters(model, n=28):
         n: int, how many components. Defaults to `28`.
 
     Returns:
-        `(n, P, P, C)` float array in [0, 1], most significant first.
+        `(k, P, P, C)` float array in [0, 1], most significant first, with
+        `k = min(n, D, P * P * C)` (there are no more components).
     """
     n = validation.positive_int("n", n)
+    validation.vit(model, "embedding_filters")
     if model.stem is not None:
         raise ValueError(
             "Embedding filters are pixel patches only for plain ViTs; this "
@@ -421,8 +426,17 @@ def inspect(model, images, output, names=None):
 
     from keras_vit.training.callbacks import atomic_write
 
+    validation.vit(model, "inspect")
     images = np.asarray(images, dtype="float32")
-    names = names or [f"image{i}" for i in range(len(images))]
+    if names is None:
+        names = [f"image{i}" for i in range(len(images))]
+    names = [str(name) for name in names]
+    if (len(names) != len(images) or len(set(names)) != len(names)
+            or any(not name or os.sep in name or name in (".", "..") for name in names)):
+        raise ValueError(
+            "`names` must hold one distinct file-name part per image (no "
+            f"path separators). Received: names={names!r} for {len(images)} images"
+        )
     os.makedirs(output, exist_ok=True)
     written = []
 

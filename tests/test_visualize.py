@@ -169,3 +169,45 @@ def test_inspect_command_on_a_saved_model_and_image_files(tmp_path, capsys):
     assert os.path.isfile(os.path.join(out, "index.html"))
     assert cli.main(["inspect", path, "--image", str(tmp_path / "no.png"), "--output", out]) == 2
     assert "Could not read the image" in capsys.readouterr().err
+    # Two files of one name (a/photo.png, b/photo.png) get a figure each.
+    (tmp_path / "b").mkdir()
+    Image.open(image).save(tmp_path / "b" / "photo.png")
+    assert cli.main(["inspect", path, "--image", image, "--image",
+                     str(tmp_path / "b" / "photo.png"), "--output", out]) == 0
+    assert os.path.isfile(os.path.join(out, "rollout_photo_0.png"))
+    assert os.path.isfile(os.path.join(out, "rollout_photo_1.png"))
+
+
+def test_inspect_refuses_names_that_do_not_fit_the_images(tmp_path):
+    # Too few names skipped images, duplicates overwrote each other's
+    # figures, and a name with a separator wrote outside `output`.
+    model = _model()
+    images = random_images((2, 32, 48, 3))
+    for names in (["a"], ["a", "a"], ["a", "../b"], ["a", "b", "c"]):
+        with pytest.raises(ValueError, match=r"`names` must hold one distinct"):
+            visualize.inspect(model, images, str(tmp_path / "out"), names=names)
+    assert not (tmp_path / "out").exists()
+
+
+def test_functions_of_a_vit_refuse_other_models(tmp_path):
+    import keras
+
+    from keras_vit import weights
+    from keras_vit.training.masked_patches import MaskedPatchPrediction
+
+    other = keras.Sequential([keras.Input((32, 48, 3)), keras.layers.Flatten(),
+                              keras.layers.Dense(2)])
+    images = random_images((1, 32, 48, 3))
+    for call in (lambda m: visualize.attention_rollout(m, images),
+                 lambda m: visualize.mean_attention_distance(m, images),
+                 lambda m: visualize.position_embedding_similarity(m),
+                 lambda m: visualize.embedding_filters(m),
+                 lambda m: visualize.inspect(m, images, str(tmp_path / "out")),
+                 lambda m: weights.save_npz(m, tmp_path / "m.npz"),
+                 lambda m: keras_vit.load_weights(m, tmp_path / "m.npz")):
+        with pytest.raises(ValueError, match=r"takes a keras_vit.ViT\. Received: model=<Sequential"):
+            call(other)
+    pretraining = MaskedPatchPrediction(_model(include_top=False, pooling=None))
+    with pytest.raises(ValueError, match="pass its `backbone`"):
+        visualize.attention_rollout(pretraining, images)
+    assert os.listdir(tmp_path) == []

@@ -24,6 +24,11 @@ import numpy as np
 from keras_vit import files
 from keras_vit import validation
 from keras_vit.export import models
+from keras_vit.export.verification import VerificationError
+
+#: The oldest ONNX opset the graph converts to: `Erf` (the exact GELU)
+#: arrived in opset 9.
+MIN_OPSET = 9
 
 
 def _require(module):
@@ -42,6 +47,19 @@ def available():
     import importlib.util
 
     return all(importlib.util.find_spec(m) for m in ("tf2onnx", "onnxruntime"))
+
+
+def _tf2onnx_constants():
+    _require("tf2onnx")
+    from tf2onnx import constants
+
+    return constants
+
+
+def _tf2onnx_version():
+    import tf2onnx
+
+    return tf2onnx.__version__
 
 
 @functools.cache
@@ -169,9 +187,11 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
         output: str, the `.onnx` path; its folder must exist.
         batch_size: int, the static batch, or `None` for a dynamic batch.
             Defaults to `1`.
-        opset: int, the ONNX opset. Defaults to `17`.
+        opset: int, the ONNX opset, from `MIN_OPSET` (9) to the newest
+            tf2onnx writes (18 in tf2onnx 1.17). Defaults to `17`.
         verify: bool, whether to compare against Keras. Defaults to `True`.
         atol: float, the largest |difference| allowed. Defaults to `1e-4`.
+            A larger difference raises `VerificationError` (a `ValueError`).
         external_data: bool or `None`, whether the weights go to a separate
             `<output>.data` file (ONNX's external-data format; keep it
             beside the model). Defaults to `None`: only above
@@ -193,6 +213,16 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
     output = files.check_output_path(output)
     if batch_size is not None:
         validation.positive_int("batch_size", batch_size)
+    opset = validation.positive_int("opset", opset)
+    highest = max(_tf2onnx_constants().OPSET_TO_IR_VERSION)
+    if not MIN_OPSET <= opset <= highest:
+        raise ValueError(
+            f"`opset` must be between {MIN_OPSET} (ONNX's Erf, for the exact "
+            f"GELU) and {highest} (the newest tf2onnx "
+            f"{_tf2onnx_version()} writes). Received: opset={opset}"
+        )
+    atol = validation.non_negative_float("atol", atol)
+    validation.boolean("verify", verify)
     if external_data is not None and not isinstance(external_data, bool):
         raise ValueError(
             "external_data must be True, False or None. Received: "
@@ -217,7 +247,7 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
             got = run_onnx(tmp, x)
             error = float(np.max(np.abs(got - expected)))
             if not error <= atol:
-                raise RuntimeError(
+                raise VerificationError(
                     f"The ONNX export differs from Keras by up to {error:.3g} "
                     f"(limit {atol:g}); {output!r} was not written."
                 )

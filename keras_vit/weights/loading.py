@@ -258,6 +258,7 @@ def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=
     >>> model = keras_vit.ViT_B16(num_classes=37, image_size=384)
     >>> keras_vit.load_weights(model, "ViT-B_16.npz")
     """
+    validation.vit(model, "load_weights")
     validation.refuse_quantized(
         model,
         "checkpoints hold float weights",

@@ -183,6 +183,7 @@ def to_original(model):
     """
     from keras_vit import ops as vit_ops
 
+    validation.vit(model, "The original .npz layout (save_npz)")
     validation.refuse_quantized(
         model,
         "the original .npz layout holds float weights",

@@ -47,11 +47,32 @@ def test_bad_output_folder_leaves_nothing(random_model, tmp_path):
 
 
 @pytest.mark.parametrize("external_data", [False, True])
-def test_a_mismatch_leaves_no_file(random_model, tmp_path, external_data):
+def test_a_mismatch_leaves_no_file(random_model, tmp_path, external_data, monkeypatch):
     target = tmp_path / "m.onnx"
-    with pytest.raises(RuntimeError, match="differs from Keras"):
-        export.export_onnx(random_model, target, atol=-1.0, external_data=external_data)
+    run = onnx_lib.run_onnx
+    monkeypatch.setattr(onnx_lib, "run_onnx", lambda path, x: run(path, x) + 1e-3)
+    with pytest.raises(export.VerificationError, match="differs from Keras by up to 0.001"):
+        export.export_onnx(random_model, target, external_data=external_data)
     assert os.listdir(tmp_path) == []
+
+
+def test_bad_arguments_are_refused_by_name(random_model, tmp_path):
+    # opset 7 wrote a graph ONNX Runtime rejected; a negative atol failed
+    # every export as a "mismatch".
+    from tf2onnx import constants
+
+    newest = max(constants.OPSET_TO_IR_VERSION)
+    for kwargs, message in [({"opset": 7}, "opset=7"),
+                            ({"opset": newest + 1}, f"opset={newest + 1}"),
+                            ({"opset": "17"}, "opset='17'"),
+                            ({"atol": -1.0}, "atol=-1.0"),
+                            ({"verify": "yes"}, "verify='yes'")]:
+        with pytest.raises(ValueError, match=message):
+            export.export_onnx(random_model, tmp_path / "m.onnx", **kwargs)
+    assert os.listdir(tmp_path) == []
+    path = export.export_onnx(random_model, tmp_path / "m.onnx", opset=onnx_lib.MIN_OPSET)
+    x = np.random.default_rng(1).uniform(0, 255, (1, 32, 32, 3)).astype("float32")
+    np.testing.assert_allclose(onnx_lib.run_onnx(path, x), np.asarray(random_model(x)), atol=1e-4)
 
 
 def test_weights_are_initializers_with_the_models_values(random_model, tmp_path):
