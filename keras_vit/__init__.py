@@ -1,6 +1,7 @@
 """keras_vit: the Vision Transformer (arXiv 2010.11929) for Keras 3."""
 
 from keras_vit import data
+from keras_vit import evaluation
 from keras_vit import layers
 from keras_vit import ops
 from keras_vit import training  # also registers the optimizer and schedule of trained .keras files
@@ -64,6 +65,7 @@ __all__ = [
     "load_weights",
     "ops",
     "data",
+    "evaluation",
     "training",
     "visualize",
     "variants",

@@ -174,6 +174,18 @@ def _train(args):
     print(f"outputs in {result.output}")
 
 
+def _few_shot(args):
+    from keras_vit import evaluation
+    from keras_vit.export.models import load_model
+
+    model = load_model(args.model, args.weights, args.image_size)
+    result = evaluation.few_shot(
+        model, args.dataset, shots=args.shots, seeds=args.seeds, l2_reg=args.l2_reg,
+        data_dir=args.data_dir, batch_size=args.batch_size,
+    )
+    print(result.summary())
+
+
 def _inspect(args):
     import numpy as np
 
@@ -305,6 +317,29 @@ def build_parser():
     ins.add_argument("--weights", default=None, help="preset or checkpoint, with a builder name")
     ins.add_argument("--image-size", type=int, default=None)
     ins.set_defaults(run=_inspect)
+
+    few = sub.add_parser(
+        "few-shot",
+        help="the paper's linear few-shot accuracy of a model's representation",
+        description="Linear few-shot evaluation (arXiv 2010.11929, Sec. 4.1): "
+                    "regularised least squares from the frozen representation "
+                    "of k training images per class to {-1, 1}^K, accuracy on "
+                    "the test split; big_vision's settings (see "
+                    "keras_vit.evaluation).",
+    )
+    few.add_argument("model", help="a .keras file or a builder name (ViT_B16)")
+    few.add_argument("--dataset", required=True,
+                     help="digits, fashion_mnist, folder:PATH or a tensorflow_datasets name")
+    few.add_argument("--data-dir", default=None, help="tensorflow_datasets folder")
+    few.add_argument("--shots", type=int, nargs="+", default=[1, 5, 10, 25],
+                     help="examples per class (default 1 5 10 25)")
+    few.add_argument("--seeds", type=int, default=3, help="random draws (default 3)")
+    few.add_argument("--l2-reg", type=float, default=1024.0,
+                     help="L2 penalty (default 2^10, big_vision's)")
+    few.add_argument("--weights", default=None, help="preset or checkpoint, with a builder name")
+    few.add_argument("--image-size", type=int, default=None)
+    few.add_argument("--batch-size", type=int, default=64)
+    few.set_defaults(run=_few_shot)
 
     bench = sub.add_parser(
         "benchmark",

@@ -126,6 +126,18 @@ def load_images(source, image_size, num_channels=3, limit=100, split="test",
     return ImageSet(images, labels, result.source)
 
 
+def model_pixels(images, num_channels):
+    """`eval_pipeline`'s RGB batches as a model with `num_channels` (1 or 3)
+    takes them: clipped to [0, 255] (antialiased resizing overshoots), and
+    for one channel the luma with ITU-R 601 weights, which sum to 1, so that
+    a grayscale source (digits; the pipeline repeats it in three channels)
+    comes back as it was."""
+    images = np.clip(images, 0.0, 255.0)
+    if num_channels == 1:
+        images = images @ np.asarray(GRAY_WEIGHTS, "float32")[:, None]
+    return images
+
+
 def _describe(source):
     if isinstance(source, np.ndarray):
         return f"<array of shape {source.shape}>"
@@ -211,12 +223,7 @@ def _from_dataset(source, image_size, num_channels, limit, split, name):
         labels.append(np.argmax(y, axis=-1))
     if not images:
         raise ValueError(f"`{name}` holds no images. Received: {name}={source!r}")
-    images = np.clip(np.concatenate(images), 0.0, 255.0)  # antialiased resizing overshoots
-    if num_channels == 1:
-        # The pipeline gives RGB (grayscale sources, such as digits, as three
-        # equal channels); luma with ITU-R 601 weights, which sum to 1, so a
-        # grayscale source comes back as it was.
-        images = images @ np.asarray(GRAY_WEIGHTS, "float32")[:, None]
+    images = model_pixels(np.concatenate(images), num_channels)
     return ImageSet(
         images,
         np.concatenate(labels) if labelled else None,

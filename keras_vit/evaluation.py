@@ -1,0 +1,277 @@
+"""Linear few-shot evaluation: the paper's measure of a representation.
+
+"Few-shot accuracies are obtained by solving a regularized least-squares
+regression problem that maps the (frozen) representation of a subset of
+training images to {-1, 1}^K target vectors" (arXiv 2010.11929, Sec. 4.1).
+It is the measure behind the paper's Figures 3-5 and its ablations (the
+position-embedding table of Appendix D.4 is ImageNet 5-shot).
+
+The settings the paper leaves open are big_vision's standard few-shot
+evaluator's (`big_vision/evaluators/fewshot_lsr.py` and
+`configs/common_fewshot.py`, the code the paper's authors wrote later):
+the representation is the pre-logits layer (or, without one, the pooled
+feature that feeds the head); the features are standardised per dimension
+on the few-shot training set; a constant feature of 100 stands for the
+bias (large, so that it is almost unregularised); the L2 penalty is
+2^10; 1, 5, 10 and 25 shots per class, 3 seeds, each seed drawing one
+random order of every class's examples and taking its first k (so the
+5 shots hold the 1 shot). Only the images a seed draws are run through the
+model; the whole test split is.
+
+Example:
+
+>>> result = keras_vit.evaluation.few_shot(model, "digits", shots=(1, 5, 10))
+>>> print(result.summary())
+>>> result.mean(5)
+"""
+
+import dataclasses
+
+import numpy as np
+
+from keras_vit import validation
+
+#: The shots per class of big_vision's standard evaluator.
+SHOTS = (1, 5, 10, 25)
+#: Its L2 penalty.
+L2_REG = 2.0 ** 10
+#: The constant feature that stands for the bias.
+BIAS_FEATURE = 100.0
+
+
+@dataclasses.dataclass
+class FewShotResult:
+    """Linear few-shot accuracies.
+
+    Attributes:
+        accuracy: `{shots: [accuracy of each seed]}`.
+        num_classes: classes of the task.
+        num_test: test images each accuracy is measured on.
+        dataset: where the images came from.
+        l2_reg: the L2 penalty used.
+    """
+
+    accuracy: dict
+    num_classes: int
+    num_test: int
+    dataset: str = ""
+    l2_reg: float = L2_REG
+
+    def mean(self, shots):
+        """The mean accuracy over seeds at `shots` per class."""
+        return float(np.mean(self.accuracy[shots]))
+
+    def summary(self):
+        """A table: shots, mean accuracy and each seed's."""
+        lines = [
+            f"linear few-shot on {self.dataset or 'the data'}: {self.num_classes} "
+            f"classes, {self.num_test} test images, L2 {self.l2_reg:g}",
+            "  shots  accuracy  (per seed)",
+        ]
+        for shots, values in sorted(self.accuracy.items()):
+            seeds = ", ".join(f"{v:.4f}" for v in values)
+            lines.append(f"  {shots:>5}  {self.mean(shots):.4f}    ({seeds})")
+        return "\n".join(lines)
+
+
+def fit_predict(train_features, train_labels, test_features, num_classes, l2_reg=L2_REG):
+    """Regularised least squares to {-1, 1}^K targets, in closed form.
+
+    Args:
+        train_features: `(N, D)` features of the few-shot examples.
+        train_labels: `(N,)` int labels in `[0, num_classes)`.
+        test_features: `(M, D)` features to classify.
+        num_classes: int, `K`.
+        l2_reg: float > 0, the penalty on the weights. Defaults to `2**10`.
+
+    Returns:
+        `(M,)` predicted labels.
+    """
+    l2_reg = validation.positive_float("l2_reg", l2_reg)
+    x = np.asarray(train_features, "float64")
+    mean = x.mean(axis=0, keepdims=True)
+    std = x.std(axis=0, keepdims=True) + 1e-5
+    x = _with_bias((x - mean) / std)
+    y = 2.0 * np.eye(num_classes)[np.asarray(train_labels)] - 1.0
+    n, d = x.shape
+    # min ||x w - y||^2 + l2 ||w||^2: (x'x + l2 I)^-1 x'y, or with fewer
+    # examples than features the same as x'(x x' + l2 I)^-1 y (smaller).
+    if n >= d:
+        w = np.linalg.solve(x.T @ x + l2_reg * np.eye(d), x.T @ y)
+    else:
+        w = x.T @ np.linalg.solve(x @ x.T + l2_reg * np.eye(n), y)
+    test = _with_bias((np.asarray(test_features, "float64") - mean) / std)
+    return np.argmax(test @ w, axis=1)
+
+
+def _with_bias(x):
+    return np.concatenate([x, np.full((len(x), 1), BIAS_FEATURE)], axis=1)
+
+
+def sample_shots(labels, num_classes, shots, seed):
+    """Each class's first `k` examples in one random order per seed.
+
+    Returns:
+        `{k: indices into labels}` for every `k` in `shots` (larger `k`
+        hold the smaller ones' examples).
+
+    Raises:
+        ValueError: if a class has fewer than `max(shots)` examples.
+    """
+    labels = np.asarray(labels)
+    rng = np.random.default_rng(seed)
+    orders = [rng.permutation(np.flatnonzero(labels == c)) for c in range(num_classes)]
+    most = max(shots)
+    short = [(c, len(order)) for c, order in enumerate(orders) if len(order) < most]
+    if short:
+        listing = ", ".join(f"class {c}: {n}" for c, n in short[:5])
+        raise ValueError(
+            f"Every class needs {most} training examples for shots={list(shots)}; "
+            f"{len(short)} class(es) have fewer ({listing}"
+            f"{' ...' if len(short) > 5 else ''})."
+        )
+    return {k: np.concatenate([order[:k] for order in orders]) for k in shots}
+
+
+def linear_few_shot(train_features, train_labels, test_features, test_labels,
+                    num_classes, shots=SHOTS, seeds=3, l2_reg=L2_REG):
+    """Few-shot accuracies of features already computed.
+
+    Args:
+        train_features: `(N, D)` features of the training split (or of the
+            examples `sample_shots` picks; the others are not read).
+        train_labels: `(N,)` int labels.
+        test_features: `(M, D)` features of the test split.
+        test_labels: `(M,)` int labels.
+        num_classes: int.
+        shots: examples per class, a sequence of positive ints. Defaults
+            to `(1, 5, 10, 25)`.
+        seeds: int, how many random draws. Defaults to `3`.
+        l2_reg: float, the L2 penalty. Defaults to `2**10`.
+
+    Returns:
+        A `FewShotResult`.
+    """
+    shots, seeds = _check(shots, seeds)
+    l2_reg = validation.positive_float("l2_reg", l2_reg)
+    train_features = np.asarray(train_features)
+    train_labels = np.asarray(train_labels)
+    test_labels = np.asarray(test_labels)
+    accuracy = {k: [] for k in shots}
+    for seed in range(seeds):
+        for k, indices in sample_shots(train_labels, num_classes, shots, seed).items():
+            predicted = fit_predict(train_features[indices], train_labels[indices],
+                                    test_features, num_classes, l2_reg)
+            accuracy[k].append(float(np.mean(predicted == test_labels)))
+    return FewShotResult(accuracy, num_classes, len(test_labels), l2_reg=l2_reg)
+
+
+def _check(shots, seeds):
+    if isinstance(shots, (int, np.integer)):
+        shots = (shots,)
+    shots = tuple(validation.positive_int("shots", k) for k in shots)
+    if not shots or len(set(shots)) != len(shots):
+        raise ValueError(
+            f"`shots` must hold distinct positive integers. Received: shots={shots!r}"
+        )
+    return tuple(sorted(shots)), validation.positive_int("seeds", seeds)
+
+
+def representation_model(model):
+    """A model from `model`'s input to the representation few-shot reads:
+    the pre-logits layer's output, else the pooled feature that feeds the
+    head (for `include_top=False`, the model's own output).
+
+    Raises:
+        ValueError: for a model that is not a `keras_vit.ViT`, or one
+            without pooling (its output is a token sequence).
+    """
+    import keras
+
+    validation.vit(model, "Few-shot evaluation")
+    names = [layer.name for layer in model.layers]
+    for name in ("pre_logits", "pooling"):
+        if name in names:
+            return keras.Model(model.input, model.get_layer(name).output,
+                               name=f"{model.name}_representation")
+    raise ValueError(
+        "Few-shot evaluation needs one feature vector per image, and this "
+        "model returns its tokens (pooling=None). Received: model="
+        f"{model.name!r} with pooling={model.pooling!r}"
+    )
+
+
+def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
+             batch_size=64):
+    """The paper's linear few-shot evaluation of a model's representation.
+
+    Args:
+        model: a `keras_vit.ViT` (its pre-logits or pooled feature is read;
+            the head is not used), a `.keras` file or a builder name.
+        dataset: a name `keras_vit.data.load` reads (`"digits"`,
+            `"fashion_mnist"`, `"folder:PATH"`, a tensorflow_datasets name)
+            or a loaded `keras_vit.data.Dataset`; it needs a test split.
+        shots: examples per class. Defaults to `(1, 5, 10, 25)`.
+        seeds: int, random draws of the examples. Defaults to `3`.
+        l2_reg: float, the L2 penalty. Defaults to `2**10`.
+        data_dir: tensorflow_datasets folder. Defaults to `None`.
+        batch_size: int, images per forward pass. Defaults to `64`.
+
+    Returns:
+        A `FewShotResult`.
+
+    Example:
+
+    >>> result = few_shot(keras_vit.ViT_B16(weights="in21k"), "cifar100", shots=5)
+    """
+    import tensorflow as tf
+
+    from keras_vit import data
+    from keras_vit.export.models import load_model
+
+    shots, seeds = _check(shots, seeds)
+    l2_reg = validation.positive_float("l2_reg", l2_reg)
+    batch_size = validation.positive_int("batch_size", batch_size)
+    model = load_model(model)
+    features_of = representation_model(model)
+    if not isinstance(dataset, data.Dataset):
+        dataset = data.load(dataset, data_dir=data_dir)
+    if dataset.test is None:
+        raise ValueError(
+            "Few-shot evaluation needs a test split, and this dataset has "
+            f"none. Received: dataset={dataset.name!r}"
+        )
+    num_classes = dataset.num_classes
+    labels = np.concatenate([
+        y for y in dataset.train.map(lambda image, label: label).batch(4096).as_numpy_iterator()
+    ])
+    draws = [sample_shots(labels, num_classes, shots, seed) for seed in range(seeds)]
+    chosen = np.zeros(len(labels), bool)
+    for draw in draws:
+        chosen[draw[shots[-1]]] = True
+    keep = tf.constant(chosen)
+    subset = (dataset.train.enumerate()
+              .filter(lambda i, example: keep[i])
+              .map(lambda i, example: example))
+    features = np.zeros((len(labels), features_of.output_shape[-1]), "float32")
+    features[chosen] = _features(features_of, subset, num_classes, batch_size)[0]
+    test_features, test_labels = _features(features_of, dataset.test, num_classes, batch_size)
+    result = linear_few_shot(features, labels, test_features, test_labels, num_classes,
+                             shots, seeds, l2_reg)
+    result.dataset = dataset.name
+    return result
+
+
+def _features(model, pairs, num_classes, batch_size):
+    """`(features, labels)` of a dataset of `(image, label)`, in order."""
+    from keras_vit import data
+    from keras_vit.export.representative import model_pixels
+
+    height, width, channels = model.input_shape[1:]
+    features, labels = [], []
+    for images, onehot in data.eval_pipeline(
+            pairs, num_classes, (height, width), batch_size).as_numpy_iterator():
+        images = model_pixels(images, channels)
+        features.append(np.asarray(model.predict_on_batch(images), "float32"))
+        labels.append(np.argmax(onehot, axis=-1))
+    return np.concatenate(features), np.concatenate(labels)

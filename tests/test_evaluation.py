@@ -1,0 +1,114 @@
+"""Linear few-shot evaluation: the closed form, the draws, a model end to end."""
+
+import keras
+import numpy as np
+import pytest
+
+import keras_vit
+from keras_vit import cli
+from keras_vit import evaluation
+from tests.test_case import TINY
+from tests.test_case import randomize_weights
+
+
+def _ridge_reference(x, labels, test, num_classes, l2_reg):
+    """The same problem through scikit-learn's Ridge (an independent solver):
+    standardised features, a constant feature of 100, targets in {-1, 1}."""
+    from sklearn.linear_model import Ridge
+
+    mean, std = x.mean(axis=0), x.std(axis=0) + 1e-5
+
+    def design(f):
+        return np.hstack([(f - mean) / std, np.full((len(f), 1), 100.0)])
+
+    targets = 2.0 * np.eye(num_classes)[labels] - 1.0
+    ridge = Ridge(alpha=l2_reg, fit_intercept=False, solver="cholesky")
+    return ridge.fit(design(x), targets).predict(design(test)).argmax(axis=1)
+
+
+@pytest.mark.parametrize("n, d", [(40, 8), (12, 30)])  # more examples than features, and fewer
+def test_closed_form_matches_ridge_regression(n, d):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, d)) * rng.uniform(0.1, 10, d) + rng.normal(size=d)
+    labels = np.arange(n) % 4
+    test = rng.normal(size=(200, d)) * 3
+    for l2_reg in (1e-2, 1.0, 1024.0):
+        np.testing.assert_array_equal(
+            evaluation.fit_predict(x, labels, test, 4, l2_reg),
+            _ridge_reference(x, labels, test, 4, l2_reg),
+        )
+
+
+def test_separable_features_are_classified():
+    # Class c's features sit around 5 * e_c: one shot each is enough.
+    rng = np.random.default_rng(1)
+    labels = np.repeat(np.arange(5), 30)
+    features = 5 * np.eye(5)[labels] + rng.normal(scale=0.3, size=(150, 5))
+    result = evaluation.linear_few_shot(features, labels, features, labels, 5,
+                                        shots=(1, 5), seeds=2)
+    assert result.accuracy[5] == [1.0, 1.0] and result.mean(1) > 0.95
+    assert result.l2_reg == 1024.0
+
+
+def test_draws_take_k_per_class_nested_and_by_seed():
+    labels = np.repeat(np.arange(3), [10, 7, 12])
+    draws = evaluation.sample_shots(labels, 3, (1, 5), seed=0)
+    for k in (1, 5):
+        assert np.bincount(labels[draws[k]], minlength=3).tolist() == [k] * 3
+    assert set(draws[1]) <= set(draws[5])
+    again = evaluation.sample_shots(labels, 3, (1, 5), seed=0)
+    other = evaluation.sample_shots(labels, 3, (1, 5), seed=1)
+    np.testing.assert_array_equal(draws[5], again[5])
+    assert not np.array_equal(draws[5], other[5])
+    with pytest.raises(ValueError, match=r"needs 8 training examples.*class 1: 7"):
+        evaluation.sample_shots(labels, 3, (1, 8), seed=0)
+
+
+def test_bad_arguments_are_named():
+    x, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
+    for kwargs, message in [({"shots": 0}, "shots=0"), ({"shots": (5, 5)}, "distinct"),
+                            ({"seeds": 0}, "seeds=0"), ({"l2_reg": -1.0}, "l2_reg=-1.0")]:
+        with pytest.raises(ValueError, match=message):
+            evaluation.linear_few_shot(x, y, x, y, 2, **kwargs)
+
+
+def test_few_shot_of_a_model_on_digits(capsys):
+    # The representation is the pre-logits layer's, else the pooled token.
+    with_pre_logits = keras_vit.ViT(**TINY, representation_size=12)
+    assert evaluation.representation_model(with_pre_logits).output_shape == (None, 12)
+    with pytest.raises(ValueError, match="pooling=None"):
+        evaluation.representation_model(keras_vit.ViT(**TINY, include_top=False, pooling=None))
+    keras.utils.set_random_seed(0)
+    model = keras_vit.ViT(**{**TINY, "num_classes": 3, "hidden_dim": 64, "mlp_dim": 128})
+    assert evaluation.representation_model(model).output_shape == (None, 64)
+    result = evaluation.few_shot(model, "digits", shots=(1, 10), seeds=2)
+    print(result.summary())
+    assert result.num_classes == 10 and result.num_test == 360 and result.dataset == "digits"
+    assert sorted(result.accuracy) == [1, 10] and all(len(v) == 2 for v in result.accuracy.values())
+    # An untrained model's features of digits are already far above chance
+    # at 10 shots (0.44-0.46 here; chance 0.1), which labels out of step
+    # with the images would bring down to chance.
+    assert result.mean(10) > 0.3
+    # The features are the model's: computing them by hand gives the same.
+    from keras_vit.export import load_images
+
+    train = load_images("digits", (32, 32), limit=None, split="train")
+    test = load_images("digits", (32, 32), limit=None, split="test")
+    features = evaluation.representation_model(model)
+    by_hand = evaluation.linear_few_shot(
+        features.predict(train.images, verbose=0), train.labels,
+        features.predict(test.images, verbose=0), test.labels, 10, shots=(1, 10), seeds=2)
+    for k in (1, 10):
+        np.testing.assert_allclose(result.accuracy[k], by_hand.accuracy[k], atol=0.006)
+
+
+def test_few_shot_command(tmp_path, capsys):
+    model = keras_vit.ViT(**TINY)
+    randomize_weights(model, scale=0.3)
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    assert cli.main(["few-shot", path, "--dataset", "digits", "--shots", "2", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "linear few-shot on digits: 10 classes, 360 test images, L2 1024" in out
+    assert cli.main(["few-shot", path, "--dataset", "digits", "--shots", "500"]) == 2
+    assert "needs 500 training examples" in capsys.readouterr().err
