@@ -224,8 +224,6 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
 
     >>> result = few_shot(keras_vit.ViT_B16(weights="in21k"), "cifar100", shots=5)
     """
-    import tensorflow as tf
-
     from keras_vit import data
     from keras_vit.export.models import load_model
 
@@ -242,19 +240,18 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
             f"none. Received: dataset={dataset.name!r}"
         )
     num_classes = dataset.num_classes
-    labels = np.concatenate([
-        y for y in dataset.train.map(lambda image, label: label).batch(4096).as_numpy_iterator()
-    ])
+    labels = dataset.train_labels
+    if labels is None:  # a tensorflow_datasets split: one pass over the labels
+        labels = np.concatenate(list(
+            dataset.train.map(lambda image, label: label).batch(4096).as_numpy_iterator()
+        ))
     draws = [sample_shots(labels, num_classes, shots, seed) for seed in range(seeds)]
     chosen = np.zeros(len(labels), bool)
     for draw in draws:
         chosen[draw[shots[-1]]] = True
-    keep = tf.constant(chosen)
-    subset = (dataset.train.enumerate()
-              .filter(lambda i, example: keep[i])
-              .map(lambda i, example: example))
     features = np.zeros((len(labels), features_of.output_shape[-1]), "float32")
-    features[chosen] = _features(features_of, subset, num_classes, batch_size)[0]
+    features[chosen] = _features(features_of, dataset.subset(np.flatnonzero(chosen)),
+                                 num_classes, batch_size)[0]
     test_features, test_labels = _features(features_of, dataset.test, num_classes, batch_size)
     result = linear_few_shot(features, labels, test_features, test_labels, num_classes,
                              shots, seeds, l2_reg)

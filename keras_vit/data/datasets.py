@@ -65,6 +65,12 @@ class Dataset:
         num_train: examples in `train` (`None` if unknown).
         num_test: examples in `test`.
         channels: image channels (1 or 3), or `None` if they vary.
+        train_labels: the labels of `train` in order, when they are known
+            without reading the images (arrays, image folders), else `None`.
+        select: `select(indices)` -> the `train` examples at `indices`, in
+            that order, reading only those (arrays, image folders), or `None`.
+        select_range: `select_range(start, stop)` -> a contiguous run of
+            `train` read alone (tensorflow_datasets' split slicing), or `None`.
     """
 
     name: str
@@ -74,10 +80,44 @@ class Dataset:
     num_train: int = None
     num_test: int = None
     channels: int = None
+    train_labels: object = dataclasses.field(default=None, repr=False)
+    select: object = dataclasses.field(default=None, repr=False)
+    select_range: object = dataclasses.field(default=None, repr=False)
 
     @property
     def num_classes(self):
         return len(self.class_names)
+
+    def subset(self, indices):
+        """The training examples at `indices` (increasing), in order: read
+        alone where the source allows, else filtered out of `train`."""
+        indices = np.asarray(indices, "int64")
+        if self.select is not None:
+            return self.select(indices)
+        from keras_vit.data.pipeline import select_indices
+
+        return select_indices(self.train, indices)
+
+    def holdout(self, fraction, seed=0):
+        """Holds a fraction of `train` out, the same way every time.
+
+        Image folders and arrays hold out a random `fraction` (by `seed`),
+        read without the other images; a tensorflow_datasets split its last
+        `fraction` (its records were shuffled when it was prepared), read
+        with split slicing; any other source filters its examples by index.
+        Nothing is buffered in memory.
+
+        Returns:
+            `(train, validation, num_train, num_validation)`.
+        """
+        from keras_vit.data.pipeline import holdout_indices
+
+        train, held = holdout_indices(self.num_train, fraction, seed)
+        if self.select is None and self.select_range is not None:
+            return (self.select_range(0, len(train)),
+                    self.select_range(len(train), self.num_train),
+                    len(train), len(held))
+        return self.subset(train), self.subset(held), len(train), len(held)
 
 
 def _read_idx(path):
@@ -137,14 +177,21 @@ def _from_arrays(name, splits, class_names):
     (x_train, y_train), (x_test, y_test) = splits
     if x_train.ndim == 3:
         x_train, x_test = x_train[..., None], x_test[..., None]
+    y_train = y_train.astype("int64")
+
+    def select(indices):
+        return tf.data.Dataset.from_tensor_slices((x_train[indices], y_train[indices]))
+
     return Dataset(
         name=name,
-        train=tf.data.Dataset.from_tensor_slices((x_train, y_train.astype("int64"))),
+        train=tf.data.Dataset.from_tensor_slices((x_train, y_train)),
         test=tf.data.Dataset.from_tensor_slices((x_test, y_test.astype("int64"))),
         class_names=list(class_names),
         num_train=len(x_train),
         num_test=len(x_test),
         channels=x_train.shape[-1],
+        train_labels=y_train,
+        select=select,
     )
 
 
@@ -213,17 +260,24 @@ def _from_folder(name, folder, labels=True):
                 f"sub-folders and {len(paths)} images. Received: dataset={name!r}"
             )
 
-    train = tf.data.Dataset.from_tensor_slices(
-        (paths, np.asarray(indices, "int64"))
-    ).map(lambda path, label: (read_image(path), label),
-          num_parallel_calls=tf.data.AUTOTUNE)
+    paths = np.asarray(paths)
+    labels = np.asarray(indices, "int64")
+
+    def select(chosen):
+        return tf.data.Dataset.from_tensor_slices((paths[chosen], labels[chosen])).map(
+            lambda path, label: (read_image(path), label),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+
     return Dataset(
         name=name,
-        train=train,
+        train=select(np.arange(len(paths))),
         test=None,
         class_names=class_names,
         num_train=len(paths),
         channels=3,
+        train_labels=labels,
+        select=select,
     )
 
 
@@ -301,10 +355,12 @@ def _from_tfds(name, data_dir, labels=True):
             f"also \"unlabelled\"): it has {', '.join(splits) or 'none'}. "
             f"Received: dataset={name!r}"
         )
+    single = "+" not in train_split
     return Dataset(
         name=name,
         train=read(train_split),
         test=None if test_split is None else read(test_split),
+        select_range=(lambda start, stop: read(f"{train_split}[{start}:{stop}]")) if single else None,
         class_names=class_names,
         num_train=sum(splits[s].num_examples for s in train_split.split("+")),
         num_test=None if test_split is None else splits[test_split].num_examples,

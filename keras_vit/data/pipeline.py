@@ -8,6 +8,8 @@ one-hot float32 labels (so MixUp / CutMix and label smoothing apply).
 
 import dataclasses
 
+import numpy as np
+
 from keras_vit import validation
 
 
@@ -291,12 +293,9 @@ def eval_pipeline(dataset, num_classes, image_size, batch_size, drop_remainder=F
     )
 
 
-def split_validation(dataset, num_examples, fraction, seed=0):
-    """Splits a held-out fraction off a dataset, the same way every time.
-
-    Returns:
-        `(train, validation, num_train, num_validation)`.
-    """
+def holdout_indices(num_examples, fraction, seed=0):
+    """`(train, held_out)`: increasing indices of `num_examples` examples, a
+    random `fraction` held out (at least one), the same for the same seed."""
     if not 0 < fraction < 1:
         raise ValueError(
             "`validation_split` must be in (0, 1). "
@@ -307,14 +306,46 @@ def split_validation(dataset, num_examples, fraction, seed=0):
             "A validation split needs the dataset's size, which is unknown "
             "for this dataset."
         )
-    num_validation = max(1, int(round(num_examples * fraction)))
-    # A fixed order (shuffled once with the seed) so the split is stable.
-    ordered = dataset.shuffle(
-        num_examples, seed=seed, reshuffle_each_iteration=False
-    )
+    num_held = max(1, int(round(num_examples * fraction)))
+    order = np.random.default_rng(seed).permutation(num_examples)
+    return np.sort(order[num_held:]), np.sort(order[:num_held])
+
+
+def select_indices(dataset, indices):
+    """The examples of `dataset` at `indices` (increasing), by filtering its
+    stream: every example up to the last chosen one is read, none is kept
+    in memory."""
+    import tensorflow as tf
+
+    indices = np.asarray(indices, "int64")
+    # Nothing after the last chosen example is read.
+    size = int(indices.max()) + 1 if len(indices) else 0
+    chosen = np.zeros(size, bool)
+    chosen[indices] = True
+    mask = tf.constant(chosen)
     return (
-        ordered.skip(num_validation),
-        ordered.take(num_validation),
-        num_examples - num_validation,
-        num_validation,
+        dataset.take(size)
+        .enumerate()
+        .filter(lambda i, example: mask[i])
+        .map(lambda i, example: example)
+    )
+
+
+def split_validation(dataset, num_examples, fraction, seed=0):
+    """Splits a held-out fraction off a dataset, the same way every time.
+
+    The examples are chosen by index and filtered out of the stream: no
+    shuffle buffer holds the dataset (an image folder's decoded images would
+    not fit). `keras_vit.data.Dataset.holdout` reads only each split's own
+    images where the source allows.
+
+    Returns:
+        `(train, validation, num_train, num_validation)`.
+    """
+    train, held = holdout_indices(num_examples, fraction, seed)
+    return (
+        select_indices(dataset, train),
+        select_indices(dataset, held),
+        len(train),
+        len(held),
     )

@@ -339,8 +339,8 @@ def train(config, callbacks=(), strategy=None):
     train_split, num_train = data.train, data.num_train
     validation_split = None
     if config.validation_split:
-        train_split, validation_split, num_train, _ = data_pipeline.split_validation(
-            data.train, data.num_train, config.validation_split, seed=config.seed
+        train_split, validation_split, num_train, _ = data.holdout(
+            config.validation_split, seed=config.seed
         )
     if num_train is not None and num_train < config.batch_size:
         raise ValueError(

@@ -91,6 +91,38 @@ def test_bad_augmentation_and_sizes():
         data.split_validation(ds, 12, 1.5)
 
 
+def test_holdout_and_subsets_read_only_their_own_images(tmp_path):
+    # An image folder's held-out images are read alone: a training pass of
+    # the old shuffle-buffer split held every decoded image in memory.
+    from PIL import Image
+
+    for label in ("a", "b"):
+        (tmp_path / label).mkdir()
+        for i in range(5):
+            Image.new("L", (4, 4), 10 * i + (100 if label == "b" else 0)).save(
+                tmp_path / label / f"{i}.png")
+    d = data.load(f"folder:{tmp_path}")
+    assert d.train_labels.tolist() == [0] * 5 + [1] * 5
+    values = [int(x.numpy()[0, 0, 0]) for x, _ in d.train]
+    train, held, n_train, n_held = d.holdout(0.3, seed=1)
+    assert (n_train, n_held) == (7, 3)
+    got_train = [int(x.numpy()[0, 0, 0]) for x, _ in train]
+    got_held = [int(x.numpy()[0, 0, 0]) for x, _ in held]
+    assert sorted(got_train + got_held) == sorted(values)
+    assert got_held == [int(x.numpy()[0, 0, 0]) for x, _ in d.holdout(0.3, seed=1)[1]]
+    assert got_held != [int(x.numpy()[0, 0, 0]) for x, _ in d.holdout(0.3, seed=2)[1]]
+    # Only the chosen files are opened: the others may even be broken.
+    (tmp_path / "a" / "0.png").write_bytes(b"")
+    (tmp_path / "b" / "4.png").write_bytes(b"")
+    broken = data.load(f"folder:{tmp_path}")
+    assert [int(y) for _, y in broken.subset([2, 5, 7])] == [0, 1, 1]
+    assert [int(x.numpy()[0, 0, 0]) for x, _ in broken.subset([2, 5, 7])] == [20, 100, 120]
+    # Arrays: the same, by index.
+    digits = data.load("digits")
+    chosen = [int(y) for _, y in digits.subset([0, 10, 20])]
+    assert chosen == digits.train_labels[[0, 10, 20]].tolist()
+
+
 def test_validation_split_is_disjoint_and_stable():
     ds, _, _ = _examples(n=20)
     ids = tf.data.Dataset.range(20).map(lambda i: (tf.zeros((2, 2, 1), tf.uint8), i))
@@ -243,6 +275,12 @@ def test_tensorflow_datasets_names(tmp_path):
 
     d = data.load("keras_vit_tiny_images", data_dir=str(tmp_path))
     assert (d.num_train, d.num_test, d.class_names, d.channels) == (9, 4, ["a", "b", "c"], 3)
+    # A held-out fraction is the split's tail, read by split slicing.
+    every = [x.numpy().tobytes() for x, _ in d.train]
+    train, held, n_train, n_held = d.holdout(0.34)
+    assert (n_train, n_held) == (6, 3)
+    assert [x.numpy().tobytes() for x, _ in train] == every[:6]
+    assert [x.numpy().tobytes() for x, _ in held] == every[6:]
     x, y = next(iter(d.train))
     assert x.shape == (12, 12, 3) and x.dtype == tf.uint8
     batch = next(iter(data.eval_pipeline(d.test, 3, (16, 16), 4)))
