@@ -97,7 +97,7 @@ def _presets(args):
 def _convert(args):
     from keras_vit.weights.convert import convert
 
-    model = convert(args.input, args.output, model=args.model)
+    model = convert(args.input, args.output, model=args.model, num_heads=args.num_heads)
     print(
         f"{args.input} -> {args.output}: {model.name}, "
         f"{model.count_params():,} parameters, image_size {model.image_size}, "
@@ -246,6 +246,11 @@ def build_parser():
         "--model",
         default=None,
         help="builder name, e.g. ViT_B16 (default: from the checkpoint)",
+    )
+    convert.add_argument(
+        "--num-heads", type=int, default=None,
+        help="for a ViT of another size than the released ones, in a format "
+             "that does not record it (timm, Hugging Face .safetensors)",
     )
     convert.set_defaults(run=_convert)
 

@@ -120,6 +120,8 @@ class Checkpoint:
             f"num_layers={self.num_layers}",
             f"mlp_dim={self.mlp_dim}",
         ]
+        if self.num_heads:
+            parts.append(f"num_heads={self.num_heads}")
         if self.patch_size:
             parts.append(f"patch_size={self.patch_size}")
         if self.stem_units:

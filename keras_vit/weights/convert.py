@@ -13,7 +13,10 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     Args:
         checkpoint: a `keras_vit.weights.Checkpoint`.
         model: a builder name (`"ViT_B16"`) or variant (`"B/16"`). Defaults
-            to `None`: the variant whose numbers the checkpoint has.
+            to `None`: the variant whose numbers the checkpoint has, else
+            (a ViT of another size, such as one's own) a `ViT` of the
+            checkpoint's own numbers; the original `.npz` records its number
+            of heads, the fused-QKV formats need `num_heads=`.
         **kwargs: other `keras_vit.ViT` arguments.
 
     Returns:
@@ -23,6 +26,7 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     from keras_vit.builders import BUILDERS
     from keras_vit.model import ViT
 
+    num_heads = kwargs.pop("num_heads", None) or checkpoint.num_heads
     if model is None:
         matches = [
             name
@@ -31,15 +35,28 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
             and v["num_layers"] == checkpoint.num_layers
             and v["mlp_dim"] == checkpoint.mlp_dim
             and v["patch_size"] == checkpoint.patch_size
-            and checkpoint.num_heads in (None, v["num_heads"])
+            and num_heads in (None, v["num_heads"])
         ]
-        if len(matches) != 1:
+        own = (not matches and num_heads is not None and checkpoint.patch_size
+               and not checkpoint.stem_units)
+        if own:  # a ViT of its own size: the checkpoint gives every number
+            variant = dict(
+                patch_size=checkpoint.patch_size, hidden_dim=checkpoint.hidden_dim,
+                num_layers=checkpoint.num_layers, num_heads=num_heads,
+                mlp_dim=checkpoint.mlp_dim,
+            )
+        elif len(matches) != 1:
             raise ValueError(
                 f"Cannot tell which ViT variant {checkpoint.path} is "
                 f"({checkpoint.describe()}). Pass the model, e.g. "
-                "model='ViT_B16'."
+                "model='ViT_B16'"
+                + ("" if num_heads or checkpoint.stem_units else
+                   ", or for a ViT of this size its num_heads (this format "
+                   "does not record it)")
+                + "."
             )
-        variant = matches[0]
+        else:
+            variant = matches[0]
     else:
         variant = BUILDERS.get(model, model)
         variants.get_variant(variant)  # raises for an unknown name
@@ -54,14 +71,19 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     if "patch_encoder/position_embedding" not in checkpoint.tensors:
         args["position_embedding"] = "none"
     args.update(kwargs)
-    vit = ViT.from_variant(variant, **args)
+    if isinstance(variant, dict):
+        vit = ViT(**variant, **args)
+    else:
+        if num_heads is not None and num_heads != variants.get_variant(variant)["num_heads"]:
+            args["num_heads"] = num_heads
+        vit = ViT.from_variant(variant, **args)
     from keras_vit.weights.loading import load_checkpoint
 
     load_checkpoint(vit, checkpoint)
     return vit
 
 
-def convert(input_path, output_path, model=None):
+def convert(input_path, output_path, model=None, num_heads=None):
     """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
 
     The output is written to a temporary file next to `output_path` and
@@ -72,7 +94,9 @@ def convert(input_path, output_path, model=None):
         output_path: a `.weights.h5` (weights only) or `.keras` (whole
             model) path; its folder must exist.
         model: builder name or variant; defaults to the one the checkpoint
-            matches.
+            matches, else a ViT of the checkpoint's own numbers.
+        num_heads: int, for a checkpoint of its own size in a format that
+            does not record it (timm, Hugging Face). Defaults to `None`.
 
     Returns:
         The converted `keras_vit.ViT`.
@@ -94,7 +118,11 @@ def convert(input_path, output_path, model=None):
             "keras.saving.load_model or model.load_weights."
         )
     checkpoint = reader.read_checkpoint(input_path)
-    vit = model_for_checkpoint(checkpoint, model)
+    if num_heads is not None:
+        from keras_vit import validation
+
+        num_heads = validation.positive_int("num_heads", num_heads)
+    vit = model_for_checkpoint(checkpoint, model, num_heads=num_heads)
     suffix = ".keras" if output_path.endswith(".keras") else ".weights.h5"
     with files.atomic_file(output_path, suffix=suffix) as temporary:
         if suffix == ".keras":

@@ -141,11 +141,17 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             "checkpoint's resolution."
         )
 
+    # The fused QKV kernel has the same shape for any number of heads: only
+    # formats that record it (the original .npz) can tell a mismatch.
+    heads = []
+    if checkpoint.num_heads is not None and checkpoint.num_heads != model.num_heads:
+        heads = [f"num_heads: checkpoint {checkpoint.num_heads}, model {model.num_heads}"]
+
     missing = sorted(set(variables) - set(tensors) - allowed_missing)
     unexpected = sorted(set(tensors) - set(variables))
     unexpected += [f"{name} (source name)" for name in checkpoint.unexpected]
     missing += [f"{name} (source name)" for name in checkpoint.missing]
-    misshaped = sorted(
+    misshaped = heads + sorted(
         f"{path}: checkpoint {tuple(tensors[path].shape)}, model "
         f"{tuple(variables[path].shape)}"
         for path in set(tensors) & set(variables)
@@ -158,6 +164,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             f"  checkpoint: {checkpoint.describe()}",
             f"  model:      hidden_dim={model.hidden_dim}, "
             f"num_layers={model.num_layers}, mlp_dim={model.mlp_dim}, "
+            f"num_heads={model.num_heads}, "
             f"patch_size={model.patch_size}, class_token={model.class_token}, "
             f"num_classes={model.num_classes}, "
             f"representation_size={model.representation_size}, "

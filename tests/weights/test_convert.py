@@ -59,9 +59,42 @@ def test_convert_errors(tmp_path, capsys, tiny_variant):
     assert os.listdir(tmp_path) == []
 
 
-def test_unknown_variant_asks_for_the_model(tmp_path, capsys):
-    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(tmp_path / "x.keras")]) == 2
-    assert "Pass the model" in capsys.readouterr().err
+def _assert_golden_logits(path):
+    ref = expected("vit_token.expected.npz")
+    model = keras.saving.load_model(path, safe_mode=True)
+    assert model.num_heads == TINY["num_heads"]
+    logits = np.log(model.predict(ref["images"], verbose=0))
+    np.testing.assert_allclose(
+        logits - logits.mean(-1, keepdims=True),
+        ref["logits"] - ref["logits"].mean(-1, keepdims=True),
+        atol=1e-4,
+    )
+
+
+def test_a_checkpoint_of_its_own_size_converts(tmp_path, capsys):
+    # The golden ViT is no released variant (one's own trained model, say):
+    # it was refused. The original .npz records every number, heads included.
+    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(tmp_path / "a.keras")]) == 0
+    _assert_golden_logits(tmp_path / "a.keras")
+    # timm's fused QKV does not record the heads: they are asked for.
+    timm_file = golden("vit_token.timm.safetensors")
+    assert cli.main(["convert", timm_file, "--output", str(tmp_path / "b.keras")]) == 2
+    assert "its num_heads (this format does not record it)" in capsys.readouterr().err
+    assert not (tmp_path / "b.keras").exists()
+    assert cli.main(["convert", timm_file, "--output", str(tmp_path / "b.keras"),
+                     "--num-heads", str(TINY["num_heads"])]) == 0
+    _assert_golden_logits(tmp_path / "b.keras")
+    assert cli.main(["convert", timm_file, "--output", str(tmp_path / "c.keras"),
+                     "--num-heads", "0"]) == 2
+    assert "num_heads=0" in capsys.readouterr().err
+
+
+def test_a_checkpoint_with_other_heads_is_refused():
+    # The fused QKV kernel has one shape for any head count: loading the
+    # 4-head checkpoint into a 2-head model of the same width used to
+    # succeed, computing something else.
+    with pytest.raises(ValueError, match="num_heads: checkpoint 4, model 2"):
+        keras_vit.ViT(**{**TINY, "num_heads": 2}, weights=golden("vit_token.npz"))
 
 
 def test_presets_command(capsys):
