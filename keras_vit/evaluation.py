@@ -16,7 +16,8 @@ bias (large, so that it is almost unregularised); the L2 penalty is
 2^10; 1, 5, 10 and 25 shots per class, 3 seeds, each seed drawing one
 random order of every class's examples and taking its first k (so the
 5 shots hold the 1 shot). Only the images a seed draws are run through the
-model; the whole test split is.
+model (and kept); the whole test split is. A tensorflow_datasets training
+split is read once for its labels.
 
 Example:
 
@@ -154,14 +155,22 @@ def linear_few_shot(train_features, train_labels, test_features, test_labels,
     """
     shots, seeds = _check(shots, seeds)
     l2_reg = validation.positive_float("l2_reg", l2_reg)
-    train_features = np.asarray(train_features)
     train_labels = np.asarray(train_labels)
+    draws = [sample_shots(train_labels, num_classes, shots, seed) for seed in range(seeds)]
+    return _score(draws, np.asarray(train_features), train_labels, test_features,
+                  test_labels, num_classes, l2_reg)
+
+
+def _score(draws, features, labels, test_features, test_labels, num_classes, l2_reg,
+           rows=None):
+    """Accuracies of each draw; `rows[i]` is training example i's row in
+    `features` (all of them by default)."""
     test_labels = np.asarray(test_labels)
-    accuracy = {k: [] for k in shots}
-    for seed in range(seeds):
-        for k, indices in sample_shots(train_labels, num_classes, shots, seed).items():
-            predicted = fit_predict(train_features[indices], train_labels[indices],
-                                    test_features, num_classes, l2_reg)
+    accuracy = {k: [] for k in draws[0]}
+    for draw in draws:
+        for k, indices in draw.items():
+            chosen = features[indices if rows is None else rows[indices]]
+            predicted = fit_predict(chosen, labels[indices], test_features, num_classes, l2_reg)
             accuracy[k].append(float(np.mean(predicted == test_labels)))
     return FewShotResult(accuracy, num_classes, len(test_labels), l2_reg=l2_reg)
 
@@ -241,20 +250,19 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
         )
     num_classes = dataset.num_classes
     labels = dataset.train_labels
-    if labels is None:  # a tensorflow_datasets split: one pass over the labels
+    if labels is None:  # a tensorflow_datasets split: one pass over it for the labels
         labels = np.concatenate(list(
             dataset.train.map(lambda image, label: label).batch(4096).as_numpy_iterator()
         ))
     draws = [sample_shots(labels, num_classes, shots, seed) for seed in range(seeds)]
-    chosen = np.zeros(len(labels), bool)
-    for draw in draws:
-        chosen[draw[shots[-1]]] = True
-    features = np.zeros((len(labels), features_of.output_shape[-1]), "float32")
-    features[chosen] = _features(features_of, dataset.subset(np.flatnonzero(chosen)),
-                                 num_classes, batch_size)[0]
+    chosen = np.unique(np.concatenate([draw[shots[-1]] for draw in draws]))
+    # Features of the drawn images only; rows[i] is example i's row.
+    features = _features(features_of, dataset.subset(chosen), num_classes, batch_size)[0]
+    rows = np.full(len(labels), -1)
+    rows[chosen] = np.arange(len(chosen))
     test_features, test_labels = _features(features_of, dataset.test, num_classes, batch_size)
-    result = linear_few_shot(features, labels, test_features, test_labels, num_classes,
-                             shots, seeds, l2_reg)
+    result = _score(draws, features, labels, test_features, test_labels, num_classes,
+                    l2_reg, rows)
     result.dataset = dataset.name
     return result
 

@@ -112,3 +112,20 @@ def test_few_shot_command(tmp_path, capsys):
     assert "linear few-shot on digits: 10 classes, 360 test images, L2 1024" in out
     assert cli.main(["few-shot", path, "--dataset", "digits", "--shots", "500"]) == 2
     assert "needs 500 training examples" in capsys.readouterr().err
+
+
+def test_sources_without_labels_or_selection_give_the_same_result():
+    # A tensorflow_datasets split knows neither its labels nor how to read
+    # chosen examples alone: its labels are read in a pass, its examples
+    # filtered out of the stream; the draws and accuracies are the same.
+    import dataclasses
+
+    from keras_vit import data
+
+    keras.utils.set_random_seed(0)
+    model = keras_vit.ViT(**{**TINY, "hidden_dim": 32, "mlp_dim": 64})
+    digits = data.load("digits")
+    plain = dataclasses.replace(digits, train_labels=None, select=None)
+    a = evaluation.few_shot(model, digits, shots=(1, 3), seeds=2)
+    b = evaluation.few_shot(model, plain, shots=(1, 3), seeds=2)
+    assert a.accuracy == b.accuracy
