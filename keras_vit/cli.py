@@ -181,7 +181,7 @@ def _few_shot(args):
     model = load_model(args.model, args.weights, args.image_size)
     result = evaluation.few_shot(
         model, args.dataset, shots=args.shots, seeds=args.seeds, l2_reg=args.l2_reg,
-        data_dir=args.data_dir, batch_size=args.batch_size,
+        data_dir=args.data_dir, batch_size=args.batch_size, test_fraction=args.test_fraction,
     )
     print(result.summary())
 
@@ -344,6 +344,9 @@ def build_parser():
     few.add_argument("--weights", default=None, help="preset or checkpoint, with a builder name")
     few.add_argument("--image-size", type=int, default=None)
     few.add_argument("--batch-size", type=int, default=64)
+    few.add_argument("--test-fraction", type=float, default=None,
+                     help="for a dataset without a test split (an image folder): "
+                          "the share of its images held out to test on")
     few.set_defaults(run=_few_shot)
 
     bench = sub.add_parser(

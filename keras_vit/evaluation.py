@@ -211,7 +211,7 @@ def representation_model(model):
 
 
 def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
-             batch_size=64):
+             batch_size=64, test_fraction=None):
     """The paper's linear few-shot evaluation of a model's representation.
 
     Args:
@@ -219,12 +219,16 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
             the head is not used), a `.keras` file or a builder name.
         dataset: a name `keras_vit.data.load` reads (`"digits"`,
             `"fashion_mnist"`, `"folder:PATH"`, a tensorflow_datasets name)
-            or a loaded `keras_vit.data.Dataset`; it needs a test split.
+            or a loaded `keras_vit.data.Dataset`.
         shots: examples per class. Defaults to `(1, 5, 10, 25)`.
         seeds: int, random draws of the examples. Defaults to `3`.
         l2_reg: float, the L2 penalty. Defaults to `2**10`.
         data_dir: tensorflow_datasets folder. Defaults to `None`.
         batch_size: int, images per forward pass. Defaults to `64`.
+        test_fraction: float in (0, 1), for a dataset without a test split
+            (an image folder): the share of its images held out to test on
+            (a fixed random choice), the few shots drawn from the others.
+            Defaults to `None`.
 
     Returns:
         A `FewShotResult`.
@@ -243,24 +247,49 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
     features_of = representation_model(model)
     if not isinstance(dataset, data.Dataset):
         dataset = data.load(dataset, data_dir=data_dir)
-    if dataset.test is None:
-        raise ValueError(
-            "Few-shot evaluation needs a test split, and this dataset has "
-            f"none. Received: dataset={dataset.name!r}"
-        )
     num_classes = dataset.num_classes
     labels = dataset.train_labels
     if labels is None:  # a tensorflow_datasets split: one pass over it for the labels
         labels = np.concatenate(list(
             dataset.train.map(lambda image, label: label).batch(4096).as_numpy_iterator()
         ))
-    draws = [sample_shots(labels, num_classes, shots, seed) for seed in range(seeds)]
+    # The examples the shots are drawn from (indices into the training split).
+    pool = np.arange(len(labels))
+    test = dataset.test
+    if test is None:
+        if test_fraction is None:
+            raise ValueError(
+                "Few-shot evaluation needs test images, and this dataset has no "
+                "test split: pass test_fraction (--test-fraction), e.g. 0.2, "
+                "to hold out part of its images. Received: "
+                f"dataset={dataset.name!r}"
+            )
+        from keras_vit.data.pipeline import holdout_indices
+
+        if (isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float))
+                or not 0 < test_fraction < 1):
+            raise ValueError(
+                f"`test_fraction` must be a number in (0, 1). Received: "
+                f"test_fraction={test_fraction!r}"
+            )
+        pool, held = holdout_indices(len(labels), test_fraction)
+        test = dataset.subset(held)
+    elif test_fraction is not None:
+        raise ValueError(
+            f"The dataset has a test split; test_fraction applies to those "
+            f"without one. Received: test_fraction={test_fraction!r} for "
+            f"dataset={dataset.name!r}"
+        )
+    draws = [
+        {k: pool[i] for k, i in sample_shots(labels[pool], num_classes, shots, seed).items()}
+        for seed in range(seeds)
+    ]
     chosen = np.unique(np.concatenate([draw[shots[-1]] for draw in draws]))
     # Features of the drawn images only; rows[i] is example i's row.
     features = _features(features_of, dataset.subset(chosen), num_classes, batch_size)[0]
     rows = np.full(len(labels), -1)
     rows[chosen] = np.arange(len(chosen))
-    test_features, test_labels = _features(features_of, dataset.test, num_classes, batch_size)
+    test_features, test_labels = _features(features_of, test, num_classes, batch_size)
     result = _score(draws, features, labels, test_features, test_labels, num_classes,
                     l2_reg, rows)
     result.dataset = dataset.name

@@ -129,3 +129,46 @@ def test_sources_without_labels_or_selection_give_the_same_result():
     a = evaluation.few_shot(model, digits, shots=(1, 3), seeds=2)
     b = evaluation.few_shot(model, plain, shots=(1, 3), seeds=2)
     assert a.accuracy == b.accuracy
+
+
+def test_an_image_folder_is_tested_on_a_held_out_share(tmp_path):
+    # A folder has no test split: refused unless a share is held out, and
+    # the shots are drawn from the other images only.
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for label, level in (("dark", 40), ("light", 200)):
+        (tmp_path / label).mkdir()
+        for i in range(10):
+            pixels = np.clip(level + rng.normal(scale=10, size=(16, 16, 3)), 0, 255)
+            Image.fromarray(pixels.astype(np.uint8)).save(tmp_path / label / f"{i}.png")
+    model = keras_vit.ViT(image_size=16, patch_size=8, hidden_dim=16, num_layers=1,
+                          num_heads=2, mlp_dim=32, num_classes=2)
+    folder = f"folder:{tmp_path}"
+    with pytest.raises(ValueError, match="pass test_fraction"):
+        evaluation.few_shot(model, folder, shots=2)
+    with pytest.raises(ValueError, match="test_fraction=1.0"):
+        evaluation.few_shot(model, folder, shots=2, test_fraction=1.0)
+    with pytest.raises(ValueError, match="applies to those without one"):
+        evaluation.few_shot(model, "digits", shots=2, test_fraction=0.2)
+    result = evaluation.few_shot(model, folder, shots=(1, 4), seeds=2, test_fraction=0.3)
+    assert result.num_test == 6 and result.num_classes == 2
+    # Dark and light images: a linear readout of any features separates them.
+    assert result.mean(4) == 1.0
+    # The shots never include the held-out images: the images read are
+    # the test share once, and shots from the others.
+    import dataclasses
+
+    from keras_vit import data
+
+    loaded = data.load(folder)
+    read = []
+
+    def select(indices):
+        read.append(set(indices.tolist()))
+        return loaded.select(indices)
+
+    evaluation.few_shot(model, dataclasses.replace(loaded, select=select),
+                        shots=(1, 4), seeds=2, test_fraction=0.3)
+    held, shots = read
+    assert len(held) == 6 and 4 <= len(shots) <= 14 and not held & shots
