@@ -26,7 +26,8 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     from keras_vit.builders import BUILDERS
     from keras_vit.model import ViT
 
-    num_heads = kwargs.pop("num_heads", None) or checkpoint.num_heads
+    given_heads = kwargs.pop("num_heads", None)
+    num_heads = given_heads or checkpoint.num_heads
     if model is None:
         matches = [
             name
@@ -73,9 +74,9 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     args.update(kwargs)
     if isinstance(variant, dict):
         vit = ViT(**variant, **args)
-    else:
-        if num_heads is not None and num_heads != variants.get_variant(variant)["num_heads"]:
-            args["num_heads"] = num_heads
+    else:  # (a recorded head count that differs is refused when loading)
+        if given_heads is not None:
+            args["num_heads"] = given_heads
         vit = ViT.from_variant(variant, **args)
     from keras_vit.weights.loading import load_checkpoint
 
