@@ -193,9 +193,8 @@ def attention_rollout(model, images, head_fusion="mean", discard_ratio=0.0):
     >>> result = keras_vit.visualize.attention_rollout(model, images)
     >>> fig = keras_vit.visualize.plot_rollout(images[0], result.maps[0])
     """
-    validation.vit(model, "Attention maps")
+    attentions = attention_weights(model, images)  # (checks that it is a ViT)
     prefix = model.num_prefix_tokens
-    attentions = attention_weights(model, images)
     matrix = rollout(attentions, prefix, head_fusion, discard_ratio)
     maps = token_map(matrix, model.grid_size, prefix)
     maps = maps / maps.sum(axis=(1, 2), keepdims=True)
