@@ -161,16 +161,14 @@ def linear_few_shot(train_features, train_labels, test_features, test_labels,
                   test_labels, num_classes, l2_reg)
 
 
-def _score(draws, features, labels, test_features, test_labels, num_classes, l2_reg,
-           rows=None):
-    """Accuracies of each draw; `rows[i]` is training example i's row in
-    `features` (all of them by default)."""
+def _score(draws, features, labels, test_features, test_labels, num_classes, l2_reg):
+    """Accuracies of each draw (`{k: indices into features and labels}`)."""
     test_labels = np.asarray(test_labels)
     accuracy = {k: [] for k in draws[0]}
     for draw in draws:
         for k, indices in draw.items():
-            chosen = features[indices if rows is None else rows[indices]]
-            predicted = fit_predict(chosen, labels[indices], test_features, num_classes, l2_reg)
+            predicted = fit_predict(features[indices], labels[indices], test_features,
+                                    num_classes, l2_reg)
             accuracy[k].append(float(np.mean(predicted == test_labels)))
     return FewShotResult(accuracy, num_classes, len(test_labels), l2_reg=l2_reg)
 
@@ -285,13 +283,12 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
         for seed in range(seeds)
     ]
     chosen = np.unique(np.concatenate([draw[shots[-1]] for draw in draws]))
-    # Features of the drawn images only; rows[i] is example i's row.
+    # Features of the drawn images only; the draws index them within `chosen`.
     features = _features(features_of, dataset.subset(chosen), num_classes, batch_size)[0]
-    rows = np.full(len(labels), -1)
-    rows[chosen] = np.arange(len(chosen))
+    draws = [{k: np.searchsorted(chosen, i) for k, i in draw.items()} for draw in draws]
     test_features, test_labels = _features(features_of, test, num_classes, batch_size)
-    result = _score(draws, features, labels, test_features, test_labels, num_classes,
-                    l2_reg, rows)
+    result = _score(draws, features, labels[chosen], test_features, test_labels,
+                    num_classes, l2_reg)
     result.dataset = dataset.name
     return result
 
