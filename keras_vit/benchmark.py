@@ -20,7 +20,15 @@ import time
 
 import numpy as np
 
-PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime")
+PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime", "openvino")
+# Peers that run keras_vit's own model exported, for inference only.
+RUNTIMES = ("onnxruntime", "openvino")
+# OpenVINO's name for each compute dtype (its INFERENCE_PRECISION_HINT; by
+# default it computes in bfloat16 on CPUs that have it, even for a float32
+# model, so the hint is always given).
+OPENVINO_PRECISION = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+ONNX_FLOAT32_ONLY = ("ONNX Runtime is timed in float32 only (export_onnx exports "
+                     "a float32 copy; ONNX Runtime has no bfloat16 kernels)")
 # The suite times each measurement for at least this many seconds (and at
 # least `steps` calls; see `latencies`).
 MIN_SECONDS = 1.0
@@ -76,7 +84,7 @@ def _time_and_cores(fn, steps, warmup, min_seconds=0.0):
 def peak_flops(seconds=2.0, size=2048, dtype="float32"):
     """The machine's measured matrix-multiply rate in FLOP/s.
 
-    A `size x size` float32 matmul (TensorFlow, all cores) repeated for
+    A `size x size` matmul in `dtype` (TensorFlow, all cores) repeated for
     about `seconds`; the best of several rounds.
     """
     import tensorflow as tf
@@ -241,7 +249,14 @@ def _keras_vit_model(variant, dtype, remat, image_size=None):
     return ViT.from_variant(_variant_name(variant), **kwargs)
 
 
-def _keras_hub_model(variant):
+def _compute_dtype(dtype):
+    """The compute dtype of a dtype policy name (`None`: float32)."""
+    import keras
+
+    return keras.DTypePolicy(dtype or "float32").compute_dtype
+
+
+def _keras_hub_model(variant, dtype=None):
     import keras
     import keras_hub
 
@@ -257,10 +272,11 @@ def _keras_hub_model(variant):
         num_heads=v["num_heads"],
         hidden_dim=v["hidden_dim"],
         mlp_dim=v["mlp_dim"],
+        dtype=dtype,
     )
     inputs = keras.Input((224, 224, 3))
     tokens = backbone(inputs)
-    outputs = keras.layers.Dense(1000)(tokens[:, 0])
+    outputs = keras.layers.Dense(1000, dtype=dtype)(tokens[:, 0])
     return keras.Model(inputs, outputs)
 
 
@@ -280,15 +296,20 @@ _TIMM_NAMES = {
 _TIMM_SCRIPT = r"""
 import json, os, resource, statistics, sys, time
 import timm, torch
-name, mode, batch, steps, warmup, min_seconds = sys.argv[1:7]
+name, mode, batch, steps, warmup, min_seconds, compute = sys.argv[1:8]
 batch, steps, warmup, min_seconds = int(batch), int(steps), int(warmup), float(min_seconds)
 torch.set_num_threads(os.cpu_count())
 model = timm.create_model(name, pretrained=False, num_classes=1000)
 x = torch.rand(batch, 3, 224, 224)
+# Keras's mixed precision, PyTorch's way: float32 weights, matmuls and
+# convolutions in `compute` (autocast), softmax and norms in float32.
+def precision():
+    return torch.autocast("cpu", dtype=getattr(torch, compute),
+                          enabled=compute != "float32")
 if mode == "inference":
     model.eval()
     def step():
-        with torch.inference_mode():
+        with torch.inference_mode(), precision():
             model(x)
 else:
     model.train()
@@ -296,7 +317,9 @@ else:
     y = torch.randint(0, 1000, (batch,))
     def step():
         optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
+        with precision():
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
         optimizer.step()
 for _ in range(warmup):
     step()
@@ -319,13 +342,13 @@ print("RESULT " + json.dumps({"images_per_s": batch / seconds, "peak_memory_mb":
 
 
 def _measure_timm_in_subprocess(variant, mode, batch_size, steps, warmup,
-                                python=None, min_seconds=0.0):
+                                python=None, min_seconds=0.0, compute_dtype="float32"):
     if variant not in _TIMM_NAMES:
         return {"error": f"no timm model for {variant}"}
     try:
         proc = subprocess.run(
             [python or sys.executable, "-c", _TIMM_SCRIPT, _TIMM_NAMES[variant], mode,
-             str(batch_size), str(steps), str(warmup), str(min_seconds)],
+             str(batch_size), str(steps), str(warmup), str(min_seconds), compute_dtype],
             capture_output=True, text=True,
         )
     except OSError as error:  # e.g. no such interpreter
@@ -362,18 +385,56 @@ def _measure_onnxruntime(variant, batch_size, steps, warmup, min_seconds=0.0):
     return batch_size / seconds, cores
 
 
-def _jit_choices(jit_compile, mode):
+def openvino_model(model, batch_size, compute_dtype="float32", num_threads=None):
+    """`model` compiled by OpenVINO Runtime for the CPU, at one batch size.
+
+    The graph is Keras's own OpenVINO export (`model.export(...,
+    format="openvino")`), computed in `compute_dtype` (`"float32"`,
+    `"bfloat16"` or `"float16"`).
+    """
+    import tempfile
+
+    import openvino
+
+    precision = OPENVINO_PRECISION[compute_dtype]
+    core = openvino.Core()
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.xml")
+        model.export(path, format="openvino", verbose=False)
+        graph = core.read_model(path)
+        graph.reshape([batch_size, *model.input_shape[1:]])
+        config = {"INFERENCE_PRECISION_HINT": precision}
+        if num_threads:
+            config["INFERENCE_NUM_THREADS"] = num_threads
+        return core.compile_model(graph, "CPU", config)
+
+
+def _measure_openvino(variant, batch_size, steps, warmup, min_seconds=0.0,
+                      compute_dtype="float32"):
+    model = _keras_vit_model(variant, None, False)
+    compiled = openvino_model(model, batch_size, compute_dtype, os.cpu_count())
+    x = np.random.default_rng(0).uniform(0, 255, (batch_size, 224, 224, 3)).astype("float32")
+    return _time_and_cores(lambda: compiled(x), steps, warmup, min_seconds)
+
+
+def _jit_choices(jit_compile, mode, dtype=None, device_kind=None):
     """The XLA settings to time; the faster one is reported.
 
-    `"auto"`: XLA for training steps (1.1-1.2x faster on this project's CPU,
-    and the usual choice on GPUs and TPUs); for inference both, because on a
-    CPU neither wins everywhere: timed in one process at batch 8, XLA is
-    1.14x faster for ViT-Ti/16, 1.15x for S/16 and 1.21x slower for B/16,
-    where TensorFlow's oneDNN matmuls beat XLA's.
+    `"auto"`: for training steps what `keras-vit train` picks
+    (`recipe.auto_jit_compile`: XLA, but not for bfloat16 on a CPU); for
+    inference both, because on a CPU neither wins everywhere: timed in one
+    process at batch 8, XLA is 1.14x faster for ViT-Ti/16, 1.15x for S/16
+    and 1.21x slower for B/16, where TensorFlow's oneDNN matmuls beat XLA's.
+    `device_kind` defaults to where TensorFlow runs (`"gpu"` or `"cpu"`).
     """
-    if jit_compile == "auto":
-        return (False, True) if mode == "inference" else (True,)
-    return (bool(jit_compile),)
+    if jit_compile != "auto":
+        return (bool(jit_compile),)
+    if mode == "inference":
+        return (False, True)
+    from keras_vit.training import recipe, strategy
+
+    device_kind = device_kind or strategy.device_kind("default")
+    return (recipe.auto_jit_compile(device_kind, 1, dtype or "float32"),)
 
 
 def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
@@ -387,21 +448,28 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
     validation.one_of("peer", peer, PEERS)
     min_seconds = validation.non_negative_float("min_seconds", min_seconds)
     variant = _variant_name(variant)
-    jit_choices = _jit_choices(jit_compile, mode)
+    jit_choices = _jit_choices(jit_compile, mode, dtype)
     if peer != "keras_vit" and image_size not in (None, 224):
         raise ValueError("peers are timed at 224 px only")
     if peer == "timm":
         return _measure_timm_in_subprocess(variant, mode, batch_size, steps, warmup,
-                                           min_seconds=min_seconds)
+                                           min_seconds=min_seconds,
+                                           compute_dtype=_compute_dtype(dtype))
+    if peer in RUNTIMES and mode != "inference":
+        raise ValueError(f"{peer} is timed for inference only")
     if peer == "onnxruntime":
-        if mode != "inference":
-            raise ValueError("ONNX Runtime is timed for inference only")
+        if _compute_dtype(dtype) != "float32":
+            raise ValueError(ONNX_FLOAT32_ONLY)
         rate, cores = _measure_onnxruntime(variant, batch_size, steps, warmup, min_seconds)
+    elif peer == "openvino":
+        seconds, cores = _measure_openvino(variant, batch_size, steps, warmup, min_seconds,
+                                           _compute_dtype(dtype))
+        rate = batch_size / seconds
     else:
         import keras
 
         if peer == "keras_hub":
-            model = _keras_hub_model(variant)
+            model = _keras_hub_model(variant, dtype)
         else:
             model = _keras_vit_model(variant, dtype, remat, image_size)
         size = model.input_shape[1:3]
@@ -442,7 +510,10 @@ def measure_in_subprocess(timm_python=None, **kwargs):
             variant, kwargs["mode"], kwargs["batch_size"], kwargs.get("steps", 5),
             kwargs.get("warmup", 2), timm_python,
             kwargs.get("min_seconds", MIN_SECONDS),
+            _compute_dtype(kwargs.get("dtype")),
         )
+    if kwargs.get("peer") == "onnxruntime" and _compute_dtype(kwargs.get("dtype")) != "float32":
+        return {"error": ONNX_FLOAT32_ONLY}
     code = (
         "import json, sys; from keras_vit import benchmark; "
         "print('RESULT ' + json.dumps(benchmark.measure(**json.loads(sys.argv[1]))))"
@@ -491,9 +562,15 @@ def run_suite(
 
     rounds = validation.positive_int("rounds", rounds)
     min_seconds = validation.non_negative_float("min_seconds", min_seconds)
+    compute = _compute_dtype(dtype)
     peak = peak_flops()
-    printer(f"machine: {os.cpu_count()} CPU cores, measured float32 matmul peak "
+    line = (f"machine: {os.cpu_count()} CPU cores, measured float32 matmul peak "
             f"{peak / 1e9:.0f} GFLOP/s")
+    if compute != "float32":
+        # The share of the peak is of the compute dtype's own peak.
+        peak = peak_flops(dtype=compute)
+        line += f", {compute} {peak / 1e9:.0f} GFLOP/s (the share of peak below)"
+    printer(line)
     plan = []
     for variant in variants:
         from keras_vit.model import ViT
@@ -505,7 +582,7 @@ def run_suite(
             flops = model_flops(ViT.from_variant(_variant_name(variant), **kwargs))
         for peer in peers:
             modes = [("inference", b) for b in inference_batches]
-            if peer != "onnxruntime":
+            if peer not in RUNTIMES:
                 modes += [("train", b) for b in train_batches]
             plan += [(variant, flops, peer, mode, batch) for mode, batch in modes]
     samples = {key: [] for key in plan}

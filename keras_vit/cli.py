@@ -361,8 +361,9 @@ def build_parser():
     bench.add_argument("--train-batch-size", type=int, nargs="+", default=[8, 32],
                        help="training batch sizes (default: 8 32)")
     bench.add_argument("--peers", nargs="*", default=[],
-                       choices=["keras_hub", "timm", "onnxruntime"],
-                       help="also time these, where installed")
+                       choices=["keras_hub", "timm", "onnxruntime", "openvino"],
+                       help="also time these, where installed (onnxruntime and "
+                            "openvino run keras_vit's model exported, inference only)")
     bench.add_argument("--timm-python", default=None, metavar="PYTHON",
                        help="time timm with this interpreter (an environment with torch "
                             "and timm; default: this one)")
@@ -382,7 +383,8 @@ def build_parser():
                        help="XLA (auto: on for training; inference is timed "
                             "with and without, the faster is reported)")
     bench.add_argument("--dtype", default=None,
-                       help="dtype policy, e.g. mixed_bfloat16 (default: float32)")
+                       help="dtype policy, e.g. mixed_bfloat16 (default: float32); "
+                            "peers compute in its compute dtype too")
     bench.add_argument("--remat", action="store_true",
                        help="rematerialise each block in training (less memory)")
     bench.add_argument("--profile", action="store_true",

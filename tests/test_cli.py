@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import keras_vit
@@ -85,7 +86,7 @@ def test_timm_runs_in_the_given_interpreter(tmp_path):
         peer="timm", variant="ViT_S16", mode="train", batch_size=8, timm_python=str(fake))
     assert row == {"images_per_s": 3.0, "peak_memory_mb": 1.0}
     args = (tmp_path / "args").read_text().split()
-    assert args[-6:] == ["vit_small_patch16_224", "train", "8", "5", "2", "1.0"]
+    assert args[-7:] == ["vit_small_patch16_224", "train", "8", "5", "2", "1.0", "float32"]
     missing = benchmark.measure_in_subprocess(
         peer="timm", variant="Ti/16", mode="inference", batch_size=1,
         timm_python=str(tmp_path / "no_python"))
@@ -120,6 +121,9 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
     assert benchmark._jit_choices("auto", "inference") == (False, True)
     assert benchmark._jit_choices("auto", "train") == (True,)
     assert benchmark._jit_choices(False, "inference") == (False,)
+    # Training as `keras-vit train` runs it: not XLA for bfloat16 on a CPU.
+    assert benchmark._jit_choices("auto", "train", "mixed_bfloat16", "cpu") == (False,)
+    assert benchmark._jit_choices("auto", "train", "mixed_bfloat16", "gpu") == (True,)
     row = benchmark.measure(peer="keras_vit", variant="Ti/16", mode="inference",
                             batch_size=1, steps=1, warmup=1, image_size=32)
     assert row["xla"] in (True, False) and row["images_per_s"] > 0
@@ -238,6 +242,12 @@ _sleeps = [float(s) for s in os.environ["FAKE_TIMM_SLEEPS"].split(",")]
 def set_num_threads(n): pass
 def rand(*shape): return shape
 inference_mode = contextlib.nullcontext
+float32, bfloat16 = "float32", "bfloat16"
+def autocast(device, dtype, enabled):
+    if os.environ.get("FAKE_TIMM_AUTOCAST_LOG"):
+        with open(os.environ["FAKE_TIMM_AUTOCAST_LOG"], "a") as log:
+            log.write(f"{device} {dtype} {enabled}\\n")
+    return contextlib.nullcontext()
 class Model:
     calls = 0
     def eval(self): pass
@@ -279,6 +289,50 @@ def test_timm_is_timed_by_the_same_rule(tmp_path, monkeypatch):
         "Ti/16", "inference", 4, steps=2, warmup=1, python=sys.executable,
         min_seconds=0.3)
     assert 1 + 2 < len(log.read_text().split()) <= 1 + 15
+
+
+def test_peers_compute_in_the_suites_dtype(tmp_path, monkeypatch):
+    # --dtype mixed_bfloat16: timm runs under bfloat16 autocast (float32
+    # weights, as Keras's mixed precision), ONNX Runtime, which has no
+    # bfloat16 kernels, is not timed, and a float32 suite autocasts nothing.
+    (tmp_path / "torch.py").write_text(_FAKE_TORCH)
+    (tmp_path / "timm.py").write_text(
+        "from torch import Model\n__version__ = 'fake'\n"
+        "def create_model(name, pretrained, num_classes): return Model()\n")
+    autocast = tmp_path / "autocast.log"
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("FAKE_TIMM_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0")
+    monkeypatch.setenv("FAKE_TIMM_AUTOCAST_LOG", str(autocast))
+    for dtype, expected in (("mixed_bfloat16", "cpu bfloat16 True"),
+                            (None, "cpu float32 False")):
+        row = benchmark.measure_in_subprocess(
+            peer="timm", variant="Ti/16", mode="inference", batch_size=1, steps=2,
+            warmup=0, min_seconds=0, dtype=dtype, timm_python=sys.executable)
+        assert "images_per_s" in row, row
+        assert set(autocast.read_text().splitlines()) == {expected}
+        autocast.unlink()
+    row = benchmark.measure_in_subprocess(
+        peer="onnxruntime", variant="Ti/16", mode="inference", batch_size=1,
+        dtype="mixed_bfloat16")
+    assert row == {"error": benchmark.ONNX_FLOAT32_ONLY}
+
+
+def test_openvino_runs_keras_vits_own_graph(tmp_path):
+    # The OpenVINO peer times Keras's OpenVINO export of keras_vit's model,
+    # in float32 unless asked (OpenVINO would pick bfloat16 on CPUs that
+    # have it): it computes what Keras computes.
+    pytest.importorskip("openvino")
+    from tests.test_case import random_images, randomize_weights
+
+    model = keras_vit.ViT(**TINY)
+    randomize_weights(model)
+    images = random_images((3, *model.input_shape[1:]))
+    compiled = benchmark.openvino_model(model, 3)
+    expected = model.predict(images, verbose=0)
+    np.testing.assert_allclose(compiled(images)[0], expected, atol=1e-4)
+    with pytest.raises(ValueError, match="openvino is timed for inference only"):
+        benchmark.measure(peer="openvino", variant="Ti/16", mode="train", batch_size=1)
 
 
 def test_cores_busy_tells_sleeping_from_spinning(tmp_path, monkeypatch):

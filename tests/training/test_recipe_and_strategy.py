@@ -59,6 +59,19 @@ def test_mixed_precision_policies():
         recipe.dtype_policy("fp8", "cpu")
 
 
+def test_auto_xla_is_off_where_tensorflow_kernels_are_faster():
+    # XLA on TPUs and GPUs; on a CPU for one float32 replica only: it has
+    # no collectives for several, and no oneDNN bfloat16 kernels.
+    assert recipe.auto_jit_compile("tpu", 8, "mixed_bfloat16")
+    assert recipe.auto_jit_compile("gpu", 2, "mixed_float16")
+    assert recipe.auto_jit_compile("cpu", 1, "float32")
+    assert recipe.auto_jit_compile("cpu", 1, "mixed_float16")
+    assert not recipe.auto_jit_compile("cpu", 2, "float32")
+    assert not recipe.auto_jit_compile("cpu", 1, "mixed_bfloat16")
+    assert not recipe.auto_jit_compile("cpu", 1, keras.DTypePolicy("mixed_bfloat16"))
+    assert not recipe.auto_jit_compile("cpu", 1, "bfloat16")
+
+
 def test_cpu_bfloat16_detection(tmp_path):
     flags = tmp_path / "cpuinfo"
     flags.write_text("flags\t: fpu avx512f avx512_vnni\n")

@@ -166,6 +166,18 @@ def test_xla_compiled_training_with_augmentation(tmp_path):
     assert np.isfinite(result.history["loss"]).all()
 
 
+def test_bfloat16_training_on_a_cpu_runs_without_xla(tmp_path):
+    # TensorFlow's oneDNN bfloat16 kernels are faster than XLA's on a CPU
+    # (recipe.auto_jit_compile), so "auto" leaves XLA off there.
+    config = tiny_config(tmp_path, epochs=1, mixed_precision="bfloat16")
+    result = train(config)
+    assert np.isfinite(result.history["loss"]).all()
+    with open(os.path.join(config.output, "config.json")) as f:
+        resolved = json.load(f)["resolved"]
+    assert resolved["dtype_policy"] == "mixed_bfloat16"
+    assert resolved["jit_compile"] is False
+
+
 def test_bad_input_is_refused_before_training(tmp_path):
     with pytest.raises(ValueError, match="model='ViT_X'"):
         train(tiny_config(tmp_path, model="ViT_X"))
