@@ -23,10 +23,6 @@ import numpy as np
 PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime", "openvino")
 # Peers that run keras_vit's own model exported, for inference only.
 RUNTIMES = ("onnxruntime", "openvino")
-# OpenVINO's name for each compute dtype (its INFERENCE_PRECISION_HINT; by
-# default it computes in bfloat16 on CPUs that have it, even for a float32
-# model, so the hint is always given).
-OPENVINO_PRECISION = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 ONNX_FLOAT32_ONLY = ("ONNX Runtime is timed in float32 only (export_onnx exports "
                      "a float32 copy; ONNX Runtime has no bfloat16 kernels)")
 # The suite times each measurement for at least this many seconds (and at
@@ -385,34 +381,17 @@ def _measure_onnxruntime(variant, batch_size, steps, warmup, min_seconds=0.0):
     return batch_size / seconds, cores
 
 
-def openvino_model(model, batch_size, compute_dtype="float32", num_threads=None):
-    """`model` compiled by OpenVINO Runtime for the CPU, at one batch size.
-
-    The graph is Keras's own OpenVINO export (`model.export(...,
-    format="openvino")`), computed in `compute_dtype` (`"float32"`,
-    `"bfloat16"` or `"float16"`).
-    """
-    import tempfile
-
-    import openvino
-
-    precision = OPENVINO_PRECISION[compute_dtype]
-    core = openvino.Core()
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "model.xml")
-        model.export(path, format="openvino", verbose=False)
-        graph = core.read_model(path)
-        graph.reshape([batch_size, *model.input_shape[1:]])
-        config = {"INFERENCE_PRECISION_HINT": precision}
-        if num_threads:
-            config["INFERENCE_NUM_THREADS"] = num_threads
-        return core.compile_model(graph, "CPU", config)
-
-
 def _measure_openvino(variant, batch_size, steps, warmup, min_seconds=0.0,
                       compute_dtype="float32"):
+    import tempfile
+
+    from keras_vit.export import openvino
+
     model = _keras_vit_model(variant, None, False)
-    compiled = openvino_model(model, batch_size, compute_dtype, os.cpu_count())
+    with tempfile.TemporaryDirectory() as folder:
+        path = openvino.export_openvino(model, os.path.join(folder, "model.xml"),
+                                        batch_size=batch_size)
+        compiled = openvino.compile_openvino(path, compute_dtype, os.cpu_count())
     x = np.random.default_rng(0).uniform(0, 255, (batch_size, 224, 224, 3)).astype("float32")
     return _time_and_cores(lambda: compiled(x), steps, warmup, min_seconds)
 

@@ -137,6 +137,18 @@ def test_mixed_precision():
     assert keras.backend.standardize_dtype(out.dtype) == "float32"  # as the README says
 
 
+def test_openvino_export(tmp_path, monkeypatch):
+    pytest.importorskip("openvino")
+    monkeypatch.chdir(tmp_path)
+    model = keras_vit.ViT(**TINY)
+    images = random_images((1, *model.input_shape[1:]))
+    _, namespace = _run(_snippet('openvino.export_openvino(model, "vit.xml")'),
+                        {"model": model, "images": images})
+    assert sorted(os.listdir(tmp_path)) == ["vit.bin", "vit.xml"]
+    np.testing.assert_allclose(namespace["probabilities"], model.predict(images, verbose=0),
+                               atol=1e-5)
+
+
 def test_intermediates():
     model = keras_vit.ViT(**TINY)
     images = random_images((2, 32, 32, 3))

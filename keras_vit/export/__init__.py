@@ -14,6 +14,9 @@
   SavedModel, ONNX Runtime (when installed) and each TFLite variant.
 - `export_onnx(model, "vit.onnx")`: ONNX through Keras and tf2onnx (optional
   dependencies), checked against Keras; used to time ONNX Runtime.
+- `export_openvino(model, "vit.xml")`: OpenVINO IR through Keras (optional
+  dependency `openvino`), checked against Keras; used to time OpenVINO
+  Runtime, the fastest CPU runtime measured here.
 
 The command line is `keras-vit export`, `keras-vit verify` and
 `keras-vit benchmark-export`.
@@ -27,6 +30,7 @@ from keras_vit.export.metadata import read_metadata
 from keras_vit.export.metadata import sidecar_path
 from keras_vit.export.models import load_model
 from keras_vit.export.onnx import export_onnx
+from keras_vit.export.openvino import export_openvino
 from keras_vit.export.representative import ImageSet
 from keras_vit.export.representative import load_images
 from keras_vit.export.saved_model import export_saved_model
@@ -58,6 +62,7 @@ __all__ = [
     "convert",
     "detect_quantization",
     "export_onnx",
+    "export_openvino",
     "export_saved_model",
     "export_tflite",
     "load_images",

@@ -17,6 +17,7 @@ import numpy as np
 from keras_vit import benchmark as benchmark_lib
 from keras_vit.export import models
 from keras_vit.export import onnx as onnx_lib
+from keras_vit.export import openvino as openvino_lib
 from keras_vit.export import saved_model as saved_model_lib
 from keras_vit.export import tflite as tflite_lib
 from keras_vit.export import verification as verify_lib
@@ -112,10 +113,20 @@ def time_onnx(path, num_threads=1, runs=50, warmup=5):
     return _latencies(lambda: session.run(None, {inp.name: x}), runs, warmup)
 
 
+def time_openvino(path, num_threads=1, runs=50, warmup=5, precision="float32"):
+    """Per-call latencies (ms) of an OpenVINO `.xml` file with OpenVINO
+    Runtime (CPU, computing in `precision`) on random pixels at its
+    input's batch."""
+    compiled = openvino_lib.compile_openvino(path, precision, num_threads)
+    shape = [d if d > 0 else 1 for d in compiled.inputs[0].get_partial_shape().get_min_shape()]
+    x = np.random.default_rng(0).uniform(0, 255, shape).astype("float32")
+    return _latencies(lambda: compiled(x), runs, warmup)
+
+
 def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
                      representative_data="digits", threads=(1, 2), runs=50,
                      warmup=5, output_dir=None, tensorflow=True,
-                     onnx="auto", print_fn=print):
+                     onnx="auto", openvino="auto", print_fn=print):
     """Times a model at batch 1 as Keras, SavedModel and TFLite variants.
 
     Exports the model to every TFLite variant in `quantizations` (batch 1,
@@ -139,6 +150,9 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
             to ONNX (`keras_vit.export.onnx`) and time it with ONNX Runtime,
             the usual peer; `"auto"` does so when `tf2onnx` and
             `onnxruntime` are installed. Defaults to `"auto"`.
+        openvino: `"auto"`, `True` or `False`: likewise for OpenVINO
+            Runtime (`keras_vit.export.openvino`), computing in float32;
+            `"auto"` when `openvino` is installed. Defaults to `"auto"`.
         print_fn: where the table goes. Defaults to `print`.
 
     Returns:
@@ -205,6 +219,15 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
                 p50, p90 = _percentiles(time_onnx(path, t, runs, warmup))
                 rows.append(dict(runtime="onnxruntime", variant="float32", threads=t,
                                  p50_ms=p50, p90_ms=p90, bytes=os.path.getsize(path)))
+        if openvino == "auto":
+            openvino = openvino_lib.available()
+        if openvino:
+            path = openvino_lib.export_openvino(model, os.path.join(folder, f"{model.name}.xml"))
+            size = os.path.getsize(path) + os.path.getsize(path[: -len(".xml")] + ".bin")
+            for t in threads:
+                p50, p90 = _percentiles(time_openvino(path, t, runs, warmup))
+                rows.append(dict(runtime="openvino", variant="float32", threads=t,
+                                 p50_ms=p50, p90_ms=p90, bytes=size))
         for q, path in files.items():
             for t in threads:
                 p50, p90 = _percentiles(time_tflite(path, t, runs, warmup))

@@ -131,6 +131,7 @@ def _benchmark_export(args):
         output_dir=args.output_dir,
         tensorflow=args.tensorflow,
         onnx={"on": True, "off": False}.get(args.onnx, "auto"),
+        openvino={"on": True, "off": False}.get(args.openvino, "auto"),
     )
 
 
@@ -227,5 +228,9 @@ def add_commands(subparsers):
     b.add_argument(
         "--onnx", choices=["auto", "on", "off"], default="auto",
         type=str, help="also time ONNX Runtime (auto: when tf2onnx and onnxruntime are installed)",
+    )
+    b.add_argument(
+        "--openvino", choices=["auto", "on", "off"], default="auto",
+        type=str, help="also time OpenVINO Runtime (auto: when openvino is installed)",
     )
     b.set_defaults(run=_benchmark_export)

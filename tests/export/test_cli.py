@@ -99,7 +99,7 @@ def test_tflite_inference_example_uses_litert_only(cli_export, tmp_path):
 def test_benchmark_export_prints_a_table(random_model, capsys):
     rows = export.benchmark_export(
         random_model, quantizations=("none", "dynamic"), threads=(1,), runs=3,
-        warmup=1, tensorflow=False, onnx=False,
+        warmup=1, tensorflow=False, onnx=False, openvino=False,
     )
     assert {(r["runtime"], r["variant"]) for r in rows} == {
         ("tflite (xnnpack)", "none"), ("tflite (xnnpack)", "dynamic")
@@ -108,16 +108,18 @@ def test_benchmark_export_prints_a_table(random_model, capsys):
     assert "p50 ms" in out and "p90 ms" in out
 
 
-def test_benchmark_export_times_onnx_runtime_when_installed(random_model):
+def test_benchmark_export_times_onnx_runtime_and_openvino_when_installed(random_model):
     pytest.importorskip("tf2onnx")
     pytest.importorskip("onnxruntime")
+    pytest.importorskip("openvino")
     rows = export.benchmark_export(
         random_model, quantizations=("none",), threads=(1, 2), runs=3,
         warmup=1, tensorflow=False,
     )
-    onnx_rows = [r for r in rows if r["runtime"] == "onnxruntime"]
-    assert [r["threads"] for r in onnx_rows] == [1, 2]
-    assert all(r["p50_ms"] > 0 and r["bytes"] > 0 for r in onnx_rows)
+    for runtime in ("onnxruntime", "openvino"):
+        runtime_rows = [r for r in rows if r["runtime"] == runtime]
+        assert [r["threads"] for r in runtime_rows] == [1, 2], runtime
+        assert all(r["p50_ms"] > 0 and r["bytes"] > 0 for r in runtime_rows)
 
 
 @pytest.mark.slow

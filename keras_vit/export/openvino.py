@@ -1,0 +1,149 @@
+"""OpenVINO export, for OpenVINO Runtime on CPUs (and OpenVINO Model Server).
+
+The conversion is Keras's own (`model.export(path, format="openvino")`,
+which hands the TensorFlow graph to OpenVINO's converter); `export_openvino`
+adds what the other exports here do: a static batch if asked, the float32
+copy of a mixed-precision model, a check of OpenVINO Runtime's outputs
+against Keras's, and files moved into place only once checked.
+
+The IR (`.xml` graph, `.bin` weights beside it) holds float32 weights; the
+precision OpenVINO computes in is chosen when it compiles the model
+(`compile_openvino(..., precision=)`). Left to itself OpenVINO computes
+in bfloat16 on CPUs with AVX-512 BF16 or AMX, even for a float32 model, so
+the precision is always given here.
+
+Optional: needs `openvino` (`pip install openvino`), not a required
+dependency of keras_vit.
+"""
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from keras_vit import files
+from keras_vit import validation
+from keras_vit.export import models
+from keras_vit.export.verification import VerificationError
+
+#: Compute precisions OpenVINO's CPU plugin takes (its
+#: `INFERENCE_PRECISION_HINT`), by Keras's dtype names.
+PRECISIONS = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+
+
+def _require():
+    try:
+        import openvino
+    except ImportError as error:
+        raise ImportError(
+            "OpenVINO export needs `openvino`: pip install openvino"
+        ) from error
+    return openvino
+
+
+def available():
+    """Whether `openvino` is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("openvino") is not None
+
+
+def compile_openvino(path_or_graph, precision="float32", num_threads=None):
+    """An OpenVINO `CompiledModel` for the CPU.
+
+    Args:
+        path_or_graph: an `.xml` file or an `openvino.Model`.
+        precision: `"float32"`, `"bfloat16"` or `"float16"`: what OpenVINO
+            computes in. Defaults to `"float32"`.
+        num_threads: int, threads for inference. Defaults to `None`:
+            OpenVINO's choice (all cores).
+    """
+    precision = validation.one_of("precision", precision, tuple(PRECISIONS))
+    config = {"INFERENCE_PRECISION_HINT": PRECISIONS[precision]}
+    if num_threads is not None:
+        config["INFERENCE_NUM_THREADS"] = validation.positive_int("num_threads", num_threads)
+    return _require().Core().compile_model(path_or_graph, "CPU", config)
+
+
+def run_openvino(path, images, precision="float32", num_threads=None):
+    """The first output of an OpenVINO `.xml` model on `images` (float32
+    pixels)."""
+    compiled = compile_openvino(path, precision, num_threads)
+    return np.asarray(compiled(np.asarray(images, "float32"))[0])
+
+
+def export_openvino(model, output, batch_size=1, verify=True, atol=1e-4):
+    """Exports a model to OpenVINO IR (`output` and its `.bin`), checked.
+
+    The graph takes float32 RGB pixels `[batch, H, W, 3]` (preprocessing
+    inside, as in Keras) and returns the model's outputs. With `verify`,
+    OpenVINO Runtime's float32 outputs on random pixels are compared with
+    Keras's before the files are moved into place; nothing is left at
+    `output` on failure. A mixed-precision model is exported as its float32
+    copy (`keras_vit.export.models.float32_model`); compile it with
+    `precision="bfloat16"` to compute in bfloat16.
+
+    Args:
+        model: a `keras.Model`, a `.keras` file or a builder name.
+        output: str, the `.xml` path; its folder must exist. The weights go
+            to the `.bin` file of the same name beside it.
+        batch_size: int, the static batch, or `None` for a dynamic batch.
+            Defaults to `1`.
+        verify: bool, whether to compare against Keras. Defaults to `True`.
+        atol: float, the largest |difference| allowed. Defaults to `1e-4`.
+            A larger difference raises `VerificationError` (a `ValueError`).
+
+    Returns:
+        The path written (the `.xml` file).
+
+    Example:
+
+    >>> export_openvino(keras_vit.ViT_Ti16(), "vit_ti16.xml")
+    """
+    openvino = _require()
+    output = files.check_output_path(output)
+    if not output.endswith(".xml"):
+        raise ValueError(
+            f"An OpenVINO model is an `.xml` file (its weights a `.bin` beside "
+            f"it). Received: output={output!r}"
+        )
+    if batch_size is not None:
+        validation.positive_int("batch_size", batch_size)
+    atol = validation.non_negative_float("atol", atol)
+    validation.boolean("verify", verify)
+    model = models.float32_model(models.load_model(model))
+    height, width, channels = models.input_spec(model)
+    x = np.random.default_rng(0).uniform(0, 255, (batch_size or 2, height, width, channels))
+    x = x.astype("float32")
+    expected = np.asarray(model(x, training=False))
+    weights = output[: -len(".xml")] + ".bin"
+    # Written in a private folder beside `output`, checked there, then
+    # moved into place: weights first, graph last.
+    folder = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(output)),
+                              prefix=f".{os.path.basename(output)}.", suffix=".tmp")
+    try:
+        keras_graph = os.path.join(folder, "keras.xml")
+        model.export(keras_graph, format="openvino", verbose=False)
+        graph = openvino.Core().read_model(keras_graph)
+        if batch_size is not None:
+            graph.reshape([batch_size, height, width, channels])
+        tmp = os.path.join(folder, os.path.basename(output))
+        openvino.save_model(graph, tmp, compress_to_fp16=False)
+        del graph
+        if verify:
+            error = float(np.max(np.abs(run_openvino(tmp, x) - expected)))
+            if not error <= atol:
+                raise VerificationError(
+                    f"The OpenVINO export differs from Keras by up to {error:.3g} "
+                    f"(limit {atol:g}); {output!r} was not written."
+                )
+        tmp_weights = tmp[: -len(".xml")] + ".bin"
+        mode = 0o666 & ~files._umask()
+        for path in (tmp_weights, tmp):
+            os.chmod(path, mode)
+        os.replace(tmp_weights, weights)
+        os.replace(tmp, output)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return output
