@@ -380,7 +380,8 @@ def build_parser():
                        help="repeat every measurement this many times, rounds "
                             "interleaved, and report medians (for noisy machines)")
     bench.add_argument("--jit-compile", choices=["auto", "on", "off"], default="auto",
-                       help="XLA (auto: on for training; inference is timed "
+                       help="XLA (auto: training as `keras-vit train` compiles it, "
+                            "on but for bfloat16 on a CPU; inference is timed "
                             "with and without, the faster is reported)")
     bench.add_argument("--dtype", default=None,
                        help="dtype policy, e.g. mixed_bfloat16 (default: float32); "
