@@ -1,4 +1,5 @@
-"""The models on Keras's JAX backend: the same numbers, `fit`, saving.
+"""The models on Keras's JAX backend (the same numbers, `fit`, saving) and
+its OpenVINO backend (inference).
 
 keras_vit's training command, data pipelines and exports are TensorFlow's;
 the layers and models are Keras 3 and must work wherever Keras does. The
@@ -84,3 +85,44 @@ def test_a_vit_on_the_jax_backend(tmp_path):
     assert all(np.isfinite(result["loss"])) and len(result["loss"]) == 2
     assert result["reload_difference"] == 0.0
     assert np.isfinite(result["mpp_loss"][0])
+
+
+OPENVINO_SCRIPT = r"""
+import json, sys
+import numpy as np
+import keras
+import keras_vit
+
+folder = sys.argv[1]
+config = json.load(open(f"{folder}/config.json"))
+inputs = np.load(f"{folder}/inputs.npz")
+model = keras_vit.ViT(**config, weights=f"{folder}/model.npz")
+np.save(f"{folder}/openvino_outputs.npy", model.predict(inputs["images"], verbose=0))
+print(json.dumps({"backend": keras.backend.backend()}))
+"""
+
+
+def test_a_vit_predicts_on_the_openvino_backend(tmp_path):
+    # Keras's OpenVINO backend runs inference only. OpenVINO computes in
+    # bfloat16 on CPUs that have it (Keras gives it no precision), so the
+    # outputs are close there and equal to float32 rounding elsewhere.
+    pytest.importorskip("openvino")
+    from keras_vit.training import recipe
+
+    model = keras_vit.ViT(**TINY)
+    randomize_weights(model, scale=0.1)
+    weights.save_npz(model, tmp_path / "model.npz")
+    images = random_images((4, 32, 32, 3))
+    np.savez(tmp_path / "inputs.npz", images=images)
+    with open(tmp_path / "config.json", "w") as file:
+        json.dump(TINY, file)
+    env = dict(os.environ, KERAS_BACKEND="openvino", TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run(
+        [sys.executable, "-c", OPENVINO_SCRIPT, str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert json.loads(process.stdout.strip().splitlines()[-1])["backend"] == "openvino"
+    atol = 2e-3 if recipe.cpu_has_bfloat16() else 1e-4  # 1.1e-4 seen with bfloat16
+    np.testing.assert_allclose(np.load(tmp_path / "openvino_outputs.npy"),
+                               model.predict(images, verbose=0), atol=atol)
