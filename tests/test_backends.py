@@ -54,8 +54,11 @@ print(json.dumps({"backend": keras.backend.backend(), "loss": history.history["l
 """
 
 
-def test_a_vit_on_the_jax_backend(tmp_path):
-    config = {**TINY, "drop_path_rate": 0.1}
+def _run_on_backend(backend, script, config, tmp_path):
+    """Runs `script` on Keras's `backend` in a subprocess, on a ViT of
+    `config` with random weights (`model.npz`) and four images and labels
+    (`inputs.npz`) in `tmp_path`; returns the model, the images and the
+    JSON the script printed last."""
     model = keras_vit.ViT(**config)
     randomize_weights(model, scale=0.1)
     weights.save_npz(model, tmp_path / "model.npz")
@@ -63,14 +66,20 @@ def test_a_vit_on_the_jax_backend(tmp_path):
     np.savez(tmp_path / "inputs.npz", images=images, labels=np.arange(4) % 5)
     with open(tmp_path / "config.json", "w") as file:
         json.dump(config, file)
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path)],
+        [sys.executable, "-c", script, str(tmp_path)],
         capture_output=True, text=True, env=env, timeout=600,
     )
     assert process.returncode == 0, process.stderr[-3000:]
     result = json.loads(process.stdout.strip().splitlines()[-1])
-    assert result["backend"] == "jax"
+    assert result["backend"] == backend
+    return model, images, result
+
+
+def test_a_vit_on_the_jax_backend(tmp_path):
+    config = {**TINY, "drop_path_rate": 0.1}
+    model, images, result = _run_on_backend("jax", SCRIPT, config, tmp_path)
     # The same weights compute the same outputs and attention maps.
     np.testing.assert_allclose(
         np.load(tmp_path / "jax_outputs.npy"), model.predict(images, verbose=0), atol=1e-5
@@ -109,20 +118,7 @@ def test_a_vit_predicts_on_the_openvino_backend(tmp_path):
     pytest.importorskip("openvino")
     from keras_vit.training import recipe
 
-    model = keras_vit.ViT(**TINY)
-    randomize_weights(model, scale=0.1)
-    weights.save_npz(model, tmp_path / "model.npz")
-    images = random_images((4, 32, 32, 3))
-    np.savez(tmp_path / "inputs.npz", images=images)
-    with open(tmp_path / "config.json", "w") as file:
-        json.dump(TINY, file)
-    env = dict(os.environ, KERAS_BACKEND="openvino", TF_CPP_MIN_LOG_LEVEL="2")
-    process = subprocess.run(
-        [sys.executable, "-c", OPENVINO_SCRIPT, str(tmp_path)],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
-    assert json.loads(process.stdout.strip().splitlines()[-1])["backend"] == "openvino"
+    model, images, _ = _run_on_backend("openvino", OPENVINO_SCRIPT, TINY, tmp_path)
     atol = 2e-3 if recipe.cpu_has_bfloat16() else 1e-4  # 1.1e-4 seen with bfloat16
     np.testing.assert_allclose(np.load(tmp_path / "openvino_outputs.npy"),
                                model.predict(images, verbose=0), atol=atol)

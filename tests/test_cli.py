@@ -264,10 +264,9 @@ class Model:
 """
 
 
-def test_timm_is_timed_by_the_same_rule(tmp_path, monkeypatch):
-    # The median call, as for every other peer: one stalled call out of five
-    # does not move timm's figure either (the mean, 0.116 s, would give 34
-    # images/s; the bound leaves the 20 ms sleeps room to overshoot).
+@pytest.fixture
+def fake_timm(tmp_path, monkeypatch):
+    """The stand-ins on PYTHONPATH; returns the file each call is logged to."""
     (tmp_path / "torch.py").write_text(_FAKE_TORCH)
     (tmp_path / "timm.py").write_text(
         "from torch import Model\n__version__ = 'fake'\n"
@@ -275,6 +274,14 @@ def test_timm_is_timed_by_the_same_rule(tmp_path, monkeypatch):
     log = tmp_path / "calls.log"
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     monkeypatch.setenv("FAKE_TIMM_LOG", str(log))
+    return log
+
+
+def test_timm_is_timed_by_the_same_rule(fake_timm, monkeypatch):
+    # The median call, as for every other peer: one stalled call out of five
+    # does not move timm's figure either (the mean, 0.116 s, would give 34
+    # images/s; the bound leaves the 20 ms sleeps room to overshoot).
+    log = fake_timm
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0,0.02,0.02,0.5,0.02,0.02")
     row = benchmark._measure_timm_in_subprocess(
         "Ti/16", "inference", 4, steps=5, warmup=1, python=sys.executable)
@@ -290,17 +297,11 @@ def test_timm_is_timed_by_the_same_rule(tmp_path, monkeypatch):
     assert 1 + 2 < len(log.read_text().split()) <= 1 + 15
 
 
-def test_peers_compute_in_the_suites_dtype(tmp_path, monkeypatch):
+def test_peers_compute_in_the_suites_dtype(fake_timm, tmp_path, monkeypatch):
     # --dtype mixed_bfloat16: timm runs under bfloat16 autocast (float32
     # weights, as Keras's mixed precision), ONNX Runtime, which has no
     # bfloat16 kernels, is not timed, and a float32 suite autocasts nothing.
-    (tmp_path / "torch.py").write_text(_FAKE_TORCH)
-    (tmp_path / "timm.py").write_text(
-        "from torch import Model\n__version__ = 'fake'\n"
-        "def create_model(name, pretrained, num_classes): return Model()\n")
     autocast = tmp_path / "autocast.log"
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    monkeypatch.setenv("FAKE_TIMM_LOG", str(tmp_path / "calls.log"))
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0")
     monkeypatch.setenv("FAKE_TIMM_AUTOCAST_LOG", str(autocast))
     for dtype, expected in (("mixed_bfloat16", "cpu bfloat16 True"),
@@ -323,15 +324,9 @@ def test_runtimes_are_timed_for_inference_only():
             benchmark.measure(peer=peer, variant="Ti/16", mode="train", batch_size=1)
 
 
-def test_cores_busy_tells_sleeping_from_spinning(tmp_path, monkeypatch):
+def test_cores_busy_tells_sleeping_from_spinning(fake_timm, monkeypatch):
     # CPU time over wall time while the calls ran: a model that sleeps keeps
     # no core busy, one that spins keeps one.
-    (tmp_path / "torch.py").write_text(_FAKE_TORCH)
-    (tmp_path / "timm.py").write_text(
-        "from torch import Model\n__version__ = 'fake'\n"
-        "def create_model(name, pretrained, num_classes): return Model()\n")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    monkeypatch.setenv("FAKE_TIMM_LOG", str(tmp_path / "calls.log"))
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0.05")
     measure = lambda: benchmark._measure_timm_in_subprocess(  # noqa: E731
         "Ti/16", "inference", 1, steps=6, warmup=1, python=sys.executable)
