@@ -20,20 +20,25 @@ from tests.test_case import TINY
 from tests.test_case import random_images
 from tests.test_case import randomize_weights
 
-pytest.importorskip("jax")
-
-SCRIPT = r"""
+# Both backends' scripts start here: the model of `_run_on_backend`'s files,
+# and its predictions saved as `<backend>_outputs.npy`.
+PREDICT = r"""
 import json, sys
 import numpy as np
 import keras
 import keras_vit
-from keras_vit.training.masked_patches import MaskedPatchPrediction
 
 folder = sys.argv[1]
 config = json.load(open(f"{folder}/config.json"))
 inputs = np.load(f"{folder}/inputs.npz")
 model = keras_vit.ViT(**config, weights=f"{folder}/model.npz")
-np.save(f"{folder}/jax_outputs.npy", model.predict(inputs["images"], verbose=0))
+np.save(f"{folder}/{keras.backend.backend()}_outputs.npy",
+        model.predict(inputs["images"], verbose=0))
+"""
+
+SCRIPT = PREDICT + r"""
+from keras_vit.training.masked_patches import MaskedPatchPrediction
+
 maps = keras_vit.visualize.attention_rollout(model, inputs["images"]).maps
 np.save(f"{folder}/jax_rollout.npy", maps)
 
@@ -78,6 +83,7 @@ def _run_on_backend(backend, script, config, tmp_path):
 
 
 def test_a_vit_on_the_jax_backend(tmp_path):
+    pytest.importorskip("jax")
     config = {**TINY, "drop_path_rate": 0.1}
     model, images, result = _run_on_backend("jax", SCRIPT, config, tmp_path)
     # The same weights compute the same outputs and attention maps.
@@ -96,17 +102,7 @@ def test_a_vit_on_the_jax_backend(tmp_path):
     assert np.isfinite(result["mpp_loss"][0])
 
 
-OPENVINO_SCRIPT = r"""
-import json, sys
-import numpy as np
-import keras
-import keras_vit
-
-folder = sys.argv[1]
-config = json.load(open(f"{folder}/config.json"))
-inputs = np.load(f"{folder}/inputs.npz")
-model = keras_vit.ViT(**config, weights=f"{folder}/model.npz")
-np.save(f"{folder}/openvino_outputs.npy", model.predict(inputs["images"], verbose=0))
+OPENVINO_SCRIPT = PREDICT + r"""
 print(json.dumps({"backend": keras.backend.backend()}))
 """
 

@@ -27,9 +27,15 @@ def test_openvino_matches_keras(random_model, tmp_path):
     x = _pixels(random_model, 3)
     expected = np.asarray(random_model(x))
     np.testing.assert_allclose(openvino_lib.run_openvino(path, x), expected, atol=1e-4)
-    # bfloat16 is a compile-time choice on the same file: close, not equal.
-    got = openvino_lib.run_openvino(path, x, precision="bfloat16")
-    assert np.max(np.abs(got - expected)) < 0.1 * np.max(np.abs(expected)) + 0.05
+    # bfloat16 is a compile-time choice on the same file: within its
+    # rounding (4e-4 seen), and not float32's result where the CPU has
+    # bfloat16 (elsewhere OpenVINO may compute it in float32).
+    from keras_vit.training import recipe
+
+    error = np.max(np.abs(openvino_lib.run_openvino(path, x, precision="bfloat16") - expected))
+    assert error < 1e-2
+    if recipe.cpu_has_bfloat16():
+        assert error > 1e-5
 
 
 def test_a_static_batch_is_fixed_in_the_graph(random_model, tmp_path):
