@@ -3,7 +3,9 @@
 An export either leaves a complete, verified file (or SavedModel folder) at
 the target path or nothing at all: everything is written to a temporary
 sibling first and moved into place with `os.replace`, which is atomic on one
-file system.
+file system. Before any of that, `check_output_path` applies one rule to
+every output: never an input, never over something the writer did not
+write (unless asked), and only into a folder that can be written.
 """
 
 import contextlib
@@ -12,8 +14,22 @@ import shutil
 import tempfile
 
 
-def check_output_path(path, name="output", directory=False):
-    """Returns `path` as a string after checking that it can be written.
+def check_output_path(path, name="output", directory=False, inputs=(),
+                      replaceable=None, overwrite=False):
+    """Returns `path` as a string after checking that it can be written safely.
+
+    The rule every writer of exports follows, checked before any work is
+    done (so that a bad `output` fails before a conversion, not after):
+
+    - the folder to write into exists and is writable;
+    - the output is not one of `inputs` (what the command reads: the model
+      file, labels, calibration data), and a folder output holds none of
+      them, even with `overwrite`;
+    - an existing file, or a folder that is not empty, at `path` is replaced
+      only if `replaceable(path)` says it is an earlier export of the same
+      kind (a SavedModel with keras_vit's metadata, a TFLite flatbuffer,
+      ...), or if `overwrite` is true. An export never deletes what it did
+      not write unless asked to.
 
     Args:
         path: str or path-like, the file (or folder) to write.
@@ -21,23 +37,41 @@ def check_output_path(path, name="output", directory=False):
             `"output"`.
         directory: bool, whether the output is a folder (a SavedModel).
             Defaults to `False`.
+        inputs: paths the writer reads (entries that are not paths, or do
+            not exist, are skipped). Defaults to `()`.
+        replaceable: a function of the path that says whether what exists
+            there may be replaced. Defaults to `None`: nothing may.
+        overwrite: bool, whether to replace whatever exists at `path`
+            (files and folders not written by keras_vit included); `None`
+            when the caller offers no such option (the error then does not
+            suggest it). Defaults to `False`.
 
     Returns:
         The path as a `str`.
 
     Raises:
-        ValueError: if the path is empty, its folder does not exist, or it
-            names an existing folder where a file is expected (or the
-            reverse).
+        ValueError: if the path is empty, its folder does not exist or is
+            not writable, it names an existing folder where a file is
+            expected (or the reverse), it is (or holds) one of `inputs`, or
+            it names something that may not be replaced.
     """
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
         raise ValueError(f"`{name}` must be a path. Received: {name}={path!r}")
+    if overwrite is not None and not isinstance(overwrite, bool):
+        raise ValueError(
+            f"`overwrite` must be True or False. Received: overwrite={overwrite!r}"
+        )
     path = os.fspath(path)
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise ValueError(
             f"The folder to write `{name}` into does not exist: {parent}. "
             f"Create it first. Received: {name}={path!r}"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"The folder to write `{name}` into is not writable: {parent}. "
+            f"Received: {name}={path!r}"
         )
     if directory and os.path.isfile(path):
         raise ValueError(
@@ -49,7 +83,70 @@ def check_output_path(path, name="output", directory=False):
             f"`{name}` names an existing folder, but the output is a file. "
             f"Received: {name}={path!r}"
         )
+    for source in inputs:
+        if _holds(path, source):
+            what = "is" if _same(path, source) else "holds"
+            raise ValueError(
+                f"`{name}` {what} an input of this command ({os.fspath(source)!r}); "
+                "writing it would destroy what is being read. Choose another "
+                f"path. Received: {name}={path!r}"
+            )
+    exists = os.path.isfile(path) or (os.path.isdir(path) and os.listdir(path))
+    if exists and not overwrite and not (replaceable is not None and replaceable(path)):
+        kind = "folder" if os.path.isdir(path) else "file"
+        hint = (
+            "" if overwrite is None
+            else ", or pass overwrite=True (--overwrite) to replace it anyway"
+        )
+        raise ValueError(
+            f"`{name}` names an existing {kind} that is not an export of this "
+            f"kind written by keras_vit, and replacing it would delete it. "
+            f"Choose another path, or remove it first{hint}. "
+            f"Received: {name}={path!r}"
+        )
     return path
+
+
+def check_companion_path(path, output, name, **kwargs):
+    """`check_output_path` for a file an export writes beside `output` (its
+    metadata, its weights); the error says which output it belongs to.
+
+    Args:
+        path: the companion file.
+        output: the export's main output.
+        name: str, what the file is, for error messages (`"metadata"`).
+        **kwargs: passed to `check_output_path`.
+    """
+    try:
+        return check_output_path(path, name=name, **kwargs)
+    except ValueError as error:
+        raise ValueError(
+            f"{error} (the {name} file written beside output={os.fspath(output)!r})"
+        ) from None
+
+
+def _same(path, other):
+    """Whether two paths name the same file or folder (links resolved)."""
+    real, other_real = os.path.realpath(path), os.path.realpath(other)
+    if real == other_real:
+        return True
+    try:
+        return os.path.samefile(path, other)  # a hard link
+    except OSError:
+        return False
+
+
+def _holds(path, source):
+    """Whether `path` is `source`, or a folder above it."""
+    if not isinstance(source, (str, os.PathLike)) or not os.fspath(source):
+        return False
+    source = os.fspath(source)
+    if not os.path.exists(source):
+        return False
+    if _same(path, source):
+        return True
+    folder, below = os.path.realpath(path), os.path.realpath(source)
+    return os.path.isdir(folder) and os.path.commonpath([folder, below]) == folder
 
 
 def _umask():

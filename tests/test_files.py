@@ -1,0 +1,58 @@
+"""`keras_vit.files.check_output_path`: the one rule every export's outputs follow."""
+
+import os
+
+import pytest
+
+from keras_vit import files
+
+
+def test_an_output_is_never_an_input_nor_a_folder_above_one(tmp_path):
+    model = tmp_path / "run" / "model.keras"
+    model.parent.mkdir()
+    model.write_bytes(b"trained")
+    link = tmp_path / "link.keras"
+    link.symlink_to(model)
+    hard = tmp_path / "hard.keras"
+    os.link(model, hard)
+    for output, kind in [(model, "is"), (link, "is"), (hard, "is"),
+                         (tmp_path / "run", "holds"), (tmp_path, "holds")]:
+        directory = os.path.isdir(output)
+        with pytest.raises(ValueError, match=f"`output` {kind} an input"):
+            files.check_output_path(output, directory=directory, inputs=[str(model)],
+                                    replaceable=lambda p: True, overwrite=True)
+    # Inputs that are not paths on disk (a dataset name, an array) are skipped.
+    out = tmp_path / "new.tflite"
+    assert files.check_output_path(out, inputs=["digits", None, object()]) == str(out)
+
+
+def test_only_an_earlier_export_is_replaced_unless_overwrite(tmp_path):
+    mine = tmp_path / "notes.txt"
+    mine.write_text("mine")
+    with pytest.raises(ValueError, match="not an export.*overwrite=True.*notes.txt"):
+        files.check_output_path(mine)
+    with pytest.raises(ValueError, match="remove it first. Received"):
+        files.check_output_path(mine, overwrite=None)  # no overwrite option offered
+    assert files.check_output_path(mine, replaceable=lambda p: True) == str(mine)
+    assert files.check_output_path(mine, overwrite=True) == str(mine)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert files.check_output_path(folder, directory=True) == str(folder)  # empty
+    (folder / "a").write_text("a")
+    with pytest.raises(ValueError, match="existing folder that is not an export"):
+        files.check_output_path(folder, directory=True)
+    assert mine.read_text() == "mine" and os.listdir(folder) == ["a"]
+
+
+def test_an_unwritable_folder_is_refused(tmp_path, monkeypatch):
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: (
+        False if os.fspath(path) == str(tmp_path) else real_access(path, mode, **kw)))
+    with pytest.raises(ValueError, match=f"not writable: {tmp_path}"):
+        files.check_output_path(tmp_path / "vit.tflite")
+
+
+def test_a_companion_file_names_its_output(tmp_path):
+    (tmp_path / "vit.bin").write_bytes(b"mine")
+    with pytest.raises(ValueError, match=r"Received: weights=.*vit.bin.*beside output='vit.xml'"):
+        files.check_companion_path(tmp_path / "vit.bin", "vit.xml", "weights")
