@@ -142,8 +142,12 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
         threads: thread counts to time. Defaults to `(1, 2)`.
         runs: int, timed calls per row. Defaults to `50`.
         warmup: int, untimed calls first. Defaults to `5`.
-        output_dir: folder to keep the exports in. Defaults to `None`: a
-            temporary folder, removed afterwards.
+        output_dir: an existing folder to keep the exports in (named after
+            the model: `<name>_<quantization>.tflite`,
+            `<name>_saved_model/`, `<name>.onnx`, `<name>.xml`); earlier
+            exports of those names are replaced, other files of those names
+            refused. Defaults to `None`: a temporary folder, removed
+            afterwards.
         tensorflow: bool, whether to time Keras and the SavedModel (in a
             subprocess per thread count). Defaults to `True`.
         onnx: `"auto"`, `True` or `False`: whether to also export the model
@@ -163,7 +167,6 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
 
     >>> benchmark_export("runs/digits/model.keras", threads=(1, 2))
     """
-    model = models.load_model(model)
     for q in quantizations:
         if q not in tflite_lib.QUANTIZATIONS:
             raise ValueError(
@@ -171,13 +174,24 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
                 f"Received: quantizations={list(quantizations)!r}"
             )
     threads = [int(t) for t in threads]
+    if output_dir is not None and (
+        not isinstance(output_dir, (str, os.PathLike)) or not os.path.isdir(output_dir)
+    ):
+        raise ValueError(
+            f"`output_dir` must be an existing folder. Received: output_dir={output_dir!r}"
+        )
+    if onnx == "auto":
+        onnx = onnx_lib.available()
+    if openvino == "auto":
+        openvino = openvino_lib.available()
+    source = model
+    model = models.load_model(model)
+    if output_dir is not None:
+        _check_outputs(os.fspath(output_dir), model.name, quantizations, tensorflow,
+                       onnx, openvino, [source] if isinstance(source, (str, os.PathLike)) else [])
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = tmp if output_dir is None else os.fspath(output_dir)
-        if not os.path.isdir(folder):
-            raise ValueError(
-                f"`output_dir` must be an existing folder. Received: output_dir={output_dir!r}"
-            )
         files = {}
         for q in quantizations:
             path = os.path.join(folder, f"{model.name}_{q}.tflite")
@@ -190,7 +204,9 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
             )
             files[q] = path
         if tensorflow:
-            keras_path = os.path.join(folder, f"{model.name}.keras")
+            # The subprocess's copy of the model: not an export, so never
+            # in `output_dir` (where it could replace a user's .keras file).
+            keras_path = os.path.join(tmp, f"{model.name}.keras")
             model.save(keras_path)
             saved_path = os.path.join(folder, f"{model.name}_saved_model")
             saved_model_lib.export_saved_model(model, saved_path, verify=False)
@@ -211,16 +227,12 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
                     p50, p90 = _percentiles(times)
                     rows.append(dict(runtime=runtime, variant="float32", threads=t,
                                      p50_ms=p50, p90_ms=p90, bytes=sizes[runtime]))
-        if onnx == "auto":
-            onnx = onnx_lib.available()
         if onnx:
             path = onnx_lib.export_onnx(model, os.path.join(folder, f"{model.name}.onnx"))
             for t in threads:
                 p50, p90 = _percentiles(time_onnx(path, t, runs, warmup))
                 rows.append(dict(runtime="onnxruntime", variant="float32", threads=t,
                                  p50_ms=p50, p90_ms=p90, bytes=os.path.getsize(path)))
-        if openvino == "auto":
-            openvino = openvino_lib.available()
         if openvino:
             path = openvino_lib.export_openvino(model, os.path.join(folder, f"{model.name}.xml"))
             size = os.path.getsize(path) + os.path.getsize(path[: -len(".xml")] + ".bin")
@@ -236,6 +248,19 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
     if print_fn is not None:
         print_fn(format_table(rows, model))
     return rows
+
+
+def _check_outputs(folder, name, quantizations, tensorflow, onnx, openvino, inputs):
+    """Checks every file `benchmark_export` would keep in `folder`, before
+    the first export (see `keras_vit.files.check_output_path`)."""
+    for q in quantizations:
+        tflite_lib.check_output(os.path.join(folder, f"{name}_{q}.tflite"), inputs, None)
+    if tensorflow:
+        saved_model_lib.check_output(os.path.join(folder, f"{name}_saved_model"), inputs, None)
+    if onnx:
+        onnx_lib.check_output(os.path.join(folder, f"{name}.onnx"), inputs, None)
+    if openvino:
+        openvino_lib.check_output(os.path.join(folder, f"{name}.xml"), inputs, None)
 
 
 def format_table(rows, model=None):

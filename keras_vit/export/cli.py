@@ -60,8 +60,21 @@ def _source(args):
     return _load(args)
 
 
+def _inputs(args):
+    """The files and folders `keras-vit export` reads: no output may be,
+    or hold, one of them."""
+    from keras_vit.export import representative
+
+    paths = [args.model, args.weights, args.labels]
+    return [p for p in paths if p is not None] + representative.source_paths(
+        [args.representative_data, args.verify_data]
+    )
+
+
 def _export(args):
     from keras_vit import export
+    from keras_vit.export import saved_model
+    from keras_vit.export import tflite
 
     if args.format == "saved_model":
         for flag, value, default in (
@@ -74,6 +87,9 @@ def _export(args):
                     f"{flag} applies to --format tflite only (a SavedModel "
                     f"is float32 with a dynamic batch). Received: {flag} {value}"
                 )
+        # Checked before the model is loaded, with every input the command
+        # reads (a --weights file too, which the exporter cannot see).
+        saved_model.check_output(args.output, _inputs(args), args.overwrite)
         result = export.export_saved_model(
             _source(args),
             args.output,
@@ -81,8 +97,10 @@ def _export(args):
             verify=args.verify,
             verify_data=args.verify_data,
             num_verify_images=args.num_images or 32,
+            overwrite=args.overwrite,
         )
     else:
+        tflite.check_output(args.output, _inputs(args), args.overwrite)
         result = export.export_tflite(
             _source(args),
             args.output,
@@ -96,6 +114,7 @@ def _export(args):
             num_calibration_images=args.num_calibration_images,
             num_verify_images=args.num_images or 100,
             min_top1_agreement=args.min_top1_agreement,
+            overwrite=args.overwrite,
         )
     if result.report is not None:
         print(result.report.summary())
@@ -179,6 +198,11 @@ def add_commands(subparsers):
     e.add_argument(
         "--no-verify", dest="verify", action="store_false",
         help="write without verifying (not recommended)",
+    )
+    e.add_argument(
+        "--overwrite", action="store_true",
+        help="replace a file or folder at --output that is not an earlier "
+             "export (never one the command reads)",
     )
     e.set_defaults(run=_export)
 

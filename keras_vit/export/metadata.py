@@ -206,3 +206,49 @@ def read_metadata(path):
         return None
     with open(sidecar, encoding="utf-8") as file:
         return json.load(file)
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except (OSError, ValueError) as error:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(
+            f"Cannot read the export's metadata file ({error}). Received: {path!r}"
+        ) from None
+
+
+def is_metadata(path, fmt=None):
+    """Whether `path` is a metadata file keras_vit wrote (of format `fmt`,
+    e.g. `"tflite"`, if given), which an export may replace."""
+    try:
+        metadata = _read_json(path)
+    except ValueError:
+        return False
+    return (
+        isinstance(metadata, dict)
+        and "keras_vit_version" in metadata
+        and (metadata.get("format") == fmt if fmt else "format" in metadata)
+    )
+
+
+def check_sidecar(output, inputs=(), overwrite=False):
+    """The sidecar of the `.tflite` file `output`, checked as outputs are
+    (see `keras_vit.files.check_output_path`): it must differ from `output`
+    (`vit.json` would be overwritten by its own metadata) and replaces only
+    an earlier sidecar of keras_vit's.
+
+    Returns:
+        The sidecar's path.
+    """
+    sidecar = sidecar_path(output)
+    if os.path.normcase(os.path.abspath(sidecar)) == os.path.normcase(os.path.abspath(output)):
+        raise ValueError(
+            "`output` ends in .json, which is the name of its own metadata "
+            "file (x.tflite -> x.json): the metadata would overwrite the "
+            f"model. Name the file .tflite. Received: output={os.fspath(output)!r}"
+        )
+    return files.check_companion_path(
+        sidecar, output, "metadata", inputs=inputs,
+        replaceable=lambda p: is_metadata(p, "tflite"), overwrite=overwrite,
+    )

@@ -171,8 +171,41 @@ def _save(proto, path, external_data):
     return external_data
 
 
+def is_onnx(path):
+    """Whether `path` is an ONNX file tf2onnx wrote (which an export may
+    replace). An ONNX model is a protocol buffer whose fields are written in
+    order: `ir_version` (field 1, a varint) first, then `producer_name`
+    (field 2), which tf2onnx sets to "tf2onnx"."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(32)
+    except OSError:
+        return False
+    return head[:1] == b"\x08" and b"\x12\x07tf2onnx" in head[:16]
+
+
+def check_output(output, inputs=(), overwrite=False):
+    """Checks the paths an ONNX export writes before any work is done: the
+    `.onnx` file and its external data (`<output>.data`), by the rule of
+    `keras_vit.files.check_output_path`. An existing file is replaced only
+    if it is an ONNX export (the data file: if the `.onnx` beside it is),
+    or with `overwrite`.
+
+    Returns:
+        The `.onnx` path as a string.
+    """
+    output = files.check_output_path(
+        output, inputs=inputs, replaceable=is_onnx, overwrite=overwrite
+    )
+    files.check_companion_path(
+        output + ".data", output, "data", inputs=inputs,
+        replaceable=lambda _: is_onnx(output), overwrite=overwrite,
+    )
+    return output
+
+
 def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
-                external_data=None):
+                external_data=None, overwrite=False):
     """Exports a model to an `.onnx` file for ONNX Runtime, checked.
 
     The graph takes float32 RGB pixels `[batch, H, W, 3]` (preprocessing
@@ -184,7 +217,9 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
 
     Args:
         model: a `keras.Model`, a `.keras` file or a builder name.
-        output: str, the `.onnx` path; its folder must exist.
+        output: str, the `.onnx` path; its folder must exist. An earlier
+            ONNX export there is replaced; any other file is refused, unless
+            `overwrite`. It must not be the model file.
         batch_size: int, the static batch, or `None` for a dynamic batch.
             Defaults to `1`.
         opset: int, the ONNX opset, from `MIN_OPSET` (9) to the newest
@@ -197,6 +232,9 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
             beside the model). Defaults to `None`: only above
             `EXTERNAL_DATA_BYTES` (2 GB) of weights, since one ONNX file
             cannot exceed 2 GiB (ViT-H/14's weights are 2.5 GB).
+        overwrite: bool, whether to replace an existing file at `output`
+            (or `<output>.data`) that is not an ONNX export. Defaults to
+            `False`.
 
     Returns:
         The path written.
@@ -207,10 +245,9 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
     """
     import tensorflow as tf
 
-    # ONNX Runtime has no bfloat16 kernels on CPU: a mixed-precision model
-    # is exported, and checked, as its float32 copy.
-    model = models.float32_model(models.load_model(model))
-    output = files.check_output_path(output)
+    output = check_output(
+        output, [model] if isinstance(model, (str, os.PathLike)) else [], overwrite
+    )
     if batch_size is not None:
         validation.positive_int("batch_size", batch_size)
     opset = validation.positive_int("opset", opset)
@@ -230,6 +267,9 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
         )
     if verify:
         _require("onnxruntime")
+    # ONNX Runtime has no bfloat16 kernels on CPU: a mixed-precision model
+    # is exported, and checked, as its float32 copy.
+    model = models.float32_model(models.load_model(model))
     _register_erfc()
     height, width, channels = models.input_spec(model)
     spec = tf.TensorSpec((batch_size, height, width, channels), tf.float32, name="images")

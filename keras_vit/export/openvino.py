@@ -73,7 +73,44 @@ def run_openvino(path, images, precision="float32", num_threads=None):
     return np.asarray(compiled(np.asarray(images, "float32"))[0])
 
 
-def export_openvino(model, output, batch_size=1, verify=True, atol=1e-4):
+def is_openvino(path):
+    """Whether `path` is an OpenVINO IR graph (`<?xml ...?>` then `<net`),
+    which an export may replace."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(256)
+    except OSError:
+        return False
+    return head.startswith(b"<?xml") and b"<net " in head
+
+
+def check_output(output, inputs=(), overwrite=False):
+    """Checks the paths an OpenVINO export writes before any work is done:
+    the `.xml` graph and the `.bin` weights beside it, by the rule of
+    `keras_vit.files.check_output_path`. An existing file is replaced only
+    if it is an OpenVINO graph (the `.bin`: if the `.xml` beside it is), or
+    with `overwrite`.
+
+    Returns:
+        The `.xml` path as a string.
+    """
+    if not isinstance(output, (str, os.PathLike)) or not os.fspath(output).endswith(".xml"):
+        raise ValueError(
+            f"An OpenVINO model is an `.xml` file (its weights a `.bin` beside "
+            f"it). Received: output={output!r}"
+        )
+    output = files.check_output_path(
+        output, inputs=inputs, replaceable=is_openvino, overwrite=overwrite
+    )
+    files.check_companion_path(
+        output[: -len(".xml")] + ".bin", output, "weights", inputs=inputs,
+        replaceable=lambda _: is_openvino(output), overwrite=overwrite,
+    )
+    return output
+
+
+def export_openvino(model, output, batch_size=1, verify=True, atol=1e-4,
+                    overwrite=False):
     """Exports a model to OpenVINO IR (`output` and its `.bin`), checked.
 
     The graph takes float32 RGB pixels `[batch, H, W, 3]` (preprocessing
@@ -87,12 +124,16 @@ def export_openvino(model, output, batch_size=1, verify=True, atol=1e-4):
     Args:
         model: a `keras.Model`, a `.keras` file or a builder name.
         output: str, the `.xml` path; its folder must exist. The weights go
-            to the `.bin` file of the same name beside it.
+            to the `.bin` file of the same name beside it. An earlier
+            OpenVINO export there is replaced; any other file is refused,
+            unless `overwrite`. Neither may be the model file.
         batch_size: int, the static batch, or `None` for a dynamic batch.
             Defaults to `1`.
         verify: bool, whether to compare against Keras. Defaults to `True`.
         atol: float, the largest |difference| allowed. Defaults to `1e-4`.
             A larger difference raises `VerificationError` (a `ValueError`).
+        overwrite: bool, whether to replace existing files at `output` and
+            its `.bin` that are not an OpenVINO export. Defaults to `False`.
 
     Returns:
         The path written (the `.xml` file).
@@ -102,12 +143,9 @@ def export_openvino(model, output, batch_size=1, verify=True, atol=1e-4):
     >>> export_openvino(keras_vit.ViT_Ti16(), "vit_ti16.xml")
     """
     openvino = _require()
-    output = files.check_output_path(output)
-    if not output.endswith(".xml"):
-        raise ValueError(
-            f"An OpenVINO model is an `.xml` file (its weights a `.bin` beside "
-            f"it). Received: output={output!r}"
-        )
+    output = check_output(
+        output, [model] if isinstance(model, (str, os.PathLike)) else [], overwrite
+    )
     if batch_size is not None:
         validation.positive_int("batch_size", batch_size)
     atol = validation.non_negative_float("atol", atol)

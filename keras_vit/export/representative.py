@@ -151,6 +151,28 @@ def _is_dataset_name(text):
     return os.sep not in text and not os.path.splitext(text)[1]
 
 
+def source_paths(source):
+    """The files and folders an image source reads (`folder:PATH`'s folder,
+    an `.npz` file), so that an export can refuse to write over them.
+
+    Args:
+        source: a source of `load_images`, or a list of them.
+
+    Returns:
+        A list of paths (empty for a dataset name or an array).
+    """
+    if isinstance(source, (list, tuple)):
+        return [path for s in source for path in source_paths(s)]
+    if not isinstance(source, (str, os.PathLike)):
+        return []
+    text = os.fspath(source)
+    if text.startswith("folder:"):
+        return [text[len("folder:"):]]
+    if text.endswith(".npz"):
+        return [text]
+    return []
+
+
 def _from_npz(path, name):
     if not os.path.isfile(path):
         raise ValueError(f"The .npz file does not exist. Received: {name}={path!r}")

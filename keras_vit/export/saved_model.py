@@ -4,15 +4,58 @@ The SavedModel is written by `keras.export.ExportArchive` and needs neither
 Keras nor keras_vit to run: `tf.saved_model.load(path)` is enough.
 """
 
+import os
+
 from keras_vit import validation
 from keras_vit import files
 from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
+from keras_vit.export import representative
 from keras_vit.export.tflite import ExportResult
 
 #: Signature names: float pixels (the default) and uint8 pixels.
 FLOAT_SIGNATURE = "serving_default"
 UINT8_SIGNATURE = "serving_uint8"
+
+#: What `export_saved_model` writes at the top of its folder
+#: (`ExportArchive.write_out`'s files, and keras_vit's metadata).
+SAVED_MODEL_ENTRIES = frozenset(
+    {"saved_model.pb", "fingerprint.pb", "variables", "assets",
+     metadata_lib.SAVED_MODEL_METADATA}
+)
+
+
+def is_saved_model_export(path):
+    """Whether `path` is a SavedModel folder `export_saved_model` wrote: its
+    `saved_model.pb` and keras_vit's `keras_vit.json` (format
+    `"saved_model"`), and nothing else at the top level that an export would
+    delete by replacing it (a TF Serving `assets.extra/` added later, a
+    user's files)."""
+    if not os.path.isdir(path):
+        return False
+    entries = set(os.listdir(path))
+    return (
+        "saved_model.pb" in entries
+        and entries <= SAVED_MODEL_ENTRIES
+        and metadata_lib.is_metadata(metadata_lib.sidecar_path(path), "saved_model")
+    )
+
+
+def check_output(output, inputs=(), overwrite=False):
+    """Checks a SavedModel export's folder before any work is done.
+
+    The rule is `keras_vit.files.check_output_path`'s: the folder must not
+    be, nor hold, one of `inputs`; an existing folder that is not empty is
+    replaced only if it is an earlier export (`is_saved_model_export`), or
+    with `overwrite`.
+
+    Returns:
+        The folder's path as a string.
+    """
+    return files.check_output_path(
+        output, directory=True, inputs=inputs,
+        replaceable=is_saved_model_export, overwrite=overwrite,
+    )
 
 
 def build_archive(model):
@@ -59,7 +102,8 @@ def build_archive(model):
 
 
 def export_saved_model(model, output, labels=None, verify=True,
-                       verify_data="digits", num_verify_images=32):
+                       verify_data="digits", num_verify_images=32,
+                       overwrite=False):
     """Exports a model as a SavedModel for serving, verified.
 
     Two signatures, both with a dynamic batch and the preprocessing inside:
@@ -74,7 +118,11 @@ def export_saved_model(model, output, labels=None, verify=True,
         model: a `keras.Model`, a `.keras` file or a builder name (see
             `load_model`).
         output: str, the SavedModel folder to write; its parent must exist.
-            An existing folder is replaced once the new one is complete.
+            An earlier export there (see `is_saved_model_export`) is
+            replaced once the new one is complete; any other folder that is
+            not empty is refused, unless `overwrite`. It must not be, nor
+            hold, one of the export's inputs (the `.keras` file's run
+            folder, say).
         labels: class names: a list, or a text file with one per line.
             Defaults to `None`: the training run's if known, else
             `"class_0"`, ...
@@ -82,6 +130,9 @@ def export_saved_model(model, output, labels=None, verify=True,
         verify_data: images to verify on (see `load_images`). Defaults to
             `"digits"`.
         num_verify_images: int. Defaults to `32`.
+        overwrite: bool, whether to replace a folder at `output` that is
+            not an earlier export (its files are deleted). Defaults to
+            `False`.
 
     Returns:
         An `ExportResult`.
@@ -97,8 +148,11 @@ def export_saved_model(model, output, labels=None, verify=True,
     """
     from keras_vit.export import verification as verify_lib
 
-    output = files.check_output_path(output, directory=True)
     validation.boolean("verify", verify)
+    inputs = [p for p in (model, labels) if isinstance(p, (str, os.PathLike))]
+    output = check_output(
+        output, inputs + representative.source_paths(verify_data), overwrite
+    )
     source = model
     model = models.load_model(model)
     height, width, channels = models.input_spec(model)

@@ -215,6 +215,12 @@ def convert(model, quantize="none", calibration_images=None, batch_size=1,
     return data
 
 
+def _inputs(model, labels, *image_sources):
+    """The files and folders an export reads, which it must not write over."""
+    paths = [p for p in (model, labels) if isinstance(p, (str, os.PathLike))]
+    return paths + representative.source_paths(list(image_sources))
+
+
 def _degenerate_cause(model):
     """The likely reason for a degenerate calibration range, or `""`."""
     head = next((layer for layer in model.layers if layer.name == "head"), None)
@@ -228,10 +234,45 @@ def _degenerate_cause(model):
     return ""
 
 
+def is_tflite(path):
+    """Whether `path` is a TFLite flatbuffer (which an export may replace)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(8)[4:8] == b"TFL3"
+    except OSError:
+        return False
+
+
+def check_output(output, inputs=(), overwrite=False):
+    """Checks the paths a TFLite export writes before any work is done.
+
+    The rule is `keras_vit.files.check_output_path`'s, for the `.tflite`
+    file and for its metadata sidecar (`x.tflite` -> `x.json`): neither may
+    be one of `inputs`; an existing file there is replaced only if it is a
+    TFLite file (for the sidecar: keras_vit's metadata), or with
+    `overwrite`; and an output ending in `.json` is refused, since its own
+    metadata would overwrite it.
+
+    Args:
+        output: the `.tflite` path.
+        inputs: paths the export reads. Defaults to `()`.
+        overwrite: bool. Defaults to `False`.
+
+    Returns:
+        `(output, sidecar)` as strings.
+    """
+    sidecar = metadata_lib.check_sidecar(output, inputs, overwrite)
+    output = files.check_output_path(
+        output, inputs=inputs, replaceable=is_tflite, overwrite=overwrite
+    )
+    return output, sidecar
+
+
 def export_tflite(model, output, quantize="none", representative_data=None,
                   batch_size=1, io_dtype="float32", labels=None, verify=True,
                   verify_data="digits", num_calibration_images=100,
-                  num_verify_images=100, min_top1_agreement=None):
+                  num_verify_images=100, min_top1_agreement=None,
+                  overwrite=False):
     """Exports a model to a `.tflite` file for LiteRT, verified.
 
     The file holds LiteRT builtin ops only. The model's labels and input
@@ -241,7 +282,9 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     its weight bytes against the parameter count, and its outputs against
     Keras's on real images (and on the representative images) with LiteRT's
     XNNPACK, builtin and reference kernels. Nothing is left at `output` when
-    an argument is wrong, the conversion fails or the verification fails.
+    an argument is wrong, the conversion fails or the verification fails,
+    and nothing but an earlier TFLite export is replaced (see
+    `check_output`).
     A model trained under a mixed policy (`mixed_bfloat16`,
     `mixed_float16`) is exported, and verified, as the same model computing
     in float32 (`keras_vit.export.models.float32_model`); `quantize="float16"`
@@ -250,7 +293,10 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     Args:
         model: a `keras.Model`, a `.keras` file or a builder name (see
             `load_model`).
-        output: str, the `.tflite` path; its folder must exist.
+        output: str, the `.tflite` path; its folder must exist. An existing
+            TFLite file there (and its keras_vit sidecar) is replaced; any
+            other file is refused, unless `overwrite`. It must not be one
+            of the export's inputs.
         quantize: `"none"` (float32), `"float16"` (float16 weights),
             `"dynamic"` (int8 weights, float activations), `"int8"` (full
             integer, calibrated) or `"int16x8"` (int16 activations, int8
@@ -277,6 +323,9 @@ def export_tflite(model, output, quantize="none", representative_data=None,
             to `100`.
         min_top1_agreement: float, overrides the mode's top-1 agreement
             floor (`keras_vit.export.verification.LIMITS`). Defaults to `None`.
+        overwrite: bool, whether to replace an existing file at `output`
+            (or its sidecar) that is not a TFLite export. Defaults to
+            `False`.
 
     Returns:
         An `ExportResult`.
@@ -293,7 +342,6 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     """
     from keras_vit.export import verification as verify_lib
 
-    output = files.check_output_path(output)
     quantize = validation.one_of("quantize", quantize, QUANTIZATIONS)
     io_dtype = validation.one_of("io_dtype", io_dtype, IO_DTYPES)
     if io_dtype != "float32" and quantize != "int8":
@@ -305,6 +353,8 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     if batch_size is not None:
         batch_size = validation.positive_int("batch_size", batch_size)
     validation.boolean("verify", verify)
+    output, meta_path = check_output(output, _inputs(
+        model, labels, representative_data, verify_data), overwrite)
     if quantize in CALIBRATED and representative_data is None:
         raise ValueError(
             f"quantize={quantize!r} needs representative images to calibrate "
@@ -369,6 +419,5 @@ def export_tflite(model, output, quantize="none", representative_data=None,
             "file_bytes": len(data),
         },
     )
-    meta_path = metadata_lib.sidecar_path(output)
     metadata_lib.write(meta_path, meta)
     return ExportResult(output, meta_path, meta, report)

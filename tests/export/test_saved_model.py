@@ -70,18 +70,31 @@ def test_saved_model_reloads_without_keras_vit(random_model, tmp_path):
     np.testing.assert_allclose(out["uint8"], expected, atol=1e-5)
 
 
-def test_saved_model_replaces_an_existing_folder_whole(random_model, tmp_path):
+def test_saved_model_replaces_an_earlier_export_whole(random_model, tmp_path):
     target = tmp_path / "sm"
-    target.mkdir()
-    (target / "stale.txt").write_text("old")
     export.export_saved_model(random_model, target, verify=False)
-    assert not (target / "stale.txt").exists()
+    (target / "variables" / "stale.txt").write_text("old")  # inside what we wrote
+    export.export_saved_model(random_model, target, verify=False)
+    assert not (target / "variables" / "stale.txt").exists()
     assert (target / "saved_model.pb").exists()
     assert sorted(os.listdir(tmp_path)) == ["sm"]
     # The usual permissions, not a temporary folder's private ones.
     umask = os.umask(0)
     os.umask(umask)
     assert os.stat(target).st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_a_folder_that_is_not_an_export_is_replaced_only_with_overwrite(random_model, tmp_path):
+    target = tmp_path / "sm"
+    target.mkdir()
+    (target / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not an export.*overwrite=True"):
+        export.export_saved_model(random_model, target, verify=False)
+    assert os.listdir(target) == ["notes.txt"]
+    export.export_saved_model(random_model, target, verify=False, overwrite=True)
+    assert not (target / "notes.txt").exists()
+    assert (target / "saved_model.pb").exists()
+    assert sorted(os.listdir(tmp_path)) == ["sm"]
 
 
 def test_a_keras_quantized_model_serves_and_is_refused_by_tflite(random_model, tmp_path):
