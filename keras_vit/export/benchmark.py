@@ -7,6 +7,7 @@ LiteRT's default interpreter (XNNPACK) and `num_threads`.
 """
 
 import json
+import numbers
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import tempfile
 import numpy as np
 
 from keras_vit import benchmark as benchmark_lib
+from keras_vit import validation
 from keras_vit.export import models
 from keras_vit.export import onnx as onnx_lib
 from keras_vit.export import openvino as openvino_lib
@@ -167,13 +169,25 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
 
     >>> benchmark_export("runs/digits/model.keras", threads=(1, 2))
     """
-    for q in quantizations:
-        if q not in tflite_lib.QUANTIZATIONS:
-            raise ValueError(
-                f"`quantizations` must hold values of {list(tflite_lib.QUANTIZATIONS)}. "
-                f"Received: quantizations={list(quantizations)!r}"
-            )
-    threads = [int(t) for t in threads]
+    if (isinstance(quantizations, str) or not isinstance(quantizations, (list, tuple))
+            or any(q not in tflite_lib.QUANTIZATIONS for q in quantizations)):
+        raise ValueError(
+            f"`quantizations` must be a list of values of {list(tflite_lib.QUANTIZATIONS)}. "
+            f"Received: quantizations={quantizations!r}"
+        )
+    if not isinstance(threads, (list, tuple)) or not threads:
+        raise ValueError(
+            f"`threads` must be a list of thread counts. Received: threads={threads!r}"
+        )
+    threads = [validation.positive_int("threads", t) for t in threads]
+    runs = validation.positive_int("runs", runs)
+    if isinstance(warmup, bool) or not isinstance(warmup, numbers.Integral) or warmup < 0:
+        raise ValueError(
+            f"`warmup` must be an integer >= 0. Received: warmup={warmup!r}"
+        )
+    validation.boolean("tensorflow", tensorflow)
+    onnx = validation.one_of("onnx", onnx, ("auto", True, False))
+    openvino = validation.one_of("openvino", openvino, ("auto", True, False))
     if output_dir is not None and (
         not isinstance(output_dir, (str, os.PathLike)) or not os.path.isdir(output_dir)
     ):

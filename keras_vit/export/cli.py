@@ -6,6 +6,7 @@ LiteRT are imported only when a command runs.
 """
 
 import argparse
+import math
 import os
 
 from keras_vit.export.tflite import IO_DTYPES
@@ -29,6 +30,36 @@ def _batch_size(text):
     return value
 
 
+def _integer(text, least):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < least:
+        kind = "a positive integer" if least == 1 else f"an integer >= {least}"
+        raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}")
+    return value
+
+
+def _positive_int(text):
+    return _integer(text, 1)
+
+
+def _non_negative_int(text):
+    return _integer(text, 0)
+
+
+def _fraction(text):
+    """A finite number in [0, 1] (argparse's float takes 'nan' and 'inf')."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
 def _add_model_arguments(parser):
     parser.add_argument(
         "model",
@@ -36,8 +67,8 @@ def _add_model_arguments(parser):
         help="a .keras file, or a builder name (ViT_B16) or variant (B/16)",
     )
     parser.add_argument("--weights", default=None, help="preset or weights file to load")
-    parser.add_argument("--image-size", type=int, default=None, help="builder names only")
-    parser.add_argument("--num-classes", type=int, default=None, help="builder names only")
+    parser.add_argument("--image-size", type=_positive_int, default=None, help="builder names only")
+    parser.add_argument("--num-classes", type=_positive_int, default=None, help="builder names only")
 
 
 def _load(args, model=None, weights=None):
@@ -54,8 +85,10 @@ def _load(args, model=None, weights=None):
 def _source(args):
     """The model argument as the exporters take it: the .keras path when
     there is nothing to change (so the training run's labels are found),
-    else the loaded model."""
-    if args.model.endswith(".keras") and args.weights is None:
+    else the loaded model (`load_model` refuses --image-size and
+    --num-classes for a .keras file rather than ignoring them)."""
+    if (args.model.endswith(".keras") and args.weights is None
+            and args.image_size is None and args.num_classes is None):
         return args.model
     return _load(args)
 
@@ -71,22 +104,47 @@ def _inputs(args):
     )
 
 
+def _refuse(flags, reason):
+    """Raises for the first of `flags` (`(flag, value, default)`) that was
+    given: a flag that would be silently ignored is an error."""
+    for flag, value, default in flags:
+        if value != default:
+            raise ValueError(f"{flag} {reason}. Received: {flag} {value}")
+
+
 def _export(args):
     from keras_vit import export
     from keras_vit.export import saved_model
     from keras_vit.export import tflite
 
+    if not args.verify:
+        _refuse((
+            ("--verify-data", args.verify_data, None),
+            ("--num-images", args.num_images, None),
+            ("--min-top1-agreement", args.min_top1_agreement, None),
+        ), "applies to the verification, which --no-verify skips")
+    if args.num_calibration_images is not None and args.representative_data is None:
+        raise ValueError(
+            "--num-calibration-images applies with --representative-data only. "
+            f"Received: --num-calibration-images {args.num_calibration_images}"
+        )
+    # Flags not given are left to the exporters' defaults.
+    given = {
+        key: value for key, value in (
+            ("verify_data", args.verify_data),
+            ("num_verify_images", args.num_images),
+            ("num_calibration_images", args.num_calibration_images),
+        ) if value is not None
+    }
     if args.format == "saved_model":
-        for flag, value, default in (
+        _refuse((
             ("--quantize", args.quantize, "none"),
             ("--batch-size", args.batch_size, 1),
             ("--io-dtype", args.io_dtype, "float32"),
-        ):
-            if value != default:
-                raise ValueError(
-                    f"{flag} applies to --format tflite only (a SavedModel "
-                    f"is float32 with a dynamic batch). Received: {flag} {value}"
-                )
+            ("--representative-data", args.representative_data, None),
+            ("--min-top1-agreement", args.min_top1_agreement, None),
+        ), "applies to --format tflite only (a SavedModel is not quantized, "
+           "takes a dynamic batch and is held to max |Δ| limits)")
         # Checked before the model is loaded, with every input the command
         # reads (a --weights file too, which the exporter cannot see).
         saved_model.check_output(args.output, _inputs(args), args.overwrite)
@@ -95,9 +153,8 @@ def _export(args):
             args.output,
             labels=args.labels,
             verify=args.verify,
-            verify_data=args.verify_data,
-            num_verify_images=args.num_images or 32,
             overwrite=args.overwrite,
+            **given,
         )
     else:
         tflite.check_output(args.output, _inputs(args), args.overwrite)
@@ -110,11 +167,9 @@ def _export(args):
             io_dtype=args.io_dtype,
             labels=args.labels,
             verify=args.verify,
-            verify_data=args.verify_data,
-            num_calibration_images=args.num_calibration_images,
-            num_verify_images=args.num_images or 100,
             min_top1_agreement=args.min_top1_agreement,
             overwrite=args.overwrite,
+            **given,
         )
     if result.report is not None:
         print(result.report.summary())
@@ -124,15 +179,22 @@ def _export(args):
 def _verify(args):
     from keras_vit import export
 
-    reference = _load(args, model=args.reference)
     data = args.data or ["digits"]
     kwargs = {"num_images": args.num_images}
-    if not os.path.isdir(args.exported):
+    if os.path.isdir(args.exported):
+        _refuse((
+            ("--runtimes", args.runtimes, None),
+            ("--quantization", args.quantization, None),
+            ("--min-top1-agreement", args.min_top1_agreement, None),
+        ), "applies to a .tflite file only (a SavedModel is run by TensorFlow "
+           "and held to max |Δ| limits)")
+    else:
         kwargs.update(
-            runtimes=tuple(args.runtimes),
+            runtimes=tuple(RUNTIMES if args.runtimes is None else args.runtimes),
             quantization=args.quantization,
             min_top1_agreement=args.min_top1_agreement,
         )
+    reference = _load(args, model=args.reference)
     report = export.verify(args.exported, reference, data=data, **kwargs)
     print(report.summary())
 
@@ -186,15 +248,18 @@ def add_commands(subparsers):
     )
     e.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line")
     e.add_argument(
-        "--verify-data", default="digits", metavar="SOURCE",
+        "--verify-data", default=None, metavar="SOURCE",
         help="images to verify on (default: digits)",
     )
     e.add_argument(
-        "--num-images", type=int, default=None,
+        "--num-images", type=_positive_int, default=None,
         help="images to verify on (default: 100 for TFLite, 32 for a SavedModel)",
     )
-    e.add_argument("--num-calibration-images", type=int, default=100)
-    e.add_argument("--min-top1-agreement", type=float, default=None)
+    e.add_argument(
+        "--num-calibration-images", type=_positive_int, default=None,
+        help="representative images to calibrate on (default: 100)",
+    )
+    e.add_argument("--min-top1-agreement", type=_fraction, default=None)
     e.add_argument(
         "--no-verify", dest="verify", action="store_false",
         help="write without verifying (not recommended)",
@@ -219,19 +284,22 @@ def add_commands(subparsers):
         help="the Keras model: a .keras file or a builder name",
     )
     v.add_argument("--weights", default=None)
-    v.add_argument("--image-size", type=int, default=None)
-    v.add_argument("--num-classes", type=int, default=None)
+    v.add_argument("--image-size", type=_positive_int, default=None)
+    v.add_argument("--num-classes", type=_positive_int, default=None)
     v.add_argument(
         "--data", action="append", default=None, metavar="SOURCE",
         help="images to compare on (repeatable; default: digits)",
     )
-    v.add_argument("--num-images", type=int, default=100)
+    v.add_argument("--num-images", type=_positive_int, default=100)
     v.add_argument(
         "--quantization", choices=QUANTIZATIONS, default=None,
         help="the mode the file was made with (default: read from the file)",
     )
-    v.add_argument("--runtimes", nargs="+", choices=RUNTIMES, default=list(RUNTIMES))
-    v.add_argument("--min-top1-agreement", type=float, default=None)
+    v.add_argument(
+        "--runtimes", nargs="+", choices=RUNTIMES, default=None,
+        help=f"LiteRT interpreters to run (default: {' '.join(RUNTIMES)})",
+    )
+    v.add_argument("--min-top1-agreement", type=_fraction, default=None)
     v.set_defaults(run=_verify)
 
     b = subparsers.add_parser(
@@ -241,9 +309,9 @@ def add_commands(subparsers):
     _add_model_arguments(b)
     b.add_argument("--quantize", nargs="+", choices=QUANTIZATIONS, default=list(QUANTIZATIONS))
     b.add_argument("--representative-data", default="digits", metavar="SOURCE")
-    b.add_argument("--threads", nargs="+", type=int, default=[1, 2])
-    b.add_argument("--runs", type=int, default=50)
-    b.add_argument("--warmup", type=int, default=5)
+    b.add_argument("--threads", nargs="+", type=_positive_int, default=[1, 2])
+    b.add_argument("--runs", type=_positive_int, default=50)
+    b.add_argument("--warmup", type=_non_negative_int, default=5)
     b.add_argument("--output-dir", default=None, help="keep the exports here")
     b.add_argument(
         "--no-tensorflow", dest="tensorflow", action="store_false",

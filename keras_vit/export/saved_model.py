@@ -149,6 +149,12 @@ def export_saved_model(model, output, labels=None, verify=True,
     from keras_vit.export import verification as verify_lib
 
     validation.boolean("verify", verify)
+    num_verify_images = validation.positive_int("num_verify_images", num_verify_images)
+    if verify and verify_data is None:
+        raise ValueError(
+            "The verification needs images: pass `verify_data`, or "
+            "verify=False. Received: verify_data=None"
+        )
     inputs = [p for p in (model, labels) if isinstance(p, (str, os.PathLike))]
     output = check_output(
         output, inputs + representative.source_paths(verify_data), overwrite

@@ -321,8 +321,9 @@ def export_tflite(model, output, quantize="none", representative_data=None,
             calibrate. Defaults to `100`.
         num_verify_images: int, images per verification source. Defaults
             to `100`.
-        min_top1_agreement: float, overrides the mode's top-1 agreement
-            floor (`keras_vit.export.verification.LIMITS`). Defaults to `None`.
+        min_top1_agreement: float in [0, 1], overrides the mode's top-1
+            agreement floor (`keras_vit.export.verification.LIMITS`).
+            Defaults to `None`.
         overwrite: bool, whether to replace an existing file at `output`
             (or its sidecar) that is not a TFLite export. Defaults to
             `False`.
@@ -353,6 +354,21 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     if batch_size is not None:
         batch_size = validation.positive_int("batch_size", batch_size)
     validation.boolean("verify", verify)
+    num_calibration_images = validation.positive_int(
+        "num_calibration_images", num_calibration_images
+    )
+    num_verify_images = validation.positive_int("num_verify_images", num_verify_images)
+    verify_lib.check_limits(min_top1_agreement)
+    if not verify and min_top1_agreement is not None:
+        raise ValueError(
+            "`min_top1_agreement` is a limit of the verification, which "
+            f"verify=False skips. Received: min_top1_agreement={min_top1_agreement!r}"
+        )
+    if verify and verify_data is None and representative_data is None:
+        raise ValueError(
+            "The verification needs images: pass `verify_data` (or "
+            "`representative_data`), or verify=False. Received: verify_data=None"
+        )
     output, meta_path = check_output(output, _inputs(
         model, labels, representative_data, verify_data), overwrite)
     if quantize in CALIBRATED and representative_data is None:

@@ -38,6 +38,7 @@ import tempfile
 
 import numpy as np
 
+from keras_vit import validation
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import models
 from keras_vit.export import representative
@@ -395,9 +396,31 @@ def _check_limits(report, limits):
             )
 
 
+def _sources(data):
+    """`data` as a list of image sources; an empty one is refused (nothing
+    would be compared, and the verification would pass vacuously)."""
+    sources = list(data) if isinstance(data, (list, tuple)) else [data]
+    if not sources or any(s is None for s in sources):
+        raise ValueError(
+            "`data` must name the images to compare on (a source of "
+            f"load_images, or a list of them). Received: data={data!r}"
+        )
+    return sources
+
+
+def check_limits(min_top1_agreement=None, max_abs=None):
+    """Checks the limit overrides of a verification: a top-1 agreement
+    floor in [0, 1] and a max |Δ| >= 0, finite (a NaN limit would switch
+    its check off); `None` keeps the mode's limit."""
+    if min_top1_agreement is not None:
+        validation.fraction("min_top1_agreement", min_top1_agreement)
+    if max_abs is not None:
+        validation.non_negative_float("max_abs", max_abs)
+
+
 def _image_sets(data, model, num_images):
     height, width, channels = models.input_spec(model)
-    sources = data if isinstance(data, (list, tuple)) else [data]
+    sources = _sources(data)
     return [
         representative.load_images(
             source,
@@ -441,9 +464,10 @@ def verify_tflite(path, reference, data="digits", num_images=100,
             Defaults to all three. The reference kernels see only the first
             `REFERENCE_KERNEL_IMAGES` (8) images of each source unless a
             top-1 floor applies (they are slow: 13 s an image for B/16).
-        min_top1_agreement: float, overrides the mode's floor. Defaults to
+        min_top1_agreement: float in [0, 1], overrides the mode's floor.
+            Defaults to `None`.
+        max_abs: float >= 0, overrides the mode's max |Δ|. Defaults to
             `None`.
-        max_abs: float, overrides the mode's max |Δ|. Defaults to `None`.
         num_threads: int, interpreter threads. Defaults to `None`: every
             CPU core (XNNPACK runs ~1.7x faster at 2 threads than at 1,
             with bitwise the same outputs; the builtin kernels measured
@@ -462,18 +486,29 @@ def verify_tflite(path, reference, data="digits", num_images=100,
     >>> report = verify_tflite("vit.tflite", "runs/digits/model.keras")
     >>> print(report.summary())
     """
-    # A mixed-precision reference is compared as the float32 model its
-    # export converted (see `export_tflite`).
-    model = models.float32_model(models.load_model(reference))
-    threads = (os.cpu_count() or 1) if num_threads is None else num_threads
-    graph = graph_lib.read_graph(path)
-    detected = graph_lib.detect_quantization(graph)
-    quantization = detected if quantization is None else quantization
-    if quantization not in BYTES_PER_PARAMETER:
+    num_images = validation.positive_int("num_images", num_images)
+    check_limits(min_top1_agreement, max_abs)
+    validation.boolean("raise_on_failure", raise_on_failure)
+    num_threads = validation.optional_positive_int("num_threads", num_threads)
+    runtimes = tuple(runtimes) if isinstance(runtimes, (list, tuple)) else (runtimes,)
+    if not runtimes or any(r not in INTERPRETERS for r in runtimes):
+        raise ValueError(
+            f"`runtimes` must hold one or more of {list(INTERPRETERS)}. "
+            f"Received: runtimes={runtimes!r}"
+        )
+    _sources(data)
+    if quantization is not None and quantization not in BYTES_PER_PARAMETER:
         raise ValueError(
             f"`quantization` must be one of {list(BYTES_PER_PARAMETER)}. "
             f"Received: quantization={quantization!r}"
         )
+    graph = graph_lib.read_graph(path)
+    detected = graph_lib.detect_quantization(graph)
+    quantization = detected if quantization is None else quantization
+    # A mixed-precision reference is compared as the float32 model its
+    # export converted (see `export_tflite`).
+    model = models.float32_model(models.load_model(reference))
+    threads = (os.cpu_count() or 1) if num_threads is None else num_threads
     limits = dict(LIMITS[quantization])
     if min_top1_agreement is not None:
         limits["top1"] = float(min_top1_agreement)
@@ -604,7 +639,7 @@ def verify_saved_model(path, reference, data="digits", num_images=32,
         data: images to compare on (see `load_images`). Defaults to
             `"digits"`.
         num_images: int. Defaults to `32`.
-        max_abs: float, the largest |Δ| allowed. Defaults to `None`: 1e-4,
+        max_abs: float >= 0, the largest |Δ| allowed. Defaults to `None`: 1e-4,
             or `SAVED_MODEL_REDUCED_PRECISION`'s limit for a model that
             computes in bfloat16 or float16.
         raise_on_failure: bool. Defaults to `True`.
@@ -615,6 +650,15 @@ def verify_saved_model(path, reference, data="digits", num_images=32,
     Raises:
         VerificationError: if a check fails and `raise_on_failure`.
     """
+    num_images = validation.positive_int("num_images", num_images)
+    check_limits(max_abs=max_abs)
+    validation.boolean("raise_on_failure", raise_on_failure)
+    _sources(data)
+    if not os.path.isfile(os.path.join(os.fspath(path), "saved_model.pb")):
+        raise ValueError(
+            "Not a SavedModel folder (it holds no saved_model.pb). "
+            f"Received: {os.fspath(path)!r}"
+        )
     model = models.load_model(reference)
     limits = dict(LIMITS["saved_model"])
     for dtype in models.non_float32_dtypes(model):

@@ -52,6 +52,16 @@ def trained_model_path(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="session")
+def random_tflite_path(random_model_path, tmp_path_factory):
+    """The random model as a float32 `.tflite` file (unverified)."""
+    from keras_vit import export
+
+    path = tmp_path_factory.mktemp("tflite") / "random.tflite"
+    export.export_tflite(random_model_path, path, verify=False)
+    return path
+
+
 @pytest.fixture
 def random_model(random_model_path):
     return keras.saving.load_model(random_model_path, compile=False)
