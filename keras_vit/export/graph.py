@@ -148,11 +148,21 @@ def read_graph(model):
             data = file.read()
     else:
         data = bytes(model)
+    where = repr(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else "<bytes>"
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise ValueError(
-            "Not a TFLite flatbuffer (no 'TFL3' identifier). Received: "
-            f"{model if isinstance(model, (str, os.PathLike)) else '<bytes>'}"
+            f"Not a TFLite flatbuffer (no 'TFL3' identifier). Received: {where}"
         )
+    try:
+        return _parse(schema, data)
+    except Exception as error:  # noqa: BLE001 - a cut flatbuffer fails anywhere
+        raise ValueError(
+            f"The TFLite file is truncated or corrupt: reading it failed "
+            f"({type(error).__name__}: {error}). Received: {where}"
+        ) from None
+
+
+def _parse(schema, data):
     root = schema.Model.GetRootAs(data, 0)
     builtin_names = _builtin_names()
     type_names = _type_names()

@@ -67,8 +67,14 @@ def read_labels(path):
     """
     if not os.path.isfile(path):
         raise ValueError(f"The labels file does not exist. Received: labels={path!r}")
-    with open(path, encoding="utf-8") as file:
-        names = [line.strip() for line in file if line.strip()]
+    try:
+        with open(path, encoding="utf-8") as file:
+            names = [line.strip() for line in file if line.strip()]
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(
+            f"Cannot read the labels file as UTF-8 text ({error}). "
+            f"Received: labels={path!r}"
+        ) from None
     if not names:
         raise ValueError(f"The labels file is empty. Received: labels={path!r}")
     return names
@@ -200,12 +206,21 @@ def write(path, metadata):
 
 
 def read_metadata(path):
-    """The metadata of an export (`.tflite` file or SavedModel folder), or `None`."""
+    """The metadata of an export (`.tflite` file or SavedModel folder), or `None`.
+
+    Raises:
+        ValueError: if the metadata file is not a JSON object (it names the
+            file).
+    """
     sidecar = sidecar_path(path)
     if not os.path.isfile(sidecar):
         return None
-    with open(sidecar, encoding="utf-8") as file:
-        return json.load(file)
+    metadata = _read_json(sidecar)
+    if not isinstance(metadata, dict):
+        raise ValueError(
+            f"The export's metadata file is not keras_vit's JSON. Received: {sidecar!r}"
+        )
+    return metadata
 
 
 def _read_json(path):

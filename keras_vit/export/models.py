@@ -48,7 +48,13 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
         _no_shape_overrides(name, image_size, num_classes)
         if not os.path.isfile(name):
             raise ValueError(f"The model file does not exist. Received: model={name!r}")
-        loaded = keras.saving.load_model(name, compile=False, safe_mode=True)
+        try:
+            loaded = keras.saving.load_model(name, compile=False, safe_mode=True)
+        except Exception as error:  # noqa: BLE001 - zipfile, h5py, json and Keras each raise their own
+            raise ValueError(
+                f"Cannot load the .keras file "
+                f"({type(error).__name__}: {str(error)[:500]}). Received: model={name!r}"
+            ) from None
         _refuse_pretraining(loaded, name)
         if weights is not None:
             keras_vit.load_weights(loaded, weights)

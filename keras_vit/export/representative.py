@@ -96,7 +96,12 @@ def load_images(source, image_size, num_channels=3, limit=100, split="test",
             f"`{name}` must be a dataset name, 'folder:PATH', an .npz file "
             f"or an array of images. Received: {name}={source!r}"
         )
-    images = result.images
+    images = np.asarray(result.images)
+    if images.dtype.kind not in "uif":
+        raise ValueError(
+            f"`{name}` must hold pixel values (numbers); it holds an array of "
+            f"dtype {images.dtype}. Received: {name}={_describe(source)}"
+        )
     if images.ndim != 4 or tuple(images.shape[1:]) != expected:
         raise ValueError(
             f"`{name}` holds images of shape {tuple(images.shape)}, but the "
@@ -177,12 +182,20 @@ def _from_npz(path, name):
     if not os.path.isfile(path):
         raise ValueError(f"The .npz file does not exist. Received: {name}={path!r}")
     try:
-        with np.load(path, allow_pickle=False) as arrays:
-            contents = {key: arrays[key] for key in arrays.files}
-    except (OSError, ValueError) as error:
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded as arrays:
+                contents = {key: arrays[key] for key in arrays.files}
+    except Exception as error:  # noqa: BLE001 - zipfile, zlib and numpy each raise their own
         raise ValueError(
-            f"Cannot read the .npz file ({error}). Received: {name}={path!r}"
+            f"Cannot read the .npz file, it may be truncated or corrupt "
+            f"({type(error).__name__}: {error}). Received: {name}={path!r}"
         ) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError(
+            "The .npz file holds a single array, as an .npy file does, not an "
+            f".npz archive of named arrays (np.savez). Received: {name}={path!r}"
+        )
     if "images" in contents:
         images = contents["images"]
     else:
@@ -195,8 +208,15 @@ def _from_npz(path, name):
             )
         images = contents[candidates[0]]
     labels = contents.get("labels")
-    if labels is not None and (labels.ndim != 1 or len(labels) != len(images)):
-        labels = None
+    count = images.shape[0] if images.ndim else 1  # a 0-d array fails the shape check
+    if labels is not None and (
+        labels.dtype.kind not in "iu" or labels.ndim != 1 or len(labels) != count
+    ):
+        raise ValueError(
+            "The .npz file's `labels` must be one integer class index per "
+            f"image ({count}); they are of shape {labels.shape} and dtype "
+            f"{labels.dtype}. Received: {name}={path!r}"
+        )
     return ImageSet(images, labels, path)
 
 

@@ -240,11 +240,17 @@ def _interpreter(path, runtime="xnnpack", num_threads=None):
             f"`runtime` must be one of {list(INTERPRETERS)}. "
             f"Received: runtime={runtime!r}"
         )
-    return Interpreter(
-        model_path=os.fspath(path),
-        num_threads=num_threads,
-        experimental_op_resolver_type=getattr(OpResolverType, INTERPRETERS[runtime]),
-    )
+    try:
+        return Interpreter(
+            model_path=os.fspath(path),
+            num_threads=num_threads,
+            experimental_op_resolver_type=getattr(OpResolverType, INTERPRETERS[runtime]),
+        )
+    except (ValueError, RuntimeError) as error:  # a file LiteRT cannot load
+        raise ValueError(
+            f"LiteRT cannot load the TFLite file ({error}). "
+            f"Received: {os.fspath(path)!r}"
+        ) from None
 
 
 def xnnpack_partitions(path, num_threads=1):
