@@ -45,6 +45,13 @@ class Checkpoint:
     unexpected: list = dataclasses.field(default_factory=list)
     missing: list = dataclasses.field(default_factory=list)
 
+    def _shape(self, path, ndim):
+        """The shape of tensor `path` if it has `ndim` dimensions, else `None`."""
+        value = self.tensors.get(path)
+        if value is None or np.ndim(value) != ndim:
+            return None
+        return np.shape(value)
+
     @property
     def class_token(self):
         return "patch_encoder/class_token" in self.tensors
@@ -55,8 +62,8 @@ class Checkpoint:
 
     @property
     def hidden_dim(self):
-        kernel = self.tensors.get("patch_encoder/projection/kernel")
-        return None if kernel is None else kernel.shape[-1]
+        kernel = self._shape("patch_encoder/projection/kernel", 2)
+        return None if kernel is None else kernel[-1]
 
     @property
     def num_layers(self):
@@ -65,18 +72,42 @@ class Checkpoint:
 
     @property
     def mlp_dim(self):
-        kernel = self.tensors.get("block_0/mlp_fc1/kernel")
-        return None if kernel is None else kernel.shape[-1]
+        kernel = self._shape("block_0/mlp_fc1/kernel", 2)
+        return None if kernel is None else kernel[-1]
 
     @property
     def num_classes(self):
-        bias = self.tensors.get("head/bias")
-        return None if bias is None else bias.shape[0]
+        bias = self._shape("head/bias", 1)
+        return None if bias is None else bias[0]
 
     @property
     def representation_size(self):
-        bias = self.tensors.get("pre_logits/bias")
-        return None if bias is None else bias.shape[0]
+        bias = self._shape("pre_logits/bias", 1)
+        return None if bias is None else bias[0]
+
+    @property
+    def head_classes(self):
+        """The class count of a well-formed head, else `None`.
+
+        Well-formed: a `(inputs, classes)` kernel and a `(classes,)` bias
+        whose inputs are the pre-logits width (or, without a pre-logits
+        layer, the token width). A head that is not is a broken checkpoint,
+        not one for another class count."""
+        kernel, bias = self._shape("head/kernel", 2), self._shape("head/bias", 1)
+        if kernel is None or bias is None or kernel[1] != bias[0]:
+            return None
+        if "pre_logits/kernel" in self.tensors or "pre_logits/bias" in self.tensors:
+            pre_kernel = self._shape("pre_logits/kernel", 2)
+            inputs = self.representation_size
+            if pre_kernel is None or pre_kernel[1] != inputs:
+                return None
+            if self.hidden_dim is not None and pre_kernel[0] != self.hidden_dim:
+                return None
+        else:
+            inputs = self.hidden_dim
+        if inputs is not None and kernel[0] != inputs:
+            return None
+        return bias[0]
 
     @property
     def position_grid(self):

@@ -92,8 +92,9 @@ def read_huggingface(tensors, path):
         torch_linear(src, f"{prefix}.output.dense", out, f"{name}/mlp_fc2")
         i += 1
     torch_norm(src, f"{p}layernorm", out, "encoder_norm")
-    if f"{p}pooler.dense.weight" in src:
+    # Half a layer (a bias without its weight) is reported missing.
+    if f"{p}pooler.dense.weight" in src or f"{p}pooler.dense.bias" in src:
         torch_linear(src, f"{p}pooler.dense", out, "pre_logits")
-    if "classifier.weight" in src:
+    if "classifier.weight" in src or "classifier.bias" in src:
         torch_linear(src, "classifier", out, "head")
     return src.checkpoint(out, "huggingface", patch_size=patch_size)

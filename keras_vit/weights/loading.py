@@ -61,7 +61,8 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
     tensors = dict(checkpoint.tensors)
     zeros, notes, allowed_missing = [], [], set()
 
-    has_head = "head/kernel" in tensors
+    has_head = "head/kernel" in tensors or "head/bias" in tensors
+    head_classes = checkpoint.head_classes
     if not model.include_top:
         for key in HEAD + PRE_LOGITS:
             tensors.pop(key, None)
@@ -72,7 +73,10 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             f"The checkpoint {checkpoint.path} has no classification head: "
             f"the model's {model.num_classes}-class head is zero-initialised."
         )
-    elif checkpoint.num_classes != model.num_classes:
+    elif head_classes is not None and head_classes != model.num_classes:
+        # Fine-tuning: a well-formed head for another class count. A head
+        # whose kernel and bias disagree is a broken checkpoint: it is
+        # checked (and reported) as every other tensor is.
         for key in HEAD + PRE_LOGITS:
             tensors.pop(key, None)
         zeros += list(HEAD)
@@ -83,7 +87,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             else "head was"
         )
         notes.append(
-            f"The checkpoint's head has {checkpoint.num_classes} classes and "
+            f"The checkpoint's head has {head_classes} classes and "
             f"the model's {model.num_classes}: the checkpoint's {dropped} "
             "not loaded, and the new head is zero-initialised (as for "
             "fine-tuning in the paper)."
@@ -237,10 +241,12 @@ def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=
     assigned; on a mismatch one `ValueError` lists every missing, unexpected
     and mis-shaped tensor and the model is left untouched.
 
-    Fine-tuning rules: when the checkpoint's class count differs from the
-    model's, the checkpoint's head (and pre-logits layer) are not loaded and
-    the model's head is zero-initialised, as in the paper; with
-    `include_top=False` the head is skipped. When the resolution differs,
+    Fine-tuning rules: when the checkpoint's head is for another class
+    count (kernel and bias agreeing with each other), the checkpoint's head
+    (and pre-logits layer) are not loaded and the model's head is
+    zero-initialised, as in the paper; a head whose kernel and bias
+    disagree is reported as a mismatch. With `include_top=False` the head
+    is skipped. When the resolution differs,
     the position embeddings are resampled on the 2D patch grid (the class
     token's entry kept).
 

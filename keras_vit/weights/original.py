@@ -125,8 +125,8 @@ def _convert(src, names, source):
         _dense(src, f"{mlp}/Dense_1", out, f"block_{i}/mlp_fc2")
     _layer_norm(src, "Transformer/encoder_norm", out, "encoder_norm")
     for name in ("pre_logits", "head"):
-        if f"{name}/kernel" in src:
-            _dense(src, name, out, name)
+        if f"{name}/kernel" in src or f"{name}/bias" in src:
+            _dense(src, name, out, name)  # half a layer: reported missing
     return src.checkpoint(
         out, source, patch_size=patch_size, num_heads=num_heads
     )

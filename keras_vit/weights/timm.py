@@ -91,6 +91,6 @@ def read_timm(tensors, path):
         torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
         i += 1
     torch_norm(src, "norm", out, "encoder_norm")
-    if "head.weight" in src:
+    if "head.weight" in src or "head.bias" in src:  # half: reported missing
         torch_linear(src, "head", out, "head")
     return src.checkpoint(out, "timm", patch_size=patch_size)

@@ -228,6 +228,45 @@ def test_native_files_round_trip_and_fine_tune(tmp_path, suffix):
     )
 
 
+# === A broken head is not a fine-tuning case ===
+
+
+@pytest.mark.parametrize("kernel, bias, num_classes", [
+    ((32, 5), (7,), 5),   # the bias alone of another size
+    ((32, 7), (5,), 7),   # the kernel alone
+    ((31, 7), (7,), 5),   # a 7-class head for 31 features, in a 32-wide model
+    (None, (5,), 5),      # a bias and no kernel
+])
+def test_a_head_whose_tensors_disagree_is_a_broken_checkpoint(
+        tmp_path, kernel, bias, num_classes):
+    # Each once loaded with "the checkpoint's head has N classes" (or "no
+    # classification head") and a zeroed head.
+    def edit(arrays):
+        if kernel is None:
+            del arrays["head/kernel"]
+        else:
+            arrays["head/kernel"] = np.ones(kernel, "float32")
+        arrays["head/bias"] = np.ones(bias, "float32")
+
+    path = _copy_npz(tmp_path, edit)
+    model = keras_vit.ViT(**{**TINY, "num_classes": num_classes})
+    before = _snapshot(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="nothing was loaded") as info:
+            keras_vit.load_weights(model, path)
+    message = str(info.value)
+    if kernel is None:
+        assert "missing from the checkpoint (2):\n    head/kernel\n" in message
+        assert "head/kernel (source name)" in message
+    else:
+        for name, shape, want in (("kernel", kernel, (32, num_classes)),
+                                  ("bias", bias, (num_classes,))):
+            if shape != want:
+                assert f"head/{name}: checkpoint {shape}, model {want}" in message
+    _assert_unchanged(model, before)
+
+
 # === Presets ===
 
 
