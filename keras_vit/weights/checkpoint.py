@@ -7,6 +7,7 @@ in keras_vit's layouts, so that checking and assigning is written once
 """
 
 import dataclasses
+import math
 import re
 
 import numpy as np
@@ -14,6 +15,13 @@ import numpy as np
 from keras_vit import ops as vit_ops
 
 _BLOCK = re.compile(r"^block_(\d+)/")
+POSEMB = "patch_encoder/position_embedding"
+
+#: Formats that record no patch grid and whose releases (and own loaders:
+#: the original code's `load_pretrained`, timm's `resample_abs_pos_embed`,
+#: transformers' `interpolate_pos_encoding`) take their position embeddings
+#: to be on a square grid. keras_vit's own files record their grid.
+SQUARE_GRID_SOURCES = ("original", "big_vision", "timm", "huggingface")
 _STEM_UNIT = re.compile(r"^resnet_stem/block(\d+)_unit(\d+)/")
 
 
@@ -28,8 +36,10 @@ class Checkpoint:
         path: the file the weights came from.
         patch_size: int or `None` (unknown).
         num_heads: int or `None` (not recorded by fused-QKV formats).
-        grid_size: `(rows, cols)` of the position embeddings' patch grid, or
-            `None` (then taken to be square).
+        grid_size: `(rows, cols)` of the position embeddings' patch grid, as
+            the file records it or as given (`source_grid=`), or `None`:
+            then square for the formats of `SQUARE_GRID_SOURCES`, and
+            unknown for the others (see `position_grid`).
         unexpected: names (in the source's own naming) of tensors the file
             holds that keras_vit has no place for.
         missing: source names a complete checkpoint of this format would
@@ -111,15 +121,51 @@ class Checkpoint:
 
     @property
     def position_grid(self):
-        """The patch grid of the position embeddings, or `None` if none."""
-        posemb = self.tensors.get("patch_encoder/position_embedding")
-        if posemb is None:
+        """The patch grid of the position embeddings, or `None` if none.
+
+        The grid the file records (or `source_grid=` gave); for a format
+        that records none (`SQUARE_GRID_SOURCES`) the square grid, as its
+        releases and its own loaders have it.
+
+        Raises:
+            ValueError: if the grid is not known (a keras_vit file that
+                does not record it, or a format's non-square count), or
+                does not hold the embeddings' positions.
+        """
+        posemb = self.tensors.get(POSEMB)
+        if posemb is None or np.ndim(posemb) != 3:
             return None
+        positions = np.shape(posemb)[1] - self.num_prefix_tokens
+        how = (
+            "Pass the grid it was trained on: "
+            "keras_vit.load_weights(model, path, source_grid=(rows, cols))"
+            + ("" if self.source == "keras" else
+               " or keras-vit convert ... --source-grid ROWS COLS")
+            + "."
+        )
         if self.grid_size is not None:
-            return tuple(self.grid_size)
-        return vit_ops.grid_from_length(
-            posemb.shape[1] - self.num_prefix_tokens,
-            name=f"the position embeddings in {self.path}",
+            grid = tuple(int(g) for g in self.grid_size)
+            if grid[0] * grid[1] != positions:
+                raise ValueError(
+                    f"The position embeddings in {self.path} hold {positions} "
+                    f"patch positions, not the {grid[0]}x{grid[1]} patch grid "
+                    f"recorded for them. Received: grid_size={grid}"
+                )
+            return grid
+        if self.source in SQUARE_GRID_SOURCES:
+            side = math.isqrt(positions)
+            if side * side == positions:
+                return side, side
+            raise ValueError(
+                f"The position embeddings in {self.path} hold {positions} "
+                f"patch positions, not a square grid, and the {self.source} "
+                f"format records no grid. {how}"
+            )
+        raise ValueError(
+            f"{self.path} does not record the patch grid of its "
+            f"{positions} position embeddings (a file written before "
+            f"keras_vit recorded it), and guessing it from their number "
+            f"would scramble any other grid. {how}"
         )
 
     @property

@@ -84,7 +84,7 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     return vit
 
 
-def convert(input_path, output_path, model=None, num_heads=None):
+def convert(input_path, output_path, model=None, num_heads=None, source_grid=None):
     """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
 
     The output is written to a temporary file next to `output_path` and
@@ -98,6 +98,9 @@ def convert(input_path, output_path, model=None, num_heads=None):
             matches, else a ViT of the checkpoint's own numbers.
         num_heads: int, for a checkpoint of its own size in a format that
             does not record it (timm, Hugging Face). Defaults to `None`.
+        source_grid: `(rows, cols)`, the patch grid of a checkpoint's 1D
+            position embeddings where it is not square (the formats record
+            none; their releases are square). Defaults to `None`.
 
     Returns:
         The converted `keras_vit.ViT`.
@@ -118,7 +121,7 @@ def convert(input_path, output_path, model=None, num_heads=None):
             f"{input_path!r} is already a keras_vit file; load it with "
             "keras.saving.load_model or model.load_weights."
         )
-    checkpoint = reader.read_checkpoint(input_path)
+    checkpoint = reader.read_checkpoint(input_path, source_grid=source_grid)
     if num_heads is not None:
         from keras_vit import validation
 

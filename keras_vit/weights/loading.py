@@ -8,10 +8,10 @@ from keras_vit import ops as vit_ops
 from keras_vit import validation
 from keras_vit.weights import presets
 from keras_vit.weights import reader
+from keras_vit.weights.checkpoint import POSEMB
 
 HEAD = ("head/kernel", "head/bias")
 PRE_LOGITS = ("pre_logits/kernel", "pre_logits/bias")
-POSEMB = "patch_encoder/position_embedding"
 #: The column and row embeddings of `position_embedding="learned2d"`.
 POSEMB_2D = {
     "patch_encoder/position_embedding_x": 1,  # (grid_w, D/2): grid axis 1
@@ -52,14 +52,15 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         zero (a new head), and messages for the user.
 
     Raises:
-        ValueError: listing every missing, unexpected and mis-shaped tensor.
+        ValueError: listing every missing, unexpected and mis-shaped tensor,
+            and everything else that keeps the checkpoint from loading.
     """
     interpolation = validation.one_of(
         "interpolation", interpolation, vit_ops.INTERPOLATIONS
     )
     variables = {v.path: v for v in model.weights}
     tensors = dict(checkpoint.tensors)
-    zeros, notes, allowed_missing = [], [], set()
+    zeros, notes, allowed_missing, problems = [], [], set(), []
 
     has_head = "head/kernel" in tensors or "head/bias" in tensors
     head_classes = checkpoint.head_classes
@@ -94,11 +95,19 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         )
 
     posemb = tensors.get(POSEMB)
-    if posemb is not None and POSEMB in variables:
+    if (
+        posemb is not None
+        and POSEMB in variables
+        and checkpoint.class_token == model.class_token
+        and np.ndim(posemb) == 3
+    ):
         target = tuple(model.grid_size)
-        source = checkpoint.position_grid
-        same_prefix = checkpoint.class_token == model.class_token
-        if source != target and same_prefix:
+        try:
+            source = checkpoint.position_grid
+        except ValueError as error:  # the grid is not known: say so below
+            source = None
+            problems.append(str(error))
+        if source is not None and source != target:
             tensors[POSEMB] = np.asarray(
                 vit_ops.resample_position_embeddings(
                     posemb,
@@ -161,7 +170,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         for path in set(tensors) & set(variables)
         if tuple(tensors[path].shape) != tuple(variables[path].shape)
     )
-    if missing or unexpected or misshaped:
+    if missing or unexpected or misshaped or problems:
         lines = [
             f"The weights in {checkpoint.path} ({checkpoint.source} format) "
             f"do not fit the model {model.name!r}; nothing was loaded.",
@@ -174,6 +183,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             f"representation_size={model.representation_size}, "
             f"position_embedding={model.position_embedding!r}",
         ]
+        lines += [f"  {problem}" for problem in problems]
         for title, items in (
             ("missing from the checkpoint", missing),
             ("unexpected in the checkpoint", unexpected),
@@ -234,7 +244,13 @@ def resolve(weights, variant=None, cache_dir=None):
     return name, None
 
 
-def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=None):
+def load_weights(
+    model,
+    weights,
+    interpolation=DEFAULT_INTERPOLATION,
+    cache_dir=None,
+    source_grid=None,
+):
     """Loads released or saved weights into a `keras_vit.ViT`, exactly.
 
     All or nothing: every tensor's name and shape is checked before any is
@@ -246,9 +262,17 @@ def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=
     (and pre-logits layer) are not loaded and the model's head is
     zero-initialised, as in the paper; a head whose kernel and bias
     disagree is reported as a mismatch. With `include_top=False` the head
-    is skipped. When the resolution differs,
-    the position embeddings are resampled on the 2D patch grid (the class
-    token's entry kept).
+    is skipped. When the patch grid differs (in size or in shape: 4x4 and
+    2x8 alike), the position embeddings are resampled on the 2D grid (the
+    class token's entry kept).
+
+    The checkpoint's patch grid is the one the file records (keras_vit's
+    `.weights.h5` and `.keras`), else `source_grid`, else, for the formats
+    that record none and whose releases are all square (the original and
+    big_vision `.npz`, timm and Hugging Face `.safetensors`), the square
+    grid of the token count. A keras_vit file that records no grid (written
+    before the record) needs `source_grid` when it has 1D learned position
+    embeddings: guessing would scramble them.
 
     Args:
         model: a `keras_vit.ViT`.
@@ -262,6 +286,10 @@ def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=
             `scipy.ndimage.zoom(..., order=1)`.
         cache_dir: where preset downloads are cached. Defaults to Keras's
             cache.
+        source_grid: `(rows, cols)` or int, the patch grid the file's 1D
+            position embeddings were trained on, for a file that does not
+            record it. Defaults to `None`.
+
 
     Returns:
         The `Checkpoint` that was loaded.
@@ -278,7 +306,7 @@ def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=
         "load them into the float model, then quantize it",
     )
     path, _ = resolve(weights, _variant_of(model), cache_dir=cache_dir)
-    checkpoint = reader.read_checkpoint(path, model=model)
+    checkpoint = reader.read_checkpoint(path, model=model, source_grid=source_grid)
     load_checkpoint(model, checkpoint, interpolation)
     return checkpoint
 

@@ -19,6 +19,13 @@ Layout (flax parameter paths joined with "/"), as released in
 big_vision's `.npz` files hold the same model under other module names
 (`MultiHeadDotProductAttention_0`, `LayerNorm_0/1`, `MlpBlock_0`, a
 `pos_embedding` at the top level); `read_big_vision` reads those.
+
+Neither layout records the patch grid of `pos_embedding`: every release is
+square, and the original code's `load_pretrained` (like timm's loader of
+these files) takes the grid to be the square of the token count. So does
+keras_vit; a checkpoint of a non-square grid needs
+`load_weights(..., source_grid=(rows, cols))`, and `save_npz` refuses to
+write one (its readers would take it for a square).
 """
 
 import os
@@ -150,11 +157,17 @@ BIG_VISION_NAMES = {
 }
 
 def read_original(arrays, path):
-    """Converts google-research/vision_transformer `.npz` arrays."""
+    """Converts google-research/vision_transformer `.npz` arrays.
+
+    The position embeddings are taken to be on a square grid (the format
+    records none; see the module's docstring)."""
     return _convert(TensorSource(arrays, path), ORIGINAL_NAMES, "original")
 
 def read_big_vision(arrays, path):
-    """Converts big_vision ViT `.npz` arrays (unstacked or scanned)."""
+    """Converts big_vision ViT `.npz` arrays (unstacked or scanned).
+
+    The position embeddings are taken to be on a square grid (the format
+    records none; see the module's docstring)."""
     return _convert(TensorSource(arrays, path), BIG_VISION_NAMES, "big_vision")
 
 def unstack_scanned_blocks(arrays):
@@ -195,6 +208,16 @@ def to_original(model):
             "The original .npz layout holds 1D learned position embeddings "
             "only (save the model with model.save or save_weights instead). "
             f"Received a model with position_embedding={model.position_embedding!r}."
+        )
+    grid = tuple(model.grid_size)
+    if model.position_embedding == "learned" and grid[0] != grid[1]:
+        raise ValueError(
+            "The original .npz layout records no patch grid, and its readers "
+            "(the original code, timm, keras_vit) take the position "
+            "embeddings to be on a square one: a model on a "
+            f"{grid[0]}x{grid[1]} grid would load scrambled. Save it with "
+            "model.save or save_weights (they record the grid). Received a "
+            f"model with image_size={tuple(model.image_size)}."
         )
     w = {v.path: np.asarray(v.numpy(), "float32") for v in model.weights}
     heads, dim = model.num_heads, model.hidden_dim
@@ -248,7 +271,9 @@ def save_npz(model, path):
     renamed into place: an interrupted save leaves nothing behind.
 
     Args:
-        model: a `keras_vit.ViT` with learned or no position embeddings.
+        model: a `keras_vit.ViT` with learned or no position embeddings,
+            on a square patch grid if learned (the layout records no grid:
+            its readers take it to be square).
         path: the `.npz` file to write; its folder must exist.
     """
     path = os.fspath(path)

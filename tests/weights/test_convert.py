@@ -123,3 +123,28 @@ def test_save_npz_errors(tmp_path):
     with pytest.raises(ValueError, match="end in .npz"):
         keras_vit.weights.save_npz(model, str(tmp_path / "x.h5"))
     assert os.listdir(tmp_path) == []
+
+
+def test_convert_takes_the_grid_of_a_non_square_checkpoint(tmp_path, capsys, tiny_variant):
+    # The .npz records no grid and its releases are square: one of a 2x4
+    # grid (8 positions) could not be converted at all ("Pass the grid
+    # explicitly", with no way to).
+    wide = keras_vit.ViT(**{**TINY, "image_size": (16, 32)})
+    with np.load(golden("vit_token.npz")) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["Transformer/posembed_input/pos_embedding"] = (
+        wide.get_layer("patch_encoder").pos_embedding.numpy())
+    source = str(tmp_path / "wide.npz")
+    np.savez(source, **arrays)
+    output = str(tmp_path / "wide.keras")
+    assert cli.main(["convert", source, "--output", output]) == 2
+    err = capsys.readouterr().err
+    assert "8 patch positions, not a square grid" in err and "--source-grid" in err
+    assert cli.main(["convert", source, "--output", output, "--source-grid", "2", "4"]) == 0
+    model = keras.saving.load_model(output, safe_mode=True)
+    assert model.image_size == (16, 32) and model.grid_size == (2, 4)
+    np.testing.assert_array_equal(
+        model.get_layer("patch_encoder").pos_embedding.numpy(),
+        arrays["Transformer/posembed_input/pos_embedding"])
+    assert cli.main(["convert", source, "--output", output, "--source-grid", "3", "3"]) == 2
+    assert "Received: source_grid=(3, 3)" in capsys.readouterr().err

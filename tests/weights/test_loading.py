@@ -228,6 +228,155 @@ def test_native_files_round_trip_and_fine_tune(tmp_path, suffix):
     )
 
 
+def _save(model, path):
+    (model.save if path.endswith(".keras") else model.save_weights)(path)
+    return path
+
+
+def _drop_grid_record(path):
+    """Rewrites a keras_vit file as one written before the grid was recorded."""
+    import io
+    import zipfile
+
+    import h5py
+
+    def drop(file):
+        del file["layers/patch_encoder/vars/grid_size"]
+
+    if not path.endswith(".keras"):
+        with h5py.File(path, "a") as file:
+            drop(file)
+        return path
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    data = io.BytesIO(members["model.weights.h5"])
+    with h5py.File(data, "a") as file:
+        drop(file)
+    members["model.weights.h5"] = data.getvalue()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return path
+
+
+def _posemb(model):
+    return model.get_layer("patch_encoder").pos_embedding.numpy()
+
+
+def _resampled(model, grid, source_grid):
+    return np.asarray(keras_vit.ops.resample_position_embeddings(
+        _posemb(model), grid, source_grid, interpolation="bilinear_align_corners"))
+
+
+@pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
+def test_native_file_on_a_grid_of_the_same_size_and_another_shape_is_resampled(
+        tmp_path, suffix):
+    # A 4x4 grid into image_size=(16, 64), a 2x8 grid: 16 positions either
+    # way, so the embeddings were copied, the geometry scrambled, silently.
+    from tests.test_case import randomize_weights
+
+    source = keras_vit.ViT(**TINY)
+    randomize_weights(source)
+    path = _save(source, str(tmp_path / f"model{suffix}"))
+    with pytest.warns(UserWarning, match="from a 4x4 to a 2x8 patch grid"):
+        wide = keras_vit.ViT(weights=path, **{**TINY, "image_size": (16, 64)})
+    np.testing.assert_allclose(_posemb(wide), _resampled(source, (2, 8), (4, 4)), atol=1e-6)
+    # A non-square source loads at any size ("not a square number" before).
+    with pytest.warns(UserWarning, match="from a 2x8 to a 4x4 patch grid"):
+        square = keras_vit.ViT(weights=_save(wide, str(tmp_path / f"wide{suffix}")), **TINY)
+    np.testing.assert_allclose(_posemb(square), _resampled(wide, (4, 4), (2, 8)), atol=1e-6)
+
+
+def test_keras_load_weights_refuses_a_grid_of_the_same_size_and_another_shape(tmp_path):
+    path = _save(keras_vit.ViT(**TINY), str(tmp_path / "model.weights.h5"))
+    wide = keras_vit.ViT(**{**TINY, "image_size": (16, 64)})
+    with pytest.raises(ValueError, match="saved on a 4x4 patch grid and the layer has 2x8"):
+        wide.load_weights(path)
+
+
+@pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
+def test_native_file_without_a_grid_record(tmp_path, suffix):
+    from tests.test_case import randomize_weights
+
+    source = keras_vit.ViT(**{**TINY, "image_size": (16, 64)})  # 2x8
+    randomize_weights(source)
+    path = _drop_grid_record(_save(source, str(tmp_path / f"model{suffix}")))
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    if suffix == ".keras":
+        # The archive's config.json records image_size and patch_size.
+        with pytest.warns(UserWarning, match="from a 2x8 to a 4x4"):
+            keras_vit.load_weights(model, path)
+        np.testing.assert_allclose(_posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6)
+        return
+    # A .weights.h5 alone says nothing of its grid: refused, never guessed
+    # (it was taken to be the model's 4x4, and copied).
+    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*does not record "
+                                         r"the patch grid.*source_grid=\(rows, cols\)"):
+        keras_vit.load_weights(model, path)
+    _assert_unchanged(model, before)
+    with pytest.raises(ValueError, match="does not record the patch grid"):
+        keras_vit.ViT(weights=path, **{**TINY, "image_size": (16, 64)})
+    with pytest.raises(ValueError, match=r"hold 16 patch positions, and a 3x3 grid "
+                                         r"holds 9. Received: source_grid=\(3, 3\)"):
+        keras_vit.load_weights(model, path, source_grid=(3, 3))
+    _assert_unchanged(model, before)
+    with pytest.warns(UserWarning, match="from a 2x8 to a 4x4"):
+        keras_vit.load_weights(model, path, source_grid=(2, 8))
+    np.testing.assert_allclose(_posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6)
+
+
+def test_source_grid_must_agree_with_the_file(tmp_path):
+    path = _save(keras_vit.ViT(**TINY), str(tmp_path / "model.weights.h5"))
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match=r"records a 4x4 patch grid.*"
+                                         r"Received: source_grid=\(2, 8\)"):
+        keras_vit.load_weights(model, path, source_grid=(2, 8))
+    sincos = {**TINY, "position_embedding": "sincos2d"}
+    path = _save(keras_vit.ViT(**sincos), str(tmp_path / "sincos.weights.h5"))
+    with pytest.raises(ValueError, match="has none. Received: source_grid=\\(4, 4\\)"):
+        keras_vit.load_weights(keras_vit.ViT(**sincos), path, source_grid=4)
+    _assert_unchanged(model, before)
+
+
+def test_a_native_head_bias_without_its_kernel(tmp_path):
+    # It was taken for "no classification head": zeroed, with a warning.
+    import h5py
+
+    path = _save(keras_vit.ViT(**TINY), str(tmp_path / "model.weights.h5"))
+    with h5py.File(path, "a") as file:
+        del file["layers/dense/vars/0"]
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match=r"missing from the checkpoint \(1\):\n    head/kernel"):
+        keras_vit.load_weights(model, path)
+    _assert_unchanged(model, before)
+
+
+def test_a_non_square_npz_needs_its_grid(tmp_path):
+    # The .npz records no grid; its releases (and readers) are square.
+    wide = keras_vit.ViT(**{**TINY, "image_size": (16, 32)})  # 2x4
+    posemb = _posemb(wide)
+    path = _copy_npz(tmp_path, lambda a: a.update(
+        {"Transformer/posembed_input/pos_embedding": posemb}))
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*8 patch positions, "
+                                         "not a square grid.*source_grid"):
+        keras_vit.load_weights(model, path)
+    _assert_unchanged(model, before)
+    with pytest.warns(UserWarning, match="from a 2x4 to a 4x4"):
+        keras_vit.load_weights(model, path, source_grid=(2, 4))
+    np.testing.assert_allclose(_posemb(model), _resampled(wide, (4, 4), (2, 4)), atol=1e-6)
+    # save_npz would write a 2x8 grid its readers take to be 4x4: refused.
+    with pytest.raises(ValueError, match=r"records no patch grid.*2x8.*"
+                                         r"Received a model with image_size=\(16, 64\)"):
+        keras_vit.weights.save_npz(
+            keras_vit.ViT(**{**TINY, "image_size": (16, 64)}), str(tmp_path / "wide.npz"))
+    assert not (tmp_path / "wide.npz").exists()
+
+
 # === A broken head is not a fine-tuning case ===
 
 
