@@ -44,6 +44,8 @@ class Checkpoint:
             holds that keras_vit has no place for.
         missing: source names a complete checkpoint of this format would
             have and this file lacks.
+        misshaped: `"name (source name): ..."` lines for the tensors of the
+            file whose rank is not the format's (they are not converted).
     """
 
     tensors: dict
@@ -54,6 +56,7 @@ class Checkpoint:
     grid_size: tuple = None
     unexpected: list = dataclasses.field(default_factory=list)
     missing: list = dataclasses.field(default_factory=list)
+    misshaped: list = dataclasses.field(default_factory=list)
 
     def _shape(self, path, ndim):
         """The shape of tensor `path` if it has `ndim` dimensions, else `None`."""
@@ -265,15 +268,17 @@ class TensorSource:
     """The tensors of a file by their own names; remembers what was taken.
 
     Converters `take()` each tensor they expect. A tensor the file lacks
-    comes back as `None` and is recorded in `missing`; whatever the
+    comes back as `None` and is recorded in `missing`, one of the wrong
+    rank comes back as `None` and is recorded in `misshaped`; whatever the
     converters never took is reported by `remaining()` as unexpected.
-    Nothing is silently dropped either way.
+    Nothing is silently dropped, and every fault is reported together.
     """
 
-    def __init__(self, tensors, path):
+    def __init__(self, tensors, path, misshaped=()):
         self._tensors = dict(tensors)
         self.path = path
         self.missing = []
+        self.misshaped = list(misshaped)
 
     def __contains__(self, name):
         return name in self._tensors
@@ -287,10 +292,12 @@ class TensorSource:
             return None
         value = np.asarray(self._tensors.pop(name))
         if ndim is not None and value.ndim != ndim:
-            raise ValueError(
-                f"Tensor {name!r} in {self.path} has shape {value.shape}; "
-                f"expected {ndim} dimensions."
+            # Not converted, and reported with every other mismatch.
+            self.misshaped.append(
+                f"{name} (source name): shape {value.shape}, expected "
+                f"{ndim} dimensions"
             )
+            return None
         return value
 
     def take_if_present(self, name, ndim=None):
@@ -307,5 +314,6 @@ class TensorSource:
             path=self.path,
             unexpected=self.remaining(),
             missing=sorted(self.missing),
+            misshaped=sorted(self.misshaped),
             **kwargs,
         )

@@ -26,6 +26,12 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     from keras_vit.builders import BUILDERS
     from keras_vit.model import ViT
 
+    if checkpoint.misshaped:
+        raise ValueError(
+            f"{checkpoint.path} holds tensors of the wrong rank for its "
+            f"format ({checkpoint.source}); nothing was converted:\n"
+            + "\n".join(f"    {line}" for line in checkpoint.misshaped)
+        )
     given_heads = kwargs.pop("num_heads", None)
     num_heads = given_heads or checkpoint.num_heads
     if model is None:

@@ -45,7 +45,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
 
     Applies the fine-tuning rules (head dropped when the class count
     differs, position embeddings resampled to the model's grid) and checks
-    every name and shape.
+    every name, shape and dtype.
 
     Returns:
         `(values, zeros, notes)`: path → array to assign, paths to set to
@@ -124,7 +124,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
 
     for key, axis in POSEMB_2D.items():
         value = tensors.get(key)
-        if value is None or key not in variables or value.ndim != 2:
+        if value is None or key not in variables or np.ndim(value) != 2:
             continue
         source, target = value.shape[0], model.grid_size[axis]
         if source != target and value.shape[1] == variables[key].shape[1]:
@@ -140,18 +140,17 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         if path.endswith(RELATIVE) and path in variables
         and np.shape(value) != tuple(variables[path].shape)
     )
-    if relative:
+    if relative and np.ndim(tensors[relative[0]]) >= 1:
         source = (np.shape(tensors[relative[0]])[0] + 1) // 2
         target = (variables[relative[0]].shape[0] + 1) // 2
-        raise ValueError(
-            f"The weights in {checkpoint.path} hold relative position "
-            f"embeddings for sequences of {source} tokens and the model "
-            f"{model.name!r} takes {target} (patch grid {model.grid_size[0]}x"
-            f"{model.grid_size[1]}, class_token={model.class_token}); nothing "
-            "was loaded. position_embedding='relative' counts offsets along "
-            "the token sequence, whose meaning another grid changes, so "
-            "they are not resampled: load them into a model of the "
-            "checkpoint's resolution."
+        problems.append(
+            f"They hold relative position embeddings for sequences of "
+            f"{source} tokens and the model {model.name!r} takes {target} "
+            f"(patch grid {model.grid_size[0]}x{model.grid_size[1]}, "
+            f"class_token={model.class_token}). position_embedding="
+            "'relative' counts offsets along the token sequence, whose "
+            "meaning another grid changes, so they are not resampled: load "
+            "them into a model of the checkpoint's resolution."
         )
 
     # The fused QKV kernel has the same shape for any number of heads: only
@@ -164,13 +163,20 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
     unexpected = sorted(set(tensors) - set(variables))
     unexpected += [f"{name} (source name)" for name in checkpoint.unexpected]
     missing += [f"{name} (source name)" for name in checkpoint.missing]
-    misshaped = heads + sorted(
-        f"{path}: checkpoint {tuple(tensors[path].shape)}, model "
+    common = set(tensors) & set(variables)
+    misshaped = heads + list(checkpoint.misshaped) + sorted(
+        f"{path}: checkpoint {tuple(np.shape(tensors[path]))}, model "
         f"{tuple(variables[path].shape)}"
-        for path in set(tensors) & set(variables)
-        if tuple(tensors[path].shape) != tuple(variables[path].shape)
+        for path in common
+        if tuple(np.shape(tensors[path])) != tuple(variables[path].shape)
     )
-    if missing or unexpected or misshaped or problems:
+    mistyped = sorted(
+        f"{path}: checkpoint {np.asarray(tensors[path]).dtype}, model "
+        f"{variables[path].dtype}"
+        for path in common
+        if not _castable(tensors[path], variables[path].dtype)
+    )
+    if missing or unexpected or misshaped or mistyped or problems:
         lines = [
             f"The weights in {checkpoint.path} ({checkpoint.source} format) "
             f"do not fit the model {model.name!r}; nothing was loaded.",
@@ -188,6 +194,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             ("missing from the checkpoint", missing),
             ("unexpected in the checkpoint", unexpected),
             ("shape mismatches", misshaped),
+            ("not numbers of the model's kind", mistyped),
         ):
             if items:
                 lines.append(f"  {title} ({len(items)}):")
@@ -198,6 +205,17 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         for path, value in tensors.items()
     }
     return values, zeros, notes
+
+
+def _castable(value, dtype):
+    """Whether a checkpoint array may be assigned to a variable of `dtype`:
+    floats to floats, integers to integers (never strings, booleans or
+    objects, which NumPy would cast or fail on with no file named)."""
+    kind = np.asarray(value).dtype.kind
+    target = np.dtype(str(dtype).replace("bfloat16", "float32")).kind
+    if target == "f":
+        return kind == "f"
+    return kind in "iu" and target in "iu"
 
 
 def assign(model, values, zeros):
@@ -253,9 +271,9 @@ def load_weights(
 ):
     """Loads released or saved weights into a `keras_vit.ViT`, exactly.
 
-    All or nothing: every tensor's name and shape is checked before any is
-    assigned; on a mismatch one `ValueError` lists every missing, unexpected
-    and mis-shaped tensor and the model is left untouched.
+    All or nothing: every tensor's name, shape and dtype is checked before
+    any is assigned; on a mismatch one `ValueError` lists every missing,
+    unexpected and mis-shaped tensor and the model is left untouched.
 
     Fine-tuning rules: when the checkpoint's head is for another class
     count (kernel and bias agreeing with each other), the checkpoint's head
@@ -289,7 +307,6 @@ def load_weights(
         source_grid: `(rows, cols)` or int, the patch grid the file's 1D
             position embeddings were trained on, for a file that does not
             record it. Defaults to `None`.
-
 
     Returns:
         The `Checkpoint` that was loaded.

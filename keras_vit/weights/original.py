@@ -156,36 +156,52 @@ BIG_VISION_NAMES = {
     "mlp": "MlpBlock_0",
 }
 
+def _source(arrays, path):
+    arrays, misshaped = unstack_scanned_blocks(arrays)
+    return TensorSource(arrays, path, misshaped=misshaped)
+
 def read_original(arrays, path):
     """Converts google-research/vision_transformer `.npz` arrays.
 
     The position embeddings are taken to be on a square grid (the format
     records none; see the module's docstring)."""
-    return _convert(TensorSource(arrays, path), ORIGINAL_NAMES, "original")
+    return _convert(_source(arrays, path), ORIGINAL_NAMES, "original")
 
 def read_big_vision(arrays, path):
     """Converts big_vision ViT `.npz` arrays (unstacked or scanned).
 
     The position embeddings are taken to be on a square grid (the format
     records none; see the module's docstring)."""
-    return _convert(TensorSource(arrays, path), BIG_VISION_NAMES, "big_vision")
+    return _convert(_source(arrays, path), BIG_VISION_NAMES, "big_vision")
+
+SCANNED = "Transformer/encoderblock/"
 
 def unstack_scanned_blocks(arrays):
     """big_vision trains with `nn.scan` over the blocks: one
     `Transformer/encoderblock/...` tensor per weight, stacked on a leading
-    depth axis. Splits them into `encoderblock_{i}` entries."""
-    scanned = "Transformer/encoderblock/"
-    if not any(k.startswith(scanned) for k in arrays):
-        return arrays
-    out = {}
+    depth axis. Splits them into `encoderblock_{i}` entries.
+
+    Returns:
+        `(arrays, misshaped)`: the arrays with the blocks split, and a line
+        for each scanned tensor without a depth axis (a 0-d one), which is
+        left out.
+    """
+    if not any(k.startswith(SCANNED) for k in arrays):
+        return arrays, []
+    out, misshaped = {}, []
     for key, value in arrays.items():
-        if key.startswith(scanned):
-            rest = key[len(scanned):]
-            for i in range(value.shape[0]):
-                out[f"Transformer/encoderblock_{i}/{rest}"] = value[i]
-        else:
+        if not key.startswith(SCANNED):
             out[key] = value
-    return out
+        elif np.ndim(value) == 0:
+            misshaped.append(
+                f"{key} (source name): shape (), expected a leading depth "
+                "axis (a scanned block tensor)"
+            )
+        else:
+            rest = key[len(SCANNED):]
+            for i in range(np.shape(value)[0]):
+                out[f"Transformer/encoderblock_{i}/{rest}"] = value[i]
+    return out, misshaped
 
 
 def to_original(model):

@@ -19,7 +19,6 @@ explicit `source_grid=` gives it for a file that does not record it.
 
 import dataclasses
 import os
-import zipfile
 
 import numpy as np
 
@@ -59,17 +58,28 @@ def check_extension(path):
 
 def _read_npz(path):
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        loaded = np.load(path, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 - zipfile, zlib, NumPy's own
         raise ValueError(
             f"Could not read the .npz weights file {path!r} (truncated or "
-            f"corrupt?): {e}"
+            f"corrupt?): {type(e).__name__}: {e}"
+        ) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError(
+            f"{path!r} is a single NumPy array (.npy data), not a .npz "
+            "archive of named weights."
+        )
+    try:
+        with loaded as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except Exception as e:  # noqa: BLE001 - a corrupt or pickled member
+        raise ValueError(
+            f"Could not read the .npz weights file {path!r} (truncated or "
+            f"corrupt?): {type(e).__name__}: {e}"
         ) from None
     for prefix in ("opt/target/", "params/"):  # flax optimizer / big_vision
         if arrays and all(k.startswith(prefix) for k in arrays):
             arrays = {k[len(prefix):]: v for k, v in arrays.items()}
-    arrays = original.unstack_scanned_blocks(arrays)
     if "Transformer/posembed_input/pos_embedding" in arrays or any(
         "MultiHeadDotProductAttention_1" in k for k in arrays
     ):

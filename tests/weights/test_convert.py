@@ -148,3 +148,18 @@ def test_convert_takes_the_grid_of_a_non_square_checkpoint(tmp_path, capsys, tin
         arrays["Transformer/posembed_input/pos_embedding"])
     assert cli.main(["convert", source, "--output", output, "--source-grid", "3", "3"]) == 2
     assert "Received: source_grid=(3, 3)" in capsys.readouterr().err
+
+
+def test_convert_reports_every_tensor_of_the_wrong_rank(tmp_path, capsys, tiny_variant):
+    with np.load(golden("vit_token.npz")) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["Transformer/encoder_norm/scale"] = np.zeros((1, 32), "float32")
+    arrays["head/bias"] = np.zeros((1, 5), "float32")
+    source = str(tmp_path / "bad.npz")
+    np.savez(source, **arrays)
+    assert cli.main(["convert", source, "--output", str(tmp_path / "bad.keras")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"keras-vit: error: {source} holds tensors of the wrong rank")
+    assert "Transformer/encoder_norm/scale (source name): shape (1, 32)" in err
+    assert "head/bias (source name): shape (1, 5)" in err
+    assert os.listdir(tmp_path) == ["bad.npz"]

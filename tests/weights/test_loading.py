@@ -416,6 +416,115 @@ def test_a_head_whose_tensors_disagree_is_a_broken_checkpoint(
     _assert_unchanged(model, before)
 
 
+# === Every fault in one error, every file named ===
+
+
+def test_tensors_of_the_wrong_rank_are_reported_together(tmp_path):
+    def edit(arrays):
+        arrays["Transformer/encoder_norm/scale"] = np.zeros((2, 32), "float32")
+        arrays["embedding/kernel"] = np.zeros((8, 8, 3), "float32")
+        del arrays["Transformer/encoderblock_0/LayerNorm_0/bias"]
+
+    path = _copy_npz(tmp_path, edit)
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(model, path)
+    message = str(info.value)
+    assert "nothing was loaded" in message and path in message
+    assert ("Transformer/encoder_norm/scale (source name): shape (2, 32), "
+            "expected 1 dimensions") in message
+    assert "embedding/kernel (source name): shape (8, 8, 3), expected 4" in message
+    assert "Transformer/encoderblock_0/LayerNorm_0/bias (source name)" in message
+    _assert_unchanged(model, before)
+
+
+def test_a_0d_tensor_in_a_big_vision_file(tmp_path):
+    # A scanned (depth-stacked) tensor with no depth axis: an IndexError.
+    key = "params/Transformer/encoderblock/MlpBlock_0/Dense_0/bias"
+    path = _copy_npz(tmp_path, lambda a: a.update({
+        key: np.float32(0), "params/Transformer/encoder_norm/scale": np.float32(1),
+    }), source="vit_bigvision.npz")
+    model = keras_vit.ViT(**{**TINY, "pooling": "gap", "class_token": False})
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match="nothing was loaded") as info:
+        keras_vit.load_weights(model, path)
+    message = str(info.value)
+    assert path in message
+    assert "Transformer/encoderblock/MlpBlock_0/Dense_0/bias (source name): shape ()" in message
+    assert "Transformer/encoder_norm/scale (source name): shape (), expected 1" in message
+    _assert_unchanged(model, before)
+
+
+def test_a_tensor_of_strings_is_reported_with_the_file(tmp_path):
+    path = _copy_npz(tmp_path, lambda a: a.update(
+        {"Transformer/encoder_norm/bias": np.array(["x"] * 32)}))
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*not numbers.*"
+                                         r"encoder_norm/beta: checkpoint <U1, model float32"):
+        keras_vit.load_weights(model, path)
+    _assert_unchanged(model, before)
+
+
+def _corrupt_keras_member(path):
+    """Recompresses a .keras archive and damages its weights member's data."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("model.weights.h5")
+    with open(path, "r+b") as file:
+        file.seek(info.header_offset + 30 + len(info.filename) + 100)
+        file.write(b"\xff" * 64)
+    return path
+
+
+def _malformed_h5(path):
+    import h5py
+
+    with h5py.File(path, "a") as file:  # `vars` an array, not a group
+        del file["layers/dense/vars"]
+        file["layers/dense/vars"] = np.zeros(3)
+    return path
+
+
+@pytest.mark.parametrize("damage", ["npy_as_npz", "keras_member", "h5_group", "h5_strings"])
+def test_malformed_files_are_named_and_change_nothing(tmp_path, capsys, damage):
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    if damage == "npy_as_npz":
+        path = str(tmp_path / "weights.npz")
+        with open(path, "wb") as file:
+            np.save(file, np.zeros(3))
+    elif damage == "keras_member":
+        path = _corrupt_keras_member(_save(keras_vit.ViT(**TINY), str(tmp_path / "m.keras")))
+    elif damage == "h5_group":
+        path = _malformed_h5(_save(keras_vit.ViT(**TINY), str(tmp_path / "m.weights.h5")))
+    else:
+        import h5py
+
+        path = _save(keras_vit.ViT(**TINY), str(tmp_path / "m.weights.h5"))
+        with h5py.File(path, "a") as file:
+            del file["layers/dense/vars/1"]
+            file["layers/dense/vars/1"] = np.array([b"abc"] * 5)
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(model, path)
+    assert path in str(info.value)
+    _assert_unchanged(model, before)
+    if damage == "npy_as_npz":  # and on the command line
+        from keras_vit import cli
+
+        assert cli.main(["convert", path, "--output", str(tmp_path / "x.keras")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("keras-vit: error: ") and path in err
+        assert "not a .npz archive" in err
+
+
 # === Presets ===
 
 
@@ -547,7 +656,7 @@ def test_relative_native_file_loads_at_its_resolution_only(tmp_path):
     kwargs = {**TINY, "position_embedding": "relative"}
     source, path = _saved_and_reloaded(kwargs, tmp_path)
     # 1D offsets along the sequence have no meaning on another grid.
-    with pytest.raises(ValueError, match=r"17 tokens.*takes 37.*nothing was loaded"):
+    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*17 tokens.*takes 37"):
         keras_vit.ViT(weights=path, **{**kwargs, "image_size": (TINY["image_size"], 72)})
     with pytest.raises(ValueError, match="position_embedding='relative'"):
         keras_vit.weights.save_npz(source, str(tmp_path / "model.npz"))
