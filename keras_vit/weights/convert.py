@@ -1,7 +1,5 @@
 """Converting a released checkpoint into keras_vit's own file."""
 
-import os
-
 from keras_vit import files
 from keras_vit import variants
 from keras_vit.weights import reader
@@ -111,16 +109,11 @@ def convert(input_path, output_path, model=None, num_heads=None, source_grid=Non
     Returns:
         The converted `keras_vit.ViT`.
     """
-    output_path = os.fspath(output_path)
+    output_path = files.check_output_path(output_path, "output")
     if not output_path.endswith((".weights.h5", ".keras")):
         raise ValueError(
             "The output must end in .weights.h5 or .keras. Received: "
             f"output={output_path!r}"
-        )
-    folder = os.path.dirname(os.path.abspath(output_path))
-    if not os.path.isdir(folder):
-        raise ValueError(
-            f"The output folder does not exist. Received: output={output_path!r}"
         )
     if reader.is_native(input_path):
         raise ValueError(

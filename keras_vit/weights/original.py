@@ -28,7 +28,6 @@ keras_vit; a checkpoint of a non-square grid needs
 write one (its readers would take it for a square).
 """
 
-import os
 import re
 
 import numpy as np
@@ -292,12 +291,9 @@ def save_npz(model, path):
             its readers take it to be square).
         path: the `.npz` file to write; its folder must exist.
     """
-    path = os.fspath(path)
+    path = files.check_output_path(path, "path")
     if not path.endswith(".npz"):
         raise ValueError(f"The path must end in .npz. Received: path={path!r}")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ValueError(f"The folder does not exist. Received: path={path!r}")
     arrays = to_original(model)
     with files.atomic_file(path, suffix=".npz") as temporary:
         with open(temporary, "wb") as file:

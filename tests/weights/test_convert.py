@@ -51,7 +51,7 @@ def test_convert_with_an_explicit_builder(tmp_path):
 def test_convert_errors(tmp_path, capsys, tiny_variant):
     missing = str(tmp_path / "no_such_folder" / "x.weights.h5")
     assert cli.main(["convert", golden("vit_token.npz"), "--output", missing]) == 2
-    assert "output folder does not exist" in capsys.readouterr().err
+    assert "folder to write `output` into does not exist" in capsys.readouterr().err
     assert cli.main(["convert", golden("vit_token.npz"), "--output", str(tmp_path / "x.h5")]) == 2
     assert "must end in .weights.h5 or .keras" in capsys.readouterr().err
     assert cli.main(["convert", "model.pth", "--output", str(tmp_path / "x.keras")]) == 2
@@ -148,6 +148,19 @@ def test_convert_takes_the_grid_of_a_non_square_checkpoint(tmp_path, capsys, tin
         arrays["Transformer/posembed_input/pos_embedding"])
     assert cli.main(["convert", source, "--output", output, "--source-grid", "3", "3"]) == 2
     assert "Received: source_grid=(3, 3)" in capsys.readouterr().err
+
+
+def test_outputs_that_name_a_folder_are_refused(tmp_path, capsys, tiny_variant):
+    # os.replace onto a folder raised IsADirectoryError, a traceback.
+    folder = tmp_path / "out.keras"
+    folder.mkdir()
+    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(folder)]) == 2
+    assert "names an existing folder" in capsys.readouterr().err
+    (tmp_path / "out.npz").mkdir()
+    with pytest.raises(ValueError, match="names an existing folder"):
+        keras_vit.weights.save_npz(keras_vit.ViT(**TINY), str(tmp_path / "out.npz"))
+    assert sorted(os.listdir(tmp_path)) == ["out.keras", "out.npz"]
+    assert os.listdir(folder) == [] and os.listdir(tmp_path / "out.npz") == []
 
 
 def test_convert_reports_every_tensor_of_the_wrong_rank(tmp_path, capsys, tiny_variant):
