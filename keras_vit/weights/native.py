@@ -63,8 +63,14 @@ def _entries(file):
         for key, child in group.items():
             if key == "vars" or not isinstance(child, h5py.Group):
                 continue
+            if "vars" not in child:
+                # A container, not a layer (a layer's list of sublayers,
+                # such as the ResNet stem's `units`): its layers are the
+                # sublayers of the layer above.
+                visit(child, chain)
+                continue
             name = key
-            if "vars" in child and isinstance(child["vars"], h5py.Group):
+            if isinstance(child["vars"], h5py.Group):
                 name = child["vars"].attrs.get("name", key)
             if isinstance(name, bytes):
                 name = name.decode()

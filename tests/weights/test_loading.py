@@ -326,6 +326,35 @@ def test_native_file_without_a_grid_record(tmp_path, suffix):
     np.testing.assert_allclose(_posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6)
 
 
+HYBRID = dict(patch_size=1, hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16,
+              num_classes=3, image_size=32,
+              stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4})
+
+
+def test_a_hybrid_native_file_loads_and_fine_tunes(tmp_path):
+    # The stem's bottleneck units sit in a `units` list group that the
+    # reader took for a layer: every stem weight was "unexpected".
+    source, path = _saved_and_reloaded(HYBRID, tmp_path)
+    with pytest.warns(UserWarning, match="from a 4x4 to a 8x8 patch grid"):
+        bigger = keras_vit.ViT(weights=path, **{**HYBRID, "image_size": 64})
+    np.testing.assert_array_equal(
+        bigger.get_layer("resnet_stem").weights[-1].numpy(),
+        source.get_layer("resnet_stem").weights[-1].numpy())
+
+
+def test_an_older_hybrid_keras_file_takes_its_grid_from_its_own_config(tmp_path):
+    # A stem's feature map depends on the stem, which is not rebuilt from
+    # the archive: the config gives the grid when it is the model's config,
+    # and otherwise the grid is not known.
+    hybrid = HYBRID
+    path = _drop_grid_record(_save(keras_vit.ViT(**hybrid), str(tmp_path / "h.keras")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        keras_vit.load_weights(keras_vit.ViT(**hybrid), path)
+    with pytest.raises(ValueError, match="does not record the patch grid"):
+        keras_vit.load_weights(keras_vit.ViT(**{**hybrid, "image_size": 64}), path)
+
+
 def test_source_grid_must_agree_with_the_file(tmp_path):
     path = _save(keras_vit.ViT(**TINY), str(tmp_path / "model.weights.h5"))
     model = keras_vit.ViT(**TINY)
