@@ -15,6 +15,7 @@ import numpy as np
 from keras_vit import ops as vit_ops
 
 _BLOCK = re.compile(r"^block_(\d+)/")
+_STEM_UNIT = re.compile(r"^resnet_stem/block(\d+)_unit(\d+)/")
 POSEMB = "patch_encoder/position_embedding"
 
 #: Formats that record no patch grid and whose releases (and own loaders:
@@ -22,7 +23,6 @@ POSEMB = "patch_encoder/position_embedding"
 #: transformers' `interpolate_pos_encoding`) take their position embeddings
 #: to be on a square grid. keras_vit's own files record their grid.
 SQUARE_GRID_SOURCES = ("original", "big_vision", "timm", "huggingface")
-_STEM_UNIT = re.compile(r"^resnet_stem/block(\d+)_unit(\d+)/")
 
 
 @dataclasses.dataclass
