@@ -97,7 +97,10 @@ def _presets(args):
 def _convert(args):
     from keras_vit.weights.convert import convert
 
-    model = convert(args.input, args.output, model=args.model, num_heads=args.num_heads)
+    model = convert(
+        args.input, args.output, model=args.model, num_heads=args.num_heads,
+        source_grid=args.source_grid,
+    )
     print(
         f"{args.input} -> {args.output}: {model.name}, "
         f"{model.count_params():,} parameters, image_size {model.image_size}, "
@@ -251,6 +254,12 @@ def build_parser():
         "--num-heads", type=int, default=None,
         help="for a ViT of another size than the released ones, in a format "
              "that does not record it (timm, Hugging Face .safetensors)",
+    )
+    convert.add_argument(
+        "--source-grid", type=int, nargs=2, default=None,
+        metavar=("ROWS", "COLS"),
+        help="the patch grid of the checkpoint's position embeddings, if "
+             "not square (the formats record none; releases are square)",
     )
     convert.set_defaults(run=_convert)
 

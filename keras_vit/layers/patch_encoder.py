@@ -1,12 +1,19 @@
 """`PatchEncoder`: patch projection, class token and position embeddings."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_vit import ops as vit_ops
 from keras_vit import validation
 
 POSITION_EMBEDDINGS = ("learned", "learned2d", "sincos2d", "none")
+
+#: The entry next to a `PatchEncoder`'s variables in a Keras weights file
+#: (`.weights.h5`, `.keras`) that records its `(grid_h, grid_w)`: 1D
+#: position embeddings do not say their grid, and a loader must not guess it
+#: from their number (a 4x4 and a 2x8 grid both hold 16).
+GRID_RECORD = "grid_size"
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -23,17 +30,25 @@ class PatchEncoder(keras.layers.Layer):
     `(P, P, C, hidden_dim)` it is the original checkpoints' convolution
     kernel (see `keras_vit.ops.dense_to_conv_kernel`).
 
-    Inputs may be a flat sequence `(B, N, P·P·C)` or a grid
-    `(B, grid_h, grid_w, P·P·C)` (`Patches(flatten=False)`). When the input's
-    patch grid differs from the grid the position embeddings were built for,
-    they are resampled on the 2D grid (the class token's entry is kept), so
-    a model runs at any resolution.
+    Inputs may be a grid `(B, grid_h, grid_w, P·P·C)`
+    (`Patches(flatten=False)`) or a flat sequence `(B, N, P·P·C)`. When a
+    grid input differs from the grid the position embeddings were built
+    for, they are resampled on the 2D grid (the class token's entry is
+    kept), so the layer runs at any resolution. A flat sequence does not say
+    its grid (a 4x4 and a 2x8 grid both hold 16 patches), so it is taken to
+    be on the layer's `grid_size` and must have its `N`; feed another grid
+    as a grid. The grid is saved with the weights (`GRID_RECORD`), so that
+    `keras_vit.load_weights` resamples them correctly and Keras's own
+    `load_weights` refuses them on another grid of the same size.
 
     Args:
         hidden_dim: int, the token width `D`.
         grid_size: `(grid_h, grid_w)` or int, the patch grid the position
             embeddings are built for. Defaults to `None`: taken from a grid
-            input's shape, or the square grid holding a sequence's `N`.
+            input's shape. Built from a flat sequence without it, 1D
+            learned embeddings are built for its `N` positions on no known
+            grid (they are then never resampled), and `"learned2d"` /
+            `"sincos2d"` are refused.
         class_token: bool, whether to prepend a learnable class token.
             Defaults to `True`.
         position_embedding: `"learned"` (1D learned, as in the paper),
@@ -56,7 +71,8 @@ class PatchEncoder(keras.layers.Layer):
 
     Example:
 
-    >>> patches = keras_vit.layers.Patches(16)(np.zeros((2, 224, 224, 3)))
+    >>> images = np.zeros((2, 224, 224, 3))
+    >>> patches = keras_vit.layers.Patches(16, flatten=False)(images)
     >>> keras_vit.layers.PatchEncoder(hidden_dim=768)(patches).shape
     TensorShape([2, 197, 768])
     """
@@ -108,35 +124,65 @@ class PatchEncoder(keras.layers.Layer):
             dtype=self.dtype_policy,
         )
 
-    def _input_grid(self, input_shape):
-        """The static patch grid of an input shape, `None` where unknown."""
-        if len(input_shape) == 4:
-            return tuple(input_shape[1:3])
-        n = input_shape[1]
-        if self.grid_size is not None and n == self._num_patches:
-            return self.grid_size
-        if n is None:
-            return (None, None)
-        return vit_ops.grid_from_length(n, name="the input patches")
+    def _flat_grid(self, num_patches):
+        """The grid of a flat `(B, num_patches, F)` input: the layer's own
+        (`None` if it has none), never one guessed from `num_patches`."""
+        if self.position_embedding == "none":
+            return None  # no position signal: the grid plays no part
+        if (
+            num_patches is not None
+            and self._num_patches is not None
+            and num_patches != self._num_patches
+        ):
+            built = (
+                "no known grid" if self.grid_size is None
+                else f"a {self.grid_size[0]}x{self.grid_size[1]} grid"
+            )
+            raise ValueError(
+                f"PatchEncoder {self.name!r} has position embeddings for "
+                f"{self._num_patches} patches ({built}) and was given a flat "
+                f"sequence of {num_patches}. A flat sequence does not say "
+                "its patch grid: feed the patches as a grid (B, grid_h, "
+                "grid_w, F), e.g. from Patches(flatten=False), and the "
+                f"embeddings are resampled to it. Received: {num_patches} "
+                "patches"
+            )
+        return self.grid_size
 
     def build(self, input_shape):
         if self.grid_size is None:
             if len(input_shape) == 4:
                 grid = tuple(input_shape[1:3])
-            elif input_shape[1] is not None:
-                grid = vit_ops.grid_from_length(input_shape[1], "the patches")
-            else:
-                grid = (None, None)
-            if None in grid and self.position_embedding in ("learned", "learned2d"):
+                if None not in grid:
+                    self.grid_size = grid
+                    self._num_patches = grid[0] * grid[1]
+                elif self.position_embedding in ("learned", "learned2d"):
+                    raise ValueError(
+                        "PatchEncoder needs a known patch grid to build "
+                        "learned position embeddings. Pass `grid_size`. "
+                        f"Received: input shape {tuple(input_shape)}"
+                    )
+            elif self.position_embedding in ("learned2d", "sincos2d"):
                 raise ValueError(
-                    "PatchEncoder needs a known patch grid to build learned "
-                    "position embeddings. Pass `grid_size`. Received: input "
-                    f"shape {tuple(input_shape)}"
+                    f"PatchEncoder(position_embedding="
+                    f"{self.position_embedding!r}) fed a flat sequence of "
+                    "patches needs `grid_size`: a number of patches does not "
+                    "say their grid (a 4x4 and a 2x8 grid both hold 16). "
+                    "Pass grid_size=(grid_h, grid_w), or feed the patches as "
+                    "a grid (B, grid_h, grid_w, F) (Patches(flatten=False)). "
+                    f"Received: input shape {tuple(input_shape)}"
                 )
-            self.grid_size = None if None in grid else grid
-            self._num_patches = (
-                None if self.grid_size is None else grid[0] * grid[1]
-            )
+            elif self.position_embedding == "learned":
+                if input_shape[1] is None:
+                    raise ValueError(
+                        "PatchEncoder needs a known number of patches to "
+                        "build learned position embeddings. Pass "
+                        f"`grid_size`. Received: input shape "
+                        f"{tuple(input_shape)}"
+                    )
+                # Embeddings for N positions on no known grid: never
+                # resampled (see `_position_embedding`).
+                self._num_patches = input_shape[1]
         self.projection.build((None, input_shape[-1]))
         if self.class_token:
             self.cls = self.add_weight(
@@ -170,7 +216,20 @@ class PatchEncoder(keras.layers.Layer):
     def _position_embedding(self, grid, dtype):
         if self.position_embedding == "learned":
             posemb = self.pos_embedding
+            if grid is None:  # a flat input: on the layer's own positions
+                return ops.cast(posemb, dtype)
             static = all(isinstance(g, int) for g in grid)
+            if self.grid_size is None:
+                if static and grid[0] * grid[1] == self._num_patches:
+                    return ops.cast(posemb, dtype)  # as many: no resampling
+                raise ValueError(
+                    f"PatchEncoder {self.name!r} was built from a flat "
+                    f"sequence of {self._num_patches} patches without "
+                    "`grid_size`, so the grid of its position embeddings is "
+                    "not known and they cannot be resampled to another. "
+                    "Create it with grid_size=(grid_h, grid_w). Received: "
+                    f"grid={tuple(grid)}"
+                )
             if not static or tuple(grid) != self.grid_size:
                 posemb = vit_ops.resample_position_embeddings(
                     ops.convert_to_tensor(posemb),
@@ -230,25 +289,20 @@ class PatchEncoder(keras.layers.Layer):
         Returns:
             `(tokens, grid)`: `(B, N, hidden_dim)` patch tokens and the
             `(grid_h, grid_w)` they came from (ints, or scalar tensors where
-            the shape is dynamic), to pass on to `add_positions`.
+            the shape is dynamic; for a flat input the layer's own grid,
+            `None` if it has none), to pass on to `add_positions`.
         """
-        shape = ops.shape(patches)
-        static = self._input_grid(tuple(patches.shape))
         if len(patches.shape) == 4:
+            shape = ops.shape(patches)
             grid = tuple(
                 s if s is not None else shape[i + 1]
-                for i, s in enumerate(static)
+                for i, s in enumerate(patches.shape[1:3])
             )
             patches = ops.reshape(
                 patches, (shape[0], grid[0] * grid[1], patches.shape[-1])
             )
-        elif None in static:
-            side = ops.cast(
-                ops.round(ops.sqrt(ops.cast(shape[1], "float32"))), "int32"
-            )
-            grid = (side, side)
         else:
-            grid = static
+            grid = self._flat_grid(patches.shape[1])
         return self.projection(patches), grid
 
     def add_positions(self, tokens, grid):
@@ -264,11 +318,36 @@ class PatchEncoder(keras.layers.Layer):
         return tokens
 
     def compute_output_shape(self, input_shape):
-        grid = self._input_grid(input_shape)
-        n = None if None in grid else grid[0] * grid[1]
+        if len(input_shape) == 4:
+            grid = tuple(input_shape[1:3])
+            n = None if None in grid else grid[0] * grid[1]
+        else:
+            n = input_shape[1]
         if n is not None:
             n += self.num_prefix_tokens
         return (input_shape[0], n, self.hidden_dim)
+
+    def save_own_variables(self, store):
+        super().save_own_variables(store)
+        if self.grid_size is not None:
+            store[GRID_RECORD] = np.asarray(self.grid_size, "int32")
+
+    def load_own_variables(self, store):
+        keys = list(store.keys())
+        if GRID_RECORD in keys and self.position_embedding == "learned":
+            recorded = tuple(int(g) for g in np.asarray(store[GRID_RECORD]))
+            if self.grid_size is not None and recorded != tuple(self.grid_size):
+                # Keras would copy them if the sizes agree (4x4 into 2x8).
+                raise ValueError(
+                    f"The weights of PatchEncoder {self.name!r} were saved "
+                    f"on a {recorded[0]}x{recorded[1]} patch grid and the "
+                    f"layer has {self.grid_size[0]}x{self.grid_size[1]}: "
+                    "copied, its position embeddings would be scrambled. "
+                    "Load them with keras_vit.load_weights(model, path), "
+                    "which resamples them. Received: grid_size="
+                    f"{tuple(self.grid_size)}"
+                )
+        super().load_own_variables(_Without(store, GRID_RECORD))
 
     def get_config(self):
         config = super().get_config()
@@ -282,3 +361,16 @@ class PatchEncoder(keras.layers.Layer):
             }
         )
         return config
+
+
+class _Without:
+    """A Keras weights store seen without one of its entries."""
+
+    def __init__(self, store, key):
+        self._store, self._key = store, key
+
+    def keys(self):
+        return [k for k in self._store.keys() if k != self._key]
+
+    def __getitem__(self, key):
+        return self._store[key]

@@ -7,6 +7,7 @@ in keras_vit's layouts, so that checking and assigning is written once
 """
 
 import dataclasses
+import math
 import re
 
 import numpy as np
@@ -15,6 +16,13 @@ from keras_vit import ops as vit_ops
 
 _BLOCK = re.compile(r"^block_(\d+)/")
 _STEM_UNIT = re.compile(r"^resnet_stem/block(\d+)_unit(\d+)/")
+POSEMB = "patch_encoder/position_embedding"
+
+#: Formats that record no patch grid and whose releases (and own loaders:
+#: the original code's `load_pretrained`, timm's `resample_abs_pos_embed`,
+#: transformers' `interpolate_pos_encoding`) take their position embeddings
+#: to be on a square grid. keras_vit's own files record their grid.
+SQUARE_GRID_SOURCES = ("original", "big_vision", "timm", "huggingface")
 
 
 @dataclasses.dataclass
@@ -28,12 +36,16 @@ class Checkpoint:
         path: the file the weights came from.
         patch_size: int or `None` (unknown).
         num_heads: int or `None` (not recorded by fused-QKV formats).
-        grid_size: `(rows, cols)` of the position embeddings' patch grid, or
-            `None` (then taken to be square).
+        grid_size: `(rows, cols)` of the position embeddings' patch grid, as
+            the file records it or as given (`source_grid=`), or `None`:
+            then square for the formats of `SQUARE_GRID_SOURCES`, and
+            unknown for the others (see `position_grid`).
         unexpected: names (in the source's own naming) of tensors the file
             holds that keras_vit has no place for.
         missing: source names a complete checkpoint of this format would
             have and this file lacks.
+        misshaped: `"name (source name): ..."` lines for the tensors of the
+            file whose rank is not the format's (they are not converted).
     """
 
     tensors: dict
@@ -44,6 +56,14 @@ class Checkpoint:
     grid_size: tuple = None
     unexpected: list = dataclasses.field(default_factory=list)
     missing: list = dataclasses.field(default_factory=list)
+    misshaped: list = dataclasses.field(default_factory=list)
+
+    def _shape(self, path, ndim):
+        """The shape of tensor `path` if it has `ndim` dimensions, else `None`."""
+        value = self.tensors.get(path)
+        if value is None or np.ndim(value) != ndim:
+            return None
+        return np.shape(value)
 
     @property
     def class_token(self):
@@ -55,8 +75,8 @@ class Checkpoint:
 
     @property
     def hidden_dim(self):
-        kernel = self.tensors.get("patch_encoder/projection/kernel")
-        return None if kernel is None else kernel.shape[-1]
+        kernel = self._shape("patch_encoder/projection/kernel", 2)
+        return None if kernel is None else kernel[-1]
 
     @property
     def num_layers(self):
@@ -65,30 +85,90 @@ class Checkpoint:
 
     @property
     def mlp_dim(self):
-        kernel = self.tensors.get("block_0/mlp_fc1/kernel")
-        return None if kernel is None else kernel.shape[-1]
+        kernel = self._shape("block_0/mlp_fc1/kernel", 2)
+        return None if kernel is None else kernel[-1]
 
     @property
     def num_classes(self):
-        bias = self.tensors.get("head/bias")
-        return None if bias is None else bias.shape[0]
+        bias = self._shape("head/bias", 1)
+        return None if bias is None else bias[0]
 
     @property
     def representation_size(self):
-        bias = self.tensors.get("pre_logits/bias")
-        return None if bias is None else bias.shape[0]
+        bias = self._shape("pre_logits/bias", 1)
+        return None if bias is None else bias[0]
+
+    @property
+    def head_classes(self):
+        """The class count of a well-formed head, else `None`.
+
+        Well-formed: a `(inputs, classes)` kernel and a `(classes,)` bias
+        whose inputs are the pre-logits width (or, without a pre-logits
+        layer, the token width). A head that is not is a broken checkpoint,
+        not one for another class count."""
+        kernel, bias = self._shape("head/kernel", 2), self._shape("head/bias", 1)
+        if kernel is None or bias is None or kernel[1] != bias[0]:
+            return None
+        if "pre_logits/kernel" in self.tensors or "pre_logits/bias" in self.tensors:
+            pre_kernel = self._shape("pre_logits/kernel", 2)
+            inputs = self.representation_size
+            if pre_kernel is None or pre_kernel[1] != inputs:
+                return None
+            if self.hidden_dim is not None and pre_kernel[0] != self.hidden_dim:
+                return None
+        else:
+            inputs = self.hidden_dim
+        if inputs is not None and kernel[0] != inputs:
+            return None
+        return bias[0]
 
     @property
     def position_grid(self):
-        """The patch grid of the position embeddings, or `None` if none."""
-        posemb = self.tensors.get("patch_encoder/position_embedding")
-        if posemb is None:
+        """The patch grid of the position embeddings, or `None` if none.
+
+        The grid the file records (or `source_grid=` gave); for a format
+        that records none (`SQUARE_GRID_SOURCES`) the square grid, as its
+        releases and its own loaders have it.
+
+        Raises:
+            ValueError: if the grid is not known (a keras_vit file that
+                does not record it, or a format's non-square count), or
+                does not hold the embeddings' positions.
+        """
+        posemb = self.tensors.get(POSEMB)
+        if posemb is None or np.ndim(posemb) != 3:
             return None
+        positions = np.shape(posemb)[1] - self.num_prefix_tokens
+        how = (
+            "Pass the grid it was trained on: "
+            "keras_vit.load_weights(model, path, source_grid=(rows, cols))"
+            + ("" if self.source == "keras" else
+               " or keras-vit convert ... --source-grid ROWS COLS")
+            + "."
+        )
         if self.grid_size is not None:
-            return tuple(self.grid_size)
-        return vit_ops.grid_from_length(
-            posemb.shape[1] - self.num_prefix_tokens,
-            name=f"the position embeddings in {self.path}",
+            grid = tuple(int(g) for g in self.grid_size)
+            if grid[0] * grid[1] != positions:
+                raise ValueError(
+                    f"The position embeddings in {self.path} hold {positions} "
+                    f"patch positions, not the {grid[0]}x{grid[1]} patch grid "
+                    f"recorded for them. Received: grid_size={grid}"
+                )
+            return grid
+        if self.source in SQUARE_GRID_SOURCES:
+            side = math.isqrt(positions)
+            if side * side == positions:
+                return side, side
+            raise ValueError(
+                f"The position embeddings in {self.path} hold {positions} "
+                f"patch positions, not a square grid, and the {self.source} "
+                f"format records no grid. {how}"
+            )
+        raise ValueError(
+            f"{self.path} does not record the patch grid of its "
+            f"{positions} position embeddings (a file written before "
+            f"keras_vit recorded it), and guessing it from their number "
+            f"would scramble any other grid. {how}"
         )
 
     @property
@@ -188,15 +268,17 @@ class TensorSource:
     """The tensors of a file by their own names; remembers what was taken.
 
     Converters `take()` each tensor they expect. A tensor the file lacks
-    comes back as `None` and is recorded in `missing`; whatever the
+    comes back as `None` and is recorded in `missing`, one of the wrong
+    rank comes back as `None` and is recorded in `misshaped`; whatever the
     converters never took is reported by `remaining()` as unexpected.
-    Nothing is silently dropped either way.
+    Nothing is silently dropped, and every fault is reported together.
     """
 
-    def __init__(self, tensors, path):
+    def __init__(self, tensors, path, misshaped=()):
         self._tensors = dict(tensors)
         self.path = path
         self.missing = []
+        self.misshaped = list(misshaped)
 
     def __contains__(self, name):
         return name in self._tensors
@@ -210,10 +292,12 @@ class TensorSource:
             return None
         value = np.asarray(self._tensors.pop(name))
         if ndim is not None and value.ndim != ndim:
-            raise ValueError(
-                f"Tensor {name!r} in {self.path} has shape {value.shape}; "
-                f"expected {ndim} dimensions."
+            # Not converted, and reported with every other mismatch.
+            self.misshaped.append(
+                f"{name} (source name): shape {value.shape}, expected "
+                f"{ndim} dimensions"
             )
+            return None
         return value
 
     def take_if_present(self, name, ndim=None):
@@ -230,5 +314,6 @@ class TensorSource:
             path=self.path,
             unexpected=self.remaining(),
             missing=sorted(self.missing),
+            misshaped=sorted(self.misshaped),
             **kwargs,
         )

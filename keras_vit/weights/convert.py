@@ -1,7 +1,5 @@
 """Converting a released checkpoint into keras_vit's own file."""
 
-import os
-
 from keras_vit import files
 from keras_vit import variants
 from keras_vit.weights import reader
@@ -26,6 +24,12 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     from keras_vit.builders import BUILDERS
     from keras_vit.model import ViT
 
+    if checkpoint.misshaped:
+        raise ValueError(
+            f"{checkpoint.path} holds tensors of the wrong rank for its "
+            f"format ({checkpoint.source}); nothing was converted:\n"
+            + "\n".join(f"    {line}" for line in checkpoint.misshaped)
+        )
     given_heads = kwargs.pop("num_heads", None)
     num_heads = given_heads or checkpoint.num_heads
     if model is None:
@@ -84,7 +88,7 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     return vit
 
 
-def convert(input_path, output_path, model=None, num_heads=None):
+def convert(input_path, output_path, model=None, num_heads=None, source_grid=None):
     """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
 
     The output is written to a temporary file next to `output_path` and
@@ -98,27 +102,25 @@ def convert(input_path, output_path, model=None, num_heads=None):
             matches, else a ViT of the checkpoint's own numbers.
         num_heads: int, for a checkpoint of its own size in a format that
             does not record it (timm, Hugging Face). Defaults to `None`.
+        source_grid: `(rows, cols)`, the patch grid of a checkpoint's 1D
+            position embeddings where it is not square (the formats record
+            none; their releases are square). Defaults to `None`.
 
     Returns:
         The converted `keras_vit.ViT`.
     """
-    output_path = os.fspath(output_path)
+    output_path = files.check_output_path(output_path, "output")
     if not output_path.endswith((".weights.h5", ".keras")):
         raise ValueError(
             "The output must end in .weights.h5 or .keras. Received: "
             f"output={output_path!r}"
-        )
-    folder = os.path.dirname(os.path.abspath(output_path))
-    if not os.path.isdir(folder):
-        raise ValueError(
-            f"The output folder does not exist. Received: output={output_path!r}"
         )
     if reader.is_native(input_path):
         raise ValueError(
             f"{input_path!r} is already a keras_vit file; load it with "
             "keras.saving.load_model or model.load_weights."
         )
-    checkpoint = reader.read_checkpoint(input_path)
+    checkpoint = reader.read_checkpoint(input_path, source_grid=source_grid)
     if num_heads is not None:
         from keras_vit import validation
 

@@ -18,6 +18,12 @@ The `vit.` prefix is present in the classification model's files.
 transformers 5 names the same tensors differently in memory
 (`layers.{i}.attention.q_proj`, `mlp.fc1`, ...); files written from such a
 state dict are read too (`_NEW_NAMES`).
+
+The `.safetensors` file records no patch grid (the `image_size` is in the
+`config.json` beside it, which keras_vit does not read: it reads the one
+file it is given). As transformers' own `interpolate_pos_encoding` does,
+the position embeddings are taken to be on a square grid; a checkpoint of a
+non-square grid needs `load_weights(..., source_grid=(rows, cols))`.
 """
 
 import re
@@ -58,7 +64,10 @@ def _old_name(key):
 
 
 def read_huggingface(tensors, path):
-    """Converts a transformers ViT state dict (name → array)."""
+    """Converts a transformers ViT state dict (name → array).
+
+    Its position embeddings are taken to be on a square grid (see the
+    module's docstring)."""
     if any(re.search(r"(^|\.)layers\.\d+\.", k) for k in tensors):
         tensors = {_old_name(k): v for k, v in tensors.items()}
     src = TensorSource(tensors, path)
@@ -92,8 +101,9 @@ def read_huggingface(tensors, path):
         torch_linear(src, f"{prefix}.output.dense", out, f"{name}/mlp_fc2")
         i += 1
     torch_norm(src, f"{p}layernorm", out, "encoder_norm")
-    if f"{p}pooler.dense.weight" in src:
+    # Half a layer (a bias without its weight) is reported missing.
+    if f"{p}pooler.dense.weight" in src or f"{p}pooler.dense.bias" in src:
         torch_linear(src, f"{p}pooler.dense", out, "pre_logits")
-    if "classifier.weight" in src:
+    if "classifier.weight" in src or "classifier.bias" in src:
         torch_linear(src, "classifier", out, "head")
     return src.checkpoint(out, "huggingface", patch_size=patch_size)

@@ -8,10 +8,10 @@ from keras_vit import ops as vit_ops
 from keras_vit import validation
 from keras_vit.weights import presets
 from keras_vit.weights import reader
+from keras_vit.weights.checkpoint import POSEMB
 
 HEAD = ("head/kernel", "head/bias")
 PRE_LOGITS = ("pre_logits/kernel", "pre_logits/bias")
-POSEMB = "patch_encoder/position_embedding"
 #: The column and row embeddings of `position_embedding="learned2d"`.
 POSEMB_2D = {
     "patch_encoder/position_embedding_x": 1,  # (grid_w, D/2): grid axis 1
@@ -45,23 +45,25 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
 
     Applies the fine-tuning rules (head dropped when the class count
     differs, position embeddings resampled to the model's grid) and checks
-    every name and shape.
+    every name, shape and dtype.
 
     Returns:
         `(values, zeros, notes)`: path → array to assign, paths to set to
         zero (a new head), and messages for the user.
 
     Raises:
-        ValueError: listing every missing, unexpected and mis-shaped tensor.
+        ValueError: listing every missing, unexpected and mis-shaped tensor,
+            and everything else that keeps the checkpoint from loading.
     """
     interpolation = validation.one_of(
         "interpolation", interpolation, vit_ops.INTERPOLATIONS
     )
     variables = {v.path: v for v in model.weights}
     tensors = dict(checkpoint.tensors)
-    zeros, notes, allowed_missing = [], [], set()
+    zeros, notes, allowed_missing, problems = [], [], set(), []
 
-    has_head = "head/kernel" in tensors
+    has_head = "head/kernel" in tensors or "head/bias" in tensors
+    head_classes = checkpoint.head_classes
     if not model.include_top:
         for key in HEAD + PRE_LOGITS:
             tensors.pop(key, None)
@@ -72,7 +74,10 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             f"The checkpoint {checkpoint.path} has no classification head: "
             f"the model's {model.num_classes}-class head is zero-initialised."
         )
-    elif checkpoint.num_classes != model.num_classes:
+    elif head_classes is not None and head_classes != model.num_classes:
+        # Fine-tuning: a well-formed head for another class count. A head
+        # whose kernel and bias disagree is a broken checkpoint: it is
+        # checked (and reported) as every other tensor is.
         for key in HEAD + PRE_LOGITS:
             tensors.pop(key, None)
         zeros += list(HEAD)
@@ -83,18 +88,26 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             else "head was"
         )
         notes.append(
-            f"The checkpoint's head has {checkpoint.num_classes} classes and "
+            f"The checkpoint's head has {head_classes} classes and "
             f"the model's {model.num_classes}: the checkpoint's {dropped} "
             "not loaded, and the new head is zero-initialised (as for "
             "fine-tuning in the paper)."
         )
 
     posemb = tensors.get(POSEMB)
-    if posemb is not None and POSEMB in variables:
+    if (
+        posemb is not None
+        and POSEMB in variables
+        and checkpoint.class_token == model.class_token
+        and np.ndim(posemb) == 3
+    ):
         target = tuple(model.grid_size)
-        source = checkpoint.position_grid
-        same_prefix = checkpoint.class_token == model.class_token
-        if source != target and same_prefix:
+        try:
+            source = checkpoint.position_grid
+        except ValueError as error:  # the grid is not known: say so below
+            source = None
+            problems.append(str(error))
+        if source is not None and source != target:
             tensors[POSEMB] = np.asarray(
                 vit_ops.resample_position_embeddings(
                     posemb,
@@ -111,7 +124,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
 
     for key, axis in POSEMB_2D.items():
         value = tensors.get(key)
-        if value is None or key not in variables or value.ndim != 2:
+        if value is None or key not in variables or np.ndim(value) != 2:
             continue
         source, target = value.shape[0], model.grid_size[axis]
         if source != target and value.shape[1] == variables[key].shape[1]:
@@ -127,18 +140,17 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         if path.endswith(RELATIVE) and path in variables
         and np.shape(value) != tuple(variables[path].shape)
     )
-    if relative:
+    if relative and np.ndim(tensors[relative[0]]) >= 1:
         source = (np.shape(tensors[relative[0]])[0] + 1) // 2
         target = (variables[relative[0]].shape[0] + 1) // 2
-        raise ValueError(
-            f"The weights in {checkpoint.path} hold relative position "
-            f"embeddings for sequences of {source} tokens and the model "
-            f"{model.name!r} takes {target} (patch grid {model.grid_size[0]}x"
-            f"{model.grid_size[1]}, class_token={model.class_token}); nothing "
-            "was loaded. position_embedding='relative' counts offsets along "
-            "the token sequence, whose meaning another grid changes, so "
-            "they are not resampled: load them into a model of the "
-            "checkpoint's resolution."
+        problems.append(
+            f"They hold relative position embeddings for sequences of "
+            f"{source} tokens and the model {model.name!r} takes {target} "
+            f"(patch grid {model.grid_size[0]}x{model.grid_size[1]}, "
+            f"class_token={model.class_token}). position_embedding="
+            "'relative' counts offsets along the token sequence, whose "
+            "meaning another grid changes, so they are not resampled: load "
+            "them into a model of the checkpoint's resolution."
         )
 
     # The fused QKV kernel has the same shape for any number of heads: only
@@ -151,13 +163,20 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
     unexpected = sorted(set(tensors) - set(variables))
     unexpected += [f"{name} (source name)" for name in checkpoint.unexpected]
     missing += [f"{name} (source name)" for name in checkpoint.missing]
-    misshaped = heads + sorted(
-        f"{path}: checkpoint {tuple(tensors[path].shape)}, model "
+    common = set(tensors) & set(variables)
+    misshaped = heads + list(checkpoint.misshaped) + sorted(
+        f"{path}: checkpoint {tuple(np.shape(tensors[path]))}, model "
         f"{tuple(variables[path].shape)}"
-        for path in set(tensors) & set(variables)
-        if tuple(tensors[path].shape) != tuple(variables[path].shape)
+        for path in common
+        if tuple(np.shape(tensors[path])) != tuple(variables[path].shape)
     )
-    if missing or unexpected or misshaped:
+    mistyped = sorted(
+        f"{path}: checkpoint {np.asarray(tensors[path]).dtype}, model "
+        f"{variables[path].dtype}"
+        for path in common
+        if not _castable(tensors[path], variables[path].dtype)
+    )
+    if missing or unexpected or misshaped or mistyped or problems:
         lines = [
             f"The weights in {checkpoint.path} ({checkpoint.source} format) "
             f"do not fit the model {model.name!r}; nothing was loaded.",
@@ -170,10 +189,12 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             f"representation_size={model.representation_size}, "
             f"position_embedding={model.position_embedding!r}",
         ]
+        lines += [f"  {problem}" for problem in problems]
         for title, items in (
             ("missing from the checkpoint", missing),
             ("unexpected in the checkpoint", unexpected),
             ("shape mismatches", misshaped),
+            ("not numbers of the model's kind", mistyped),
         ):
             if items:
                 lines.append(f"  {title} ({len(items)}):")
@@ -184,6 +205,17 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         for path, value in tensors.items()
     }
     return values, zeros, notes
+
+
+def _castable(value, dtype):
+    """Whether a checkpoint array may be assigned to a variable of `dtype`:
+    floats to floats, integers to integers (never strings, booleans or
+    objects, which NumPy would cast or fail on with no file named)."""
+    kind = np.asarray(value).dtype.kind
+    target = np.dtype(str(dtype).replace("bfloat16", "float32")).kind
+    if target == "f":
+        return kind == "f"
+    return kind in "iu" and target in "iu"
 
 
 def assign(model, values, zeros):
@@ -230,19 +262,35 @@ def resolve(weights, variant=None, cache_dir=None):
     return name, None
 
 
-def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=None):
+def load_weights(
+    model,
+    weights,
+    interpolation=DEFAULT_INTERPOLATION,
+    cache_dir=None,
+    source_grid=None,
+):
     """Loads released or saved weights into a `keras_vit.ViT`, exactly.
 
-    All or nothing: every tensor's name and shape is checked before any is
-    assigned; on a mismatch one `ValueError` lists every missing, unexpected
-    and mis-shaped tensor and the model is left untouched.
+    All or nothing: every tensor's name, shape and dtype is checked before
+    any is assigned; on a mismatch one `ValueError` lists every missing,
+    unexpected and mis-shaped tensor and the model is left untouched.
 
-    Fine-tuning rules: when the checkpoint's class count differs from the
-    model's, the checkpoint's head (and pre-logits layer) are not loaded and
-    the model's head is zero-initialised, as in the paper; with
-    `include_top=False` the head is skipped. When the resolution differs,
-    the position embeddings are resampled on the 2D patch grid (the class
-    token's entry kept).
+    Fine-tuning rules: when the checkpoint's head is for another class
+    count (kernel and bias agreeing with each other), the checkpoint's head
+    (and pre-logits layer) are not loaded and the model's head is
+    zero-initialised, as in the paper; a head whose kernel and bias
+    disagree is reported as a mismatch. With `include_top=False` the head
+    is skipped. When the patch grid differs (in size or in shape: 4x4 and
+    2x8 alike), the position embeddings are resampled on the 2D grid (the
+    class token's entry kept).
+
+    The checkpoint's patch grid is the one the file records (keras_vit's
+    `.weights.h5` and `.keras`), else `source_grid`, else, for the formats
+    that record none and whose releases are all square (the original and
+    big_vision `.npz`, timm and Hugging Face `.safetensors`), the square
+    grid of the token count. A keras_vit file that records no grid (written
+    before the record) needs `source_grid` when it has 1D learned position
+    embeddings: guessing would scramble them.
 
     Args:
         model: a `keras_vit.ViT`.
@@ -256,6 +304,9 @@ def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=
             `scipy.ndimage.zoom(..., order=1)`.
         cache_dir: where preset downloads are cached. Defaults to Keras's
             cache.
+        source_grid: `(rows, cols)` or int, the patch grid the file's 1D
+            position embeddings were trained on, for a file that does not
+            record it. Defaults to `None`.
 
     Returns:
         The `Checkpoint` that was loaded.
@@ -272,7 +323,7 @@ def load_weights(model, weights, interpolation=DEFAULT_INTERPOLATION, cache_dir=
         "load them into the float model, then quantize it",
     )
     path, _ = resolve(weights, _variant_of(model), cache_dir=cache_dir)
-    checkpoint = reader.read_checkpoint(path, model=model)
+    checkpoint = reader.read_checkpoint(path, model=model, source_grid=source_grid)
     load_checkpoint(model, checkpoint, interpolation)
     return checkpoint
 

@@ -6,16 +6,27 @@ reader turns each entry into keras_vit's variable path
 (`block_0/attention/qkv/kernel`) by looking the layer up in the model the
 weights are for, so the same checks as for every other format apply
 (head and resolution changes included). Nothing is deserialised but arrays:
-a `.keras` archive's `config.json` is never executed.
+a `.keras` archive's `config.json` is read as JSON, never executed.
+
+The patch grid of the 1D position embeddings is what the file records:
+the `PatchEncoder`'s `GRID_RECORD` entry next to its variables, else (a
+`.keras` written before keras_vit recorded it) the grid its `config.json`'s
+`image_size` and `patch_size` give. A `.weights.h5` without the record says
+nothing of its grid: it is `None` here, and loading it needs
+`source_grid=` (see `Checkpoint.position_grid`).
 """
 
 import io
+import json
 import zipfile
 
 import h5py
 import numpy as np
 
+from keras_vit.layers.patch_encoder import GRID_RECORD
 from keras_vit.weights.checkpoint import Checkpoint
+
+WEIGHTS_MEMBER = "model.weights.h5"
 
 
 def _own_variables(layer):
@@ -30,42 +41,129 @@ def _sublayer(layer, name):
     return None
 
 
-def _read_h5(file, path, model):
-    tensors, unexpected = {}, []
-    layers = {layer.name: layer for layer in model.layers}
+def _entries(file):
+    """Every `vars` group of a Keras weights file, read into memory:
+    `[(layer names from the top, {entry name: array})]`. Raises whatever
+    h5py or NumPy raise on a malformed file (the caller names it)."""
+    if "layers" not in file or not isinstance(file["layers"], h5py.Group):
+        raise ValueError("it has no 'layers' group: not a Keras weights file")
+    entries = []
 
-    def visit(group, chain, layer):
+    def visit(group, chain):
         if "vars" in group:
-            for index, dataset in group["vars"].items():
-                value = np.asarray(dataset)
-                own = _own_variables(layer) if layer is not None else []
-                if layer is not None and int(index) < len(own):
-                    tensors[own[int(index)].path] = value
-                else:
-                    unexpected.append("/".join(chain) + f"/vars/{index}")
+            group_vars = group["vars"]
+            if not isinstance(group_vars, h5py.Group):
+                raise ValueError(f"{group_vars.name} is not a group")
+            arrays = {}
+            for key, dataset in group_vars.items():
+                if not isinstance(dataset, h5py.Dataset):
+                    raise ValueError(f"{dataset.name} is not an array")
+                arrays[key] = np.asarray(dataset)
+            entries.append((chain, arrays))
         for key, child in group.items():
             if key == "vars" or not isinstance(child, h5py.Group):
                 continue
-            name = child["vars"].attrs.get("name", key) if "vars" in child else key
-            sub = None
-            if layer is None and not chain:
-                sub = layers.get(name)
-            elif layer is not None:
-                sub = _sublayer(layer, name)
-            visit(child, chain + [str(name)], sub)
+            if "vars" not in child:
+                # A container, not a layer (a layer's list of sublayers,
+                # such as the ResNet stem's `units`): its layers are the
+                # sublayers of the layer above.
+                visit(child, chain)
+                continue
+            name = key
+            if isinstance(child["vars"], h5py.Group):
+                name = child["vars"].attrs.get("name", key)
+            if isinstance(name, bytes):
+                name = name.decode()
+            visit(child, chain + (str(name),))
 
-    if "layers" not in file:
+    visit(file["layers"], ())
+    return entries
+
+
+def _read_file(path):
+    """`(entries, config)` of a `.weights.h5` or `.keras` file (`config`:
+    the `.keras` archive's model config, `None` for `.weights.h5`)."""
+    config = None
+    if str(path).endswith(".keras"):
+        with zipfile.ZipFile(path) as archive:
+            data = archive.read(WEIGHTS_MEMBER)
+            if "config.json" in archive.namelist():
+                config = json.loads(archive.read("config.json"))
+        with h5py.File(io.BytesIO(data), "r") as file:
+            return _entries(file), config
+    with h5py.File(path, "r") as file:
+        return _entries(file), config
+
+
+def _recorded_grid(value, path):
+    grid = np.asarray(value)
+    if grid.shape != (2,) or grid.dtype.kind not in "iu" or (grid < 1).any():
         raise ValueError(
-            f"{path} is not a Keras weights file (no 'layers' group)."
+            f"The Keras weights file {path!r} is malformed: its patch "
+            f"encoder's {GRID_RECORD!r} entry should be two positive ints. "
+            f"Received: {GRID_RECORD}={grid.tolist()}"
         )
-    visit(file["layers"], [], None)
-    grid = None
-    posemb = tensors.get("patch_encoder/position_embedding")
-    if posemb is not None:
-        model_grid = tuple(model.grid_size)
-        prefix = int("patch_encoder/class_token" in tensors)
-        if posemb.shape[1] - prefix == model_grid[0] * model_grid[1]:
-            grid = model_grid
+    return tuple(int(g) for g in grid)
+
+
+def _config_grid(config, model):
+    """The patch grid a `.keras` archive's model config gives, or `None`."""
+    if not isinstance(config, dict) or not isinstance(config.get("config"), dict):
+        return None
+    args = config["config"]
+    image_size, patch_size = args.get("image_size"), args.get("patch_size")
+    if isinstance(image_size, int):
+        image_size = (image_size, image_size)
+    if (
+        not isinstance(image_size, (list, tuple)) or len(image_size) != 2
+        or not all(isinstance(s, int) for s in image_size)
+        or not isinstance(patch_size, int) or patch_size < 1
+    ):
+        return None
+    if args.get("stem") is None:
+        return (image_size[0] // patch_size, image_size[1] // patch_size)
+    # A stem's feature map depends on the stem: the grid is the model's when
+    # the config is the model's (nothing is rebuilt from the config).
+    same = (
+        tuple(image_size) == tuple(model.image_size)
+        and patch_size == model.patch_size
+        and args.get("num_channels", 3) == model.num_channels
+        and args.get("stem") == json.loads(json.dumps(model.stem))
+    )
+    return tuple(model.grid_size) if same else None
+
+
+def read_keras_weights(path, model):
+    """Reads a `.weights.h5` or `.keras` file for `model`.
+
+    Raises:
+        ValueError: naming the file, if it cannot be read (not HDF5, not a
+            zip archive, no weights member, truncated, malformed).
+    """
+    try:
+        entries, config = _read_file(path)
+    except Exception as e:  # noqa: BLE001 - h5py, zipfile, zlib, json, ...
+        raise ValueError(
+            f"Could not read the Keras weights file {path!r} (truncated or "
+            f"corrupt?): {type(e).__name__}: {e}"
+        ) from None
+    tensors, unexpected, grid = {}, [], None
+    layers = {layer.name: layer for layer in model.layers}
+    encoder = layers.get("patch_encoder")
+    for chain, arrays in entries:
+        layer = layers.get(chain[0]) if chain else None
+        for name in chain[1:]:
+            layer = None if layer is None else _sublayer(layer, name)
+        own = _own_variables(layer) if layer is not None else []
+        for key, value in arrays.items():
+            if key.isdigit() and int(key) < len(own):
+                tensors[own[int(key)].path] = value
+            elif key == GRID_RECORD and layer is not None and layer is encoder:
+                grid = _recorded_grid(value, path)
+            else:
+                unexpected.append("/".join(chain) + f"/vars/{key}")
+    if grid is None and config is not None:
+        grid = _config_grid(config, model)
     return Checkpoint(
         tensors=tensors,
         source="keras",
@@ -74,14 +172,3 @@ def _read_h5(file, path, model):
         grid_size=grid,
         unexpected=sorted(unexpected),
     )
-
-
-def read_keras_weights(path, model):
-    """Reads a `.weights.h5` or `.keras` file for `model`."""
-    if str(path).endswith(".keras"):
-        with zipfile.ZipFile(path) as archive:
-            data = archive.read("model.weights.h5")
-        with h5py.File(io.BytesIO(data), "r") as file:
-            return _read_h5(file, path, model)
-    with h5py.File(path, "r") as file:
-        return _read_h5(file, path, model)

@@ -19,9 +19,15 @@ Layout (flax parameter paths joined with "/"), as released in
 big_vision's `.npz` files hold the same model under other module names
 (`MultiHeadDotProductAttention_0`, `LayerNorm_0/1`, `MlpBlock_0`, a
 `pos_embedding` at the top level); `read_big_vision` reads those.
+
+Neither layout records the patch grid of `pos_embedding`: every release is
+square, and the original code's `load_pretrained` (like timm's loader of
+these files) takes the grid to be the square of the token count. So does
+keras_vit; a checkpoint of a non-square grid needs
+`load_weights(..., source_grid=(rows, cols))`, and `save_npz` refuses to
+write one (its readers would take it for a square).
 """
 
-import os
 import re
 
 import numpy as np
@@ -125,8 +131,8 @@ def _convert(src, names, source):
         _dense(src, f"{mlp}/Dense_1", out, f"block_{i}/mlp_fc2")
     _layer_norm(src, "Transformer/encoder_norm", out, "encoder_norm")
     for name in ("pre_logits", "head"):
-        if f"{name}/kernel" in src:
-            _dense(src, name, out, name)
+        if f"{name}/kernel" in src or f"{name}/bias" in src:
+            _dense(src, name, out, name)  # half a layer: reported missing
     return src.checkpoint(
         out, source, patch_size=patch_size, num_heads=num_heads
     )
@@ -149,30 +155,52 @@ BIG_VISION_NAMES = {
     "mlp": "MlpBlock_0",
 }
 
+def _source(arrays, path):
+    arrays, misshaped = unstack_scanned_blocks(arrays)
+    return TensorSource(arrays, path, misshaped=misshaped)
+
 def read_original(arrays, path):
-    """Converts google-research/vision_transformer `.npz` arrays."""
-    return _convert(TensorSource(arrays, path), ORIGINAL_NAMES, "original")
+    """Converts google-research/vision_transformer `.npz` arrays.
+
+    The position embeddings are taken to be on a square grid (the format
+    records none; see the module's docstring)."""
+    return _convert(_source(arrays, path), ORIGINAL_NAMES, "original")
 
 def read_big_vision(arrays, path):
-    """Converts big_vision ViT `.npz` arrays (unstacked or scanned)."""
-    return _convert(TensorSource(arrays, path), BIG_VISION_NAMES, "big_vision")
+    """Converts big_vision ViT `.npz` arrays (unstacked or scanned).
+
+    The position embeddings are taken to be on a square grid (the format
+    records none; see the module's docstring)."""
+    return _convert(_source(arrays, path), BIG_VISION_NAMES, "big_vision")
+
+SCANNED = "Transformer/encoderblock/"
 
 def unstack_scanned_blocks(arrays):
     """big_vision trains with `nn.scan` over the blocks: one
     `Transformer/encoderblock/...` tensor per weight, stacked on a leading
-    depth axis. Splits them into `encoderblock_{i}` entries."""
-    scanned = "Transformer/encoderblock/"
-    if not any(k.startswith(scanned) for k in arrays):
-        return arrays
-    out = {}
+    depth axis. Splits them into `encoderblock_{i}` entries.
+
+    Returns:
+        `(arrays, misshaped)`: the arrays with the blocks split, and a line
+        for each scanned tensor without a depth axis (a 0-d one), which is
+        left out.
+    """
+    if not any(k.startswith(SCANNED) for k in arrays):
+        return arrays, []
+    out, misshaped = {}, []
     for key, value in arrays.items():
-        if key.startswith(scanned):
-            rest = key[len(scanned):]
-            for i in range(value.shape[0]):
-                out[f"Transformer/encoderblock_{i}/{rest}"] = value[i]
-        else:
+        if not key.startswith(SCANNED):
             out[key] = value
-    return out
+        elif np.ndim(value) == 0:
+            misshaped.append(
+                f"{key} (source name): shape (), expected a leading depth "
+                "axis (a scanned block tensor)"
+            )
+        else:
+            rest = key[len(SCANNED):]
+            for i in range(np.shape(value)[0]):
+                out[f"Transformer/encoderblock_{i}/{rest}"] = value[i]
+    return out, misshaped
 
 
 def to_original(model):
@@ -195,6 +223,16 @@ def to_original(model):
             "The original .npz layout holds 1D learned position embeddings "
             "only (save the model with model.save or save_weights instead). "
             f"Received a model with position_embedding={model.position_embedding!r}."
+        )
+    grid = tuple(model.grid_size)
+    if model.position_embedding == "learned" and grid[0] != grid[1]:
+        raise ValueError(
+            "The original .npz layout records no patch grid, and its readers "
+            "(the original code, timm, keras_vit) take the position "
+            "embeddings to be on a square one: a model on a "
+            f"{grid[0]}x{grid[1]} grid would load scrambled. Save it with "
+            "model.save or save_weights (they record the grid). Received a "
+            f"model with image_size={tuple(model.image_size)}."
         )
     w = {v.path: np.asarray(v.numpy(), "float32") for v in model.weights}
     heads, dim = model.num_heads, model.hidden_dim
@@ -248,15 +286,14 @@ def save_npz(model, path):
     renamed into place: an interrupted save leaves nothing behind.
 
     Args:
-        model: a `keras_vit.ViT` with learned or no position embeddings.
+        model: a `keras_vit.ViT` with learned or no position embeddings,
+            on a square patch grid if learned (the layout records no grid:
+            its readers take it to be square).
         path: the `.npz` file to write; its folder must exist.
     """
-    path = os.fspath(path)
+    path = files.check_output_path(path, "path")
     if not path.endswith(".npz"):
         raise ValueError(f"The path must end in .npz. Received: path={path!r}")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ValueError(f"The folder does not exist. Received: path={path!r}")
     arrays = to_original(model)
     with files.atomic_file(path, suffix=".npz") as temporary:
         with open(temporary, "wb") as file:

@@ -10,17 +10,24 @@
 Within a container, the layout is recognised by the names that only it
 uses (e.g. timm's `patch_embed.proj.weight`); nothing is guessed from
 shapes. Any failure to read names the file.
+
+The patch grid of the position embeddings is what the file records
+(keras_vit's own files), else the square grid for the formats whose
+releases and loaders have it so (`checkpoint.SQUARE_GRID_SOURCES`); an
+explicit `source_grid=` gives it for a file that does not record it.
 """
 
+import dataclasses
 import os
-import zipfile
 
 import numpy as np
 
+from keras_vit import validation
 from keras_vit.weights import huggingface
 from keras_vit.weights import native
 from keras_vit.weights import original
 from keras_vit.weights import timm
+from keras_vit.weights.checkpoint import POSEMB
 
 PICKLE_EXTENSIONS = (".pth", ".pt", ".bin", ".ckpt", ".pkl", ".pickle")
 NATIVE_EXTENSIONS = (".weights.h5", ".keras")
@@ -51,17 +58,28 @@ def check_extension(path):
 
 def _read_npz(path):
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        loaded = np.load(path, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 - zipfile, zlib, NumPy's own
         raise ValueError(
             f"Could not read the .npz weights file {path!r} (truncated or "
-            f"corrupt?): {e}"
+            f"corrupt?): {type(e).__name__}: {e}"
+        ) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError(
+            f"{path!r} is a single NumPy array (.npy data), not a .npz "
+            "archive of named weights."
+        )
+    try:
+        with loaded as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except Exception as e:  # noqa: BLE001 - a corrupt or pickled member
+        raise ValueError(
+            f"Could not read the .npz weights file {path!r} (truncated or "
+            f"corrupt?): {type(e).__name__}: {e}"
         ) from None
     for prefix in ("opt/target/", "params/"):  # flax optimizer / big_vision
         if arrays and all(k.startswith(prefix) for k in arrays):
             arrays = {k[len(prefix):]: v for k, v in arrays.items()}
-    arrays = original.unstack_scanned_blocks(arrays)
     if "Transformer/posembed_input/pos_embedding" in arrays or any(
         "MultiHeadDotProductAttention_1" in k for k in arrays
     ):
@@ -103,18 +121,59 @@ def _read_safetensors(path):
     )
 
 
-def read_checkpoint(path, model=None):
+def read_checkpoint(path, model=None, source_grid=None):
     """Reads the weights file `path` into a `keras_vit` `Checkpoint`.
 
     Args:
         path: a `.npz`, `.safetensors`, `.weights.h5` or `.keras` file.
         model: the `keras_vit.ViT` the weights are for; needed (only) for
             keras_vit's own `.weights.h5` / `.keras` files.
+        source_grid: `(rows, cols)` or int, the patch grid the file's 1D
+            position embeddings are on, for a file that does not record it
+            (a non-square `.npz` / `.safetensors` checkpoint, a
+            `.weights.h5` written before keras_vit recorded it). Must agree
+            with a grid the file records. Defaults to `None`.
 
     Returns:
         A `keras_vit.weights.Checkpoint`.
     """
     path = os.fspath(path)
+    if source_grid is not None:
+        source_grid = validation.size_2d("source_grid", source_grid)
+    checkpoint = _read(path, model)
+    if source_grid is None:
+        return checkpoint
+    return dataclasses.replace(
+        checkpoint, grid_size=_source_grid(checkpoint, source_grid)
+    )
+
+
+def _source_grid(checkpoint, grid):
+    """Checks an explicit `source_grid` against the checkpoint."""
+    posemb = checkpoint.tensors.get(POSEMB)
+    if posemb is None or np.ndim(posemb) != 3:
+        raise ValueError(
+            "`source_grid` is the patch grid of 1D learned position "
+            f"embeddings, and {checkpoint.path} has none. Received: "
+            f"source_grid={grid}"
+        )
+    positions = np.shape(posemb)[1] - checkpoint.num_prefix_tokens
+    if grid[0] * grid[1] != positions:
+        raise ValueError(
+            f"The position embeddings in {checkpoint.path} hold {positions} "
+            f"patch positions, and a {grid[0]}x{grid[1]} grid holds "
+            f"{grid[0] * grid[1]}. Received: source_grid={grid}"
+        )
+    recorded = checkpoint.grid_size
+    if recorded is not None and tuple(recorded) != grid:
+        raise ValueError(
+            f"{checkpoint.path} records a {recorded[0]}x{recorded[1]} patch "
+            f"grid for its position embeddings. Received: source_grid={grid}"
+        )
+    return grid
+
+
+def _read(path, model):
     check_extension(path)
     if not os.path.isfile(path):
         raise ValueError(f"Weights file not found. Received: weights={path!r}")
@@ -127,10 +186,4 @@ def read_checkpoint(path, model=None):
             f"Reading keras_vit's own weights file {path!r} needs the model "
             "the weights are for."
         )
-    try:
-        return native.read_keras_weights(path, model)
-    except (OSError, KeyError, zipfile.BadZipFile) as e:
-        raise ValueError(
-            f"Could not read the Keras weights file {path!r} (truncated or "
-            f"corrupt?): {e}"
-        ) from None
+    return native.read_keras_weights(path, model)

@@ -19,6 +19,11 @@ Hybrids add the ResNetV2 backbone under `patch_embed.backbone.`
 PyTorch `Linear` weights are `(out, in)`: transposed here. timm's fused
 `qkv` output is ordered [query heads | key heads | value heads], the same as
 keras_vit's.
+
+The file records no patch grid (timm keeps the image size in the model's
+config, not in `model.safetensors`); as timm's own `resample_abs_pos_embed`
+does by default, `pos_embed` is taken to be on a square grid. A checkpoint
+of a non-square grid needs `load_weights(..., source_grid=(rows, cols))`.
 """
 
 import re
@@ -65,7 +70,10 @@ def _hybrid_stem(src, out):
 
 
 def read_timm(tensors, path):
-    """Converts a timm ViT state dict (name → array) to a `Checkpoint`."""
+    """Converts a timm ViT state dict (name → array) to a `Checkpoint`.
+
+    Its position embeddings are taken to be on a square grid (see the
+    module's docstring)."""
     src = TensorSource(tensors, path)
     out = {}
     _hybrid_stem(src, out)
@@ -91,6 +99,6 @@ def read_timm(tensors, path):
         torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
         i += 1
     torch_norm(src, "norm", out, "encoder_norm")
-    if "head.weight" in src:
+    if "head.weight" in src or "head.bias" in src:  # half: reported missing
         torch_linear(src, "head", out, "head")
     return src.checkpoint(out, "timm", patch_size=patch_size)

@@ -87,7 +87,7 @@ def test_dynamic_grid_inside_a_graph():
 
 def test_sincos2d_and_none():
     patches = rng.normal(size=(2, 16, 5)).astype("float32")
-    layer = _encoder(position_embedding="sincos2d")
+    layer = _encoder(position_embedding="sincos2d", grid_size=4)
     out = layer(patches).numpy()
     assert len(layer.weights) == 3  # kernel, bias, class token: no posemb
     tokens = patches @ layer.projection.kernel.numpy() + layer.projection.bias.numpy()
@@ -117,8 +117,80 @@ def test_bad_arguments():
         _encoder(hidden_dim=6, position_embedding="sincos2d")
     with pytest.raises(ValueError, match="grid_size"):
         _encoder(grid_size=(2, 0))
-    with pytest.raises(ValueError, match="not a square"):
-        _encoder()(np.zeros((1, 6, 5), "float32"))
+    for kind in ("sincos2d", "learned2d"):  # a flat sequence without a grid
+        with pytest.raises(ValueError, match=f"'{kind}'.*needs `grid_size`.*"
+                                             r"Received: input shape \(1, 16, 5\)"):
+            _encoder(position_embedding=kind)(np.zeros((1, 16, 5), "float32"))
+
+
+def test_flat_patches_are_on_the_layers_grid_never_a_guessed_one():
+    # 16 flat patches may be a 4x4 or a 2x8 grid, 64 an 8x8 or a 4x16: the
+    # layer once took the square and resampled to it, silently wrong for
+    # any other shape.
+    layer = _encoder(grid_size=(4, 4))
+    layer(np.zeros((1, 4, 4, 5), "float32"))
+    randomize_weights(layer)
+    posemb = layer.pos_embedding.numpy()
+    flat = rng.normal(size=(1, 16, 5)).astype("float32")
+    tokens = flat @ layer.projection.kernel.numpy() + layer.projection.bias.numpy()
+    out = layer(flat).numpy()
+    np.testing.assert_allclose(out[:, 1:] - tokens, posemb[:, 1:], atol=1e-5)
+    with pytest.raises(ValueError, match=r"for 16 patches \(a 4x4 grid\).*flat "
+                                         r"sequence of 64.*as a grid"):
+        layer(np.zeros((1, 64, 5), "float32"))
+    # As a grid, the same number of patches in another shape is resampled.
+    wide = rng.normal(size=(1, 2, 8, 5)).astype("float32")
+    tokens = wide.reshape(1, 16, 5) @ layer.projection.kernel.numpy()
+    tokens += layer.projection.bias.numpy()
+    want = keras_vit.ops.resample_position_embeddings(posemb, (2, 8), (4, 4))
+    np.testing.assert_allclose(
+        layer(wide).numpy()[:, 1:] - tokens, np.asarray(want)[:, 1:], atol=1e-5)
+    assert layer.compute_output_shape((None, 16, 5)) == (None, 17, 8)
+
+
+def test_built_from_a_flat_sequence_the_grid_stays_unknown():
+    # Built from 6 flat patches without grid_size (once refused: "not a
+    # square", and a square count was taken to be a square grid): learned
+    # embeddings for 6 positions, never resampled to any grid.
+    layer = _encoder()
+    layer(np.zeros((2, 6, 5), "float32"))
+    assert layer.grid_size is None and layer.pos_embedding.shape == (1, 7, 8)
+    assert layer.get_config()["grid_size"] is None
+    randomize_weights(layer)
+    as_grid = rng.normal(size=(1, 2, 3, 5)).astype("float32")
+    np.testing.assert_allclose(
+        layer(as_grid).numpy(), layer(as_grid.reshape(1, 6, 5)).numpy(), atol=1e-6)
+    with pytest.raises(ValueError, match=r"without `grid_size`.*not known.*"
+                                         r"Received: grid=\(4, 4\)"):
+        layer(np.zeros((1, 4, 4, 5), "float32"))
+
+
+def test_the_grid_is_saved_with_the_weights(tmp_path):
+    import h5py
+
+    def model(grid):
+        images = keras.Input((*grid, 5))
+        tokens = keras_vit.layers.PatchEncoder(8, name="encoder")(images)
+        return keras.Model(images, tokens)
+
+    square = model((4, 4))
+    randomize_weights(square)
+    path = str(tmp_path / "square.weights.h5")
+    square.save_weights(path)
+    with h5py.File(path) as file:
+        assert list(file["layers/patch_encoder/vars/grid_size"][()]) == [4, 4]
+    same = model((4, 4))
+    same.load_weights(path)
+    for a, b in zip(same.weights, square.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    # Keras copies same-sized embeddings onto another grid: refused.
+    with pytest.raises(ValueError, match=r"saved on a 4x4 patch grid and the "
+                                         r"layer has 2x8.*keras_vit.load_weights"):
+        model((2, 8)).load_weights(path)
+    # A file without the record (written before it) still loads.
+    with h5py.File(path, "a") as file:
+        del file["layers/patch_encoder/vars/grid_size"]
+    model((2, 8)).load_weights(path)
 
 
 def test_config_round_trip_and_output_shape():

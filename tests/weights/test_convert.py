@@ -51,7 +51,7 @@ def test_convert_with_an_explicit_builder(tmp_path):
 def test_convert_errors(tmp_path, capsys, tiny_variant):
     missing = str(tmp_path / "no_such_folder" / "x.weights.h5")
     assert cli.main(["convert", golden("vit_token.npz"), "--output", missing]) == 2
-    assert "output folder does not exist" in capsys.readouterr().err
+    assert "folder to write `output` into does not exist" in capsys.readouterr().err
     assert cli.main(["convert", golden("vit_token.npz"), "--output", str(tmp_path / "x.h5")]) == 2
     assert "must end in .weights.h5 or .keras" in capsys.readouterr().err
     assert cli.main(["convert", "model.pth", "--output", str(tmp_path / "x.keras")]) == 2
@@ -123,3 +123,56 @@ def test_save_npz_errors(tmp_path):
     with pytest.raises(ValueError, match="end in .npz"):
         keras_vit.weights.save_npz(model, str(tmp_path / "x.h5"))
     assert os.listdir(tmp_path) == []
+
+
+def test_convert_takes_the_grid_of_a_non_square_checkpoint(tmp_path, capsys, tiny_variant):
+    # The .npz records no grid and its releases are square: one of a 2x4
+    # grid (8 positions) could not be converted at all ("Pass the grid
+    # explicitly", with no way to).
+    wide = keras_vit.ViT(**{**TINY, "image_size": (16, 32)})
+    with np.load(golden("vit_token.npz")) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["Transformer/posembed_input/pos_embedding"] = (
+        wide.get_layer("patch_encoder").pos_embedding.numpy())
+    source = str(tmp_path / "wide.npz")
+    np.savez(source, **arrays)
+    output = str(tmp_path / "wide.keras")
+    assert cli.main(["convert", source, "--output", output]) == 2
+    err = capsys.readouterr().err
+    assert "8 patch positions, not a square grid" in err and "--source-grid" in err
+    assert cli.main(["convert", source, "--output", output, "--source-grid", "2", "4"]) == 0
+    model = keras.saving.load_model(output, safe_mode=True)
+    assert model.image_size == (16, 32) and model.grid_size == (2, 4)
+    np.testing.assert_array_equal(
+        model.get_layer("patch_encoder").pos_embedding.numpy(),
+        arrays["Transformer/posembed_input/pos_embedding"])
+    assert cli.main(["convert", source, "--output", output, "--source-grid", "3", "3"]) == 2
+    assert "Received: source_grid=(3, 3)" in capsys.readouterr().err
+
+
+def test_outputs_that_name_a_folder_are_refused(tmp_path, capsys, tiny_variant):
+    # os.replace onto a folder raised IsADirectoryError, a traceback.
+    folder = tmp_path / "out.keras"
+    folder.mkdir()
+    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(folder)]) == 2
+    assert "names an existing folder" in capsys.readouterr().err
+    (tmp_path / "out.npz").mkdir()
+    with pytest.raises(ValueError, match="names an existing folder"):
+        keras_vit.weights.save_npz(keras_vit.ViT(**TINY), str(tmp_path / "out.npz"))
+    assert sorted(os.listdir(tmp_path)) == ["out.keras", "out.npz"]
+    assert os.listdir(folder) == [] and os.listdir(tmp_path / "out.npz") == []
+
+
+def test_convert_reports_every_tensor_of_the_wrong_rank(tmp_path, capsys, tiny_variant):
+    with np.load(golden("vit_token.npz")) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["Transformer/encoder_norm/scale"] = np.zeros((1, 32), "float32")
+    arrays["head/bias"] = np.zeros((1, 5), "float32")
+    source = str(tmp_path / "bad.npz")
+    np.savez(source, **arrays)
+    assert cli.main(["convert", source, "--output", str(tmp_path / "bad.keras")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"keras-vit: error: {source} holds tensors of the wrong rank")
+    assert "Transformer/encoder_norm/scale (source name): shape (1, 32)" in err
+    assert "head/bias (source name): shape (1, 5)" in err
+    assert os.listdir(tmp_path) == ["bad.npz"]

@@ -228,6 +228,332 @@ def test_native_files_round_trip_and_fine_tune(tmp_path, suffix):
     )
 
 
+def _save(model, path):
+    (model.save if path.endswith(".keras") else model.save_weights)(path)
+    return path
+
+
+def _drop_grid_record(path):
+    """Rewrites a keras_vit file as one written before the grid was recorded."""
+    import io
+    import zipfile
+
+    import h5py
+
+    def drop(file):
+        del file["layers/patch_encoder/vars/grid_size"]
+
+    if not path.endswith(".keras"):
+        with h5py.File(path, "a") as file:
+            drop(file)
+        return path
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    data = io.BytesIO(members["model.weights.h5"])
+    with h5py.File(data, "a") as file:
+        drop(file)
+    members["model.weights.h5"] = data.getvalue()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return path
+
+
+def _posemb(model):
+    return model.get_layer("patch_encoder").pos_embedding.numpy()
+
+
+def _resampled(model, grid, source_grid):
+    return np.asarray(keras_vit.ops.resample_position_embeddings(
+        _posemb(model), grid, source_grid, interpolation="bilinear_align_corners"))
+
+
+@pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
+def test_native_file_on_a_grid_of_the_same_size_and_another_shape_is_resampled(
+        tmp_path, suffix):
+    # A 4x4 grid into image_size=(16, 64), a 2x8 grid: 16 positions either
+    # way, so the embeddings were copied, the geometry scrambled, silently.
+    from tests.test_case import randomize_weights
+
+    source = keras_vit.ViT(**TINY)
+    randomize_weights(source)
+    path = _save(source, str(tmp_path / f"model{suffix}"))
+    with pytest.warns(UserWarning, match="from a 4x4 to a 2x8 patch grid"):
+        wide = keras_vit.ViT(weights=path, **{**TINY, "image_size": (16, 64)})
+    np.testing.assert_allclose(_posemb(wide), _resampled(source, (2, 8), (4, 4)), atol=1e-6)
+    # A non-square source loads at any size ("not a square number" before).
+    with pytest.warns(UserWarning, match="from a 2x8 to a 4x4 patch grid"):
+        square = keras_vit.ViT(weights=_save(wide, str(tmp_path / f"wide{suffix}")), **TINY)
+    np.testing.assert_allclose(_posemb(square), _resampled(wide, (4, 4), (2, 8)), atol=1e-6)
+
+
+def test_keras_load_weights_refuses_a_grid_of_the_same_size_and_another_shape(tmp_path):
+    path = _save(keras_vit.ViT(**TINY), str(tmp_path / "model.weights.h5"))
+    wide = keras_vit.ViT(**{**TINY, "image_size": (16, 64)})
+    with pytest.raises(ValueError, match="saved on a 4x4 patch grid and the layer has 2x8"):
+        wide.load_weights(path)
+
+
+@pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
+def test_native_file_without_a_grid_record(tmp_path, suffix):
+    from tests.test_case import randomize_weights
+
+    source = keras_vit.ViT(**{**TINY, "image_size": (16, 64)})  # 2x8
+    randomize_weights(source)
+    path = _drop_grid_record(_save(source, str(tmp_path / f"model{suffix}")))
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    if suffix == ".keras":
+        # The archive's config.json records image_size and patch_size.
+        with pytest.warns(UserWarning, match="from a 2x8 to a 4x4"):
+            keras_vit.load_weights(model, path)
+        np.testing.assert_allclose(_posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6)
+        return
+    # A .weights.h5 alone says nothing of its grid: refused, never guessed
+    # (it was taken to be the model's 4x4, and copied).
+    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*does not record "
+                                         r"the patch grid.*source_grid=\(rows, cols\)"):
+        keras_vit.load_weights(model, path)
+    _assert_unchanged(model, before)
+    with pytest.raises(ValueError, match="does not record the patch grid"):
+        keras_vit.ViT(weights=path, **{**TINY, "image_size": (16, 64)})
+    with pytest.raises(ValueError, match=r"hold 16 patch positions, and a 3x3 grid "
+                                         r"holds 9. Received: source_grid=\(3, 3\)"):
+        keras_vit.load_weights(model, path, source_grid=(3, 3))
+    _assert_unchanged(model, before)
+    with pytest.warns(UserWarning, match="from a 2x8 to a 4x4"):
+        keras_vit.load_weights(model, path, source_grid=(2, 8))
+    np.testing.assert_allclose(_posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6)
+
+
+HYBRID = dict(patch_size=1, hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16,
+              num_classes=3, image_size=32,
+              stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4})
+
+
+def test_a_hybrid_native_file_loads_and_fine_tunes(tmp_path):
+    # The stem's bottleneck units sit in a `units` list group that the
+    # reader took for a layer: every stem weight was "unexpected".
+    source, path = _saved_and_reloaded(HYBRID, tmp_path)
+    with pytest.warns(UserWarning, match="from a 4x4 to a 8x8 patch grid"):
+        bigger = keras_vit.ViT(weights=path, **{**HYBRID, "image_size": 64})
+    np.testing.assert_array_equal(
+        bigger.get_layer("resnet_stem").weights[-1].numpy(),
+        source.get_layer("resnet_stem").weights[-1].numpy())
+
+
+def test_an_older_hybrid_keras_file_takes_its_grid_from_its_own_config(tmp_path):
+    # A stem's feature map depends on the stem, which is not rebuilt from
+    # the archive: the config gives the grid when it is the model's config,
+    # and otherwise the grid is not known.
+    hybrid = HYBRID
+    path = _drop_grid_record(_save(keras_vit.ViT(**hybrid), str(tmp_path / "h.keras")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        keras_vit.load_weights(keras_vit.ViT(**hybrid), path)
+    with pytest.raises(ValueError, match="does not record the patch grid"):
+        keras_vit.load_weights(keras_vit.ViT(**{**hybrid, "image_size": 64}), path)
+
+
+def test_source_grid_must_agree_with_the_file(tmp_path):
+    path = _save(keras_vit.ViT(**TINY), str(tmp_path / "model.weights.h5"))
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match=r"records a 4x4 patch grid.*"
+                                         r"Received: source_grid=\(2, 8\)"):
+        keras_vit.load_weights(model, path, source_grid=(2, 8))
+    sincos = {**TINY, "position_embedding": "sincos2d"}
+    path = _save(keras_vit.ViT(**sincos), str(tmp_path / "sincos.weights.h5"))
+    with pytest.raises(ValueError, match="has none. Received: source_grid=\\(4, 4\\)"):
+        keras_vit.load_weights(keras_vit.ViT(**sincos), path, source_grid=4)
+    _assert_unchanged(model, before)
+
+
+def test_a_native_head_bias_without_its_kernel(tmp_path):
+    # It was taken for "no classification head": zeroed, with a warning.
+    import h5py
+
+    path = _save(keras_vit.ViT(**TINY), str(tmp_path / "model.weights.h5"))
+    with h5py.File(path, "a") as file:
+        del file["layers/dense/vars/0"]
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match=r"missing from the checkpoint \(1\):\n    head/kernel"):
+        keras_vit.load_weights(model, path)
+    _assert_unchanged(model, before)
+
+
+def test_a_non_square_npz_needs_its_grid(tmp_path):
+    # The .npz records no grid; its releases (and readers) are square.
+    wide = keras_vit.ViT(**{**TINY, "image_size": (16, 32)})  # 2x4
+    posemb = _posemb(wide)
+    path = _copy_npz(tmp_path, lambda a: a.update(
+        {"Transformer/posembed_input/pos_embedding": posemb}))
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*8 patch positions, "
+                                         "not a square grid.*source_grid"):
+        keras_vit.load_weights(model, path)
+    _assert_unchanged(model, before)
+    with pytest.warns(UserWarning, match="from a 2x4 to a 4x4"):
+        keras_vit.load_weights(model, path, source_grid=(2, 4))
+    np.testing.assert_allclose(_posemb(model), _resampled(wide, (4, 4), (2, 4)), atol=1e-6)
+    # save_npz would write a 2x8 grid its readers take to be 4x4: refused.
+    with pytest.raises(ValueError, match=r"records no patch grid.*2x8.*"
+                                         r"Received a model with image_size=\(16, 64\)"):
+        keras_vit.weights.save_npz(
+            keras_vit.ViT(**{**TINY, "image_size": (16, 64)}), str(tmp_path / "wide.npz"))
+    assert not (tmp_path / "wide.npz").exists()
+
+
+# === A broken head is not a fine-tuning case ===
+
+
+@pytest.mark.parametrize("kernel, bias, num_classes", [
+    ((32, 5), (7,), 5),   # the bias alone of another size
+    ((32, 7), (5,), 7),   # the kernel alone
+    ((31, 7), (7,), 5),   # a 7-class head for 31 features, in a 32-wide model
+    (None, (5,), 5),      # a bias and no kernel
+])
+def test_a_head_whose_tensors_disagree_is_a_broken_checkpoint(
+        tmp_path, kernel, bias, num_classes):
+    # Each once loaded with "the checkpoint's head has N classes" (or "no
+    # classification head") and a zeroed head.
+    def edit(arrays):
+        if kernel is None:
+            del arrays["head/kernel"]
+        else:
+            arrays["head/kernel"] = np.ones(kernel, "float32")
+        arrays["head/bias"] = np.ones(bias, "float32")
+
+    path = _copy_npz(tmp_path, edit)
+    model = keras_vit.ViT(**{**TINY, "num_classes": num_classes})
+    before = _snapshot(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="nothing was loaded") as info:
+            keras_vit.load_weights(model, path)
+    message = str(info.value)
+    if kernel is None:
+        assert "missing from the checkpoint (2):\n    head/kernel\n" in message
+        assert "head/kernel (source name)" in message
+    else:
+        for name, shape, want in (("kernel", kernel, (32, num_classes)),
+                                  ("bias", bias, (num_classes,))):
+            if shape != want:
+                assert f"head/{name}: checkpoint {shape}, model {want}" in message
+    _assert_unchanged(model, before)
+
+
+# === Every fault in one error, every file named ===
+
+
+def test_tensors_of_the_wrong_rank_are_reported_together(tmp_path):
+    def edit(arrays):
+        arrays["Transformer/encoder_norm/scale"] = np.zeros((2, 32), "float32")
+        arrays["embedding/kernel"] = np.zeros((8, 8, 3), "float32")
+        del arrays["Transformer/encoderblock_0/LayerNorm_0/bias"]
+
+    path = _copy_npz(tmp_path, edit)
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(model, path)
+    message = str(info.value)
+    assert "nothing was loaded" in message and path in message
+    assert ("Transformer/encoder_norm/scale (source name): shape (2, 32), "
+            "expected 1 dimensions") in message
+    assert "embedding/kernel (source name): shape (8, 8, 3), expected 4" in message
+    assert "Transformer/encoderblock_0/LayerNorm_0/bias (source name)" in message
+    _assert_unchanged(model, before)
+
+
+def test_a_0d_tensor_in_a_big_vision_file(tmp_path):
+    # A scanned (depth-stacked) tensor with no depth axis: an IndexError.
+    key = "params/Transformer/encoderblock/MlpBlock_0/Dense_0/bias"
+    path = _copy_npz(tmp_path, lambda a: a.update({
+        key: np.float32(0), "params/Transformer/encoder_norm/scale": np.float32(1),
+    }), source="vit_bigvision.npz")
+    model = keras_vit.ViT(**{**TINY, "pooling": "gap", "class_token": False})
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match="nothing was loaded") as info:
+        keras_vit.load_weights(model, path)
+    message = str(info.value)
+    assert path in message
+    assert "Transformer/encoderblock/MlpBlock_0/Dense_0/bias (source name): shape ()" in message
+    assert "Transformer/encoder_norm/scale (source name): shape (), expected 1" in message
+    _assert_unchanged(model, before)
+
+
+def test_a_tensor_of_strings_is_reported_with_the_file(tmp_path):
+    path = _copy_npz(tmp_path, lambda a: a.update(
+        {"Transformer/encoder_norm/bias": np.array(["x"] * 32)}))
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*not numbers.*"
+                                         r"encoder_norm/beta: checkpoint <U1, model float32"):
+        keras_vit.load_weights(model, path)
+    _assert_unchanged(model, before)
+
+
+def _corrupt_keras_member(path):
+    """Recompresses a .keras archive and damages its weights member's data."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("model.weights.h5")
+    with open(path, "r+b") as file:
+        file.seek(info.header_offset + 30 + len(info.filename) + 100)
+        file.write(b"\xff" * 64)
+    return path
+
+
+def _malformed_h5(path):
+    import h5py
+
+    with h5py.File(path, "a") as file:  # `vars` an array, not a group
+        del file["layers/dense/vars"]
+        file["layers/dense/vars"] = np.zeros(3)
+    return path
+
+
+@pytest.mark.parametrize("damage", ["npy_as_npz", "keras_member", "h5_group", "h5_strings"])
+def test_malformed_files_are_named_and_change_nothing(tmp_path, capsys, damage):
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    if damage == "npy_as_npz":
+        path = str(tmp_path / "weights.npz")
+        with open(path, "wb") as file:
+            np.save(file, np.zeros(3))
+    elif damage == "keras_member":
+        path = _corrupt_keras_member(_save(keras_vit.ViT(**TINY), str(tmp_path / "m.keras")))
+    elif damage == "h5_group":
+        path = _malformed_h5(_save(keras_vit.ViT(**TINY), str(tmp_path / "m.weights.h5")))
+    else:
+        import h5py
+
+        path = _save(keras_vit.ViT(**TINY), str(tmp_path / "m.weights.h5"))
+        with h5py.File(path, "a") as file:
+            del file["layers/dense/vars/1"]
+            file["layers/dense/vars/1"] = np.array([b"abc"] * 5)
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(model, path)
+    assert path in str(info.value)
+    _assert_unchanged(model, before)
+    if damage == "npy_as_npz":  # and on the command line
+        from keras_vit import cli
+
+        assert cli.main(["convert", path, "--output", str(tmp_path / "x.keras")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("keras-vit: error: ") and path in err
+        assert "not a .npz archive" in err
+
+
 # === Presets ===
 
 
@@ -359,7 +685,7 @@ def test_relative_native_file_loads_at_its_resolution_only(tmp_path):
     kwargs = {**TINY, "position_embedding": "relative"}
     source, path = _saved_and_reloaded(kwargs, tmp_path)
     # 1D offsets along the sequence have no meaning on another grid.
-    with pytest.raises(ValueError, match=r"17 tokens.*takes 37.*nothing was loaded"):
+    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*17 tokens.*takes 37"):
         keras_vit.ViT(weights=path, **{**kwargs, "image_size": (TINY["image_size"], 72)})
     with pytest.raises(ValueError, match="position_embedding='relative'"):
         keras_vit.weights.save_npz(source, str(tmp_path / "model.npz"))
