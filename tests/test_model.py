@@ -1,4 +1,7 @@
+import inspect
+import math
 import os
+import re
 import warnings
 
 import keras
@@ -292,6 +295,36 @@ def test_from_variant_and_overrides():
 def test_bad_arguments_name_the_argument_and_value(kwargs, match):
     with pytest.raises(ValueError, match=match):
         _tiny(**kwargs)
+
+
+def _float_arguments(cls):
+    return [name for name, p in inspect.signature(cls.__init__).parameters.items()
+            if isinstance(p.default, float)]
+
+
+def test_float_arguments_must_be_finite_and_in_range():
+    # layer_norm_epsilon=inf gave every image the same (zero) features.
+    floats = _float_arguments(keras_vit.ViT)
+    assert {"dropout_rate", "drop_path_rate", "layer_norm_epsilon"} <= set(floats)
+    for name in floats:
+        for value in (math.inf, -math.inf, math.nan, 1e39):
+            with pytest.raises(ValueError, match=re.escape(f"Received: {name}={value!r}")):
+                _tiny(**{name: value})
+    # The hybrid's ResNet stem, from its dict of arguments.
+    stem = {"block_units": [1], "width": 4, "groups": 4}
+    for name in ("norm_epsilon", "conv_epsilon"):
+        with pytest.raises(ValueError, match=f"Received: {name}=inf"):
+            _tiny(stem={**stem, name: math.inf}, patch_size=1)
+
+
+@pytest.mark.parametrize(
+    "dtype", ["int32", "uint8", keras.DTypePolicy("int32"), "int8_from_float32"]
+)
+def test_integer_and_quantized_policies_are_refused(dtype):
+    # An integer policy crashed in Keras ("Cannot convert 0.0 to EagerTensor
+    # of dtype int32"), a plain quantized one quantized the new layers.
+    with pytest.raises(ValueError, match=r"`dtype` must be a floating.*Received: dtype="):
+        _tiny(dtype=dtype)
 
 
 def test_builder_rejects_bad_image_size():

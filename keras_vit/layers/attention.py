@@ -64,6 +64,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def __init__(
         self, num_heads, dropout_rate=0.0, relative_positions=None, **kwargs
     ):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.num_heads = validation.positive_int("num_heads", num_heads)
         self.dropout_rate = validation.rate("dropout_rate", dropout_rate)
@@ -73,13 +74,18 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
-        dim = input_shape[-1]
+        dim = validation.known_last_dim(
+            "MultiHeadSelfAttention", input_shape, "the token width"
+        )
         if dim % self.num_heads:
             raise ValueError(
                 "The token width must be divisible by num_heads. Received: "
                 f"num_heads={self.num_heads} for width {dim}"
             )
         self.head_dim = dim // self.num_heads
+        # The weights fix the width (and relative positions the count):
+        # other inputs fail here, named, not in a reshape.
+        self.input_spec = _token_spec(self.relative_positions, dim)
         if self.relative_positions is not None:
             tokens = self.relative_positions
             if input_shape[1] is not None and input_shape[1] != tokens:
@@ -209,3 +215,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _token_spec(relative_positions, dim):
+    """The `InputSpec` of built `(B, T, D)` tokens: `D` fixed, and `T` too
+    with relative positions (their embeddings are for `T` tokens)."""
+    axes = {-1: dim}
+    if relative_positions is not None:
+        axes[1] = relative_positions
+    return keras.layers.InputSpec(ndim=3, axes=axes)

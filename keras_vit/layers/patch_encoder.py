@@ -70,6 +70,7 @@ class PatchEncoder(keras.layers.Layer):
         interpolation="bilinear",
         **kwargs,
     ):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
         self.grid_size = (
@@ -120,6 +121,9 @@ class PatchEncoder(keras.layers.Layer):
         return vit_ops.grid_from_length(n, name="the input patches")
 
     def build(self, input_shape):
+        validation.known_last_dim(
+            "PatchEncoder", input_shape, "the values of one patch"
+        )
         if self.grid_size is None:
             if len(input_shape) == 4:
                 grid = tuple(input_shape[1:3])

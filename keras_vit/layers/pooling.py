@@ -36,6 +36,7 @@ class TokenPooling(keras.layers.Layer):
     """
 
     def __init__(self, pooling="token", num_prefix_tokens=1, **kwargs):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.pooling = validation.one_of("pooling", pooling, POOLINGS)
         if (

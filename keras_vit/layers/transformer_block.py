@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_vit import validation
 from keras_vit.layers.attention import MultiHeadSelfAttention
+from keras_vit.layers.attention import _token_spec
 from keras_vit.layers.layer_norm import LayerNorm
 
 
@@ -69,6 +70,7 @@ class TransformerBlock(keras.layers.Layer):
         relative_positions=None,
         **kwargs,
     ):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.num_heads = validation.positive_int("num_heads", num_heads)
         self.mlp_dim = validation.positive_int("mlp_dim", mlp_dim)
@@ -77,7 +79,7 @@ class TransformerBlock(keras.layers.Layer):
             "attention_dropout_rate", attention_dropout_rate
         )
         self.drop_path_rate = validation.rate("drop_path_rate", drop_path_rate)
-        self.layer_norm_epsilon = validation.positive_float(
+        self.layer_norm_epsilon = validation.epsilon(
             "layer_norm_epsilon", layer_norm_epsilon
         )
         self.remat = validation.boolean("remat", remat)
@@ -87,12 +89,15 @@ class TransformerBlock(keras.layers.Layer):
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
-        dim = input_shape[-1]
+        dim = validation.known_last_dim(
+            "TransformerBlock", input_shape, "the token width"
+        )
         if dim % self.num_heads:
             raise ValueError(
                 "The token width must be divisible by num_heads. Received: "
                 f"num_heads={self.num_heads} for width {dim}"
             )
+        self.input_spec = _token_spec(self.relative_positions, dim)
         policy = self.dtype_policy
         self.norm1 = LayerNorm(self.layer_norm_epsilon, name="norm1", dtype=policy)
         self.attention = MultiHeadSelfAttention(

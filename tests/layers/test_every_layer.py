@@ -1,5 +1,10 @@
 """Every public layer, in a small model: .keras round trip in safe mode,
-an XLA-compiled fit step, and mixed-precision forward passes."""
+an XLA-compiled fit step, and mixed-precision forward passes; on its own:
+argument checks."""
+
+import inspect
+import math
+import re
 
 import keras
 import numpy as np
@@ -83,3 +88,96 @@ def test_mixed_precision_forward(name, policy):
     out = model(rng.uniform(0, 1, (2, 16, 16, 3)).astype("float32"))
     assert keras.backend.standardize_dtype(out.dtype) == "float32"
     assert np.isfinite(out.numpy()).all()
+
+
+# === Arguments ===
+
+#: Per public layer: cases of (constructor arguments, an input shape, the
+#: output shape). The first case's arguments are the layer's required ones.
+LAYERS = {
+    "Patches": [({"patch_size": 4}, (2, 8, 8, 3), (2, 4, 48)),
+                ({"patch_size": 4, "flatten": False}, (2, 8, 8, 3), (2, 2, 2, 48))],
+    "PatchEncoder": [({"hidden_dim": 8}, (2, 4, 12), (2, 5, 8)),
+                     ({"hidden_dim": 8}, (2, 2, 2, 12), (2, 5, 8)),
+                     ({"hidden_dim": 8, "position_embedding": "learned2d",
+                       "class_token": False}, (2, 4, 12), (2, 4, 8)),
+                     ({"hidden_dim": 8, "position_embedding": "sincos2d"},
+                      (2, 4, 12), (2, 5, 8))],
+    "TransformerBlock": [({"num_heads": 2, "mlp_dim": 8}, (2, 5, 8), (2, 5, 8)),
+                         ({"num_heads": 2, "mlp_dim": 8, "dropout_rate": 0.1,
+                           "attention_dropout_rate": 0.1, "drop_path_rate": 0.1},
+                          (2, 5, 8), (2, 5, 8)),
+                         ({"num_heads": 2, "mlp_dim": 8, "dropout_rate": 0.1,
+                           "attention_dropout_rate": 0.1, "drop_path_rate": 0.1,
+                           "remat": True}, (2, 5, 8), (2, 5, 8)),
+                         ({"num_heads": 2, "mlp_dim": 8, "relative_positions": 5},
+                          (2, 5, 8), (2, 5, 8))],
+    "MultiHeadSelfAttention": [({"num_heads": 2}, (2, 5, 8), (2, 5, 8)),
+                               ({"num_heads": 2, "dropout_rate": 0.1,
+                                 "relative_positions": 5}, (2, 5, 8), (2, 5, 8))],
+    "LayerNorm": [({}, (2, 5, 8), (2, 5, 8))],
+    "TokenPooling": [({}, (2, 5, 8), (2, 8)),
+                     ({"pooling": "gap", "num_prefix_tokens": 0}, (2, 5, 8), (2, 8))],
+    "StdConv2D": [({"filters": 4, "kernel_size": 3}, (2, 8, 8, 3), (2, 6, 6, 4)),
+                  ({"filters": 4, "kernel_size": 3, "strides": 2, "padding": "same"},
+                   (2, 8, 8, 3), (2, 4, 4, 4))],
+    "ResNetBottleneck": [({"filters": 16, "groups": 4}, (2, 4, 4, 16), (2, 4, 4, 16)),
+                         ({"filters": 16, "strides": 2, "projection": True,
+                           "groups": 4}, (2, 8, 8, 3), (2, 4, 4, 16))],
+    "ResNetStem": [({"block_units": [1, 1], "width": 4, "groups": 4},
+                    (2, 16, 16, 3), (2, 2, 2, 32))],
+}
+CASES = [(name, *case) for name, cases in LAYERS.items() for case in cases]
+CASE_IDS = [f"{name}-{i}" for name, cases in LAYERS.items() for i in range(len(cases))]
+
+
+def test_every_public_layer_has_cases():
+    assert set(LAYERS) == set(keras_vit.layers.__all__)
+
+
+def _float_arguments(cls):
+    """The constructor arguments of `cls` whose default is a float."""
+    return [
+        name for name, p in inspect.signature(cls.__init__).parameters.items()
+        if isinstance(p.default, float)
+    ]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float_arguments_must_be_finite_and_in_range(name):
+    cls = getattr(L, name)
+    required = LAYERS[name][0][0]
+    floats = _float_arguments(cls)
+    assert floats or name in ("Patches", "PatchEncoder", "TokenPooling")
+    for argument in floats:
+        for value in (math.inf, -math.inf, math.nan, 1e39):
+            with pytest.raises(ValueError, match=re.escape(f"Received: {argument}={value!r}")):
+                cls(**required, **{argument: value})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_integer_dtype_policies_are_refused(name):
+    # An integer policy builds integer weights and truncates activations.
+    cls = getattr(L, name)
+    required = LAYERS[name][0][0]
+    for dtype in ("int32", "uint8", keras.DTypePolicy("int32")):
+        with pytest.raises(ValueError, match=r"`dtype` must be a floating.*dtype="):
+            cls(**required, dtype=dtype)
+    keras.config.set_dtype_policy("int32")  # the conftest fixture restores it
+    with pytest.raises(ValueError, match=r"global policy.*dtype=None"):
+        cls(**required)
+
+
+def _unknown(shape):
+    """`shape` with every axis but the last unknown."""
+    return (None,) * (len(shape) - 1) + (shape[-1],)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_unknown_last_dimension_is_refused_by_name(name):
+    if name in ("Patches", "TokenPooling"):  # no weights of that width
+        return
+    kwargs, shape, _ = LAYERS[name][0]
+    batch_shape = (*_unknown(shape)[:-1], None)
+    with pytest.raises(ValueError, match=r"needs inputs whose last dimension.*known"):
+        getattr(L, name)(**kwargs)(keras.Input(batch_shape=batch_shape))
