@@ -1,6 +1,6 @@
 """Every public layer, in a small model: .keras round trip in safe mode,
 an XLA-compiled fit step, and mixed-precision forward passes; on its own:
-argument checks."""
+argument checks and tracing with unknown dimensions."""
 
 import inspect
 import math
@@ -90,7 +90,7 @@ def test_mixed_precision_forward(name, policy):
     assert np.isfinite(out.numpy()).all()
 
 
-# === Arguments ===
+# === Arguments and shapes ===
 
 #: Per public layer: cases of (constructor arguments, an input shape, the
 #: output shape). The first case's arguments are the layer's required ones.
@@ -171,6 +171,31 @@ def test_integer_dtype_policies_are_refused(name):
 def _unknown(shape):
     """`shape` with every axis but the last unknown."""
     return (None,) * (len(shape) - 1) + (shape[-1],)
+
+
+@pytest.mark.parametrize("name, kwargs, shape, out_shape", CASES, ids=CASE_IDS)
+def test_traces_with_unknown_batch_and_token_counts(name, kwargs, shape, out_shape):
+    import tensorflow as tf
+
+    layer = getattr(L, name)(**kwargs)
+    x = rng.normal(size=shape).astype("float32")
+    expected = keras.ops.convert_to_numpy(layer(x))
+    assert expected.shape == out_shape
+    for training in (False, True):
+        fn = tf.function(lambda t: layer(t, training=training),
+                         input_signature=[tf.TensorSpec(_unknown(shape), "float32")])
+        out = fn(x).numpy()
+        assert out.shape == out_shape
+        if not training:
+            np.testing.assert_allclose(out, expected, atol=1e-5)
+    # Built on unknown dims too (symbolically), its output shape is the
+    # layer's compute_output_shape.
+    fresh = getattr(L, name)(**kwargs)
+    if name == "PatchEncoder" and kwargs.get("position_embedding") != "sincos2d":
+        fresh = L.PatchEncoder(**kwargs, grid_size=(2, 2))  # learned: needs the grid
+    symbolic = fresh(keras.Input(batch_shape=_unknown(shape)))
+    assert tuple(symbolic.shape) == tuple(fresh.compute_output_shape(_unknown(shape)))
+    assert keras.ops.convert_to_numpy(fresh(x)).shape == out_shape
 
 
 @pytest.mark.parametrize("name", NAMES)
