@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_vit import validation
+from keras_vit.layers import _dropout
 from keras_vit.layers.attention import MultiHeadSelfAttention
 from keras_vit.layers.attention import _token_spec
 from keras_vit.layers.layer_norm import LayerNorm
@@ -139,21 +140,54 @@ class TransformerBlock(keras.layers.Layer):
         if self.remat and training:
             # Gradient checkpointing: the function takes the tensor alone
             # (TensorFlow's recompute_grad accepts no keyword arguments in
-            # graphs), the Python flags are closed over.
-            out, weights = keras.remat(lambda x: self._forward(x, training))(inputs)
+            # graphs), the Python flags are closed over. So are the dropout
+            # seeds, drawn here, outside: advancing a seed generator inside
+            # crashes JAX's jax.checkpoint, and on TensorFlow the recomputed
+            # pass would draw other masks (wrong gradients).
+            seeds = self._draw_seeds()
+            out, weights = keras.remat(
+                lambda x: self._forward(x, training, seeds)
+            )(inputs)
         else:
             out, weights = self._forward(inputs, training)
         if return_attention_scores:
             return out, weights
         return out
 
-    def _forward(self, inputs, training):
+    def _draw_seeds(self):
+        """The seeds of one training pass's dropouts, drawn from each
+        dropout layer's generator as `_forward`'s own calls would."""
+        return {
+            "attention": _dropout.draw(self.attention.attention_dropout, 1)[0],
+            # After the attention, after the GELU and after mlp_fc2.
+            "dropout": _dropout.draw(self.dropout, 3),
+            # The attention branch's, then the MLP branch's.
+            "drop_path": _dropout.draw(self.drop_path, 2),
+        }
+
+    def _forward(self, inputs, training, seeds=None):
+        if seeds is None:
+            seeds = {"attention": None, "dropout": [None] * 3, "drop_path": [None] * 2}
+
+        def dropout(x, i):
+            return _dropout.seeded_dropout(
+                self.dropout, x, seeds["dropout"][i], training
+            )
+
+        def drop_path(x, i):
+            return _dropout.seeded_dropout(
+                self.drop_path, x, seeds["drop_path"][i], training
+            )
+
         x = self.norm1(inputs)
         x, weights = self.attention(
-            x, training=training, return_attention_scores=True
+            x,
+            training=training,
+            return_attention_scores=True,
+            dropout_seed=seeds["attention"],
         )
-        x = self.dropout(x, training=training)
-        x = inputs + self.drop_path(x, training=training)
+        x = dropout(x, 0)
+        x = inputs + drop_path(x, 0)
 
         # The MLP runs on (B·T, D) rows: on TensorFlow that lets grappler
         # fuse MatMul + bias + GELU into one oneDNN op (a Dense on a 3-D
@@ -163,10 +197,10 @@ class TransformerBlock(keras.layers.Layer):
         shape = ops.shape(x)
         y = self.mlp_fc1(self.norm2(ops.reshape(x, (-1, x.shape[-1]))))
         y = ops.gelu(y, approximate=False)
-        y = self.dropout(y, training=training)
-        y = self.dropout(self.mlp_fc2(y), training=training)
+        y = dropout(y, 1)
+        y = dropout(self.mlp_fc2(y), 2)
         y = ops.reshape(y, shape)
-        return x + self.drop_path(y, training=training), weights
+        return x + drop_path(y, 1), weights
 
     def compute_output_shape(self, input_shape):
         return input_shape
