@@ -1,14 +1,20 @@
 """Every public layer, in a small model: .keras round trip in safe mode,
 an XLA-compiled fit step, and mixed-precision forward passes; on its own:
-argument checks and tracing with unknown dimensions."""
+argument checks, tracing with unknown dimensions, and Keras's own layer test
+harness (on TensorFlow and on JAX)."""
 
 import inspect
+import json
 import math
+import os
 import re
+import subprocess
+import sys
 
 import keras
 import numpy as np
 import pytest
+from keras.src.testing import TestCase
 
 import keras_vit
 from keras_vit import layers as L
@@ -90,7 +96,7 @@ def test_mixed_precision_forward(name, policy):
     assert np.isfinite(out.numpy()).all()
 
 
-# === Arguments and shapes ===
+# === Arguments, shapes and Keras's own layer harness ===
 
 #: Per public layer: cases of (constructor arguments, an input shape, the
 #: output shape). The first case's arguments are the layer's required ones.
@@ -206,3 +212,54 @@ def test_an_unknown_last_dimension_is_refused_by_name(name):
     batch_shape = (*_unknown(shape)[:-1], None)
     with pytest.raises(ValueError, match=r"needs inputs whose last dimension.*known"):
         getattr(L, name)(**kwargs)(keras.Input(batch_shape=batch_shape))
+
+
+class _KerasHarness(TestCase):
+    def runTest(self):  # unittest needs one; the harness is called directly
+        pass
+
+
+def run_keras_layer_test(name, kwargs, shape, out_shape):
+    """Keras's own harness: serialization round trip, build and symbolic
+    calls (weights, seed generators), eager call, compute_output_shape and
+    compute_output_spec against the output, a compiled training step, and
+    mixed_float16 (output dtypes, float32 variables)."""
+    _KerasHarness().run_layer_test(
+        getattr(L, name), kwargs, input_shape=shape, expected_output_shape=out_shape,
+        expected_output_dtype="float32", supports_masking=False,
+    )
+
+
+@pytest.mark.parametrize("name, kwargs, shape, out_shape", CASES, ids=CASE_IDS)
+def test_keras_layer_test_harness(name, kwargs, shape, out_shape):
+    run_keras_layer_test(name, kwargs, shape, out_shape)
+
+
+JAX_HARNESS = r"""
+import json, keras
+from tests.layers import test_every_layer as t
+
+failures = {}
+for case_id, case in zip(t.CASE_IDS, t.CASES):
+    # Each layer's first case, and every case with dropout (seeds on JAX).
+    if not case_id.endswith("-0") and "dropout_rate" not in case[1]:
+        continue
+    try:
+        t.run_keras_layer_test(*case)
+    except Exception as error:
+        failures[case_id] = f"{type(error).__name__}: {str(error)[:300]}"
+print(json.dumps({"backend": keras.backend.backend(), "failures": failures}))
+"""
+
+
+@pytest.mark.slow
+def test_keras_layer_test_harness_on_jax():
+    # The harness's compiled training step is a jax.jit there (the default
+    # jit_compile); remat with dropout crashed it (UnexpectedTracerError).
+    pytest.importorskip("jax")
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run([sys.executable, "-c", JAX_HARNESS], capture_output=True,
+                             text=True, env=env, timeout=900)
+    assert process.returncode == 0, process.stderr[-3000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    assert result == {"backend": "jax", "failures": {}}
