@@ -32,6 +32,19 @@ def positive_int(name, value):
     return int(value)
 
 
+def non_negative_int(name, value):
+    """Returns `value` as an `int`, or raises if it is not an integer >= 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < 0
+    ):
+        raise ValueError(
+            f"`{name}` must be a non-negative integer. Received: {name}={value!r}"
+        )
+    return int(value)
+
+
 def optional_positive_int(name, value):
     """Like `positive_int`, but `None` passes through."""
     return None if value is None else positive_int(name, value)

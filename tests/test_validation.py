@@ -89,3 +89,11 @@ def test_quantized_policies_can_be_refused():
     policies = keras.dtype_policies.DTypePolicyMap("float32")
     policies["vit/head"] = keras.dtype_policies.get("int8_from_float32")
     assert validation.float_dtype_policy("dtype", policies, quantized=False) is policies
+
+
+def test_non_negative_int():
+    assert validation.non_negative_int("n", 0) == 0
+    assert validation.non_negative_int("n", np.int64(3)) == 3
+    for value in (-1, 1.0, True, None, "2"):
+        with pytest.raises(ValueError, match=f"`n` must be a non-negative integer.*n={value!r}"):
+            validation.non_negative_int("n", value)

@@ -39,15 +39,9 @@ class TokenPooling(keras.layers.Layer):
         validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.pooling = validation.one_of("pooling", pooling, POOLINGS)
-        if (
-            isinstance(num_prefix_tokens, bool)
-            or not isinstance(num_prefix_tokens, int)
-            or num_prefix_tokens < 0
-        ):
-            raise ValueError(
-                "`num_prefix_tokens` must be a non-negative integer. "
-                f"Received: num_prefix_tokens={num_prefix_tokens!r}"
-            )
+        num_prefix_tokens = validation.non_negative_int(
+            "num_prefix_tokens", num_prefix_tokens
+        )
         if pooling == "token" and num_prefix_tokens == 0:
             raise ValueError(
                 "pooling='token' needs a class token. Received: "
