@@ -145,8 +145,9 @@ class ViT(MultiWorkerFit, keras.Model):
         remat: bool, whether to rematerialise each Transformer block in
             training (gradient checkpointing, `keras.remat`): its
             activations are recomputed in the backward pass instead of
-            stored, trading more compute for less memory on large models.
-            Defaults to `False`.
+            stored, trading more compute for less memory on large models;
+            with dropout too, the same training as without. Defaults to
+            `False`.
         weights: `None` (random initialisation), the name of a preset of
             this variant (`keras_vit.list_presets()`; downloaded once), or a
             weights file: an original google-research / big_vision `.npz`,

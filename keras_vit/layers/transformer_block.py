@@ -35,7 +35,10 @@ class TransformerBlock(keras.layers.Layer):
             `1e-6`, the original code's value.
         remat: bool, whether training recomputes the block's activations
             in the backward pass instead of storing them (gradient
-            checkpointing with `keras.remat`). Defaults to `False`.
+            checkpointing with `keras.remat`). With dropout the
+            recomputation draws the forward pass's masks (the seeds are
+            drawn outside it), so training is the same as without, on
+            TensorFlow and JAX. Defaults to `False`.
         relative_positions: int or `None`, the sequence length whose
             offsets get learned relative position embeddings in the
             attention (the paper's relative-position ablation; see
