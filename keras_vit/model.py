@@ -145,8 +145,9 @@ class ViT(MultiWorkerFit, keras.Model):
         remat: bool, whether to rematerialise each Transformer block in
             training (gradient checkpointing, `keras.remat`): its
             activations are recomputed in the backward pass instead of
-            stored, trading more compute for less memory on large models.
-            Defaults to `False`.
+            stored, trading more compute for less memory on large models;
+            with dropout too, the same training as without. Defaults to
+            `False`.
         weights: `None` (random initialisation), the name of a preset of
             this variant (`keras_vit.list_presets()`; downloaded once), or a
             weights file: an original google-research / big_vision `.npz`,
@@ -155,9 +156,10 @@ class ViT(MultiWorkerFit, keras.Model):
             `keras_vit.load_weights`): a different `num_classes` gets a new
             zero-initialised head, a different `image_size` resampled
             position embeddings. Defaults to `None`.
-        dtype: the dtype policy of the layers, e.g. `"mixed_bfloat16"` (or
-            the `DTypePolicyMap` of a quantized model's config).
-            Defaults to `None`, the global policy.
+        dtype: the floating-point dtype policy of the layers, e.g.
+            `"mixed_bfloat16"` (or the `DTypePolicyMap` of a quantized
+            model's config); integer policies are refused. Defaults to
+            `None`, the global policy.
         name: the model's name. Defaults to `"vit"`.
         **kwargs: other `keras.Model` arguments such as `trainable`.
 
@@ -211,6 +213,10 @@ class ViT(MultiWorkerFit, keras.Model):
     ):
         # === Arguments, checked before anything is built ===
         _check_model_kwargs(kwargs)
+        # A plain quantized policy would quantize the new, unloaded layers
+        # (Keras: "already quantized"); a quantized model's config holds a
+        # DTypePolicyMap instead.
+        validation.float_dtype_policy("dtype", dtype, quantized=False)
         patch_size = validation.positive_int("patch_size", patch_size)
         hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
         num_layers = validation.positive_int("num_layers", num_layers)
@@ -258,7 +264,7 @@ class ViT(MultiWorkerFit, keras.Model):
             "attention_dropout_rate", attention_dropout_rate
         )
         drop_path_rate = validation.rate("drop_path_rate", drop_path_rate)
-        layer_norm_epsilon = validation.positive_float(
+        layer_norm_epsilon = validation.epsilon(
             "layer_norm_epsilon", layer_norm_epsilon
         )
         if classifier_activation is not None:

@@ -53,9 +53,18 @@ def rollout(attentions, num_prefix_tokens=1, head_fusion="mean", discard_ratio=0
     """
     head_fusion = validation.one_of("head_fusion", head_fusion, HEAD_FUSIONS)
     discard_ratio = validation.rate("discard_ratio", discard_ratio)
+    num_prefix_tokens = validation.non_negative_int(
+        "num_prefix_tokens", num_prefix_tokens
+    )
     result = None
     for attention in attentions:
         attention = np.asarray(attention, dtype="float64")
+        if num_prefix_tokens >= attention.shape[-1]:
+            raise ValueError(
+                "`num_prefix_tokens` must leave patch tokens. Received: "
+                f"num_prefix_tokens={num_prefix_tokens} for attention over "
+                f"{attention.shape[-1]} tokens"
+            )
         fused = getattr(attention, head_fusion)(axis=1)  # (B, T, T)
         if discard_ratio:
             count = int(fused.shape[-1] * discard_ratio)
@@ -85,6 +94,9 @@ def token_map(matrix, grid, num_prefix_tokens=1):
         `(B, grid_h, grid_w)`.
     """
     matrix = np.asarray(matrix)
+    grid, num_prefix_tokens = _token_layout(
+        matrix.shape[-1], grid, num_prefix_tokens
+    )
     if num_prefix_tokens:
         row = matrix[:, 0, num_prefix_tokens:]
     else:
@@ -111,6 +123,14 @@ def attention_distance(attentions, grid, pixels_per_token, num_prefix_tokens=1):
     Returns:
         `(num_layers, num_heads)` distances in pixels.
     """
+    pixels_per_token = validation.finite_positive_float(
+        "pixels_per_token", pixels_per_token
+    )
+    attentions = [np.asarray(a, dtype="float64") for a in attentions]
+    for attention in attentions:
+        grid, num_prefix_tokens = _token_layout(
+            attention.shape[-1], grid, num_prefix_tokens
+        )
     grid_h, grid_w = grid
     rows, cols = np.meshgrid(np.arange(grid_h), np.arange(grid_w), indexing="ij")
     centres = np.stack([rows.ravel(), cols.ravel()], axis=1).astype("float64")
@@ -118,12 +138,28 @@ def attention_distance(attentions, grid, pixels_per_token, num_prefix_tokens=1):
     distance *= pixels_per_token
     out = []
     for attention in attentions:
-        attention = np.asarray(attention, dtype="float64")
         patches = attention[:, :, num_prefix_tokens:, num_prefix_tokens:]
         patches = patches / np.maximum(patches.sum(-1, keepdims=True), 1e-12)
         per_query = (patches * distance).sum(-1)  # (B, heads, N)
         out.append(per_query.mean(axis=(0, 2)))
     return np.stack(out)
+
+
+def _token_layout(tokens, grid, num_prefix_tokens):
+    """`(grid, num_prefix_tokens)` checked against a matrix over `tokens`
+    tokens: prefix tokens, then a `grid_h x grid_w` grid of patches (a
+    mismatch would cut the wrong tokens, or none, whose mean is NaN)."""
+    grid = validation.size_2d("grid", grid)
+    num_prefix_tokens = validation.non_negative_int(
+        "num_prefix_tokens", num_prefix_tokens
+    )
+    if tokens != num_prefix_tokens + grid[0] * grid[1]:
+        raise ValueError(
+            f"The attention is over {tokens} tokens, not num_prefix_tokens + "
+            f"grid_h * grid_w = {num_prefix_tokens + grid[0] * grid[1]}. "
+            f"Received: num_prefix_tokens={num_prefix_tokens}, grid={grid}"
+        )
+    return grid, num_prefix_tokens
 
 
 def cosine_similarity_grid(posemb, grid):

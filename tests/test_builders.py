@@ -1,4 +1,5 @@
 import inspect
+import math
 
 import keras
 import pytest
@@ -54,3 +55,17 @@ def test_kwargs_override_the_variant():
     assert config["hidden_dim"] == 768 and config["num_classes"] == 10
     assert model.name == "vit_b16"
     assert model.output_shape == (None, 10)
+
+
+@pytest.mark.parametrize("name", sorted(builders.BUILDERS))
+def test_builders_refuse_non_finite_numbers_and_integer_policies(name):
+    # Refused before anything is built (not a full-size model each).
+    fn = builders.get_builder(name)
+    for kwargs, match in (
+        ({"layer_norm_epsilon": math.inf}, "layer_norm_epsilon=inf"),
+        ({"dropout_rate": math.nan}, "dropout_rate=nan"),
+        ({"drop_path_rate": math.inf}, "drop_path_rate=inf"),
+        ({"dtype": "int32"}, "dtype='int32'"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            fn(num_classes=10, **kwargs)

@@ -67,7 +67,10 @@ def test_draws_take_k_per_class_nested_and_by_seed():
 def test_bad_arguments_are_named():
     x, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
     for kwargs, message in [({"shots": 0}, "shots=0"), ({"shots": (5, 5)}, "distinct"),
-                            ({"seeds": 0}, "seeds=0"), ({"l2_reg": -1.0}, "l2_reg=-1.0")]:
+                            ({"seeds": 0}, "seeds=0"), ({"l2_reg": -1.0}, "l2_reg=-1.0"),
+                            # inf made every weight 0, every prediction class 0.
+                            ({"l2_reg": float("inf")}, "finite.*l2_reg=inf"),
+                            ({"l2_reg": float("nan")}, "l2_reg=nan")]:
         with pytest.raises(ValueError, match=message):
             evaluation.linear_few_shot(x, y, x, y, 2, **kwargs)
 

@@ -1,4 +1,7 @@
+import inspect
+import math
 import os
+import re
 import warnings
 
 import keras
@@ -294,6 +297,36 @@ def test_bad_arguments_name_the_argument_and_value(kwargs, match):
         _tiny(**kwargs)
 
 
+def _float_arguments(cls):
+    return [name for name, p in inspect.signature(cls.__init__).parameters.items()
+            if isinstance(p.default, float)]
+
+
+def test_float_arguments_must_be_finite_and_in_range():
+    # layer_norm_epsilon=inf gave every image the same (zero) features.
+    floats = _float_arguments(keras_vit.ViT)
+    assert {"dropout_rate", "drop_path_rate", "layer_norm_epsilon"} <= set(floats)
+    for name in floats:
+        for value in (math.inf, -math.inf, math.nan, 1e39):
+            with pytest.raises(ValueError, match=re.escape(f"Received: {name}={value!r}")):
+                _tiny(**{name: value})
+    # The hybrid's ResNet stem, from its dict of arguments.
+    stem = {"block_units": [1], "width": 4, "groups": 4}
+    for name in ("norm_epsilon", "conv_epsilon"):
+        with pytest.raises(ValueError, match=f"Received: {name}=inf"):
+            _tiny(stem={**stem, name: math.inf}, patch_size=1)
+
+
+@pytest.mark.parametrize(
+    "dtype", ["int32", "uint8", keras.DTypePolicy("int32"), "int8_from_float32"]
+)
+def test_integer_and_quantized_policies_are_refused(dtype):
+    # An integer policy crashed in Keras ("Cannot convert 0.0 to EagerTensor
+    # of dtype int32"), a plain quantized one quantized the new layers.
+    with pytest.raises(ValueError, match=r"`dtype` must be a floating.*Received: dtype="):
+        _tiny(dtype=dtype)
+
+
 def test_builder_rejects_bad_image_size():
     with pytest.raises(ValueError, match="225"):
         keras_vit.ViT_B16(image_size=225)
@@ -308,7 +341,13 @@ def test_wrong_number_of_channels():
     assert gray(np.zeros((1, 32, 32, 1), "float32")).shape == (1, 5)
 
 
-def test_remat_trains_exactly_like_without(monkeypatch):
+@pytest.mark.parametrize(
+    "rates",
+    [{}, {"dropout_rate": 0.2, "attention_dropout_rate": 0.2, "drop_path_rate": 0.3}],
+)
+def test_remat_trains_exactly_like_without(monkeypatch, rates):
+    # With dropout the recomputed pass drew other masks than the forward
+    # pass (the seed generators had moved on): same loss, wrong gradients.
     calls = []
     original = keras.remat
 
@@ -320,7 +359,7 @@ def test_remat_trains_exactly_like_without(monkeypatch):
     losses = {}
     for remat in (False, True):
         keras.utils.set_random_seed(0)
-        model = _tiny(remat=remat, classifier_activation=None)
+        model = _tiny(remat=remat, classifier_activation=None, **rates)
         randomize_weights(model)
         model.compile(keras.optimizers.SGD(0.05),
                       keras.losses.SparseCategoricalCrossentropy(from_logits=True))

@@ -1,8 +1,10 @@
 """Property: any constructor arguments either build a working model or are
 refused with a ValueError/TypeError raised by keras_vit itself."""
 
+import math
 import traceback
 
+import keras
 import numpy as np
 from hypothesis import HealthCheck
 from hypothesis import given
@@ -36,12 +38,14 @@ VALID = {
     "classifier_activation": st.sampled_from(["softmax", None, "sigmoid"]),
     "include_preprocessing": st.booleans(),
     "num_channels": st.integers(1, 4),
+    "dtype": st.sampled_from([None, "float32", "mixed_bfloat16"]),
 }
 # ... and values that are wrong whatever the other arguments are.
 INVALID = st.one_of(
     st.integers(-3, 0),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from(["16", "max", "", None, True, (8,), (8, -8), [4, 4, 4]]),
+    st.sampled_from(["16", "max", "", None, True, (8,), (8, -8), [4, 4, 4],
+                     "int32", "uint8", 1e39]),
 )
 
 
@@ -87,6 +91,12 @@ def test_builds_and_runs_or_raises_a_clear_error(kwargs):
         assert _raised_by_keras_vit(error), traceback.format_exc()
         assert str(error)
         return
+    # What was accepted is usable: finite numbers (layer_norm_epsilon=inf
+    # gave every image the same features), a floating-point policy.
+    for name, value in model.get_config().items():
+        if isinstance(value, float):
+            assert math.isfinite(value) and value < 1e30, (name, value)
+    assert keras.backend.is_float_dtype(model.compute_dtype)
     batch = np.random.default_rng(0).integers(
         0, 256, (2, *model.image_size, model.num_channels)
     )

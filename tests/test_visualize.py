@@ -77,6 +77,24 @@ def test_attention_two_patches_to_the_right_has_a_known_distance():
     np.testing.assert_allclose(distance, [[2 * patch, 0.0]])
 
 
+def test_token_counts_and_pixel_sizes_that_cannot_be_right_are_refused():
+    attention = rng.dirichlet(np.ones(5), size=(1, 2, 5))  # 1 + 2 x 2 tokens
+    for value in (np.inf, np.nan, 0.0):
+        with pytest.raises(ValueError, match="pixels_per_token="):
+            visualize.attention_distance([attention], (2, 2), value)
+    # Too many prefix tokens (mean of no patches: NaN), or a grid that does
+    # not hold the patches: refused, not a NaN or a numpy reshape error.
+    for grid, prefix in (((1, 1), 5), ((2, 2), 2), ((3, 3), 1)):
+        match = rf"over 5 tokens.*num_prefix_tokens={prefix}, grid=\({grid[0]}, {grid[1]}\)"
+        with pytest.raises(ValueError, match=match):
+            visualize.attention_distance([attention], grid, 16, num_prefix_tokens=prefix)
+        with pytest.raises(ValueError, match=match):
+            visualize.token_map(attention[:, 0], grid, num_prefix_tokens=prefix)
+    for prefix in (5, 7, -1, 1.5):
+        with pytest.raises(ValueError, match=f"num_prefix_tokens={prefix}"):
+            visualize.rollout([attention], num_prefix_tokens=prefix, discard_ratio=0.5)
+
+
 def test_sincos_similarity_peaks_at_the_patch_and_falls_with_distance():
     model = keras_vit.ViT(image_size=64, patch_size=8, hidden_dim=64, num_layers=1,
                           num_heads=2, mlp_dim=32, position_embedding="sincos2d")

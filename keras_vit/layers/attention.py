@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_vit import validation
+from keras_vit.layers import _dropout
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -49,6 +50,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return_attention_scores: bool, whether to also return the float32
             attention weights `(B, num_heads, T, T)` (rows sum to 1).
             Defaults to `False`.
+        dropout_seed: the seed of the attention dropout, drawn beforehand
+            from the layer's `attention_dropout.seed_generator` (`next()`),
+            for a caller that rematerialises the layer (`TransformerBlock`
+            with `remat=True`): the generator must not advance inside
+            `keras.remat`. Defaults to `None`: the layer draws its own.
 
     Returns:
         `(B, T, D)` outputs, or `(outputs, attention_weights)`.
@@ -64,6 +70,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def __init__(
         self, num_heads, dropout_rate=0.0, relative_positions=None, **kwargs
     ):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.num_heads = validation.positive_int("num_heads", num_heads)
         self.dropout_rate = validation.rate("dropout_rate", dropout_rate)
@@ -73,13 +80,18 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
-        dim = input_shape[-1]
+        dim = validation.known_last_dim(
+            "MultiHeadSelfAttention", input_shape, "the token width"
+        )
         if dim % self.num_heads:
             raise ValueError(
                 "The token width must be divisible by num_heads. Received: "
                 f"num_heads={self.num_heads} for width {dim}"
             )
         self.head_dim = dim // self.num_heads
+        # The weights fix the width (and relative positions the count):
+        # other inputs fail here, named, not in a reshape.
+        self.input_spec = _token_spec(self.relative_positions, dim)
         if self.relative_positions is not None:
             tokens = self.relative_positions
             if input_shape[1] is not None and input_shape[1] != tokens:
@@ -115,7 +127,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.qkv.build(input_shape)
         self.proj.build(input_shape)
 
-    def call(self, inputs, training=None, return_attention_scores=False):
+    def call(
+        self,
+        inputs,
+        training=None,
+        return_attention_scores=False,
+        dropout_seed=None,
+    ):
         shape = ops.shape(inputs)
         batch, tokens = shape[0], shape[1]
         dim = inputs.shape[-1]
@@ -141,8 +159,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if self.relative_positions is not None:
             logits = logits + self._relative_logits(query, batch)
         weights = ops.softmax(ops.cast(logits, "float32"), axis=-1)
-        dropped = self.attention_dropout(
-            ops.cast(weights, self.compute_dtype), training=training
+        dropped = _dropout.seeded_dropout(
+            self.attention_dropout,
+            ops.cast(weights, self.compute_dtype),
+            dropout_seed,
+            training,
         )
         out = ops.matmul(dropped, value)  # (B, heads, T, d)
         out = ops.reshape(ops.transpose(out, (0, 2, 1, 3)), (-1, dim))
@@ -188,7 +209,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return input_shape
 
     def compute_output_spec(
-        self, inputs, training=None, return_attention_scores=False
+        self,
+        inputs,
+        training=None,
+        return_attention_scores=False,
+        dropout_seed=None,
     ):
         out = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
         if not return_attention_scores:
@@ -209,3 +234,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _token_spec(relative_positions, dim):
+    """The `InputSpec` of built `(B, T, D)` tokens: `D` fixed, and `T` too
+    with relative positions (their embeddings are for `T` tokens)."""
+    axes = {-1: dim}
+    if relative_positions is not None:
+        axes[1] = relative_positions
+    return keras.layers.InputSpec(ndim=3, axes=axes)

@@ -44,11 +44,15 @@ class LayerNorm(keras.layers.Layer):
     """
 
     def __init__(self, epsilon=1e-6, **kwargs):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
-        self.epsilon = validation.positive_float("epsilon", epsilon)
+        self.epsilon = validation.epsilon("epsilon", epsilon)
 
     def build(self, input_shape):
-        dim = input_shape[-1]
+        dim = validation.known_last_dim(
+            "LayerNorm", input_shape, "the normalised features"
+        )
+        self.input_spec = keras.layers.InputSpec(min_ndim=1, axes={-1: dim})
         self.gamma = self.add_weight(shape=(dim,), initializer="ones", name="gamma")
         self.beta = self.add_weight(shape=(dim,), initializer="zeros", name="beta")
 

@@ -86,6 +86,7 @@ class PatchEncoder(keras.layers.Layer):
         interpolation="bilinear",
         **kwargs,
     ):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
         self.grid_size = (
@@ -150,6 +151,9 @@ class PatchEncoder(keras.layers.Layer):
         return self.grid_size
 
     def build(self, input_shape):
+        validation.known_last_dim(
+            "PatchEncoder", input_shape, "the values of one patch"
+        )
         if self.grid_size is None:
             if len(input_shape) == 4:
                 grid = tuple(input_shape[1:3])

@@ -52,6 +52,7 @@ class Patches(keras.layers.Layer):
     """
 
     def __init__(self, patch_size, flatten=True, **kwargs):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.patch_size = validation.positive_int("patch_size", patch_size)
         self.flatten = validation.boolean("flatten", flatten)

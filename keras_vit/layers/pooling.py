@@ -36,17 +36,12 @@ class TokenPooling(keras.layers.Layer):
     """
 
     def __init__(self, pooling="token", num_prefix_tokens=1, **kwargs):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.pooling = validation.one_of("pooling", pooling, POOLINGS)
-        if (
-            isinstance(num_prefix_tokens, bool)
-            or not isinstance(num_prefix_tokens, int)
-            or num_prefix_tokens < 0
-        ):
-            raise ValueError(
-                "`num_prefix_tokens` must be a non-negative integer. "
-                f"Received: num_prefix_tokens={num_prefix_tokens!r}"
-            )
+        num_prefix_tokens = validation.non_negative_int(
+            "num_prefix_tokens", num_prefix_tokens
+        )
         if pooling == "token" and num_prefix_tokens == 0:
             raise ValueError(
                 "pooling='token' needs a class token. Received: "
@@ -55,15 +50,46 @@ class TokenPooling(keras.layers.Layer):
         self.num_prefix_tokens = num_prefix_tokens
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
+    def build(self, input_shape):
+        self._check_tokens(input_shape)
+
+    def _check_tokens(self, shape):
+        """Refuses a static token count that leaves nothing to pool (the
+        mean of no patch tokens is NaN)."""
+        tokens = shape[1]
+        if self.pooling == "token" and tokens == 0:
+            raise ValueError(
+                "pooling='token' takes the first token, and these inputs "
+                f"have none. Received: tokens of shape {tuple(shape)}"
+            )
+        if (
+            self.pooling == "gap"
+            and tokens is not None
+            and tokens <= self.num_prefix_tokens
+        ):
+            raise ValueError(
+                "pooling='gap' averages the tokens after the "
+                "`num_prefix_tokens` prefix tokens, and these inputs have "
+                f"none. Received: num_prefix_tokens={self.num_prefix_tokens} "
+                f"for tokens of shape {tuple(shape)}"
+            )
+
     def call(self, tokens):
+        self._check_tokens(tuple(tokens.shape))
         if self.pooling == "token":
             # `tokens[:, :1]` then a reshape, not `tokens[:, 0]`: the latter
             # is a STRIDED_SLICE with shrink_axis_mask, which TFLite's
-            # XNNPACK delegate does not take.
-            return ops.squeeze(tokens[:, :1], axis=1)
+            # XNNPACK delegate does not take. A reshape to (B, D), not a
+            # squeeze: with an unknown token count the slice's static
+            # shape does not say that its axis 1 is 1.
+            dim = tokens.shape[-1]
+            if dim is None:
+                dim = ops.shape(tokens)[-1]
+            return ops.reshape(tokens[:, :1], (-1, dim))
         return ops.mean(tokens[:, self.num_prefix_tokens :], axis=1)
 
     def compute_output_shape(self, input_shape):
+        self._check_tokens(input_shape)
         return (input_shape[0], input_shape[2])
 
     def get_config(self):

@@ -31,8 +31,13 @@ class StdConv2D(keras.layers.Conv2D):
 
     def __init__(self, *args, epsilon=1e-8, **kwargs):
         kwargs.setdefault("use_bias", False)
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(*args, **kwargs)
-        self.epsilon = validation.positive_float("epsilon", epsilon)
+        self.epsilon = validation.epsilon("epsilon", epsilon)
+
+    def build(self, input_shape):
+        validation.known_last_dim("StdConv2D", input_shape, "the channels")
+        super().build(input_shape)
 
     def convolution_op(self, inputs, kernel):
         kernel = ops.cast(kernel, "float32")
@@ -101,6 +106,7 @@ class ResNetBottleneck(keras.layers.Layer):
         conv_epsilon=1e-8,
         **kwargs,
     ):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.filters = validation.positive_int("filters", filters)
         if self.filters % 4:
@@ -110,8 +116,8 @@ class ResNetBottleneck(keras.layers.Layer):
         self.strides = validation.positive_int("strides", strides)
         self.projection = validation.boolean("projection", projection)
         self.groups = validation.positive_int("groups", groups)
-        self.norm_epsilon = validation.positive_float("norm_epsilon", norm_epsilon)
-        self.conv_epsilon = validation.positive_float("conv_epsilon", conv_epsilon)
+        self.norm_epsilon = validation.epsilon("norm_epsilon", norm_epsilon)
+        self.conv_epsilon = validation.epsilon("conv_epsilon", conv_epsilon)
         mid = self.filters // 4
         for channels in (mid, self.filters):
             if channels % self.groups:
@@ -230,6 +236,7 @@ class ResNetStem(keras.layers.Layer):
         conv_epsilon=1e-8,
         **kwargs,
     ):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         if not isinstance(block_units, (list, tuple)) or not block_units:
             raise ValueError(
@@ -259,8 +266,8 @@ class ResNetStem(keras.layers.Layer):
         self.stage_filters = None if stage_filters is None else list(filters)
         self._filters = filters
         self.groups = validation.positive_int("groups", groups)
-        self.norm_epsilon = validation.positive_float("norm_epsilon", norm_epsilon)
-        self.conv_epsilon = validation.positive_float("conv_epsilon", conv_epsilon)
+        self.norm_epsilon = validation.epsilon("norm_epsilon", norm_epsilon)
+        self.conv_epsilon = validation.epsilon("conv_epsilon", conv_epsilon)
         if self.root_width % self.groups:
             raise ValueError(
                 "GroupNorm needs the root width divisible by groups. Received: "

@@ -4,7 +4,9 @@ import keras
 from keras import ops
 
 from keras_vit import validation
+from keras_vit.layers import _dropout
 from keras_vit.layers.attention import MultiHeadSelfAttention
+from keras_vit.layers.attention import _token_spec
 from keras_vit.layers.layer_norm import LayerNorm
 
 
@@ -33,7 +35,10 @@ class TransformerBlock(keras.layers.Layer):
             `1e-6`, the original code's value.
         remat: bool, whether training recomputes the block's activations
             in the backward pass instead of storing them (gradient
-            checkpointing with `keras.remat`). Defaults to `False`.
+            checkpointing with `keras.remat`). With dropout the
+            recomputation draws the forward pass's masks (the seeds are
+            drawn outside it), so training is the same as without, on
+            TensorFlow and JAX. Defaults to `False`.
         relative_positions: int or `None`, the sequence length whose
             offsets get learned relative position embeddings in the
             attention (the paper's relative-position ablation; see
@@ -69,6 +74,7 @@ class TransformerBlock(keras.layers.Layer):
         relative_positions=None,
         **kwargs,
     ):
+        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.num_heads = validation.positive_int("num_heads", num_heads)
         self.mlp_dim = validation.positive_int("mlp_dim", mlp_dim)
@@ -77,7 +83,7 @@ class TransformerBlock(keras.layers.Layer):
             "attention_dropout_rate", attention_dropout_rate
         )
         self.drop_path_rate = validation.rate("drop_path_rate", drop_path_rate)
-        self.layer_norm_epsilon = validation.positive_float(
+        self.layer_norm_epsilon = validation.epsilon(
             "layer_norm_epsilon", layer_norm_epsilon
         )
         self.remat = validation.boolean("remat", remat)
@@ -87,12 +93,15 @@ class TransformerBlock(keras.layers.Layer):
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
-        dim = input_shape[-1]
+        dim = validation.known_last_dim(
+            "TransformerBlock", input_shape, "the token width"
+        )
         if dim % self.num_heads:
             raise ValueError(
                 "The token width must be divisible by num_heads. Received: "
                 f"num_heads={self.num_heads} for width {dim}"
             )
+        self.input_spec = _token_spec(self.relative_positions, dim)
         policy = self.dtype_policy
         self.norm1 = LayerNorm(self.layer_norm_epsilon, name="norm1", dtype=policy)
         self.attention = MultiHeadSelfAttention(
@@ -134,21 +143,54 @@ class TransformerBlock(keras.layers.Layer):
         if self.remat and training:
             # Gradient checkpointing: the function takes the tensor alone
             # (TensorFlow's recompute_grad accepts no keyword arguments in
-            # graphs), the Python flags are closed over.
-            out, weights = keras.remat(lambda x: self._forward(x, training))(inputs)
+            # graphs), the Python flags are closed over. So are the dropout
+            # seeds, drawn here, outside: advancing a seed generator inside
+            # crashes JAX's jax.checkpoint, and on TensorFlow the recomputed
+            # pass would draw other masks (wrong gradients).
+            seeds = self._draw_seeds()
+            out, weights = keras.remat(
+                lambda x: self._forward(x, training, seeds)
+            )(inputs)
         else:
             out, weights = self._forward(inputs, training)
         if return_attention_scores:
             return out, weights
         return out
 
-    def _forward(self, inputs, training):
+    def _draw_seeds(self):
+        """The seeds of one training pass's dropouts, drawn from each
+        dropout layer's generator as `_forward`'s own calls would."""
+        return {
+            "attention": _dropout.draw(self.attention.attention_dropout, 1)[0],
+            # After the attention, after the GELU and after mlp_fc2.
+            "dropout": _dropout.draw(self.dropout, 3),
+            # The attention branch's, then the MLP branch's.
+            "drop_path": _dropout.draw(self.drop_path, 2),
+        }
+
+    def _forward(self, inputs, training, seeds=None):
+        if seeds is None:
+            seeds = {"attention": None, "dropout": [None] * 3, "drop_path": [None] * 2}
+
+        def dropout(x, i):
+            return _dropout.seeded_dropout(
+                self.dropout, x, seeds["dropout"][i], training
+            )
+
+        def drop_path(x, i):
+            return _dropout.seeded_dropout(
+                self.drop_path, x, seeds["drop_path"][i], training
+            )
+
         x = self.norm1(inputs)
         x, weights = self.attention(
-            x, training=training, return_attention_scores=True
+            x,
+            training=training,
+            return_attention_scores=True,
+            dropout_seed=seeds["attention"],
         )
-        x = self.dropout(x, training=training)
-        x = inputs + self.drop_path(x, training=training)
+        x = dropout(x, 0)
+        x = inputs + drop_path(x, 0)
 
         # The MLP runs on (B·T, D) rows: on TensorFlow that lets grappler
         # fuse MatMul + bias + GELU into one oneDNN op (a Dense on a 3-D
@@ -158,10 +200,10 @@ class TransformerBlock(keras.layers.Layer):
         shape = ops.shape(x)
         y = self.mlp_fc1(self.norm2(ops.reshape(x, (-1, x.shape[-1]))))
         y = ops.gelu(y, approximate=False)
-        y = self.dropout(y, training=training)
-        y = self.dropout(self.mlp_fc2(y), training=training)
+        y = dropout(y, 1)
+        y = dropout(self.mlp_fc2(y), 2)
         y = ops.reshape(y, shape)
-        return x + self.drop_path(y, training=training), weights
+        return x + drop_path(y, 1), weights
 
     def compute_output_shape(self, input_shape):
         return input_shape

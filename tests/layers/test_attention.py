@@ -75,3 +75,20 @@ def test_relative_positions_reject_another_sequence_length():
         layer(np.zeros((1, 7, 8), "float32"))
     with pytest.raises(ValueError, match="relative_positions=0"):
         keras_vit.layers.MultiHeadSelfAttention(2, relative_positions=0)
+
+
+def test_a_built_layer_refuses_another_length_or_width_by_name():
+    # Once built, other inputs failed deep in a reshape (InvalidArgumentError).
+    layer = keras_vit.layers.MultiHeadSelfAttention(2, relative_positions=5)
+    layer(np.zeros((1, 5, 8), "float32"))
+    with pytest.raises(ValueError, match=r"axis 1 of input shape to have value 5.*\(1, 7, 8\)"):
+        layer(np.zeros((1, 7, 8), "float32"))
+    block = keras_vit.layers.TransformerBlock(2, 8, relative_positions=5)
+    block(np.zeros((1, 5, 8), "float32"))
+    with pytest.raises(ValueError, match=r"axis 1 of input shape to have value 5.*\(1, 3, 8\)"):
+        block(np.zeros((1, 3, 8), "float32"))
+    plain = keras_vit.layers.MultiHeadSelfAttention(2)
+    plain(np.zeros((1, 5, 8), "float32"))
+    assert plain(np.zeros((2, 9, 8), "float32")).shape == (2, 9, 8)  # any length
+    with pytest.raises(ValueError, match=r"axis -1 of input shape to have value 8"):
+        plain(np.zeros((1, 5, 6), "float32"))

@@ -1,9 +1,20 @@
 """Every public layer, in a small model: .keras round trip in safe mode,
-an XLA-compiled fit step, and mixed-precision forward passes."""
+an XLA-compiled fit step, and mixed-precision forward passes; on its own:
+argument checks, tracing with unknown dimensions, and Keras's own layer test
+harness (on TensorFlow and on JAX)."""
+
+import inspect
+import json
+import math
+import os
+import re
+import subprocess
+import sys
 
 import keras
 import numpy as np
 import pytest
+from keras.src.testing import TestCase
 
 import keras_vit
 from keras_vit import layers as L
@@ -83,3 +94,172 @@ def test_mixed_precision_forward(name, policy):
     out = model(rng.uniform(0, 1, (2, 16, 16, 3)).astype("float32"))
     assert keras.backend.standardize_dtype(out.dtype) == "float32"
     assert np.isfinite(out.numpy()).all()
+
+
+# === Arguments, shapes and Keras's own layer harness ===
+
+#: Per public layer: cases of (constructor arguments, an input shape, the
+#: output shape). The first case's arguments are the layer's required ones.
+LAYERS = {
+    "Patches": [({"patch_size": 4}, (2, 8, 8, 3), (2, 4, 48)),
+                ({"patch_size": 4, "flatten": False}, (2, 8, 8, 3), (2, 2, 2, 48))],
+    "PatchEncoder": [({"hidden_dim": 8}, (2, 4, 12), (2, 5, 8)),
+                     ({"hidden_dim": 8}, (2, 2, 2, 12), (2, 5, 8)),
+                     ({"hidden_dim": 8, "position_embedding": "learned2d",
+                       "class_token": False}, (2, 4, 12), (2, 4, 8)),
+                     ({"hidden_dim": 8, "position_embedding": "sincos2d"},
+                      (2, 4, 12), (2, 5, 8))],
+    "TransformerBlock": [({"num_heads": 2, "mlp_dim": 8}, (2, 5, 8), (2, 5, 8)),
+                         ({"num_heads": 2, "mlp_dim": 8, "dropout_rate": 0.1,
+                           "attention_dropout_rate": 0.1, "drop_path_rate": 0.1},
+                          (2, 5, 8), (2, 5, 8)),
+                         ({"num_heads": 2, "mlp_dim": 8, "dropout_rate": 0.1,
+                           "attention_dropout_rate": 0.1, "drop_path_rate": 0.1,
+                           "remat": True}, (2, 5, 8), (2, 5, 8)),
+                         ({"num_heads": 2, "mlp_dim": 8, "relative_positions": 5},
+                          (2, 5, 8), (2, 5, 8))],
+    "MultiHeadSelfAttention": [({"num_heads": 2}, (2, 5, 8), (2, 5, 8)),
+                               ({"num_heads": 2, "dropout_rate": 0.1,
+                                 "relative_positions": 5}, (2, 5, 8), (2, 5, 8))],
+    "LayerNorm": [({}, (2, 5, 8), (2, 5, 8))],
+    "TokenPooling": [({}, (2, 5, 8), (2, 8)),
+                     ({"pooling": "gap", "num_prefix_tokens": 0}, (2, 5, 8), (2, 8))],
+    "StdConv2D": [({"filters": 4, "kernel_size": 3}, (2, 8, 8, 3), (2, 6, 6, 4)),
+                  ({"filters": 4, "kernel_size": 3, "strides": 2, "padding": "same"},
+                   (2, 8, 8, 3), (2, 4, 4, 4))],
+    "ResNetBottleneck": [({"filters": 16, "groups": 4}, (2, 4, 4, 16), (2, 4, 4, 16)),
+                         ({"filters": 16, "strides": 2, "projection": True,
+                           "groups": 4}, (2, 8, 8, 3), (2, 4, 4, 16))],
+    "ResNetStem": [({"block_units": [1, 1], "width": 4, "groups": 4},
+                    (2, 16, 16, 3), (2, 2, 2, 32))],
+}
+CASES = [(name, *case) for name, cases in LAYERS.items() for case in cases]
+CASE_IDS = [f"{name}-{i}" for name, cases in LAYERS.items() for i in range(len(cases))]
+
+
+def test_every_public_layer_has_cases():
+    assert set(LAYERS) == set(keras_vit.layers.__all__)
+
+
+def _float_arguments(cls):
+    """The constructor arguments of `cls` whose default is a float."""
+    return [
+        name for name, p in inspect.signature(cls.__init__).parameters.items()
+        if isinstance(p.default, float)
+    ]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float_arguments_must_be_finite_and_in_range(name):
+    cls = getattr(L, name)
+    required = LAYERS[name][0][0]
+    floats = _float_arguments(cls)
+    assert floats or name in ("Patches", "PatchEncoder", "TokenPooling")
+    for argument in floats:
+        for value in (math.inf, -math.inf, math.nan, 1e39):
+            with pytest.raises(ValueError, match=re.escape(f"Received: {argument}={value!r}")):
+                cls(**required, **{argument: value})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_integer_dtype_policies_are_refused(name):
+    # An integer policy builds integer weights and truncates activations.
+    cls = getattr(L, name)
+    required = LAYERS[name][0][0]
+    for dtype in ("int32", "uint8", keras.DTypePolicy("int32")):
+        with pytest.raises(ValueError, match=r"`dtype` must be a floating.*dtype="):
+            cls(**required, dtype=dtype)
+    keras.config.set_dtype_policy("int32")  # the conftest fixture restores it
+    with pytest.raises(ValueError, match=r"global policy.*dtype=None"):
+        cls(**required)
+
+
+def _unknown(shape):
+    """`shape` with every axis but the last unknown."""
+    return (None,) * (len(shape) - 1) + (shape[-1],)
+
+
+@pytest.mark.parametrize("name, kwargs, shape, out_shape", CASES, ids=CASE_IDS)
+def test_traces_with_unknown_batch_and_token_counts(name, kwargs, shape, out_shape):
+    import tensorflow as tf
+
+    layer = getattr(L, name)(**kwargs)
+    x = rng.normal(size=shape).astype("float32")
+    expected = keras.ops.convert_to_numpy(layer(x))
+    assert expected.shape == out_shape
+    for training in (False, True):
+        fn = tf.function(lambda t: layer(t, training=training),
+                         input_signature=[tf.TensorSpec(_unknown(shape), "float32")])
+        out = fn(x).numpy()
+        assert out.shape == out_shape
+        if not training:
+            np.testing.assert_allclose(out, expected, atol=1e-5)
+    # Built on unknown dims too (symbolically), its output shape is the
+    # layer's compute_output_shape.
+    fresh = getattr(L, name)(**kwargs)
+    if name == "PatchEncoder" and kwargs.get("position_embedding") != "sincos2d":
+        fresh = L.PatchEncoder(**kwargs, grid_size=(2, 2))  # learned: needs the grid
+    symbolic = fresh(keras.Input(batch_shape=_unknown(shape)))
+    assert tuple(symbolic.shape) == tuple(fresh.compute_output_shape(_unknown(shape)))
+    assert keras.ops.convert_to_numpy(fresh(x)).shape == out_shape
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_unknown_last_dimension_is_refused_by_name(name):
+    if name in ("Patches", "TokenPooling"):  # no weights of that width
+        return
+    kwargs, shape, _ = LAYERS[name][0]
+    batch_shape = (*_unknown(shape)[:-1], None)
+    with pytest.raises(ValueError, match=r"needs inputs whose last dimension.*known"):
+        getattr(L, name)(**kwargs)(keras.Input(batch_shape=batch_shape))
+
+
+class _KerasHarness(TestCase):
+    def runTest(self):  # unittest needs one; the harness is called directly
+        pass
+
+
+def run_keras_layer_test(name, kwargs, shape, out_shape):
+    """Keras's own harness: serialization round trip, build and symbolic
+    calls (weights, seed generators), eager call, compute_output_shape and
+    compute_output_spec against the output, a compiled training step, and
+    mixed_float16 (output dtypes, float32 variables)."""
+    _KerasHarness().run_layer_test(
+        getattr(L, name), kwargs, input_shape=shape, expected_output_shape=out_shape,
+        expected_output_dtype="float32", supports_masking=False,
+    )
+
+
+@pytest.mark.parametrize("name, kwargs, shape, out_shape", CASES, ids=CASE_IDS)
+def test_keras_layer_test_harness(name, kwargs, shape, out_shape):
+    run_keras_layer_test(name, kwargs, shape, out_shape)
+
+
+JAX_HARNESS = r"""
+import json, keras
+from tests.layers import test_every_layer as t
+
+failures = {}
+for case_id, case in zip(t.CASE_IDS, t.CASES):
+    # Each layer's first case, and every case with dropout (seeds on JAX).
+    if not case_id.endswith("-0") and "dropout_rate" not in case[1]:
+        continue
+    try:
+        t.run_keras_layer_test(*case)
+    except Exception as error:
+        failures[case_id] = f"{type(error).__name__}: {str(error)[:300]}"
+print(json.dumps({"backend": keras.backend.backend(), "failures": failures}))
+"""
+
+
+@pytest.mark.slow
+def test_keras_layer_test_harness_on_jax():
+    # The harness's compiled training step is a jax.jit there (the default
+    # jit_compile); remat with dropout crashed it (UnexpectedTracerError).
+    pytest.importorskip("jax")
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run([sys.executable, "-c", JAX_HARNESS], capture_output=True,
+                             text=True, env=env, timeout=900)
+    assert process.returncode == 0, process.stderr[-3000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    assert result == {"backend": "jax", "failures": {}}

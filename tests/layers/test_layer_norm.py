@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 
 import keras_vit
 from tests import reference
@@ -87,3 +88,11 @@ def test_closed_form_gradient_is_finite_for_constant_rows():
     layer = keras_vit.layers.LayerNorm()
     grads = _gradients(layer, x, np.ones_like(x))
     assert all(np.all(np.isfinite(g.numpy())) for g in grads)
+
+
+def test_a_built_layer_refuses_another_width_by_name():
+    layer = keras_vit.layers.LayerNorm()
+    layer(np.zeros((2, 3, 8), "float32"))
+    assert layer(np.zeros((5, 8), "float32")).shape == (5, 8)  # any rank
+    with pytest.raises(ValueError, match=r"axis -1 of input shape to have value 8"):
+        layer(np.zeros((2, 3, 9), "float32"))

@@ -1,3 +1,4 @@
+import keras
 import numpy as np
 import pytest
 
@@ -27,3 +28,33 @@ def test_bad_arguments_and_config():
     layer = keras_vit.layers.TokenPooling("gap", 1, name="pool")
     assert_config_round_trip(layer, tokens)
     assert_output_shape_matches(layer, tokens)
+
+
+def test_token_pooling_traces_with_an_unknown_token_count():
+    import tensorflow as tf
+
+    tokens = np.arange(2 * 4 * 3, dtype="float32").reshape(2, 4, 3)
+    for width in (3, None):
+        layer = keras_vit.layers.TokenPooling("token")
+        fn = tf.function(layer, input_signature=[tf.TensorSpec((None, None, width))])
+        np.testing.assert_array_equal(fn(tokens).numpy(), tokens[:, 0])
+    symbolic = keras_vit.layers.TokenPooling()(keras.Input((None, 3)))
+    assert symbolic.shape == (None, 3)
+
+
+def test_gap_with_no_token_after_the_prefix_is_refused():
+    # The mean of no tokens is NaN: refused, named, eagerly and symbolically.
+    for tokens, prefix in ((1, 1), (3, 5), (2, 2)):
+        layer = keras_vit.layers.TokenPooling("gap", num_prefix_tokens=prefix)
+        match = rf"num_prefix_tokens={prefix} for tokens of shape \(2, {tokens}, 3\)"
+        with pytest.raises(ValueError, match=match):
+            layer(np.ones((2, tokens, 3), "float32"))
+        with pytest.raises(ValueError, match=f"num_prefix_tokens={prefix}"):
+            keras_vit.layers.TokenPooling("gap", prefix)(keras.Input((tokens, 3)))
+    # Built on enough tokens, then called on too few.
+    layer = keras_vit.layers.TokenPooling("gap", num_prefix_tokens=1)
+    layer(np.ones((2, 4, 3), "float32"))
+    with pytest.raises(ValueError, match="num_prefix_tokens=1"):
+        layer(np.ones((2, 1, 3), "float32"))
+    with pytest.raises(ValueError, match="pooling='token'.*none"):
+        keras_vit.layers.TokenPooling("token")(np.ones((2, 0, 3), "float32"))

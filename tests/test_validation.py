@@ -1,0 +1,99 @@
+"""The shared argument checks: finite numbers, floating dtype policies."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from keras_vit import validation
+
+NON_FINITE = [math.inf, -math.inf, math.nan, np.float32("inf"), np.float64("nan"), 10**400]
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        validation.finite_positive_float,
+        validation.finite_non_negative_float,
+        validation.positive_float,  # the older names, same checks
+        validation.non_negative_float,
+        validation.rate,
+        validation.fraction,
+        validation.epsilon,
+    ],
+)
+def test_number_checks_refuse_inf_and_nan(check):
+    for value in NON_FINITE:
+        with pytest.raises(ValueError, match=r"`x`.*Received: x="):
+            check("x", value)
+
+
+def test_number_checks_keep_finite_values():
+    assert validation.positive_float("x", 3) == 3.0
+    assert validation.finite_positive_float("x", np.float32(0.5)) == 0.5
+    assert validation.non_negative_float("x", 0) == 0.0
+    assert validation.rate("x", 0.5) == 0.5
+    assert validation.fraction("x", 1) == 1.0
+    assert validation.epsilon("x", 1e-12) == 1e-12
+    for value in (0, -1e-6, True, "1e-6", None):
+        with pytest.raises(ValueError, match="x="):
+            validation.positive_float("x", value)
+
+
+def test_an_epsilon_must_survive_float32():
+    # float32 turns 1e39 into inf and 1e-300 into 0 (1e-39 is subnormal,
+    # flushed to 0 under XLA): the layers compute in float32.
+    for value in (1e39, 1e-39, 1e-300):
+        with pytest.raises(ValueError, match="float32.*Received: layer_norm_epsilon="):
+            validation.epsilon("layer_norm_epsilon", value)
+
+
+FLOATING = [None, "float32", "float16", "bfloat16", "float64", "mixed_float16",
+              "mixed_bfloat16", keras.DTypePolicy("float16"), "int8_from_float32",
+              {"class_name": "DTypePolicy", "config": {"name": "float32"}},
+              keras.dtype_policies.DTypePolicyMap("mixed_bfloat16")]
+
+
+def test_floating_policies_pass():
+    for dtype in FLOATING:
+        assert validation.float_dtype_policy("dtype", dtype) is dtype
+
+
+def _int_map():
+    policies = keras.dtype_policies.DTypePolicyMap("float32")
+    policies["vit/head"] = keras.DTypePolicy("int32")
+    return policies
+
+
+def test_other_policies_are_refused():
+    for dtype in ["int32", "uint8", "int64", "bool", "string", "int8_from_int32",
+                  keras.DTypePolicy("int32"), keras.DTypePolicy("uint8"),
+                  keras.dtype_policies.DTypePolicyMap("int32"), _int_map(),
+                  "nonsense", 3]:
+        with pytest.raises(ValueError, match=r"`dtype` must be a floating-point "
+                                             r"dtype policy.*Received: dtype="):
+            validation.float_dtype_policy("dtype", dtype)
+
+
+def test_a_global_integer_policy_is_refused_and_said_so():
+    keras.config.set_dtype_policy("int32")  # conftest restores float32
+    with pytest.raises(ValueError, match=r"global policy.*'int32'.*dtype=None"):
+        validation.float_dtype_policy("dtype", None)
+
+
+def test_quantized_policies_can_be_refused():
+    with pytest.raises(ValueError, match=r"model.quantize.*dtype='int8_from_float32'"):
+        validation.float_dtype_policy("dtype", "int8_from_float32", quantized=False)
+    # A quantized model's map (its config) is fine.
+    policies = keras.dtype_policies.DTypePolicyMap("float32")
+    policies["vit/head"] = keras.dtype_policies.get("int8_from_float32")
+    assert validation.float_dtype_policy("dtype", policies, quantized=False) is policies
+
+
+def test_non_negative_int():
+    assert validation.non_negative_int("n", 0) == 0
+    assert validation.non_negative_int("n", np.int64(3)) == 3
+    for value in (-1, 1.0, True, None, "2"):
+        with pytest.raises(ValueError, match=f"`n` must be a non-negative integer.*n={value!r}"):
+            validation.non_negative_int("n", value)
