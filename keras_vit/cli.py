@@ -99,7 +99,7 @@ def _convert(args):
 
     model = convert(
         args.input, args.output, model=args.model, num_heads=args.num_heads,
-        source_grid=args.source_grid,
+        source_grid=args.source_grid, overwrite=args.overwrite,
     )
     print(
         f"{args.input} -> {args.output}: {model.name}, "
@@ -260,6 +260,10 @@ def build_parser():
         metavar=("ROWS", "COLS"),
         help="the patch grid of the checkpoint's position embeddings, if "
              "not square (the formats record none; releases are square)",
+    )
+    convert.add_argument(
+        "--overwrite", action="store_true",
+        help="replace an existing file at --output (never the input)",
     )
     convert.set_defaults(run=_convert)
 

@@ -88,7 +88,8 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     return vit
 
 
-def convert(input_path, output_path, model=None, num_heads=None, source_grid=None):
+def convert(input_path, output_path, model=None, num_heads=None, source_grid=None,
+            overwrite=False):
     """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
 
     The output is written to a temporary file next to `output_path` and
@@ -105,11 +106,17 @@ def convert(input_path, output_path, model=None, num_heads=None, source_grid=Non
         source_grid: `(rows, cols)`, the patch grid of a checkpoint's 1D
             position embeddings where it is not square (the formats record
             none; their releases are square). Defaults to `None`.
+        overwrite: bool, whether to replace an existing file at
+            `output_path` (a converted checkpoint cannot be told from a
+            trained model, so none is replaced unless asked). The input is
+            never replaced. Defaults to `False`.
 
     Returns:
         The converted `keras_vit.ViT`.
     """
-    output_path = files.check_output_path(output_path, "output")
+    output_path = files.check_output_path(
+        output_path, "output", inputs=(input_path,), overwrite=overwrite
+    )
     if not output_path.endswith((".weights.h5", ".keras")):
         raise ValueError(
             "The output must end in .weights.h5 or .keras. Received: "

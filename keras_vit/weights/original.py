@@ -277,7 +277,7 @@ def to_original(model):
     return out
 
 
-def save_npz(model, path):
+def save_npz(model, path, overwrite=True):
     """Writes a `keras_vit.ViT` as an original-layout `.npz` checkpoint.
 
     The file loads back into keras_vit (`weights=path`), and into any tool
@@ -290,8 +290,10 @@ def save_npz(model, path):
             on a square patch grid if learned (the layout records no grid:
             its readers take it to be square).
         path: the `.npz` file to write; its folder must exist.
+        overwrite: bool, whether an existing file at `path` may be
+            replaced, as in Keras's `save_weights`. Defaults to `True`.
     """
-    path = files.check_output_path(path, "path")
+    path = files.check_output_path(path, "path", overwrite=overwrite)
     if not path.endswith(".npz"):
         raise ValueError(f"The path must end in .npz. Received: path={path!r}")
     arrays = to_original(model)

@@ -105,10 +105,12 @@ LAYERS = {
                 ({"patch_size": 4, "flatten": False}, (2, 8, 8, 3), (2, 2, 2, 48))],
     "PatchEncoder": [({"hidden_dim": 8}, (2, 4, 12), (2, 5, 8)),
                      ({"hidden_dim": 8}, (2, 2, 2, 12), (2, 5, 8)),
+                     # 2D embeddings of a flat sequence need its grid.
                      ({"hidden_dim": 8, "position_embedding": "learned2d",
-                       "class_token": False}, (2, 4, 12), (2, 4, 8)),
-                     ({"hidden_dim": 8, "position_embedding": "sincos2d"},
-                      (2, 4, 12), (2, 5, 8))],
+                       "class_token": False, "grid_size": (2, 2)},
+                      (2, 4, 12), (2, 4, 8)),
+                     ({"hidden_dim": 8, "position_embedding": "sincos2d",
+                       "grid_size": (2, 2)}, (2, 4, 12), (2, 5, 8))],
     "TransformerBlock": [({"num_heads": 2, "mlp_dim": 8}, (2, 5, 8), (2, 5, 8)),
                          ({"num_heads": 2, "mlp_dim": 8, "dropout_rate": 0.1,
                            "attention_dropout_rate": 0.1, "drop_path_rate": 0.1},
@@ -197,7 +199,7 @@ def test_traces_with_unknown_batch_and_token_counts(name, kwargs, shape, out_sha
     # Built on unknown dims too (symbolically), its output shape is the
     # layer's compute_output_shape.
     fresh = getattr(L, name)(**kwargs)
-    if name == "PatchEncoder" and kwargs.get("position_embedding") != "sincos2d":
+    if name == "PatchEncoder" and "grid_size" not in kwargs:
         fresh = L.PatchEncoder(**kwargs, grid_size=(2, 2))  # learned: needs the grid
     symbolic = fresh(keras.Input(batch_shape=_unknown(shape)))
     assert tuple(symbolic.shape) == tuple(fresh.compute_output_shape(_unknown(shape)))

@@ -7,6 +7,7 @@ import pytest
 import keras_vit
 from keras_vit import cli
 from keras_vit import variants
+from keras_vit.weights.convert import convert as convert_checkpoint
 from tests.weights.test_golden_parity import TINY
 from tests.weights.test_golden_parity import expected
 from tests.weights.test_golden_parity import golden
@@ -146,8 +147,29 @@ def test_convert_takes_the_grid_of_a_non_square_checkpoint(tmp_path, capsys, tin
     np.testing.assert_array_equal(
         model.get_layer("patch_encoder").pos_embedding.numpy(),
         arrays["Transformer/posembed_input/pos_embedding"])
-    assert cli.main(["convert", source, "--output", output, "--source-grid", "3", "3"]) == 2
+    assert cli.main(["convert", source, "--output", output, "--source-grid", "3", "3",
+                     "--overwrite"]) == 2
     assert "Received: source_grid=(3, 3)" in capsys.readouterr().err
+
+
+def test_an_existing_output_is_replaced_only_when_asked(tmp_path, capsys, tiny_variant):
+    # A converted .keras cannot be told from a trained one: replacing it
+    # unasked could destroy a trained model.
+    output = tmp_path / "model.keras"
+    output.write_bytes(b"a trained model")
+    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(output)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert output.read_bytes() == b"a trained model"
+    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(output),
+                     "--overwrite"]) == 0
+    assert keras.saving.load_model(str(output), safe_mode=True).count_params() > 0
+    # The input is never the output, overwrite or not.
+    source = tmp_path / "vit.npz"
+    source.write_bytes(open(golden("vit_token.npz"), "rb").read())
+    before = source.read_bytes()
+    with pytest.raises(ValueError, match="is an input"):
+        convert_checkpoint(str(source), str(source), overwrite=True)
+    assert source.read_bytes() == before
 
 
 def test_outputs_that_name_a_folder_are_refused(tmp_path, capsys, tiny_variant):
