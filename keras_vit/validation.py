@@ -20,6 +20,20 @@ def positive_int(name, value):
     return int(value)
 
 
+def non_negative_int(name, value):
+    """Returns `value` as an `int`, or raises if it is not an integer >= 0
+    (a seed, a count that may be zero)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < 0
+    ):
+        raise ValueError(
+            f"`{name}` must be an integer >= 0. Received: {name}={value!r}"
+        )
+    return int(value)
+
+
 def optional_positive_int(name, value):
     """Like `positive_int`, but `None` passes through."""
     return None if value is None else positive_int(name, value)
@@ -55,11 +69,11 @@ def fraction(name, value, zero=True):
 
 
 def positive_float(name, value):
-    """Returns `value` as a `float` > 0, or raises."""
+    """Returns `value` as a finite `float` > 0, or raises."""
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Real)
-        or not value > 0
+        or not 0 < value < float("inf")
     ):
         raise ValueError(
             f"`{name}` must be a positive number. Received: {name}={value!r}"

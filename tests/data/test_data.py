@@ -62,6 +62,36 @@ def test_repeat_makes_whole_epochs():
     np.testing.assert_array_equal(got[2], labels[:4])
 
 
+@pytest.mark.parametrize("fixed_size", [True, False])
+def test_a_stream_started_at_an_epoch_is_that_epoch_of_the_whole_stream(fixed_size):
+    # What a resumed run relies on: every random choice (shuffle order, crop,
+    # flip, RandAugment, MixUp / CutMix) is a function of the seed, the epoch
+    # and the position in it, not of what the process drew before. (The
+    # stream used to restart at epoch 1's draws.)
+    ds, images, labels = _examples(n=24, channels=3)
+    if not fixed_size:
+        ds = tf.data.Dataset.from_generator(
+            lambda: zip(images, labels),
+            output_signature=(tf.TensorSpec((None, None, 3), tf.uint8),
+                              tf.TensorSpec((), tf.int64)))
+    aug = data.Augmentation(rand_augment=2, mixup=0.4, cutmix=1.0)
+
+    def epochs(initial_epoch, count, seed=5):
+        pipe = data.train_pipeline(
+            ds, 3, (8, 8), 8, augmentation=aug, seed=seed, deterministic=True,
+            repeat=True, num_examples=24, initial_epoch=initial_epoch)
+        batches = [np.concatenate([x.numpy().ravel(), y.numpy().ravel()])
+                   for x, y in pipe.take(3 * count)]
+        return [np.concatenate(batches[3 * i:3 * i + 3]) for i in range(count)]
+
+    whole = epochs(0, 3)
+    np.testing.assert_array_equal(epochs(2, 1)[0], whole[2])
+    np.testing.assert_array_equal(epochs(1, 2)[1], whole[2])
+    np.testing.assert_array_equal(epochs(0, 1)[0], whole[0])  # built again
+    assert not np.array_equal(whole[0], whole[1])
+    assert not np.array_equal(epochs(0, 1, seed=6)[0], whole[0])
+
+
 def test_mixup_and_cutmix_keep_labels_normalised():
     ds, _, _ = _examples(n=16)
     aug = data.Augmentation(mixup=0.4, cutmix=1.0)
