@@ -1,14 +1,17 @@
-"""What a writer killed mid-write left is cleaned up."""
+"""A run folder has one writer, and what a killed writer left is cleaned up."""
 
 import os
 import signal
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
 from keras_vit import files
+from tests.training.test_train import REPO
 from tests.training.test_train import _run
+from tests.training.test_train import tiny_config
 
 
 def _dead_pid():
@@ -82,3 +85,70 @@ def test_a_folder_writer_killed_between_its_renames_is_completed(tmp_path, monke
     files.write_text(str(tmp_path / "other.txt"), "x")
     assert (target / "v").read_text() == "new"
     assert sorted(os.listdir(tmp_path)) == ["other.txt", "saved_model"]
+
+
+#: A run that holds its folder: it stops at its first epoch until killed.
+HOLD = """
+    import sys, time
+    import keras
+    from keras_vit.training import TrainConfig, train
+    from tests.training.test_train import TINY
+
+    class Hold(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            print("training", flush=True)
+            time.sleep(600)
+
+    train(TrainConfig(**{{**TINY, "output": {output!r}, "epochs": 1}}), callbacks=[Hold()])
+"""
+
+
+@pytest.mark.slow
+def test_a_second_run_into_a_folder_is_refused_while_the_first_runs(tmp_path):
+    # Two runs started into one folder raced (both resume the same backup
+    # and write the same files) and the second one crashed.
+    from keras_vit.training import train
+
+    config = tiny_config(tmp_path, epochs=1)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO}
+    first = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(HOLD.format(output=config.output))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        assert first.stdout.readline() == "training\n", first.stderr.read()[-3000:]
+        with pytest.raises(ValueError, match=f"Another run is writing into the output "
+                                             f"folder \\(process {first.pid} on .*output="):
+            train(config)
+    finally:
+        first.kill()  # SIGKILL: the lock goes with the process
+        first.communicate()
+    # A killed run leaves no stale lock, and what it was writing goes.
+    backup = os.path.join(config.output, "backup")
+    os.makedirs(backup, exist_ok=True)
+    left = os.path.join(backup, _leftover(backup, "epoch-0001.weights.h5", first.pid))
+    open(left, "wb").write(b"partial")
+    result = train(config)
+    assert result.initial_epoch == 0 and len(result.history["loss"]) == 1
+    assert not os.path.exists(left)
+
+
+@pytest.mark.slow
+def test_the_log_holds_the_epochs_of_the_backup_once(tmp_path):
+    # The CSV logger ran after the backup (a kill between them lost the
+    # epoch's row for good) and appended on resuming (a row written before
+    # a kill was repeated).
+    from keras_vit.training import train
+
+    first = train(tiny_config(tmp_path, epochs=1))
+    log = os.path.join(first.output, "log.csv")
+    header, row = open(log).read().splitlines()
+    assert header == "epoch,accuracy,loss"
+    assert row.startswith("0,")
+    open(log, "w").write(header + "\n")  # killed after the backup: no row
+    resumed = train(tiny_config(tmp_path, epochs=2))
+    lines = open(log).read().splitlines()
+    assert lines[:2] == [header, row] and len(lines) == 3 and lines[2].startswith("1,")
+    assert lines[2].split(",")[2] == repr(resumed.history["loss"][1])
+    open(log, "a").write(lines[2] + "\n")  # a row of an epoch to be redone
+    train(tiny_config(tmp_path, epochs=2))
+    assert open(log).read().splitlines() == lines
