@@ -9,6 +9,7 @@ import sys
 import threading
 
 from keras_vit.data.datasets import NOT_AN_IMAGE
+from keras_vit.data.datasets import NOT_DECODABLE
 from keras_vit.version import __version__
 
 
@@ -423,21 +424,23 @@ def main(argv=None):
         print(f"keras-vit: error: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # noqa: BLE001 - only the one below is caught
-        path = _not_an_image(error)
-        if path is None:
+        found = _not_an_image(error)
+        if found is None:
             raise
-        print(f"keras-vit: error: {NOT_AN_IMAGE} {path}", file=sys.stderr)
+        print(f"keras-vit: error: {found[0]} {found[1]}", file=sys.stderr)
         return 2
     return 0
 
 
 def _not_an_image(error):
-    """The file named by `keras_vit.data.read_image`'s check in a
-    TensorFlow error raised from a `tf.data` pipeline, or `None`."""
+    """`(message, path)` of the file that `keras_vit.data`'s image reader
+    refused (`read_image`, `read_images`) in a TensorFlow error raised from a
+    `tf.data` pipeline, or `None`."""
+    messages = "|".join(re.escape(m) for m in (NOT_AN_IMAGE, NOT_DECODABLE))
     found = re.search(
-        r"assertion failed: \[" + re.escape(NOT_AN_IMAGE) + r"\] \[(.*?)\]\n", str(error) + "\n"
+        r"assertion failed: \[(" + messages + r")\] \[(.*?)\]\n", str(error) + "\n"
     )
-    return None if found is None else found.group(1)
+    return None if found is None else (found.group(1), found.group(2))
 
 
 class _Terminated(SystemExit):

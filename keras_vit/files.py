@@ -10,8 +10,11 @@ write (unless asked), and only into a folder that can be written.
 
 import contextlib
 import os
+import re
 import shutil
+import socket
 import tempfile
+import zlib
 
 
 def check_output_path(path, name="output", directory=False, inputs=(),
@@ -155,9 +158,83 @@ def _umask():
     return mask
 
 
+#: This machine, in the names of temporary files (a hash: any host name
+#: fits in a file name).
+_HOST = f"{zlib.crc32(socket.gethostname().encode()):08x}"
+#: The name of a temporary file or folder of `atomic_file` /
+#: `atomic_directory`: `.TARGET.tmp-HOST-PID-RANDOM{suffix}`, the writer's
+#: machine and process in it, so that what a killed writer left is known.
+_TEMPORARY = re.compile(
+    r"^\.(?P<target>.+)\.tmp-(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-"
+    r"(?P<random>[a-z0-9_]{8})(?P<suffix>.*)$"
+)
+
+
 def _temporary_name(path):
     parent, base = os.path.split(os.path.abspath(path))
-    return parent, f".{base}."
+    return parent, f".{base}.tmp-{_HOST}-{os.getpid()}-"
+
+
+def _writer_is_gone(host, pid):
+    """Whether the process that made a temporary file no longer runs: only
+    for this machine's processes, and never for a live or unknown one."""
+    if host != _HOST or pid == os.getpid() or os.name == "nt":
+        # (On Windows, os.kill would end the process, not test it.)
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+def remove_leftovers(folder):
+    """Removes from `folder` the temporary files and folders of
+    `atomic_file` / `atomic_directory` whose writer was killed (SIGKILL, a
+    power cut: no cleanup ran), where that writer ran on this machine.
+
+    A writer of `atomic_directory` killed between moving the old folder
+    aside and the new one into place left the target missing and the new
+    folder complete: it is moved into place. Every atomic write calls this
+    for its folder first; returns the names removed.
+    """
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    gone = {}
+    for name in names:
+        found = _TEMPORARY.match(name)
+        if found and _writer_is_gone(found["host"], int(found["pid"])):
+            gone.setdefault((found["target"], found["pid"]), []).append(
+                (found["suffix"], name)
+            )
+    removed = []
+    for (target, _), entries in gone.items():
+        target = os.path.join(folder, target)
+        suffixes = {suffix: os.path.join(folder, name) for suffix, name in entries}
+        old, new = suffixes.get(".old"), suffixes.get(".tmp")
+        if old and os.path.isdir(os.path.join(old, "previous")) and not os.path.exists(target):
+            # Killed between its two renames: the new folder was complete
+            # (the old one is moved aside only then); else keep the old.
+            keep = new if new and os.path.isdir(new) else os.path.join(old, "previous")
+            with contextlib.suppress(OSError):
+                os.replace(keep, target)
+        for _, name in entries:
+            if os.path.lexists(os.path.join(folder, name)):
+                _remove(os.path.join(folder, name))
+                removed.append(name)
+    return removed
 
 
 @contextlib.contextmanager
@@ -165,7 +242,9 @@ def atomic_file(path, suffix=".tmp"):
     """Yields a temporary path next to `path`; moves it there on success.
 
     If the body raises, the temporary file is removed and `path` is left as
-    it was.
+    it was. The temporary file's name says which process writes it
+    (`.NAME.tmp-HOST-PID-RANDOM{suffix}`): one left by a killed writer is
+    removed by the next atomic write into the folder (`remove_leftovers`).
 
     Args:
         path: the file to write.
@@ -178,6 +257,7 @@ def atomic_file(path, suffix=".tmp"):
     ...     open(tmp, "wb").write(data)
     """
     parent, prefix = _temporary_name(path)
+    remove_leftovers(parent)
     handle, tmp = tempfile.mkstemp(dir=parent, prefix=prefix, suffix=suffix)
     os.close(handle)
     try:
@@ -197,10 +277,14 @@ def atomic_directory(path):
 
     An existing folder at `path` is replaced only once the new one is
     complete. If the body raises, the temporary folder is removed and `path`
-    is left as it was.
+    is left as it was; what a killed writer left is cleaned up (or, if it
+    was killed between its two renames, completed) by the next atomic write
+    into the folder (`remove_leftovers`).
     """
     parent, prefix = _temporary_name(path)
+    remove_leftovers(parent)
     tmp = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=".tmp")
+    old = None
     try:
         yield tmp
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private (0700)
@@ -208,12 +292,18 @@ def atomic_directory(path):
             old = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=".old")
             os.replace(path, os.path.join(old, "previous"))
             os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
     except BaseException:
+        if old is not None and not os.path.exists(path):
+            # Stopped between the two renames: put the old folder back.
+            with contextlib.suppress(OSError):
+                os.replace(os.path.join(old, "previous"), path)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def write_text(path, text):

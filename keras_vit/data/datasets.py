@@ -42,6 +42,9 @@ DEBIAN_FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp")
 #: The message of `read_image`'s check, followed by the file's path.
 NOT_AN_IMAGE = "Not a JPEG, PNG, GIF, BMP or WebP image:"
+#: The message of `read_images` for a file that starts like an image but
+#: does not decode, followed by the file's path.
+NOT_DECODABLE = "An image that does not decode (cut short or corrupt):"
 #: The first bytes of each format `tf.io.decode_image` reads, at an offset
 #: (WebP is a RIFF file whose type, at byte 8, is "WEBP").
 IMAGE_SIGNATURES = (
@@ -205,32 +208,78 @@ def images_under(folder):
     ]
 
 
+def _known_format(contents):
+    """Whether `contents` (a scalar string tensor) starts like an image."""
+    import tensorflow as tf
+
+    # Padded, so that a file shorter than a signature's end compares unequal
+    # (`substr` fails on a position past the end of its string).
+    head = tf.strings.join([tf.strings.substr(contents, 0, 12), b"\x00" * 12])
+    return tf.reduce_any([
+        tf.equal(tf.strings.substr(head, offset, len(signature)), signature)
+        for offset, signature in IMAGE_SIGNATURES
+    ])
+
+
 def read_image(path):
     """Reads and decodes an image file as `uint8 (H, W, 3)`, in a graph.
 
     A file that is not an image of a known format (an HTML error page saved
     as `.jpg`, an empty file from a failed download) fails with an error
     that names the file: `tf.io.decode_image`'s own says only "Unknown
-    image file format", deep in a training run.
+    image file format", deep in a training run. (A file that starts like an
+    image but does not decode, truncated or corrupt, fails unnamed here:
+    `read_images` names it.)
     """
     import tensorflow as tf
 
     contents = tf.io.read_file(path)
-    # Padded, so that a file shorter than a signature's end compares unequal
-    # (`substr` fails on a position past the end of its string).
-    head = tf.strings.join([tf.strings.substr(contents, 0, 12), b"\x00" * 12])
-    known = tf.reduce_any([
-        tf.equal(tf.strings.substr(head, offset, len(signature)), signature)
-        for offset, signature in IMAGE_SIGNATURES
-    ])
-    check = tf.debugging.Assert(known, [NOT_AN_IMAGE, path], summarize=1)
+    check = tf.debugging.Assert(_known_format(contents), [NOT_AN_IMAGE, path], summarize=1)
     with tf.control_dependencies([check]):
         return tf.io.decode_image(contents, channels=3, expand_animations=False)
 
 
-def _from_folder(name, folder, labels=True):
+def _refuse_image(path):
+    """Fails, naming `path` and why it is no image (`read_images`)."""
     import tensorflow as tf
 
+    known = _known_format(tf.io.read_file(path))
+    message = tf.where(known, NOT_DECODABLE, NOT_AN_IMAGE)
+    check = tf.debugging.Assert(False, [message, path], summarize=1)
+    with tf.control_dependencies([check]):
+        return tf.zeros([0, 0, 3], tf.uint8)
+
+
+def read_images(paths, labels):
+    """A `tf.data.Dataset` of `(uint8 (H, W, 3) image, label)` read from
+    image files, in order (`read_image`'s images).
+
+    A file that is not an image, or that starts like one but does not decode
+    (a JPEG or PNG cut short by a failed copy, a corrupt one), stops the
+    pipeline where it is read with an error naming it and why (`NOT_AN_IMAGE`
+    or `NOT_DECODABLE`, then the path: "assertion failed: [message]
+    [path]"), which the `keras-vit` command prints as one line. TensorFlow's
+    own decoding error names no file, and cannot be caught in a graph: each
+    file is decoded in a one-element dataset of its own whose errors are
+    dropped, then the file is refused by name if that left nothing.
+
+    Args:
+        paths: the image files (a sequence or 1-D string array).
+        labels: an int64 label per file.
+    """
+    import tensorflow as tf
+
+    def one(path, label):
+        decoded = tf.data.Dataset.from_tensors(path).map(read_image).ignore_errors()
+        refused = tf.data.Dataset.from_tensors(path).map(_refuse_image)
+        return decoded.concatenate(refused).take(1).map(lambda image: (image, label))
+
+    return tf.data.Dataset.from_tensor_slices((paths, labels)).interleave(
+        one, block_length=1, num_parallel_calls=tf.data.AUTOTUNE
+    )
+
+
+def _from_folder(name, folder, labels=True):
     if not os.path.isdir(folder):
         raise ValueError(
             f"The image folder does not exist. Received: dataset={name!r}"
@@ -264,10 +313,7 @@ def _from_folder(name, folder, labels=True):
     labels = np.asarray(indices, "int64")
 
     def select(chosen):
-        return tf.data.Dataset.from_tensor_slices((paths[chosen], labels[chosen])).map(
-            lambda path, label: (read_image(path), label),
-            num_parallel_calls=tf.data.AUTOTUNE,
-        )
+        return read_images(paths[chosen], labels[chosen])
 
     return Dataset(
         name=name,

@@ -7,6 +7,7 @@ one-hot float32 labels (so MixUp / CutMix and label smoothing apply).
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -48,15 +49,22 @@ class Augmentation:
                 "`rand_augment` must be a number of operations >= 0. "
                 f"Received: rand_augment={self.rand_augment!r}"
             )
+        validation.fraction("rand_augment_magnitude", self.rand_augment_magnitude)
         for name in ("mixup", "cutmix"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not 0 <= value < float("inf")):
                 raise ValueError(
-                    f"`{name}` must be an alpha >= 0 (0 = off). "
+                    f"`{name}` must be a finite alpha >= 0 (0 = off). "
                     f"Received: {name}={value!r}"
                 )
-        low, high = self.crop_area
-        if not 0 < low <= high <= 1:
+        area = self.crop_area
+        if (
+            not isinstance(area, (tuple, list))
+            or len(area) != 2
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in area)
+            or not 0 < area[0] <= area[1] <= 1
+        ):
             raise ValueError(
                 "`crop_area` must be (min, max) with 0 < min <= max <= 1. "
                 f"Received: crop_area={self.crop_area!r}"
@@ -106,12 +114,17 @@ def _inception_crop(image, image_size, area, seed):
     return _resize(crop, image_size)
 
 
-def _augment_batch(example, seeds, aug, image_size, num_classes):
+def _augment_batch(positions, example, seed, aug, image_size, num_classes):
     """The training augmentation for a batch of same-sized images.
 
     The Inception crop is sampled per image (area and log-aspect-ratio
     uniform, position uniform) and applied to the whole batch at once with
-    `tf.image.crop_and_resize`.
+    `tf.image.crop_and_resize`. `positions` are the batch's examples'
+    places in the stream (`_example_seed`); the batch's seed is its first
+    example's.
+
+    Returns:
+        `(images, one-hot labels, the batch's seed)`.
     """
     import math
 
@@ -123,9 +136,9 @@ def _augment_batch(example, seeds, aug, image_size, num_classes):
         images = tf.image.grayscale_to_rgb(images)
     images = images[..., :3]
     batch = tf.shape(images)[0]
-    seed = seeds[0]
+    seed = _example_seed(seed, positions[0])
     if aug.random_resized_crop:
-        uniform = tf.random.stateless_uniform([batch, 4], seed=seed)
+        uniform = tf.random.stateless_uniform([batch, 4], seed=_fold(seed, _CROP))
         low, high = aug.crop_area
         area = low + (high - low) * uniform[:, 0]
         log_ratio = math.log(3 / 4) + math.log(16 / 9) * uniform[:, 1]
@@ -141,9 +154,92 @@ def _augment_batch(example, seeds, aug, image_size, num_classes):
     elif tuple(images.shape[1:3]) != tuple(image_size):
         images = tf.image.resize(images, image_size, antialias=True)
     if aug.flip:
-        flip = tf.random.stateless_uniform([batch, 1, 1, 1], seed=seed + 1) < 0.5
+        flip = tf.random.stateless_uniform([batch, 1, 1, 1], seed=_fold(seed, _FLIP)) < 0.5
         images = tf.where(flip, tf.reverse(images, axis=[2]), images)
-    return images, tf.one_hot(labels, num_classes)
+    return images, tf.one_hot(labels, num_classes), seed
+
+
+@functools.lru_cache(maxsize=None)
+def _keyed_seeds_class():
+    # Defined on first use: importing keras_vit.data imports no Keras.
+    import keras
+
+    class KeyedSeeds(keras.random.SeedGenerator):
+        """The seeds of a Keras preprocessing layer, drawn from a key set
+        at each call instead of from a variable.
+
+        Keras's RandAugment, MixUp and CutMix draw their randomness from a
+        `SeedGenerator` whose state is a variable: it restarts with the
+        process (a resumed run would replay the first epoch's draws) and
+        parallel `tf.data` calls race on it. Here the n-th draw of a call is
+        `stateless_fold_in(key, n)`, the key being the batch's (or image's)
+        own seed: a batch is augmented the same way in any run, on any
+        thread, in any order.
+        """
+
+        def __init__(self):  # pylint: disable=super-init-not-called
+            # No state variable: nothing to restore, nothing to race on.
+            self.name = "keyed_seeds"
+            self.key = None
+            self.draws = 0
+
+        def next(self, ordered=True):
+            self.draws += 1
+            return _fold(self.key, self.draws)
+
+    return KeyedSeeds
+
+
+def _keyed(layer):
+    """`layer` (a Keras preprocessing layer) as a function of
+    `(inputs, key)` whose random draws depend on `key` alone."""
+    seeds = _keyed_seeds_class()()
+    # Set past Keras's attribute tracking (which would list it among the
+    # layer's state variables), for both of Keras's look-ups
+    # (`DataLayer._get_seed_generator`).
+    object.__setattr__(layer, "generator", seeds)
+    object.__setattr__(layer, "_backend_generators", {"tensorflow": seeds})
+
+    def call(inputs, key):
+        seeds.key, seeds.draws = key, 0
+        return layer(inputs)
+
+    return call
+
+
+#: Where each use of a batch's or image's seed folds in (so that no two
+#: uses draw the same numbers).
+_CROP, _FLIP, _RAND_AUGMENT, _MIXUP, _CUTMIX, _CHOICE = range(1, 7)
+#: The first halves of the keys of the examples' seeds and of the shuffle
+#: seeds of a run (the second half is the run's seed).
+_EXAMPLE_KEY, _SHUFFLE_KEY = 0x5EED, 0x5EEE
+#: Example `i` of epoch `e` is at position `e * _EPOCH_STRIDE + i` of the
+#: stream: unique for any epoch size.
+_EPOCH_STRIDE = 2**40
+
+
+def _fold(key, data):
+    import tensorflow as tf
+
+    return tf.random.experimental.stateless_fold_in(key, tf.cast(data, "int64"))
+
+
+def _example_seed(seed, position):
+    """The stateless seed pair of the example at `position` of the stream
+    of a run seeded with `seed`."""
+    import tensorflow as tf
+
+    return _fold(tf.constant([_EXAMPLE_KEY, seed], "int64"), position)
+
+
+def _shuffle_seed(seed, epoch):
+    """The shuffle seed (an int64 scalar) of epoch `epoch`."""
+    import tensorflow as tf
+
+    key = _fold(tf.constant([_SHUFFLE_KEY, seed], "int64"), epoch)
+    return tf.random.stateless_uniform(
+        [], seed=key, minval=1, maxval=2**31 - 1, dtype="int64"
+    )
 
 
 def train_pipeline(
@@ -158,8 +254,15 @@ def train_pipeline(
     deterministic=False,
     repeat=False,
     num_examples=None,
+    initial_epoch=0,
 ):
     """Batches of augmented training images and one-hot labels.
+
+    Every random choice, the shuffle order included, is a function of
+    `(seed, epoch, position in the epoch)`, so the epochs of a stream that
+    starts at `initial_epoch` are exactly those of one that started at 0:
+    a resumed run (`keras_vit.training.train`) trains on what the
+    uninterrupted one would have.
 
     Args:
         dataset: `tf.data.Dataset` of `(image, label)` (see
@@ -171,12 +274,16 @@ def train_pipeline(
         augmentation: an `Augmentation`. Defaults to `Augmentation()`.
         shuffle: bool, whether to shuffle each epoch. Defaults to `True`.
         shuffle_buffer: int, the shuffle buffer. Defaults to `10_000`.
-        seed: int, seeds the shuffle and every random augmentation.
+        seed: int >= 0, seeds the shuffle and every random augmentation.
         deterministic: bool, whether the output order must not depend on
             thread timing (slower). Defaults to `False`.
-        repeat: bool, whether to repeat forever. Defaults to `False`.
+        repeat: bool, whether to repeat forever, one epoch after another.
+            Without it the dataset is one epoch, reshuffled each time it is
+            iterated. Defaults to `False`.
         num_examples: int, the dataset's size; with `repeat`, each pass is
             cut to whole batches. Defaults to `None`.
+        initial_epoch: int >= 0, the (0-based) epoch the stream starts
+            at. Defaults to `0`.
 
     Returns:
         A `tf.data.Dataset` of `(images, labels)`: float32
@@ -188,31 +295,66 @@ def train_pipeline(
     aug = augmentation or Augmentation()
     image_size = validation.size_2d("image_size", image_size)
     batch_size = validation.positive_int("batch_size", batch_size)
+    seed = validation.non_negative_int("seed", seed)
+    initial_epoch = validation.non_negative_int("initial_epoch", initial_epoch)
     options = tf.data.Options()
     options.deterministic = bool(deterministic)
-    ds = dataset.with_options(options)
-    if shuffle:
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        if num_examples is not None:
-            # Whole batches only, so every pass over the data is exactly one
-            # epoch and a resumed run starts its epochs where they began.
-            ds = ds.take(num_examples // batch_size * batch_size)
-        ds = ds.repeat()
-    # One stateless seed pair per example, continuing across epochs, so
-    # augmentation is reproducible from the seed and differs every epoch.
-    ds = tf.data.Dataset.zip((ds, tf.data.Dataset.random(seed=seed).batch(2)))
+    source = dataset.with_options(options)
 
-    def augment(example, pair):
+    def with_positions(ds, epoch):
+        # Each example's seed is a function of its position (epoch and
+        # place in it), which is all that is attached here (`enumerate` is
+        # cheap; the seeds are made in the parallel maps).
+        return ds.enumerate(start=epoch * _EPOCH_STRIDE)
+
+    if repeat:
+
+        def epoch_of(epoch):
+            ds = source
+            if shuffle:
+                # A graph-level seed, so that the shuffle's seeds are
+                # (1, f(seed, epoch)) whatever the global seed is (a tensor
+                # seed under a global seed of 0 fails in TensorFlow).
+                tf.random.set_seed(1)
+                ds = ds.shuffle(shuffle_buffer, seed=_shuffle_seed(seed, epoch),
+                                reshuffle_each_iteration=False)
+            if num_examples is not None:
+                # Whole batches only, so every pass over the data is exactly
+                # one epoch and a resumed run starts its epochs where they
+                # began.
+                ds = ds.take(num_examples // batch_size * batch_size)
+            return with_positions(ds, epoch)
+
+        ds = tf.data.Dataset.counter(initial_epoch).flat_map(epoch_of)
+    else:
+        ds = source
+        if shuffle:
+            first = int(_shuffle_seed(seed, initial_epoch))
+            ds = ds.shuffle(shuffle_buffer, seed=first, reshuffle_each_iteration=True)
+        ds = with_positions(ds, initial_epoch)
+
+    def augment(position, example):
+        pair = _example_seed(seed, position)
         image, label = example
         image = _to_rgb(image)
         if aug.random_resized_crop:
-            image = _inception_crop(image, image_size, aug.crop_area, pair)
+            image = _inception_crop(image, image_size, aug.crop_area, _fold(pair, _CROP))
         else:
             image = _resize(image, image_size)
         if aug.flip:
-            image = tf.image.stateless_random_flip_left_right(image, pair + 1)
-        return image, tf.one_hot(label, num_classes)
+            image = tf.image.stateless_random_flip_left_right(image, _fold(pair, _FLIP))
+        return image, tf.one_hot(label, num_classes), pair
+
+    rand_augment = None
+    if aug.rand_augment:
+        keyed_rand_augment = _keyed(keras.layers.RandAugment(
+            value_range=(0, 255),
+            num_ops=aug.rand_augment,
+            factor=aug.rand_augment_magnitude,
+        ))
+
+        def rand_augment(x, key):
+            return keyed_rand_augment(x, _fold(key, _RAND_AUGMENT))
 
     fixed_size = dataset.element_spec[0].shape.is_fully_defined()
     if fixed_size:
@@ -221,46 +363,50 @@ def train_pipeline(
         # faster than per-image maps on a small CPU.
         ds = ds.batch(batch_size, drop_remainder=True)
         ds = ds.map(
-            lambda example, seeds: _augment_batch(
-                example, seeds, aug, image_size, num_classes
+            lambda positions, example: _augment_batch(
+                positions, example, seed, aug, image_size, num_classes
             ),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
+        if rand_augment is not None:
+            ds = ds.map(
+                lambda x, y, batch_seed: (rand_augment(x, batch_seed), y, batch_seed),
+                num_parallel_calls=tf.data.AUTOTUNE,
+            )
     else:
         ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
-    if aug.rand_augment:
-        rand_augment = keras.layers.RandAugment(
-            value_range=(0, 255),
-            num_ops=aug.rand_augment,
-            factor=aug.rand_augment_magnitude,
-            seed=seed,
-        )
-        ds = ds.map(
-            lambda x, y: (rand_augment(x), y),
-            num_parallel_calls=tf.data.AUTOTUNE,
-        )
-    if not fixed_size:
+        if rand_augment is not None:
+            ds = ds.map(
+                lambda x, y, pair: (rand_augment(x, pair), y, pair),
+                num_parallel_calls=tf.data.AUTOTUNE,
+            )
         ds = ds.batch(batch_size, drop_remainder=True)
     mixers = []
     if aug.mixup:
-        mixers.append(keras.layers.MixUp(alpha=aug.mixup, seed=seed))
+        mixers.append((keras.layers.MixUp(alpha=aug.mixup), _MIXUP))
     if aug.cutmix:
-        mixers.append(keras.layers.CutMix(factor=aug.cutmix, seed=seed))
+        mixers.append((keras.layers.CutMix(factor=aug.cutmix), _CUTMIX))
     if mixers:
+        mixers = [(_keyed(layer), where) for layer, where in mixers]
 
-        def mix(images, labels):
+        def mix(images, labels, seeds):
+            # The batch's seed (per image: its first image's).
+            key = seeds if fixed_size else seeds[0]
             data = {"images": images, "labels": labels}
-            if len(mixers) == 1:
-                data = mixers[0](data)
+            calls = [lambda data, m=m, w=w: m(data, _fold(key, w)) for m, w in mixers]
+            if len(calls) == 1:
+                data = calls[0](data)
             else:  # half the batches each, as timm does with both on
                 data = tf.cond(
-                    tf.random.uniform([]) < 0.5,
-                    lambda: mixers[0](data),
-                    lambda: mixers[1](data),
+                    tf.random.stateless_uniform([], seed=_fold(key, _CHOICE)) < 0.5,
+                    lambda: calls[0](data),
+                    lambda: calls[1](data),
                 )
             return data["images"], data["labels"]
 
         ds = ds.map(mix, num_parallel_calls=tf.data.AUTOTUNE)
+    else:
+        ds = ds.map(lambda images, labels, seeds: (images, labels))
     return ds.prefetch(tf.data.AUTOTUNE)
 
 

@@ -148,11 +148,10 @@ def make_optimizer(
     if clipnorm is not None:
         clipnorm = validation.positive_float("clipnorm", clipnorm)
     if name == "sgd":
+        momentum = validation.rate("momentum", momentum)
         return SGD(schedule, momentum=momentum, global_clipnorm=clipnorm)
-    if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or weight_decay < 0:
-        raise ValueError(
-            f"`weight_decay` must be >= 0. Received: weight_decay={weight_decay!r}"
-        )
+    # A NaN here trained into NaN losses (and advice to lower the rate).
+    weight_decay = validation.non_negative_float("weight_decay", weight_decay)
     optimizer = AdamW(
         schedule,
         weight_decay=weight_decay,

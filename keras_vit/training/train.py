@@ -12,8 +12,10 @@ import dataclasses
 import json
 import os
 import shutil
+import socket
 import tempfile
 
+from keras_vit import files
 from keras_vit import validation
 from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
@@ -100,7 +102,10 @@ class TrainConfig:
     def augmentation(self):
         return data_pipeline.Augmentation(
             random_resized_crop=self.random_resized_crop,
-            crop_area=tuple(self.crop_area),
+            crop_area=(  # a list once read back from config.json
+                tuple(self.crop_area) if isinstance(self.crop_area, list)
+                else self.crop_area
+            ),
             flip=self.flip,
             rand_augment=self.rand_augment,
             mixup=self.mixup,
@@ -131,15 +136,20 @@ class TrainConfig:
                 "The output folder is an existing file. Received: "
                 f"output={self.output!r}"
             )
-        if self.validation_split and not 0 < self.validation_split < 1:
-            raise ValueError(
-                "`validation_split` must be in [0, 1). Received: "
-                f"validation_split={self.validation_split!r}"
-            )
+        validation.rate("validation_split", self.validation_split)
         validation.one_of("optimizer", self.optimizer, recipe.OPTIMIZERS)
         validation.one_of("decay", self.decay, recipe.DECAYS)
         validation.positive_float("learning_rate", self.learning_rate)
+        validation.non_negative_float("weight_decay", self.weight_decay)
+        if self.warmup_steps is not None:
+            validation.non_negative_int("warmup_steps", self.warmup_steps)
         validation.rate("label_smoothing", self.label_smoothing)
+        if self.clipnorm is not None:
+            validation.positive_float("clipnorm", self.clipnorm)
+        validation.rate("momentum", self.momentum)
+        validation.boolean("shuffle", self.shuffle)
+        validation.non_negative_int("seed", self.seed)
+        validation.boolean("deterministic", self.deterministic)
         validation.one_of("strategy", self.strategy, run_strategy.STRATEGIES)
         validation.one_of(
             "mixed_precision", self.mixed_precision, recipe.MIXED_PRECISION
@@ -147,6 +157,7 @@ class TrainConfig:
         validation.one_of("jit_compile", self.jit_compile, ("auto", True, False))
         if self.steps_per_execution is not None:
             validation.positive_int("steps_per_execution", self.steps_per_execution)
+        validation.one_of("verbose", self.verbose, ("auto", 0, 1, 2))
         self.augmentation()  # validates the augmentation settings
         validation.one_of("objective", self.objective, OBJECTIVES)
         if self.masked_patches:
@@ -227,6 +238,66 @@ def _output_dirs(config, chief):
     return temporary, temporary
 
 
+#: The lock file of a run folder (`RunLock`).
+LOCK_FILE = ".lock"
+
+
+class RunLock:
+    """An exclusive lock on a run folder, held while a run writes there.
+
+    Two runs started into one folder would resume the same backup and
+    overwrite each other's files; the second one is refused, naming the
+    first. The lock is the operating system's (`flock` on `OUTPUT/.lock`),
+    so a killed run releases it: no stale lock is left behind.
+    """
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.path = os.path.join(folder, LOCK_FILE)
+        self._file = None
+
+    def acquire(self):
+        file = open(self.path, "a+")
+        try:
+            _lock(file)
+        except OSError:
+            try:
+                file.seek(0)
+                holder = file.read().strip() or "another process"
+            except OSError:
+                holder = "another process"
+            file.close()
+            raise ValueError(
+                f"Another run is writing into the output folder ({holder}); "
+                "two runs in one folder would overwrite each other's backups "
+                "and files. Wait for it to end, or use another `output`. "
+                f"Received: output={self.folder!r}"
+            ) from None
+        file.seek(0)
+        file.truncate()
+        file.write(f"process {os.getpid()} on {socket.gethostname()}\n")
+        file.flush()
+        self._file = file
+        return self
+
+    def release(self):
+        if self._file is not None:
+            self._file.close()  # closing releases the lock
+            self._file = None
+
+
+def _lock(file):
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        file.seek(0)
+        msvcrt.locking(file.fileno(), msvcrt.LK_NBLCK, 1)
+        return
+    fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
 def _plot_history(history, path):
     import matplotlib
 
@@ -251,10 +322,12 @@ def _plot_history(history, path):
 
 
 #: What a rerun into a run's folder must keep to resume it: what its backup
-#: was made for (the model and optimizer variables) and its data.
+#: was made for (the model and optimizer variables) and its data (the
+#: validation split, which the seed draws: another one would train on
+#: images validated on so far).
 RESUME_SETTINGS = (
     "model", "image_size", "patch_size", "model_kwargs", "dataset",
-    "objective", "masked_patches", "optimizer",
+    "objective", "masked_patches", "optimizer", "validation_split", "seed",
 )
 
 
@@ -262,9 +335,11 @@ def _check_resumable(config):
     """Raises if `config.output` holds a backup made with other settings.
 
     A rerun resumes from the backup; with another model, dataset, objective
-    or optimizer its variables would not fit (or not mean the same), so such
-    a rerun is refused before anything runs, naming what differs. Epochs,
-    the recipe's numbers, augmentation and the strategy may change.
+    or optimizer its variables would not fit (or not mean the same), and
+    with another validation split or seed it would train on images it
+    validated on; so such a rerun is refused before anything runs, naming
+    what differs. Epochs, the recipe's numbers, augmentation, the precision
+    and the strategy may change.
     """
     path = os.path.join(config.output, "config.json")
     if not run_callbacks.read_backup(os.path.join(config.output, "backup")):
@@ -297,9 +372,15 @@ def train(config, callbacks=(), strategy=None):
     `backbone.keras`, its ViT), `config.json`,
     `history.json`, `log.csv`, `curves.png` and TensorBoard `logs/`. In a
     multi-worker run only the chief writes there; other workers write to
-    temporary folders that are removed afterwards.
+    temporary folders that are removed afterwards. The folder is locked
+    while the run writes there (`RunLock`): a second run into it is refused.
 
-    A rerun with the same `output` resumes after the last completed epoch.
+    A rerun with the same `output` resumes after the last completed epoch
+    and trains on what the uninterrupted run would have: every epoch's
+    shuffle, augmentation, dropout and masking draws are seeded from
+    `(seed, epoch)`. With `deterministic=True` a killed and resumed run
+    ends with the same weights, bit for bit, as an uninterrupted one on the
+    same machine.
 
     Args:
         config: a `TrainConfig`.
@@ -325,6 +406,8 @@ def train(config, callbacks=(), strategy=None):
             f"{replicas} replicas. Received: batch_size={config.batch_size}"
         )
     chief = run_strategy.is_chief(strategy)
+    if chief and os.path.isdir(config.output):
+        RunLock(config.output).acquire().release()  # refused now if held
     device = run_strategy.device_kind(kind)
     # The run is reproducible from its seed: initialisation, shuffling and
     # augmentation; `deterministic` also makes TensorFlow's kernels so.
@@ -350,15 +433,8 @@ def train(config, callbacks=(), strategy=None):
         )
     steps_per_epoch = None if num_train is None else num_train // config.batch_size
 
-    out_dir, temporary = _output_dirs(config, chief)
-    backup_dir = os.path.join(out_dir, "backup")
-    # Every worker resumes from the chief's backup (the run folder must be
-    # readable by all of them: shared storage or gs://), so that all start
-    # the same epoch with the same weights.
-    backup = run_callbacks.read_backup(os.path.join(config.output, "backup"))
-    history = backup[0]["history"] if backup else {}
-    initial_epoch = backup[0]["epoch"] if backup else 0
-
+    # The model and optimizer are made (and so checked) before anything is
+    # written.
     with strategy.scope():
         model = build_model(config, data.num_classes, dtype=policy)
         total_steps = (steps_per_epoch or 1000) * config.epochs
@@ -397,62 +473,89 @@ def train(config, callbacks=(), strategy=None):
             jit_compile=jit,
             **objective,
         )
-        if backup:
-            optimizer.build(model.trainable_variables)
-            model.load_weights(backup[1])
+        # The optimizer as compiled: under mixed_float16 Keras wraps it in
+        # a LossScaleOptimizer, whose variables a backup must restore.
+        model.optimizer.build(model.trainable_variables)
 
-    vit = model.backbone if masked else model
-    size = vit.image_size
-    train_ds = data_pipeline.train_pipeline(
-        train_split,
-        data.num_classes,
-        size,
-        config.batch_size,
-        augmentation=config.augmentation(),
-        shuffle=config.shuffle,
-        seed=config.seed,
-        deterministic=config.deterministic,
-        # One endless stream cut into epochs by steps_per_epoch, so an
-        # epoch never runs out of data halfway.
-        repeat=steps_per_epoch is not None,
-        num_examples=num_train,
-    )
-    static = kind == "tpu"
-    val_ds = (
-        data_pipeline.eval_pipeline(
-            validation_split, data.num_classes, size, config.batch_size, static
-        )
-        if validation_split is not None
-        else None
-    )
-    monitor = "patch_accuracy" if masked else "accuracy"
-    monitor = f"val_{monitor}" if val_ds is not None else monitor
-    best_so_far = max(history[monitor]) if history.get(monitor) else None
-    run_files = [
-        run_callbacks.Backup(backup_dir, history),
-        run_callbacks.StopOnNonFiniteLoss(backup_dir),
-        run_callbacks.BestCheckpoint(
-            os.path.join(out_dir, "best.keras"), monitor, "max", best_so_far
-        ),
-        keras.callbacks.CSVLogger(
-            os.path.join(out_dir, "log.csv"), append=initial_epoch > 0
-        ),
-        keras.callbacks.TensorBoard(os.path.join(out_dir, "logs")),
-    ]
-    if chief:
-        write_config = dataclasses.asdict(config)
-        write_config.update(
-            resolved={
-                "strategy": kind,
-                "replicas": replicas,
-                "dtype_policy": policy,
-                "steps_per_execution": steps_per_execution,
-                "jit_compile": jit,
-                "model": vit.get_config(),
-            }
-        )
-        run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)
+    out_dir, temporary = _output_dirs(config, chief)
+    lock = RunLock(out_dir).acquire() if chief else None
     try:
+        backup_dir = os.path.join(out_dir, "backup")
+        log_path = os.path.join(out_dir, "log.csv")
+        if chief:
+            # A run killed while writing left hidden temporary files.
+            for folder in (out_dir, backup_dir):
+                files.remove_leftovers(folder)
+            # Another run may have written the folder since the first check.
+            _check_resumable(config)
+        # Every worker resumes from the chief's backup (the run folder must be
+        # readable by all of them: shared storage or gs://), so that all start
+        # the same epoch with the same weights.
+        backup = run_callbacks.read_backup(os.path.join(config.output, "backup"))
+        history = backup[0]["history"] if backup else {}
+        initial_epoch = backup[0]["epoch"] if backup else 0
+        if backup:
+            with strategy.scope():
+                run_callbacks.load_backup(model, backup[1])
+
+        vit = model.backbone if masked else model
+        size = vit.image_size
+        train_ds = data_pipeline.train_pipeline(
+            train_split,
+            data.num_classes,
+            size,
+            config.batch_size,
+            augmentation=config.augmentation(),
+            shuffle=config.shuffle,
+            seed=config.seed,
+            deterministic=config.deterministic,
+            # One endless stream cut into epochs by steps_per_epoch, so an
+            # epoch never runs out of data halfway; it starts at the epoch the
+            # run resumes at, with that epoch's draws.
+            repeat=steps_per_epoch is not None,
+            num_examples=num_train,
+            initial_epoch=initial_epoch,
+        )
+        static = kind == "tpu"
+        val_ds = (
+            data_pipeline.eval_pipeline(
+                validation_split, data.num_classes, size, config.batch_size, static
+            )
+            if validation_split is not None
+            else None
+        )
+        monitor = "patch_accuracy" if masked else "accuracy"
+        monitor = f"val_{monitor}" if val_ds is not None else monitor
+        best_so_far = max(history[monitor]) if history.get(monitor) else None
+        run_files = [
+            run_callbacks.EpochSeeds(config.seed),
+            # Before the backup: a kill between the two repeats the epoch,
+            # which writes best.keras again (after the backup, the epoch's
+            # best model would be lost).
+            run_callbacks.BestCheckpoint(
+                os.path.join(out_dir, "best.keras"), monitor, "max", best_so_far
+            ),
+            # Writes log.csv from the history it backs up.
+            run_callbacks.Backup(backup_dir, history, log=log_path),
+            run_callbacks.StopOnNonFiniteLoss(backup_dir),
+            keras.callbacks.TensorBoard(os.path.join(out_dir, "logs")),
+        ]
+        backup_callback = run_files[2]
+        if chief:
+            write_config = dataclasses.asdict(config)
+            write_config.update(
+                resolved={
+                    "strategy": kind,
+                    "replicas": replicas,
+                    "dtype_policy": policy,
+                    "steps_per_execution": steps_per_execution,
+                    "jit_compile": jit,
+                    "model": vit.get_config(),
+                }
+            )
+            run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)
+            if backup:  # the log of the epochs the backup holds, no more, no less
+                run_callbacks.write_csv(log_path, history)
         if initial_epoch < config.epochs:
             if initial_epoch and config.verbose:
                 print(
@@ -469,12 +572,14 @@ def train(config, callbacks=(), strategy=None):
                 shuffle=False,  # the pipeline shuffles
                 verbose=config.verbose,
             )
-        history = run_files[0].history
+        history = backup_callback.history
         test_metrics = {}
         if data.test is not None:
             test_ds = data_pipeline.eval_pipeline(
                 data.test, data.num_classes, size, config.batch_size, static
             )
+            # The same draws (masked patches) however the run got here.
+            run_callbacks.seed_model(model, config.seed, config.epochs)
             test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0)
             test_metrics = {k: float(v) for k, v in test_metrics.items()}
         run_callbacks.atomic_write(
@@ -491,17 +596,19 @@ def train(config, callbacks=(), strategy=None):
             )
             if history:
                 _plot_history(history, os.path.join(out_dir, "curves.png"))
+        return TrainResult(
+            model=model,
+            history=history,
+            test_metrics=test_metrics,
+            output=config.output,
+            strategy_kind=kind,
+            initial_epoch=initial_epoch,
+        )
     finally:
+        if lock is not None:
+            lock.release()
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
-    return TrainResult(
-        model=model,
-        history=history,
-        test_metrics=test_metrics,
-        output=config.output,
-        strategy_kind=kind,
-        initial_epoch=initial_epoch,
-    )
 
 
 def load_config(path):

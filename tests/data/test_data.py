@@ -1,5 +1,6 @@
 import gzip
 import os
+import re
 
 import numpy as np
 import pytest
@@ -60,6 +61,36 @@ def test_repeat_makes_whole_epochs():
     # 10 examples, batch 4: each epoch is batches [0:4], [4:8]; then again.
     np.testing.assert_array_equal(got[0], labels[:4])
     np.testing.assert_array_equal(got[2], labels[:4])
+
+
+@pytest.mark.parametrize("fixed_size", [True, False])
+def test_a_stream_started_at_an_epoch_is_that_epoch_of_the_whole_stream(fixed_size):
+    # What a resumed run relies on: every random choice (shuffle order, crop,
+    # flip, RandAugment, MixUp / CutMix) is a function of the seed, the epoch
+    # and the position in it, not of what the process drew before. (The
+    # stream used to restart at epoch 1's draws.)
+    ds, images, labels = _examples(n=24, channels=3)
+    if not fixed_size:
+        ds = tf.data.Dataset.from_generator(
+            lambda: zip(images, labels),
+            output_signature=(tf.TensorSpec((None, None, 3), tf.uint8),
+                              tf.TensorSpec((), tf.int64)))
+    aug = data.Augmentation(rand_augment=2, mixup=0.4, cutmix=1.0)
+
+    def epochs(initial_epoch, count, seed=5):
+        pipe = data.train_pipeline(
+            ds, 3, (8, 8), 8, augmentation=aug, seed=seed, deterministic=True,
+            repeat=True, num_examples=24, initial_epoch=initial_epoch)
+        batches = [np.concatenate([x.numpy().ravel(), y.numpy().ravel()])
+                   for x, y in pipe.take(3 * count)]
+        return [np.concatenate(batches[3 * i:3 * i + 3]) for i in range(count)]
+
+    whole = epochs(0, 3)
+    np.testing.assert_array_equal(epochs(2, 1)[0], whole[2])
+    np.testing.assert_array_equal(epochs(1, 2)[1], whole[2])
+    np.testing.assert_array_equal(epochs(0, 1)[0], whole[0])  # built again
+    assert not np.array_equal(whole[0], whole[1])
+    assert not np.array_equal(epochs(0, 1, seed=6)[0], whole[0])
 
 
 def test_mixup_and_cutmix_keep_labels_normalised():
@@ -331,3 +362,48 @@ def test_tensorflow_datasets_without_labels(tmp_path):
     train = [(int(x[0, 0, 0]), int(y)) for x, y in d.train]
     assert sorted(train) == [(10, 0)] * 3 + [(20, 0)] * 5
     assert [int(x[0, 0, 0]) for x, _ in d.test] == [30, 30]
+
+
+def _image_bytes(format, size=(12, 10), seed=0):
+    import io
+
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (*size, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format=format)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("format", ["JPEG", "PNG", "GIF", "BMP", "WEBP"])
+def test_an_image_cut_short_is_named_where_the_pipeline_reads_it(tmp_path, format):
+    # A file with a valid signature that does not decode (a copy cut short)
+    # failed with TensorFlow's "Invalid JPEG data", naming no file.
+    for label in ("a", "b"):
+        (tmp_path / label).mkdir()
+        for i in range(3):
+            (tmp_path / label / f"{i}.png").write_bytes(_image_bytes("PNG", seed=i))
+    whole = _image_bytes(format)
+    (tmp_path / "b" / "cut").write_bytes(b"")  # (no image extension: not read)
+    bad = tmp_path / "b" / f"cut.{format.lower()}"
+    bad.write_bytes(whole[:len(whole) // 2])
+    d = data.load(f"folder:{tmp_path}")
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=f"{re.escape(datasets.NOT_DECODABLE)}.*{bad}"):
+        for _ in d.train:
+            pass
+    # Wherever it is read: in a training pipeline, shuffled, in parallel.
+    pipe = data.train_pipeline(d.train, 2, (8, 8), 2, repeat=True, num_examples=7)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=f"{re.escape(datasets.NOT_DECODABLE)}.*{bad}"):
+        for _ in pipe.take(20):
+            pass
+    # The other files read as before, in order, and only the chosen ones are.
+    good = [int(y) for _, y in d.subset([0, 1, 2, 3, 4, 5])]
+    assert good == [0, 0, 0, 1, 1, 1]
+    # A file that is no image is still named as such.
+    bad.write_bytes(b"<html>")
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=f"{datasets.NOT_AN_IMAGE}.*{bad}"):
+        for _ in data.load(f"folder:{tmp_path}").train:
+            pass

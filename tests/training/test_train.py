@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -112,10 +113,22 @@ def test_masked_patch_prediction_runs_resumes_and_hands_on_its_backbone(tmp_path
                                          ".*'hidden_dim': 48.*here"):
         train(tiny_config(tmp_path, epochs=3, objective="masked_patches",
                           model_kwargs={**TINY["model_kwargs"], "hidden_dim": 48}))
+    # Nor one that holds out other images (or draws them with another seed):
+    # it would train on images it validated on.
+    with pytest.raises(ValueError, match="validation_split=0.0 there, 0.2 here"):
+        train(tiny_config(tmp_path, epochs=3, objective="masked_patches",
+                          validation_split=0.2))
+    with pytest.raises(ValueError, match="seed=0 there, 1 here"):
+        train(tiny_config(tmp_path, epochs=3, objective="masked_patches", seed=1))
     assert written == {name: os.path.getmtime(os.path.join(out, name)) for name in written}
     # A longer rerun resumes after the second epoch.
     longer = train(tiny_config(tmp_path, epochs=3, objective="masked_patches"))
     assert longer.initial_epoch == 2 and len(longer.history["patch_accuracy"]) == 3
+    # A rerun of the finished run scores the same test patches the same way
+    # (the corruption's draws no longer depend on what the process drew).
+    again = train(tiny_config(tmp_path, epochs=3, objective="masked_patches"))
+    assert again.initial_epoch == 3
+    assert again.test_metrics == pytest.approx(longer.test_metrics, rel=1e-6)
     # Fine-tuning starts from the pre-trained backbone; the head is new.
     tune = tiny_config(tmp_path, output=str(tmp_path / "tune"),
                        weights=os.path.join(out, "backbone.keras"))
@@ -211,6 +224,32 @@ def test_bad_input_is_refused_before_training(tmp_path):
         train(tiny_config(tmp_path, objective="masked_patches",
                           masked_patches={"bits": 9}))
 
+    # Numbers that cannot be right, each named (NaN and inf were taken), and
+    # settings found bad only when the model or the schedule is made: all
+    # before anything is written.
+    nan, inf = float("nan"), float("inf")
+    for bad, received in (
+        (dict(learning_rate=inf), "learning_rate=inf"),
+        (dict(weight_decay=nan), "weight_decay=nan"),
+        (dict(clipnorm=inf), "clipnorm=inf"),
+        (dict(momentum=nan, optimizer="sgd"), "momentum=nan"),
+        (dict(mixup=inf), "mixup=inf"),
+        (dict(crop_area=(0.5, nan)), "crop_area=(0.5, nan)"),
+        (dict(crop_area="big"), "crop_area='big'"),
+        (dict(validation_split=nan), "validation_split=nan"),
+        (dict(validation_split="0.1"), "validation_split='0.1'"),
+        (dict(seed=-1), "seed=-1"),
+        (dict(seed=1.5), "seed=1.5"),
+        (dict(shuffle="yes"), "shuffle='yes'"),
+        (dict(deterministic=1), "deterministic=1"),
+        (dict(verbose=3), "verbose=3"),
+        (dict(warmup_steps=-5), "warmup_steps=-5"),
+        (dict(warmup_steps=10**6), "warmup_steps=1000000"),
+        (dict(model_kwargs={**TINY["model_kwargs"], "dropout_rate": nan}), "dropout_rate=nan"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(received)):
+            train(tiny_config(tmp_path, **bad))
+
     class ThreeReplicas:
         num_replicas_in_sync = 3
 
@@ -233,52 +272,117 @@ def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_backup(tmp_pat
         assert json.load(f)["epoch"] == 1
 
 
-def _run(script, **kwargs):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO}
+def _run(script, env_extra=None, **kwargs):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO, **(env_extra or {})}
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script)],
         capture_output=True, text=True, env=env, cwd=REPO, **kwargs,
     )
 
 
+#: A run for `_run` that trains `TINY` on digits for `epochs`, with
+#: shuffling, augmentation, dropout and stochastic depth on and
+#: `deterministic=True`, killing itself with SIGKILL where `KERAS_VIT_KILL`
+#: says ("EPOCH" at the end of that epoch, "backup:EPOCH" right after its
+#: backup is written, "EPOCH:BATCH" in the middle of an epoch, all 1-based),
+#: and saving its final weights to `weights`.
 RUN = """
-    import json, os, signal, sys
+    import os, signal, sys
     import keras, numpy as np
     from keras_vit.training import TrainConfig, train
     from tests.training.test_train import TINY
 
-    class KillAfter(keras.callbacks.Callback):
-        # Runs after keras_vit's callbacks: the epoch's backup is written.
-        def on_epoch_end(self, epoch, logs=None):
-            if epoch + 1 == {kill}:
+    class Kill(keras.callbacks.Callback):
+        # Runs after keras_vit's callbacks: an epoch's backup is written.
+        def __init__(self, where):
+            super().__init__()
+            epoch, _, batch = where.partition(":")
+            self.epoch, self.batch = int(epoch), int(batch or 0)
+            self.current = 0
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.current = epoch + 1
+
+        def on_train_batch_end(self, batch, logs=None):
+            if (self.current, batch + 1) == (self.epoch, self.batch):
                 os.kill(os.getpid(), signal.SIGKILL)
 
-    config = TrainConfig(**{{**TINY, "output": {output!r}, "epochs": 4,
-                            "shuffle": False, "deterministic": True}})
-    result = train(config, callbacks=[KillAfter()])
+        def on_epoch_end(self, epoch, logs=None):
+            if not self.batch and epoch + 1 == self.epoch:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    where = os.environ.get("KERAS_VIT_KILL")
+    if where and where.startswith("backup:"):  # right after the backup
+        from keras_vit.training import callbacks
+
+        back_up, kill_at = callbacks.Backup.on_epoch_end, int(where[len("backup:"):])
+
+        def on_epoch_end(self, epoch, logs=None):
+            back_up(self, epoch, logs)
+            if epoch + 1 == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        callbacks.Backup.on_epoch_end = on_epoch_end
+        where = None
+    config = TrainConfig(**{{**TINY, **{settings!r}, "output": {output!r}}})
+    result = train(config, callbacks=[Kill(where)] if where else [])
     np.save({weights!r}, np.concatenate([w.numpy().ravel() for w in result.model.weights]))
     print("initial_epoch", result.initial_epoch)
 """
 
+#: Every source of randomness of a run on.
+RANDOM = dict(
+    epochs=3, shuffle=True, random_resized_crop=True, flip=True, mixup=0.2,
+    cutmix=1.0, rand_augment=1, deterministic=True, validation_split=0.1,
+    model_kwargs={**TINY["model_kwargs"], "dropout_rate": 0.1, "drop_path_rate": 0.1},
+)
+
+
+def _run_until(output, weights, kills=(), **settings):
+    """Runs `RUN` into `output`, killed at each of `kills` in turn, then to
+    the end; returns the final run's stdout."""
+    script = RUN.format(settings={**RANDOM, **settings}, output=str(output),
+                        weights=str(weights))
+    for kill in kills:
+        killed = _run(script, env_extra={"KERAS_VIT_KILL": kill})
+        assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    done = _run(script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
 
 @pytest.mark.slow
-def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
-    killed = str(tmp_path / "killed")
-    first = _run(RUN.format(kill=2, output=killed, weights=str(tmp_path / "k.npy")))
-    assert first.returncode == -signal.SIGKILL, first.stderr[-2000:]
-    with open(os.path.join(killed, "backup", "state.json")) as f:
-        assert json.load(f)["epoch"] == 2
-    resumed = _run(RUN.format(kill=0, output=killed, weights=str(tmp_path / "k.npy")))
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert "initial_epoch 2" in resumed.stdout
-    straight = _run(RUN.format(kill=0, output=str(tmp_path / "straight"),
-                               weights=str(tmp_path / "s.npy")))
-    assert straight.returncode == 0, straight.stderr[-2000:]
-    np.testing.assert_allclose(
-        np.load(tmp_path / "k.npy"), np.load(tmp_path / "s.npy"), atol=1e-6
-    )
-    with open(os.path.join(killed, "history.json")) as f:
-        assert len(json.load(f)["history"]["loss"]) == 4
+def test_a_killed_and_resumed_run_equals_an_uninterrupted_one_bitwise(tmp_path):
+    # Shuffling, augmentation (crop, flip, RandAugment, MixUp / CutMix),
+    # dropout and stochastic depth: a resumed run must draw what the
+    # uninterrupted one drew in the same epochs, however often and wherever
+    # it was stopped (after an epoch's backup, or halfway through an epoch).
+    _run_until(tmp_path / "straight", tmp_path / "straight.npy")
+    # The last kill of the first chain comes right after epoch 2's backup:
+    # best.keras must hold epoch 2's model if it was the best, as it was here
+    # (it used to be written after the backup, so the resumed run knew
+    # epoch 2's score from the backup and kept epoch 1's model).
+    chains = {"after_epochs": ["1", "2:5", "backup:2"], "mid_epoch": ["2:7"]}
+    for name, kills in chains.items():
+        out = _run_until(tmp_path / name, tmp_path / f"{name}.npy", kills)
+        assert "initial_epoch" in out and "initial_epoch 0" not in out, name
+        np.testing.assert_array_equal(
+            np.load(tmp_path / f"{name}.npy"), np.load(tmp_path / "straight.npy"),
+            err_msg=name)
+        # The log holds every epoch once, as the uninterrupted run's does.
+        assert ((tmp_path / name / "log.csv").read_text()
+                == (tmp_path / "straight" / "log.csv").read_text()), name
+        with open(tmp_path / name / "history.json") as f:
+            assert len(json.load(f)["history"]["loss"]) == 3
+        best, straight_best = (
+            keras.saving.load_model(tmp_path / run / "best.keras")
+            for run in (name, "straight"))
+        for got, want in zip(best.weights, straight_best.weights, strict=True):
+            np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=name)
+        # No temporary file is left behind.
+        for folder in (tmp_path / name, tmp_path / name / "backup"):
+            assert [f for f in os.listdir(folder) if f.startswith(".")] == [".lock"] * (
+                folder.name == name), name
 
 
 def test_a_kill_during_a_backup_write_leaves_the_last_backup(tmp_path):
@@ -395,3 +499,95 @@ def tempfile_dir():
     import tempfile
 
     return tempfile.gettempdir()
+
+
+@pytest.mark.slow
+def test_a_float16_run_resumes_its_optimizer_state(tmp_path):
+    # Under mixed_float16 (what "auto" picks on a GPU) Keras wraps the
+    # optimizer in a LossScaleOptimizer; its state was skipped on resuming
+    # (a warning), so the step count, the schedule and the moments restarted.
+    import warnings
+
+    def step(result):
+        return int(result.model.optimizer.iterations.numpy())
+
+    steps = 1437 // 32
+    first = train(tiny_config(tmp_path, epochs=1, mixed_precision="float16"))
+    assert type(first.model.optimizer).__name__ == "LossScaleOptimizer"
+    # (A step whose scaled gradients overflow is skipped and not counted.)
+    assert steps - 5 < step(first) <= steps
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no "Skipping variable loading"
+        resumed = train(tiny_config(tmp_path, epochs=2, mixed_precision="float16"))
+    assert resumed.initial_epoch == 1
+    assert steps < step(resumed) <= step(first) + steps  # not restarted at 0
+    # On other hardware (float32 here), the step and moments carry on too.
+    again = train(tiny_config(tmp_path, epochs=3, mixed_precision="off"))
+    assert step(again) == step(resumed) + steps
+
+
+def _compiled(policy, optimizer="adamw", steps=3):
+    from keras_vit.training import recipe
+
+    keras.config.set_dtype_policy(policy)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    model.compile(recipe.make_optimizer(optimizer, 1e-2, total_steps=10), "mse")
+    model.optimizer.build(model.trainable_variables)
+    if steps:
+        rng = np.random.default_rng(0)
+        model.fit(rng.normal(size=(8 * steps, 4)), rng.normal(size=(8 * steps, 3)),
+                  batch_size=8, verbose=0)
+    return model
+
+
+@pytest.mark.parametrize("saved, resumed", [("mixed_float16", "float32"),
+                                            ("float32", "mixed_float16"),
+                                            ("mixed_float16", "mixed_float16")])
+def test_a_backup_restores_the_optimizer_across_the_loss_scale_wrapper(tmp_path, saved, resumed):
+    from keras_vit.training.callbacks import load_backup
+
+    def inner(model):
+        return getattr(model.optimizer, "inner_optimizer", model.optimizer)
+
+    source = _compiled(saved)
+    path = str(tmp_path / "backup.weights.h5")
+    source.save_weights(path)
+    target = _compiled(resumed, steps=0)
+    load_backup(target, path)
+    assert int(target.optimizer.iterations.numpy()) == 3
+    for got, want in zip(inner(target).variables, inner(source).variables, strict=True):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for got, want in zip(target.weights, source.weights, strict=True):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    if resumed == saved == "mixed_float16":  # the loss scale too
+        assert float(target.optimizer.dynamic_scale.numpy()) == float(
+            source.optimizer.dynamic_scale.numpy())
+    # A backup whose optimizer state cannot fit is refused, not skipped.
+    with pytest.raises(ValueError, match="optimizer state does not fit.*backup="):
+        load_backup(_compiled(resumed, optimizer="sgd", steps=0), path)
+
+
+def test_every_random_draw_of_a_model_is_seeded_by_the_epoch(tmp_path):
+    # Dropout, stochastic depth and the masked patch draws keep their state
+    # in SeedGenerator variables that a backup does not hold: a resumed run
+    # drew the first epoch's masks again.
+    from keras_vit.training.callbacks import seed_model
+    from keras_vit.training.callbacks import seed_state_variables
+    from keras_vit.training.train import build_model
+
+    config = tiny_config(tmp_path, objective="masked_patches", model_kwargs={
+        **TINY["model_kwargs"], "dropout_rate": 0.1, "drop_path_rate": 0.1})
+    model = build_model(config, 1)
+    states = seed_state_variables(model)
+    assert any(v is model._seed_generator.state for v in states)
+    assert len(states) > 4  # the blocks' dropouts, the masked patches'
+
+    def seeded(seed, epoch):
+        seed_model(model, seed, epoch)
+        return [tuple(v.numpy()) for v in states]
+
+    first = seeded(0, 1)
+    assert len({s[0] for s in first}) == len(first)  # every generator its own
+    assert seeded(0, 2) != first and seeded(1, 1) != first
+    model(np.zeros((2, 16, 16, 3), "float32"), training=True)  # draws advance
+    assert seeded(0, 1) == first

@@ -1,0 +1,154 @@
+"""A run folder has one writer, and what a killed writer left is cleaned up."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from keras_vit import files
+from tests.training.test_train import REPO
+from tests.training.test_train import _run
+from tests.training.test_train import tiny_config
+
+
+def _dead_pid():
+    """The id of a process that has ended."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+def _leftover(folder, target, pid, suffix=".tmp", host=None):
+    """The name `atomic_file` gives a temporary file of `pid`'s."""
+    return f".{target}.tmp-{host or files._HOST}-{pid}-abcd_123{suffix}"
+
+
+def test_what_a_writer_killed_mid_write_left_goes_with_the_next_write(tmp_path):
+    # A SIGKILL during an atomic write left a hidden, full-size temporary
+    # file next to the target, forever.
+    killed = _run(f"""
+        import os, signal
+        from keras_vit import files
+        with files.atomic_file({str(tmp_path / "model.weights.h5")!r},
+                               suffix=".weights.h5") as tmp:
+            open(tmp, "wb").write(b"x" * 1_000_000)
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    left = os.listdir(tmp_path)
+    assert len(left) == 1 and left[0].startswith(".model.weights.h5.tmp-")
+    # Leftovers of live processes (this one's parent, init) and of other
+    # machines (which cannot be asked) stay.
+    kept = [_leftover(tmp_path, "a", os.getppid()), _leftover(tmp_path, "b", 1),
+            _leftover(tmp_path, "c", _dead_pid(), host="0123abcd")]
+    for name in kept:
+        (tmp_path / name).write_bytes(b"partial")
+    files.write_text(str(tmp_path / "other.txt"), "hello")
+    assert sorted(os.listdir(tmp_path)) == sorted(["other.txt", *kept])
+
+
+def test_a_folder_writer_killed_between_its_renames_is_completed(tmp_path, monkeypatch):
+    target = tmp_path / "saved_model"
+    target.mkdir()
+    (target / "v").write_text("old")
+    # Stopped (Ctrl-C) between moving the old folder aside and the new one
+    # in: the target was gone.
+    renames = []
+    real_replace = os.replace
+
+    def replace(source, destination):
+        renames.append(destination)
+        if len(renames) == 2:
+            raise KeyboardInterrupt
+        real_replace(source, destination)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        with files.atomic_directory(str(target)) as tmp:
+            open(os.path.join(tmp, "v"), "w").write("new")
+    monkeypatch.undo()
+    assert (target / "v").read_text() == "old"
+    assert os.listdir(tmp_path) == ["saved_model"]
+    # Killed there (no cleanup ran): the next write into the folder moves
+    # the complete new folder into place and removes the rest.
+    pid = _dead_pid()
+    new = tmp_path / _leftover(tmp_path, "saved_model", pid)
+    old = tmp_path / _leftover(tmp_path, "saved_model", pid, suffix=".old").replace(
+        "abcd_123", "efgh_456")
+    new.mkdir()
+    (new / "v").write_text("new")
+    (old / "previous").mkdir(parents=True)
+    os.replace(target, old / "previous")
+    files.write_text(str(tmp_path / "other.txt"), "x")
+    assert (target / "v").read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["other.txt", "saved_model"]
+
+
+#: A run that holds its folder: it stops at its first epoch until killed.
+HOLD = """
+    import sys, time
+    import keras
+    from keras_vit.training import TrainConfig, train
+    from tests.training.test_train import TINY
+
+    class Hold(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            print("training", flush=True)
+            time.sleep(600)
+
+    train(TrainConfig(**{{**TINY, "output": {output!r}, "epochs": 1}}), callbacks=[Hold()])
+"""
+
+
+@pytest.mark.slow
+def test_a_second_run_into_a_folder_is_refused_while_the_first_runs(tmp_path):
+    # Two runs started into one folder raced (both resume the same backup
+    # and write the same files) and the second one crashed.
+    from keras_vit.training import train
+
+    config = tiny_config(tmp_path, epochs=1)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO}
+    first = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(HOLD.format(output=config.output))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        assert first.stdout.readline() == "training\n", first.stderr.read()[-3000:]
+        with pytest.raises(ValueError, match=f"Another run is writing into the output "
+                                             f"folder \\(process {first.pid} on .*output="):
+            train(config)
+    finally:
+        first.kill()  # SIGKILL: the lock goes with the process
+        first.communicate()
+    # A killed run leaves no stale lock, and what it was writing goes.
+    backup = os.path.join(config.output, "backup")
+    os.makedirs(backup, exist_ok=True)
+    left = os.path.join(backup, _leftover(backup, "epoch-0001.weights.h5", first.pid))
+    open(left, "wb").write(b"partial")
+    result = train(config)
+    assert result.initial_epoch == 0 and len(result.history["loss"]) == 1
+    assert not os.path.exists(left)
+
+
+@pytest.mark.slow
+def test_the_log_holds_the_epochs_of_the_backup_once(tmp_path):
+    # The CSV logger ran after the backup (a kill between them lost the
+    # epoch's row for good) and appended on resuming (a row written before
+    # a kill was repeated).
+    from keras_vit.training import train
+
+    first = train(tiny_config(tmp_path, epochs=1))
+    log = os.path.join(first.output, "log.csv")
+    header, row = open(log).read().splitlines()
+    assert header == "epoch,accuracy,loss"
+    assert row.startswith("0,")
+    open(log, "w").write(header + "\n")  # killed after the backup: no row
+    resumed = train(tiny_config(tmp_path, epochs=2))
+    lines = open(log).read().splitlines()
+    assert lines[:2] == [header, row] and len(lines) == 3 and lines[2].startswith("1,")
+    assert lines[2].split(",")[2] == repr(resumed.history["loss"][1])
+    open(log, "a").write(lines[2] + "\n")  # a row of an epoch to be redone
+    train(tiny_config(tmp_path, epochs=2))
+    assert open(log).read().splitlines() == lines
