@@ -206,7 +206,10 @@ def _inspect(args):
     ]
     if len(set(names)) < len(names):  # a/cat.jpg and b/cat.jpg
         names = [f"{name}_{i}" for i, name in enumerate(names)]
-    files = visualize.inspect(model, images.astype(np.float32), args.output, names)
+    files = visualize.inspect(
+        model, images.astype(np.float32), args.output, names,
+        inputs=[args.model, args.weights, *args.image],
+    )
     for path in files:
         print(path)
 

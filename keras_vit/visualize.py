@@ -434,7 +434,7 @@ def plot_embedding_filters(filters, columns=7):
     return fig
 
 
-def inspect(model, images, output, names=None):
+def inspect(model, images, output, names=None, inputs=()):
     """Writes the paper's figures for `model` and `images` into `output`.
 
     Files: `rollout_<name>.png` per image, `attention_<name>.png` (class
@@ -450,6 +450,9 @@ def inspect(model, images, output, names=None):
         output: a folder (created if needed).
         names: a name per image for the file names. Defaults to
             `image0`, `image1`, ...
+        inputs: paths the figures must never replace (the image files and
+            the model they come from): a figure that would be one of them is
+            refused before anything is written. Defaults to `()`.
 
     Returns:
         The list of files written.
@@ -472,6 +475,32 @@ def inspect(model, images, output, names=None):
             "`names` must hold one distinct file-name part per image (no "
             f"path separators). Received: names={names!r} for {len(images)} images"
         )
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise ValueError(
+            f"`output` names an existing file, but the figures go into a "
+            f"folder. Received: output={output!r}"
+        )
+    has_positions = model.get_layer("patch_encoder").position_embedding != "none"
+    planned = (
+        [f"rollout_{name}.png" for name in names]
+        + [f"attention_{names[0]}.png", "attention_distance.png"]
+        + (["position_similarity.png"] if has_positions else [])
+        + (["embedding_filters.png"] if model.stem is None else [])
+        + ["index.html"]
+    )
+    for name in planned:
+        path = os.path.join(output, name)
+        for source in inputs:
+            if (
+                isinstance(source, (str, os.PathLike))
+                and os.path.exists(path) and os.path.exists(source)
+                and os.path.samefile(path, source)
+            ):
+                raise ValueError(
+                    f"The figure {name!r} would replace an input of this "
+                    f"command ({os.fspath(source)!r}). Choose another "
+                    f"`output`. Received: output={output!r}"
+                )
     os.makedirs(output, exist_ok=True)
     written = []
 
@@ -491,7 +520,7 @@ def inspect(model, images, output, names=None):
          "attention_distance.png", "Mean attention distance per head against depth")
     # Only embeddings added to the tokens have a per-patch figure
     # (`"relative"` leaves the patch encoder's at "none").
-    if model.get_layer("patch_encoder").position_embedding != "none":
+    if has_positions:
         save(plot_position_similarity(position_embedding_similarity(model)),
              "position_similarity.png", "Position embedding cosine similarity")
     if model.stem is None:

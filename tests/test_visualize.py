@@ -229,3 +229,25 @@ def test_functions_of_a_vit_refuse_other_models(tmp_path):
     with pytest.raises(ValueError, match="pass its `backbone`"):
         visualize.attention_rollout(pretraining, images)
     assert os.listdir(tmp_path) == []
+
+
+def test_inspect_never_writes_a_figure_over_its_inputs(tmp_path, capsys):
+    # An input image named like a figure, in the output folder, was replaced
+    # by the figure (`--image out/attention_distance.png --output out`).
+    from PIL import Image
+
+    model = _model(image_size=32)
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    out = tmp_path / "figs"
+    out.mkdir()
+    image = out / "attention_distance.png"
+    Image.fromarray(rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)).save(image)
+    before = image.read_bytes()
+    assert cli.main(["inspect", path, "--image", str(image), "--output", str(out)]) == 2
+    assert "would replace an input" in capsys.readouterr().err
+    assert image.read_bytes() == before
+    assert sorted(os.listdir(out)) == ["attention_distance.png"]
+    # An output that is a file is refused by name, not a FileExistsError.
+    assert cli.main(["inspect", path, "--image", str(image), "--output", path]) == 2
+    assert "Received: output=" in capsys.readouterr().err
