@@ -434,6 +434,40 @@ def plot_embedding_filters(filters, columns=7):
     return fig
 
 
+#: How `inspect`'s `index.html` begins (how its folder is told from others).
+_PAGE_START = "<!doctype html><html><head><meta charset='utf-8'><title>keras_vit: "
+#: The files `inspect` may write whatever the images' names.
+_FIGURES = ("index.html", "attention_distance.png", "position_similarity.png",
+            "embedding_filters.png")
+
+
+def _check_figures_folder(output, names):
+    """Raises if `output` holds files of the names `inspect` writes and is
+    not a folder `inspect` wrote (its `index.html` is not keras_vit's):
+    they are a user's (a site's index.html), and would be replaced."""
+    import os
+
+    if not os.path.isdir(output):
+        return
+    try:
+        with open(os.path.join(output, "index.html"), encoding="utf-8") as file:
+            if file.read(len(_PAGE_START)) == _PAGE_START:
+                return  # an earlier inspect's: its figures are replaced
+    except (OSError, UnicodeDecodeError):
+        pass
+    planned = set(_FIGURES) | {f"{kind}_{name}.png" for name in names
+                               for kind in ("rollout", "attention")}
+    taken = sorted(planned & set(os.listdir(output)))
+    if taken:
+        raise ValueError(
+            "`output` is not a folder of keras_vit's figures (its index.html "
+            "is not one inspect wrote, or it has none) and holds files of "
+            f"the names inspect writes: {', '.join(taken)}. Writing would "
+            "replace them. Choose another folder, or move them first. "
+            f"Received: output={output!r}"
+        )
+
+
 def inspect(model, images, output, names=None):
     """Writes the paper's figures for `model` and `images` into `output`.
 
@@ -447,7 +481,9 @@ def inspect(model, images, output, names=None):
         model: a `keras_vit.ViT`.
         images: `(B, H, W, C)` images at the model's resolution, as it
             takes them (pixels in [0, 255] by default).
-        output: a folder (created if needed).
+        output: a folder (created if needed). Files of the names above
+            in a folder that an earlier `inspect` did not write (no
+            keras_vit `index.html`) are refused, not replaced.
         names: a name per image for the file names. Defaults to
             `image0`, `image1`, ...
 
@@ -472,6 +508,7 @@ def inspect(model, images, output, names=None):
             "`names` must hold one distinct file-name part per image (no "
             f"path separators). Received: names={names!r} for {len(images)} images"
         )
+    _check_figures_folder(output, names)
     os.makedirs(output, exist_ok=True)
     written = []
 
@@ -503,8 +540,7 @@ def inspect(model, images, output, names=None):
         for name, caption in written
     )
     page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>keras_vit: "
-        f"{html.escape(model.name)}</title><style>figure{{display:inline-block;"
+        f"{_PAGE_START}{html.escape(model.name)}</title><style>figure{{display:inline-block;"
         "margin:8px;vertical-align:top}img{max-width:720px}</style></head><body>"
         f"<h1>{html.escape(model.name)}</h1>{body}</body></html>"
     )
