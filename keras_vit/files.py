@@ -26,8 +26,9 @@ def check_output_path(path, name="output", directory=False, inputs=(),
 
     - the folder to write into exists and is writable;
     - the output is not one of `inputs` (what the command reads: the model
-      file, labels, calibration data), and a folder output holds none of
-      them, even with `overwrite`;
+      file, labels, calibration data), a folder output holds none of them,
+      and an existing output is not inside an input folder (an image of a
+      `folder:PATH` source), even with `overwrite`;
     - an existing file, or a folder that is not empty, at `path` is replaced
       only if `replaceable(path)` says it is an earlier export of the same
       kind (a SavedModel with keras_vit's metadata, a TFLite flatbuffer,
@@ -55,8 +56,9 @@ def check_output_path(path, name="output", directory=False, inputs=(),
     Raises:
         ValueError: if the path is empty, its folder does not exist or is
             not writable, it names an existing folder where a file is
-            expected (or the reverse), it is (or holds) one of `inputs`, or
-            it names something that may not be replaced.
+            expected (or the reverse), it is (or holds, or exists inside)
+            one of `inputs`, or it names something that may not be
+            replaced.
     """
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
         raise ValueError(f"`{name}` must be a path. Received: {name}={path!r}")
@@ -89,11 +91,16 @@ def check_output_path(path, name="output", directory=False, inputs=(),
     for source in inputs:
         if _holds(path, source):
             what = "is" if _same(path, source) else "holds"
-            raise ValueError(
-                f"`{name}` {what} an input of this command ({os.fspath(source)!r}); "
-                "writing it would destroy what is being read. Choose another "
-                f"path. Received: {name}={path!r}"
-            )
+        elif os.path.lexists(path) and _holds(source, path):
+            # An image of a `folder:PATH` source, say: what is there is read.
+            what = "is inside"
+        else:
+            continue
+        raise ValueError(
+            f"`{name}` {what} an input of this command ({os.fspath(source)!r}); "
+            "writing it would destroy what is being read. Choose another "
+            f"path. Received: {name}={path!r}"
+        )
     exists = os.path.isfile(path) or (os.path.isdir(path) and os.listdir(path))
     if exists and not overwrite and not (replaceable is not None and replaceable(path)):
         kind = "folder" if os.path.isdir(path) else "file"

@@ -434,6 +434,66 @@ def plot_embedding_filters(filters, columns=7):
     return fig
 
 
+#: How `inspect`'s `index.html` begins (how its folder is told from others).
+_PAGE_START = "<!doctype html><html><head><meta charset='utf-8'><title>keras_vit: "
+
+
+def _figure_names(model, names):
+    """The files `inspect` writes for `model` and images named `names`."""
+    has_positions = model.get_layer("patch_encoder").position_embedding != "none"
+    return (
+        [f"rollout_{name}.png" for name in names]
+        + [f"attention_{names[0]}.png", "attention_distance.png"]
+        + (["position_similarity.png"] if has_positions else [])
+        + (["embedding_filters.png"] if model.stem is None else [])
+        + ["index.html"]
+    )
+
+
+def _check_figures_folder(output, planned, inputs):
+    """Raises unless writing the `planned` files into `output` replaces
+    only an earlier `inspect`'s figures: `output` is not a file, no figure
+    would be one of `inputs`, and a folder whose `index.html` is not
+    keras_vit's (a site's) keeps its files of those names."""
+    import os
+
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise ValueError(
+            "`output` names an existing file, but the figures go into a "
+            f"folder. Received: output={output!r}"
+        )
+    if not os.path.isdir(output):
+        return
+    for name in planned:
+        path = os.path.join(output, name)
+        for source in inputs:
+            if (
+                isinstance(source, (str, os.PathLike))
+                and os.path.exists(path) and os.path.exists(source)
+                and os.path.samefile(path, source)
+            ):
+                raise ValueError(
+                    f"The figure {name!r} would replace an input of this "
+                    f"command ({os.fspath(source)!r}). Choose another "
+                    f"`output`. Received: output={output!r}"
+                )
+    try:
+        with open(os.path.join(output, "index.html"), encoding="utf-8") as file:
+            if file.read(len(_PAGE_START)) == _PAGE_START:
+                return  # an earlier inspect's: its figures are replaced
+    except (OSError, UnicodeDecodeError):
+        pass
+    taken = sorted(set(planned) & set(os.listdir(output)))
+    if taken:
+        raise ValueError(
+            "`output` is not a folder of keras_vit's figures (its index.html "
+            "is not one inspect wrote, or it has none) and holds files of "
+            f"the names inspect writes: {', '.join(taken)}. Writing would "
+            "replace them. Choose another folder, or move them first. "
+            f"Received: output={output!r}"
+        )
+
+
 def inspect(model, images, output, names=None, inputs=()):
     """Writes the paper's figures for `model` and `images` into `output`.
 
@@ -447,7 +507,9 @@ def inspect(model, images, output, names=None, inputs=()):
         model: a `keras_vit.ViT`.
         images: `(B, H, W, C)` images at the model's resolution, as it
             takes them (pixels in [0, 255] by default).
-        output: a folder (created if needed).
+        output: a folder (created if needed). Files of the names above
+            in a folder that an earlier `inspect` did not write (no
+            keras_vit `index.html`) are refused, not replaced.
         names: a name per image for the file names. Defaults to
             `image0`, `image1`, ...
         inputs: paths the figures must never replace (the image files and
@@ -475,32 +537,8 @@ def inspect(model, images, output, names=None, inputs=()):
             "`names` must hold one distinct file-name part per image (no "
             f"path separators). Received: names={names!r} for {len(images)} images"
         )
-    if os.path.exists(output) and not os.path.isdir(output):
-        raise ValueError(
-            f"`output` names an existing file, but the figures go into a "
-            f"folder. Received: output={output!r}"
-        )
-    has_positions = model.get_layer("patch_encoder").position_embedding != "none"
-    planned = (
-        [f"rollout_{name}.png" for name in names]
-        + [f"attention_{names[0]}.png", "attention_distance.png"]
-        + (["position_similarity.png"] if has_positions else [])
-        + (["embedding_filters.png"] if model.stem is None else [])
-        + ["index.html"]
-    )
-    for name in planned:
-        path = os.path.join(output, name)
-        for source in inputs:
-            if (
-                isinstance(source, (str, os.PathLike))
-                and os.path.exists(path) and os.path.exists(source)
-                and os.path.samefile(path, source)
-            ):
-                raise ValueError(
-                    f"The figure {name!r} would replace an input of this "
-                    f"command ({os.fspath(source)!r}). Choose another "
-                    f"`output`. Received: output={output!r}"
-                )
+    planned = _figure_names(model, names)
+    _check_figures_folder(output, planned, inputs)
     os.makedirs(output, exist_ok=True)
     written = []
 
@@ -520,10 +558,10 @@ def inspect(model, images, output, names=None, inputs=()):
          "attention_distance.png", "Mean attention distance per head against depth")
     # Only embeddings added to the tokens have a per-patch figure
     # (`"relative"` leaves the patch encoder's at "none").
-    if has_positions:
+    if "position_similarity.png" in planned:
         save(plot_position_similarity(position_embedding_similarity(model)),
              "position_similarity.png", "Position embedding cosine similarity")
-    if model.stem is None:
+    if "embedding_filters.png" in planned:
         save(plot_embedding_filters(embedding_filters(model)), "embedding_filters.png",
              "Principal components of the patch-embedding filters")
     body = "\n".join(
@@ -532,8 +570,7 @@ def inspect(model, images, output, names=None, inputs=()):
         for name, caption in written
     )
     page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>keras_vit: "
-        f"{html.escape(model.name)}</title><style>figure{{display:inline-block;"
+        f"{_PAGE_START}{html.escape(model.name)}</title><style>figure{{display:inline-block;"
         "margin:8px;vertical-align:top}img{max-width:720px}</style></head><body>"
         f"<h1>{html.escape(model.name)}</h1>{body}</body></html>"
     )

@@ -21,6 +21,18 @@ def test_an_output_is_never_an_input_nor_a_folder_above_one(tmp_path):
         with pytest.raises(ValueError, match=f"`output` {kind} an input"):
             files.check_output_path(output, directory=directory, inputs=[str(model)],
                                     replaceable=lambda p: True, overwrite=True)
+    # What exists inside an input folder (an image of a `folder:PATH`
+    # source) is read too: --overwrite replaced it with the export's bytes.
+    images = tmp_path / "images"
+    (images / "cat").mkdir(parents=True)
+    (images / "cat" / "1.jpg").write_bytes(b"jpeg")
+    for output, directory in [(images / "cat" / "1.jpg", False), (images / "cat", True)]:
+        with pytest.raises(ValueError, match="`output` is inside an input"):
+            files.check_output_path(output, directory=directory, inputs=[str(images)],
+                                    replaceable=lambda p: True, overwrite=True)
+    # A new file there deletes nothing.
+    out = images / "vit.tflite"
+    assert files.check_output_path(out, inputs=[str(images)]) == str(out)
     # Inputs that are not paths on disk (a dataset name, an array) are skipped.
     out = tmp_path / "new.tflite"
     assert files.check_output_path(out, inputs=["digits", None, object()]) == str(out)

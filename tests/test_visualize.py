@@ -251,3 +251,23 @@ def test_inspect_never_writes_a_figure_over_its_inputs(tmp_path, capsys):
     # An output that is a file is refused by name, not a FileExistsError.
     assert cli.main(["inspect", path, "--image", str(image), "--output", path]) == 2
     assert "Received: output=" in capsys.readouterr().err
+
+
+def test_inspect_does_not_replace_files_it_did_not_write(tmp_path):
+    # `--output site/` replaced the site's own index.html with the figures'.
+    model = _model()
+    images = random_images((1, 32, 48, 3))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<html>my site</html>")
+    (site / "logo.png").write_bytes(b"png")
+    with pytest.raises(ValueError, match=r"not a folder of keras_vit's figures.*: index\.html\. "):
+        visualize.inspect(model, images, str(site), names=["cat"])
+    assert sorted(os.listdir(site)) == ["index.html", "logo.png"]
+    assert (site / "index.html").read_text() == "<html>my site</html>"
+    # A folder without those names is written into (its files stay), and
+    # inspect's own folder is written again.
+    (site / "index.html").unlink()
+    visualize.inspect(model, images, str(site), names=["cat"])
+    visualize.inspect(model, images, str(site), names=["cat"])
+    assert (site / "logo.png").read_bytes() == b"png"

@@ -139,7 +139,8 @@ def _export(args):
     if args.format == "saved_model":
         _refuse((
             ("--quantize", args.quantize, "none"),
-            ("--batch-size", args.batch_size, 1),
+            # (`_batch_size` reads "dynamic" as None: say it as given.)
+            ("--batch-size", "dynamic" if args.batch_size is None else args.batch_size, 1),
             ("--io-dtype", args.io_dtype, "float32"),
             ("--representative-data", args.representative_data, None),
             ("--min-top1-agreement", args.min_top1_agreement, None),

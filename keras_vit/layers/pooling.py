@@ -53,29 +53,51 @@ class TokenPooling(keras.layers.Layer):
     def build(self, input_shape):
         self._check_tokens(input_shape)
 
+    def _least_tokens(self):
+        return 1 if self.pooling == "token" else self.num_prefix_tokens + 1
+
+    def _no_tokens(self, received):
+        """The refusal of inputs with nothing to pool; `received` ends it."""
+        if self.pooling == "token":
+            return (
+                "pooling='token' takes the first token, and these inputs "
+                f"have none. Received: {received}"
+            )
+        return (
+            "pooling='gap' averages the tokens after the "
+            "`num_prefix_tokens` prefix tokens, and these inputs have "
+            f"none. Received: num_prefix_tokens={self.num_prefix_tokens} "
+            f"for {received}"
+        )
+
     def _check_tokens(self, shape):
         """Refuses a static token count that leaves nothing to pool (the
         mean of no patch tokens is NaN)."""
-        tokens = shape[1]
-        if self.pooling == "token" and tokens == 0:
-            raise ValueError(
-                "pooling='token' takes the first token, and these inputs "
-                f"have none. Received: tokens of shape {tuple(shape)}"
-            )
-        if (
-            self.pooling == "gap"
-            and tokens is not None
-            and tokens <= self.num_prefix_tokens
-        ):
-            raise ValueError(
-                "pooling='gap' averages the tokens after the "
-                "`num_prefix_tokens` prefix tokens, and these inputs have "
-                f"none. Received: num_prefix_tokens={self.num_prefix_tokens} "
-                f"for tokens of shape {tuple(shape)}"
-            )
+        if shape[1] is not None and shape[1] < self._least_tokens():
+            raise ValueError(self._no_tokens(f"tokens of shape {tuple(shape)}"))
+
+    def _check_dynamic_tokens(self, tokens):
+        """`tokens`, checked when run for the count `_check_tokens` could
+        not see (a `tf.function` over `(B, None, D)`: the only case where a
+        backend traces an unknown token count; JAX and PyTorch shapes are
+        always known). Without it, "gap" of no patch tokens was NaN and
+        "token" of no token an empty batch, silently."""
+        if tokens.shape[1] is not None or keras.backend.backend() != "tensorflow":
+            return tokens
+        import tensorflow as tf
+
+        count = tf.shape(tokens)[1]
+        check = tf.debugging.Assert(
+            count >= self._least_tokens(),
+            [f"TokenPooling {self.name!r}: "
+             + self._no_tokens("a token count of"), count],
+        )
+        with tf.control_dependencies([check]):
+            return tf.identity(tokens)
 
     def call(self, tokens):
         self._check_tokens(tuple(tokens.shape))
+        tokens = self._check_dynamic_tokens(tokens)
         if self.pooling == "token":
             # `tokens[:, :1]` then a reshape, not `tokens[:, 0]`: the latter
             # is a STRIDED_SLICE with shrink_axis_mask, which TFLite's

@@ -26,7 +26,7 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
         warmup_steps: int >= 0, steps of linear warm-up.
         total_steps: int > warmup_steps, the step at which the decay ends.
         decay: `"cosine"` or `"linear"`. Defaults to `"cosine"`.
-        end: float, the final learning rate. Defaults to `0.0`.
+        end: float >= 0, the final learning rate. Defaults to `0.0`.
     """
 
     def __init__(self, peak, warmup_steps, total_steps, decay="cosine", end=0.0):
@@ -45,7 +45,8 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
                 f"{self.total_steps} steps"
             )
         self.decay = validation.one_of("decay", decay, DECAYS)
-        self.end = float(end)
+        # A NaN or inf `end` gave a NaN or inf learning rate, silently.
+        self.end = validation.finite_non_negative_float("end", end)
 
     def __call__(self, step):
         from keras import ops

@@ -149,6 +149,10 @@ class TrainConfig:
         validation.rate("momentum", self.momentum)
         validation.boolean("shuffle", self.shuffle)
         validation.non_negative_int("seed", self.seed)
+        if self.seed >= 2**32:  # what keras.utils.set_random_seed takes
+            raise ValueError(
+                f"`seed` must be below 2**32. Received: seed={self.seed!r}"
+            )
         validation.boolean("deterministic", self.deterministic)
         validation.one_of("strategy", self.strategy, run_strategy.STRATEGIES)
         validation.one_of(
@@ -331,6 +335,53 @@ RESUME_SETTINGS = (
 )
 
 
+#: What `train` writes into a run folder (besides its `.lock` and the
+#: hidden temporary files of its atomic writes).
+RUN_ENTRIES = (
+    "config.json", "history.json", "log.csv", "curves.png", "model.keras",
+    "best.keras", "backbone.keras", "backup", "logs",
+)
+
+
+def _is_run_config(path):
+    """Whether `path` is the `config.json` that `train` writes."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("resolved"), dict)
+        and all(key in data for key in ("model", "dataset", "output"))
+    )
+
+
+def _check_run_folder(config):
+    """Raises if `config.output` holds files a run writes that no run wrote.
+
+    A run writes `RUN_ENTRIES` into its folder, replacing what is there;
+    in a folder that is not a run's (no keras_vit `config.json`) they are
+    a user's files (a project's `config.json`, another `model.keras`), and
+    the run is refused, naming them, rather than overwriting them. Other
+    files in the folder are never touched, and a run's own folder is
+    resumed.
+    """
+    folder = config.output
+    if not os.path.isdir(folder):
+        return
+    if _is_run_config(os.path.join(folder, "config.json")):
+        return
+    taken = sorted(set(os.listdir(folder)) & set(RUN_ENTRIES))
+    if taken:
+        raise ValueError(
+            "The output folder is not a keras_vit run's (its config.json is "
+            "not one a run wrote, or it has none) and holds files a run "
+            f"writes: {', '.join(taken)}. Training would overwrite them. "
+            f"Use another `output`, or move them first. Received: output={folder!r}"
+        )
+
+
 def _check_resumable(config):
     """Raises if `config.output` holds a backup made with other settings.
 
@@ -394,6 +445,7 @@ def train(config, callbacks=(), strategy=None):
     import keras
 
     config.check()
+    _check_run_folder(config)
     _check_resumable(config)
     if strategy is None:
         strategy, kind = run_strategy.make_strategy(config.strategy, config.tpu)
@@ -487,6 +539,7 @@ def train(config, callbacks=(), strategy=None):
             for folder in (out_dir, backup_dir):
                 files.remove_leftovers(folder)
             # Another run may have written the folder since the first check.
+            _check_run_folder(config)
             _check_resumable(config)
         # Every worker resumes from the chief's backup (the run folder must be
         # readable by all of them: shared storage or gs://), so that all start

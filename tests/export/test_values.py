@@ -97,6 +97,9 @@ def test_export_flags_of_impossible_values(random_model_path, tmp_path, capsys, 
      "--min-top1-agreement applies to --format tflite only"),
     (["--format", "saved_model", "--representative-data", "digits"],
      "--representative-data applies to --format tflite only"),
+    (["--format", "saved_model", "--batch-size", "dynamic"],  # said "None"
+     "--batch-size applies to --format tflite only (a SavedModel is not quantized, takes "
+     "a dynamic batch and is held to max |Δ| limits). Received: --batch-size dynamic"),
 ])
 def test_export_flags_that_would_be_ignored_are_refused(random_model_path, tmp_path, capsys,
                                                         monkeypatch, args, message):

@@ -58,3 +58,19 @@ def test_gap_with_no_token_after_the_prefix_is_refused():
         layer(np.ones((2, 1, 3), "float32"))
     with pytest.raises(ValueError, match="pooling='token'.*none"):
         keras_vit.layers.TokenPooling("token")(np.ones((2, 0, 3), "float32"))
+
+
+def test_too_few_tokens_are_refused_when_their_count_is_known_only_at_run_time():
+    # Traced over (B, None, D), "gap" of no patch tokens returned NaN and
+    # "token" of no token an empty batch, silently.
+    import tensorflow as tf
+
+    for pooling, prefix, tokens in (("gap", 3, 3), ("gap", 1, 0), ("token", 1, 0)):
+        layer = keras_vit.layers.TokenPooling(pooling, num_prefix_tokens=prefix)
+        fn = tf.function(layer, input_signature=[tf.TensorSpec((None, None, 3))])
+        np.testing.assert_allclose(fn(np.ones((2, 4, 3), "float32")).numpy(), 1.0)
+        # (TensorFlow's message escapes the quotes.)
+        received = f"num_prefix_tokens={prefix} for " if pooling == "gap" else ""
+        match = rf"pooling=.*{pooling}.*Received: {received}a token count of\] \[{tokens}\]"
+        with pytest.raises(tf.errors.InvalidArgumentError, match=match):
+            fn(np.ones((2, tokens, 3), "float32"))

@@ -20,6 +20,9 @@ def test_warmup_then_cosine_and_linear_decay():
         recipe.WarmupDecay(1e-3, 10, 10)
     with pytest.raises(ValueError, match="decay='step'"):
         recipe.WarmupDecay(1e-3, 1, 10, decay="step")
+    for end in (float("nan"), float("inf"), -1e-4):  # NaN was a NaN learning rate
+        with pytest.raises(ValueError, match=f"Received: end={end}"):
+            recipe.WarmupDecay(1e-3, 1, 10, end=end)
 
 
 def test_adamw_decays_weights_but_not_biases_norms_or_embeddings():

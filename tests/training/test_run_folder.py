@@ -152,3 +152,30 @@ def test_the_log_holds_the_epochs_of_the_backup_once(tmp_path):
     open(log, "a").write(lines[2] + "\n")  # a row of an epoch to be redone
     train(tiny_config(tmp_path, epochs=2))
     assert open(log).read().splitlines() == lines
+
+
+@pytest.mark.slow
+def test_a_run_does_not_overwrite_a_folder_it_did_not_write(tmp_path):
+    # `--output .` in a project folder replaced its config.json, log.csv
+    # and model.keras with the run's, silently.
+    from keras_vit.training import train
+
+    config = tiny_config(tmp_path, epochs=1)
+    os.makedirs(config.output)
+    mine = {"config.json": '{"my": "project"}', "model.keras": "my model",
+            "notes.txt": "kept"}
+    for name, text in mine.items():
+        open(os.path.join(config.output, name), "w").write(text)
+    with pytest.raises(ValueError, match=r"not a keras_vit run's.*config\.json, "
+                                         r"model\.keras\. .*output="):
+        train(config)
+    for name, text in mine.items():
+        assert open(os.path.join(config.output, name)).read() == text
+    assert sorted(os.listdir(config.output)) == sorted(mine)
+    # A folder with none of a run's files is trained into; its own files
+    # stay, and a rerun resumes it.
+    os.remove(os.path.join(config.output, "config.json"))
+    os.remove(os.path.join(config.output, "model.keras"))
+    assert train(config).initial_epoch == 0
+    assert open(os.path.join(config.output, "notes.txt")).read() == "kept"
+    assert train(tiny_config(tmp_path, epochs=2)).initial_epoch == 1

@@ -240,6 +240,7 @@ def test_bad_input_is_refused_before_training(tmp_path):
         (dict(validation_split="0.1"), "validation_split='0.1'"),
         (dict(seed=-1), "seed=-1"),
         (dict(seed=1.5), "seed=1.5"),
+        (dict(seed=2**32), "seed=4294967296"),  # was NumPy's unnamed error
         (dict(shuffle="yes"), "shuffle='yes'"),
         (dict(deterministic=1), "deterministic=1"),
         (dict(verbose=3), "verbose=3"),
