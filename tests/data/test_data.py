@@ -122,6 +122,44 @@ def test_bad_augmentation_and_sizes():
         data.split_validation(ds, 12, 1.5)
 
 
+@pytest.mark.parametrize("name, value", [
+    ("seed", 2**70), ("seed", -1), ("seed", 1.5), ("shuffle_buffer", 0),
+    ("shuffle_buffer", 2**70), ("batch_size", 2**70), ("num_classes", 0),
+    ("num_classes", 2.0), ("num_examples", 0), ("num_examples", 3),
+    ("initial_epoch", 2**23), ("initial_epoch", -1), ("shuffle", "yes"),
+    ("repeat", 1), ("deterministic", None), ("augmentation", "flip"),
+])
+def test_train_pipeline_arguments_are_named(name, value):
+    # seed=2**70 and shuffle_buffer=0 were TensorFlow's unnamed errors;
+    # num_examples below the batch with repeat looped forever on empty
+    # epochs.
+    ds, _, _ = _examples()
+    args = dict(dataset=ds, num_classes=3, image_size=(8, 8), batch_size=4,
+                repeat=True, num_examples=12)
+    args[name] = value
+    with pytest.raises(ValueError, match=re.escape(f"Received: {name}={value!r}")):
+        data.train_pipeline(**args)
+
+
+def test_pipeline_datasets_and_split_arguments_are_named():
+    ds, _, _ = _examples()
+    for pipeline in (data.train_pipeline, data.eval_pipeline):
+        with pytest.raises(ValueError, match="Received: dataset="):
+            pipeline([1, 2], 3, (8, 8), 4)
+        with pytest.raises(ValueError, match="Received: dataset="):
+            pipeline(ds.map(lambda x, y: x), 3, (8, 8), 4)
+        with pytest.raises(ValueError, match="Received: num_classes=-1"):
+            pipeline(ds, -1, (8, 8), 4)
+    with pytest.raises(ValueError, match="Received: drop_remainder='no'"):
+        data.eval_pipeline(ds, 3, (8, 8), 4, drop_remainder="no")
+    with pytest.raises(ValueError, match="Received: validation_split='a'"):
+        data.split_validation(ds, 12, "a")
+    with pytest.raises(ValueError, match="Received: seed=-1"):
+        data.split_validation(ds, 12, 0.5, seed=-1)
+    with pytest.raises(ValueError, match="leaves none in the rest"):
+        data.split_validation(ds, 1, 0.5)
+
+
 def test_holdout_and_subsets_read_only_their_own_images(tmp_path):
     # An image folder's held-out images are read alone: a training pass of
     # the old shuffle-buffer split held every decoded image in memory.
