@@ -284,7 +284,12 @@ def train_pipeline(
     `(seed, epoch, position in the epoch)`, so the epochs of a stream that
     starts at `initial_epoch` are exactly those of one that started at 0:
     a resumed run (`keras_vit.training.train`) trains on what the
-    uninterrupted one would have.
+    uninterrupted one would have. With `repeat`, the stream is epoch
+    `initial_epoch`, then the next, and so on; without it, each iteration
+    of the dataset (each `iter()`, as `model.fit` makes one an epoch) is
+    the next epoch, the first one `initial_epoch`: anything else that
+    starts an iteration of the same dataset object (a look at its first
+    batch) takes an epoch too.
 
     Args:
         dataset: `tf.data.Dataset` of `(image, label)` (see
@@ -300,8 +305,9 @@ def train_pipeline(
         deterministic: bool, whether the output order must not depend on
             thread timing (slower). Defaults to `False`.
         repeat: bool, whether to repeat forever, one epoch after another.
-            Without it the dataset is one epoch, reshuffled each time it is
-            iterated. Defaults to `False`.
+            Without it each iteration is one epoch, the next one each time
+            (reshuffled, with that epoch's augmentation). Defaults to
+            `False`.
         num_examples: int, the dataset's size; with `repeat`, each pass is
             cut to whole batches. Defaults to `None`.
         initial_epoch: int >= 0, the (0-based) epoch the stream starts
@@ -350,37 +356,38 @@ def train_pipeline(
     options.deterministic = bool(deterministic)
     source = dataset.with_options(options)
 
-    def with_positions(ds, epoch):
+    def epoch_of(epoch):
+        ds = source
+        if shuffle:
+            # A graph-level seed, so that the shuffle's seeds are
+            # (1, f(seed, epoch)) whatever the global seed is (a tensor
+            # seed under a global seed of 0 fails in TensorFlow).
+            tf.random.set_seed(1)
+            ds = ds.shuffle(shuffle_buffer, seed=_shuffle_seed(seed, epoch),
+                            reshuffle_each_iteration=False)
+        if repeat and num_examples is not None:
+            # Whole batches only, so every pass over the data is exactly
+            # one epoch and a resumed run starts its epochs where they
+            # began.
+            ds = ds.take(num_examples // batch_size * batch_size)
         # Each example's seed is a function of its position (epoch and
         # place in it), which is all that is attached here (`enumerate` is
         # cheap; the seeds are made in the parallel maps).
         return ds.enumerate(start=epoch * _EPOCH_STRIDE)
 
     if repeat:
-
-        def epoch_of(epoch):
-            ds = source
-            if shuffle:
-                # A graph-level seed, so that the shuffle's seeds are
-                # (1, f(seed, epoch)) whatever the global seed is (a tensor
-                # seed under a global seed of 0 fails in TensorFlow).
-                tf.random.set_seed(1)
-                ds = ds.shuffle(shuffle_buffer, seed=_shuffle_seed(seed, epoch),
-                                reshuffle_each_iteration=False)
-            if num_examples is not None:
-                # Whole batches only, so every pass over the data is exactly
-                # one epoch and a resumed run starts its epochs where they
-                # began.
-                ds = ds.take(num_examples // batch_size * batch_size)
-            return with_positions(ds, epoch)
-
-        ds = tf.data.Dataset.counter(initial_epoch).flat_map(epoch_of)
+        epochs = tf.data.Dataset.counter(initial_epoch)
     else:
-        ds = source
-        if shuffle:
-            first = int(_shuffle_seed(seed, initial_epoch))
-            ds = ds.shuffle(shuffle_buffer, seed=first, reshuffle_each_iteration=True)
-        ds = with_positions(ds, initial_epoch)
+        # One epoch per iteration: each new iterator (`model.fit` makes one
+        # an epoch) takes the next epoch number from this counter.
+        with tf.init_scope():
+            counter = tf.Variable(
+                initial_epoch - 1, dtype="int64", trainable=False,
+                name="train_pipeline_epoch")
+        epochs = tf.data.Dataset.from_tensors(tf.constant(0, "int64")).map(
+            lambda _: counter.assign_add(1))
+    # (The options of `source` do not reach past `flat_map`.)
+    ds = epochs.flat_map(epoch_of).with_options(options)
 
     def augment(position, example):
         pair = _example_seed(seed, position)

@@ -93,6 +93,60 @@ def test_a_stream_started_at_an_epoch_is_that_epoch_of_the_whole_stream(fixed_si
     assert not np.array_equal(epochs(0, 1, seed=6)[0], whole[0])
 
 
+def _flat(batches):
+    return np.concatenate([np.concatenate([x.numpy().ravel(), y.numpy().ravel()])
+                           for x, y in batches])
+
+
+def test_a_stream_that_is_not_repeated_is_one_epoch_per_iteration():
+    # Without `repeat` (a training set of unknown size), every iteration
+    # replayed epoch 0's augmentation seeds (positions restarted), and a
+    # pipeline started at an epoch did not give that epoch of the whole
+    # stream (its shuffle was another seed's first one).
+    ds, _, _ = _examples(n=24, channels=3)
+    aug = data.Augmentation(rand_augment=1, mixup=0.4)
+
+    def pipe(initial_epoch=0, repeat=False):
+        return data.train_pipeline(
+            ds, 3, (8, 8), 8, augmentation=aug, seed=3, deterministic=True,
+            shuffle_buffer=24, repeat=repeat, num_examples=24,
+            initial_epoch=initial_epoch)
+
+    repeated = list(pipe(repeat=True).take(9))
+    whole = [_flat(repeated[3 * i:3 * i + 3]) for i in range(3)]
+    once = pipe()
+    for epoch in range(3):  # each iteration is the next epoch
+        np.testing.assert_array_equal(_flat(once), whole[epoch])
+    np.testing.assert_array_equal(_flat(pipe(initial_epoch=2)), whole[2])
+    assert not np.array_equal(whole[0], whole[1])
+
+
+def test_fit_on_a_stream_that_is_not_repeated_resumes_as_uninterrupted():
+    import keras
+
+    ds, _, _ = _examples(n=16, channels=3)
+
+    def pipe(initial_epoch):
+        return data.train_pipeline(
+            ds, 3, (8, 8), 4, augmentation=data.Augmentation(), seed=1,
+            deterministic=True, initial_epoch=initial_epoch)
+
+    def model():
+        keras.utils.set_random_seed(0)
+        m = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Rescaling(1 / 255),
+                              keras.layers.Flatten(), keras.layers.Dense(3)])
+        m.compile(optimizer=keras.optimizers.SGD(0.1), loss="categorical_crossentropy")
+        return m
+
+    whole = model()
+    whole.fit(pipe(0), epochs=3, verbose=0)
+    resumed = model()
+    resumed.fit(pipe(0), epochs=2, verbose=0)
+    resumed.fit(pipe(2), initial_epoch=2, epochs=3, verbose=0)  # a new process's
+    for got, want in zip(resumed.weights, whole.weights):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_mixup_and_cutmix_keep_labels_normalised():
     ds, _, _ = _examples(n=16)
     aug = data.Augmentation(mixup=0.4, cutmix=1.0)
