@@ -160,6 +160,19 @@ def _holds(path, source):
 
 
 def _umask():
+    """The process's umask, without changing it where the system says it.
+
+    Reading it the portable way sets it (`os.umask(0)`, then back): a file
+    another thread creates meanwhile gets mode 0666 / 0777. Linux (4.7 and
+    later) shows it in `/proc/self/status`; elsewhere it is read that way.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return mask

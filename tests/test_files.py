@@ -68,3 +68,40 @@ def test_a_companion_file_names_its_output(tmp_path):
     (tmp_path / "vit.bin").write_bytes(b"mine")
     with pytest.raises(ValueError, match=r"Received: weights=.*vit.bin.*beside output='vit.xml'"):
         files.check_companion_path(tmp_path / "vit.bin", "vit.xml", "weights")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux only")
+def test_the_umask_is_read_on_linux_without_setting_it(monkeypatch):
+    # os.umask(0) and back left other threads a window in which they
+    # created world-writable files.
+    old = os.umask(0o027)
+    try:
+        calls = []
+        real_umask = os.umask
+        monkeypatch.setattr(os, "umask", lambda mask: calls.append(mask) or real_umask(mask))
+        assert files._umask() == 0o027
+        assert calls == []
+        monkeypatch.undo()
+        os.umask(0o002)
+        assert files._umask() == 0o002
+    finally:
+        os.umask(old)
+
+
+def test_the_umask_without_proc_is_set_and_restored(monkeypatch):
+    import builtins
+
+    real_open = builtins.open
+
+    def no_proc(path, *args, **kwargs):
+        if os.fspath(path).startswith("/proc/"):
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", no_proc)
+    old = os.umask(0o037)
+    try:
+        assert files._umask() == 0o037
+        assert os.umask(0o037) == 0o037  # restored
+    finally:
+        os.umask(old)
