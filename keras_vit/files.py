@@ -6,6 +6,10 @@ sibling first and moved into place with `os.replace`, which is atomic on one
 file system. Before any of that, `check_output_path` applies one rule to
 every output: never an input, never over something the writer did not
 write (unless asked), and only into a folder that can be written.
+
+`read_npz` is the one way keras_vit reads an `.npz` a user gives it
+(weights, calibration and verification images): no pickle is loaded, and
+any failure names the file.
 """
 
 import contextlib
@@ -324,6 +328,48 @@ def atomic_directory(path):
     finally:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def read_npz(path, what="the .npz file", name=None):
+    """The arrays of an `.npz` archive by name, read into memory without
+    unpickling anything (`allow_pickle=False`).
+
+    Args:
+        path: str or path-like, the file.
+        what: str, what the file is, for error messages (`"the .npz
+            weights file"`). Defaults to `"the .npz file"`.
+        name: str or `None`, the argument that gave the file; errors end in
+            `Received: name=path` when given. Defaults to `None`.
+
+    Returns:
+        A dict from array name to NumPy array.
+
+    Raises:
+        ValueError: naming the file, if it does not exist, cannot be read
+            (truncated, corrupt, a pickled member), or is a single array
+            (an `.npy` file renamed) rather than an archive of named arrays.
+    """
+    import numpy as np
+
+    path = os.fspath(path)
+    received = "" if name is None else f" Received: {name}={path!r}"
+    if not os.path.isfile(path):
+        raise ValueError(f"{what[:1].upper()}{what[1:]} does not exist: {path!r}.{received}")
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded as archive:
+                return {key: archive[key] for key in archive.files}
+    except Exception as error:  # noqa: BLE001 - zipfile, zlib and NumPy each raise their own
+        raise ValueError(
+            f"Cannot read {what} {path!r}: it may be truncated or corrupt "
+            f"({type(error).__name__}: {error}).{received}"
+        ) from None
+    raise ValueError(
+        f"{what[:1].upper()}{what[1:]} {path!r} holds a single array, as an "
+        ".npy file does, not a .npz archive of named arrays (np.savez)."
+        f"{received}"
+    )
 
 
 def write_text(path, text):

@@ -105,3 +105,49 @@ def test_the_umask_without_proc_is_set_and_restored(monkeypatch):
         assert os.umask(0o037) == 0o037  # restored
     finally:
         os.umask(old)
+
+
+def test_read_npz_reads_safely_and_names_the_file_and_argument(tmp_path):
+    import numpy as np
+
+    good = tmp_path / "good.npz"
+    np.savez(good, a=np.arange(3), b=np.eye(2))
+    arrays = files.read_npz(good)
+    assert sorted(arrays) == ["a", "b"]
+    np.testing.assert_array_equal(arrays["b"], np.eye(2))
+    (tmp_path / "cut.npz").write_bytes(good.read_bytes()[:100])
+    np.save(tmp_path / "array.npy", np.zeros(3))
+    os.replace(tmp_path / "array.npy", tmp_path / "array.npz")
+    np.savez(tmp_path / "pickled.npz", a=np.array([{"x": 1}], dtype=object))
+    for name, message in [("missing.npz", "The .npz file does not exist"),
+                          ("cut.npz", "Cannot read the .npz file"),
+                          ("array.npz", "holds a single array"),
+                          ("pickled.npz", "Cannot read the .npz file")]:
+        path = str(tmp_path / name)
+        with pytest.raises(ValueError) as info:
+            files.read_npz(path, name="data")
+        assert message in str(info.value)
+        assert str(info.value).endswith(f"Received: data={path!r}"), str(info.value)
+
+
+def test_weights_and_images_read_npz_files_one_way(tmp_path, monkeypatch):
+    # Written twice before (keras_vit.weights.reader and
+    # keras_vit.export.representative), each with its own gaps.
+    from keras_vit.export import representative
+    from keras_vit.weights import reader
+
+    seen = []
+
+    def read_npz(path, what="the .npz file", name=None):
+        seen.append((os.fspath(path), what, name))
+        raise ValueError("read by files.read_npz")
+
+    monkeypatch.setattr(files, "read_npz", read_npz)
+    path = tmp_path / "x.npz"
+    path.write_bytes(b"")
+    with pytest.raises(ValueError, match="read by files.read_npz"):
+        reader.read_checkpoint(path)
+    with pytest.raises(ValueError, match="read by files.read_npz"):
+        representative.load_images(str(path), (8, 8), name="representative_data")
+    assert seen == [(str(path), "the .npz weights file", "weights"),
+                    (str(path), "the .npz file", "representative_data")]
