@@ -22,7 +22,7 @@ import zlib
 
 
 def check_output_path(path, name="output", directory=False, inputs=(),
-                      replaceable=None, overwrite=False):
+                      replaceable=None, overwrite=False, replaces=None):
     """Returns `path` as a string after checking that it can be written safely.
 
     The rule every writer of exports follows, checked before any work is
@@ -34,10 +34,12 @@ def check_output_path(path, name="output", directory=False, inputs=(),
       and an existing output is not inside an input folder (an image of a
       `folder:PATH` source), even with `overwrite`;
     - an existing file, or a folder that is not empty, at `path` is replaced
-      only if `replaceable(path)` says it is an earlier export of the same
+      only if `replaceable(path)` says it is an earlier output of the same
       kind (a SavedModel with keras_vit's metadata, a TFLite flatbuffer,
-      ...), or if `overwrite` is true. An export never deletes what it did
-      not write unless asked to.
+      ...), or if `overwrite` is true. A writer never deletes what it did
+      not write unless asked to; one whose output cannot be told from
+      another's (a converted `.keras` from a trained one) has no
+      `replaceable` and replaces nothing unasked.
 
     Args:
         path: str or path-like, the file (or folder) to write.
@@ -49,6 +51,9 @@ def check_output_path(path, name="output", directory=False, inputs=(),
             not exist, are skipped). Defaults to `()`.
         replaceable: a function of the path that says whether what exists
             there may be replaced. Defaults to `None`: nothing may.
+        replaces: str, what `replaceable` accepts, for the error (`"a
+            TFLite file"`). Defaults to `None`: "an earlier output of this
+            kind".
         overwrite: bool, whether to replace whatever exists at `path`
             (files and folders not written by keras_vit included); `None`
             when the caller offers no such option (the error then does not
@@ -112,11 +117,17 @@ def check_output_path(path, name="output", directory=False, inputs=(),
             "" if overwrite is None
             else ", or pass overwrite=True (--overwrite) to replace it anyway"
         )
+        if replaceable is None:
+            what = f"`{name}` names an existing {kind}"
+        else:
+            what = (
+                f"`{name}` names an existing {kind} that is not "
+                f"{replaces or 'an earlier output of this kind'} (the only "
+                "kind replaced unasked)"
+            )
         raise ValueError(
-            f"`{name}` names an existing {kind} that is not an export of this "
-            f"kind written by keras_vit, and replacing it would delete it. "
-            f"Choose another path, or remove it first{hint}. "
-            f"Received: {name}={path!r}"
+            f"{what}, and writing there would delete it. Choose another "
+            f"path, or remove it first{hint}. Received: {name}={path!r}"
         )
     return path
 

@@ -41,8 +41,16 @@ def test_an_output_is_never_an_input_nor_a_folder_above_one(tmp_path):
 def test_only_an_earlier_export_is_replaced_unless_overwrite(tmp_path):
     mine = tmp_path / "notes.txt"
     mine.write_text("mine")
-    with pytest.raises(ValueError, match="not an export.*overwrite=True.*notes.txt"):
+    with pytest.raises(ValueError, match=r"^`output` names an existing file, and writing "
+                                         r"there would delete it.*overwrite=True.*notes.txt"):
         files.check_output_path(mine)
+    # The error says what the writer replaces unasked, in the caller's words
+    # (it said "not an export of this kind" to convert and save_npz too).
+    with pytest.raises(ValueError, match=r"existing file that is not a TFLite file \(the "
+                                         r"only kind replaced unasked\)"):
+        files.check_output_path(mine, replaceable=lambda p: False, replaces="a TFLite file")
+    with pytest.raises(ValueError, match="not an earlier output of this kind"):
+        files.check_output_path(mine, replaceable=lambda p: False)
     with pytest.raises(ValueError, match="remove it first. Received"):
         files.check_output_path(mine, overwrite=None)  # no overwrite option offered
     assert files.check_output_path(mine, replaceable=lambda p: True) == str(mine)
@@ -51,7 +59,7 @@ def test_only_an_earlier_export_is_replaced_unless_overwrite(tmp_path):
     folder.mkdir()
     assert files.check_output_path(folder, directory=True) == str(folder)  # empty
     (folder / "a").write_text("a")
-    with pytest.raises(ValueError, match="existing folder that is not an export"):
+    with pytest.raises(ValueError, match="names an existing folder, and writing"):
         files.check_output_path(folder, directory=True)
     assert mine.read_text() == "mine" and os.listdir(folder) == ["a"]
 
