@@ -114,7 +114,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             source = checkpoint.position_grid
         except ValueError as error:  # the grid is not known: say so below
             source = None
-            problems.append(str(error))
+            problems.append(str(error) + _same_size_hint(checkpoint, model))
         if source is not None and source != target:
             tensors[POSEMB] = np.asarray(
                 vit_ops.resample_position_embeddings(
@@ -214,6 +214,24 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         for path, value in tensors.items()
     }
     return values, zeros, notes
+
+
+def _same_size_hint(checkpoint, model):
+    """For a keras_vit file that records no grid: the way out when it was
+    saved by a model of `model`'s very size (the usual case), or ''."""
+    if checkpoint.source != "keras" or checkpoint.grid_size is not None:
+        return ""
+    positions = np.shape(checkpoint.tensors[POSEMB])[1] - checkpoint.num_prefix_tokens
+    rows, cols = (int(g) for g in model.grid_size)
+    if rows * cols != positions:
+        return ""
+    return (
+        f" If the file was saved by a model of this very size (a {rows}x{cols} "
+        "patch grid), load it with keras_vit.load_weights(model, "
+        f"{checkpoint.path!r}, source_grid=({rows}, {cols})), or with Keras's "
+        f"own model.load_weights({checkpoint.path!r}), which copies the "
+        "position embeddings as they are."
+    )
 
 
 def _non_finite(path, value):

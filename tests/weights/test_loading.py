@@ -326,6 +326,35 @@ def test_native_file_without_a_grid_record(tmp_path, suffix):
     np.testing.assert_allclose(_posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6)
 
 
+def test_a_file_without_a_grid_record_says_how_to_load_it_into_its_own_size(tmp_path):
+    # Refused by design (its grid cannot be known), but the message gave no
+    # way out for the usual case: the file of a model of this very size.
+    from tests.test_case import randomize_weights
+
+    size = {**TINY, "image_size": (16, 64)}  # a 2x8 grid
+    source = keras_vit.ViT(**size)
+    randomize_weights(source)
+    path = _drop_grid_record(_save(source, str(tmp_path / "model.weights.h5")))
+    model = keras_vit.ViT(**size)
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(model, path)
+    message = str(info.value)
+    assert (f"keras_vit.load_weights(model, {path!r}, source_grid=(2, 8))"
+            in message), message
+    assert f"model.load_weights({path!r})" in message, message
+    # Both ways load it as it was saved.
+    keras_vit.load_weights(model, path, source_grid=(2, 8))
+    other = keras_vit.ViT(**size)
+    other.load_weights(path)
+    for loaded in (model, other):
+        for got, want in zip(loaded.weights, source.weights):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    # Not suggested to a model whose grid could not be the file's.
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(keras_vit.ViT(**{**TINY, "image_size": 48}), path)
+    assert "this very size" not in str(info.value)
+
+
 HYBRID = dict(patch_size=1, hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16,
               num_classes=3, image_size=32,
               stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4})
