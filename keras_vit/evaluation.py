@@ -270,7 +270,7 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
                 f"`test_fraction` must be a number in (0, 1). Received: "
                 f"test_fraction={test_fraction!r}"
             )
-        pool, held = holdout_indices(len(labels), test_fraction)
+        pool, held = holdout_indices(len(labels), test_fraction, name="test_fraction")
         test = dataset.subset(held)
     elif test_fraction is not None:
         raise ValueError(

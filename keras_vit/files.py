@@ -6,6 +6,10 @@ sibling first and moved into place with `os.replace`, which is atomic on one
 file system. Before any of that, `check_output_path` applies one rule to
 every output: never an input, never over something the writer did not
 write (unless asked), and only into a folder that can be written.
+
+`read_npz` is the one way keras_vit reads an `.npz` a user gives it
+(weights, calibration and verification images): no pickle is loaded, and
+any failure names the file.
 """
 
 import contextlib
@@ -18,7 +22,7 @@ import zlib
 
 
 def check_output_path(path, name="output", directory=False, inputs=(),
-                      replaceable=None, overwrite=False):
+                      replaceable=None, overwrite=False, replaces=None):
     """Returns `path` as a string after checking that it can be written safely.
 
     The rule every writer of exports follows, checked before any work is
@@ -30,10 +34,12 @@ def check_output_path(path, name="output", directory=False, inputs=(),
       and an existing output is not inside an input folder (an image of a
       `folder:PATH` source), even with `overwrite`;
     - an existing file, or a folder that is not empty, at `path` is replaced
-      only if `replaceable(path)` says it is an earlier export of the same
+      only if `replaceable(path)` says it is an earlier output of the same
       kind (a SavedModel with keras_vit's metadata, a TFLite flatbuffer,
-      ...), or if `overwrite` is true. An export never deletes what it did
-      not write unless asked to.
+      ...), or if `overwrite` is true. A writer never deletes what it did
+      not write unless asked to; one whose output cannot be told from
+      another's (a converted `.keras` from a trained one) has no
+      `replaceable` and replaces nothing unasked.
 
     Args:
         path: str or path-like, the file (or folder) to write.
@@ -45,6 +51,9 @@ def check_output_path(path, name="output", directory=False, inputs=(),
             not exist, are skipped). Defaults to `()`.
         replaceable: a function of the path that says whether what exists
             there may be replaced. Defaults to `None`: nothing may.
+        replaces: str, what `replaceable` accepts, for the error (`"a
+            TFLite file"`). Defaults to `None`: "an earlier output of this
+            kind".
         overwrite: bool, whether to replace whatever exists at `path`
             (files and folders not written by keras_vit included); `None`
             when the caller offers no such option (the error then does not
@@ -108,11 +117,17 @@ def check_output_path(path, name="output", directory=False, inputs=(),
             "" if overwrite is None
             else ", or pass overwrite=True (--overwrite) to replace it anyway"
         )
+        if replaceable is None:
+            what = f"`{name}` names an existing {kind}"
+        else:
+            what = (
+                f"`{name}` names an existing {kind} that is not "
+                f"{replaces or 'an earlier output of this kind'} (the only "
+                "kind replaced unasked)"
+            )
         raise ValueError(
-            f"`{name}` names an existing {kind} that is not an export of this "
-            f"kind written by keras_vit, and replacing it would delete it. "
-            f"Choose another path, or remove it first{hint}. "
-            f"Received: {name}={path!r}"
+            f"{what}, and writing there would delete it. Choose another "
+            f"path, or remove it first{hint}. Received: {name}={path!r}"
         )
     return path
 
@@ -160,6 +175,19 @@ def _holds(path, source):
 
 
 def _umask():
+    """The process's umask, without changing it where the system says it.
+
+    Reading it the portable way sets it (`os.umask(0)`, then back): a file
+    another thread creates meanwhile gets mode 0666 / 0777. Linux (4.7 and
+    later) shows it in `/proc/self/status`; elsewhere it is read that way.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -311,6 +339,48 @@ def atomic_directory(path):
     finally:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def read_npz(path, what="the .npz file", name=None):
+    """The arrays of an `.npz` archive by name, read into memory without
+    unpickling anything (`allow_pickle=False`).
+
+    Args:
+        path: str or path-like, the file.
+        what: str, what the file is, for error messages (`"the .npz
+            weights file"`). Defaults to `"the .npz file"`.
+        name: str or `None`, the argument that gave the file; errors end in
+            `Received: name=path` when given. Defaults to `None`.
+
+    Returns:
+        A dict from array name to NumPy array.
+
+    Raises:
+        ValueError: naming the file, if it does not exist, cannot be read
+            (truncated, corrupt, a pickled member), or is a single array
+            (an `.npy` file renamed) rather than an archive of named arrays.
+    """
+    import numpy as np
+
+    path = os.fspath(path)
+    received = "" if name is None else f" Received: {name}={path!r}"
+    if not os.path.isfile(path):
+        raise ValueError(f"{what[:1].upper()}{what[1:]} does not exist: {path!r}.{received}")
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded as archive:
+                return {key: archive[key] for key in archive.files}
+    except Exception as error:  # noqa: BLE001 - zipfile, zlib and NumPy each raise their own
+        raise ValueError(
+            f"Cannot read {what} {path!r}: it may be truncated or corrupt "
+            f"({type(error).__name__}: {error}).{received}"
+        ) from None
+    raise ValueError(
+        f"{what[:1].upper()}{what[1:]} {path!r} holds a single array, as an "
+        ".npy file does, not a .npz archive of named arrays (np.savez)."
+        f"{received}"
+    )
 
 
 def write_text(path, text):

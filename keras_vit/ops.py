@@ -6,7 +6,9 @@ input grid it was not built for).
 """
 
 import math
+import numbers
 
+import keras
 import numpy as np
 from keras import ops
 
@@ -57,7 +59,8 @@ def resample_position_embeddings(
         posemb: `(1, T, D)` or `(T, D)` embeddings: `num_prefix_tokens`
             prefix entries followed by the grid in row-major order.
         target_grid: `(height, width)` of the new patch grid, or an int for
-            a square grid.
+            a square grid; a side known only when the graph runs may be a
+            scalar integer tensor.
         source_grid: `(height, width)` of the grid in `posemb`. Defaults to
             `None`, the square grid that holds `T - num_prefix_tokens`.
         num_prefix_tokens: int, entries at the start that are not on the
@@ -82,8 +85,12 @@ def resample_position_embeddings(
     interpolation = validation.one_of(
         "interpolation", interpolation, INTERPOLATIONS
     )
-    num_prefix_tokens = int(num_prefix_tokens)
-    posemb = ops.convert_to_tensor(posemb)
+    num_prefix_tokens = validation.non_negative_int(
+        "num_prefix_tokens", num_prefix_tokens
+    )
+    antialias = validation.boolean("antialias", antialias)
+    target_grid = _grid_size("target_grid", target_grid)
+    posemb = _float_tensor("posemb", posemb)
     squeeze = len(posemb.shape) == 2
     if squeeze:
         posemb = posemb[None]
@@ -93,17 +100,21 @@ def resample_position_embeddings(
             f"Received: posemb.shape={tuple(posemb.shape)}"
         )
     num_tokens, dim = posemb.shape[1], posemb.shape[2]
+    if num_prefix_tokens > num_tokens:
+        raise ValueError(
+            f"`num_prefix_tokens` must be at most the {num_tokens} positions "
+            f"of posemb. Received: num_prefix_tokens={num_prefix_tokens}"
+        )
     if source_grid is None:
         source_grid = grid_from_length(num_tokens - num_prefix_tokens)
     source_grid = validation.size_2d("source_grid", source_grid)
     if source_grid[0] * source_grid[1] + num_prefix_tokens != num_tokens:
         raise ValueError(
             f"`source_grid` {source_grid} with {num_prefix_tokens} prefix "
-            f"tokens does not match posemb with {num_tokens} positions."
+            f"tokens does not match posemb with {num_tokens} positions. "
+            f"Received: source_grid={source_grid}, "
+            f"num_prefix_tokens={num_prefix_tokens}"
         )
-    if isinstance(target_grid, int):
-        target_grid = (target_grid, target_grid)
-    target_grid = tuple(target_grid)
     static = all(isinstance(g, int) for g in target_grid)
 
     prefix = posemb[:, :num_prefix_tokens]
@@ -154,10 +165,68 @@ def resample_1d_embeddings(embeddings, length, interpolation="bilinear"):
     Returns:
         `(length, D)` embeddings.
     """
+    (length,) = _grid_size("length", (length,), size=1)
+    embeddings = _float_tensor("embeddings", embeddings)
+    if len(embeddings.shape) != 2:
+        raise ValueError(
+            "`embeddings` must have shape (n, D). "
+            f"Received: embeddings.shape={tuple(embeddings.shape)}"
+        )
     return resample_position_embeddings(
         embeddings, (length, 1), source_grid=(embeddings.shape[0], 1),
         num_prefix_tokens=0, interpolation=interpolation,
     )
+
+
+def _grid_size(name, value, size=2):
+    """`value` as a tuple of `size` grid sides, or raises: each a positive
+    Python or NumPy integer (made an `int`), or a scalar integer tensor (a
+    side known only when the graph runs); an int gives a square grid."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value,) * size
+    if not isinstance(value, (tuple, list)) or len(value) != size:
+        raise ValueError(
+            f"`{name}` must be an int or a (height, width) pair of positive "
+            f"integers. Received: {name}={value!r}"
+        )
+    sides = []
+    for side in value:
+        if isinstance(side, numbers.Integral) and not isinstance(side, bool):
+            if side >= 1:
+                sides.append(int(side))
+                continue
+        elif (
+            ops.is_tensor(side)
+            and len(side.shape) == 0
+            and "int" in keras.backend.standardize_dtype(side.dtype)
+        ):
+            sides.append(side)
+            continue
+        shown = value[0] if size == 1 else value
+        raise ValueError(
+            f"`{name}` must hold positive integers (or scalar integer "
+            f"tensors). Received: {name}={shown!r}"
+        )
+    return tuple(sides)
+
+
+def _float_tensor(name, value):
+    """`value` as a floating-point tensor, or raises naming `name`."""
+    try:
+        tensor = ops.convert_to_tensor(value)
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"`{name}` must be an array of floating-point numbers "
+            f"({type(error).__name__}: {error}). Received: {name} of type "
+            f"{type(value).__name__}"
+        ) from None
+    dtype = keras.backend.standardize_dtype(tensor.dtype)
+    if not keras.backend.is_float_dtype(dtype):
+        raise ValueError(
+            f"`{name}` must be an array of floating-point numbers. "
+            f"Received: {name} of dtype {dtype}"
+        )
+    return tensor
 
 
 def _align_corners_matrix(size_in, size_out):
@@ -198,6 +267,9 @@ def sincos_2d_position_embedding(grid_h, grid_w, dim, temperature=10000.0):
     >>> keras_vit.ops.sincos_2d_position_embedding(14, 14, 768).shape
     TensorShape([196, 768])
     """
+    grid_h, grid_w = _grid_size("grid", (grid_h, grid_w))
+    dim = validation.positive_int("dim", dim)
+    temperature = validation.finite_positive_float("temperature", temperature)
     if dim % 4:
         raise ValueError(
             "The sincos2d position embedding needs a width that is a "
@@ -252,7 +324,8 @@ def dense_to_conv_kernel(kernel, patch_size, num_channels=3):
         The `(P, P, C, D)` convolution kernel.
     """
     kernel = ops.convert_to_tensor(kernel)
-    p, c = int(patch_size), int(num_channels)
+    p = validation.positive_int("patch_size", patch_size)
+    c = validation.positive_int("num_channels", num_channels)
     if len(kernel.shape) != 2 or kernel.shape[0] != p * p * c:
         raise ValueError(
             f"Expected a ({p}·{p}·{c}, D) kernel for patch_size={p} and "

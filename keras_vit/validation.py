@@ -45,6 +45,27 @@ def non_negative_int(name, value):
     return int(value)
 
 
+#: The bound of an int64 (TensorFlow's seeds, counts and positions).
+INT64_BOUND = 2**63
+
+
+def int_below(name, value, bound, minimum=0, why=None):
+    """Returns `value` as an `int` in `[minimum, bound)`, or raises; `why`
+    says where the bound comes from (e.g. "an int64 seed")."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or not minimum <= value < bound
+    ):
+        shown = f"2**{bound.bit_length() - 1}" if bound & (bound - 1) == 0 else bound
+        reason = f" ({why})" if why else ""
+        raise ValueError(
+            f"`{name}` must be an integer >= {minimum} and below "
+            f"{shown}{reason}. Received: {name}={value!r}"
+        )
+    return int(value)
+
+
 def optional_positive_int(name, value):
     """Like `positive_int`, but `None` passes through."""
     return None if value is None else positive_int(name, value)

@@ -41,8 +41,16 @@ def test_an_output_is_never_an_input_nor_a_folder_above_one(tmp_path):
 def test_only_an_earlier_export_is_replaced_unless_overwrite(tmp_path):
     mine = tmp_path / "notes.txt"
     mine.write_text("mine")
-    with pytest.raises(ValueError, match="not an export.*overwrite=True.*notes.txt"):
+    with pytest.raises(ValueError, match=r"^`output` names an existing file, and writing "
+                                         r"there would delete it.*overwrite=True.*notes.txt"):
         files.check_output_path(mine)
+    # The error says what the writer replaces unasked, in the caller's words
+    # (it said "not an export of this kind" to convert and save_npz too).
+    with pytest.raises(ValueError, match=r"existing file that is not a TFLite file \(the "
+                                         r"only kind replaced unasked\)"):
+        files.check_output_path(mine, replaceable=lambda p: False, replaces="a TFLite file")
+    with pytest.raises(ValueError, match="not an earlier output of this kind"):
+        files.check_output_path(mine, replaceable=lambda p: False)
     with pytest.raises(ValueError, match="remove it first. Received"):
         files.check_output_path(mine, overwrite=None)  # no overwrite option offered
     assert files.check_output_path(mine, replaceable=lambda p: True) == str(mine)
@@ -51,7 +59,7 @@ def test_only_an_earlier_export_is_replaced_unless_overwrite(tmp_path):
     folder.mkdir()
     assert files.check_output_path(folder, directory=True) == str(folder)  # empty
     (folder / "a").write_text("a")
-    with pytest.raises(ValueError, match="existing folder that is not an export"):
+    with pytest.raises(ValueError, match="names an existing folder, and writing"):
         files.check_output_path(folder, directory=True)
     assert mine.read_text() == "mine" and os.listdir(folder) == ["a"]
 
@@ -68,3 +76,86 @@ def test_a_companion_file_names_its_output(tmp_path):
     (tmp_path / "vit.bin").write_bytes(b"mine")
     with pytest.raises(ValueError, match=r"Received: weights=.*vit.bin.*beside output='vit.xml'"):
         files.check_companion_path(tmp_path / "vit.bin", "vit.xml", "weights")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux only")
+def test_the_umask_is_read_on_linux_without_setting_it(monkeypatch):
+    # os.umask(0) and back left other threads a window in which they
+    # created world-writable files.
+    old = os.umask(0o027)
+    try:
+        calls = []
+        real_umask = os.umask
+        monkeypatch.setattr(os, "umask", lambda mask: calls.append(mask) or real_umask(mask))
+        assert files._umask() == 0o027
+        assert calls == []
+        monkeypatch.undo()
+        os.umask(0o002)
+        assert files._umask() == 0o002
+    finally:
+        os.umask(old)
+
+
+def test_the_umask_without_proc_is_set_and_restored(monkeypatch):
+    import builtins
+
+    real_open = builtins.open
+
+    def no_proc(path, *args, **kwargs):
+        if os.fspath(path).startswith("/proc/"):
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", no_proc)
+    old = os.umask(0o037)
+    try:
+        assert files._umask() == 0o037
+        assert os.umask(0o037) == 0o037  # restored
+    finally:
+        os.umask(old)
+
+
+def test_read_npz_reads_safely_and_names_the_file_and_argument(tmp_path):
+    import numpy as np
+
+    good = tmp_path / "good.npz"
+    np.savez(good, a=np.arange(3), b=np.eye(2))
+    arrays = files.read_npz(good)
+    assert sorted(arrays) == ["a", "b"]
+    np.testing.assert_array_equal(arrays["b"], np.eye(2))
+    (tmp_path / "cut.npz").write_bytes(good.read_bytes()[:100])
+    np.save(tmp_path / "array.npy", np.zeros(3))
+    os.replace(tmp_path / "array.npy", tmp_path / "array.npz")
+    np.savez(tmp_path / "pickled.npz", a=np.array([{"x": 1}], dtype=object))
+    for name, message in [("missing.npz", "The .npz file does not exist"),
+                          ("cut.npz", "Cannot read the .npz file"),
+                          ("array.npz", "holds a single array"),
+                          ("pickled.npz", "Cannot read the .npz file")]:
+        path = str(tmp_path / name)
+        with pytest.raises(ValueError) as info:
+            files.read_npz(path, name="data")
+        assert message in str(info.value)
+        assert str(info.value).endswith(f"Received: data={path!r}"), str(info.value)
+
+
+def test_weights_and_images_read_npz_files_one_way(tmp_path, monkeypatch):
+    # Written twice before (keras_vit.weights.reader and
+    # keras_vit.export.representative), each with its own gaps.
+    from keras_vit.export import representative
+    from keras_vit.weights import reader
+
+    seen = []
+
+    def read_npz(path, what="the .npz file", name=None):
+        seen.append((os.fspath(path), what, name))
+        raise ValueError("read by files.read_npz")
+
+    monkeypatch.setattr(files, "read_npz", read_npz)
+    path = tmp_path / "x.npz"
+    path.write_bytes(b"")
+    with pytest.raises(ValueError, match="read by files.read_npz"):
+        reader.read_checkpoint(path)
+    with pytest.raises(ValueError, match="read by files.read_npz"):
+        representative.load_images(str(path), (8, 8), name="representative_data")
+    assert seen == [(str(path), "the .npz weights file", "weights"),
+                    (str(path), "the .npz file", "representative_data")]

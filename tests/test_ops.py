@@ -1,4 +1,5 @@
 import math
+import re
 
 import keras
 import numpy as np
@@ -64,6 +65,60 @@ def test_bad_arguments():
         )
     with pytest.raises(ValueError, match="posemb.shape"):
         vit_ops.resample_position_embeddings(np.zeros(5), (2, 2))
+
+
+@pytest.mark.parametrize("name, value", [
+    ("target_grid", (float("nan"), 4)), ("target_grid", (2.5, 4)),
+    ("target_grid", 0), ("target_grid", (4, 4, 4)), ("target_grid", "4"),
+    ("target_grid", (True, 4)), ("antialias", "yes"), ("antialias", 1),
+    ("num_prefix_tokens", 1.5), ("num_prefix_tokens", -1),
+    ("num_prefix_tokens", 20), ("num_prefix_tokens", "1"),
+])
+def test_resampling_arguments_are_named(name, value):
+    # NaN or non-integer grids and a non-bool antialias were TensorFlow's
+    # unnamed errors; num_prefix_tokens=1.5 was truncated silently.
+    posemb = np.zeros((1, 1 + 16, 4), "float32")
+    args = dict(posemb=posemb, target_grid=(2, 8), source_grid=(4, 4))
+    args[name] = value
+    with pytest.raises(ValueError, match=rf"Received: {name}="):
+        vit_ops.resample_position_embeddings(**args)
+
+
+def test_resampling_inputs_are_named():
+    with pytest.raises(ValueError, match="`posemb` must be an array of floating-point"):
+        vit_ops.resample_position_embeddings(np.array([["a"] * 4] * 17), 2)
+    with pytest.raises(ValueError, match="Received: posemb of dtype int"):
+        vit_ops.resample_position_embeddings(np.zeros((17, 4), "int32"), 2)
+    with pytest.raises(ValueError, match=r"Received: length=0\.?$"):
+        vit_ops.resample_1d_embeddings(np.zeros((4, 2), "float32"), 0)
+    with pytest.raises(ValueError, match=r"embeddings.shape=\(4,\)"):
+        vit_ops.resample_1d_embeddings(np.zeros(4, "float32"), 3)
+    # NumPy integers are integers, and a side known only when the graph
+    # runs is a scalar integer tensor.
+    posemb = rng.normal(size=(1 + 4, 2)).astype("float32")
+    out = vit_ops.resample_position_embeddings(posemb, (np.int64(3), np.int32(3)),
+                                               interpolation="bilinear_align_corners")
+    assert tuple(out.shape) == (10, 2)
+    import tensorflow as tf
+
+    dynamic = tf.function(lambda side: vit_ops.resample_position_embeddings(
+        posemb, (side, 3)))(tf.constant(3))
+    np.testing.assert_allclose(_np(dynamic), _np(
+        vit_ops.resample_position_embeddings(posemb, (3, 3))), atol=1e-6)
+
+
+def test_sincos_and_kernel_arguments_are_named():
+    for kwargs, received in (
+        (dict(dim="8"), "dim='8'"), (dict(temperature=float("nan")), "temperature=nan"),
+        (dict(temperature=0.0), "temperature=0.0"), (dict(grid_h=2.0), "grid="),
+    ):
+        args = {**dict(grid_h=2, grid_w=3, dim=8), **kwargs}
+        with pytest.raises(ValueError, match=f"Received: {re.escape(received)}"):
+            vit_ops.sincos_2d_position_embedding(**args)
+    with pytest.raises(ValueError, match="Received: patch_size=1.5"):
+        vit_ops.dense_to_conv_kernel(np.zeros((12, 8)), 1.5, 3)
+    with pytest.raises(ValueError, match="Received: num_channels='3'"):
+        vit_ops.dense_to_conv_kernel(np.zeros((12, 8)), 2, "3")
 
 
 def test_sincos_values_by_hand():

@@ -97,3 +97,15 @@ def test_non_negative_int():
     for value in (-1, 1.0, True, None, "2"):
         with pytest.raises(ValueError, match=f"`n` must be a non-negative integer.*n={value!r}"):
             validation.non_negative_int("n", value)
+
+
+def test_int_below():
+    assert validation.int_below("n", np.int64(3), 2**63) == 3
+    assert validation.int_below("n", 2**63 - 1, 2**63) == 2**63 - 1
+    with pytest.raises(ValueError) as info:
+        validation.int_below("n", 2**63, 2**63, why="an int64")
+    assert str(info.value) == (
+        f"`n` must be an integer >= 0 and below 2**63 (an int64). Received: n={2**63}")
+    for value in (0, 10, 1.0, True, None):
+        with pytest.raises(ValueError, match=rf"integer >= 1 and below 10\. Received: n={value!r}"):
+            validation.int_below("n", value, 10, minimum=1)

@@ -8,6 +8,7 @@ one-hot float32 labels (so MixUp / CutMix and label smoothing apply).
 
 import dataclasses
 import functools
+import numbers
 
 import numpy as np
 
@@ -216,6 +217,27 @@ _EXAMPLE_KEY, _SHUFFLE_KEY = 0x5EED, 0x5EEE
 #: Example `i` of epoch `e` is at position `e * _EPOCH_STRIDE + i` of the
 #: stream: unique for any epoch size.
 _EPOCH_STRIDE = 2**40
+#: The bound of the epochs whose positions an int64 holds.
+_MAX_EPOCH = 2**63 // _EPOCH_STRIDE
+
+
+def _check_dataset(dataset):
+    """Raises unless `dataset` is a `tf.data.Dataset` of `(image, label)`."""
+    import tensorflow as tf
+
+    spec = getattr(dataset, "element_spec", None)
+    if (
+        not isinstance(dataset, tf.data.Dataset)
+        or not isinstance(spec, tuple) or len(spec) != 2
+        or not all(isinstance(s, tf.TensorSpec) for s in spec)
+        or spec[0].shape.rank not in (3, None)
+        or not spec[1].dtype.is_integer
+    ):
+        raise ValueError(
+            "`dataset` must be a tf.data.Dataset of (image, label) pairs: "
+            "(height, width, channels) images and integer labels (see "
+            f"keras_vit.data.load). Received: dataset={dataset!r}"
+        )
 
 
 def _fold(key, data):
@@ -262,7 +284,12 @@ def train_pipeline(
     `(seed, epoch, position in the epoch)`, so the epochs of a stream that
     starts at `initial_epoch` are exactly those of one that started at 0:
     a resumed run (`keras_vit.training.train`) trains on what the
-    uninterrupted one would have.
+    uninterrupted one would have. With `repeat`, the stream is epoch
+    `initial_epoch`, then the next, and so on; without it, each iteration
+    of the dataset (each `iter()`, as `model.fit` makes one an epoch) is
+    the next epoch, the first one `initial_epoch`: anything else that
+    starts an iteration of the same dataset object (a look at its first
+    batch) takes an epoch too.
 
     Args:
         dataset: `tf.data.Dataset` of `(image, label)` (see
@@ -278,8 +305,9 @@ def train_pipeline(
         deterministic: bool, whether the output order must not depend on
             thread timing (slower). Defaults to `False`.
         repeat: bool, whether to repeat forever, one epoch after another.
-            Without it the dataset is one epoch, reshuffled each time it is
-            iterated. Defaults to `False`.
+            Without it each iteration is one epoch, the next one each time
+            (reshuffled, with that epoch's augmentation). Defaults to
+            `False`.
         num_examples: int, the dataset's size; with `repeat`, each pass is
             cut to whole batches. Defaults to `None`.
         initial_epoch: int >= 0, the (0-based) epoch the stream starts
@@ -292,46 +320,74 @@ def train_pipeline(
     import keras
     import tensorflow as tf
 
-    aug = augmentation or Augmentation()
+    _check_dataset(dataset)
+    num_classes = validation.positive_int("num_classes", num_classes)
     image_size = validation.size_2d("image_size", image_size)
-    batch_size = validation.positive_int("batch_size", batch_size)
-    seed = validation.non_negative_int("seed", seed)
-    initial_epoch = validation.non_negative_int("initial_epoch", initial_epoch)
+    batch_size = validation.int_below(
+        "batch_size", batch_size, validation.INT64_BOUND, minimum=1)
+    if augmentation is not None and not isinstance(augmentation, Augmentation):
+        raise ValueError(
+            "`augmentation` must be a keras_vit.data.Augmentation or None. "
+            f"Received: augmentation={augmentation!r}"
+        )
+    aug = augmentation or Augmentation()
+    validation.boolean("shuffle", shuffle)
+    shuffle_buffer = validation.int_below(
+        "shuffle_buffer", shuffle_buffer, validation.INT64_BOUND, minimum=1,
+        why="the number of examples the shuffle holds; 1 does not shuffle")
+    seed = validation.int_below(
+        "seed", seed, validation.INT64_BOUND, why="an int64 seed")
+    validation.boolean("deterministic", deterministic)
+    validation.boolean("repeat", repeat)
+    if num_examples is not None:
+        num_examples = validation.int_below(
+            "num_examples", num_examples, validation.INT64_BOUND, minimum=1)
+        if repeat and num_examples < batch_size:
+            # Each pass would be cut to no batch at all: an endless loop.
+            raise ValueError(
+                f"`num_examples` must be at least the batch size ({batch_size}) "
+                "to repeat whole batches. Received: "
+                f"num_examples={num_examples}"
+            )
+    initial_epoch = validation.int_below(
+        "initial_epoch", initial_epoch, _MAX_EPOCH,
+        why="the stream's positions are int64")
     options = tf.data.Options()
     options.deterministic = bool(deterministic)
     source = dataset.with_options(options)
 
-    def with_positions(ds, epoch):
+    def epoch_of(epoch):
+        ds = source
+        if shuffle:
+            # A graph-level seed, so that the shuffle's seeds are
+            # (1, f(seed, epoch)) whatever the global seed is (a tensor
+            # seed under a global seed of 0 fails in TensorFlow).
+            tf.random.set_seed(1)
+            ds = ds.shuffle(shuffle_buffer, seed=_shuffle_seed(seed, epoch),
+                            reshuffle_each_iteration=False)
+        if repeat and num_examples is not None:
+            # Whole batches only, so every pass over the data is exactly
+            # one epoch and a resumed run starts its epochs where they
+            # began.
+            ds = ds.take(num_examples // batch_size * batch_size)
         # Each example's seed is a function of its position (epoch and
         # place in it), which is all that is attached here (`enumerate` is
         # cheap; the seeds are made in the parallel maps).
         return ds.enumerate(start=epoch * _EPOCH_STRIDE)
 
     if repeat:
-
-        def epoch_of(epoch):
-            ds = source
-            if shuffle:
-                # A graph-level seed, so that the shuffle's seeds are
-                # (1, f(seed, epoch)) whatever the global seed is (a tensor
-                # seed under a global seed of 0 fails in TensorFlow).
-                tf.random.set_seed(1)
-                ds = ds.shuffle(shuffle_buffer, seed=_shuffle_seed(seed, epoch),
-                                reshuffle_each_iteration=False)
-            if num_examples is not None:
-                # Whole batches only, so every pass over the data is exactly
-                # one epoch and a resumed run starts its epochs where they
-                # began.
-                ds = ds.take(num_examples // batch_size * batch_size)
-            return with_positions(ds, epoch)
-
-        ds = tf.data.Dataset.counter(initial_epoch).flat_map(epoch_of)
+        epochs = tf.data.Dataset.counter(initial_epoch)
     else:
-        ds = source
-        if shuffle:
-            first = int(_shuffle_seed(seed, initial_epoch))
-            ds = ds.shuffle(shuffle_buffer, seed=first, reshuffle_each_iteration=True)
-        ds = with_positions(ds, initial_epoch)
+        # One epoch per iteration: each new iterator (`model.fit` makes one
+        # an epoch) takes the next epoch number from this counter.
+        with tf.init_scope():
+            counter = tf.Variable(
+                initial_epoch - 1, dtype="int64", trainable=False,
+                name="train_pipeline_epoch")
+        epochs = tf.data.Dataset.from_tensors(tf.constant(0, "int64")).map(
+            lambda _: counter.assign_add(1))
+    # (The options of `source` do not reach past `flat_map`.)
+    ds = epochs.flat_map(epoch_of).with_options(options)
 
     def augment(position, example):
         pair = _example_seed(seed, position)
@@ -426,8 +482,12 @@ def eval_pipeline(dataset, num_classes, image_size, batch_size, drop_remainder=F
     """
     import tensorflow as tf
 
+    _check_dataset(dataset)
+    num_classes = validation.positive_int("num_classes", num_classes)
     image_size = validation.size_2d("image_size", image_size)
-    batch_size = validation.positive_int("batch_size", batch_size)
+    batch_size = validation.int_below(
+        "batch_size", batch_size, validation.INT64_BOUND, minimum=1)
+    validation.boolean("drop_remainder", drop_remainder)
 
     def prepare(image, label):
         return _resize(_to_rgb(image), image_size), tf.one_hot(label, num_classes)
@@ -439,20 +499,28 @@ def eval_pipeline(dataset, num_classes, image_size, batch_size, drop_remainder=F
     )
 
 
-def holdout_indices(num_examples, fraction, seed=0):
+def holdout_indices(num_examples, fraction, seed=0, name="validation_split"):
     """`(train, held_out)`: increasing indices of `num_examples` examples, a
-    random `fraction` held out (at least one), the same for the same seed."""
-    if not 0 < fraction < 1:
+    random `fraction` held out (at least one), the same for the same seed;
+    `name` is the fraction's argument, for errors."""
+    if (isinstance(fraction, bool) or not isinstance(fraction, numbers.Real)
+            or not 0 < fraction < 1):
         raise ValueError(
-            "`validation_split` must be in (0, 1). "
-            f"Received: validation_split={fraction!r}"
+            f"`{name}` must be in (0, 1). Received: {name}={fraction!r}"
         )
+    seed = validation.non_negative_int("seed", seed)
     if num_examples is None:
         raise ValueError(
             "A validation split needs the dataset's size, which is unknown "
             "for this dataset."
         )
+    num_examples = validation.positive_int("num_examples", num_examples)
     num_held = max(1, int(round(num_examples * fraction)))
+    if num_held >= num_examples:
+        raise ValueError(
+            f"Holding out {fraction!r} of {num_examples} examples (at least "
+            f"one) leaves none in the rest. Received: {name}={fraction!r}"
+        )
     order = np.random.default_rng(seed).permutation(num_examples)
     return np.sort(order[num_held:]), np.sort(order[:num_held])
 

@@ -266,4 +266,5 @@ def check_sidecar(output, inputs=(), overwrite=False):
     return files.check_companion_path(
         sidecar, output, "metadata", inputs=inputs,
         replaceable=lambda p: is_metadata(p, "tflite"), overwrite=overwrite,
+        replaces="keras_vit's metadata of a TFLite export",
     )

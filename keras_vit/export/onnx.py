@@ -195,11 +195,13 @@ def check_output(output, inputs=(), overwrite=False):
         The `.onnx` path as a string.
     """
     output = files.check_output_path(
-        output, inputs=inputs, replaceable=is_onnx, overwrite=overwrite
+        output, inputs=inputs, replaceable=is_onnx, overwrite=overwrite,
+        replaces="an ONNX model written by tf2onnx",
     )
     files.check_companion_path(
         output + ".data", output, "data", inputs=inputs,
         replaceable=lambda _: is_onnx(output), overwrite=overwrite,
+        replaces="the external data of an ONNX model at output",
     )
     return output
 

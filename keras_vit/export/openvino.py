@@ -100,11 +100,13 @@ def check_output(output, inputs=(), overwrite=False):
             f"it). Received: output={output!r}"
         )
     output = files.check_output_path(
-        output, inputs=inputs, replaceable=is_openvino, overwrite=overwrite
+        output, inputs=inputs, replaceable=is_openvino, overwrite=overwrite,
+        replaces="an OpenVINO model",
     )
     files.check_companion_path(
         output[: -len(".xml")] + ".bin", output, "weights", inputs=inputs,
         replaceable=lambda _: is_openvino(output), overwrite=overwrite,
+        replaces="the weights of an OpenVINO model at output",
     )
     return output
 

@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 
+from keras_vit import files
 from keras_vit import validation
 
 
@@ -179,23 +180,7 @@ def source_paths(source):
 
 
 def _from_npz(path, name):
-    if not os.path.isfile(path):
-        raise ValueError(f"The .npz file does not exist. Received: {name}={path!r}")
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if isinstance(loaded, np.lib.npyio.NpzFile):
-            with loaded as arrays:
-                contents = {key: arrays[key] for key in arrays.files}
-    except Exception as error:  # noqa: BLE001 - zipfile, zlib and numpy each raise their own
-        raise ValueError(
-            f"Cannot read the .npz file, it may be truncated or corrupt "
-            f"({type(error).__name__}: {error}). Received: {name}={path!r}"
-        ) from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise ValueError(
-            "The .npz file holds a single array, as an .npy file does, not an "
-            f".npz archive of named arrays (np.savez). Received: {name}={path!r}"
-        )
+    contents = files.read_npz(path, name=name)
     if "images" in contents:
         images = contents["images"]
     else:

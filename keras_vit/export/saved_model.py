@@ -55,6 +55,7 @@ def check_output(output, inputs=(), overwrite=False):
     return files.check_output_path(
         output, directory=True, inputs=inputs,
         replaceable=is_saved_model_export, overwrite=overwrite,
+        replaces="a SavedModel exported by keras_vit",
     )
 
 

@@ -263,7 +263,8 @@ def check_output(output, inputs=(), overwrite=False):
     """
     sidecar = metadata_lib.check_sidecar(output, inputs, overwrite)
     output = files.check_output_path(
-        output, inputs=inputs, replaceable=is_tflite, overwrite=overwrite
+        output, inputs=inputs, replaceable=is_tflite, overwrite=overwrite,
+        replaces="a TFLite file",
     )
     return output, sidecar
 

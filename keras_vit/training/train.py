@@ -564,7 +564,8 @@ def train(config, callbacks=(), strategy=None):
             deterministic=config.deterministic,
             # One endless stream cut into epochs by steps_per_epoch, so an
             # epoch never runs out of data halfway; it starts at the epoch the
-            # run resumes at, with that epoch's draws.
+            # run resumes at, with that epoch's draws. (Of unknown size, each
+            # of fit's epochs is one iteration: the next epoch's draws.)
             repeat=steps_per_epoch is not None,
             num_examples=num_train,
             initial_epoch=initial_epoch,

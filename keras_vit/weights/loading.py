@@ -52,14 +52,22 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         zero (a new head), and messages for the user.
 
     Raises:
-        ValueError: listing every missing, unexpected and mis-shaped tensor,
-            and everything else that keeps the checkpoint from loading.
+        ValueError: listing every missing, unexpected, mis-shaped,
+            non-numeric and non-finite (NaN, inf) tensor, and everything
+            else that keeps the checkpoint from loading.
     """
     interpolation = validation.one_of(
         "interpolation", interpolation, vit_ops.INTERPOLATIONS
     )
     variables = {v.path: v for v in model.weights}
     tensors = dict(checkpoint.tensors)
+    # Every tensor the file holds, the head dropped for fine-tuning too: a
+    # NaN or inf is a broken checkpoint (a diverged run, a damaged file),
+    # never a weight to train from.
+    non_finite = sorted(
+        line for path, value in tensors.items()
+        if (line := _non_finite(path, value)) is not None
+    )
     zeros, notes, allowed_missing, problems = [], [], set(), []
 
     has_head = "head/kernel" in tensors or "head/bias" in tensors
@@ -106,7 +114,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             source = checkpoint.position_grid
         except ValueError as error:  # the grid is not known: say so below
             source = None
-            problems.append(str(error))
+            problems.append(str(error) + _same_size_hint(checkpoint, model))
         if source is not None and source != target:
             tensors[POSEMB] = np.asarray(
                 vit_ops.resample_position_embeddings(
@@ -176,7 +184,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         for path in common
         if not _castable(tensors[path], variables[path].dtype)
     )
-    if missing or unexpected or misshaped or mistyped or problems:
+    if missing or unexpected or misshaped or mistyped or non_finite or problems:
         lines = [
             f"The weights in {checkpoint.path} ({checkpoint.source} format) "
             f"do not fit the model {model.name!r}; nothing was loaded.",
@@ -195,6 +203,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             ("unexpected in the checkpoint", unexpected),
             ("shape mismatches", misshaped),
             ("not numbers of the model's kind", mistyped),
+            ("not finite (NaN or inf)", non_finite),
         ):
             if items:
                 lines.append(f"  {title} ({len(items)}):")
@@ -205,6 +214,39 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         for path, value in tensors.items()
     }
     return values, zeros, notes
+
+
+def _same_size_hint(checkpoint, model):
+    """For a keras_vit file that records no grid: the way out when it was
+    saved by a model of `model`'s very size (the usual case), or ''."""
+    if checkpoint.source != "keras" or checkpoint.grid_size is not None:
+        return ""
+    positions = np.shape(checkpoint.tensors[POSEMB])[1] - checkpoint.num_prefix_tokens
+    rows, cols = (int(g) for g in model.grid_size)
+    if rows * cols != positions:
+        return ""
+    return (
+        f" If the file was saved by a model of this very size (a {rows}x{cols} "
+        "patch grid), load it with keras_vit.load_weights(model, "
+        f"{checkpoint.path!r}, source_grid=({rows}, {cols})), or with Keras's "
+        f"own model.load_weights({checkpoint.path!r}), which copies the "
+        "position embeddings as they are."
+    )
+
+
+def _non_finite(path, value):
+    """A line naming `path` and counting its NaN and infinite values, or
+    `None` if it has none (or holds no floats: those are checked by
+    `_castable`)."""
+    value = np.asarray(value)
+    if value.dtype.kind not in "fc":
+        return None
+    nan = int(np.count_nonzero(np.isnan(value)))
+    inf = int(np.count_nonzero(np.isinf(value)))
+    if not nan and not inf:
+        return None
+    counts = [f"{n} {kind}" for n, kind in ((nan, "NaN"), (inf, "inf")) if n]
+    return f"{path}: {', '.join(counts)} of {value.size} values"
 
 
 def _castable(value, dtype):
@@ -271,9 +313,10 @@ def load_weights(
 ):
     """Loads released or saved weights into a `keras_vit.ViT`, exactly.
 
-    All or nothing: every tensor's name, shape and dtype is checked before
-    any is assigned; on a mismatch one `ValueError` lists every missing,
-    unexpected and mis-shaped tensor and the model is left untouched.
+    All or nothing: every tensor's name, shape, dtype and values (finite:
+    no NaN, no inf) are checked before any is assigned; on a mismatch one
+    `ValueError` lists every missing, unexpected, mis-shaped, non-numeric
+    and non-finite tensor and the model is left untouched.
 
     Fine-tuning rules: when the checkpoint's head is for another class
     count (kernel and bias agreeing with each other), the checkpoint's head

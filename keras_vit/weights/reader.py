@@ -22,6 +22,7 @@ import os
 
 import numpy as np
 
+from keras_vit import files
 from keras_vit import validation
 from keras_vit.weights import huggingface
 from keras_vit.weights import native
@@ -57,26 +58,7 @@ def check_extension(path):
 
 
 def _read_npz(path):
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except Exception as e:  # noqa: BLE001 - zipfile, zlib, NumPy's own
-        raise ValueError(
-            f"Could not read the .npz weights file {path!r} (truncated or "
-            f"corrupt?): {type(e).__name__}: {e}"
-        ) from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise ValueError(
-            f"{path!r} is a single NumPy array (.npy data), not a .npz "
-            "archive of named weights."
-        )
-    try:
-        with loaded as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except Exception as e:  # noqa: BLE001 - a corrupt or pickled member
-        raise ValueError(
-            f"Could not read the .npz weights file {path!r} (truncated or "
-            f"corrupt?): {type(e).__name__}: {e}"
-        ) from None
+    arrays = files.read_npz(path, "the .npz weights file", name="weights")
     for prefix in ("opt/target/", "params/"):  # flax optimizer / big_vision
         if arrays and all(k.startswith(prefix) for k in arrays):
             arrays = {k[len(prefix):]: v for k, v in arrays.items()}

@@ -93,6 +93,60 @@ def test_a_stream_started_at_an_epoch_is_that_epoch_of_the_whole_stream(fixed_si
     assert not np.array_equal(epochs(0, 1, seed=6)[0], whole[0])
 
 
+def _flat(batches):
+    return np.concatenate([np.concatenate([x.numpy().ravel(), y.numpy().ravel()])
+                           for x, y in batches])
+
+
+def test_a_stream_that_is_not_repeated_is_one_epoch_per_iteration():
+    # Without `repeat` (a training set of unknown size), every iteration
+    # replayed epoch 0's augmentation seeds (positions restarted), and a
+    # pipeline started at an epoch did not give that epoch of the whole
+    # stream (its shuffle was another seed's first one).
+    ds, _, _ = _examples(n=24, channels=3)
+    aug = data.Augmentation(rand_augment=1, mixup=0.4)
+
+    def pipe(initial_epoch=0, repeat=False):
+        return data.train_pipeline(
+            ds, 3, (8, 8), 8, augmentation=aug, seed=3, deterministic=True,
+            shuffle_buffer=24, repeat=repeat, num_examples=24,
+            initial_epoch=initial_epoch)
+
+    repeated = list(pipe(repeat=True).take(9))
+    whole = [_flat(repeated[3 * i:3 * i + 3]) for i in range(3)]
+    once = pipe()
+    for epoch in range(3):  # each iteration is the next epoch
+        np.testing.assert_array_equal(_flat(once), whole[epoch])
+    np.testing.assert_array_equal(_flat(pipe(initial_epoch=2)), whole[2])
+    assert not np.array_equal(whole[0], whole[1])
+
+
+def test_fit_on_a_stream_that_is_not_repeated_resumes_as_uninterrupted():
+    import keras
+
+    ds, _, _ = _examples(n=16, channels=3)
+
+    def pipe(initial_epoch):
+        return data.train_pipeline(
+            ds, 3, (8, 8), 4, augmentation=data.Augmentation(), seed=1,
+            deterministic=True, initial_epoch=initial_epoch)
+
+    def model():
+        keras.utils.set_random_seed(0)
+        m = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Rescaling(1 / 255),
+                              keras.layers.Flatten(), keras.layers.Dense(3)])
+        m.compile(optimizer=keras.optimizers.SGD(0.1), loss="categorical_crossentropy")
+        return m
+
+    whole = model()
+    whole.fit(pipe(0), epochs=3, verbose=0)
+    resumed = model()
+    resumed.fit(pipe(0), epochs=2, verbose=0)
+    resumed.fit(pipe(2), initial_epoch=2, epochs=3, verbose=0)  # a new process's
+    for got, want in zip(resumed.weights, whole.weights):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_mixup_and_cutmix_keep_labels_normalised():
     ds, _, _ = _examples(n=16)
     aug = data.Augmentation(mixup=0.4, cutmix=1.0)
@@ -120,6 +174,44 @@ def test_bad_augmentation_and_sizes():
         data.train_pipeline(ds, 3, (8, 8), 0)
     with pytest.raises(ValueError, match="validation_split=1.5"):
         data.split_validation(ds, 12, 1.5)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("seed", 2**70), ("seed", -1), ("seed", 1.5), ("shuffle_buffer", 0),
+    ("shuffle_buffer", 2**70), ("batch_size", 2**70), ("num_classes", 0),
+    ("num_classes", 2.0), ("num_examples", 0), ("num_examples", 3),
+    ("initial_epoch", 2**23), ("initial_epoch", -1), ("shuffle", "yes"),
+    ("repeat", 1), ("deterministic", None), ("augmentation", "flip"),
+])
+def test_train_pipeline_arguments_are_named(name, value):
+    # seed=2**70 and shuffle_buffer=0 were TensorFlow's unnamed errors;
+    # num_examples below the batch with repeat looped forever on empty
+    # epochs.
+    ds, _, _ = _examples()
+    args = dict(dataset=ds, num_classes=3, image_size=(8, 8), batch_size=4,
+                repeat=True, num_examples=12)
+    args[name] = value
+    with pytest.raises(ValueError, match=re.escape(f"Received: {name}={value!r}")):
+        data.train_pipeline(**args)
+
+
+def test_pipeline_datasets_and_split_arguments_are_named():
+    ds, _, _ = _examples()
+    for pipeline in (data.train_pipeline, data.eval_pipeline):
+        with pytest.raises(ValueError, match="Received: dataset="):
+            pipeline([1, 2], 3, (8, 8), 4)
+        with pytest.raises(ValueError, match="Received: dataset="):
+            pipeline(ds.map(lambda x, y: x), 3, (8, 8), 4)
+        with pytest.raises(ValueError, match="Received: num_classes=-1"):
+            pipeline(ds, -1, (8, 8), 4)
+    with pytest.raises(ValueError, match="Received: drop_remainder='no'"):
+        data.eval_pipeline(ds, 3, (8, 8), 4, drop_remainder="no")
+    with pytest.raises(ValueError, match="Received: validation_split='a'"):
+        data.split_validation(ds, 12, "a")
+    with pytest.raises(ValueError, match="Received: seed=-1"):
+        data.split_validation(ds, 12, 0.5, seed=-1)
+    with pytest.raises(ValueError, match="leaves none in the rest"):
+        data.split_validation(ds, 1, 0.5)
 
 
 def test_holdout_and_subsets_read_only_their_own_images(tmp_path):

@@ -76,7 +76,7 @@ def test_saved_model_over_a_folder_that_is_not_an_export_is_refused(run, tmp_pat
     before = snapshot(tmp_path)
     code = _cli(model, "--format", "saved_model", "--output", run)
     assert code == 2
-    assert "not an export of this kind written by keras_vit" in capsys.readouterr().err
+    assert "not a SavedModel exported by keras_vit" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"Received: output=.*digits"):
         export.export_saved_model(str(model), run)
     assert snapshot(tmp_path) == before
@@ -111,7 +111,7 @@ def test_an_earlier_saved_model_export_with_files_added_is_not_replaced(tmp_path
     other.mkdir()
     (other / "saved_model.pb").write_bytes(b"pb")
     assert not saved_model_lib.is_saved_model_export(other)
-    with pytest.raises(ValueError, match="not an export"):
+    with pytest.raises(ValueError, match="not a SavedModel exported by keras_vit"):
         saved_model_lib.check_output(other)
 
 
@@ -169,7 +169,7 @@ def test_tflite_over_another_file_is_refused_unless_overwrite(run, tmp_path, cap
     best = run / "best.keras"
     assert _cli(run / "model.keras", "--format", "tflite", "--output", best, "--no-verify") == 2
     assert "pass overwrite=True (--overwrite)" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="not an export"):
+    with pytest.raises(ValueError, match="not a TFLite file"):
         export.export_tflite(str(run / "model.keras"), best, verify=False)
     assert snapshot(tmp_path) == before
 
@@ -213,11 +213,11 @@ def test_onnx_and_openvino_outputs_follow_the_rule(random_model_path, tmp_path):
         onnx_lib.check_output(str(model_copy), [str(model_copy)], overwrite=True)
     with pytest.raises(ValueError, match="`weights` is an input"):
         openvino_lib.check_output(tmp_path / "new.xml", [tmp_path / "new.bin"], overwrite=True)
-    with pytest.raises(ValueError, match="not an export"):
+    with pytest.raises(ValueError, match="not an ONNX model"):
         export.export_onnx(str(model_copy), tmp_path / "vit.onnx")
     with pytest.raises(ValueError, match=r"data.*Received: data=.*new.onnx.data.*beside output"):
         onnx_lib.check_output(tmp_path / "new.onnx")
-    with pytest.raises(ValueError, match="not an export"):
+    with pytest.raises(ValueError, match="not an OpenVINO model"):
         openvino_lib.check_output(tmp_path / "vit.xml")
     with pytest.raises(ValueError, match=r"Received: weights=.*new.bin.*beside output"):
         openvino_lib.check_output(tmp_path / "new.xml")

@@ -88,7 +88,7 @@ def test_a_folder_that_is_not_an_export_is_replaced_only_with_overwrite(random_m
     target = tmp_path / "sm"
     target.mkdir()
     (target / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="not an export.*overwrite=True"):
+    with pytest.raises(ValueError, match="not a SavedModel exported by keras_vit.*overwrite=True"):
         export.export_saved_model(random_model, target, verify=False)
     assert os.listdir(target) == ["notes.txt"]
     export.export_saved_model(random_model, target, verify=False, overwrite=True)

@@ -158,7 +158,12 @@ def test_an_existing_output_is_replaced_only_when_asked(tmp_path, capsys, tiny_v
     output = tmp_path / "model.keras"
     output.write_bytes(b"a trained model")
     assert cli.main(["convert", golden("vit_token.npz"), "--output", str(output)]) == 2
-    assert "--overwrite" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--overwrite" in err
+    # Said as it is for convert (it was "not an export of this kind written
+    # by keras_vit": a converted file is refused too).
+    assert "`output` names an existing file, and writing there would delete it" in err
+    assert "export" not in err
     assert output.read_bytes() == b"a trained model"
     assert cli.main(["convert", golden("vit_token.npz"), "--output", str(output),
                      "--overwrite"]) == 0

@@ -326,6 +326,35 @@ def test_native_file_without_a_grid_record(tmp_path, suffix):
     np.testing.assert_allclose(_posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6)
 
 
+def test_a_file_without_a_grid_record_says_how_to_load_it_into_its_own_size(tmp_path):
+    # Refused by design (its grid cannot be known), but the message gave no
+    # way out for the usual case: the file of a model of this very size.
+    from tests.test_case import randomize_weights
+
+    size = {**TINY, "image_size": (16, 64)}  # a 2x8 grid
+    source = keras_vit.ViT(**size)
+    randomize_weights(source)
+    path = _drop_grid_record(_save(source, str(tmp_path / "model.weights.h5")))
+    model = keras_vit.ViT(**size)
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(model, path)
+    message = str(info.value)
+    assert (f"keras_vit.load_weights(model, {path!r}, source_grid=(2, 8))"
+            in message), message
+    assert f"model.load_weights({path!r})" in message, message
+    # Both ways load it as it was saved.
+    keras_vit.load_weights(model, path, source_grid=(2, 8))
+    other = keras_vit.ViT(**size)
+    other.load_weights(path)
+    for loaded in (model, other):
+        for got, want in zip(loaded.weights, source.weights):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    # Not suggested to a model whose grid could not be the file's.
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(keras_vit.ViT(**{**TINY, "image_size": 48}), path)
+    assert "this very size" not in str(info.value)
+
+
 HYBRID = dict(patch_size=1, hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16,
               num_classes=3, image_size=32,
               stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4})
@@ -494,6 +523,81 @@ def test_a_tensor_of_strings_is_reported_with_the_file(tmp_path):
                                          r"encoder_norm/beta: checkpoint <U1, model float32"):
         keras_vit.load_weights(model, path)
     _assert_unchanged(model, before)
+
+
+def _poison(arrays, key, values=(np.nan, np.inf, -np.inf)):
+    """Puts NaN / inf into the first values of tensor `key`."""
+    value = np.array(arrays[key], copy=True)
+    value.reshape(-1)[:len(values)] = values
+    arrays[key] = value
+
+
+@pytest.mark.parametrize("source", ["npz", "timm", "huggingface", "weights.h5", "keras"])
+def test_non_finite_tensors_are_listed_and_nothing_is_loaded(tmp_path, source):
+    # NaN and inf loaded silently: a diverged run's or a damaged file's
+    # weights give NaN for every image.
+    import safetensors.numpy
+
+    if source == "npz":
+        path = _copy_npz(tmp_path, lambda a: (
+            _poison(a, "Transformer/encoder_norm/scale", (np.nan,)),
+            _poison(a, "embedding/kernel", (np.inf, np.nan, -np.inf))))
+        broken = ["encoder_norm/gamma: 1 NaN of 32 values",
+                  "patch_encoder/projection/kernel: 1 NaN, 2 inf of"]
+    elif source in ("timm", "huggingface"):
+        name = ("vit_token.timm.safetensors" if source == "timm"
+                else "vit_token.hf.safetensors")
+        arrays = safetensors.numpy.load_file(golden(name))
+        key = sorted(k for k in arrays if "norm" in k and k.endswith("bias"))[-1]
+        _poison(arrays, key, (np.nan, np.nan))
+        path = str(tmp_path / name)
+        safetensors.numpy.save_file(arrays, path)
+        broken = ["2 NaN of"]
+    else:
+        import h5py
+
+        path = _save(keras_vit.ViT(**TINY), str(tmp_path / f"m.{source}"))
+        member = path
+        if source == "keras":
+            import zipfile
+
+            with zipfile.ZipFile(path) as archive:
+                members = {n: archive.read(n) for n in archive.namelist()}
+            member = str(tmp_path / "model.weights.h5")
+            with open(member, "wb") as file:
+                file.write(members["model.weights.h5"])
+        with h5py.File(member, "a") as file:
+            data = file["layers/dense/vars/1"]
+            data[0] = np.inf
+        if source == "keras":
+            with open(member, "rb") as file:
+                members["model.weights.h5"] = file.read()
+            with zipfile.ZipFile(path, "w") as archive:
+                for n, content in members.items():
+                    archive.writestr(n, content)
+        broken = ["head/bias: 1 inf of 5 values"]
+    model = keras_vit.ViT(**TINY)
+    before = _snapshot(model)
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(model, path)
+    message = str(info.value)
+    assert "nothing was loaded" in message and path in message, message
+    assert "not finite (NaN or inf)" in message, message
+    for line in broken:
+        assert line in message, message
+    _assert_unchanged(model, before)
+    if source == "npz":
+        # A broken head is not dropped quietly for fine-tuning either, and
+        # convert writes nothing.
+        from keras_vit.weights import convert
+
+        path = _copy_npz(tmp_path, lambda a: _poison(a, "head/bias"), name="head.npz")
+        with pytest.raises(ValueError, match=r"(?s)not finite.*head/bias: 1 NaN, 2 inf"):
+            keras_vit.ViT(weights=path, **{**TINY, "num_classes": 3})
+        output = tmp_path / "converted.keras"
+        with pytest.raises(ValueError, match="not finite"):
+            convert.convert(path, str(output))
+        assert not output.exists()
 
 
 def _corrupt_keras_member(path):
