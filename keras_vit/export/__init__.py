@@ -39,15 +39,15 @@ from keras_vit.export.tflite import QUANTIZATIONS
 from keras_vit.export.tflite import ExportResult
 from keras_vit.export.tflite import convert
 from keras_vit.export.tflite import export_tflite
-from keras_vit.export.verification import INTERPRETERS
-from keras_vit.export.verification import LIMITS
-from keras_vit.export.verification import VerificationError
-from keras_vit.export.verification import VerificationReport
-from keras_vit.export.verification import run_tflite
+from keras_vit.export.checks import LIMITS
+from keras_vit.export.report import VerificationError
+from keras_vit.export.report import VerificationReport
+from keras_vit.export.runtime import INTERPRETERS
+from keras_vit.export.runtime import run_tflite
+from keras_vit.export.runtime import xnnpack_partitions
 from keras_vit.export.verification import verify
 from keras_vit.export.verification import verify_saved_model
 from keras_vit.export.verification import verify_tflite
-from keras_vit.export.verification import xnnpack_partitions
 
 __all__ = [
     "ExportResult",

@@ -11,7 +11,7 @@ import os
 
 from keras_vit.export.tflite import IO_DTYPES
 from keras_vit.export.tflite import QUANTIZATIONS
-from keras_vit.export.verification import INTERPRETERS
+from keras_vit.export.runtime import INTERPRETERS
 
 RUNTIMES = tuple(INTERPRETERS)
 

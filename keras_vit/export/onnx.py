@@ -24,7 +24,7 @@ import numpy as np
 from keras_vit import files
 from keras_vit import validation
 from keras_vit.export import models
-from keras_vit.export.verification import VerificationError
+from keras_vit.export.report import VerificationError
 
 #: The oldest ONNX opset the graph converts to: `Erf` (the exact GELU)
 #: arrived in opset 9.

@@ -25,7 +25,7 @@ import numpy as np
 from keras_vit import files
 from keras_vit import validation
 from keras_vit.export import models
-from keras_vit.export.verification import VerificationError
+from keras_vit.export.report import VerificationError
 
 #: Compute precisions OpenVINO's CPU plugin takes (its
 #: `INFERENCE_PRECISION_HINT`), by Keras's dtype names.

@@ -10,7 +10,9 @@ from keras_vit import validation
 from keras_vit import files
 from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
+from keras_vit.export import report as report_lib
 from keras_vit.export import representative
+from keras_vit.export import verification as verify_lib
 from keras_vit.export.tflite import ExportResult
 
 #: Signature names: float pixels (the default) and uint8 pixels.
@@ -147,8 +149,6 @@ def export_saved_model(model, output, labels=None, verify=True,
     >>> export_saved_model("runs/digits/model.keras", "serving/vit")
     >>> tf.saved_model.load("serving/vit").signatures["serving_default"]
     """
-    from keras_vit.export import verification as verify_lib
-
     validation.boolean("verify", verify)
     num_verify_images = validation.positive_int("num_verify_images", num_verify_images)
     if verify and verify_data is None:
@@ -186,7 +186,7 @@ def export_saved_model(model, output, labels=None, verify=True,
         build_archive(model).write_out(tmp, verbose=False)
         metadata_lib.write(metadata_lib.sidecar_path(tmp), meta)
         if verify:
-            with verify_lib.nothing_written(output):
+            with report_lib.nothing_written(output):
                 report = verify_lib.verify_saved_model(
                     tmp, model, data=verify_data, num_images=num_verify_images
                 )

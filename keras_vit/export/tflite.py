@@ -16,10 +16,14 @@ import numpy as np
 
 from keras_vit import validation
 from keras_vit import files
+from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
+from keras_vit.export import report as report_lib
 from keras_vit.export import representative
+from keras_vit.export import runtime
+from keras_vit.export import verification as verify_lib
 
 #: Quantization modes of `export_tflite`.
 QUANTIZATIONS = ("none", "float16", "dynamic", "int8", "int16x8")
@@ -323,7 +327,7 @@ def export_tflite(model, output, quantize="none", representative_data=None,
         num_verify_images: int, images per verification source. Defaults
             to `100`.
         min_top1_agreement: float in [0, 1], overrides the mode's top-1
-            agreement floor (`keras_vit.export.verification.LIMITS`).
+            agreement floor (`keras_vit.export.checks.LIMITS`).
             Defaults to `None`.
         overwrite: bool, whether to replace an existing file at `output`
             (or its sidecar) that is not a TFLite export. Defaults to
@@ -342,8 +346,6 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     >>> export_tflite("runs/digits/model.keras", "vit_int8.tflite",
     ...               quantize="int8", representative_data="digits")
     """
-    from keras_vit.export import verification as verify_lib
-
     quantize = validation.one_of("quantize", quantize, QUANTIZATIONS)
     io_dtype = validation.one_of("io_dtype", io_dtype, IO_DTYPES)
     if io_dtype != "float32" and quantize != "int8":
@@ -359,7 +361,7 @@ def export_tflite(model, output, quantize="none", representative_data=None,
         "num_calibration_images", num_calibration_images
     )
     num_verify_images = validation.positive_int("num_verify_images", num_verify_images)
-    verify_lib.check_limits(min_top1_agreement)
+    checks.check_limits(min_top1_agreement)
     if not verify and min_top1_agreement is not None:
         raise ValueError(
             "`min_top1_agreement` is a limit of the verification, which "
@@ -409,7 +411,7 @@ def export_tflite(model, output, quantize="none", representative_data=None,
             sources = [verify_data] if verify_data is not None else []
             if calibration is not None:
                 sources.append(calibration)
-            with verify_lib.nothing_written(output):
+            with report_lib.nothing_written(output):
                 report = verify_lib.verify_tflite(
                     tmp,
                     model,
@@ -419,7 +421,7 @@ def export_tflite(model, output, quantize="none", representative_data=None,
                     min_top1_agreement=min_top1_agreement,
                 )
             report.path = output
-        io = verify_lib.io_details(tmp)
+        io = runtime.io_details(tmp)
     meta = metadata_lib.build(
         model,
         "tflite",

@@ -16,20 +16,18 @@ nothing), or numbers that drifted. `verify_tflite` checks all three:
    applies: they are slow).
 
 `verify_saved_model` reloads a SavedModel in a fresh Python process that
-never imports keras_vit and compares its outputs with Keras's.
+never imports keras_vit and compares its outputs with Keras's. `verify`
+picks one of the two by what it is given.
 
-The limits (`LIMITS`) are on the model's outputs (probabilities for a
-classifier): max |Δ| ≤ 1e-4 for float32 and ≤ 1e-2 for float16; quantized
-models are held to a top-1 agreement floor with the Keras model: 0.97 for
-dynamic-range int8 and int16x8, 0.95 for full int8. On a small ViT trained
-on digits (tests/export/test_trained.py; 93% accuracy, 360 test images)
-we measured 0.994 (dynamic), 0.983-0.989 (int8, by runtime) and 0.994
-(int16x8). The floors are for trained models with a clear top class: on
-random weights the classes are near ties and any rounding flips them.
+This module holds the entry points. The checks and the limits they apply
+(`LIMITS`) are in `keras_vit.export.checks`, running a `.tflite` file with
+LiteRT in `keras_vit.export.runtime`, and what a verification returns or
+raises (`VerificationReport`, `VerificationError`) in
+`keras_vit.export.report`. The names that lived here before
+(`verification.LIMITS`, `verification.run_tflite`, ...) still resolve for
+one release, with a `DeprecationWarning` naming their new home.
 """
 
-import contextlib
-import dataclasses
 import json
 import os
 import subprocess
@@ -39,17 +37,17 @@ import tempfile
 import numpy as np
 
 from keras_vit import validation
+from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import models
+from keras_vit.export import moved
+from keras_vit.export import report as report_lib
 from keras_vit.export import representative
-
-#: The LiteRT interpreters a `.tflite` file is checked with, by the
-#: `ai_edge_litert.interpreter.OpResolverType` they use.
-INTERPRETERS = {
-    "xnnpack": "AUTO",  # LiteRT's default: builtin kernels + XNNPACK
-    "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
-    "reference": "BUILTIN_REF",
-}
+from keras_vit.export import runtime
+from keras_vit.export.checks import check_limits
+from keras_vit.export.checks import compare
+from keras_vit.export.report import VerificationError
+from keras_vit.export.report import VerificationReport
 
 #: Images per source the reference kernels check when the limit is on max
 #: |Δ| only (float32, float16): they are unoptimized loops (ViT-B/16: 13 s
@@ -58,348 +56,25 @@ INTERPRETERS = {
 #: floor (quantized files) needs every image, so it gets them.
 REFERENCE_KERNEL_IMAGES = 8
 
-#: Per quantization mode: `max_abs`, the largest |Δ| allowed on the outputs
-#: (or `None`), and `top1`, the least top-1 agreement with Keras.
-LIMITS = {
-    "none": {"max_abs": 1e-4, "top1": None},
-    "float16": {"max_abs": 1e-2, "top1": None},
-    "dynamic": {"max_abs": None, "top1": 0.97},
-    "int8": {"max_abs": None, "top1": 0.95},
-    "int16x8": {"max_abs": None, "top1": 0.97},
-    "saved_model": {"max_abs": 1e-4, "top1": None},
-}
+# `keras_vit.export.benchmark` makes its interpreters through this name.
+_interpreter = runtime.load_interpreter
 
-#: The largest |Δ| allowed between a SavedModel and Keras when the model
-#: computes in bfloat16 or float16 (a mixed policy): the SavedModel runs the
-#: same reduced-precision ops, whose rounding (unit roundoff 2^-8 and
-#: 2^-11) changes with the kernels TensorFlow picks. Measured on the demo's
-#: Fashion-MNIST model, 200 test images: 1.5e-2 under mixed_bfloat16 (one
-#: near-tie of 200 flipped) and 8.8e-4 under mixed_float16, where the float32
-#: limit is 1e-4.
-SAVED_MODEL_REDUCED_PRECISION = {"bfloat16": 5e-2, "float16": 5e-3}
-
-#: Per quantization mode, the range of constant bytes per parameter a sound
-#: file has. float32 weights take 4 bytes, float16 2 and int8 1; int8 and
-#: int16x8 models keep biases in int32 / int64 and dynamic-range models keep
-#: small tensors (under 1024 values: biases, norms) in float32, hence the
-#: ranges. A file without its weights has almost none.
-BYTES_PER_PARAMETER = {
-    "none": (3.8, 4.4),
-    "float16": (1.9, 2.4),
-    "dynamic": (0.95, 4.4),
-    "int8": (0.95, 2.0),
-    "int16x8": (0.95, 3.0),
-}
-
-
-class VerificationError(ValueError):
-    """An exported model failed verification (the message says how)."""
-
-
-@contextlib.contextmanager
-def nothing_written(output):
-    """Adds to a `VerificationError` raised inside that `output` was not
-    written (exports verify a temporary file before moving it into place)."""
-    try:
-        yield
-    except VerificationError as error:
-        raise VerificationError(
-            f"{error}\nNothing was written to {output!r}; pass verify=False "
-            "(--no-verify) to keep an unverified export."
-        ) from None
-
-
-@dataclasses.dataclass
-class Comparison:
-    """Outputs of one runtime against Keras's on one image source.
-
-    Attributes:
-        source: where the images came from.
-        runtime: `"xnnpack"`, `"builtin"`, `"reference"` (LiteRT), or a
-            SavedModel signature.
-        num_images: images compared.
-        max_abs: largest |Δ| of the outputs.
-        mean_abs: mean |Δ| of the outputs.
-        top1_agreement: fraction of images with the same top-1 class.
-        accuracy: top-1 accuracy of the export against the labels, or
-            `None` without labels.
-        reference_accuracy: the Keras model's accuracy, or `None`.
-    """
-
-    source: str
-    runtime: str
-    num_images: int
-    max_abs: float
-    mean_abs: float
-    top1_agreement: float
-    accuracy: float = None
-    reference_accuracy: float = None
-
-
-@dataclasses.dataclass
-class VerificationReport:
-    """The result of verifying one export.
-
-    Attributes:
-        path: the exported file or folder.
-        format: `"tflite"` or `"saved_model"`.
-        quantization: the quantization mode checked against.
-        parameters: the Keras model's parameter count.
-        file_bytes: size of the file (TFLite).
-        weight_bytes: bytes of constant data in it (TFLite).
-        op_histogram: `{op name: count}` (TFLite).
-        comparisons: a list of `Comparison`.
-        failures: what failed, one sentence each; empty if it passed.
-        limits: the limits applied (see `LIMITS`).
-        xnnpack_partitions: how many pieces LiteRT's XNNPACK delegate runs
-            the graph in (see `xnnpack_partitions`; TFLite).
-    """
-
-    path: str
-    format: str
-    quantization: str
-    parameters: int
-    file_bytes: int = None
-    weight_bytes: int = None
-    op_histogram: dict = None
-    comparisons: list = dataclasses.field(default_factory=list)
-    failures: list = dataclasses.field(default_factory=list)
-    limits: dict = None
-    xnnpack_partitions: int = None
-
-    @property
-    def passed(self):
-        return not self.failures
-
-    @property
-    def bytes_per_parameter(self):
-        if self.weight_bytes is None or not self.parameters:
-            return None
-        return self.weight_bytes / self.parameters
-
-    def summary(self):
-        """The report as text: sizes, ops, a table of comparisons, verdict."""
-        lines = [f"{self.format} {self.path} (quantization: {self.quantization})"]
-        if self.file_bytes is not None:
-            lines.append(
-                f"  {'file' if self.format == 'tflite' else 'folder'} "
-                f"{self.file_bytes:,} bytes; "
-                f"{'constants' if self.format == 'tflite' else 'variables'} "
-                f"{self.weight_bytes:,} "
-                f"bytes for {self.parameters:,} parameters "
-                f"({self.bytes_per_parameter:.2f} bytes/parameter)"
-            )
-        if self.op_histogram:
-            ops = ", ".join(f"{k} {v}" for k, v in sorted(
-                self.op_histogram.items(), key=lambda kv: (-kv[1], kv[0])))
-            lines.append(f"  ops: {ops}")
-        if self.xnnpack_partitions is not None:
-            lines.append(
-                f"  XNNPACK delegate: {self.xnnpack_partitions} partition(s)"
-                + (" (the whole graph)" if self.xnnpack_partitions == 1 else
-                   " (ops between them run on LiteRT's builtin kernels)")
-            )
-        if self.comparisons:
-            header = ("source", "runtime", "images", "max|Δ|", "mean|Δ|", "top-1 agree", "accuracy (keras)")
-            rows = [
-                (
-                    c.source,
-                    c.runtime,
-                    str(c.num_images),
-                    f"{c.max_abs:.2e}",
-                    f"{c.mean_abs:.2e}",
-                    f"{c.top1_agreement:.4f}",
-                    "-" if c.accuracy is None
-                    else f"{c.accuracy:.4f} ({c.reference_accuracy:.4f})",
-                )
-                for c in self.comparisons
-            ]
-            widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
-            for row in (header, *rows):
-                lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)))
-        limits = self.limits or {}
-        stated = [
-            f"max|Δ| <= {limits['max_abs']:g}" if limits.get("max_abs") is not None else None,
-            f"top-1 agreement >= {limits['top1']:g}" if limits.get("top1") is not None else None,
-        ]
-        lines.append(f"  limits: {', '.join(s for s in stated if s) or 'none'}")
-        if self.failures:
-            lines.append("  FAILED:")
-            lines.extend(f"  - {f}" for f in self.failures)
-        else:
-            lines.append("  passed")
-        return "\n".join(lines)
-
-
-def _interpreter(path, runtime="xnnpack", num_threads=None):
-    from ai_edge_litert.interpreter import Interpreter
-    from ai_edge_litert.interpreter import OpResolverType
-
-    if runtime not in INTERPRETERS:
-        raise ValueError(
-            f"`runtime` must be one of {list(INTERPRETERS)}. "
-            f"Received: runtime={runtime!r}"
-        )
-    try:
-        return Interpreter(
-            model_path=os.fspath(path),
-            num_threads=num_threads,
-            experimental_op_resolver_type=getattr(OpResolverType, INTERPRETERS[runtime]),
-        )
-    except (ValueError, RuntimeError) as error:  # a file LiteRT cannot load
-        raise ValueError(
-            f"LiteRT cannot load the TFLite file ({error}). "
-            f"Received: {os.fspath(path)!r}"
-        ) from None
-
-
-def xnnpack_partitions(path, num_threads=1):
-    """How many pieces LiteRT's XNNPACK delegate runs a `.tflite` graph in.
-
-    `1` means XNNPACK takes the whole graph. Every op it cannot take (for
-    example a `STRIDED_SLICE` with `shrink_axis_mask`) runs on LiteRT's
-    builtin kernels and splits the graph: each piece is threaded on its own
-    and the hand-offs cost time (keras_vit's float32 ViT-Ti/16 took 2.1x as
-    long at 2 threads when every block was cut in two).
-
-    Args:
-        path: the `.tflite` file.
-        num_threads: int, interpreter threads. Defaults to `1`.
-
-    Returns:
-        The number of XNNPACK partitions (`0`: nothing delegated).
-    """
-    interpreter = _interpreter(path, "xnnpack", num_threads)
-    interpreter.allocate_tensors()
-    return sum(op["op_name"] == "DELEGATE" for op in interpreter._get_ops_details())
-
-
-def _quantization(details):
-    scale, zero_point = details["quantization"]
-    if not scale:
-        return None
-    return {"scale": float(scale), "zero_point": int(zero_point)}
-
-
-def io_details(path):
-    """The input and output dtypes and quantization of a `.tflite` file.
-
-    Returns:
-        A dict with `input_dtype`, `output_dtype` (`"float32"`, `"int8"`,
-        `"uint8"`...), `input_quantization` and `output_quantization`
-        (`{"scale", "zero_point"}` for integer tensors, else `None`), and
-        `input_shape` (`-1` for a dynamic batch).
-    """
-    interpreter = _interpreter(path, "builtin")
-    inp = interpreter.get_input_details()[0]
-    out = interpreter.get_output_details()[0]
-    return {
-        "input_dtype": np.dtype(inp["dtype"]).name,
-        "output_dtype": np.dtype(out["dtype"]).name,
-        "input_quantization": _quantization(inp) if np.dtype(inp["dtype"]).kind in "iu" else None,
-        "output_quantization": _quantization(out) if np.dtype(out["dtype"]).kind in "iu" else None,
-        "input_shape": [int(s) for s in inp["shape_signature"]],
-    }
-
-
-def run_tflite(path, images, runtime="xnnpack", num_threads=None):
-    """Runs a `.tflite` classifier on images with LiteRT.
-
-    Integer inputs are quantized with the input tensor's scale and zero
-    point, integer outputs dequantized, so the result compares with Keras's.
-
-    Args:
-        path: the `.tflite` file.
-        images: float32 `(N, H, W, C)` pixel values.
-        runtime: `"xnnpack"` (LiteRT's default), `"builtin"` (no
-            delegates) or `"reference"` (reference kernels). Defaults to
-            `"xnnpack"`.
-        num_threads: int or `None` (1 thread). Defaults to `None`.
-
-    Returns:
-        float32 outputs, `(N, ...)`.
-
-    Example:
-
-    >>> probabilities = run_tflite("vit.tflite", images)
-    """
-    interpreter = _interpreter(path, runtime, num_threads)
-    inp = interpreter.get_input_details()[0]
-    out = interpreter.get_output_details()[0]
-    images = np.asarray(images, dtype="float32")
-    static = int(inp["shape_signature"][0])
-    chunk = static if static > 0 else min(len(images), 32)
-    if static <= 0:
-        interpreter.resize_tensor_input(inp["index"], [chunk, *images.shape[1:]])
-    interpreter.allocate_tensors()
-    in_dtype = np.dtype(inp["dtype"])
-    in_q = _quantization(inp) if in_dtype.kind in "iu" else None
-    out_q = _quantization(out) if np.dtype(out["dtype"]).kind in "iu" else None
-    results = []
-    for start in range(0, len(images), chunk):
-        batch = images[start:start + chunk]
-        n = len(batch)
-        if n < chunk:
-            if static > 0:  # pad a static batch; the padding is dropped
-                batch = np.concatenate([batch, np.zeros((chunk - n, *batch.shape[1:]), "float32")])
-            else:
-                interpreter.resize_tensor_input(inp["index"], [n, *images.shape[1:]])
-                interpreter.allocate_tensors()
-        if in_q is not None:
-            info = np.iinfo(in_dtype)
-            batch = np.clip(
-                np.round(batch / in_q["scale"]) + in_q["zero_point"], info.min, info.max
-            ).astype(in_dtype)
-        interpreter.set_tensor(inp["index"], batch.astype(in_dtype, copy=False))
-        interpreter.invoke()
-        result = interpreter.get_tensor(out["index"])[:n]
-        if out_q is not None:
-            result = (result.astype("float32") - out_q["zero_point"]) * out_q["scale"]
-        results.append(np.asarray(result, dtype="float32"))
-    return np.concatenate(results)
-
-
-def compare(outputs, expected, labels=None, source="", runtime=""):
-    """A `Comparison` of `outputs` with `expected` (Keras's)."""
-    outputs = np.asarray(outputs, "float64")
-    expected = np.asarray(expected, "float64")
-    delta = np.abs(outputs - expected)
-    if not np.all(np.isfinite(outputs)):
-        max_abs = mean_abs = float("inf")
-    else:
-        max_abs, mean_abs = float(delta.max()), float(delta.mean())
-    top1 = outputs.reshape(len(outputs), -1).argmax(-1)
-    ref_top1 = expected.reshape(len(expected), -1).argmax(-1)
-    accuracy = reference_accuracy = None
-    if labels is not None:
-        accuracy = float(np.mean(top1 == labels))
-        reference_accuracy = float(np.mean(ref_top1 == labels))
-    return Comparison(
-        source=source,
-        runtime=runtime,
-        num_images=len(outputs),
-        max_abs=max_abs,
-        mean_abs=mean_abs,
-        top1_agreement=float(np.mean(top1 == ref_top1)),
-        accuracy=accuracy,
-        reference_accuracy=reference_accuracy,
-    )
+__getattr__ = moved.deprecated_names(__name__, {
+    "INTERPRETERS": (runtime, "INTERPRETERS"),
+    "io_details": (runtime, "io_details"),
+    "run_tflite": (runtime, "run_tflite"),
+    "xnnpack_partitions": (runtime, "xnnpack_partitions"),
+    "BYTES_PER_PARAMETER": (checks, "BYTES_PER_PARAMETER"),
+    "LIMITS": (checks, "LIMITS"),
+    "SAVED_MODEL_REDUCED_PRECISION": (checks, "SAVED_MODEL_REDUCED_PRECISION"),
+    "Comparison": (report_lib, "Comparison"),
+    "nothing_written": (report_lib, "nothing_written"),
+})
 
 
 def _check_limits(report, limits):
-    for c in report.comparisons:
-        where = f"{c.runtime} on {c.source}"
-        if not np.isfinite(c.max_abs):
-            report.failures.append(f"{where}: NaN or infinite outputs")
-            continue
-        if limits.get("max_abs") is not None and c.max_abs > limits["max_abs"]:
-            report.failures.append(
-                f"{where}: max |Δ| {c.max_abs:.3g} > {limits['max_abs']:g}"
-            )
-        if limits.get("top1") is not None and c.top1_agreement < limits["top1"]:
-            report.failures.append(
-                f"{where}: top-1 agreement {c.top1_agreement:.4f} < {limits['top1']:g}"
-            )
+    """Adds to `report` what its comparisons break of `limits`."""
+    report.failures.extend(checks.limit_failures(report.comparisons, limits))
 
 
 def _sources(data):
@@ -412,16 +87,6 @@ def _sources(data):
             f"load_images, or a list of them). Received: data={data!r}"
         )
     return sources
-
-
-def check_limits(min_top1_agreement=None, max_abs=None):
-    """Checks the limit overrides of a verification: a top-1 agreement
-    floor in [0, 1] and a max |Δ| >= 0, finite (a NaN limit would switch
-    its check off); `None` keeps the mode's limit."""
-    if min_top1_agreement is not None:
-        validation.fraction("min_top1_agreement", min_top1_agreement)
-    if max_abs is not None:
-        validation.non_negative_float("max_abs", max_abs)
 
 
 def _image_sets(data, model, num_images):
@@ -451,8 +116,67 @@ def _reference_outputs(model, images):
     ])
 
 
+def _check_runtimes(runtimes):
+    """`runtimes` as a tuple of keys of `runtime.INTERPRETERS`, or raises."""
+    runtimes = tuple(runtimes) if isinstance(runtimes, (list, tuple)) else (runtimes,)
+    if not runtimes or any(r not in runtime.INTERPRETERS for r in runtimes):
+        raise ValueError(
+            f"`runtimes` must hold one or more of {list(runtime.INTERPRETERS)}. "
+            f"Received: runtimes={runtimes!r}"
+        )
+    return runtimes
+
+
+def _tflite_report(path, graph, quantization, model, limits):
+    """The report of a `.tflite` file's sizes and ops, holding what the
+    checks that need no runtime found (steps 1 and 2: ops, weight bytes)."""
+    parameters = int(model.count_params())
+    report = VerificationReport(
+        path=os.fspath(path),
+        format="tflite",
+        quantization=quantization,
+        parameters=parameters,
+        file_bytes=graph.file_bytes,
+        weight_bytes=graph.weight_bytes,
+        op_histogram=dict(graph.histogram()),
+        limits=limits,
+    )
+    report.failures.extend(checks.op_failures(graph, quantization))
+    report.failures.extend(
+        checks.weight_failures(graph.weight_bytes, parameters, quantization)
+    )
+    return report
+
+
+def _compare_tflite(report, path, model, image_sets, runtimes, num_threads,
+                    skip_reference=False):
+    """Step 3: the file's outputs with each LiteRT runtime against Keras's
+    on each of `image_sets`, added to `report` (a runtime that cannot run
+    the file is a failure). `skip_reference` leaves out the reference
+    kernels, which abort the process on a degenerate quantized range."""
+    report.xnnpack_partitions = runtime.xnnpack_partitions(path)
+    for images in image_sets:
+        expected = _reference_outputs(model, images.images)
+        labels = images.labels
+        for name in runtimes:
+            if name == "reference" and skip_reference:
+                continue
+            n = len(expected)
+            if name == "reference" and report.limits.get("top1") is None:
+                n = min(n, REFERENCE_KERNEL_IMAGES)
+            try:
+                outputs = runtime.run_tflite(path, images.images[:n], name, num_threads)
+            except RuntimeError as error:  # e.g. an op without a kernel for its type
+                report.failures.append(f"{name} cannot run the file: {error}")
+                continue
+            report.comparisons.append(compare(
+                outputs, expected[:n], None if labels is None else labels[:n],
+                images.source, name,
+            ))
+
+
 def verify_tflite(path, reference, data="digits", num_images=100,
-                  quantization=None, runtimes=tuple(INTERPRETERS),
+                  quantization=None, runtimes=tuple(runtime.INTERPRETERS),
                   min_top1_agreement=None, max_abs=None, num_threads=None,
                   raise_on_failure=True):
     """Verifies a `.tflite` file against the Keras model it came from.
@@ -464,9 +188,11 @@ def verify_tflite(path, reference, data="digits", num_images=100,
         data: images to compare on: a source of `load_images` or a list of
             them. Defaults to `"digits"` (its test split, resized).
         num_images: int, the most images per source. Defaults to `100`.
-        quantization: the mode the file was made with (see `LIMITS`).
+        quantization: the mode the file was made with (see
+            `keras_vit.export.checks.LIMITS`).
             Defaults to `None`: read from the file's tensor types.
-        runtimes: the LiteRT interpreters to run (keys of `INTERPRETERS`).
+        runtimes: the LiteRT interpreters to run (keys of
+            `keras_vit.export.runtime.INTERPRETERS`).
             Defaults to all three. The reference kernels see only the first
             `REFERENCE_KERNEL_IMAGES` (8) images of each source unless a
             top-1 floor applies (they are slow: 13 s an image for B/16).
@@ -496,107 +222,27 @@ def verify_tflite(path, reference, data="digits", num_images=100,
     check_limits(min_top1_agreement, max_abs)
     validation.boolean("raise_on_failure", raise_on_failure)
     num_threads = validation.optional_positive_int("num_threads", num_threads)
-    runtimes = tuple(runtimes) if isinstance(runtimes, (list, tuple)) else (runtimes,)
-    if not runtimes or any(r not in INTERPRETERS for r in runtimes):
-        raise ValueError(
-            f"`runtimes` must hold one or more of {list(INTERPRETERS)}. "
-            f"Received: runtimes={runtimes!r}"
-        )
+    runtimes = _check_runtimes(runtimes)
     _sources(data)
-    if quantization is not None and quantization not in BYTES_PER_PARAMETER:
+    if quantization is not None and quantization not in checks.BYTES_PER_PARAMETER:
         raise ValueError(
-            f"`quantization` must be one of {list(BYTES_PER_PARAMETER)}. "
+            f"`quantization` must be one of {list(checks.BYTES_PER_PARAMETER)}. "
             f"Received: quantization={quantization!r}"
         )
     graph = graph_lib.read_graph(path)
-    detected = graph_lib.detect_quantization(graph)
-    quantization = detected if quantization is None else quantization
+    if quantization is None:
+        quantization = graph_lib.detect_quantization(graph)
     # A mixed-precision reference is compared as the float32 model its
     # export converted (see `export_tflite`).
     model = models.float32_model(models.load_model(reference))
-    threads = (os.cpu_count() or 1) if num_threads is None else num_threads
-    limits = dict(LIMITS[quantization])
-    if min_top1_agreement is not None:
-        limits["top1"] = float(min_top1_agreement)
-    if max_abs is not None:
-        limits["max_abs"] = float(max_abs)
-    parameters = int(model.count_params())
-    report = VerificationReport(
-        path=os.fspath(path),
-        format="tflite",
-        quantization=quantization,
-        parameters=parameters,
-        file_bytes=graph.file_bytes,
-        weight_bytes=graph.weight_bytes,
-        op_histogram=dict(graph.histogram()),
-        limits=limits,
-    )
-    # 1. Ops.
-    unsupported = graph.unsupported_ops()
-    if unsupported:
-        report.failures.append(
-            "Flex or custom ops, which a phone's builtin runtime cannot run: "
-            + ", ".join(f"{k} (x{v})" for k, v in sorted(unsupported.items()))
+    limits = checks.tflite_limits(quantization, min_top1_agreement, max_abs)
+    report = _tflite_report(path, graph, quantization, model, limits)
+    if not graph.unsupported_ops():  # LiteRT cannot load such a file
+        threads = (os.cpu_count() or 1) if num_threads is None else num_threads
+        _compare_tflite(
+            report, path, model, _image_sets(data, model, num_images),
+            runtimes, threads, skip_reference=bool(graph.degenerate_ranges()),
         )
-    variables = {k: v for k, v in report.op_histogram.items() if k in ("VAR_HANDLE", "READ_VARIABLE")}
-    if variables:
-        report.failures.append(
-            "resource-variable ops ("
-            + ", ".join(f"{k} x{v}" for k, v in sorted(variables.items()))
-            + "): the weights were not frozen into the file"
-        )
-    if detected != quantization:
-        report.failures.append(
-            f"the file's tensor types say quantization {detected!r}, not "
-            f"{quantization!r}"
-        )
-    if quantization in ("int8", "int16x8"):
-        floats = graph.float_ops()
-        if floats:
-            report.failures.append(
-                "float ops inside a fully quantized graph: "
-                + ", ".join(f"{k} (x{v})" for k, v in sorted(floats.items()))
-            )
-    degenerate = graph.degenerate_ranges()
-    if degenerate:
-        report.failures.append(
-            f"{len(degenerate)} quantized activation(s) hold a range of a single "
-            f"value (narrower than {graph_lib.MIN_RANGE:g}): "
-            + ", ".join(degenerate[:4]) + (" ..." if len(degenerate) > 4 else "")
-            + " (a constant output, such as a new model's zero head); "
-            "LiteRT's reference kernels abort on them, so they were not run"
-        )
-    # 2. Weights.
-    low, high = BYTES_PER_PARAMETER[quantization]
-    ratio = report.bytes_per_parameter
-    if ratio is not None and not low <= ratio <= high:
-        report.failures.append(
-            f"{graph.weight_bytes:,} bytes of constants for {parameters:,} "
-            f"parameters ({ratio:.2f} bytes/parameter; expected "
-            f"{low:g}-{high:g} for {quantization!r})"
-            + (": the weights are missing" if ratio < low / 2 else "")
-        )
-    # 3. Outputs.
-    if not unsupported:
-        report.xnnpack_partitions = xnnpack_partitions(path)
-        for images in _image_sets(data, model, num_images):
-            expected = _reference_outputs(model, images.images)
-            labels = images.labels
-            for runtime in runtimes:
-                if runtime == "reference" and degenerate:
-                    continue  # it would abort the process (see above)
-                n = len(expected)
-                if runtime == "reference" and limits.get("top1") is None:
-                    n = min(n, REFERENCE_KERNEL_IMAGES)
-                try:
-                    outputs = run_tflite(path, images.images[:n], runtime, threads)
-                except RuntimeError as error:  # e.g. an op without a kernel for its type
-                    report.failures.append(f"{runtime} cannot run the file: {error}")
-                    continue
-                report.comparisons.append(compare(
-                    outputs, expected[:n], None if labels is None else labels[:n],
-                    images.source, runtime,
-                ))
     _check_limits(report, limits)
     if report.failures and raise_on_failure:
         raise VerificationError("Verification failed.\n" + report.summary())
@@ -646,7 +292,7 @@ def verify_saved_model(path, reference, data="digits", num_images=32,
             `"digits"`.
         num_images: int. Defaults to `32`.
         max_abs: float >= 0, the largest |Δ| allowed. Defaults to `None`: 1e-4,
-            or `SAVED_MODEL_REDUCED_PRECISION`'s limit for a model that
+            or `checks.SAVED_MODEL_REDUCED_PRECISION`'s limit for a model that
             computes in bfloat16 or float16.
         raise_on_failure: bool. Defaults to `True`.
 
@@ -666,11 +312,7 @@ def verify_saved_model(path, reference, data="digits", num_images=32,
             f"Received: {os.fspath(path)!r}"
         )
     model = models.load_model(reference)
-    limits = dict(LIMITS["saved_model"])
-    for dtype in models.non_float32_dtypes(model):
-        limits["max_abs"] = max(limits["max_abs"], SAVED_MODEL_REDUCED_PRECISION.get(dtype, 0.0))
-    if max_abs is not None:
-        limits["max_abs"] = float(max_abs)
+    limits = checks.saved_model_limits(models.non_float32_dtypes(model), max_abs)
     variables = os.path.join(os.fspath(path), "variables")
     report = VerificationReport(
         path=os.fspath(path),
@@ -681,13 +323,9 @@ def verify_saved_model(path, reference, data="digits", num_images=32,
         weight_bytes=_folder_bytes(variables),
         limits=limits,
     )
-    held = models.weight_bytes(model)  # less than 4 a parameter when int8
-    if report.weight_bytes is not None and report.weight_bytes < 0.9 * held:
-        report.failures.append(
-            f"{report.weight_bytes:,} bytes of variables for "
-            f"{report.parameters:,} parameters ({held:,} bytes in Keras): "
-            "the weights are missing"
-        )
+    report.failures.extend(checks.saved_model_weight_failures(
+        report.weight_bytes, report.parameters, models.weight_bytes(model)
+    ))
     with tempfile.TemporaryDirectory() as tmp:
         for images in _image_sets(data, model, num_images):
             images_path = os.path.join(tmp, "images.npy")

@@ -53,10 +53,10 @@ def test_verify_command_fails_with_exit_2(cli_export, trained_model_path, capsys
     # LiteRT returning NaN, as a file that lost its weights does.
     import numpy as np
 
-    from keras_vit.export import verification
+    from keras_vit.export import runtime
 
     monkeypatch.setattr(
-        verification, "run_tflite",
+        runtime, "run_tflite",
         lambda path, images, *args: np.full((len(images), 10), np.nan, "float32"),
     )
     code = cli.main([

@@ -128,10 +128,10 @@ def test_a_pretraining_model_is_refused_with_a_pointer_to_its_backbone(tmp_path,
 def test_failed_verification_leaves_nothing(random_model, tmp_path, monkeypatch):
     # LiteRT returning NaN (as a file without its weights does): the
     # verification fails, and the file is not written.
-    from keras_vit.export import verification
+    from keras_vit.export import runtime
 
     monkeypatch.setattr(
-        verification, "run_tflite",
+        runtime, "run_tflite",
         lambda path, images, *args: np.full((len(images), 10), np.nan, "float32"),
     )
     with pytest.raises(export.VerificationError, match="Nothing was written"):

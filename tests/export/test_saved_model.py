@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from keras_vit import export
+from keras_vit.export import verification
 
 # Run in a fresh interpreter: TensorFlow only, never keras_vit.
 RELOAD = r"""
@@ -126,7 +127,7 @@ def test_a_mixed_precision_model_verifies_within_its_precision(random_model, tmp
     assert result.report.limits["max_abs"] == 5e-2
     # Still the mixed model: it differs from the float32 one, as Keras's does.
     images = export.load_images("digits", (32, 32), limit=8).images
-    report = export.verify_saved_model(tmp_path / "sm", random_model, data=images,
+    report = verification.verify_saved_model(tmp_path / "sm", random_model, data=images,
                                        raise_on_failure=False)
     assert report.limits["max_abs"] == 1e-4
     assert max(c.max_abs for c in report.comparisons) > 1e-4

@@ -10,6 +10,8 @@ import tensorflow as tf
 
 from keras_vit import export
 from keras_vit.export import graph as graph_lib
+from keras_vit.export import runtime as runtime_lib
+from keras_vit.export import tflite as tflite_lib
 from keras_vit.export import verification as verify_lib
 
 QUANTIZATIONS = export.QUANTIZATIONS
@@ -45,7 +47,7 @@ def test_every_variant_matches_keras(random_exports, quantize):
     assert report.passed
     # Three LiteRT runtimes on real images and on the representative data.
     runtimes = {c.runtime for c in report.comparisons}
-    assert runtimes == set(export.INTERPRETERS)
+    assert runtimes == set(runtime_lib.INTERPRETERS)
     assert len(report.comparisons) == 6
     # The slow reference kernels check a few images when the limit is on
     # max |Δ|; a top-1 floor (held here at 0 for the quantized files) needs
@@ -83,7 +85,7 @@ def test_xnnpack_takes_the_whole_float_graph(random_exports, quantize):
     report = random_exports[quantize].report
     assert report.xnnpack_partitions == 1
     assert "XNNPACK delegate: 1 partition(s) (the whole graph)" in report.summary()
-    assert verify_lib.xnnpack_partitions(random_exports[quantize].path, num_threads=2) == 1
+    assert runtime_lib.xnnpack_partitions(random_exports[quantize].path, num_threads=2) == 1
 
 
 @pytest.mark.parametrize("quantize", ["int8", "int16x8"])
@@ -139,7 +141,7 @@ def test_dynamic_batch(random_model, tmp_path):
     assert result.metadata["input"]["shape"] == [None, 32, 32, 3]
     images = np.random.default_rng(0).uniform(0, 255, (5, 32, 32, 3)).astype("float32")
     np.testing.assert_allclose(
-        export.run_tflite(result.path, images),
+        runtime_lib.run_tflite(result.path, images),
         random_model.predict(images, verbose=0),
         atol=1e-4,
     )
@@ -181,10 +183,10 @@ def test_keras_layer_normalization_would_not_quantize_cleanly(tmp_path):
     outputs = keras.layers.Dense(3, activation="softmax")(x)
     model = keras.Model(inputs, outputs, name="keras_layer_norm")
     images = np.random.default_rng(0).uniform(0, 255, (16, 32, 32, 3)).astype("float32")
-    graph = graph_lib.read_graph(export.convert(model, "int8", images))
+    graph = graph_lib.read_graph(tflite_lib.convert(model, "int8", images))
     assert graph.float_ops()["NEG"] == 1
     with pytest.raises(ValueError, match="16x8-bit not yet supported for op: 'NEG'"):
-        export.convert(model, "int16x8", images)
+        tflite_lib.convert(model, "int16x8", images)
 
 
 def test_verify_checks_the_file_against_its_mode(random_exports, random_model):
@@ -204,13 +206,13 @@ def test_verify_checks_the_file_against_its_mode(random_exports, random_model):
 def test_verification_threads_default_to_every_core(random_exports, random_model,
                                                     monkeypatch):
     seen = []
-    real = verify_lib.run_tflite
+    real = runtime_lib.run_tflite
 
     def run_tflite(path, images, runtime="xnnpack", num_threads=None):
         seen.append(num_threads)
         return real(path, images, runtime, num_threads)
 
-    monkeypatch.setattr(verify_lib, "run_tflite", run_tflite)
+    monkeypatch.setattr(runtime_lib, "run_tflite", run_tflite)
     monkeypatch.setattr(os, "cpu_count", lambda: 3)
     path = random_exports["none"].path
     assert verify_lib.verify_tflite(path, random_model, num_images=2).passed
@@ -257,7 +259,7 @@ def test_position_embedding_ablations_export_with_builtin_ops(tmp_path, position
     assert "GATHER" not in ops
     images = np.random.default_rng(1).uniform(0, 255, (3, 32, 32, 3)).astype("float32")
     np.testing.assert_allclose(
-        np.concatenate([export.run_tflite(result.path, images[i:i + 1]) for i in range(3)]),
+        np.concatenate([runtime_lib.run_tflite(result.path, images[i:i + 1]) for i in range(3)]),
         model.predict(images, verbose=0), atol=1e-4)
 
 
@@ -280,7 +282,7 @@ def test_a_new_models_zero_head_is_refused_for_calibrated_quantization(tmp_path,
     assert export.export_tflite(model, tmp_path / "new.tflite", num_verify_images=4).report.passed
 
     monkeypatch.setattr(graph_lib.Graph, "degenerate_ranges", lambda self: [])
-    data = export.convert(model, "int8", images)
+    data = tflite_lib.convert(model, "int8", images)
     monkeypatch.undo()
     graph = graph_lib.read_graph(data)
     assert any("head" in name for name in graph.degenerate_ranges())
@@ -315,8 +317,8 @@ def test_a_mixed_precision_model_exports_as_float32(tmp_path, policy):
     assert graph_lib.read_graph(result.path).unsupported_ops() == {}
     images = np.random.default_rng(0).uniform(0, 255, (4, 32, 32, 3)).astype("float32")
     np.testing.assert_allclose(
-        export.run_tflite(result.path, images), np.asarray(reference(images)), atol=1e-4
+        runtime_lib.run_tflite(result.path, images), np.asarray(reference(images)), atol=1e-4
     )
     # The user's model is left as it was, and verifies against the file.
     assert mixed.dtype_policy.name == policy
-    assert export.verify_tflite(result.path, mixed, data="digits", num_images=10).passed
+    assert verify_lib.verify_tflite(result.path, mixed, data="digits", num_images=10).passed

@@ -1,7 +1,7 @@
 """Quantized variants of a trained model keep its predictions.
 
 A tiny ViT trained on digits for a few seconds is exported in every mode
-and verified by default (which holds each mode to `verify.LIMITS`); the
+and verified by default (which holds each mode to `keras_vit.export.checks.LIMITS`); the
 accuracy of every variant is printed next to float32's.
 """
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from keras_vit import export
-from keras_vit.export import verification as verify_lib
+from keras_vit.export import checks
+from keras_vit.export import runtime
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def test_accuracy_of_every_variant(trained_exports):
     for q, runtime, agree, accuracy, reference, max_abs in rows:
         print(f"{q:9} {runtime:10} {agree:11.4f}  {accuracy:8.4f}  ({reference:.4f})  {max_abs:.2e}")
     for q, runtime, agree, accuracy, reference, max_abs in rows:
-        limits = verify_lib.LIMITS[q]
+        limits = checks.LIMITS[q]
         if limits["top1"] is not None:
             assert agree >= limits["top1"], (q, runtime)
         if limits["max_abs"] is not None:
@@ -72,7 +73,7 @@ def test_uint8_input_and_output(trained_model_path, tmp_path):
     assert meta["input"]["dtype"] == "uint8" and meta["output"]["dtype"] == "uint8"
     q = meta["input"]["quantization"]
     assert q["scale"] == pytest.approx(1.0, rel=0.02) and q["zero_point"] == 0
-    details = verify_lib.io_details(result.path)
+    details = runtime.io_details(result.path)
     assert details["input_dtype"] == "uint8"
     pixels = np.zeros((1, 32, 32, 3), "float32")
-    assert export.run_tflite(result.path, pixels).shape == (1, 10)
+    assert runtime.run_tflite(result.path, pixels).shape == (1, 10)

@@ -1,0 +1,151 @@
+"""What a verification found: `VerificationReport` and `VerificationError`.
+
+A `VerificationReport` holds one export's sizes, op list and a `Comparison`
+per runtime and image source, and says whether it passed (`summary()`
+prints it); `VerificationError` is what a failed verification raises, and
+`nothing_written(output)` is how an export says that it wrote nothing.
+The checks that fill a report are in `keras_vit.export.checks`, the
+entry points in `keras_vit.export.verification`.
+"""
+
+import contextlib
+import dataclasses
+
+
+class VerificationError(ValueError):
+    """An exported model failed verification (the message says how)."""
+
+
+@contextlib.contextmanager
+def nothing_written(output):
+    """Adds to a `VerificationError` raised inside that `output` was not
+    written (exports verify a temporary file before moving it into place)."""
+    try:
+        yield
+    except VerificationError as error:
+        raise VerificationError(
+            f"{error}\nNothing was written to {output!r}; pass verify=False "
+            "(--no-verify) to keep an unverified export."
+        ) from None
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Outputs of one runtime against Keras's on one image source.
+
+    Attributes:
+        source: where the images came from.
+        runtime: `"xnnpack"`, `"builtin"`, `"reference"` (LiteRT), or a
+            SavedModel signature.
+        num_images: images compared.
+        max_abs: largest |Δ| of the outputs.
+        mean_abs: mean |Δ| of the outputs.
+        top1_agreement: fraction of images with the same top-1 class.
+        accuracy: top-1 accuracy of the export against the labels, or
+            `None` without labels.
+        reference_accuracy: the Keras model's accuracy, or `None`.
+    """
+
+    source: str
+    runtime: str
+    num_images: int
+    max_abs: float
+    mean_abs: float
+    top1_agreement: float
+    accuracy: float = None
+    reference_accuracy: float = None
+
+
+@dataclasses.dataclass
+class VerificationReport:
+    """The result of verifying one export.
+
+    Attributes:
+        path: the exported file or folder.
+        format: `"tflite"` or `"saved_model"`.
+        quantization: the quantization mode checked against.
+        parameters: the Keras model's parameter count.
+        file_bytes: size of the file (TFLite).
+        weight_bytes: bytes of constant data in it (TFLite).
+        op_histogram: `{op name: count}` (TFLite).
+        comparisons: a list of `Comparison`.
+        failures: what failed, one sentence each; empty if it passed.
+        limits: the limits applied (see `LIMITS`).
+        xnnpack_partitions: how many pieces LiteRT's XNNPACK delegate runs
+            the graph in (see `xnnpack_partitions`; TFLite).
+    """
+
+    path: str
+    format: str
+    quantization: str
+    parameters: int
+    file_bytes: int = None
+    weight_bytes: int = None
+    op_histogram: dict = None
+    comparisons: list = dataclasses.field(default_factory=list)
+    failures: list = dataclasses.field(default_factory=list)
+    limits: dict = None
+    xnnpack_partitions: int = None
+
+    @property
+    def passed(self):
+        return not self.failures
+
+    @property
+    def bytes_per_parameter(self):
+        if self.weight_bytes is None or not self.parameters:
+            return None
+        return self.weight_bytes / self.parameters
+
+    def summary(self):
+        """The report as text: sizes, ops, a table of comparisons, verdict."""
+        lines = [f"{self.format} {self.path} (quantization: {self.quantization})"]
+        if self.file_bytes is not None:
+            lines.append(
+                f"  {'file' if self.format == 'tflite' else 'folder'} "
+                f"{self.file_bytes:,} bytes; "
+                f"{'constants' if self.format == 'tflite' else 'variables'} "
+                f"{self.weight_bytes:,} "
+                f"bytes for {self.parameters:,} parameters "
+                f"({self.bytes_per_parameter:.2f} bytes/parameter)"
+            )
+        if self.op_histogram:
+            ops = ", ".join(f"{k} {v}" for k, v in sorted(
+                self.op_histogram.items(), key=lambda kv: (-kv[1], kv[0])))
+            lines.append(f"  ops: {ops}")
+        if self.xnnpack_partitions is not None:
+            lines.append(
+                f"  XNNPACK delegate: {self.xnnpack_partitions} partition(s)"
+                + (" (the whole graph)" if self.xnnpack_partitions == 1 else
+                   " (ops between them run on LiteRT's builtin kernels)")
+            )
+        if self.comparisons:
+            header = ("source", "runtime", "images", "max|Δ|", "mean|Δ|", "top-1 agree", "accuracy (keras)")
+            rows = [
+                (
+                    c.source,
+                    c.runtime,
+                    str(c.num_images),
+                    f"{c.max_abs:.2e}",
+                    f"{c.mean_abs:.2e}",
+                    f"{c.top1_agreement:.4f}",
+                    "-" if c.accuracy is None
+                    else f"{c.accuracy:.4f} ({c.reference_accuracy:.4f})",
+                )
+                for c in self.comparisons
+            ]
+            widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+            for row in (header, *rows):
+                lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)))
+        limits = self.limits or {}
+        stated = [
+            f"max|Δ| <= {limits['max_abs']:g}" if limits.get("max_abs") is not None else None,
+            f"top-1 agreement >= {limits['top1']:g}" if limits.get("top1") is not None else None,
+        ]
+        lines.append(f"  limits: {', '.join(s for s in stated if s) or 'none'}")
+        if self.failures:
+            lines.append("  FAILED:")
+            lines.extend(f"  - {f}" for f in self.failures)
+        else:
+            lines.append("  passed")
+        return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""Where the verification's names live: the names that moved out of
+`keras_vit.export.verification` (still reachable, with a warning naming
+their home), and the checks as pure functions."""
+
+import re
+
+import numpy as np
+import pytest
+
+from keras_vit.export import checks
+from keras_vit.export import graph as graph_lib
+from keras_vit.export import report as report_lib
+from keras_vit.export import runtime
+from keras_vit.export import verification
+
+#: Names that moved out of `keras_vit.export.verification`.
+MOVED_FROM_VERIFICATION = {
+    "INTERPRETERS": (runtime, "INTERPRETERS"),
+    "io_details": (runtime, "io_details"),
+    "run_tflite": (runtime, "run_tflite"),
+    "xnnpack_partitions": (runtime, "xnnpack_partitions"),
+    "BYTES_PER_PARAMETER": (checks, "BYTES_PER_PARAMETER"),
+    "LIMITS": (checks, "LIMITS"),
+    "SAVED_MODEL_REDUCED_PRECISION": (checks, "SAVED_MODEL_REDUCED_PRECISION"),
+    "Comparison": (report_lib, "Comparison"),
+    "nothing_written": (report_lib, "nothing_written"),
+}
+
+
+def test_moved_names_still_resolve_with_a_warning_naming_their_home():
+    module, moved = verification, MOVED_FROM_VERIFICATION
+    for name, (home, new_name) in moved.items():
+        assert name not in getattr(module, "__all__", ())
+        where = re.escape(f"{home.__name__}.{new_name}")
+        with pytest.warns(DeprecationWarning, match=f"{module.__name__}.{name}`.*{where}"):
+            value = getattr(module, name)
+        assert value is getattr(home, new_name), name
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        verification.nothing_here  # noqa: B018
+
+
+def _graph(ops, weight_bytes=4000, weight_types=("FLOAT32",), ranges=None):
+    return graph_lib.Graph(
+        ops=[graph_lib.Op(name, custom, inputs, (), outputs)
+             for name, custom, inputs, outputs in ops],
+        weight_bytes=weight_bytes,
+        weight_types={t: weight_bytes for t in weight_types},
+        file_bytes=weight_bytes + 1000,
+        ranges=ranges or {},
+    )
+
+
+def test_op_checks_name_each_fault():
+    float32 = [("FULLY_CONNECTED", False, ("FLOAT32",), ("FLOAT32",))]
+    assert checks.op_failures(_graph(float32), "none") == []
+    flex = _graph([*float32, ("FlexExtractImagePatches", True, ("FLOAT32",), ("FLOAT32",)),
+                   ("VAR_HANDLE", False, (), ("RESOURCE",))])
+    failures = checks.op_failures(flex, "none")
+    assert len(failures) == 2
+    assert "Flex or custom ops" in failures[0] and "FlexExtractImagePatches (x1)" in failures[0]
+    assert "VAR_HANDLE x1" in failures[1] and "not frozen" in failures[1]
+    # An int8 file with a float op inside, and a constant activation.
+    int8 = _graph(
+        [("QUANTIZE", False, ("FLOAT32",), ("INT8",)),
+         ("FULLY_CONNECTED", False, ("INT8",), ("INT8",)),
+         ("NEG", False, ("FLOAT32",), ("FLOAT32",))],
+        weight_types=("INT8",), ranges={"head": 2e-6, "block": 0.5},
+    )
+    failures = checks.op_failures(int8, "int8")
+    assert "float ops inside a fully quantized graph: NEG (x1)" in failures
+    assert any(f.startswith("1 quantized activation(s)") and "head" in f for f in failures)
+    # The file says int8; the caller said float16.
+    assert any("say quantization 'int8', not 'float16'" in f
+               for f in checks.op_failures(int8, "float16"))
+
+
+def test_weight_checks_compare_bytes_with_parameters():
+    assert checks.weight_failures(4000, 1000, "none") == []
+    assert checks.weight_failures(1000, 1000, "dynamic") == []
+    (failure,) = checks.weight_failures(100, 1000, "none")
+    assert "0.10 bytes/parameter; expected 3.8-4.4 for 'none'" in failure
+    assert failure.endswith("the weights are missing")
+    (failure,) = checks.weight_failures(3000, 1000, "float16")  # too many, not missing
+    assert "3.00 bytes/parameter" in failure and "missing" not in failure
+    assert checks.saved_model_weight_failures(4000, 1000, 4000) == []
+    (failure,) = checks.saved_model_weight_failures(100, 1000, 4000)
+    assert "100 bytes of variables for 1,000 parameters (4,000 bytes in Keras)" in failure
+
+
+def test_limits_and_comparisons():
+    assert checks.tflite_limits("int8") == {"max_abs": None, "top1": 0.95}
+    assert checks.tflite_limits("none", 0.5, 1e-3) == {"max_abs": 1e-3, "top1": 0.5}
+    assert checks.saved_model_limits([])["max_abs"] == 1e-4
+    assert checks.saved_model_limits(["bfloat16"])["max_abs"] == 5e-2
+    assert checks.saved_model_limits(["bfloat16"], max_abs=0.1)["max_abs"] == 0.1
+    expected = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+    close = checks.compare(expected + 1e-5, expected, labels=np.array([0, 1, 1]),
+                           source="s", runtime="xnnpack")
+    assert close.num_images == 3 and close.top1_agreement == 1.0
+    assert close.max_abs == pytest.approx(1e-5) and close.accuracy == pytest.approx(2 / 3)
+    flipped = checks.compare(expected[:, ::-1], expected, source="s", runtime="builtin")
+    broken = checks.compare(np.full_like(expected, np.nan), expected, source="s", runtime="reference")
+    assert checks.limit_failures([close], checks.LIMITS["none"]) == []
+    assert checks.limit_failures([flipped, broken], {"max_abs": 1e-4, "top1": 0.5}) == [
+        "builtin on s: max |Δ| 0.8 > 0.0001",
+        "builtin on s: top-1 agreement 0.0000 < 0.5",
+        "reference on s: NaN or infinite outputs",
+    ]
+
+
+def test_runtime_names_its_interpreters():
+    with pytest.raises(ValueError, match=r"Received: runtime='gpu'"):
+        runtime.load_interpreter("any.tflite", "gpu")
