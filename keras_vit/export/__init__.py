@@ -20,60 +20,68 @@
 
 The command line is `keras-vit export`, `keras-vit verify` and
 `keras-vit benchmark-export`.
+
+`__all__` is what the README documents. The parts have their own modules:
+`tflite` (`tflite_bytes`: a model as TFLite bytes), `saved_model`, `onnx`,
+`openvino`, `verification` (`verify_tflite`, `verify_saved_model`),
+`checks` (`LIMITS`), `runtime` (`run_tflite`, `INTERPRETERS`), `report`,
+`graph` (`read_graph`, `op_histogram`), `metadata`, `representative` and
+`models`. Names this package published before and no longer does
+(`run_tflite`, `convert`, ...) resolve for one release with a
+`DeprecationWarning` naming their home.
 """
 
+from keras_vit.export import checks
+from keras_vit.export import graph
+from keras_vit.export import metadata
+from keras_vit.export import moved
+from keras_vit.export import runtime
+from keras_vit.export import tflite
+from keras_vit.export import verification
 from keras_vit.export.benchmark import benchmark_export
-from keras_vit.export.graph import detect_quantization
-from keras_vit.export.graph import op_histogram
-from keras_vit.export.graph import read_graph
 from keras_vit.export.metadata import read_metadata
-from keras_vit.export.metadata import sidecar_path
 from keras_vit.export.models import load_model
 from keras_vit.export.onnx import export_onnx
 from keras_vit.export.openvino import export_openvino
+from keras_vit.export.report import VerificationError
+from keras_vit.export.report import VerificationReport
 from keras_vit.export.representative import ImageSet
 from keras_vit.export.representative import load_images
 from keras_vit.export.saved_model import export_saved_model
 from keras_vit.export.tflite import IO_DTYPES
 from keras_vit.export.tflite import QUANTIZATIONS
 from keras_vit.export.tflite import ExportResult
-from keras_vit.export.tflite import convert
 from keras_vit.export.tflite import export_tflite
-from keras_vit.export.checks import LIMITS
-from keras_vit.export.report import VerificationError
-from keras_vit.export.report import VerificationReport
-from keras_vit.export.runtime import INTERPRETERS
-from keras_vit.export.runtime import run_tflite
-from keras_vit.export.runtime import xnnpack_partitions
 from keras_vit.export.verification import verify
-from keras_vit.export.verification import verify_saved_model
-from keras_vit.export.verification import verify_tflite
 
 __all__ = [
     "ExportResult",
-    "INTERPRETERS",
     "IO_DTYPES",
     "ImageSet",
-    "LIMITS",
     "QUANTIZATIONS",
     "VerificationError",
     "VerificationReport",
     "benchmark_export",
-    "convert",
-    "detect_quantization",
     "export_onnx",
     "export_openvino",
     "export_saved_model",
     "export_tflite",
     "load_images",
     "load_model",
-    "op_histogram",
-    "read_graph",
     "read_metadata",
-    "run_tflite",
-    "sidecar_path",
     "verify",
-    "verify_saved_model",
-    "verify_tflite",
-    "xnnpack_partitions",
 ]
+
+__getattr__ = moved.deprecated_names(__name__, {
+    "INTERPRETERS": (runtime, "INTERPRETERS"),
+    "LIMITS": (checks, "LIMITS"),
+    "convert": (tflite, "tflite_bytes"),
+    "detect_quantization": (graph, "detect_quantization"),
+    "op_histogram": (graph, "op_histogram"),
+    "read_graph": (graph, "read_graph"),
+    "run_tflite": (runtime, "run_tflite"),
+    "sidecar_path": (metadata, "sidecar_path"),
+    "verify_saved_model": (verification, "verify_saved_model"),
+    "verify_tflite": (verification, "verify_tflite"),
+    "xnnpack_partitions": (runtime, "xnnpack_partitions"),
+})

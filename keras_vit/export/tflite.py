@@ -20,6 +20,7 @@ from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
+from keras_vit.export import moved
 from keras_vit.export import report as report_lib
 from keras_vit.export import representative
 from keras_vit.export import runtime
@@ -31,6 +32,9 @@ QUANTIZATIONS = ("none", "float16", "dynamic", "int8", "int16x8")
 IO_DTYPES = ("float32", "int8", "uint8")
 #: Modes that calibrate activation ranges on representative images.
 CALIBRATED = ("int8", "int16x8")
+
+# `convert` said less than it does (keras_vit.weights converts checkpoints).
+__getattr__ = moved.deprecated_names(__name__, {"convert": (None, "tflite_bytes")})
 
 
 @dataclasses.dataclass
@@ -144,8 +148,8 @@ def _refuse_unsupported(unsupported, model):
     )
 
 
-def convert(model, quantize="none", calibration_images=None, batch_size=1,
-            io_dtype="float32"):
+def tflite_bytes(model, quantize="none", calibration_images=None, batch_size=1,
+                 io_dtype="float32"):
     """Converts a Keras model to TFLite bytes with LiteRT builtin ops only.
 
     Args:
@@ -170,7 +174,7 @@ def convert(model, quantize="none", calibration_images=None, batch_size=1,
 
     Example:
 
-    >>> data = convert(model, quantize="dynamic")
+    >>> data = tflite_bytes(model, quantize="dynamic")
     """
     quantize = validation.one_of("quantize", quantize, QUANTIZATIONS)
     io_dtype = validation.one_of("io_dtype", io_dtype, IO_DTYPES)
@@ -396,7 +400,7 @@ def export_tflite(model, output, quantize="none", representative_data=None,
             split="train",
             value_range=(0.0, 255.0) if models.takes_pixels(model) else None,
         )
-    data = convert(
+    data = tflite_bytes(
         model,
         quantize,
         None if calibration is None else calibration.images,

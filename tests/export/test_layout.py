@@ -1,17 +1,50 @@
-"""Where the verification's names live: the names that moved out of
-`keras_vit.export.verification` (still reachable, with a warning naming
-their home), and the checks as pure functions."""
+"""Where the export names live: `keras_vit.export`'s public surface, the
+names that moved (still reachable, with a warning naming their home), and
+the checks as pure functions."""
 
+import os
 import re
+import warnings
 
 import numpy as np
 import pytest
 
+from keras_vit import export
 from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
+from keras_vit.export import metadata
 from keras_vit.export import report as report_lib
 from keras_vit.export import runtime
+from keras_vit.export import tflite
 from keras_vit.export import verification
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+#: What the README documents for users of `keras_vit.export`: the exports,
+#: `verify`, what they return and raise, the quantization modes, reading an
+#: export's metadata; `load_model` and `load_images` (image sources) until
+#: their own homes are settled.
+PUBLIC = {
+    "ExportResult", "IO_DTYPES", "ImageSet", "QUANTIZATIONS",
+    "VerificationError", "VerificationReport", "benchmark_export",
+    "export_onnx", "export_openvino", "export_saved_model", "export_tflite",
+    "load_images", "load_model", "read_metadata", "verify",
+}
+
+#: Names `keras_vit.export` published before, and their homes now.
+MOVED_FROM_EXPORT = {
+    "INTERPRETERS": (runtime, "INTERPRETERS"),
+    "LIMITS": (checks, "LIMITS"),
+    "convert": (tflite, "tflite_bytes"),
+    "detect_quantization": (graph_lib, "detect_quantization"),
+    "op_histogram": (graph_lib, "op_histogram"),
+    "read_graph": (graph_lib, "read_graph"),
+    "run_tflite": (runtime, "run_tflite"),
+    "sidecar_path": (metadata, "sidecar_path"),
+    "verify_saved_model": (verification, "verify_saved_model"),
+    "verify_tflite": (verification, "verify_tflite"),
+    "xnnpack_partitions": (runtime, "xnnpack_partitions"),
+}
 
 #: Names that moved out of `keras_vit.export.verification`.
 MOVED_FROM_VERIFICATION = {
@@ -27,16 +60,55 @@ MOVED_FROM_VERIFICATION = {
 }
 
 
-def test_moved_names_still_resolve_with_a_warning_naming_their_home():
-    module, moved = verification, MOVED_FROM_VERIFICATION
+def _read(path):
+    with open(path, encoding="utf-8") as file:
+        return file.read()
+
+
+def test_the_public_surface_is_what_the_readme_documents():
+    assert set(export.__all__) == PUBLIC
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for name in export.__all__:
+            getattr(export, name)
+    # Every `keras_vit.export.NAME` the README names exists, as a public
+    # name or a module of the package.
+    named = re.findall(r"keras_vit\.export\.(\w+)", _read(os.path.join(ROOT, "README.md")))
+    assert named
+    for name in named:
+        assert name in PUBLIC or os.path.isfile(
+            os.path.join(ROOT, "keras_vit", "export", f"{name}.py")
+        ), name
+
+
+@pytest.mark.parametrize("module, moved", [
+    (export, MOVED_FROM_EXPORT), (verification, MOVED_FROM_VERIFICATION),
+], ids=["keras_vit.export", "verification"])
+def test_moved_names_still_resolve_with_a_warning_naming_their_home(module, moved):
     for name, (home, new_name) in moved.items():
         assert name not in getattr(module, "__all__", ())
         where = re.escape(f"{home.__name__}.{new_name}")
         with pytest.warns(DeprecationWarning, match=f"{module.__name__}.{name}`.*{where}"):
             value = getattr(module, name)
         assert value is getattr(home, new_name), name
+
+
+def test_the_tflite_converter_is_tflite_bytes():
+    # Two functions were named `convert` (TFLite bytes; checkpoints).
+    with pytest.warns(DeprecationWarning, match=r"tflite\.tflite_bytes"):
+        assert tflite.convert is tflite.tflite_bytes
+    with pytest.warns(DeprecationWarning, match=r"tflite\.tflite_bytes"):
+        from keras_vit.export import convert  # noqa: F401
+
+
+def test_unknown_names_are_attribute_errors_and_modules_still_import():
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        export.nothing_here  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         verification.nothing_here  # noqa: B018
+    from keras_vit.export import representative
+
+    assert representative.load_images is export.load_images
 
 
 def _graph(ops, weight_bytes=4000, weight_types=("FLOAT32",), ranges=None):

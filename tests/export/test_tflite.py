@@ -183,10 +183,10 @@ def test_keras_layer_normalization_would_not_quantize_cleanly(tmp_path):
     outputs = keras.layers.Dense(3, activation="softmax")(x)
     model = keras.Model(inputs, outputs, name="keras_layer_norm")
     images = np.random.default_rng(0).uniform(0, 255, (16, 32, 32, 3)).astype("float32")
-    graph = graph_lib.read_graph(tflite_lib.convert(model, "int8", images))
+    graph = graph_lib.read_graph(tflite_lib.tflite_bytes(model, "int8", images))
     assert graph.float_ops()["NEG"] == 1
     with pytest.raises(ValueError, match="16x8-bit not yet supported for op: 'NEG'"):
-        tflite_lib.convert(model, "int16x8", images)
+        tflite_lib.tflite_bytes(model, "int16x8", images)
 
 
 def test_verify_checks_the_file_against_its_mode(random_exports, random_model):
@@ -282,7 +282,7 @@ def test_a_new_models_zero_head_is_refused_for_calibrated_quantization(tmp_path,
     assert export.export_tflite(model, tmp_path / "new.tflite", num_verify_images=4).report.passed
 
     monkeypatch.setattr(graph_lib.Graph, "degenerate_ranges", lambda self: [])
-    data = tflite_lib.convert(model, "int8", images)
+    data = tflite_lib.tflite_bytes(model, "int8", images)
     monkeypatch.undo()
     graph = graph_lib.read_graph(data)
     assert any("head" in name for name in graph.degenerate_ranges())
