@@ -1,8 +1,13 @@
-"""Latency at batch 1 of Keras, the SavedModel and each TFLite variant.
+"""Latency at batch 1 of Keras, the SavedModel, each TFLite variant, and
+ONNX Runtime and OpenVINO when they are installed.
 
-    python export/benchmark.py runs/digits/model.keras [--threads 1 2] [--runs 50]
+The same as `keras-vit benchmark-export ...`: the script hands its
+arguments to `keras_vit.cli.main`. Measured tables: the README's export
+section.
 
-Same as `keras-vit benchmark-export ...` (see export/README.md).
+    python export/benchmark.py runs/digits/model.keras --threads 1 2 --runs 50
+
+`--help` lists every option.
 """
 
 import sys

@@ -1,8 +1,12 @@
-"""Export a model to a verified SavedModel for serving.
+"""Export a model to a SavedModel for serving, verified before it is written.
 
-    python export/export_saved_model.py runs/digits/model.keras --output serving/vit [--labels labels.txt]
+The same as `keras-vit export MODEL --format saved_model ...`: the script
+adds `--format saved_model` and hands the rest to `keras_vit.cli.main`.
+What the SavedModel holds: the README's export section.
 
-Same as `keras-vit export MODEL --format saved_model ...` (see export/README.md).
+    python export/export_saved_model.py runs/digits/model.keras --output serving/vit/1
+
+`--help` lists every option.
 """
 
 import sys

@@ -1,10 +1,13 @@
-"""Export a model to a verified TFLite (LiteRT) file.
+"""Export a model to a TFLite (LiteRT) file, verified before it is written.
 
-    python export/export_tflite.py runs/digits/model.keras --output vit.tflite \
-        [--quantize {none,float16,dynamic,int8,int16x8}] [--representative-data digits] \
-        [--batch-size 1] [--labels labels.txt]
+The same as `keras-vit export MODEL --format tflite ...`: the script adds
+`--format tflite` and hands the rest to `keras_vit.cli.main`. Quantization
+modes and the checks: the README's export section.
 
-Same as `keras-vit export MODEL --format tflite ...` (see export/README.md).
+    python export/export_tflite.py runs/digits/model.keras --output vit_int8.tflite \
+        --quantize int8 --representative-data digits
+
+`--help` lists every option.
 """
 
 import sys

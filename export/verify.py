@@ -1,8 +1,11 @@
-"""Verify an exported model (.tflite file or SavedModel folder) against Keras.
+"""Verify an exported model (a .tflite file or a SavedModel folder) against Keras.
 
-    python export/verify.py vit.tflite --reference runs/digits/model.keras [--data digits]
+The same as `keras-vit verify ...`: the script hands its arguments to
+`keras_vit.cli.main`. What is checked: the README's export section.
 
-Same as `keras-vit verify ...` (see export/README.md).
+    python export/verify.py vit.tflite --reference runs/digits/model.keras --data digits
+
+`--help` lists every option.
 """
 
 import sys

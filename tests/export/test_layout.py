@@ -1,9 +1,11 @@
 """Where the export names live: `keras_vit.export`'s public surface, the
-names that moved (still reachable, with a warning naming their home), and
-the checks as pure functions."""
+names that moved (still reachable, with a warning naming their home), the
+checks as pure functions, and the export/ scripts and their README."""
 
 import os
 import re
+import runpy
+import sys
 import warnings
 
 import numpy as np
@@ -19,6 +21,7 @@ from keras_vit.export import tflite
 from keras_vit.export import verification
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPTS = os.path.join(ROOT, "export")
 
 #: What the README documents for users of `keras_vit.export`: the exports,
 #: `verify`, what they return and raise, the quantization modes, reading an
@@ -183,3 +186,45 @@ def test_limits_and_comparisons():
 def test_runtime_names_its_interpreters():
     with pytest.raises(ValueError, match=r"Received: runtime='gpu'"):
         runtime.load_interpreter("any.tflite", "gpu")
+
+
+def _scripts_in_readme():
+    """`{script: sub-command}` from export/README.md's table."""
+    rows = re.findall(r"^\| `(\w+\.py)[^`]*` \| `keras-vit ([\w-]+)[^`]*` \|",
+                      _read(os.path.join(SCRIPTS, "README.md")), flags=re.M)
+    return dict(rows)
+
+
+def test_every_export_script_is_in_its_readme():
+    scripts = sorted(f for f in os.listdir(SCRIPTS) if f.endswith(".py"))
+    assert scripts and sorted(_scripts_in_readme()) == scripts
+
+
+@pytest.mark.parametrize("script, command", sorted(_scripts_in_readme().items()))
+def test_export_scripts_are_documented_entry_points(script, command, monkeypatch, capsys):
+    path = os.path.join(SCRIPTS, script)
+    doc = runpy.run_path(path)["__doc__"]
+    assert f"python export/{script} " in doc  # an example command line
+    assert f"keras-vit {command}" in doc
+    monkeypatch.setattr(sys, "argv", [path, "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_path(path, run_name="__main__")
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: keras-vit {command} ")
+    assert "MODEL" in out or "EXPORTED" in out
+
+
+def test_the_export_readme_points_to_the_main_one_and_copies_nothing():
+    page = _read(os.path.join(SCRIPTS, "README.md"))
+    main = _read(os.path.join(ROOT, "README.md"))
+    copied = [line for line in page.splitlines()
+              if len(line.strip()) > 30 and line.strip() in main]
+    assert copied == []
+    (anchor,) = re.findall(r"\(\.\./README\.md#([\w-]+)\)", page)
+    headings = [
+        re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", main, flags=re.M)
+    ]
+    assert anchor in headings
+    assert anchor.startswith("export")
