@@ -224,6 +224,12 @@ def add_commands(subparsers):
         subparsers: the object `argparse.ArgumentParser.add_subparsers()`
             returned.
     """
+    _add_export(subparsers)
+    _add_verify(subparsers)
+    _add_benchmark_export(subparsers)
+
+
+def _add_export(subparsers):
     e = subparsers.add_parser(
         "export",
         help="export to a SavedModel or a TFLite (LiteRT) file, verified",
@@ -272,6 +278,8 @@ def add_commands(subparsers):
     )
     e.set_defaults(run=_export)
 
+
+def _add_verify(subparsers):
     v = subparsers.add_parser(
         "verify",
         help="check an exported model against the Keras model",
@@ -303,6 +311,8 @@ def add_commands(subparsers):
     v.add_argument("--min-top1-agreement", type=_fraction, default=None)
     v.set_defaults(run=_verify)
 
+
+def _add_benchmark_export(subparsers):
     b = subparsers.add_parser(
         "benchmark-export",
         help="latency at batch 1: Keras, SavedModel, ONNX Runtime and each TFLite variant",

@@ -162,10 +162,9 @@ def read_graph(model):
         ) from None
 
 
-def _parse(schema, data):
-    root = schema.Model.GetRootAs(data, 0)
+def _operator_codes(schema, root):
+    """`[(op name, custom)]` of the file's operator codes, by index."""
     builtin_names = _builtin_names()
-    type_names = _type_names()
     codes = []
     for i in range(root.OperatorCodesLength()):
         code = root.OperatorCodes(i)
@@ -174,6 +173,13 @@ def _parse(schema, data):
             codes.append((code.CustomCode().decode("utf-8"), True))
         else:
             codes.append((builtin_names.get(builtin, f"BUILTIN_{builtin}"), False))
+    return codes
+
+
+def _parse(schema, data):
+    root = schema.Model.GetRootAs(data, 0)
+    type_names = _type_names()
+    codes = _operator_codes(schema, root)
 
     def buffer_bytes(index):
         if index <= 0 or index >= root.BuffersLength():

@@ -250,6 +250,23 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
     output = check_output(
         output, [model] if isinstance(model, (str, os.PathLike)) else [], overwrite
     )
+    opset, atol = _check_arguments(batch_size, opset, verify, atol, external_data)
+    # ONNX Runtime has no bfloat16 kernels on CPU: a mixed-precision model
+    # is exported, and checked, as its float32 copy.
+    model = models.float32_model(models.load_model(model))
+    _register_erfc()
+    height, width, channels = models.input_spec(model)
+    spec = tf.TensorSpec((batch_size, height, width, channels), tf.float32, name="images")
+    x = np.random.default_rng(0).uniform(0, 255, (batch_size or 2, height, width, channels))
+    x = x.astype("float32")
+    expected = np.asarray(model(x, training=False))  # the model must have been called
+    checked = (x, expected, atol) if verify else None
+    _write_checked(model, spec, opset, output, external_data, checked)
+    return output
+
+
+def _check_arguments(batch_size, opset, verify, atol, external_data):
+    """The checks of `export_onnx`'s arguments; returns `(opset, atol)`."""
     if batch_size is not None:
         validation.positive_int("batch_size", batch_size)
     opset = validation.positive_int("opset", opset)
@@ -269,15 +286,13 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
         )
     if verify:
         _require("onnxruntime")
-    # ONNX Runtime has no bfloat16 kernels on CPU: a mixed-precision model
-    # is exported, and checked, as its float32 copy.
-    model = models.float32_model(models.load_model(model))
-    _register_erfc()
-    height, width, channels = models.input_spec(model)
-    spec = tf.TensorSpec((batch_size, height, width, channels), tf.float32, name="images")
-    x = np.random.default_rng(0).uniform(0, 255, (batch_size or 2, height, width, channels))
-    x = x.astype("float32")
-    expected = np.asarray(model(x, training=False))  # the model must have been called
+    return opset, atol
+
+
+def _write_checked(model, spec, opset, output, external_data, checked=None):
+    """Converts `model` and writes it to `output` (and `<output>.data`)
+    once ONNX Runtime's outputs on `checked`'s pixels are within its `atol`
+    of Keras's (`checked`: `(x, expected, atol)`, or `None`)."""
     # Written in a private folder beside `output` (the model may be two
     # files), checked there, then moved into place: data first, model last.
     folder = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(output)),
@@ -285,7 +300,8 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
     try:
         tmp = os.path.join(folder, os.path.basename(output))
         external = _save(_convert(model, spec, opset), tmp, external_data)
-        if verify:
+        if checked is not None:
+            x, expected, atol = checked
             got = run_onnx(tmp, x)
             error = float(np.max(np.abs(got - expected)))
             if not error <= atol:
@@ -301,7 +317,6 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
         os.replace(tmp, output)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return output
 
 
 def session(path, num_threads=None):

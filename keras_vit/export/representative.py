@@ -74,30 +74,41 @@ def load_images(source, image_size, num_channels=3, limit=100, split="test",
     image_size = validation.size_2d("image_size", image_size)
     if limit is not None:
         limit = validation.positive_int("limit", limit)
-    expected = (*image_size, num_channels)
+    result = _read_source(source, image_size, num_channels, limit, split, name)
+    images = _checked_pixels(result.images, (*image_size, num_channels),
+                             value_range, name, source)
+    labels = result.labels
+    if limit is not None:
+        images = images[:limit]
+        labels = None if labels is None else labels[:limit]
+    return ImageSet(images, labels, result.source)
+
+
+def _read_source(source, image_size, num_channels, limit, split, name):
+    """The `ImageSet` that `source` names, as it is (unchecked)."""
     if isinstance(source, ImageSet):
-        result = source
-    elif isinstance(source, np.ndarray):
-        result = ImageSet(source, None, "array")
-    elif isinstance(source, (str, os.PathLike)) and os.fspath(source):
+        return source
+    if isinstance(source, np.ndarray):
+        return ImageSet(source, None, "array")
+    if isinstance(source, (str, os.PathLike)) and os.fspath(source):
         text = os.fspath(source)
         if text.endswith(".npz"):
-            result = _from_npz(text, name)
-        elif text.startswith("folder:") or _is_dataset_name(text):
+            return _from_npz(text, name)
+        if text.startswith("folder:") or _is_dataset_name(text):
             result = _from_dataset(text, image_size, num_channels, limit, split, name)
-        else:
-            result = None
-        if result is None:
-            raise ValueError(
-                f"`{name}` must be a dataset name, 'folder:PATH', an .npz "
-                f"file or an array of images. Received: {name}={source!r}"
-            )
-    else:
-        raise ValueError(
-            f"`{name}` must be a dataset name, 'folder:PATH', an .npz file "
-            f"or an array of images. Received: {name}={source!r}"
-        )
-    images = np.asarray(result.images)
+            if result is not None:
+                return result
+    raise ValueError(
+        f"`{name}` must be a dataset name, 'folder:PATH', an .npz file "
+        f"or an array of images. Received: {name}={source!r}"
+    )
+
+
+def _checked_pixels(images, expected, value_range, name, source):
+    """`images` as float32, once they are finite numbers of shape
+    `(N, *expected)`, N > 0, within `value_range` (or raises, naming
+    `source`)."""
+    images = np.asarray(images)
     if images.dtype.kind not in "uif":
         raise ValueError(
             f"`{name}` must hold pixel values (numbers); it holds an array of "
@@ -125,11 +136,7 @@ def load_images(source, image_size, num_channels=3, limit=100, split="test",
                 f"{value_range[1]:g}]; its values span [{low:g}, {high:g}]. "
                 f"Received: {name}={_describe(source)}"
             )
-    labels = result.labels
-    if limit is not None:
-        images = images[:limit]
-        labels = None if labels is None else labels[:limit]
-    return ImageSet(images, labels, result.source)
+    return images
 
 
 def model_pixels(images, num_channels):

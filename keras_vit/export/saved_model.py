@@ -162,9 +162,24 @@ def export_saved_model(model, output, labels=None, verify=True,
     )
     source = model
     model = models.load_model(model)
+    meta = _metadata(model, metadata_lib.class_names(model, labels, source))
+    report = None
+    with files.atomic_directory(output) as tmp:
+        build_archive(model).write_out(tmp, verbose=False)
+        metadata_lib.write(metadata_lib.sidecar_path(tmp), meta)
+        if verify:
+            with report_lib.nothing_written(output):
+                report = verify_lib.verify_saved_model(
+                    tmp, model, data=verify_data, num_images=num_verify_images
+                )
+            report.path = output
+    return ExportResult(output, metadata_lib.sidecar_path(output), meta, report)
+
+
+def _metadata(model, class_names):
+    """The contents of a SavedModel's `keras_vit.json`."""
     height, width, channels = models.input_spec(model)
-    class_names = metadata_lib.class_names(model, labels, source)
-    meta = metadata_lib.build(
+    return metadata_lib.build(
         model,
         "saved_model",
         "none",
@@ -181,14 +196,3 @@ def export_saved_model(model, output, labels=None, verify=True,
             "parameters": int(model.count_params()),
         },
     )
-    report = None
-    with files.atomic_directory(output) as tmp:
-        build_archive(model).write_out(tmp, verbose=False)
-        metadata_lib.write(metadata_lib.sidecar_path(tmp), meta)
-        if verify:
-            with report_lib.nothing_written(output):
-                report = verify_lib.verify_saved_model(
-                    tmp, model, data=verify_data, num_images=num_verify_images
-                )
-            report.path = output
-    return ExportResult(output, metadata_lib.sidecar_path(output), meta, report)

@@ -350,6 +350,81 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     >>> export_tflite("runs/digits/model.keras", "vit_int8.tflite",
     ...               quantize="int8", representative_data="digits")
     """
+    # Over 80 lines for its docstring (thirteen arguments); the body is the
+    # steps: check, load, calibrate, convert, verify and write, metadata.
+    quantize, io_dtype, batch_size, num_calibration_images, num_verify_images = (
+        _check_arguments(
+            quantize, io_dtype, batch_size, verify, verify_data,
+            representative_data, num_calibration_images, num_verify_images,
+            min_top1_agreement,
+        )
+    )
+    output, meta_path = check_output(output, _inputs(
+        model, labels, representative_data, verify_data), overwrite)
+    if quantize in CALIBRATED and representative_data is None:
+        raise ValueError(
+            f"quantize={quantize!r} needs representative images to calibrate "
+            "activation ranges: pass a dataset name, 'folder:PATH' or an .npz. "
+            "Received: representative_data=None"
+        )
+    source = model
+    model = models.load_model(model)
+    class_names = metadata_lib.class_names(model, labels, source)
+    # A mixed-precision model is exported, and verified, as its float32 copy.
+    model = models.float32_model(model)
+    calibration = None
+    if representative_data is not None:
+        calibration = _calibration(model, representative_data, num_calibration_images)
+    data = tflite_bytes(
+        model,
+        quantize,
+        None if calibration is None else calibration.images,
+        batch_size,
+        io_dtype,
+    )
+    sources = None
+    if verify:
+        sources = [verify_data] if verify_data is not None else []
+        if calibration is not None:
+            sources.append(calibration)
+    report, io = _write_verified(
+        output, data, model, quantize, sources, num_verify_images, min_top1_agreement
+    )
+    meta = _metadata(model, quantize, class_names, batch_size, io, len(data))
+    metadata_lib.write(meta_path, meta)
+    return ExportResult(output, meta_path, meta, report)
+
+
+def _write_verified(output, data, model, quantize, sources, num_images,
+                    min_top1_agreement):
+    """Writes the flatbuffer `data` to `output` once `verify_tflite` has
+    passed it on `sources` (`None`: unverified); nothing is left at
+    `output` if it fails. Returns `(report or None, io_details)`."""
+    report = None
+    with files.atomic_file(output, suffix=".tflite") as tmp:
+        with open(tmp, "wb") as file:
+            file.write(data)
+        if sources is not None:
+            with report_lib.nothing_written(output):
+                report = verify_lib.verify_tflite(
+                    tmp,
+                    model,
+                    data=sources,
+                    num_images=num_images,
+                    quantization=quantize,
+                    min_top1_agreement=min_top1_agreement,
+                )
+            report.path = output
+        io = runtime.io_details(tmp)
+    return report, io
+
+
+def _check_arguments(quantize, io_dtype, batch_size, verify, verify_data,
+                     representative_data, num_calibration_images,
+                     num_verify_images, min_top1_agreement):
+    """The checks of `export_tflite`'s arguments that need no file; returns
+    `(quantize, io_dtype, batch_size, num_calibration_images,
+    num_verify_images)` as checked."""
     quantize = validation.one_of("quantize", quantize, QUANTIZATIONS)
     io_dtype = validation.one_of("io_dtype", io_dtype, IO_DTYPES)
     if io_dtype != "float32" and quantize != "int8":
@@ -376,57 +451,28 @@ def export_tflite(model, output, quantize="none", representative_data=None,
             "The verification needs images: pass `verify_data` (or "
             "`representative_data`), or verify=False. Received: verify_data=None"
         )
-    output, meta_path = check_output(output, _inputs(
-        model, labels, representative_data, verify_data), overwrite)
-    if quantize in CALIBRATED and representative_data is None:
-        raise ValueError(
-            f"quantize={quantize!r} needs representative images to calibrate "
-            "activation ranges: pass a dataset name, 'folder:PATH' or an .npz. "
-            "Received: representative_data=None"
-        )
-    source = model
-    model = models.load_model(model)
+    return quantize, io_dtype, batch_size, num_calibration_images, num_verify_images
+
+
+def _calibration(model, representative_data, num_images):
+    """The representative images, at the model's input size (the train
+    split of a dataset)."""
     height, width, channels = models.input_spec(model)
-    class_names = metadata_lib.class_names(model, labels, source)
-    # A mixed-precision model is exported, and verified, as its float32 copy.
-    model = models.float32_model(model)
-    calibration = None
-    if representative_data is not None:
-        calibration = representative.load_images(
-            representative_data,
-            (height, width),
-            channels,
-            limit=num_calibration_images,
-            split="train",
-            value_range=(0.0, 255.0) if models.takes_pixels(model) else None,
-        )
-    data = tflite_bytes(
-        model,
-        quantize,
-        None if calibration is None else calibration.images,
-        batch_size,
-        io_dtype,
+    return representative.load_images(
+        representative_data,
+        (height, width),
+        channels,
+        limit=num_images,
+        split="train",
+        value_range=(0.0, 255.0) if models.takes_pixels(model) else None,
     )
-    report = None
-    with files.atomic_file(output, suffix=".tflite") as tmp:
-        with open(tmp, "wb") as file:
-            file.write(data)
-        if verify:
-            sources = [verify_data] if verify_data is not None else []
-            if calibration is not None:
-                sources.append(calibration)
-            with report_lib.nothing_written(output):
-                report = verify_lib.verify_tflite(
-                    tmp,
-                    model,
-                    data=sources,
-                    num_images=num_verify_images,
-                    quantization=quantize,
-                    min_top1_agreement=min_top1_agreement,
-                )
-            report.path = output
-        io = runtime.io_details(tmp)
-    meta = metadata_lib.build(
+
+
+def _metadata(model, quantize, class_names, batch_size, io, file_bytes):
+    """The sidecar's contents for a `.tflite` file whose tensors are `io`
+    (`keras_vit.export.runtime.io_details`)."""
+    height, width, channels = models.input_spec(model)
+    return metadata_lib.build(
         model,
         "tflite",
         quantize,
@@ -439,8 +485,6 @@ def export_tflite(model, output, quantize="none", representative_data=None,
         extra={
             "output_quantization": io["output_quantization"],
             "parameters": int(model.count_params()),
-            "file_bytes": len(data),
+            "file_bytes": file_bytes,
         },
     )
-    metadata_lib.write(meta_path, meta)
-    return ExportResult(output, meta_path, meta, report)

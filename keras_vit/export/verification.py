@@ -313,41 +313,76 @@ def verify_saved_model(path, reference, data="digits", num_images=32,
         )
     model = models.load_model(reference)
     limits = checks.saved_model_limits(models.non_float32_dtypes(model), max_abs)
-    variables = os.path.join(os.fspath(path), "variables")
+    report = _saved_model_report(path, model, limits)
+    _compare_saved_model(report, path, model, _image_sets(data, model, num_images))
+    _check_limits(report, limits)
+    if report.failures and raise_on_failure:
+        raise VerificationError("Verification failed.\n" + report.summary())
+    return report
+
+
+def _saved_model_report(path, model, limits):
+    """The report of a SavedModel folder's sizes, holding what the check
+    of its variables' bytes against the parameter count found."""
     report = VerificationReport(
         path=os.fspath(path),
         format="saved_model",
         quantization="none",
         parameters=int(model.count_params()),
         file_bytes=_folder_bytes(path),
-        weight_bytes=_folder_bytes(variables),
+        weight_bytes=_folder_bytes(os.path.join(os.fspath(path), "variables")),
         limits=limits,
     )
     report.failures.extend(checks.saved_model_weight_failures(
         report.weight_bytes, report.parameters, models.weight_bytes(model)
     ))
+    return report
+
+
+def _run_saved_model(path, images, tmp):
+    """Runs `_SAVED_MODEL_CHECK` on `images` in a fresh Python process
+    (files in the folder `tmp`).
+
+    Returns:
+        `(outputs, keras_vit_imported)`: `{signature (and signature +
+        "_single"): outputs}`, and whether loading imported keras_vit.
+
+    Raises:
+        RuntimeError: if the process failed (its stderr's end).
+    """
+    images_path = os.path.join(tmp, "images.npy")
+    out_path = os.path.join(tmp, "outputs.npz")
+    np.save(images_path, images)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run(
+        [sys.executable, "-c", _SAVED_MODEL_CHECK, os.path.abspath(path),
+         images_path, out_path],
+        capture_output=True, text=True, cwd=tmp, env=env,
+    )
+    if process.returncode != 0:
+        raise RuntimeError(process.stderr[-3000:])
+    info = json.loads(process.stdout.strip().splitlines()[-1])
+    with np.load(out_path) as arrays:
+        outputs = {k: arrays[k] for k in arrays.files}
+    return outputs, info["keras_vit_imported"]
+
+
+def _compare_saved_model(report, path, model, image_sets):
+    """Both signatures' outputs in a fresh process against Keras's on each
+    of `image_sets` (the uint8 one on the images rounded), added to
+    `report`, and each on one image alone (the batch is dynamic)."""
+    max_abs = report.limits["max_abs"]
     with tempfile.TemporaryDirectory() as tmp:
-        for images in _image_sets(data, model, num_images):
-            images_path = os.path.join(tmp, "images.npy")
-            out_path = os.path.join(tmp, "outputs.npz")
-            np.save(images_path, images.images)
-            env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-            process = subprocess.run(
-                [sys.executable, "-c", _SAVED_MODEL_CHECK, os.path.abspath(path),
-                 images_path, out_path],
-                capture_output=True, text=True, cwd=tmp, env=env,
-            )
-            if process.returncode != 0:
+        for images in image_sets:
+            try:
+                outputs, imported = _run_saved_model(path, images.images, tmp)
+            except RuntimeError as error:
                 report.failures.append(
-                    "tf.saved_model.load in a fresh process failed:\n"
-                    + process.stderr[-3000:]
+                    f"tf.saved_model.load in a fresh process failed:\n{error}"
                 )
-                break
-            info = json.loads(process.stdout.strip().splitlines()[-1])
-            if info["keras_vit_imported"]:
+                return
+            if imported:
                 report.failures.append("loading the SavedModel imported keras_vit")
-            with np.load(out_path) as arrays:
-                outputs = {k: arrays[k] for k in arrays.files}
             expected = _reference_outputs(model, images.images)
             rounded = _reference_outputs(model, np.round(images.images))
             for name, keras_out in (("serving_default", expected), ("serving_uint8", rounded)):
@@ -355,12 +390,8 @@ def verify_saved_model(path, reference, data="digits", num_images=32,
                     compare(outputs[name], keras_out, images.labels, images.source, name)
                 )
                 single = compare(outputs[name + "_single"], keras_out[:1])
-                if not single.max_abs <= limits["max_abs"]:
+                if not single.max_abs <= max_abs:
                     report.failures.append(f"{name} on a batch of one: max |Δ| {single.max_abs:.3g}")
-    _check_limits(report, limits)
-    if report.failures and raise_on_failure:
-        raise VerificationError("Verification failed.\n" + report.summary())
-    return report
 
 
 def _folder_bytes(path):
