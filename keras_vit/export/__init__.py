@@ -43,6 +43,7 @@ from keras_vit.export.metadata import read_metadata
 from keras_vit.export.models import load_model
 from keras_vit.export.onnx import export_onnx
 from keras_vit.export.openvino import export_openvino
+from keras_vit.export.report import ExportResult
 from keras_vit.export.report import VerificationError
 from keras_vit.export.report import VerificationReport
 from keras_vit.export.representative import ImageSet
@@ -50,7 +51,6 @@ from keras_vit.export.representative import load_images
 from keras_vit.export.saved_model import export_saved_model
 from keras_vit.export.tflite import IO_DTYPES
 from keras_vit.export.tflite import QUANTIZATIONS
-from keras_vit.export.tflite import ExportResult
 from keras_vit.export.tflite import export_tflite
 from keras_vit.export.verification import verify
 

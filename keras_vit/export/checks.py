@@ -13,8 +13,9 @@ them, `keras_vit.export.report` holds the results):
   count (4 bytes per parameter for float32, 2 for float16, about 1 for
   int8 weights; `BYTES_PER_PARAMETER`); `saved_model_weight_failures` for
   a SavedModel's variables;
-- `compare(outputs, expected)` and `limit_failures(comparisons, limits)`:
-  an export's outputs against Keras's, and against the limits.
+- `compare(outputs, expected)` (a `Comparison`) and
+  `limit_failures(comparisons, limits)`: an export's outputs against
+  Keras's, and against the limits.
 
 The limits (`LIMITS`) are on the model's outputs (probabilities for a
 classifier): max |Δ| ≤ 1e-4 for float32 and ≤ 1e-2 for float16; quantized
@@ -26,11 +27,12 @@ we measured 0.994 (dynamic), 0.983-0.989 (int8, by runtime) and 0.994
 random weights the classes are near ties and any rounding flips them.
 """
 
+import dataclasses
+
 import numpy as np
 
 from keras_vit import validation
 from keras_vit.export import graph as graph_lib
-from keras_vit.export.report import Comparison
 
 
 #: Per quantization mode: `max_abs`, the largest |Δ| allowed on the outputs
@@ -168,6 +170,33 @@ def saved_model_weight_failures(weight_bytes, parameters, held):
             "the weights are missing"
         ]
     return []
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Outputs of one runtime against Keras's on one image source.
+
+    Attributes:
+        source: where the images came from.
+        runtime: `"xnnpack"`, `"builtin"`, `"reference"` (LiteRT), or a
+            SavedModel signature.
+        num_images: images compared.
+        max_abs: largest |Δ| of the outputs.
+        mean_abs: mean |Δ| of the outputs.
+        top1_agreement: fraction of images with the same top-1 class.
+        accuracy: top-1 accuracy of the export against the labels, or
+            `None` without labels.
+        reference_accuracy: the Keras model's accuracy, or `None`.
+    """
+
+    source: str
+    runtime: str
+    num_images: int
+    max_abs: float
+    mean_abs: float
+    top1_agreement: float
+    accuracy: float = None
+    reference_accuracy: float = None
 
 
 def compare(outputs, expected, labels=None, source="", runtime=""):

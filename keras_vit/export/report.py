@@ -1,8 +1,9 @@
-"""What a verification found: `VerificationReport` and `VerificationError`.
+"""What a verification found (`VerificationReport`, `VerificationError`)
+and what an export returns (`ExportResult`).
 
-A `VerificationReport` holds one export's sizes, op list and a `Comparison`
-per runtime and image source, and says whether it passed (`summary()`
-prints it); `VerificationError` is what a failed verification raises, and
+A `VerificationReport` holds one export's sizes, op list and a
+`keras_vit.export.checks.Comparison` per runtime and image source, and
+says whether it passed (`summary()` prints it); `VerificationError` is what a failed verification raises, and
 `nothing_written(output)` is how an export says that it wrote nothing.
 The checks that fill a report are in `keras_vit.export.checks`, the
 entry points in `keras_vit.export.verification`.
@@ -30,33 +31,6 @@ def nothing_written(output):
 
 
 @dataclasses.dataclass
-class Comparison:
-    """Outputs of one runtime against Keras's on one image source.
-
-    Attributes:
-        source: where the images came from.
-        runtime: `"xnnpack"`, `"builtin"`, `"reference"` (LiteRT), or a
-            SavedModel signature.
-        num_images: images compared.
-        max_abs: largest |Δ| of the outputs.
-        mean_abs: mean |Δ| of the outputs.
-        top1_agreement: fraction of images with the same top-1 class.
-        accuracy: top-1 accuracy of the export against the labels, or
-            `None` without labels.
-        reference_accuracy: the Keras model's accuracy, or `None`.
-    """
-
-    source: str
-    runtime: str
-    num_images: int
-    max_abs: float
-    mean_abs: float
-    top1_agreement: float
-    accuracy: float = None
-    reference_accuracy: float = None
-
-
-@dataclasses.dataclass
 class VerificationReport:
     """The result of verifying one export.
 
@@ -68,7 +42,7 @@ class VerificationReport:
         file_bytes: size of the file (TFLite).
         weight_bytes: bytes of constant data in it (TFLite).
         op_histogram: `{op name: count}` (TFLite).
-        comparisons: a list of `Comparison`.
+        comparisons: a list of `keras_vit.export.checks.Comparison`.
         failures: what failed, one sentence each; empty if it passed.
         limits: the limits applied (see `LIMITS`).
         xnnpack_partitions: how many pieces LiteRT's XNNPACK delegate runs
@@ -149,3 +123,20 @@ class VerificationReport:
         else:
             lines.append("  passed")
         return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class ExportResult:
+    """What an export wrote.
+
+    Attributes:
+        path: the `.tflite` file or SavedModel folder.
+        metadata_path: the JSON with the labels and input spec.
+        metadata: its contents.
+        report: the `VerificationReport`, or `None` without verification.
+    """
+
+    path: str
+    metadata_path: str
+    metadata: dict
+    report: object = None

@@ -13,7 +13,7 @@ from keras_vit.export import models
 from keras_vit.export import report as report_lib
 from keras_vit.export import representative
 from keras_vit.export import verification as verify_lib
-from keras_vit.export.tflite import ExportResult
+from keras_vit.export.report import ExportResult
 
 #: Signature names: float pixels (the default) and uint8 pixels.
 FLOAT_SIGNATURE = "serving_default"

@@ -7,7 +7,6 @@ to LiteRT's builtin ops: Keras enables Flex (SELECT_TF_OPS) by default, and
 a phone's runtime cannot run Flex ops.
 """
 
-import dataclasses
 import os
 import re
 import tempfile
@@ -25,6 +24,7 @@ from keras_vit.export import report as report_lib
 from keras_vit.export import representative
 from keras_vit.export import runtime
 from keras_vit.export import verification as verify_lib
+from keras_vit.export.report import ExportResult
 
 #: Quantization modes of `export_tflite`.
 QUANTIZATIONS = ("none", "float16", "dynamic", "int8", "int16x8")
@@ -35,23 +35,6 @@ CALIBRATED = ("int8", "int16x8")
 
 # `convert` said less than it does (keras_vit.weights converts checkpoints).
 __getattr__ = moved.deprecated_names(__name__, {"convert": (None, "tflite_bytes")})
-
-
-@dataclasses.dataclass
-class ExportResult:
-    """What an export wrote.
-
-    Attributes:
-        path: the `.tflite` file or SavedModel folder.
-        metadata_path: the JSON with the labels and input spec.
-        metadata: its contents.
-        report: the `VerificationReport`, or `None` without verification.
-    """
-
-    path: str
-    metadata_path: str
-    metadata: dict
-    report: object = None
 
 
 def converter_options(quantize="none", calibration_images=None, io_dtype="float32"):

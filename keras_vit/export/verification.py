@@ -67,7 +67,7 @@ __getattr__ = moved.deprecated_names(__name__, {
     "BYTES_PER_PARAMETER": (checks, "BYTES_PER_PARAMETER"),
     "LIMITS": (checks, "LIMITS"),
     "SAVED_MODEL_REDUCED_PRECISION": (checks, "SAVED_MODEL_REDUCED_PRECISION"),
-    "Comparison": (report_lib, "Comparison"),
+    "Comparison": (checks, "Comparison"),
     "nothing_written": (report_lib, "nothing_written"),
 })
 

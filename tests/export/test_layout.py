@@ -2,6 +2,7 @@
 names that moved (still reachable, with a warning naming their home), the
 checks as pure functions, and the export/ scripts and their README."""
 
+import ast
 import os
 import re
 import runpy
@@ -22,6 +23,26 @@ from keras_vit.export import verification
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(ROOT, "export")
+PACKAGE = os.path.join(ROOT, "keras_vit", "export")
+
+#: The modules of `keras_vit.export`, bottom to top: a module imports only
+#: modules of lower layers (readers, data types, LiteRT, the checks ->
+#: the verify entry points -> the formats -> the latency tables -> the
+#: package's face -> the command line).
+LAYERS = {
+    "moved": 0, "graph": 0, "models": 0, "representative": 0, "runtime": 0,
+    "report": 0,
+    "checks": 1, "metadata": 1,
+    "verification": 2,
+    "tflite": 3, "saved_model": 3, "onnx": 3, "openvino": 3,
+    "benchmark": 4, "latency": 4,
+    "__init__": 5,
+    "cli": 6,
+}
+
+#: Files whose long functions another part of issue 23 splits (the
+#: benchmark split).
+LONG_FUNCTIONS_ELSEWHERE = {os.path.join("keras_vit", "export", "benchmark.py")}
 
 #: What the README documents for users of `keras_vit.export`: the exports,
 #: `verify`, what they return and raise, the quantization modes, reading an
@@ -58,7 +79,7 @@ MOVED_FROM_VERIFICATION = {
     "BYTES_PER_PARAMETER": (checks, "BYTES_PER_PARAMETER"),
     "LIMITS": (checks, "LIMITS"),
     "SAVED_MODEL_REDUCED_PRECISION": (checks, "SAVED_MODEL_REDUCED_PRECISION"),
-    "Comparison": (report_lib, "Comparison"),
+    "Comparison": (checks, "Comparison"),
     "nothing_written": (report_lib, "nothing_written"),
 }
 
@@ -228,3 +249,80 @@ def test_the_export_readme_points_to_the_main_one_and_copies_nothing():
     ]
     assert anchor in headings
     assert anchor.startswith("export")
+
+
+def _export_imports(path):
+    """The `keras_vit.export` modules `path` imports, at any depth (a
+    function-level import counts: it is still a dependency)."""
+    names = set()
+    for node in ast.walk(ast.parse(_read(path))):
+        if isinstance(node, ast.ImportFrom) and node.module == "keras_vit.export":
+            # A module of the package, or a name of its face.
+            names.update(
+                a.name if os.path.isfile(os.path.join(PACKAGE, f"{a.name}.py"))
+                else "__init__"
+                for a in node.names
+            )
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.update(_export_module(node.module))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                names.update(_export_module(a.name))
+    return names
+
+
+def _export_module(module):
+    """`{name}` of the `keras_vit.export` module `module` is, or `set()`."""
+    parts = module.split(".")
+    if parts[:2] != ["keras_vit", "export"]:
+        return set()
+    return {parts[2] if len(parts) > 2 else "__init__"}
+
+
+def test_export_modules_import_only_lower_layers():
+    modules = sorted(f[:-3] for f in os.listdir(PACKAGE) if f.endswith(".py"))
+    assert [m for m in modules if m not in LAYERS] == [], "add it to LAYERS"
+    upward = [
+        f"{module} -> {name}"
+        for module in modules
+        for name in sorted(_export_imports(os.path.join(PACKAGE, f"{module}.py")))
+        if name != module and LAYERS[name] >= LAYERS[module]
+    ]
+    assert upward == []
+
+
+def _long_functions(path, limit=80):
+    """`name (lines)` of the functions in `path` over `limit` lines that
+    give no reason in a comment of their own."""
+    source = _read(path)
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = node.end_lineno - node.lineno + 1
+            body = lines[node.lineno - 1:node.end_lineno]
+            if length > limit and not any(line.strip().startswith("#") for line in body):
+                found.append(f"{node.name} ({length})")
+    return found
+
+
+def test_export_functions_are_short_or_say_why():
+    paths = [os.path.join(PACKAGE, f) for f in os.listdir(PACKAGE) if f.endswith(".py")]
+    paths += [os.path.join(SCRIPTS, f) for f in os.listdir(SCRIPTS) if f.endswith(".py")]
+    long = {
+        os.path.relpath(path, ROOT): _long_functions(path)
+        for path in sorted(paths)
+        if os.path.relpath(path, ROOT) not in LONG_FUNCTIONS_ELSEWHERE
+    }
+    assert {path: names for path, names in long.items() if names} == {}
+
+
+@pytest.mark.parametrize("script", sorted(f for f in os.listdir(SCRIPTS) if f.endswith(".py")))
+def test_export_scripts_are_thin(script):
+    # A docstring, the imports of `keras_vit.cli.main`, and the call.
+    tree = ast.parse(_read(os.path.join(SCRIPTS, script)))
+    assert ast.get_docstring(tree)
+    kinds = [type(node).__name__ for node in tree.body[1:]]
+    assert kinds == ["Import", "ImportFrom", "If"]
+    imported = {a.name for node in tree.body[1:3] for a in node.names}
+    assert imported == {"sys", "main"} and tree.body[2].module == "keras_vit.cli"
