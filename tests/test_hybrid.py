@@ -115,6 +115,7 @@ def test_bad_stems():
 @pytest.mark.parametrize("quantize", ["none", "dynamic"])
 def test_hybrid_exports_to_tflite_with_builtin_ops_only(tmp_path, quantize):
     from keras_vit import export
+    from keras_vit.export import graph
 
     model = keras_vit.ViT(image_size=32, **{**VIT, "classifier_activation": "softmax"},
                           stem=STEMS["hybrid_r2s"]["stem"])
@@ -123,6 +124,6 @@ def test_hybrid_exports_to_tflite_with_builtin_ops_only(tmp_path, quantize):
     # Verified before it is written: builtin ops only, weights present, and
     # outputs equal to Keras's under LiteRT's kernels.
     export.export_tflite(model, path, quantize=quantize, num_verify_images=8)
-    ops = export.op_histogram(path)
+    ops = graph.op_histogram(path)
     assert "CONV_2D" in ops and "MAX_POOL_2D" in ops
     assert not any(op.startswith("Flex") or op == "CUSTOM" for op in ops)
