@@ -243,7 +243,7 @@ def test_benchmark_export_checks_its_outputs_before_the_first_export(random_mode
     name = random_model.name
     (tmp_path / f"{name}_dynamic.tflite").write_bytes(b"mine")
     before = snapshot(tmp_path)
-    monkeypatch.setattr(tflite_lib, "convert", lambda *a, **k: pytest.fail("converted"))
+    monkeypatch.setattr(tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted"))
     with pytest.raises(ValueError, match=f"{name}_dynamic.tflite") as info:
         export.benchmark_export(random_model, quantizations=("none", "dynamic"),
                                 threads=(1,), runs=1, tensorflow=False, onnx=False,
@@ -271,7 +271,7 @@ def test_an_unwritable_output_folder_fails_before_the_conversion(random_model_pa
                                                                  monkeypatch, capsys, fmt):
     folder = tmp_path / "readonly"
     folder.mkdir()
-    monkeypatch.setattr(tflite_lib, "convert", lambda *a, **k: pytest.fail("converted"))
+    monkeypatch.setattr(tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted"))
     monkeypatch.setattr(saved_model_lib, "build_archive", lambda *a: pytest.fail("converted"))
     real_access = os.access
     monkeypatch.setattr(
@@ -291,7 +291,7 @@ def test_a_read_only_output_folder_fails_before_the_conversion(random_model_path
     folder = tmp_path / "readonly"
     folder.mkdir()
     folder.chmod(0o555)
-    monkeypatch.setattr(tflite_lib, "convert", lambda *a, **k: pytest.fail("converted"))
+    monkeypatch.setattr(tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted"))
     try:
         with pytest.raises(ValueError, match="not writable"):
             export.export_tflite(random_model_path, folder / "vit.tflite")

@@ -34,7 +34,7 @@ def test_corrupt_calibration_files_are_errors_naming_them(random_model_path, tmp
                                                           monkeypatch):
     from tests.export.helpers import digits_npz
 
-    monkeypatch.setattr(tflite_lib, "convert", lambda *a, **k: pytest.fail("converted"))
+    monkeypatch.setattr(tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted"))
     good = digits_npz(tmp_path / "good.npz")
     data = open(good, "rb").read()
     (tmp_path / "cut.npz").write_bytes(data[: len(data) // 2])

@@ -27,7 +27,7 @@ def _cli(*args):
 ])
 def test_export_tflite_refuses_impossible_values(random_model, tmp_path, monkeypatch,
                                                  kwargs, message):
-    monkeypatch.setattr(tflite_lib, "convert", lambda *a, **k: pytest.fail("converted"))
+    monkeypatch.setattr(tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted"))
     with pytest.raises(ValueError, match=message):
         export.export_tflite(random_model, tmp_path / "m.tflite", **kwargs)
     assert os.listdir(tmp_path) == []
@@ -65,7 +65,7 @@ def test_verify_refuses_impossible_values(random_tflite_path, random_model, kwar
     ({"output_dir": "no/such/folder"}, "output_dir='no/such/folder'"),
 ])
 def test_benchmark_export_refuses_impossible_values(random_model, kwargs, message, monkeypatch):
-    monkeypatch.setattr(tflite_lib, "convert", lambda *a, **k: pytest.fail("converted"))
+    monkeypatch.setattr(tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted"))
     with pytest.raises(ValueError, match=message):
         export.benchmark_export(random_model, **{"tensorflow": False, **kwargs})
 
@@ -103,7 +103,7 @@ def test_export_flags_of_impossible_values(random_model_path, tmp_path, capsys, 
 ])
 def test_export_flags_that_would_be_ignored_are_refused(random_model_path, tmp_path, capsys,
                                                         monkeypatch, args, message):
-    monkeypatch.setattr(tflite_lib, "convert", lambda *a, **k: pytest.fail("converted"))
+    monkeypatch.setattr(tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted"))
     monkeypatch.setattr(saved_model_lib, "build_archive", lambda *a: pytest.fail("converted"))
     fmt = [] if "--format" in args else ["--format", "tflite"]
     assert _cli(random_model_path, *fmt, "--output", tmp_path / "m", *args) == 2
