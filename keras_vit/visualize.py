@@ -16,7 +16,7 @@ weights (`ViT.intermediates_model`). Plot helpers return matplotlib figures.
 import keras
 import numpy as np
 
-from keras_vit import validation
+from keras_vit import extras, validation
 
 HEAD_FUSIONS = ("mean", "max", "min")
 
@@ -333,10 +333,7 @@ def upsample(maps, size):
 
 
 def _figure(rows, cols, size=2.2):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+    plt = extras.pyplot("Drawing attention figures")
 
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
     for ax in axes.ravel():
@@ -389,10 +386,7 @@ def plot_layer_attention(class_attention, index=0):
 
 def plot_attention_distance(distances, image_size=None):
     """Mean attention distance of every head against depth (Figure 7 right)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+    plt = extras.pyplot("plot_attention_distance")
 
     distances = np.asarray(distances)
     layers, heads = distances.shape
@@ -522,7 +516,7 @@ def inspect(model, images, output, names=None, inputs=()):
     import html
     import os
 
-    from matplotlib import pyplot as plt
+    plt = extras.pyplot("inspect")
 
     from keras_vit.training.callbacks import atomic_write
 

@@ -26,6 +26,8 @@ import os
 
 import numpy as np
 
+from keras_vit import extras
+
 #: The one class name of an image folder read without labels.
 UNLABELLED = "unlabelled"
 
@@ -159,13 +161,8 @@ def fashion_mnist_arrays():
 
 def digits_arrays(seed=0):
     """scikit-learn's digits, as uint8 8x8 images, split 80/20 (seeded)."""
-    try:
-        from sklearn.datasets import load_digits
-    except ImportError:
-        raise ValueError(
-            "The 'digits' dataset needs scikit-learn: pip install scikit-learn"
-        ) from None
-    digits = load_digits()
+    sklearn_datasets = extras.require("sklearn.datasets", "The 'digits' dataset")
+    digits = sklearn_datasets.load_digits()
     images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)
     labels = digits.target.astype(np.int64)
     order = np.random.default_rng(seed).permutation(len(images))
@@ -330,7 +327,7 @@ def _from_folder(name, folder, labels=True):
 def _tfds_image_key(name, info):
     """The feature holding the image: the first supervised key, else the one
     image feature."""
-    import tensorflow_datasets as tfds
+    tfds = extras.require("tensorflow_datasets", f"Dataset {name!r}")
 
     if info.supervised_keys:
         return info.supervised_keys[0]
@@ -350,13 +347,7 @@ def _tfds_image_key(name, info):
 def _from_tfds(name, data_dir, labels=True):
     import tensorflow as tf
 
-    try:
-        import tensorflow_datasets as tfds
-    except ImportError:
-        raise ValueError(
-            f"Dataset {name!r} needs tensorflow-datasets: pip install "
-            "tensorflow-datasets"
-        ) from None
+    tfds = extras.require("tensorflow_datasets", f"Dataset {name!r}")
     try:
         builder = tfds.builder(name, data_dir=data_dir)
     except Exception as error:  # tfds raises DatasetNotFoundError et al.

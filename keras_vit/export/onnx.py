@@ -11,7 +11,7 @@ the graph that tf2onnx copies and optimizes but added afterwards (see
 are then checked against Keras's.
 
 Optional: needs `tf2onnx` and `onnxruntime`, the optional extra
-`pip install "keras-vit[onnx]"`, not required dependencies of keras_vit.
+`pip install "keras-vision-transformer[onnx]"`, not required dependencies of keras_vit.
 """
 
 import functools

@@ -1,0 +1,172 @@
+"""The distribution: its name, metadata and extras, and a wheel that works
+on its own in a fresh environment with only the core dependencies."""
+
+import email
+import importlib.metadata
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+import keras_vit
+from keras_vit import extras
+from keras_vit.data import datasets
+
+# Python 3.11 and later read TOML themselves.
+tomllib = pytest.importorskip("tomllib")
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PROJECT = PYPROJECT["project"]
+CORE = {"keras", "tensorflow", "numpy", "safetensors"}
+
+
+def _name(requirement):
+    """The distribution name of a requirement string, normalised."""
+    name = re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _extra_names(extra):
+    """Distributions an extra installs, with extras of the package itself
+    (`keras-vision-transformer[a,b]`) expanded."""
+    names = set()
+    for requirement in PROJECT["optional-dependencies"][extra]:
+        if _name(requirement) == extras.DISTRIBUTION:
+            inner = re.search(r"\[(.*)\]", requirement).group(1)
+            for other in inner.split(","):
+                names |= _extra_names(other.strip())
+        else:
+            names.add(_name(requirement))
+    return names
+
+
+def test_the_distribution_has_its_own_name():
+    # PyPI's keras-vit is another package that also imports as keras_vit.
+    assert PROJECT["name"] == extras.DISTRIBUTION == "keras-vision-transformer"
+    assert PROJECT["scripts"]["keras-vit"] == "keras_vit.cli:main"
+
+
+def test_the_core_is_what_running_a_model_needs():
+    assert {_name(r) for r in PROJECT["dependencies"]} == CORE
+
+
+def test_each_optional_module_comes_from_the_extra_named_for_it():
+    providers = importlib.metadata.packages_distributions()
+    for module, extra in extras.EXTRAS.items():
+        assert extra in PROJECT["optional-dependencies"], (module, extra)
+        dists = {_name(d) for d in providers[module]}
+        assert dists & _extra_names(extra), (module, extra, dists)
+
+
+def test_all_holds_every_extra_and_dev_holds_all():
+    named = set(PROJECT["optional-dependencies"]) - {"all", "dev"}
+    every = set().union(*(_extra_names(e) for e in named))
+    assert _extra_names("all") == every
+    assert every <= _extra_names("dev")
+
+
+def test_a_missing_extra_is_named_with_its_install_command(monkeypatch):
+    # `None` in sys.modules makes an import raise ImportError.
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
+    with pytest.raises(extras.MissingExtraError) as caught:
+        datasets.digits_arrays()
+    message = str(caught.value)
+    assert "The 'digits' dataset needs `sklearn`" in message
+    assert 'pip install "keras-vision-transformer[train]"' in message
+    # The command line reports ValueErrors as `keras-vit: error: ...`.
+    assert isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, ImportError)
+
+
+def test_pyplot_names_the_extra_when_matplotlib_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(extras.MissingExtraError, match=r"\[train\]"):
+        extras.pyplot("plot_attention_distance")
+
+
+def test_require_refuses_a_module_of_no_extra():
+    with pytest.raises(ValueError, match=r"Received: module='scipy'"):
+        extras.require("scipy", "x")
+
+
+def test_licence_and_citation_files_exist():
+    licence = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in licence and "Version 2.0" in licence
+    assert PROJECT["license"] == "Apache-2.0"
+    assert PROJECT["license-files"] == ["LICENSE"]
+    citation = (ROOT / "CITATION.cff").read_text()
+    assert "2010.11929" in citation and "cff-version" in citation
+    # The SPDX string form of `license` needs setuptools 77 (PEP 639).
+    assert PYPROJECT["build-system"]["requires"] == ["setuptools>=77"]
+
+
+def _run(command, cwd):
+    # Without the test run's PYTHONPATH: a source tree on the path would pass
+    # for an installed package.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=900, env=env, cwd=cwd
+    )
+    assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_the_wheel_works_alone_in_a_fresh_environment(tmp_path):
+    """Build, check, install without dev extras, import, build a model, run
+    the command; the optional dependencies stay out."""
+    # Built from a copy: building writes metadata into the source tree.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "runs",
+        ".pytest_cache", ".hypothesis", ".whl",
+    ))
+    dist = tmp_path / "dist"
+    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(source)], tmp_path)
+    built = sorted(p.name for p in dist.iterdir())
+    wheels = [p for p in dist.iterdir() if p.suffix == ".whl"]
+    assert len(wheels) == 1 and any(n.endswith(".tar.gz") for n in built), built
+    _run([sys.executable, "-m", "twine", "check", "--strict", *map(str, dist.iterdir())], tmp_path)
+
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        names = wheel.namelist()
+        metadata_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        metadata = email.message_from_bytes(wheel.read(metadata_name))
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert metadata["Name"] == "keras-vision-transformer"
+    assert metadata["License-Expression"] == "Apache-2.0"
+    assert set(metadata.get_all("Provides-Extra")) >= {"train", "export", "onnx", "openvino", "all"}
+
+    env_dir = tmp_path / "env"
+    _run([sys.executable, "-m", "venv", str(env_dir)], tmp_path)
+    python = env_dir / "bin" / "python"
+    _run([str(python), "-m", "pip", "install", "--quiet", str(wheels[0])], tmp_path)
+    program = """
+import importlib.util, sys
+import numpy as np
+import keras_vit
+model = keras_vit.ViT(image_size=16, patch_size=8, hidden_dim=16, num_layers=1,
+                      num_heads=2, mlp_dim=32, num_classes=3)
+out = model.predict(np.zeros((2, 16, 16, 3), "float32"), verbose=0)
+assert out.shape == (2, 3), out.shape
+missing = [m for m in keras_vit.extras.EXTRAS if importlib.util.find_spec(m)]
+assert not missing, missing
+try:
+    keras_vit.data.datasets.digits_arrays()
+except keras_vit.extras.MissingExtraError as error:
+    assert '[train]' in str(error), error
+else:
+    raise AssertionError("digits without scikit-learn")
+print("ok", keras_vit.__version__)
+"""
+    out = _run([str(python), "-c", program], tmp_path)
+    assert out.split()[-2:] == ["ok", keras_vit.__version__]
+    out = _run([str(env_dir / "bin" / "keras-vit"), "--version"], tmp_path)
+    assert keras_vit.__version__ in out
