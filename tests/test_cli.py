@@ -5,7 +5,7 @@ import sys
 import pytest
 
 import keras_vit
-from keras_vit import benchmark
+from keras_vit.benchmark import suite as benchmark
 from keras_vit import cli
 from tests.test_case import TINY
 

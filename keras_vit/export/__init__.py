@@ -22,7 +22,7 @@ The command line is `keras-vit export`, `keras-vit verify` and
 `keras-vit benchmark-export`.
 """
 
-from keras_vit.export.benchmark import benchmark_export
+from keras_vit.export.latency import benchmark_export
 from keras_vit.export.graph import detect_quantization
 from keras_vit.export.graph import op_histogram
 from keras_vit.export.graph import read_graph
