@@ -1,9 +1,12 @@
 """Latency of a model as Keras, as a SavedModel and as each TFLite variant.
 
-`benchmark_export` prints a table; it asserts nothing. Keras and the
-SavedModel run in a fresh process per thread count (TensorFlow fixes its
-thread pools when it starts); the TFLite files run in this process with
-LiteRT's default interpreter (XNNPACK) and `num_threads`.
+`benchmark_export` (`keras-vit benchmark-export`) prints a table; it
+asserts nothing. Keras and the SavedModel run in a fresh process per thread
+count (TensorFlow fixes its thread pools when it starts): the program
+`keras_vit.export.tf_latency`. The TFLite files run in this process with
+LiteRT's default interpreter (XNNPACK) and `num_threads`, the ONNX and
+OpenVINO files with their runtimes. Every latency follows
+`keras_vit.timing`'s rule, as `keras-vit benchmark`'s figures do.
 """
 
 import json
@@ -15,7 +18,7 @@ import tempfile
 
 import numpy as np
 
-from keras_vit import benchmark as benchmark_lib
+from keras_vit import timing
 from keras_vit import validation
 from keras_vit.export import models
 from keras_vit.export import onnx as onnx_lib
@@ -24,35 +27,9 @@ from keras_vit.export import saved_model as saved_model_lib
 from keras_vit.export import tflite as tflite_lib
 from keras_vit.export import verification as verify_lib
 
-# Run in a fresh process per thread count: Keras (the model called in a
-# tf.function, its fastest path) and the SavedModel's serving signature.
-_TF_TIMING = r"""
-import json, sys
-threads, keras_path, saved_path, runs, warmup = sys.argv[1:6]
-threads, runs, warmup = int(threads), int(runs), int(warmup)
-import tensorflow as tf
-tf.config.threading.set_intra_op_parallelism_threads(threads)
-tf.config.threading.set_inter_op_parallelism_threads(threads)
-import numpy as np
-import keras
-import keras_vit  # registers the layers of a .keras file
-from keras_vit.benchmark import latencies
-
-def timings(fn, x):
-    return [1e3 * t for t in latencies(lambda: fn(x), runs, warmup)]
-
-model = keras.saving.load_model(keras_path, compile=False)
-x = tf.constant(np.random.default_rng(0).uniform(0, 255, (1, *model.input_shape[1:])).astype("float32"))
-call = tf.function(lambda images: model(images, training=False))
-result = {"keras": timings(lambda v: call(v).numpy(), x)}
-serve = tf.saved_model.load(saved_path).signatures["serving_default"]
-result["saved_model"] = timings(lambda v: [t.numpy() for t in serve(images=v).values()], x)
-print(json.dumps(result))
-"""
-
 
 def _percentiles(times):
-    return float(np.percentile(times, 50)), float(np.percentile(times, 90))
+    return timing.percentile(times, 50), timing.percentile(times, 90)
 
 
 def _folder_bytes(path):
@@ -65,7 +42,7 @@ def _folder_bytes(path):
 
 def _latencies(call, runs, warmup):
     """Milliseconds of each of `runs` calls of `call`, after `warmup`."""
-    return [1e3 * t for t in benchmark_lib.latencies(call, runs, warmup)]
+    return [1e3 * t for t in timing.latencies(call, runs, warmup)]
 
 
 def time_tflite(path, num_threads=1, runs=50, warmup=5):
@@ -169,6 +146,50 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
 
     >>> benchmark_export("runs/digits/model.keras", threads=(1, 2))
     """
+    threads, runs, onnx, openvino = _check_arguments(
+        quantizations, threads, runs, warmup, tensorflow, onnx, openvino, output_dir)
+    source = model
+    model = models.load_model(model)
+    if output_dir is not None:
+        _check_outputs(os.fspath(output_dir), model.name, quantizations, tensorflow,
+                       onnx, openvino, [source] if isinstance(source, (str, os.PathLike)) else [])
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = tmp if output_dir is None else os.fspath(output_dir)
+        files = {}
+        for q in quantizations:
+            path = os.path.join(folder, f"{model.name}_{q}.tflite")
+            tflite_lib.export_tflite(
+                model,
+                path,
+                quantize=q,
+                representative_data=representative_data if q in tflite_lib.CALIBRATED else None,
+                verify=False,
+            )
+            files[q] = path
+        if tensorflow:
+            rows += _tensorflow_rows(model, tmp, folder, threads, runs, warmup)
+        if onnx:
+            path = onnx_lib.export_onnx(model, os.path.join(folder, f"{model.name}.onnx"))
+            rows += _rows("onnxruntime", "float32", threads, os.path.getsize(path),
+                          lambda t: time_onnx(path, t, runs, warmup))
+        if openvino:
+            path = openvino_lib.export_openvino(model, os.path.join(folder, f"{model.name}.xml"))
+            size = os.path.getsize(path) + os.path.getsize(path[: -len(".xml")] + ".bin")
+            rows += _rows("openvino", "float32", threads, size,
+                          lambda t: time_openvino(path, t, runs, warmup))
+        for q, path in files.items():
+            rows += _rows("tflite (xnnpack)", q, threads, os.path.getsize(path),
+                          lambda t: time_tflite(path, t, runs, warmup))
+    if print_fn is not None:
+        print_fn(format_table(rows, model))
+    return rows
+
+
+def _check_arguments(quantizations, threads, runs, warmup, tensorflow, onnx, openvino,
+                     output_dir):
+    """`benchmark_export`'s checks, before anything is loaded or exported;
+    returns the thread counts, runs, and whether to time ONNX / OpenVINO."""
     if (isinstance(quantizations, str) or not isinstance(quantizations, (list, tuple))
             or any(q not in tflite_lib.QUANTIZATIONS for q in quantizations)):
         raise ValueError(
@@ -198,69 +219,46 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
         onnx = onnx_lib.available()
     if openvino == "auto":
         openvino = openvino_lib.available()
-    source = model
-    model = models.load_model(model)
-    if output_dir is not None:
-        _check_outputs(os.fspath(output_dir), model.name, quantizations, tensorflow,
-                       onnx, openvino, [source] if isinstance(source, (str, os.PathLike)) else [])
+    return threads, runs, onnx, openvino
+
+
+def _rows(runtime, variant, threads, size, time_fn):
+    """A table row per thread count: `time_fn(threads)`'s p50 and p90."""
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = tmp if output_dir is None else os.fspath(output_dir)
-        files = {}
-        for q in quantizations:
-            path = os.path.join(folder, f"{model.name}_{q}.tflite")
-            tflite_lib.export_tflite(
-                model,
-                path,
-                quantize=q,
-                representative_data=representative_data if q in tflite_lib.CALIBRATED else None,
-                verify=False,
+    for t in threads:
+        p50, p90 = _percentiles(time_fn(t))
+        rows.append(dict(runtime=runtime, variant=variant, threads=t,
+                         p50_ms=p50, p90_ms=p90, bytes=size))
+    return rows
+
+
+def _tensorflow_rows(model, tmp, folder, threads, runs, warmup):
+    """The rows of Keras and the SavedModel: the program
+    `keras_vit.export.tf_latency`, in a fresh process per thread count."""
+    # The subprocess's copy of the model: not an export, so never in
+    # `output_dir` (where it could replace a user's .keras file).
+    keras_path = os.path.join(tmp, f"{model.name}.keras")
+    model.save(keras_path)
+    saved_path = os.path.join(folder, f"{model.name}_saved_model")
+    saved_model_lib.export_saved_model(model, saved_path, verify=False)
+    sizes = {"keras": os.path.getsize(keras_path), "saved_model": _folder_bytes(saved_path)}
+    rows = []
+    for t in threads:
+        process = subprocess.run(
+            [sys.executable, "-m", "keras_vit.export.tf_latency", str(t), keras_path,
+             saved_path, str(runs), str(warmup)],
+            capture_output=True, text=True,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        )
+        if process.returncode != 0:
+            raise RuntimeError(
+                "Timing Keras / SavedModel failed:\n" + process.stderr[-3000:]
             )
-            files[q] = path
-        if tensorflow:
-            # The subprocess's copy of the model: not an export, so never
-            # in `output_dir` (where it could replace a user's .keras file).
-            keras_path = os.path.join(tmp, f"{model.name}.keras")
-            model.save(keras_path)
-            saved_path = os.path.join(folder, f"{model.name}_saved_model")
-            saved_model_lib.export_saved_model(model, saved_path, verify=False)
-            sizes = {"keras": os.path.getsize(keras_path), "saved_model": _folder_bytes(saved_path)}
-            for t in threads:
-                process = subprocess.run(
-                    [sys.executable, "-c", _TF_TIMING, str(t), keras_path,
-                     saved_path, str(runs), str(warmup)],
-                    capture_output=True, text=True,
-                    env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-                )
-                if process.returncode != 0:
-                    raise RuntimeError(
-                        "Timing Keras / SavedModel failed:\n" + process.stderr[-3000:]
-                    )
-                timed = json.loads(process.stdout.strip().splitlines()[-1])
-                for runtime, times in timed.items():
-                    p50, p90 = _percentiles(times)
-                    rows.append(dict(runtime=runtime, variant="float32", threads=t,
-                                     p50_ms=p50, p90_ms=p90, bytes=sizes[runtime]))
-        if onnx:
-            path = onnx_lib.export_onnx(model, os.path.join(folder, f"{model.name}.onnx"))
-            for t in threads:
-                p50, p90 = _percentiles(time_onnx(path, t, runs, warmup))
-                rows.append(dict(runtime="onnxruntime", variant="float32", threads=t,
-                                 p50_ms=p50, p90_ms=p90, bytes=os.path.getsize(path)))
-        if openvino:
-            path = openvino_lib.export_openvino(model, os.path.join(folder, f"{model.name}.xml"))
-            size = os.path.getsize(path) + os.path.getsize(path[: -len(".xml")] + ".bin")
-            for t in threads:
-                p50, p90 = _percentiles(time_openvino(path, t, runs, warmup))
-                rows.append(dict(runtime="openvino", variant="float32", threads=t,
-                                 p50_ms=p50, p90_ms=p90, bytes=size))
-        for q, path in files.items():
-            for t in threads:
-                p50, p90 = _percentiles(time_tflite(path, t, runs, warmup))
-                rows.append(dict(runtime="tflite (xnnpack)", variant=q, threads=t,
-                                 p50_ms=p50, p90_ms=p90, bytes=os.path.getsize(path)))
-    if print_fn is not None:
-        print_fn(format_table(rows, model))
+        timed = json.loads(process.stdout.strip().splitlines()[-1])
+        for runtime, times in timed.items():
+            p50, p90 = _percentiles(times)
+            rows.append(dict(runtime=runtime, variant="float32", threads=t,
+                             p50_ms=p50, p90_ms=p90, bytes=sizes[runtime]))
     return rows
 
 
