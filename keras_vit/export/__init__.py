@@ -38,7 +38,7 @@ from keras_vit.export import moved
 from keras_vit.export import runtime
 from keras_vit.export import tflite
 from keras_vit.export import verification
-from keras_vit.export.benchmark import benchmark_export
+from keras_vit.export.latency import benchmark_export
 from keras_vit.export.metadata import read_metadata
 from keras_vit.export.models import load_model
 from keras_vit.export.onnx import export_onnx

@@ -249,31 +249,9 @@ def verify_tflite(path, reference, data="digits", num_images=100,
     return report
 
 
-# Run by `verify_saved_model` in a fresh interpreter: TensorFlow only.
-_SAVED_MODEL_CHECK = r"""
-import json, sys
-import numpy as np
-import tensorflow as tf
-
-path, images_path, out_path = sys.argv[1:4]
-images = np.load(images_path)
-loaded = tf.saved_model.load(path)
-result = {"signatures": sorted(loaded.signatures.keys())}
-arrays = {}
-for name, dtype in (("serving_default", tf.float32), ("serving_uint8", tf.uint8)):
-    fn = loaded.signatures[name]
-    x = images if dtype == tf.float32 else np.round(images).astype("uint8")
-    chunks = [fn(images=tf.constant(x[i:i + 16], dtype))
-              for i in range(0, len(x), 16)]
-    key = sorted(chunks[0])[0]
-    arrays[name] = np.concatenate([c[key].numpy() for c in chunks])
-    # One image alone: the batch is dynamic.
-    arrays[name + "_single"] = fn(images=tf.constant(x[:1], dtype))[key].numpy()
-    result["output_key"] = key
-result["keras_vit_imported"] = "keras_vit" in sys.modules
-np.savez(out_path, **arrays)
-print(json.dumps(result))
-"""
+# Run by `verify_saved_model` by its path, in a fresh interpreter: TensorFlow only.
+_SAVED_MODEL_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                  "standalone", "saved_model_check.py")
 
 
 def verify_saved_model(path, reference, data="digits", num_images=32,
@@ -355,7 +333,7 @@ def _run_saved_model(path, images, tmp):
     np.save(images_path, images)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
-        [sys.executable, "-c", _SAVED_MODEL_CHECK, os.path.abspath(path),
+        [sys.executable, _SAVED_MODEL_CHECK, os.path.abspath(path),
          images_path, out_path],
         capture_output=True, text=True, cwd=tmp, env=env,
     )

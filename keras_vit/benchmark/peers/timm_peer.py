@@ -1,0 +1,133 @@
+r"""The timm peer of `keras-vit benchmark`: one measurement of a timm ViT.
+
+    python .../keras_vit/benchmark/peers/timm_peer.py \
+        NAME MODE BATCH STEPS WARMUP MIN_SECONDS COMPUTE_DTYPE
+
+NAME is timm's model name, MODE `inference` or `train` (AdamW steps on
+random labels), COMPUTE_DTYPE `float32` or a dtype that matmuls and
+convolutions run in under `torch.autocast` (Keras's mixed precision,
+PyTorch's way: float32 weights, softmax and norms in float32). Prints one
+line, `RESULT {json}`: images/s, peak memory (MB), CPU cores busy and the
+versions of torch and timm. Bad arguments are a `ValueError` whose last
+line on stderr the suite reports in the peer's row.
+
+`timm_runner` runs this file by its path, in the interpreter that has timm
+(perhaps without TensorFlow): it imports torch, timm, the standard library
+and, of keras_vit, only the timing rule every peer follows,
+`keras_vit/timing.py`, loaded by its path (`import keras_vit.timing` would
+run keras_vit's `__init__`, which imports TensorFlow). torch and timm are
+imported where the model is made, not at the top, so that the arguments
+and the result line are checked where torch is not installed (the tests
+load this file by its path).
+"""
+
+import importlib.util
+import os
+import sys
+
+#: keras_vit/timing.py, two folders up from this file.
+TIMING = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                      "timing.py")
+ARGUMENTS = ("name", "mode", "batch", "steps", "warmup", "min_seconds", "compute_dtype")
+MODES = ("inference", "train")
+COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def load_timing():
+    """`keras_vit/timing.py` as a module of its own, without keras_vit."""
+    spec = importlib.util.spec_from_file_location("keras_vit_timing", TIMING)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _number(name, text, kind, low):
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not value >= low:  # `not >=`: NaN is refused too
+        raise ValueError(f"`{name}` must be a number >= {low}. Received: {name}={text!r}")
+    return value
+
+
+def parse_args(argv):
+    """The program's arguments (strings, as on the command line) as a dict
+    of `ARGUMENTS`, with the numbers as numbers; a `ValueError` naming the
+    argument otherwise."""
+    if len(argv) != len(ARGUMENTS):
+        raise ValueError(f"expected {len(ARGUMENTS)} arguments, "
+                         f"{' '.join(a.upper() for a in ARGUMENTS)}. Received: argv={argv!r}")
+    args = dict(zip(ARGUMENTS, argv))
+    for name, choices in (("mode", MODES), ("compute_dtype", COMPUTE_DTYPES)):
+        if args[name] not in choices:
+            raise ValueError(f"`{name}` must be one of {list(choices)}. "
+                             f"Received: {name}={args[name]!r}")
+    args["batch"] = _number("batch", args["batch"], int, 1)
+    args["steps"] = _number("steps", args["steps"], int, 1)
+    args["warmup"] = _number("warmup", args["warmup"], int, 0)
+    args["min_seconds"] = _number("min_seconds", args["min_seconds"], float, 0.0)
+    return args
+
+
+def result(batch, seconds, cores, peak_memory_mb, versions):
+    """The measurement as the suite reads it back (`keras_vit.timing.read_result`)."""
+    return {
+        "images_per_s": batch / seconds,
+        "peak_memory_mb": peak_memory_mb,
+        "cores_busy": cores,
+        "version": ", ".join(f"{name} {version}" for name, version in versions),
+    }
+
+
+def make_step(name, mode, batch, compute):
+    """One call of timm's model `name`: a forward pass or a training step."""
+    import timm
+    import torch
+
+    model = timm.create_model(name, pretrained=False, num_classes=1000)
+    x = torch.rand(batch, 3, 224, 224)
+
+    def precision():
+        return torch.autocast("cpu", dtype=getattr(torch, compute),
+                              enabled=compute != "float32")
+
+    if mode == "inference":
+        model.eval()
+
+        def step():
+            with torch.inference_mode(), precision():
+                model(x)
+
+        return step
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), 1e-4)
+    y = torch.randint(0, 1000, (batch,))
+
+    def step():
+        optimizer.zero_grad()
+        with precision():
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def main(argv):
+    """Times `make_step(...)` as the suite times every peer; prints the result."""
+    args = parse_args(argv)
+    import timm
+    import torch
+
+    timing = load_timing()
+    torch.set_num_threads(os.cpu_count())
+    step = make_step(args["name"], args["mode"], args["batch"], args["compute_dtype"])
+    seconds, cores = timing.seconds_and_cores(step, args["steps"], args["warmup"],
+                                              args["min_seconds"])
+    timing.print_result(result(args["batch"], seconds, cores, timing.peak_rss_mb(),
+                               (("torch", torch.__version__), ("timm", timm.__version__))))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

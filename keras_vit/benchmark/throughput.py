@@ -1,0 +1,203 @@
+"""One measurement in this process: images/s of a peer, variant, mode and
+batch, with its peak memory and the CPU cores it kept busy.
+
+`measure` is what `keras-vit benchmark` runs in a fresh process for every
+row of its table (`keras_vit.benchmark.worker`); `benchmark` times a Keras
+model's inference and AdamW training steps. Every figure is the median call
+by `keras_vit.timing`'s rule.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_vit import builders
+from keras_vit import timing
+from keras_vit import validation
+from keras_vit.benchmark.peers import keras_hub_peer
+from keras_vit.benchmark.peers import runtime_peers
+from keras_vit.benchmark.peers import timm_runner
+from keras_vit.model import ViT
+from keras_vit.training import recipe
+from keras_vit.training import strategy
+
+PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime", "openvino")
+# Peers that run keras_vit's own model exported, for inference only.
+RUNTIMES = ("onnxruntime", "openvino")
+ONNX_FLOAT32_ONLY = ("ONNX Runtime is timed in float32 only (export_onnx exports "
+                     "a float32 copy; ONNX Runtime has no bfloat16 kernels)")
+# The suite times each measurement for at least this many seconds (and at
+# least `steps` calls; see `keras_vit.timing.latencies`).
+MIN_SECONDS = 1.0
+
+
+def benchmark(
+    model,
+    batch_size=8,
+    steps=10,
+    warmup=2,
+    train=False,
+    jit_compile=False,
+    seed=0,
+    min_seconds=0.0,
+):
+    """Measures inference (and optionally training) throughput of `model`.
+
+    Inference runs the forward pass in a compiled `tf.function` (with XLA
+    when `jit_compile`); training runs full AdamW steps of
+    `model.train_on_batch` on random labels.
+
+    Args:
+        model: a `keras_vit.ViT`.
+        batch_size: int, images per step. Defaults to `8`.
+        steps: int, timed steps after warm-up. Defaults to `10`.
+        warmup: int, untimed steps first (tracing and compilation).
+            Defaults to `2`.
+        train: bool, whether to also time training steps. Defaults to
+            `False`.
+        jit_compile: bool, whether to compile with XLA. Defaults to
+            `False` (the suite, `run_suite`, compiles by default).
+        seed: int, seed of the random inputs. Defaults to `0`.
+        min_seconds: float, keep timing past `steps` until the timed calls
+            add up to this long (see `keras_vit.timing.latencies`).
+            Defaults to `0`.
+
+    Returns:
+        A dict with `"inference_images_per_s"`, `"inference_ms_per_batch"`,
+        `"inference_cores_busy"` (see `keras_vit.timing.seconds_and_cores`)
+        and, with `train`, `"train_images_per_s"` and `"train_cores_busy"`.
+    """
+    rng = np.random.default_rng(seed)
+    shape = (batch_size, *model.input_shape[1:])
+    images = tf.constant(rng.uniform(0, 255, shape).astype("float32"))
+    forward = tf.function(
+        lambda x: model(x, training=False), jit_compile=jit_compile
+    )
+    seconds, cores = timing.seconds_and_cores(lambda: forward(images).numpy(), steps,
+                                              warmup, min_seconds)
+    result = {
+        "inference_images_per_s": batch_size / seconds,
+        "inference_ms_per_batch": 1000 * seconds,
+        "inference_cores_busy": cores,
+    }
+    if train:
+        num_classes = model.output_shape[-1]
+        labels = rng.integers(0, num_classes, (batch_size,))
+        model.compile(
+            optimizer=keras.optimizers.AdamW(1e-4),
+            loss=keras.losses.SparseCategoricalCrossentropy(),
+            jit_compile=jit_compile,
+        )
+        seconds, cores = timing.seconds_and_cores(
+            lambda: model.train_on_batch(images, labels), steps, warmup, min_seconds
+        )
+        result["train_images_per_s"] = batch_size / seconds
+        result["train_cores_busy"] = cores
+    return result
+
+
+def variant_name(model):
+    """The variant of a builder name (`"ViT_B16"`: `"B/16"`); a variant
+    name as it is."""
+    return builders.BUILDERS.get(model, model)
+
+
+def compute_dtype(dtype):
+    """The compute dtype of a dtype policy name (`None`: float32)."""
+    return keras.DTypePolicy(dtype or "float32").compute_dtype
+
+
+def _keras_vit_model(variant, dtype, remat, image_size=None):
+    kwargs = {"dtype": dtype, "remat": remat}
+    if image_size:
+        kwargs["image_size"] = image_size
+    return ViT.from_variant(variant_name(variant), **kwargs)
+
+
+def _jit_choices(jit_compile, mode, dtype=None, device_kind=None):
+    """The XLA settings to time; the faster one is reported.
+
+    `"auto"`: for training steps what `keras-vit train` picks
+    (`recipe.auto_jit_compile`: XLA, but not for bfloat16 on a CPU); for
+    inference both, because on a CPU neither wins everywhere: timed in one
+    process at batch 8, XLA is 1.14x faster for ViT-Ti/16, 1.15x for S/16
+    and 1.21x slower for B/16, where TensorFlow's oneDNN matmuls beat XLA's.
+    `device_kind` defaults to where TensorFlow runs (`"gpu"` or `"cpu"`).
+    """
+    if jit_compile != "auto":
+        return (bool(jit_compile),)
+    if mode == "inference":
+        return (False, True)
+    device_kind = device_kind or strategy.device_kind("default")
+    return (recipe.auto_jit_compile(device_kind, 1, dtype or "float32"),)
+
+
+def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
+            jit_compile="auto", remat=False, image_size=None, min_seconds=MIN_SECONDS):
+    """One measurement in this process: images/s and peak memory (MB).
+
+    Each is the median call over at least `steps` calls and `min_seconds`
+    of them (`keras_vit.timing.latencies`)."""
+    validation.one_of("peer", peer, PEERS)
+    min_seconds = validation.non_negative_float("min_seconds", min_seconds)
+    variant = variant_name(variant)
+    jit_choices = _jit_choices(jit_compile, mode, dtype)
+    if peer != "keras_vit" and image_size not in (None, 224):
+        raise ValueError("peers are timed at 224 px only")
+    if peer == "timm":
+        return timm_runner.measure(variant, mode, batch_size, steps, warmup,
+                                   min_seconds=min_seconds,
+                                   compute_dtype=compute_dtype(dtype))
+    if peer in RUNTIMES:
+        return _measure_runtime(peer, variant, mode, batch_size, steps, warmup, dtype,
+                                min_seconds)
+    if peer == "keras_hub":
+        model = keras_hub_peer.model(variant, dtype)
+    else:
+        model = _keras_vit_model(variant, dtype, remat, image_size)
+    if mode == "inference":
+        results = [
+            (benchmark(model, batch_size, steps, warmup, jit_compile=jit,
+                       min_seconds=min_seconds), jit)
+            for jit in jit_choices
+        ]
+        result, xla = max(results, key=lambda r: r[0]["inference_images_per_s"])
+        rate = result["inference_images_per_s"]
+        cores = result["inference_cores_busy"]
+    else:
+        (xla,) = jit_choices
+        rate, cores = _train_rate(model, batch_size, steps, warmup, min_seconds, xla)
+    return {"images_per_s": rate, "peak_memory_mb": timing.peak_rss_mb(), "xla": xla,
+            "cores_busy": cores}
+
+
+def _measure_runtime(peer, variant, mode, batch_size, steps, warmup, dtype, min_seconds):
+    """`measure` for ONNX Runtime and OpenVINO Runtime, which time keras_vit's
+    float32 model exported (`keras_vit.benchmark.peers.runtime_peers`)."""
+    if mode != "inference":
+        raise ValueError(f"{peer} is timed for inference only")
+    if peer == "onnxruntime" and compute_dtype(dtype) != "float32":
+        raise ValueError(ONNX_FLOAT32_ONLY)
+    model = _keras_vit_model(variant, None, False)
+    if peer == "onnxruntime":
+        seconds, cores = runtime_peers.time_onnxruntime(model, batch_size, steps, warmup,
+                                                        min_seconds)
+    else:
+        seconds, cores = runtime_peers.time_openvino(model, batch_size, steps, warmup,
+                                                     min_seconds, compute_dtype(dtype))
+    return {"images_per_s": batch_size / seconds, "peak_memory_mb": timing.peak_rss_mb(),
+            "cores_busy": cores}
+
+
+def _train_rate(model, batch_size, steps, warmup, min_seconds, xla):
+    """Images/s and cores busy of AdamW training steps on random labels."""
+    rng = np.random.default_rng(0)
+    size = model.input_shape[1:3]
+    x = rng.uniform(0, 255, (batch_size, *size, 3)).astype("float32")
+    y = rng.integers(0, 1000, (batch_size,))
+    model.compile(keras.optimizers.AdamW(1e-4),
+                  keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=xla)
+    seconds, cores = timing.seconds_and_cores(lambda: model.train_on_batch(x, y), steps,
+                                              warmup, min_seconds)
+    return batch_size / seconds, cores

@@ -1,0 +1,47 @@
+"""Reloads a SavedModel with TensorFlow alone and runs both its signatures.
+
+    python .../keras_vit/export/standalone/saved_model_check.py SAVED_MODEL IMAGES.npy OUT.npz
+
+Run by `keras_vit.export.verify_saved_model` by its path, in a fresh
+interpreter: it imports TensorFlow, NumPy and the standard library, never
+keras_vit. It runs `serving_default` on the float pixels of IMAGES.npy and
+`serving_uint8` on the same pixels rounded to uint8, in batches of 16 and
+on one image alone (the batch is dynamic), and writes the outputs to
+OUT.npz (`serving_default`, `serving_default_single`, `serving_uint8`,
+`serving_uint8_single`). Prints one line of JSON: the signatures, the
+output key, and whether keras_vit was imported.
+"""
+
+import json
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+#: The signatures checked, with the dtype of the pixels each takes.
+SIGNATURES = (("serving_default", tf.float32), ("serving_uint8", tf.uint8))
+
+
+def main(argv=None):
+    """Runs the check; prints its JSON line."""
+    path, images_path, out_path = sys.argv[1:4] if argv is None else argv
+    images = np.load(images_path)
+    loaded = tf.saved_model.load(path)
+    result = {"signatures": sorted(loaded.signatures.keys())}
+    arrays = {}
+    for name, dtype in SIGNATURES:
+        fn = loaded.signatures[name]
+        x = images if dtype == tf.float32 else np.round(images).astype("uint8")
+        chunks = [fn(images=tf.constant(x[i:i + 16], dtype))
+                  for i in range(0, len(x), 16)]
+        key = sorted(chunks[0])[0]
+        arrays[name] = np.concatenate([c[key].numpy() for c in chunks])
+        arrays[name + "_single"] = fn(images=tf.constant(x[:1], dtype))[key].numpy()
+        result["output_key"] = key
+    result["keras_vit_imported"] = "keras_vit" in sys.modules
+    np.savez(out_path, **arrays)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
