@@ -237,7 +237,7 @@ def _variant_name(model):
 
 
 def _keras_vit_model(variant, dtype, remat, image_size=None):
-    from keras_vit.model import ViT
+    from keras_vit.models.vit import ViT
 
     kwargs = {"dtype": dtype, "remat": remat}
     if image_size:
@@ -552,7 +552,7 @@ def run_suite(
     printer(line)
     plan = []
     for variant in variants:
-        from keras_vit.model import ViT
+        from keras_vit.models.vit import ViT
 
         import keras
 
@@ -644,7 +644,7 @@ def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,
 
     from keras_vit import layers as vit_layers
     from keras_vit import validation
-    from keras_vit.model import ViT
+    from keras_vit.models.vit import ViT
 
     min_seconds = validation.non_negative_float("min_seconds", min_seconds)
 

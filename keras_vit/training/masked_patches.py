@@ -19,7 +19,7 @@ import keras
 from keras import ops
 
 from keras_vit import validation
-from keras_vit.model import MultiWorkerFit
+from keras_vit.models.vit import MultiWorkerFit
 
 
 #: The layers of a `keras_vit.ViT` after its final LayerNorm.
@@ -175,7 +175,7 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
         seed=None,
         **kwargs,
     ):
-        from keras_vit.model import ViT
+        from keras_vit.models.vit import ViT
 
         if isinstance(backbone, dict):
             backbone = keras.saving.deserialize_keras_object(backbone)
@@ -264,7 +264,7 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
         return tokens, corrupted
 
     def call(self, images, training=False):
-        from keras_vit.model import _forward
+        from keras_vit.models.vit import _forward
 
         # The backbone's own graph up to the final LayerNorm, the patch
         # tokens corrupted on the way. (The layers are looked up at each

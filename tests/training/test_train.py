@@ -81,7 +81,7 @@ def test_a_tiny_vit_learns_digits(tmp_path):
 
 
 def test_masked_patch_prediction_runs_resumes_and_hands_on_its_backbone(tmp_path):
-    from keras_vit.model import ViT
+    from keras_vit.models.vit import ViT
     from keras_vit.training import MaskedPatchPrediction
     from keras_vit.training.train import build_model
 
