@@ -450,3 +450,16 @@ def test_relative_logits_depend_on_the_offset_only():
     table = layer.relative_position_embedding.numpy()  # offset 0: row T - 1 = 4
     np.testing.assert_allclose(
         bias[0, 1, 2, 2], query[0, 1, 2] @ table[4, 4:8], rtol=1e-5)
+
+
+def test_the_old_model_module_is_a_deprecated_alias_of_the_models_package():
+    import importlib
+    import sys
+
+    sys.modules.pop("keras_vit.model", None)
+    with pytest.warns(DeprecationWarning, match="keras_vit.models"):
+        old = importlib.import_module("keras_vit.model")
+    assert old.ViT is keras_vit.ViT is keras_vit.models.ViT
+    assert old.MODEL_POSITION_EMBEDDINGS == keras_vit.models.vit.MODEL_POSITION_EMBEDDINGS
+    # The registered name saved .keras files hold does not move with the code.
+    assert keras.saving.get_registered_name(keras_vit.ViT) == "keras_vit>ViT"
