@@ -4,6 +4,7 @@ import keras
 
 from keras_vit import validation
 from keras_vit import variants
+from keras_vit.models import keras_fixes
 from keras_vit.layers.layer_norm import LayerNorm
 from keras_vit.layers.patch_encoder import POSITION_EMBEDDINGS
 from keras_vit.layers.patch_encoder import PatchEncoder
@@ -20,52 +21,8 @@ from keras_vit.weights import reader as weights_reader
 MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
 
 
-class _TensorFlowMultiWorkerFit:
-    """`fit` / `evaluate` fixes for MultiWorkerMirroredStrategy, mixed into
-    keras_vit's models (`ViT`, `MaskedPatchPrediction`) before
-    `keras.Model` on the TensorFlow backend."""
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Keras (3.15) takes a sample batch for the symbolic build by
-        # averaging a distributed batch across replicas with
-        # `strategy.reduce`; under MultiWorkerMirroredStrategy that eager
-        # collective fails ("Attempt to convert a value (PerReplica...) to a
-        # Tensor"). Only the batch's shapes matter here, so this replica's
-        # own values serve, with no communication.
-        import tensorflow as tf
-
-        if iterator is not None and self._distribute_strategy is not None:
-            for _, _, it in iterator:
-                batch = next(it)
-                data_batch = tf.nest.map_structure(
-                    lambda x: self.distribute_strategy.experimental_local_results(x)[0]
-                    if isinstance(x, tf.distribute.DistributedValues)
-                    else x,
-                    batch,
-                )
-                break
-            iterator = None
-        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
-
-    def train_step(self, data):
-        return _multi_worker_logs(super().train_step(data), self.distribute_strategy)
-
-    def test_step(self, data):
-        return _multi_worker_logs(super().test_step(data), self.distribute_strategy)
-
-
-class _NoFit:
-    """Other Keras backends' trainers: nothing to fix (their steps take
-    other arguments; JAX's `train_step(state, data)`)."""
-
-
-MultiWorkerFit = (
-    _TensorFlowMultiWorkerFit if keras.backend.backend() == "tensorflow" else _NoFit
-)
-
-
 @keras.saving.register_keras_serializable(package="keras_vit")
-class ViT(MultiWorkerFit, keras.Model):
+class ViT(keras_fixes.MultiWorkerFit, keras.Model):
     """The Vision Transformer (ViT) image classifier or feature extractor.
 
     "An Image is Worth 16x16 Words: Transformers for Image Recognition at
@@ -400,23 +357,7 @@ class ViT(MultiWorkerFit, keras.Model):
         super().__init__(
             inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs
         )
-        if isinstance(dtype, keras.dtype_policies.DTypePolicyMap):
-            # A quantized model's config (see `_config_dtype_policy`).
-            _resolve_policy_map(self, dtype)
-            dtype = dtype.default_policy
-        if dtype is not None:
-            # A functional model keeps no policy of its own (Keras 3.15): the
-            # config, and so a saved mixed-precision model, would say float32.
-            self.dtype_policy = dtype
-        if not self.trainable:
-            # `trainable=False` as an argument (how a frozen model comes back
-            # from its config) sets the model's own flag only, before its
-            # layers are tracked; freeze them and their variables too, or a
-            # model holding this one trains them. (`self.trainable = False`
-            # again would be skipped: Keras ignores assigning a value equal
-            # to the current one.)
-            for layer in self._flatten_layers(include_self=False, recursive=False):
-                layer.trainable = False
+        keras_fixes.finish_functional_init(self, dtype)
 
         # === Config ===
         self.image_size = image_size
@@ -529,7 +470,9 @@ class ViT(MultiWorkerFit, keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self._config_dtype_policy()),
+            "dtype": keras.dtype_policies.serialize(
+                keras_fixes.config_dtype_policy(self)
+            ),
             "image_size": self.image_size,
             "patch_size": self.patch_size,
             "hidden_dim": self.hidden_dim,
@@ -554,16 +497,6 @@ class ViT(MultiWorkerFit, keras.Model):
             "stem": self.stem,
             "remat": self.remat,
         }
-
-    def _config_dtype_policy(self):
-        """The model's dtype policy, or after `quantize()` a
-        `DTypePolicyMap` that gives each quantized layer its policy (so
-        that a saved quantized model is rebuilt quantized)."""
-        policies = keras.dtype_policies.DTypePolicyMap(self.dtype_policy)
-        for layer in self._flatten_layers():
-            if layer.quantization_mode is not None:
-                policies[layer.path] = layer.dtype_policy
-        return policies if len(policies) else self.dtype_policy
 
     @classmethod
     def from_config(cls, config):
@@ -603,45 +536,6 @@ def _check_model_kwargs(kwargs):
             + ". Received: "
             + ", ".join(f"{name}={kwargs[name]!r}" for name in unknown)
         )
-
-
-def _resolve_policy_map(model, policies):
-    """Gives every layer of `model`, built with the `DTypePolicyMap`
-    `policies`, its own policy from the map.
-
-    Keras builds each layer right from a map (the quantized layers with
-    their quantized variables, to be loaded), but a layer that keeps the map
-    answers `dtype_policy` with the map itself, and Keras 3.15's quantized
-    `Dense` reads its mode from there when saving: a reloaded quantized
-    model could not be saved again. Resolved, the layers hold plain
-    policies, as after `model.quantize()`.
-    """
-    for layer in model._flatten_layers(include_self=False):
-        if isinstance(layer._dtype_policy, keras.dtype_policies.DTypePolicyMap):
-            layer._dtype_policy = (
-                policies[layer.path] if layer.path else policies.default_policy
-            )
-
-
-def _multi_worker_logs(logs, strategy):
-    """Scalar step logs as `(1,)` tensors under several workers.
-
-    Keras (3.15) reduces each replica's step logs with
-    `strategy.reduce("MEAN", value, axis=0)` under MultiWorkerMirroredStrategy,
-    which fails for the scalar loss and metrics ("Invalid reduction
-    dimension 0 for input with 0 dimensions"); with a leading axis of 1 the
-    same reduction gives the scalar mean.
-    """
-    import tensorflow as tf
-
-    extended = getattr(strategy, "extended", None)
-    in_multi_worker = getattr(extended, "_in_multi_worker_mode", lambda: False)
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or not in_multi_worker():
-        return logs
-    return {
-        key: tf.reshape(value, [1]) if getattr(value, "shape", None) == () else value
-        for key, value in logs.items()
-    }
 
 
 def _make_stem(stem, dtype):

@@ -19,7 +19,7 @@ import keras
 from keras import ops
 
 from keras_vit import validation
-from keras_vit.models.vit import MultiWorkerFit
+from keras_vit.models.keras_fixes import MultiWorkerFit
 
 
 #: The layers of a `keras_vit.ViT` after its final LayerNorm.
