@@ -1,24 +1,61 @@
-"""`ViT`: the Vision Transformer as a functional `keras.Model`."""
+"""`ViT`: the Vision Transformer as a functional `keras.Model`.
+
+The constructor builds layers from a checked `ViTConfig`
+(`keras_vit.models.config`); weights are loaded after construction, by
+`ViT.from_preset` and the builders' `weights=` (the reading itself is
+`keras_vit.weights`', which sets `set_weights_loader`: the model does not
+import the weights above it). Keras workarounds: `keras_fixes`.
+"""
+
+import dataclasses
+import warnings
 
 import keras
 
 from keras_vit import validation
 from keras_vit import variants
-from keras_vit.models import keras_fixes
 from keras_vit.layers.layer_norm import LayerNorm
-from keras_vit.layers.patch_encoder import POSITION_EMBEDDINGS
 from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
-from keras_vit.layers.pooling import POOLINGS
 from keras_vit.layers.pooling import TokenPooling
 from keras_vit.layers.resnet_stem import ResNetStem
 from keras_vit.layers.transformer_block import TransformerBlock
-from keras_vit.weights import loading as weights_loading
-from keras_vit.weights import reader as weights_reader
+from keras_vit.models import keras_fixes
+from keras_vit.models.config import MODEL_POSITION_EMBEDDINGS  # noqa: F401 (re-exported)
+from keras_vit.models.config import ViTConfig
+from keras_vit.models.config import vit_config
 
-#: `ViT`'s `position_embedding` values: the `PatchEncoder`'s, and
-#: `"relative"`, which lives in the attention of every block.
-MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
+#: The `ViT` arguments that a `ViTConfig` holds, in signature order.
+ARCHITECTURE_ARGUMENTS = tuple(field.name for field in dataclasses.fields(ViTConfig))
+
+#: The layers after the final LayerNorm, in call order (those present).
+HEAD_LAYERS = ("pooling", "pre_logits", "head", "predictions")
+
+_weights_loader = None
+
+
+def set_weights_loader(loader):
+    """Installs how `ViT.from_preset` (and the deprecated `ViT(weights=)`)
+    read weights; `keras_vit.weights` calls it when imported, which
+    `import keras_vit` always does.
+
+    `loader(weights, arguments)` takes a `weights=` value and the `ViT`'s
+    architecture arguments (a dict), and returns `(arguments, load)`: the
+    arguments with what the weights decide filled in (`image_size`,
+    `representation_size`), and `load(model)`, which loads them into the
+    built model, all or nothing.
+    """
+    global _weights_loader
+    _weights_loader = loader
+
+
+def _prepare_weights(weights, arguments):
+    if _weights_loader is None:  # only a partial import gets here
+        raise ValueError(
+            "Loading weights needs keras_vit.weights (import keras_vit). "
+            f"Received: weights={weights!r}"
+        )
+    return _weights_loader(weights, arguments)
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -40,12 +77,17 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
 
     The named builders (`keras_vit.ViT_B16` ...) are the usual entry point;
     `ViT.from_variant("B/16", ...)` builds any variant of
-    `keras_vit.variants.VARIANTS`.
+    `keras_vit.variants.VARIANTS`, and `ViT.from_preset(name_or_path, ...)`
+    builds a model for released or saved weights and loads them. The
+    constructor only builds layers (no file is read): the checks between
+    arguments are `keras_vit.models.config.vit_config`'s, and
+    `forward_features` gives the tokens before pooling and head.
 
     Args:
         image_size: int or `(height, width)`, the input resolution; both
-            must be multiples of `patch_size`. Defaults to `None`: the
-            resolution of the `weights` when they record one, else 224.
+            must be multiples of `patch_size`. Defaults to `None`: 224 (with
+            `from_preset`, the resolution of the weights when they record
+            one).
         patch_size: int, the side of a square patch. Defaults to `16`.
         hidden_dim: int, the token width `D`. Defaults to `768`.
         num_layers: int, the number of Transformer blocks. Defaults to `12`.
@@ -105,14 +147,10 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
             stored, trading more compute for less memory on large models;
             with dropout too, the same training as without. Defaults to
             `False`.
-        weights: `None` (random initialisation), the name of a preset of
-            this variant (`keras_vit.list_presets()`; downloaded once), or a
-            weights file: an original google-research / big_vision `.npz`,
-            a timm or Hugging Face `.safetensors`, or keras_vit's own
-            `.weights.h5` / `.keras`. Loaded exactly, all or nothing (see
-            `keras_vit.load_weights`): a different `num_classes` gets a new
-            zero-initialised head, a different `image_size` resampled
-            position embeddings. Defaults to `None`.
+        weights: deprecated: use `ViT.from_preset(weights, ...)` or a
+            builder's `weights=` (`keras_vit.ViT_B16(weights=...)`), which
+            load after construction. Still accepted for one release, with a
+            `DeprecationWarning`, and loaded the same way. Defaults to `None`.
         dtype: the floating-point dtype policy of the layers, e.g.
             `"mixed_bfloat16"` (or the `DTypePolicyMap` of a quantized
             model's config); integer policies are refused. Defaults to
@@ -168,232 +206,94 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         name="vit",
         **kwargs,
     ):
-        # === Arguments, checked before anything is built ===
+        arguments = {
+            key: value for key, value in locals().items()
+            if key in ARCHITECTURE_ARGUMENTS
+        }
         _check_model_kwargs(kwargs)
         # A plain quantized policy would quantize the new, unloaded layers
         # (Keras: "already quantized"); a quantized model's config holds a
         # DTypePolicyMap instead.
         validation.float_dtype_policy("dtype", dtype, quantized=False)
-        patch_size = validation.positive_int("patch_size", patch_size)
-        hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
-        num_layers = validation.positive_int("num_layers", num_layers)
-        num_heads = validation.positive_int("num_heads", num_heads)
-        if hidden_dim % num_heads:
-            raise ValueError(
-                "`hidden_dim` must be divisible by `num_heads`. Received: "
-                f"hidden_dim={hidden_dim} and num_heads={num_heads}"
-            )
-        mlp_dim = validation.positive_int("mlp_dim", mlp_dim)
-        include_top = validation.boolean("include_top", include_top)
-        num_classes = validation.positive_int("num_classes", num_classes)
-        pooling = validation.one_of("pooling", pooling, (*POOLINGS, None))
-        if include_top and pooling is None:
-            raise ValueError(
-                "A model with include_top=True needs pooling='token' or "
-                "'gap'. Received: pooling=None"
-            )
-        if class_token is None:
-            class_token = pooling != "gap"
-        class_token = validation.boolean("class_token", class_token)
-        if pooling == "token" and not class_token:
-            raise ValueError(
-                "pooling='token' needs a class token. Received: "
-                "class_token=False"
-            )
-        position_embedding = validation.one_of(
-            "position_embedding", position_embedding, MODEL_POSITION_EMBEDDINGS
-        )
-        if position_embedding == "sincos2d" and hidden_dim % 4:
-            raise ValueError(
-                "position_embedding='sincos2d' needs a hidden_dim that is a "
-                f"multiple of 4. Received: hidden_dim={hidden_dim}"
-            )
-        if position_embedding == "learned2d" and hidden_dim % 2:
-            raise ValueError(
-                "position_embedding='learned2d' needs an even hidden_dim. "
-                f"Received: hidden_dim={hidden_dim}"
-            )
-        representation_size = validation.optional_positive_int(
-            "representation_size", representation_size
-        )
-        dropout_rate = validation.rate("dropout_rate", dropout_rate)
-        attention_dropout_rate = validation.rate(
-            "attention_dropout_rate", attention_dropout_rate
-        )
-        drop_path_rate = validation.rate("drop_path_rate", drop_path_rate)
-        layer_norm_epsilon = validation.epsilon(
-            "layer_norm_epsilon", layer_norm_epsilon
-        )
-        if classifier_activation is not None:
-            try:
-                keras.activations.get(classifier_activation)
-            except (ValueError, TypeError):
-                raise ValueError(
-                    "Unknown `classifier_activation`. Received: "
-                    f"classifier_activation={classifier_activation!r}"
-                ) from None
-        include_preprocessing = validation.boolean(
-            "include_preprocessing", include_preprocessing
-        )
-        num_channels = validation.positive_int("num_channels", num_channels)
-        remat = validation.boolean("remat", remat)
-
-        # === Weights: read first, they may decide defaults ===
-        checkpoint = None
+        config = vit_config(**arguments)
+        load = None
         if weights is not None:
-            variant = variants.find_variant(
-                patch_size, hidden_dim, num_layers, num_heads, mlp_dim, stem
+            warnings.warn(
+                "ViT(weights=...) is deprecated and will be removed in the "
+                "next release: use ViT.from_preset(weights, ...) or a "
+                "builder's weights= (keras_vit.ViT_B16(weights=...)).",
+                DeprecationWarning,
+                stacklevel=2,
             )
-            weights_path, preset = weights_loading.resolve(weights, variant)
-            if not weights_reader.is_native(weights_path):
-                checkpoint = weights_reader.read_checkpoint(weights_path)
-            if image_size is None:
-                image_size = (
-                    preset["image_size"] if preset
-                    else checkpoint.image_size if checkpoint
-                    else None
-                )
-            if (
-                representation_size is None
-                and include_top
-                and checkpoint is not None
-                and checkpoint.representation_size is not None
-                and checkpoint.num_classes == num_classes
-            ):
-                # Same head as the checkpoint: keep its pre-logits layer too.
-                representation_size = checkpoint.representation_size
-        image_size = validation.size_2d(
-            "image_size", 224 if image_size is None else image_size
-        )
-        stem_layer = _make_stem(stem, dtype)
-        feature_size = image_size
-        if stem_layer is not None:
-            feature_size = _stem_output_size(stem_layer, image_size, num_channels)
-        for side in feature_size:
-            if side % patch_size:
-                where = (
-                    "" if stem_layer is None
-                    else f" (the stem's {feature_size} feature map)"
-                )
-                raise ValueError(
-                    "`image_size` must be a multiple of `patch_size` in both "
-                    f"dimensions{where}. Received: image_size={image_size} "
-                    f"and patch_size={patch_size}"
-                )
+            arguments, load = _prepare_weights(weights, arguments)
+            config = vit_config(**arguments)
 
-        # === Layers ===
-        grid = (feature_size[0] // patch_size, feature_size[1] // patch_size)
-        layers = {}
-        if include_preprocessing:
-            layers["rescaling"] = keras.layers.Rescaling(
-                1.0 / 127.5, offset=-1.0, name="rescaling", dtype=dtype
+        stem_layer = _make_stem(config.stem, dtype)
+        if stem_layer is not None and not isinstance(config.stem, dict):
+            config = dataclasses.replace(
+                config, stem=keras.saving.serialize_keras_object(stem_layer)
             )
+        feature_size = config.image_size
         if stem_layer is not None:
-            layers["stem"] = stem_layer
-        layers["patches"] = Patches(patch_size, name="patches", dtype=dtype)
-        layers["patch_encoder"] = PatchEncoder(
-            hidden_dim,
-            grid_size=grid,
-            class_token=class_token,
-            position_embedding=(
-                "none" if position_embedding == "relative" else position_embedding
-            ),
-            name="patch_encoder",
-            dtype=dtype,
-        )
-        layers["embedding_dropout"] = keras.layers.Dropout(
-            dropout_rate, name="embedding_dropout", dtype=dtype
-        )
-        relative_positions = (
-            grid[0] * grid[1] + int(class_token)
-            if position_embedding == "relative"
-            else None
-        )
-        layers["blocks"] = [
-            TransformerBlock(
-                num_heads,
-                mlp_dim,
-                dropout_rate=dropout_rate,
-                attention_dropout_rate=attention_dropout_rate,
-                drop_path_rate=drop_path_rate * i / max(num_layers - 1, 1),
-                layer_norm_epsilon=layer_norm_epsilon,
-                remat=remat,
-                relative_positions=relative_positions,
-                name=f"block_{i}",
-                dtype=dtype,
+            feature_size = _stem_output_size(
+                stem_layer, config.image_size, config.num_channels
             )
-            for i in range(num_layers)
-        ]
-        layers["encoder_norm"] = LayerNorm(
-            layer_norm_epsilon, name="encoder_norm", dtype=dtype
-        )
-        if pooling is not None:
-            layers["pooling"] = TokenPooling(
-                pooling, int(class_token), name="pooling", dtype=dtype
-            )
-        if include_top:
-            if representation_size is not None:
-                layers["pre_logits"] = keras.layers.Dense(
-                    representation_size,
-                    activation="tanh",
-                    name="pre_logits",
-                    dtype=dtype,
-                )
-            # Zero-initialised, as in the original code.
-            layers["head"] = keras.layers.Dense(
-                num_classes, kernel_initializer="zeros", name="head", dtype=dtype
-            )
-            layers["predictions"] = keras.layers.Activation(
-                classifier_activation or "linear",
-                name="predictions",
-                dtype="float32",
-            )
-
-        # === Functional model ===
+        grid = config.token_grid(feature_size)
+        layers = _make_layers(config, grid, stem_layer, dtype)
         inputs = keras.Input(
-            shape=(*image_size, num_channels), name="images"
+            shape=(*config.image_size, config.num_channels), name="images"
         )
-        outputs = _forward(layers, inputs)["output"]
+        outputs = _call_layers(layers, inputs)["output"]
         super().__init__(
             inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs
         )
         keras_fixes.finish_functional_init(self, dtype)
-
-        # === Config ===
-        self.image_size = image_size
-        self.patch_size = patch_size
-        self.hidden_dim = hidden_dim
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.mlp_dim = mlp_dim
-        self.num_classes = num_classes
-        self.include_top = include_top
-        self.pooling = pooling
-        self.class_token = class_token
-        self.position_embedding = position_embedding
-        self.representation_size = representation_size
-        self.dropout_rate = dropout_rate
-        self.attention_dropout_rate = attention_dropout_rate
-        self.drop_path_rate = drop_path_rate
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.classifier_activation = classifier_activation
-        self.include_preprocessing = include_preprocessing
-        self.num_channels = num_channels
-        self.remat = remat
-        self.stem = (
-            None if stem_layer is None
-            else stem if isinstance(stem, dict)
-            else keras.saving.serialize_keras_object(stem_layer)
-        )
+        self.vit_config = config
         self._stem_name = None if stem_layer is None else stem_layer.name
         self._grid_size = grid
+        if load is not None:
+            load(self)
 
-        if weights is not None:
-            if checkpoint is None:  # keras_vit's own file: read for this model
-                checkpoint = weights_reader.read_checkpoint(
-                    weights_path, model=self
-                )
-            weights_loading.load_checkpoint(self, checkpoint)
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        """Builds a model for released or saved weights and loads them.
+
+        The model is built first, from `kwargs` (any `ViT` argument) and
+        what the weights record (their resolution when `image_size` is not
+        given, their pre-logits layer when the head is theirs), then the
+        weights are loaded, all or nothing, by `keras_vit.load_weights`'s
+        rules: a different `num_classes` gets a new zero-initialised head, a
+        different `image_size` resampled position embeddings.
+
+        Args:
+            preset: the name of a preset of the model's variant
+                (`keras_vit.list_presets()`; downloaded once), or a weights
+                file: an original google-research / big_vision `.npz`, a
+                timm or Hugging Face `.safetensors`, or keras_vit's own
+                `.weights.h5` / `.keras`.
+            **kwargs: any `ViT` argument but `weights`; the architecture
+                must be the weights' (`patch_size`, `hidden_dim`, ...).
+
+        Example:
+
+        >>> model = keras_vit.ViT.from_preset("ViT-B_16.npz", num_classes=37)
+        """
+        if "weights" in kwargs:
+            raise ValueError(
+                "from_preset takes the weights as its first argument. "
+                f"Received: weights={kwargs['weights']!r}"
+            )
+        arguments = {
+            key: value for key, value in kwargs.items() if key in ARCHITECTURE_ARGUMENTS
+        }
+        others = {
+            key: value for key, value in kwargs.items() if key not in arguments
+        }
+        vit_config(**arguments)  # the arguments' own errors come first
+        arguments, load = _prepare_weights(preset, arguments)
+        model = cls(**arguments, **others)
+        load(model)
+        return model
 
     @property
     def grid_size(self):
@@ -404,6 +304,71 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
     def num_prefix_tokens(self):
         """Tokens before the patch tokens: 1 with a class token, else 0."""
         return int(self.class_token)
+
+    def forward_features(
+        self,
+        images,
+        training=None,
+        return_attention=False,
+        return_block_outputs=False,
+        patch_hook=None,
+    ):
+        """The token features before pooling and head.
+
+        Runs this model's layers (shared, nothing copied) from the images to
+        the final LayerNorm, as timm's `forward_features` does.
+
+        Args:
+            images: `(B, height, width, num_channels)` images, as the model
+                takes them.
+            training: bool or `None`, whether dropout is active. Defaults
+                to `None` (Keras's: inherited from an enclosing call, else
+                inference).
+            return_attention: bool, whether to also return every block's
+                attention weights. Defaults to `False`.
+            return_block_outputs: bool, whether to also return every
+                block's output. Defaults to `False`.
+            patch_hook: `None`, or a function that maps the projected patch
+                tokens `(B, N, hidden_dim)` before the class token and
+                position embeddings are added (masked patch prediction
+                corrupts them there). Defaults to `None`.
+
+        Returns:
+            The `(B, T, hidden_dim)` tokens after the final LayerNorm (the
+            class token first when there is one). With `return_attention`
+            or `return_block_outputs`, a dict: `"features"` (those tokens),
+            `"attention_weights"` (a list of `num_layers` float32
+            `(B, num_heads, T, T)` tensors, rows summing to 1) and
+            `"block_outputs"` (a list of `num_layers` `(B, T, hidden_dim)`
+            tensors, before the final LayerNorm), each only when asked.
+
+        Example:
+
+        >>> tokens = model.forward_features(images)
+        >>> patch_tokens = tokens[:, model.num_prefix_tokens:]
+        """
+        validation.boolean("return_attention", return_attention)
+        validation.boolean("return_block_outputs", return_block_outputs)
+        layers = self._layer_table()
+        for name in HEAD_LAYERS:
+            layers.pop(name, None)
+        outputs = _call_layers(
+            layers, images, training=training, patch_hook=patch_hook
+        )
+        if not (return_attention or return_block_outputs):
+            return outputs["output"]
+        features = {"features": outputs["output"]}
+        if return_attention:
+            features["attention_weights"] = outputs["attention_weights"]
+        if return_block_outputs:
+            features["block_outputs"] = outputs["block_outputs"]
+        return features
+
+    def head_layers(self):
+        """The layers after the final LayerNorm that the model has, in call
+        order: `pooling`, `pre_logits`, `head`, `predictions`."""
+        names = {layer.name for layer in self.layers}
+        return [self.get_layer(name) for name in HEAD_LAYERS if name in names]
 
     def intermediates_model(self, attention=True):
         """A model that returns every block's output and attention weights.
@@ -434,14 +399,16 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         inputs = keras.Input(
             shape=(*self.image_size, self.num_channels), name="images"
         )
-        outputs = _forward(self._layer_table(), inputs, intermediates=True)
+        outputs = _call_layers(self._layer_table(), inputs)
         if not attention:
             del outputs["attention_weights"]
         return keras.Model(inputs, outputs, name=f"{self.name}_intermediates")
 
     def _layer_table(self):
-        """The model's layers as `_forward` takes them: a dict by name,
-        with `"stem"` (hybrids) and `"blocks"` (the list of blocks)."""
+        """The model's layers as `_call_layers` takes them: a dict by name,
+        with `"stem"` (hybrids) and `"blocks"` (the list of blocks). (Looked
+        up at each call, not stored: a second reference would be saved
+        twice.)"""
         layers = {layer.name: layer for layer in self.layers}
         if self._stem_name is not None:
             layers["stem"] = layers.pop(self._stem_name)
@@ -451,12 +418,15 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         return layers
 
     @classmethod
-    def from_variant(cls, variant, **kwargs):
+    def from_variant(cls, variant, weights=None, **kwargs):
         """Builds the named variant; `kwargs` override its numbers.
 
         Args:
             variant: a name from `keras_vit.variants.VARIANTS`, e.g.
                 `"B/16"`.
+            weights: `None` (random initialisation), or a preset name or
+                weights file, loaded after the model is built (see
+                `from_preset`). Defaults to `None`.
             **kwargs: any `ViT` argument, e.g. `num_classes=10` or
                 `patch_size=8`.
 
@@ -464,7 +434,10 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
 
         >>> keras_vit.ViT.from_variant("S/16", num_classes=10)
         """
-        return cls(**{**variants.get_variant(variant), **kwargs})
+        kwargs = {**variants.get_variant(variant), **kwargs}
+        if weights is None:
+            return cls(**kwargs)
+        return cls.from_preset(weights, **kwargs)
 
     def get_config(self):
         return {
@@ -473,29 +446,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
             "dtype": keras.dtype_policies.serialize(
                 keras_fixes.config_dtype_policy(self)
             ),
-            "image_size": self.image_size,
-            "patch_size": self.patch_size,
-            "hidden_dim": self.hidden_dim,
-            "num_layers": self.num_layers,
-            "num_heads": self.num_heads,
-            "mlp_dim": self.mlp_dim,
-            "num_classes": self.num_classes,
-            "include_top": self.include_top,
-            "pooling": self.pooling,
-            "class_token": self.class_token,
-            "position_embedding": self.position_embedding,
-            "representation_size": self.representation_size,
-            "dropout_rate": self.dropout_rate,
-            "attention_dropout_rate": self.attention_dropout_rate,
-            "drop_path_rate": self.drop_path_rate,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "classifier_activation": keras.saving.serialize_keras_object(
-                self.classifier_activation
-            ),
-            "include_preprocessing": self.include_preprocessing,
-            "num_channels": self.num_channels,
-            "stem": self.stem,
-            "remat": self.remat,
+            **self.vit_config.to_dict(),
         }
 
     @classmethod
@@ -503,12 +454,22 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         config = dict(config)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.get(config["dtype"])
-        activation = config.get("classifier_activation")
-        if isinstance(activation, dict):
-            config["classifier_activation"] = keras.activations.deserialize(
-                activation
-            )
         return cls(**config)
+
+
+def _config_property(name):
+    def get(self):
+        return getattr(self.vit_config, name)
+
+    get.__doc__ = f"The model's `{name}` (`model.vit_config.{name}`)."
+    return property(get)
+
+
+# Each architecture argument reads as a model attribute (`model.hidden_dim`),
+# from the one `ViTConfig` the model was built from.
+for _name in ARCHITECTURE_ARGUMENTS:
+    setattr(ViT, _name, _config_property(_name))
+del _name
 
 
 #: `keras.applications` argument names, and what a `ViT` takes instead.
@@ -571,41 +532,110 @@ def _stem_output_size(stem, image_size, num_channels):
     return tuple(shape[1:3])
 
 
-def _forward(layers, images, intermediates=False, patch_hook=None):
-    """Runs the ViT graph over `layers`, a dict of the model's layers
-    (`ViT._layer_table`); it stops at the last one present, so without the
-    pooling and head layers the output is the normalised tokens.
+def _make_layers(config, grid, stem_layer, dtype):
+    """The model's layers for `config` (a `ViTConfig`) and its token `grid`,
+    as `_call_layers` takes them."""
+    layers = {}
+    if config.include_preprocessing:
+        layers["rescaling"] = keras.layers.Rescaling(
+            1.0 / 127.5, offset=-1.0, name="rescaling", dtype=dtype
+        )
+    if stem_layer is not None:
+        layers["stem"] = stem_layer
+    layers["patches"] = Patches(config.patch_size, name="patches", dtype=dtype)
+    relative = config.position_embedding == "relative"
+    layers["patch_encoder"] = PatchEncoder(
+        config.hidden_dim,
+        grid_size=grid,
+        class_token=config.class_token,
+        position_embedding="none" if relative else config.position_embedding,
+        name="patch_encoder",
+        dtype=dtype,
+    )
+    layers["embedding_dropout"] = keras.layers.Dropout(
+        config.dropout_rate, name="embedding_dropout", dtype=dtype
+    )
+    layers["blocks"] = [
+        TransformerBlock(
+            config.num_heads,
+            config.mlp_dim,
+            dropout_rate=config.dropout_rate,
+            attention_dropout_rate=config.attention_dropout_rate,
+            drop_path_rate=config.drop_path_rate * i / max(config.num_layers - 1, 1),
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            remat=config.remat,
+            relative_positions=(
+                grid[0] * grid[1] + int(config.class_token) if relative else None
+            ),
+            name=f"block_{i}",
+            dtype=dtype,
+        )
+        for i in range(config.num_layers)
+    ]
+    layers["encoder_norm"] = LayerNorm(
+        config.layer_norm_epsilon, name="encoder_norm", dtype=dtype
+    )
+    layers.update(_make_head(config, dtype))
+    return layers
 
-    `patch_hook`, if given, maps the projected patch tokens `(B, N, D)`
-    before the class token and position embeddings are added (masked patch
-    prediction)."""
+
+def _make_head(config, dtype):
+    """The layers after the final LayerNorm, by name."""
+    layers = {}
+    if config.pooling is not None:
+        layers["pooling"] = TokenPooling(
+            config.pooling, int(config.class_token), name="pooling", dtype=dtype
+        )
+    if not config.include_top:
+        return layers
+    if config.representation_size is not None:
+        layers["pre_logits"] = keras.layers.Dense(
+            config.representation_size, activation="tanh", name="pre_logits",
+            dtype=dtype,
+        )
+    # Zero-initialised, as in the original code.
+    layers["head"] = keras.layers.Dense(
+        config.num_classes, kernel_initializer="zeros", name="head", dtype=dtype
+    )
+    layers["predictions"] = keras.layers.Activation(
+        config.classifier_activation or "linear", name="predictions",
+        dtype="float32",
+    )
+    return layers
+
+
+def _call_layers(layers, images, training=None, patch_hook=None):
+    """Runs the ViT graph over `layers`, a dict of the model's layers
+    (`_make_layers`, `ViT._layer_table`); it stops at the last one present,
+    so without the head layers the output is the normalised tokens.
+
+    Returns a dict: `"output"`, `"block_outputs"`, `"attention_weights"`.
+    `patch_hook`: see `ViT.forward_features`."""
     x = images
     if "rescaling" in layers:
         x = layers["rescaling"](x)
     if "stem" in layers:
-        x = layers["stem"](x)
+        x = layers["stem"](x, training=training)
     x = layers["patches"](x)
     if patch_hook is None:
         x = layers["patch_encoder"](x)
     else:
         tokens, grid = layers["patch_encoder"].project(x)
         x = layers["patch_encoder"].add_positions(patch_hook(tokens), grid)
-    x = layers["embedding_dropout"](x)
+    x = layers["embedding_dropout"](x, training=training)
     block_outputs, attention_weights = [], []
     for block in layers["blocks"]:
         # Always the (tokens, weights) form: Keras's graph check reads a
         # layer's output structure from its first call, so every call of a
         # block in every graph must have the same structure. The weights
         # are computed either way; unused, they cost nothing.
-        x, weights = block(x, return_attention_scores=True)
+        x, weights = block(x, training=training, return_attention_scores=True)
         block_outputs.append(x)
         attention_weights.append(weights)
     x = layers["encoder_norm"](x)
-    for name in ("pooling", "pre_logits", "head", "predictions"):
+    for name in HEAD_LAYERS:
         if name in layers:
             x = layers[name](x)
-    if not intermediates:
-        return {"output": x}
     return {
         "block_outputs": block_outputs,
         "attention_weights": attention_weights,
