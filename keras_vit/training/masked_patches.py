@@ -20,6 +20,7 @@ from keras import ops
 
 from keras_vit import validation
 from keras_vit.models.keras_fixes import MultiWorkerFit
+from keras_vit.models.vit import ViT
 
 
 def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
@@ -171,8 +172,6 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
         seed=None,
         **kwargs,
     ):
-        from keras_vit.models.vit import ViT
-
         if isinstance(backbone, dict):
             backbone = keras.saving.deserialize_keras_object(backbone)
         if not isinstance(backbone, ViT):
