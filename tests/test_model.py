@@ -497,3 +497,9 @@ def test_the_config_is_one_validated_object_that_get_config_comes_from():
     # One place for the rules between arguments.
     with pytest.raises(ValueError, match="hidden_dim=18 and num_heads=4"):
         keras_vit.models.config.vit_config(hidden_dim=18, num_heads=4)
+
+
+def test_the_constructors_defaults_are_the_configs():
+    signature = inspect.signature(keras_vit.ViT.__init__).parameters
+    defaults = keras_vit.models.config.DEFAULTS
+    assert {name: signature[name].default for name in defaults} == defaults

@@ -78,34 +78,56 @@ class ViTConfig:
         return (feature_size[0] // self.patch_size, feature_size[1] // self.patch_size)
 
 
-def vit_config(
-    image_size=None,
-    patch_size=16,
-    hidden_dim=768,
-    num_layers=12,
-    num_heads=12,
-    mlp_dim=3072,
-    num_classes=1000,
-    include_top=True,
-    pooling="token",
-    class_token=None,
-    position_embedding="learned",
-    representation_size=None,
-    dropout_rate=0.0,
-    attention_dropout_rate=0.0,
-    drop_path_rate=0.0,
-    layer_norm_epsilon=1e-6,
-    classifier_activation="softmax",
-    include_preprocessing=True,
-    num_channels=3,
-    stem=None,
-    remat=False,
-):
+#: `ViT`'s architecture defaults (its signature shows the same; a test
+#: keeps them equal).
+DEFAULTS = {
+    "image_size": None,
+    "patch_size": 16,
+    "hidden_dim": 768,
+    "num_layers": 12,
+    "num_heads": 12,
+    "mlp_dim": 3072,
+    "num_classes": 1000,
+    "include_top": True,
+    "pooling": "token",
+    "class_token": None,
+    "position_embedding": "learned",
+    "representation_size": None,
+    "dropout_rate": 0.0,
+    "attention_dropout_rate": 0.0,
+    "drop_path_rate": 0.0,
+    "layer_norm_epsilon": 1e-6,
+    "classifier_activation": "softmax",
+    "include_preprocessing": True,
+    "num_channels": 3,
+    "stem": None,
+    "remat": False,
+}
+
+
+def vit_config(**arguments):
     """Checks `ViT`'s architecture arguments and returns their `ViTConfig`.
 
-    The defaults are `ViT`'s; `image_size=None` is 224. Raises `ValueError`
-    naming the argument and the value received.
+    Arguments not given take `DEFAULTS` (`ViT`'s); `image_size=None` is
+    224. Raises `ValueError` naming the argument and the value received.
     """
+    unknown = sorted(set(arguments) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(
+            "Unknown ViT architecture argument(s). Received: "
+            + ", ".join(f"{name}={arguments[name]!r}" for name in unknown)
+        )
+    arguments = {**DEFAULTS, **arguments}
+    return _checked(**arguments)
+
+
+def _checked(
+    image_size, patch_size, hidden_dim, num_layers, num_heads, mlp_dim,
+    num_classes, include_top, pooling, class_token, position_embedding,
+    representation_size, dropout_rate, attention_dropout_rate, drop_path_rate,
+    layer_norm_epsilon, classifier_activation, include_preprocessing,
+    num_channels, stem, remat,
+):
     hidden_dim, num_heads = _width_and_heads(hidden_dim, num_heads)
     include_top, pooling, class_token = _pooling(include_top, pooling, class_token)
     return ViTConfig(

@@ -9,10 +9,9 @@ installs `prepare` as the model's weights loader
 (`keras_vit.models.vit.set_weights_loader`).
 """
 
-import inspect
-
 from keras_vit import variants
 from keras_vit.models import vit
+from keras_vit.models.config import DEFAULTS
 from keras_vit.weights import loading
 from keras_vit.weights import reader
 
@@ -34,7 +33,7 @@ def prepare(weights, arguments):
         weights into the model built from them, all or nothing.
     """
     given = dict(arguments)
-    arguments = {**_DEFAULTS, **given}
+    arguments = {**DEFAULTS, **given}
     variant = variants.find_variant(
         arguments["patch_size"], arguments["hidden_dim"], arguments["num_layers"],
         arguments["num_heads"], arguments["mlp_dim"], arguments["stem"],
@@ -67,16 +66,5 @@ def prepare(weights, arguments):
 
     return given, load
 
-
-def _defaults():
-    return {
-        name: parameter.default
-        for name, parameter in inspect.signature(vit.ViT.__init__).parameters.items()
-        if name in vit.ARCHITECTURE_ARGUMENTS
-    }
-
-
-#: `ViT`'s architecture defaults, for the arguments not given.
-_DEFAULTS = _defaults()
 
 vit.set_weights_loader(prepare)
