@@ -5,7 +5,7 @@ keyword arguments override the variant's numbers (`ViT_B16(patch_size=8)`
 is a ViT-B/8).
 """
 
-from keras_vit.model import ViT
+from keras_vit.models.vit import ViT
 
 _DOC = """Builds a ViT-{variant} (arXiv 2010.11929): {hidden_dim} wide, {num_layers} blocks, {num_heads} heads, MLP {mlp_dim}, {tokens}.
 

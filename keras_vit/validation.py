@@ -245,7 +245,7 @@ def size_2d(name, value):
 def vit(model, action):
     """Raises `ValueError` unless `model` is a `keras_vit.ViT`; `action`
     says what needs one (e.g. "load_weights")."""
-    from keras_vit.model import ViT
+    from keras_vit.models.vit import ViT
 
     if not isinstance(model, ViT):
         backbone = getattr(model, "backbone", None)

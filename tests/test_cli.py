@@ -105,7 +105,7 @@ def test_train_flags_reach_the_model(monkeypatch, tmp_path):
     for flag, option in [("corrupt_rate", "corrupt_rate"), ("mask_rate", "mask_rate"),
                          ("replace_rate", "replace_rate"), ("color_bits", "bits")]:
         assert f"(default {OPTIONS[option]})" in actions[flag].help
-    from keras_vit.model import MODEL_POSITION_EMBEDDINGS
+    from keras_vit.models.vit import MODEL_POSITION_EMBEDDINGS
 
     (train,) = [action for action in cli.build_parser()._subparsers._group_actions[0]
                 .choices["train"]._actions if action.dest == "position_embedding"]

@@ -43,7 +43,7 @@ def test_parameter_counts_match_timm(name):
 def test_golden_parity(name, fmt):
     with np.load(os.path.join(GOLDEN, f"{name}.expected.npz")) as data:
         ref = {k: data[k] for k in data.files}
-    model = keras_vit.ViT(weights=os.path.join(GOLDEN, f"{name}.{fmt}"), **VIT, **STEMS[name])
+    model = keras_vit.ViT.from_preset(os.path.join(GOLDEN, f"{name}.{fmt}"), **VIT, **STEMS[name])
     np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
     # The stem alone: the backbone's feature map.
     stem = model.get_layer("resnet_stem")
@@ -52,7 +52,7 @@ def test_golden_parity(name, fmt):
 
 
 def test_hybrid_checkpoint_resolution_defaults():
-    model = keras_vit.ViT(weights=os.path.join(GOLDEN, "hybrid_r4s.npz"),
+    model = keras_vit.ViT.from_preset(os.path.join(GOLDEN, "hybrid_r4s.npz"),
                           **VIT, stem=STEMS["hybrid_r4s"]["stem"])
     assert model.image_size == (64, 64)  # 2x2 grid x stride 32
 

@@ -450,3 +450,56 @@ def test_relative_logits_depend_on_the_offset_only():
     table = layer.relative_position_embedding.numpy()  # offset 0: row T - 1 = 4
     np.testing.assert_allclose(
         bias[0, 1, 2, 2], query[0, 1, 2] @ table[4, 4:8], rtol=1e-5)
+
+
+def test_the_old_model_module_is_a_deprecated_alias_of_the_models_package():
+    import importlib
+    import sys
+
+    sys.modules.pop("keras_vit.model", None)
+    with pytest.warns(DeprecationWarning, match="keras_vit.models"):
+        old = importlib.import_module("keras_vit.model")
+    assert old.ViT is keras_vit.ViT is keras_vit.models.ViT
+    assert old.MODEL_POSITION_EMBEDDINGS == keras_vit.models.vit.MODEL_POSITION_EMBEDDINGS
+    # The registered name saved .keras files hold does not move with the code.
+    assert keras.saving.get_registered_name(keras_vit.ViT) == "keras_vit>ViT"
+
+
+def test_forward_features_gives_the_tokens_before_pooling_and_head():
+    model = _tiny()
+    randomize_weights(model)
+    images = random_images((2, 32, 32, 3))
+    body = keras_vit.ViT(**{**TINY, "include_top": False, "pooling": None})
+    body.set_weights(model.get_weights()[:-2])
+    tokens = model.forward_features(images)
+    np.testing.assert_allclose(tokens.numpy(), body(images).numpy(), atol=1e-6)
+    out = model.forward_features(images, return_attention=True, return_block_outputs=True)
+    inter = model.intermediates_model()(images)
+    np.testing.assert_allclose(out["features"].numpy(), tokens.numpy(), atol=1e-6)
+    for key in ("attention_weights", "block_outputs"):
+        assert len(out[key]) == model.num_layers
+        np.testing.assert_allclose(out[key][-1].numpy(), inter[key][-1].numpy(), atol=1e-6)
+    assert set(model.forward_features(images, return_attention=True)) == {
+        "features", "attention_weights"}
+    # A hook sees the projected patch tokens before the positions are added.
+    seen = []
+    model.forward_features(images, patch_hook=lambda t: seen.append(t.shape) or t)
+    assert tuple(seen[0]) == (2, model.grid_size[0] * model.grid_size[1], model.hidden_dim)
+
+
+def test_the_config_is_one_validated_object_that_get_config_comes_from():
+    model = _tiny(pooling="gap")
+    assert isinstance(model.vit_config, keras_vit.models.config.ViTConfig)
+    assert model.class_token is False and model.vit_config.class_token is False
+    config = model.get_config()
+    assert {k: v for k, v in config.items() if k not in ("name", "trainable", "dtype")} == (
+        model.vit_config.to_dict())
+    # One place for the rules between arguments.
+    with pytest.raises(ValueError, match="hidden_dim=18 and num_heads=4"):
+        keras_vit.models.config.vit_config(hidden_dim=18, num_heads=4)
+
+
+def test_the_constructors_defaults_are_the_configs():
+    signature = inspect.signature(keras_vit.ViT.__init__).parameters
+    defaults = keras_vit.models.config.DEFAULTS
+    assert {name: signature[name].default for name in defaults} == defaults

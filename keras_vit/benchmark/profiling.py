@@ -16,7 +16,7 @@ from keras_vit import timing
 from keras_vit import validation
 from keras_vit.benchmark.throughput import MIN_SECONDS
 from keras_vit.benchmark.throughput import variant_name
-from keras_vit.model import ViT
+from keras_vit.models import ViT
 
 
 def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,

@@ -26,7 +26,7 @@ from keras_vit.benchmark.throughput import ONNX_FLOAT32_ONLY
 from keras_vit.benchmark.throughput import RUNTIMES
 from keras_vit.benchmark.throughput import compute_dtype
 from keras_vit.benchmark.throughput import variant_name
-from keras_vit.model import ViT
+from keras_vit.models import ViT
 
 
 def measure_in_subprocess(timm_python=None, **kwargs):

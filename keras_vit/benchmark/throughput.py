@@ -17,7 +17,7 @@ from keras_vit import validation
 from keras_vit.benchmark.peers import keras_hub_peer
 from keras_vit.benchmark.peers import runtime_peers
 from keras_vit.benchmark.peers import timm_runner
-from keras_vit.model import ViT
+from keras_vit.models import ViT
 from keras_vit.training import recipe
 from keras_vit.training import strategy
 

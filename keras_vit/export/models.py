@@ -129,7 +129,7 @@ def float32_model(model):
     dtypes = non_float32_dtypes(model)
     if not dtypes:
         return model
-    from keras_vit.model import ViT
+    from keras_vit.models.vit import ViT
 
     try:
         if isinstance(model, ViT):

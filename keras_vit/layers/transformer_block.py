@@ -96,11 +96,7 @@ class TransformerBlock(keras.layers.Layer):
         dim = validation.known_last_dim(
             "TransformerBlock", input_shape, "the token width"
         )
-        if dim % self.num_heads:
-            raise ValueError(
-                "The token width must be divisible by num_heads. Received: "
-                f"num_heads={self.num_heads} for width {dim}"
-            )
+        # (The attention, built below, checks that num_heads divides dim.)
         self.input_spec = _token_spec(self.relative_positions, dim)
         policy = self.dtype_policy
         self.norm1 = LayerNorm(self.layer_norm_epsilon, name="norm1", dtype=policy)

@@ -19,11 +19,8 @@ import keras
 from keras import ops
 
 from keras_vit import validation
-from keras_vit.model import MultiWorkerFit
-
-
-#: The layers of a `keras_vit.ViT` after its final LayerNorm.
-CLASSIFIER_LAYERS = ("pooling", "pre_logits", "head", "predictions")
+from keras_vit.models.keras_fixes import MultiWorkerFit
+from keras_vit.models.vit import ViT
 
 
 def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
@@ -175,8 +172,6 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
         seed=None,
         **kwargs,
     ):
-        from keras_vit.model import ViT
-
         if isinstance(backbone, dict):
             backbone = keras.saving.deserialize_keras_object(backbone)
         if not isinstance(backbone, ViT):
@@ -217,13 +212,7 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
 
     def _unused(self):
         # The backbone's classifier layers take no part in this task.
-        layers = self.backbone._layer_table()
-        return {
-            id(w)
-            for name in CLASSIFIER_LAYERS
-            if name in layers
-            for w in layers[name].weights
-        }
+        return {id(w) for layer in self.backbone.head_layers() for w in layer.weights}
 
     @property
     def trainable_weights(self):
@@ -264,14 +253,8 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
         return tokens, corrupted
 
     def call(self, images, training=False):
-        from keras_vit.model import _forward
-
         # The backbone's own graph up to the final LayerNorm, the patch
-        # tokens corrupted on the way. (The layers are looked up at each
-        # trace, not stored: a second reference would be saved twice.)
-        layers = self.backbone._layer_table()
-        for name in CLASSIFIER_LAYERS:
-            layers.pop(name, None)
+        # tokens corrupted on the way.
         corrupted = []
 
         def corrupt(tokens):
@@ -279,7 +262,7 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
             corrupted.append(mask)
             return tokens
 
-        x = _forward(layers, images, patch_hook=corrupt)["output"]
+        x = self.backbone.forward_features(images, training=training, patch_hook=corrupt)
         logits = self.color_head(x[:, self.backbone.num_prefix_tokens:])
         targets = mean_color_classes(images, self.tile_size, self.bits, self.value_range)
         return {

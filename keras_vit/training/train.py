@@ -211,7 +211,7 @@ def build_model(config, num_classes, dtype=None):
     `keras_vit.ViT`, or for masked patch prediction a
     `MaskedPatchPrediction` around a `keras_vit.ViT` without a head."""
     from keras_vit import builders
-    from keras_vit.model import ViT
+    from keras_vit.models.vit import ViT
     from keras_vit.training.masked_patches import MaskedPatchPrediction
 
     kwargs = dict(config.model_kwargs)

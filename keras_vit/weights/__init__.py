@@ -1,7 +1,8 @@
 """Pretrained and saved weights: presets, format readers, exact loading.
 
-`load_weights(model, weights)` is the entry point (the `weights=` argument
-of every builder calls it); `list_presets()` lists the named checkpoints.
+`load_weights(model, weights)` loads into a built model; `ViT.from_preset`
+and every builder's `weights=` build the model for the weights first
+(`pretrained.prepare`); `list_presets()` lists the named checkpoints.
 """
 
 from keras_vit.weights.checkpoint import Checkpoint
@@ -9,6 +10,8 @@ from keras_vit.weights.loading import DEFAULT_INTERPOLATION
 from keras_vit.weights.loading import load_checkpoint
 from keras_vit.weights.loading import load_weights
 from keras_vit.weights.original import save_npz
+# Installs the model's weights loader (`ViT.from_preset`, builders' `weights=`).
+from keras_vit.weights import pretrained  # noqa: F401
 from keras_vit.weights.presets import PRESETS
 from keras_vit.weights.presets import list_presets
 from keras_vit.weights.reader import read_checkpoint

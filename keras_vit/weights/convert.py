@@ -22,7 +22,7 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
         the checkpoint).
     """
     from keras_vit.builders import BUILDERS
-    from keras_vit.model import ViT
+    from keras_vit.models.vit import ViT
 
     if checkpoint.misshaped:
         raise ValueError(

@@ -35,7 +35,7 @@ def test_convert_command(tmp_path, capsys, tiny_variant, source, suffix):
         want = ref["logits"] - ref["logits"].mean(-1, keepdims=True)
         np.testing.assert_allclose(logits, want, atol=1e-4)
     else:
-        model = keras_vit.ViT(weights=output, **TINY)
+        model = keras_vit.ViT.from_preset(output, **TINY)
         np.testing.assert_allclose(
             model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4
         )
@@ -107,7 +107,7 @@ def test_presets_command(capsys):
 def test_save_npz_writes_the_original_layout_exactly(tmp_path):
     # Loaded from the golden original-format file (proven with timm's own
     # loader) and written back: the same keys, shapes and values.
-    model = keras_vit.ViT(weights=golden("vit_prelogits.npz"), **TINY)
+    model = keras_vit.ViT.from_preset(golden("vit_prelogits.npz"), **TINY)
     path = str(tmp_path / "roundtrip.npz")
     keras_vit.weights.save_npz(model, path)
     assert os.listdir(tmp_path) == ["roundtrip.npz"]

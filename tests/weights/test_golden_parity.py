@@ -51,7 +51,7 @@ CASES = [
 @pytest.mark.parametrize("weights, outputs, kwargs, source", CASES)
 def test_logits_match_the_reference(weights, outputs, kwargs, source):
     ref = expected(outputs)
-    model = keras_vit.ViT(weights=golden(weights), **TINY, **kwargs)
+    model = keras_vit.ViT.from_preset(golden(weights), **TINY, **kwargs)
     logits = model.predict(ref["images"], verbose=0)
     np.testing.assert_allclose(logits, ref["logits"], atol=1e-4, rtol=0)
     checkpoint = keras_vit.weights.read_checkpoint(golden(weights))
@@ -62,7 +62,7 @@ def test_logits_match_the_reference(weights, outputs, kwargs, source):
 def test_prelogits_layer_is_taken_from_the_checkpoint():
     # Same class count: the head and its tanh pre-logits layer are loaded;
     # representation_size comes from the checkpoint.
-    model = keras_vit.ViT(weights=golden("vit_prelogits.npz"), **TINY)
+    model = keras_vit.ViT.from_preset(golden("vit_prelogits.npz"), **TINY)
     assert model.representation_size == 24
     assert model.get_config()["representation_size"] == 24
     ref = expected("vit_prelogits.expected.npz")
@@ -77,7 +77,7 @@ def test_prelogits_layer_is_taken_from_the_checkpoint():
 )
 def test_huggingface_features(weights):
     ref = expected("vit_token.hf_base.expected.npz")
-    model = keras_vit.ViT(weights=golden(weights), **{**TINY, "include_top": False})
+    model = keras_vit.ViT.from_preset(golden(weights), **{**TINY, "include_top": False})
     np.testing.assert_allclose(
         model.predict(ref["images"], verbose=0), ref["features"], atol=1e-4
     )
@@ -108,7 +108,7 @@ def test_huggingface_transformers5_names(tmp_path):
     path = str(tmp_path / "model.safetensors")
     safetensors.numpy.save_file(renamed, path)
     ref = expected("vit_token.hf.expected.npz")
-    model = keras_vit.ViT(weights=path, **TINY)
+    model = keras_vit.ViT.from_preset(path, **TINY)
     np.testing.assert_allclose(
         model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4
     )

@@ -38,7 +38,7 @@ def _copy_npz(tmp_path, edit, name="edited.npz", source="vit_token.npz"):
 
 def test_new_class_count_drops_the_head_and_says_so_once():
     with pytest.warns(UserWarning, match="5 classes and the model's 7") as record:
-        model = keras_vit.ViT(weights=golden("vit_prelogits.npz"), **{**TINY, "num_classes": 7})
+        model = keras_vit.ViT.from_preset(golden("vit_prelogits.npz"), **{**TINY, "num_classes": 7})
     assert len([r for r in record if "classes" in str(r.message)]) == 1
     assert "pre-logits" in str(record[0].message)
     # As for fine-tuning in the paper: no pre-logits, a zero head ...
@@ -54,7 +54,7 @@ def test_new_class_count_drops_the_head_and_says_so_once():
 def test_include_top_false_skips_the_head_silently():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model = keras_vit.ViT(weights=golden("vit_token.npz"), **{**TINY, "include_top": False})
+        model = keras_vit.ViT.from_preset(golden("vit_token.npz"), **{**TINY, "include_top": False})
     ref = expected("vit_token.expected.npz")
     np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["features"], atol=1e-4)
 
@@ -62,7 +62,7 @@ def test_include_top_false_skips_the_head_silently():
 def test_new_resolution_starts_from_resampled_position_embeddings():
     checkpoint = keras_vit.weights.read_checkpoint(golden("vit_token.npz"))
     with pytest.warns(UserWarning, match="4x4 to a 6x8 patch grid"):
-        model = keras_vit.ViT(weights=golden("vit_token.npz"), **{**TINY, "image_size": (48, 64)})
+        model = keras_vit.ViT.from_preset(golden("vit_token.npz"), **{**TINY, "image_size": (48, 64)})
     posemb = model.get_layer("patch_encoder").pos_embedding.numpy()
     source = checkpoint.tensors["patch_encoder/position_embedding"]
     expected_posemb = keras_vit.ops.resample_position_embeddings(
@@ -84,7 +84,7 @@ def test_new_resolution_starts_from_resampled_position_embeddings():
 
 def test_resolution_defaults_to_the_checkpoints():
     kwargs = {k: v for k, v in TINY.items() if k != "image_size"}
-    model = keras_vit.ViT(weights=golden("vit_token.timm.safetensors"), **kwargs)
+    model = keras_vit.ViT.from_preset(golden("vit_token.timm.safetensors"), **kwargs)
     assert model.image_size == (32, 32)
 
 
@@ -155,12 +155,12 @@ def test_missing_unexpected_and_misshaped_tensors(tmp_path):
     assert "encoder_norm/gamma: checkpoint (31,), model (32,)" in message
     _assert_unchanged(model, before)
     with pytest.raises(ValueError):
-        keras_vit.ViT(weights=path, **TINY)
+        keras_vit.ViT.from_preset(path, **TINY)
 
 
 def test_class_token_mismatch_is_refused():
     with pytest.raises(ValueError, match="patch_encoder/class_token"):
-        keras_vit.ViT(weights=golden("vit_gap.npz"), **TINY)  # token model
+        keras_vit.ViT.from_preset(golden("vit_gap.npz"), **TINY)  # token model
 
 
 @pytest.mark.parametrize("name", ["vit_token.npz", "vit_token.timm.safetensors"])
@@ -169,7 +169,7 @@ def test_truncated_file_names_the_path(tmp_path, name):
     with open(golden(name), "rb") as src, open(path, "wb") as dst:
         dst.write(src.read()[:5000])
     with pytest.raises(ValueError, match="truncated or corrupt") as info:
-        keras_vit.ViT(weights=path, **TINY)
+        keras_vit.ViT.from_preset(path, **TINY)
     assert path in str(info.value)
 
 
@@ -177,32 +177,32 @@ def test_npz_is_read_without_pickles(tmp_path):
     path = str(tmp_path / "pickled.npz")
     np.savez(path, **{"embedding/kernel": np.array([{"a": 1}], dtype=object)})
     with pytest.raises(ValueError, match="pickled.npz"):
-        keras_vit.ViT(weights=path, **TINY)
+        keras_vit.ViT.from_preset(path, **TINY)
 
 
 @pytest.mark.parametrize("name", ["model.pth", "pytorch_model.bin", "x.pt", "y.ckpt"])
 def test_pytorch_pickles_are_refused(name):
     with pytest.raises(ValueError, match="safetensors"):
-        keras_vit.ViT(weights=name, **TINY)
+        keras_vit.ViT.from_preset(name, **TINY)
 
 
 def test_unknown_formats_and_files(tmp_path):
     with pytest.raises(ValueError, match="Weights file not found"):
-        keras_vit.ViT(weights=str(tmp_path / "missing.npz"), **TINY)
+        keras_vit.ViT.from_preset(str(tmp_path / "missing.npz"), **TINY)
     with pytest.raises(ValueError, match="weights=42"):
-        keras_vit.ViT(weights=42, **TINY)
+        keras_vit.ViT.from_preset(42, **TINY)
     with pytest.raises(ValueError, match="Unknown weights.*'imagenet'"):
         keras_vit.ViT_Ti16(weights="imagenet")
     path = str(tmp_path / "other.npz")
     np.savez(path, something=np.zeros(3))
     with pytest.raises(ValueError, match="not a ViT checkpoint"):
-        keras_vit.ViT(weights=path, **TINY)
+        keras_vit.ViT.from_preset(path, **TINY)
     import safetensors.numpy
 
     path = str(tmp_path / "other.safetensors")
     safetensors.numpy.save_file({"conv.weight": np.zeros(3, "float32")}, path)
     with pytest.raises(ValueError, match="neither timm's"):
-        keras_vit.ViT(weights=path, **TINY)
+        keras_vit.ViT.from_preset(path, **TINY)
 
 
 # === keras_vit's own files ===
@@ -210,17 +210,17 @@ def test_unknown_formats_and_files(tmp_path):
 
 @pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
 def test_native_files_round_trip_and_fine_tune(tmp_path, suffix):
-    source = keras_vit.ViT(weights=golden("vit_token.npz"), **TINY)
+    source = keras_vit.ViT.from_preset(golden("vit_token.npz"), **TINY)
     path = str(tmp_path / f"model{suffix}")
     if suffix == ".keras":
         source.save(path)
     else:
         source.save_weights(path)
     ref = expected("vit_token.expected.npz")
-    model = keras_vit.ViT(weights=path, **TINY)
+    model = keras_vit.ViT.from_preset(path, **TINY)
     np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
     with pytest.warns(UserWarning, match="5 classes and the model's 3"):
-        tuned = keras_vit.ViT(weights=path, **{**TINY, "num_classes": 3, "image_size": 48})
+        tuned = keras_vit.ViT.from_preset(path, **{**TINY, "num_classes": 3, "image_size": 48})
     np.testing.assert_array_equal(tuned.get_layer("head").kernel.numpy(), 0.0)
     np.testing.assert_array_equal(
         tuned.get_layer("block_0").attention.qkv.kernel.numpy(),
@@ -279,11 +279,11 @@ def test_native_file_on_a_grid_of_the_same_size_and_another_shape_is_resampled(
     randomize_weights(source)
     path = _save(source, str(tmp_path / f"model{suffix}"))
     with pytest.warns(UserWarning, match="from a 4x4 to a 2x8 patch grid"):
-        wide = keras_vit.ViT(weights=path, **{**TINY, "image_size": (16, 64)})
+        wide = keras_vit.ViT.from_preset(path, **{**TINY, "image_size": (16, 64)})
     np.testing.assert_allclose(_posemb(wide), _resampled(source, (2, 8), (4, 4)), atol=1e-6)
     # A non-square source loads at any size ("not a square number" before).
     with pytest.warns(UserWarning, match="from a 2x8 to a 4x4 patch grid"):
-        square = keras_vit.ViT(weights=_save(wide, str(tmp_path / f"wide{suffix}")), **TINY)
+        square = keras_vit.ViT.from_preset(_save(wide, str(tmp_path / f"wide{suffix}")), **TINY)
     np.testing.assert_allclose(_posemb(square), _resampled(wide, (4, 4), (2, 8)), atol=1e-6)
 
 
@@ -316,7 +316,7 @@ def test_native_file_without_a_grid_record(tmp_path, suffix):
         keras_vit.load_weights(model, path)
     _assert_unchanged(model, before)
     with pytest.raises(ValueError, match="does not record the patch grid"):
-        keras_vit.ViT(weights=path, **{**TINY, "image_size": (16, 64)})
+        keras_vit.ViT.from_preset(path, **{**TINY, "image_size": (16, 64)})
     with pytest.raises(ValueError, match=r"hold 16 patch positions, and a 3x3 grid "
                                          r"holds 9. Received: source_grid=\(3, 3\)"):
         keras_vit.load_weights(model, path, source_grid=(3, 3))
@@ -365,7 +365,7 @@ def test_a_hybrid_native_file_loads_and_fine_tunes(tmp_path):
     # reader took for a layer: every stem weight was "unexpected".
     source, path = _saved_and_reloaded(HYBRID, tmp_path)
     with pytest.warns(UserWarning, match="from a 4x4 to a 8x8 patch grid"):
-        bigger = keras_vit.ViT(weights=path, **{**HYBRID, "image_size": 64})
+        bigger = keras_vit.ViT.from_preset(path, **{**HYBRID, "image_size": 64})
     np.testing.assert_array_equal(
         bigger.get_layer("resnet_stem").weights[-1].numpy(),
         source.get_layer("resnet_stem").weights[-1].numpy())
@@ -593,7 +593,7 @@ def test_non_finite_tensors_are_listed_and_nothing_is_loaded(tmp_path, source):
 
         path = _copy_npz(tmp_path, lambda a: _poison(a, "head/bias"), name="head.npz")
         with pytest.raises(ValueError, match=r"(?s)not finite.*head/bias: 1 NaN, 2 inf"):
-            keras_vit.ViT(weights=path, **{**TINY, "num_classes": 3})
+            keras_vit.ViT.from_preset(path, **{**TINY, "num_classes": 3})
         output = tmp_path / "converted.keras"
         with pytest.raises(ValueError, match="not finite"):
             convert.convert(path, str(output))
@@ -757,7 +757,7 @@ def _saved_and_reloaded(kwargs, tmp_path):
     randomize_weights(source)
     path = str(tmp_path / "model.weights.h5")
     source.save_weights(path)
-    same = keras_vit.ViT(weights=path, **kwargs)
+    same = keras_vit.ViT.from_preset(path, **kwargs)
     for a, b in zip(same.weights, source.weights):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     return source, path
@@ -769,7 +769,7 @@ def test_learned2d_native_file_fine_tunes_at_another_resolution(tmp_path):
     # A taller image: the rows are resampled, the columns kept.
     height = TINY["image_size"] * 2
     with pytest.warns(UserWarning, match="Row position embeddings resampled"):
-        tall = keras_vit.ViT(weights=path, **{**kwargs, "image_size": (height, TINY["image_size"])})
+        tall = keras_vit.ViT.from_preset(path, **{**kwargs, "image_size": (height, TINY["image_size"])})
     encoder, original = tall.get_layer("patch_encoder"), source.get_layer("patch_encoder")
     np.testing.assert_array_equal(encoder.pos_embedding_x.numpy(), original.pos_embedding_x.numpy())
     np.testing.assert_allclose(
@@ -790,7 +790,7 @@ def test_relative_native_file_loads_at_its_resolution_only(tmp_path):
     source, path = _saved_and_reloaded(kwargs, tmp_path)
     # 1D offsets along the sequence have no meaning on another grid.
     with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*17 tokens.*takes 37"):
-        keras_vit.ViT(weights=path, **{**kwargs, "image_size": (TINY["image_size"], 72)})
+        keras_vit.ViT.from_preset(path, **{**kwargs, "image_size": (TINY["image_size"], 72)})
     with pytest.raises(ValueError, match="position_embedding='relative'"):
         keras_vit.weights.save_npz(source, str(tmp_path / "model.npz"))
     assert not (tmp_path / "model.npz").exists()
@@ -799,4 +799,31 @@ def test_relative_native_file_loads_at_its_resolution_only(tmp_path):
     with pytest.raises(ValueError, match=r"(?s)position_embedding='relative'.*"
                        r"missing.*block_0/attention/relative_position_embedding.*"
                        r"unexpected.*patch_encoder/position_embedding"):
-        keras_vit.ViT(weights=str(tmp_path / "learned.npz"), **kwargs)
+        keras_vit.ViT.from_preset(str(tmp_path / "learned.npz"), **kwargs)
+
+
+# === Loading after construction: from_preset, and the deprecated ViT(weights=) ===
+
+
+def test_from_preset_builds_for_the_weights_then_loads_them():
+    ref = expected("vit_prelogits.expected.npz")
+    # The resolution and the pre-logits layer come from the checkpoint.
+    model = keras_vit.ViT.from_preset(golden("vit_prelogits.npz"), **{**TINY, "image_size": None})
+    assert model.image_size == (TINY["image_size"],) * 2 and model.representation_size is not None
+    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
+    with pytest.raises(ValueError, match="first argument.*Received: weights="):
+        keras_vit.ViT.from_preset(golden("vit_prelogits.npz"), weights="other.npz", **TINY)
+    # The arguments' own errors come before any file is read.
+    with pytest.raises(ValueError, match="hidden_dim=18 and num_heads=4"):
+        keras_vit.ViT.from_preset("missing.npz", **{**TINY, "hidden_dim": 18, "num_heads": 4})
+
+
+def test_the_constructors_weights_argument_is_a_deprecated_path_to_from_preset():
+    ref = expected("vit_prelogits.expected.npz")
+    with pytest.warns(DeprecationWarning, match=r"ViT\.from_preset"):
+        model = keras_vit.ViT(weights=golden("vit_prelogits.npz"), **TINY)
+    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
+    # Builders and from_variant load after construction: no deprecation.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        keras_vit.ViT.from_variant("Ti/16", image_size=32, num_classes=3)

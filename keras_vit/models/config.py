@@ -1,0 +1,223 @@
+"""`ViTConfig`: a ViT's architecture, checked once.
+
+`vit_config(...)` is the one place for the rules between `ViT`'s
+arguments (`hidden_dim` and `num_heads`, the position embeddings' width,
+token pooling and the class token, the image and the patch size); each
+layer still checks its own arguments. A `ViT` keeps the `ViTConfig` it was
+built from (`model.vit_config`), and its `get_config` is derived from it.
+"""
+
+import dataclasses
+
+import keras
+
+from keras_vit import validation
+from keras_vit.layers.patch_encoder import POSITION_EMBEDDINGS
+from keras_vit.layers.pooling import POOLINGS
+
+#: `ViT`'s `position_embedding` values: the `PatchEncoder`'s, and
+#: `"relative"`, which lives in the attention of every block.
+MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
+
+#: The resolution of a `ViT` whose arguments (and weights) give none.
+DEFAULT_IMAGE_SIZE = 224
+
+
+@dataclasses.dataclass(frozen=True)
+class ViTConfig:
+    """A ViT's architecture: `ViT`'s arguments, checked and resolved
+    (`image_size` a `(height, width)` pair, `class_token` a bool). See
+    `keras_vit.ViT` for their meaning. `stem` is `None`, a dict of
+    `ResNetStem` arguments, or a serialized Keras layer."""
+
+    image_size: tuple
+    patch_size: int
+    hidden_dim: int
+    num_layers: int
+    num_heads: int
+    mlp_dim: int
+    num_classes: int
+    include_top: bool
+    pooling: object
+    class_token: bool
+    position_embedding: str
+    representation_size: object
+    dropout_rate: float
+    attention_dropout_rate: float
+    drop_path_rate: float
+    layer_norm_epsilon: float
+    classifier_activation: object
+    include_preprocessing: bool
+    num_channels: int
+    stem: object
+    remat: bool
+
+    def to_dict(self):
+        """The fields as `ViT` arguments (the activation serialized)."""
+        config = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        config["classifier_activation"] = keras.saving.serialize_keras_object(
+            self.classifier_activation
+        )
+        return config
+
+    def token_grid(self, feature_size):
+        """The `(rows, columns)` token grid of a `feature_size` map (the
+        image, or the stem's feature map), or `ValueError` when the patch
+        size does not divide it."""
+        for side in feature_size:
+            if side % self.patch_size:
+                where = (
+                    "" if tuple(feature_size) == self.image_size
+                    else f" (the stem's {tuple(feature_size)} feature map)"
+                )
+                raise ValueError(
+                    "`image_size` must be a multiple of `patch_size` in both "
+                    f"dimensions{where}. Received: image_size={self.image_size} "
+                    f"and patch_size={self.patch_size}"
+                )
+        return (feature_size[0] // self.patch_size, feature_size[1] // self.patch_size)
+
+
+#: `ViT`'s architecture defaults (its signature shows the same; a test
+#: keeps them equal).
+DEFAULTS = {
+    "image_size": None,
+    "patch_size": 16,
+    "hidden_dim": 768,
+    "num_layers": 12,
+    "num_heads": 12,
+    "mlp_dim": 3072,
+    "num_classes": 1000,
+    "include_top": True,
+    "pooling": "token",
+    "class_token": None,
+    "position_embedding": "learned",
+    "representation_size": None,
+    "dropout_rate": 0.0,
+    "attention_dropout_rate": 0.0,
+    "drop_path_rate": 0.0,
+    "layer_norm_epsilon": 1e-6,
+    "classifier_activation": "softmax",
+    "include_preprocessing": True,
+    "num_channels": 3,
+    "stem": None,
+    "remat": False,
+}
+
+
+def vit_config(**arguments):
+    """Checks `ViT`'s architecture arguments and returns their `ViTConfig`.
+
+    Arguments not given take `DEFAULTS` (`ViT`'s); `image_size=None` is
+    224. Raises `ValueError` naming the argument and the value received.
+    """
+    unknown = sorted(set(arguments) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(
+            "Unknown ViT architecture argument(s). Received: "
+            + ", ".join(f"{name}={arguments[name]!r}" for name in unknown)
+        )
+    arguments = {**DEFAULTS, **arguments}
+    return _checked(**arguments)
+
+
+def _checked(
+    image_size, patch_size, hidden_dim, num_layers, num_heads, mlp_dim,
+    num_classes, include_top, pooling, class_token, position_embedding,
+    representation_size, dropout_rate, attention_dropout_rate, drop_path_rate,
+    layer_norm_epsilon, classifier_activation, include_preprocessing,
+    num_channels, stem, remat,
+):
+    hidden_dim, num_heads = _width_and_heads(hidden_dim, num_heads)
+    include_top, pooling, class_token = _pooling(include_top, pooling, class_token)
+    return ViTConfig(
+        image_size=validation.size_2d(
+            "image_size", DEFAULT_IMAGE_SIZE if image_size is None else image_size
+        ),
+        patch_size=validation.positive_int("patch_size", patch_size),
+        hidden_dim=hidden_dim,
+        num_layers=validation.positive_int("num_layers", num_layers),
+        num_heads=num_heads,
+        mlp_dim=validation.positive_int("mlp_dim", mlp_dim),
+        num_classes=validation.positive_int("num_classes", num_classes),
+        include_top=include_top,
+        pooling=pooling,
+        class_token=class_token,
+        position_embedding=_position_embedding(position_embedding, hidden_dim),
+        representation_size=validation.optional_positive_int(
+            "representation_size", representation_size
+        ),
+        dropout_rate=validation.rate("dropout_rate", dropout_rate),
+        attention_dropout_rate=validation.rate(
+            "attention_dropout_rate", attention_dropout_rate
+        ),
+        drop_path_rate=validation.rate("drop_path_rate", drop_path_rate),
+        layer_norm_epsilon=validation.epsilon("layer_norm_epsilon", layer_norm_epsilon),
+        classifier_activation=_activation(classifier_activation),
+        include_preprocessing=validation.boolean(
+            "include_preprocessing", include_preprocessing
+        ),
+        num_channels=validation.positive_int("num_channels", num_channels),
+        stem=stem,
+        remat=validation.boolean("remat", remat),
+    )
+
+
+def _width_and_heads(hidden_dim, num_heads):
+    hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
+    num_heads = validation.positive_int("num_heads", num_heads)
+    if hidden_dim % num_heads:
+        raise ValueError(
+            "`hidden_dim` must be divisible by `num_heads`. Received: "
+            f"hidden_dim={hidden_dim} and num_heads={num_heads}"
+        )
+    return hidden_dim, num_heads
+
+
+def _pooling(include_top, pooling, class_token):
+    include_top = validation.boolean("include_top", include_top)
+    pooling = validation.one_of("pooling", pooling, (*POOLINGS, None))
+    if include_top and pooling is None:
+        raise ValueError(
+            "A model with include_top=True needs pooling='token' or "
+            "'gap'. Received: pooling=None"
+        )
+    if class_token is None:  # the paper's GAP models have none
+        class_token = pooling != "gap"
+    class_token = validation.boolean("class_token", class_token)
+    if pooling == "token" and not class_token:
+        raise ValueError(
+            "pooling='token' needs a class token. Received: class_token=False"
+        )
+    return include_top, pooling, class_token
+
+
+def _position_embedding(position_embedding, hidden_dim):
+    position_embedding = validation.one_of(
+        "position_embedding", position_embedding, MODEL_POSITION_EMBEDDINGS
+    )
+    if position_embedding == "sincos2d" and hidden_dim % 4:
+        raise ValueError(
+            "position_embedding='sincos2d' needs a hidden_dim that is a "
+            f"multiple of 4. Received: hidden_dim={hidden_dim}"
+        )
+    if position_embedding == "learned2d" and hidden_dim % 2:
+        raise ValueError(
+            "position_embedding='learned2d' needs an even hidden_dim. "
+            f"Received: hidden_dim={hidden_dim}"
+        )
+    return position_embedding
+
+
+def _activation(classifier_activation):
+    if isinstance(classifier_activation, dict):  # from a saved config
+        classifier_activation = keras.activations.deserialize(classifier_activation)
+    if classifier_activation is not None:
+        try:
+            keras.activations.get(classifier_activation)
+        except (ValueError, TypeError):
+            raise ValueError(
+                "Unknown `classifier_activation`. Received: "
+                f"classifier_activation={classifier_activation!r}"
+            ) from None
+    return classifier_activation

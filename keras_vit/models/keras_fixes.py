@@ -1,0 +1,138 @@
+"""Workarounds for Keras behaviours that keras_vit's models meet.
+
+Each function says which Keras (3.15) behaviour it works around, so that it
+can go when Keras changes. They are kept apart from the models, which call
+them at the one place each is needed:
+
+- `finish_functional_init`: after `keras.Model.__init__` of a functional
+  model (dtype-policy maps, the model's own policy, frozen layers);
+- `config_dtype_policy`: the dtype a model's `get_config` records;
+- `MultiWorkerFit`: `fit` / `evaluate` under MultiWorkerMirroredStrategy,
+  mixed into `ViT` and `MaskedPatchPrediction` before `keras.Model`.
+"""
+
+import keras
+
+
+def finish_functional_init(model, dtype):
+    """Fixes a functional `model` just built with `dtype` (its `dtype=`
+    argument) and its `trainable=` argument; returns nothing."""
+    if isinstance(dtype, keras.dtype_policies.DTypePolicyMap):
+        # A quantized model's config (see `config_dtype_policy`).
+        resolve_policy_map(model, dtype)
+        dtype = dtype.default_policy
+    if dtype is not None:
+        # A functional model keeps no policy of its own (Keras 3.15): the
+        # config, and so a saved mixed-precision model, would say float32.
+        model.dtype_policy = dtype
+    if not model.trainable:
+        freeze_layers(model)
+
+
+def resolve_policy_map(model, policies):
+    """Gives every layer of `model`, built with the `DTypePolicyMap`
+    `policies`, its own policy from the map.
+
+    Keras builds each layer right from a map (the quantized layers with
+    their quantized variables, to be loaded), but a layer that keeps the map
+    answers `dtype_policy` with the map itself, and Keras 3.15's quantized
+    `Dense` reads its mode from there when saving: a reloaded quantized
+    model could not be saved again. Resolved, the layers hold plain
+    policies, as after `model.quantize()`.
+    """
+    for layer in model._flatten_layers(include_self=False):
+        if isinstance(layer._dtype_policy, keras.dtype_policies.DTypePolicyMap):
+            layer._dtype_policy = (
+                policies[layer.path] if layer.path else policies.default_policy
+            )
+
+
+def freeze_layers(model):
+    """Freezes the direct layers of a `model` built with `trainable=False`.
+
+    `trainable=False` as an argument (how a frozen model comes back from its
+    config) sets the model's own flag only, before its layers are tracked;
+    freeze them and their variables too, or a model holding this one trains
+    them. (`model.trainable = False` again would be skipped: Keras ignores
+    assigning a value equal to the current one.)
+    """
+    for layer in model._flatten_layers(include_self=False, recursive=False):
+        layer.trainable = False
+
+
+def config_dtype_policy(model):
+    """The dtype policy `model.get_config()` should record: the model's own,
+    or after `quantize()` a `DTypePolicyMap` that gives each quantized layer
+    its policy (Keras records only the model's policy, so a saved quantized
+    model would be rebuilt unquantized and fail to load its int8 weights)."""
+    policies = keras.dtype_policies.DTypePolicyMap(model.dtype_policy)
+    for layer in model._flatten_layers():
+        if layer.quantization_mode is not None:
+            policies[layer.path] = layer.dtype_policy
+    return policies if len(policies) else model.dtype_policy
+
+
+class _TensorFlowMultiWorkerFit:
+    """`fit` / `evaluate` fixes for MultiWorkerMirroredStrategy, mixed into
+    keras_vit's models (`ViT`, `MaskedPatchPrediction`) before
+    `keras.Model` on the TensorFlow backend."""
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras (3.15) takes a sample batch for the symbolic build by
+        # averaging a distributed batch across replicas with
+        # `strategy.reduce`; under MultiWorkerMirroredStrategy that eager
+        # collective fails ("Attempt to convert a value (PerReplica...) to a
+        # Tensor"). Only the batch's shapes matter here, so this replica's
+        # own values serve, with no communication.
+        import tensorflow as tf
+
+        if iterator is not None and self._distribute_strategy is not None:
+            for _, _, it in iterator:
+                batch = next(it)
+                data_batch = tf.nest.map_structure(
+                    lambda x: self.distribute_strategy.experimental_local_results(x)[0]
+                    if isinstance(x, tf.distribute.DistributedValues)
+                    else x,
+                    batch,
+                )
+                break
+            iterator = None
+        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    def train_step(self, data):
+        return multi_worker_logs(super().train_step(data), self.distribute_strategy)
+
+    def test_step(self, data):
+        return multi_worker_logs(super().test_step(data), self.distribute_strategy)
+
+
+class _NoFit:
+    """Other Keras backends' trainers: nothing to fix (their steps take
+    other arguments; JAX's `train_step(state, data)`)."""
+
+
+#: The mixin that carries the multi-worker fixes on the current backend.
+MultiWorkerFit = (
+    _TensorFlowMultiWorkerFit if keras.backend.backend() == "tensorflow" else _NoFit
+)
+
+
+def multi_worker_logs(logs, strategy):
+    """Scalar step logs as `(1,)` tensors under several workers.
+
+    Keras (3.15) reduces each replica's step logs with
+    `strategy.reduce("MEAN", value, axis=0)` under MultiWorkerMirroredStrategy,
+    which fails for the scalar loss and metrics ("Invalid reduction
+    dimension 0 for input with 0 dimensions"); with a leading axis of 1 the
+    same reduction gives the scalar mean.
+    """
+    import tensorflow as tf
+
+    extended = getattr(strategy, "extended", None)
+    in_multi_worker = getattr(extended, "_in_multi_worker_mode", lambda: False)
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or not in_multi_worker():
+        return logs
+    return {
+        key: tf.reshape(value, [1]) if getattr(value, "shape", None) == () else value
+        for key, value in logs.items()
+    }

@@ -1,0 +1,643 @@
+"""`ViT`: the Vision Transformer as a functional `keras.Model`.
+
+The constructor builds layers from a checked `ViTConfig`
+(`keras_vit.models.config`); weights are loaded after construction, by
+`ViT.from_preset` and the builders' `weights=` (the reading itself is
+`keras_vit.weights`', which sets `set_weights_loader`: the model does not
+import the weights above it). Keras workarounds: `keras_fixes`.
+"""
+
+import dataclasses
+import warnings
+
+import keras
+
+from keras_vit import validation
+from keras_vit import variants
+from keras_vit.layers.layer_norm import LayerNorm
+from keras_vit.layers.patch_encoder import PatchEncoder
+from keras_vit.layers.patches import Patches
+from keras_vit.layers.pooling import TokenPooling
+from keras_vit.layers.resnet_stem import ResNetStem
+from keras_vit.layers.transformer_block import TransformerBlock
+from keras_vit.models import keras_fixes
+from keras_vit.models.config import MODEL_POSITION_EMBEDDINGS  # noqa: F401 (re-exported)
+from keras_vit.models.config import ViTConfig
+from keras_vit.models.config import vit_config
+
+#: The `ViT` arguments that a `ViTConfig` holds, in signature order.
+ARCHITECTURE_ARGUMENTS = tuple(field.name for field in dataclasses.fields(ViTConfig))
+
+#: The layers after the final LayerNorm, in call order (those present).
+HEAD_LAYERS = ("pooling", "pre_logits", "head", "predictions")
+
+_weights_loader = None
+
+
+def set_weights_loader(loader):
+    """Installs how `ViT.from_preset` (and the deprecated `ViT(weights=)`)
+    read weights; `keras_vit.weights` calls it when imported, which
+    `import keras_vit` always does.
+
+    `loader(weights, arguments)` takes a `weights=` value and the `ViT`'s
+    architecture arguments (a dict), and returns `(arguments, load)`: the
+    arguments with what the weights decide filled in (`image_size`,
+    `representation_size`), and `load(model)`, which loads them into the
+    built model, all or nothing.
+    """
+    global _weights_loader
+    _weights_loader = loader
+
+
+def _prepare_weights(weights, arguments):
+    if _weights_loader is None:  # only a partial import gets here
+        raise ValueError(
+            "Loading weights needs keras_vit.weights (import keras_vit). "
+            f"Received: weights={weights!r}"
+        )
+    return _weights_loader(weights, arguments)
+
+
+@keras.saving.register_keras_serializable(package="keras_vit")
+class ViT(keras_fixes.MultiWorkerFit, keras.Model):
+    """The Vision Transformer (ViT) image classifier or feature extractor.
+
+    "An Image is Worth 16x16 Words: Transformers for Image Recognition at
+    Scale" ([Dosovitskiy et al., 2020](https://arxiv.org/abs/2010.11929)):
+    the image is cut into patches (`Patches`), each patch is projected to a
+    token, a class token is prepended and position embeddings are added
+    (`PatchEncoder`), `num_layers` pre-norm Transformer blocks follow
+    (`TransformerBlock`), then a final LayerNorm; the class token's output
+    (or the mean of the patch tokens) feeds a linear head.
+
+    By default the model takes RGB pixel values in [0, 255] of any float or
+    integer dtype and maps them to [-1, 1] itself, as the released
+    checkpoints expect. Its config is exactly its constructor arguments, so
+    `ViT.from_config(model.get_config())` builds the same architecture.
+
+    The named builders (`keras_vit.ViT_B16` ...) are the usual entry point;
+    `ViT.from_variant("B/16", ...)` builds any variant of
+    `keras_vit.variants.VARIANTS`, and `ViT.from_preset(name_or_path, ...)`
+    builds a model for released or saved weights and loads them. The
+    constructor only builds layers (no file is read): the checks between
+    arguments are `keras_vit.models.config.vit_config`'s, and
+    `forward_features` gives the tokens before pooling and head.
+
+    Args:
+        image_size: int or `(height, width)`, the input resolution; both
+            must be multiples of `patch_size`. Defaults to `None`: 224 (with
+            `from_preset`, the resolution of the weights when they record
+            one).
+        patch_size: int, the side of a square patch. Defaults to `16`.
+        hidden_dim: int, the token width `D`. Defaults to `768`.
+        num_layers: int, the number of Transformer blocks. Defaults to `12`.
+        num_heads: int, attention heads; must divide `hidden_dim`. Defaults
+            to `12`.
+        mlp_dim: int, the MLP hidden width. Defaults to `3072`.
+        num_classes: int, the number of classes of the head. Defaults to
+            `1000`.
+        include_top: bool, whether to end with the classification head.
+            Defaults to `True`.
+        pooling: `"token"` (the class token's output), `"gap"` (mean of the
+            patch tokens), or `None` (with `include_top=False` only: return
+            all tokens, `(B, T, D)`). Defaults to `"token"`.
+        class_token: bool, whether to prepend a class token. Defaults to
+            `None`: `True` unless `pooling="gap"` (the paper's GAP models
+            have none).
+        position_embedding: `"learned"` (1D learned, the paper's),
+            `"learned2d"` (learned row and column embeddings, the paper's
+            2D ablation), `"relative"` (the paper's relative-position
+            ablation: no embeddings added to the tokens; every block's
+            attention adds logits of the query against learned embeddings
+            of the offset between query and key along the token sequence),
+            `"sincos2d"` (fixed 2D sine-cosine) or `"none"`. Defaults to
+            `"learned"`.
+        representation_size: int or `None`; if set, a `tanh` "pre-logits"
+            layer of this width comes before the head (the paper's
+            pre-training head). Defaults to `None`.
+        dropout_rate: float in [0, 1), dropout after the position
+            embeddings and inside each block. Defaults to `0.0`.
+        attention_dropout_rate: float in [0, 1), dropout on the attention
+            weights. Defaults to `0.0`.
+        drop_path_rate: float in [0, 1), the stochastic depth rate of the
+            last block; it rises linearly from 0 over the blocks. Defaults to
+            `0.0`.
+        layer_norm_epsilon: float, the LayerNorm epsilon. Defaults to
+            `1e-6`, as in the original code.
+        classifier_activation: activation of the head's output, a name such
+            as `"softmax"` or `None` for logits. Always computed in float32.
+            Defaults to `"softmax"`.
+        include_preprocessing: bool. If `True`, inputs are pixel values in
+            [0, 255], rescaled to [-1, 1] inside the model; if `False`, the
+            model takes already-normalised inputs. Defaults to `True`.
+        num_channels: int, the channels of the input images. Defaults to
+            `3`.
+        stem: `None` (patches of raw pixels, the plain ViT), or a CNN whose
+            feature map is cut into patches instead (the paper's hybrid
+            models, usually with `patch_size=1`): a dict of
+            `keras_vit.layers.ResNetStem` arguments (e.g.
+            `{"block_units": [3, 4, 9]}` for R50+ViT-B/16), or any Keras
+            layer or model that maps images to a `(B, h, w, C)` map, such
+            as `keras.applications.ResNet50V2(include_top=False,
+            weights=None)`. The token grid is taken from the map. Defaults
+            to `None`.
+        remat: bool, whether to rematerialise each Transformer block in
+            training (gradient checkpointing, `keras.remat`): its
+            activations are recomputed in the backward pass instead of
+            stored, trading more compute for less memory on large models;
+            with dropout too, the same training as without. Defaults to
+            `False`.
+        weights: deprecated: use `ViT.from_preset(weights, ...)` or a
+            builder's `weights=` (`keras_vit.ViT_B16(weights=...)`), which
+            load after construction. Still accepted for one release, with a
+            `DeprecationWarning`, and loaded the same way. Defaults to `None`.
+        dtype: the floating-point dtype policy of the layers, e.g.
+            `"mixed_bfloat16"` (or the `DTypePolicyMap` of a quantized
+            model's config); integer policies are refused. Defaults to
+            `None`, the global policy.
+        name: the model's name. Defaults to `"vit"`.
+        **kwargs: other `keras.Model` arguments such as `trainable`.
+
+    Call arguments:
+        images: `(B, height, width, num_channels)` images.
+        training: bool, whether dropout is active.
+
+    Returns:
+        With `include_top=True`: `(B, num_classes)` probabilities (or logits
+        with `classifier_activation=None`), float32. Otherwise the pooled
+        `(B, hidden_dim)` feature, or the `(B, T, hidden_dim)` tokens after
+        the final LayerNorm with `pooling=None`.
+
+    Example:
+
+    >>> model = keras_vit.ViT(image_size=32, patch_size=4, hidden_dim=64,
+    ...                       num_layers=2, num_heads=4, mlp_dim=128,
+    ...                       num_classes=10)
+    >>> model.compile("adamw", "sparse_categorical_crossentropy")
+    >>> model.predict(np.zeros((2, 32, 32, 3)), verbose=0).shape
+    (2, 10)
+    """
+
+    def __init__(
+        self,
+        image_size=None,
+        patch_size=16,
+        hidden_dim=768,
+        num_layers=12,
+        num_heads=12,
+        mlp_dim=3072,
+        num_classes=1000,
+        include_top=True,
+        pooling="token",
+        class_token=None,
+        position_embedding="learned",
+        representation_size=None,
+        dropout_rate=0.0,
+        attention_dropout_rate=0.0,
+        drop_path_rate=0.0,
+        layer_norm_epsilon=1e-6,
+        classifier_activation="softmax",
+        include_preprocessing=True,
+        num_channels=3,
+        stem=None,
+        remat=False,
+        weights=None,
+        dtype=None,
+        name="vit",
+        **kwargs,
+    ):
+        arguments = {
+            key: value for key, value in locals().items()
+            if key in ARCHITECTURE_ARGUMENTS
+        }
+        _check_model_kwargs(kwargs)
+        # A plain quantized policy would quantize the new, unloaded layers
+        # (Keras: "already quantized"); a quantized model's config holds a
+        # DTypePolicyMap instead.
+        validation.float_dtype_policy("dtype", dtype, quantized=False)
+        config = vit_config(**arguments)
+        load = None
+        if weights is not None:
+            warnings.warn(
+                "ViT(weights=...) is deprecated and will be removed in the "
+                "next release: use ViT.from_preset(weights, ...) or a "
+                "builder's weights= (keras_vit.ViT_B16(weights=...)).",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            arguments, load = _prepare_weights(weights, arguments)
+            config = vit_config(**arguments)
+
+        stem_layer = _make_stem(config.stem, dtype)
+        if stem_layer is not None and not isinstance(config.stem, dict):
+            config = dataclasses.replace(
+                config, stem=keras.saving.serialize_keras_object(stem_layer)
+            )
+        feature_size = config.image_size
+        if stem_layer is not None:
+            feature_size = _stem_output_size(
+                stem_layer, config.image_size, config.num_channels
+            )
+        grid = config.token_grid(feature_size)
+        layers = _make_layers(config, grid, stem_layer, dtype)
+        inputs = keras.Input(
+            shape=(*config.image_size, config.num_channels), name="images"
+        )
+        outputs = _call_layers(layers, inputs)["output"]
+        super().__init__(
+            inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs
+        )
+        keras_fixes.finish_functional_init(self, dtype)
+        self.vit_config = config
+        self._stem_name = None if stem_layer is None else stem_layer.name
+        self._grid_size = grid
+        if load is not None:
+            load(self)
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        """Builds a model for released or saved weights and loads them.
+
+        The model is built first, from `kwargs` (any `ViT` argument) and
+        what the weights record (their resolution when `image_size` is not
+        given, their pre-logits layer when the head is theirs), then the
+        weights are loaded, all or nothing, by `keras_vit.load_weights`'s
+        rules: a different `num_classes` gets a new zero-initialised head, a
+        different `image_size` resampled position embeddings.
+
+        Args:
+            preset: the name of a preset of the model's variant
+                (`keras_vit.list_presets()`; downloaded once), or a weights
+                file: an original google-research / big_vision `.npz`, a
+                timm or Hugging Face `.safetensors`, or keras_vit's own
+                `.weights.h5` / `.keras`.
+            **kwargs: any `ViT` argument but `weights`; the architecture
+                must be the weights' (`patch_size`, `hidden_dim`, ...).
+
+        Example:
+
+        >>> model = keras_vit.ViT.from_preset("ViT-B_16.npz", num_classes=37)
+        """
+        if "weights" in kwargs:
+            raise ValueError(
+                "from_preset takes the weights as its first argument. "
+                f"Received: weights={kwargs['weights']!r}"
+            )
+        arguments = {
+            key: value for key, value in kwargs.items() if key in ARCHITECTURE_ARGUMENTS
+        }
+        others = {
+            key: value for key, value in kwargs.items() if key not in arguments
+        }
+        vit_config(**arguments)  # the arguments' own errors come first
+        arguments, load = _prepare_weights(preset, arguments)
+        model = cls(**arguments, **others)
+        load(model)
+        return model
+
+    @property
+    def grid_size(self):
+        """The `(grid_h, grid_w)` token grid at the model's resolution."""
+        return self._grid_size
+
+    @property
+    def num_prefix_tokens(self):
+        """Tokens before the patch tokens: 1 with a class token, else 0."""
+        return int(self.class_token)
+
+    def forward_features(
+        self,
+        images,
+        training=None,
+        return_attention=False,
+        return_block_outputs=False,
+        patch_hook=None,
+    ):
+        """The token features before pooling and head.
+
+        Runs this model's layers (shared, nothing copied) from the images to
+        the final LayerNorm, as timm's `forward_features` does.
+
+        Args:
+            images: `(B, height, width, num_channels)` images, as the model
+                takes them.
+            training: bool or `None`, whether dropout is active. Defaults
+                to `None` (Keras's: inherited from an enclosing call, else
+                inference).
+            return_attention: bool, whether to also return every block's
+                attention weights. Defaults to `False`.
+            return_block_outputs: bool, whether to also return every
+                block's output. Defaults to `False`.
+            patch_hook: `None`, or a function that maps the projected patch
+                tokens `(B, N, hidden_dim)` before the class token and
+                position embeddings are added (masked patch prediction
+                corrupts them there). Defaults to `None`.
+
+        Returns:
+            The `(B, T, hidden_dim)` tokens after the final LayerNorm (the
+            class token first when there is one). With `return_attention`
+            or `return_block_outputs`, a dict: `"features"` (those tokens),
+            `"attention_weights"` (a list of `num_layers` float32
+            `(B, num_heads, T, T)` tensors, rows summing to 1) and
+            `"block_outputs"` (a list of `num_layers` `(B, T, hidden_dim)`
+            tensors, before the final LayerNorm), each only when asked.
+
+        Example:
+
+        >>> tokens = model.forward_features(images)
+        >>> patch_tokens = tokens[:, model.num_prefix_tokens:]
+        """
+        validation.boolean("return_attention", return_attention)
+        validation.boolean("return_block_outputs", return_block_outputs)
+        layers = self._layer_table()
+        for name in HEAD_LAYERS:
+            layers.pop(name, None)
+        outputs = _call_layers(
+            layers, images, training=training, patch_hook=patch_hook
+        )
+        if not (return_attention or return_block_outputs):
+            return outputs["output"]
+        features = {"features": outputs["output"]}
+        if return_attention:
+            features["attention_weights"] = outputs["attention_weights"]
+        if return_block_outputs:
+            features["block_outputs"] = outputs["block_outputs"]
+        return features
+
+    def head_layers(self):
+        """The layers after the final LayerNorm that the model has, in call
+        order: `pooling`, `pre_logits`, `head`, `predictions`."""
+        names = {layer.name for layer in self.layers}
+        return [self.get_layer(name) for name in HEAD_LAYERS if name in names]
+
+    def intermediates_model(self, attention=True):
+        """A model that returns every block's output and attention weights.
+
+        It shares this model's layers and weights (nothing is copied), and
+        takes the same inputs.
+
+        Args:
+            attention: bool, whether to also return every block's attention
+                weights. Defaults to `True`.
+
+        Returns:
+            A `keras.Model` whose output is a dict:
+            `"block_outputs"`: a list of `num_layers` `(B, T, D)` tensors,
+            the tokens after each block (before the final LayerNorm);
+            `"attention_weights"` (if `attention`): a list of `num_layers`
+            float32 `(B, num_heads, T, T)` tensors, rows summing to 1, token
+            0 being the class token when there is one; `"output"`: this
+            model's output.
+
+        Example:
+
+        >>> model = keras_vit.ViT_Ti16()
+        >>> out = model.intermediates_model()(images)
+        >>> cls_attention = out["attention_weights"][-1][:, :, 0, 1:]
+        """
+        validation.boolean("attention", attention)
+        inputs = keras.Input(
+            shape=(*self.image_size, self.num_channels), name="images"
+        )
+        outputs = _call_layers(self._layer_table(), inputs)
+        if not attention:
+            del outputs["attention_weights"]
+        return keras.Model(inputs, outputs, name=f"{self.name}_intermediates")
+
+    def _layer_table(self):
+        """The model's layers as `_call_layers` takes them: a dict by name,
+        with `"stem"` (hybrids) and `"blocks"` (the list of blocks). (Looked
+        up at each call, not stored: a second reference would be saved
+        twice.)"""
+        layers = {layer.name: layer for layer in self.layers}
+        if self._stem_name is not None:
+            layers["stem"] = layers.pop(self._stem_name)
+        layers["blocks"] = [
+            layers.pop(f"block_{i}") for i in range(self.num_layers)
+        ]
+        return layers
+
+    @classmethod
+    def from_variant(cls, variant, weights=None, **kwargs):
+        """Builds the named variant; `kwargs` override its numbers.
+
+        Args:
+            variant: a name from `keras_vit.variants.VARIANTS`, e.g.
+                `"B/16"`.
+            weights: `None` (random initialisation), or a preset name or
+                weights file, loaded after the model is built (see
+                `from_preset`). Defaults to `None`.
+            **kwargs: any `ViT` argument, e.g. `num_classes=10` or
+                `patch_size=8`.
+
+        Example:
+
+        >>> keras_vit.ViT.from_variant("S/16", num_classes=10)
+        """
+        kwargs = {**variants.get_variant(variant), **kwargs}
+        if weights is None:
+            return cls(**kwargs)
+        return cls.from_preset(weights, **kwargs)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(
+                keras_fixes.config_dtype_policy(self)
+            ),
+            **self.vit_config.to_dict(),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.get(config["dtype"])
+        return cls(**config)
+
+
+def _config_property(name):
+    def get(self):
+        return getattr(self.vit_config, name)
+
+    get.__doc__ = f"The model's `{name}` (`model.vit_config.{name}`)."
+    return property(get)
+
+
+# Each architecture argument reads as a model attribute (`model.hidden_dim`),
+# from the one `ViTConfig` the model was built from.
+for _name in ARCHITECTURE_ARGUMENTS:
+    setattr(ViT, _name, _config_property(_name))
+del _name
+
+
+#: `keras.applications` argument names, and what a `ViT` takes instead.
+KERAS_APPLICATIONS_ARGUMENTS = {
+    "classes": "num_classes",
+    "input_shape": "image_size (and num_channels)",
+    "input_tensor": "no input tensor: call the model on it, model(tensor)",
+}
+
+
+def _check_model_kwargs(kwargs):
+    """Refuses keyword arguments that are neither `ViT`'s nor `keras.Model`'s
+    (Keras's functional models would drop them without a word, so
+    `ViT_B16(classes=10)` built a 1000-class model)."""
+    unknown = sorted(set(kwargs) - {"trainable"})
+    if unknown:
+        hints = [
+            f"{name} -> {KERAS_APPLICATIONS_ARGUMENTS[name]}"
+            for name in unknown
+            if name in KERAS_APPLICATIONS_ARGUMENTS
+        ]
+        raise ValueError(
+            "Unknown keras_vit.ViT argument(s)"
+            + (f" (keras.applications names; {'; '.join(hints)})" if hints else "")
+            + ". Received: "
+            + ", ".join(f"{name}={kwargs[name]!r}" for name in unknown)
+        )
+
+
+def _make_stem(stem, dtype):
+    """The stem layer for a `stem=` argument (see `ViT`)."""
+    if stem is None:
+        return None
+    if isinstance(stem, dict) and "class_name" in stem:  # a serialized layer
+        return keras.saving.deserialize_keras_object(stem)
+    if isinstance(stem, dict):
+        try:
+            return ResNetStem(**stem, name="resnet_stem", dtype=dtype)
+        except TypeError as error:
+            raise ValueError(
+                f"Bad ResNetStem arguments ({error}). Received: stem={stem!r}"
+            ) from None
+    if isinstance(stem, keras.layers.Layer):
+        return stem
+    raise ValueError(
+        "`stem` must be None, a dict of ResNetStem arguments or a Keras "
+        f"layer/model. Received: stem={stem!r}"
+    )
+
+
+def _stem_output_size(stem, image_size, num_channels):
+    """The `(h, w)` of the stem's feature map for `image_size` images."""
+    shape = stem.compute_output_shape((None, *image_size, num_channels))
+    if len(shape) != 4 or None in shape[1:3]:
+        raise ValueError(
+            "The stem must map images to a (batch, height, width, channels) "
+            f"map. Received a stem with output shape {tuple(shape)} for "
+            f"image_size={image_size}"
+        )
+    return tuple(shape[1:3])
+
+
+def _make_layers(config, grid, stem_layer, dtype):
+    """The model's layers for `config` (a `ViTConfig`) and its token `grid`,
+    as `_call_layers` takes them."""
+    layers = {}
+    if config.include_preprocessing:
+        layers["rescaling"] = keras.layers.Rescaling(
+            1.0 / 127.5, offset=-1.0, name="rescaling", dtype=dtype
+        )
+    if stem_layer is not None:
+        layers["stem"] = stem_layer
+    layers["patches"] = Patches(config.patch_size, name="patches", dtype=dtype)
+    relative = config.position_embedding == "relative"
+    layers["patch_encoder"] = PatchEncoder(
+        config.hidden_dim,
+        grid_size=grid,
+        class_token=config.class_token,
+        position_embedding="none" if relative else config.position_embedding,
+        name="patch_encoder",
+        dtype=dtype,
+    )
+    layers["embedding_dropout"] = keras.layers.Dropout(
+        config.dropout_rate, name="embedding_dropout", dtype=dtype
+    )
+    layers["blocks"] = [
+        TransformerBlock(
+            config.num_heads,
+            config.mlp_dim,
+            dropout_rate=config.dropout_rate,
+            attention_dropout_rate=config.attention_dropout_rate,
+            drop_path_rate=config.drop_path_rate * i / max(config.num_layers - 1, 1),
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            remat=config.remat,
+            relative_positions=(
+                grid[0] * grid[1] + int(config.class_token) if relative else None
+            ),
+            name=f"block_{i}",
+            dtype=dtype,
+        )
+        for i in range(config.num_layers)
+    ]
+    layers["encoder_norm"] = LayerNorm(
+        config.layer_norm_epsilon, name="encoder_norm", dtype=dtype
+    )
+    layers.update(_make_head(config, dtype))
+    return layers
+
+
+def _make_head(config, dtype):
+    """The layers after the final LayerNorm, by name."""
+    layers = {}
+    if config.pooling is not None:
+        layers["pooling"] = TokenPooling(
+            config.pooling, int(config.class_token), name="pooling", dtype=dtype
+        )
+    if not config.include_top:
+        return layers
+    if config.representation_size is not None:
+        layers["pre_logits"] = keras.layers.Dense(
+            config.representation_size, activation="tanh", name="pre_logits",
+            dtype=dtype,
+        )
+    # Zero-initialised, as in the original code.
+    layers["head"] = keras.layers.Dense(
+        config.num_classes, kernel_initializer="zeros", name="head", dtype=dtype
+    )
+    layers["predictions"] = keras.layers.Activation(
+        config.classifier_activation or "linear", name="predictions",
+        dtype="float32",
+    )
+    return layers
+
+
+def _call_layers(layers, images, training=None, patch_hook=None):
+    """Runs the ViT graph over `layers`, a dict of the model's layers
+    (`_make_layers`, `ViT._layer_table`); it stops at the last one present,
+    so without the head layers the output is the normalised tokens.
+
+    Returns a dict: `"output"`, `"block_outputs"`, `"attention_weights"`.
+    `patch_hook`: see `ViT.forward_features`."""
+    x = images
+    if "rescaling" in layers:
+        x = layers["rescaling"](x)
+    if "stem" in layers:
+        x = layers["stem"](x, training=training)
+    x = layers["patches"](x)
+    if patch_hook is None:
+        x = layers["patch_encoder"](x)
+    else:
+        tokens, grid = layers["patch_encoder"].project(x)
+        x = layers["patch_encoder"].add_positions(patch_hook(tokens), grid)
+    x = layers["embedding_dropout"](x, training=training)
+    block_outputs, attention_weights = [], []
+    for block in layers["blocks"]:
+        # Always the (tokens, weights) form: Keras's graph check reads a
+        # layer's output structure from its first call, so every call of a
+        # block in every graph must have the same structure. The weights
+        # are computed either way; unused, they cost nothing.
+        x, weights = block(x, training=training, return_attention_scores=True)
+        block_outputs.append(x)
+        attention_weights.append(weights)
+    x = layers["encoder_norm"](x)
+    for name in HEAD_LAYERS:
+        if name in layers:
+            x = layers[name](x)
+    return {
+        "block_outputs": block_outputs,
+        "attention_weights": attention_weights,
+        "output": x,
+    }
