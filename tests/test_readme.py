@@ -167,7 +167,7 @@ def test_save_npz_and_visualize(tmp_path, monkeypatch):
     model = keras_vit.ViT(**TINY)
     _run(_snippet('keras_vit.weights.save_npz(model, "mine.npz")'),
          {"keras_vit": keras_vit, "model": model})
-    reloaded = keras_vit.ViT(**TINY, weights="mine.npz")
+    reloaded = keras_vit.ViT.from_preset("mine.npz", **TINY)
     for a, b in zip(model.weights, reloaded.weights):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
