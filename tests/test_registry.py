@@ -243,3 +243,13 @@ def test_presets_listing_shows_the_unique_name(capsys):
     assert cli.main(["presets", "--model", "ViT_Ti16"]) == 0
     out = capsys.readouterr().out
     assert "unique_name" in out and "vit_ti16_augreg_in21k_ft_in1k_384" in out
+
+
+def test_train_config_resolves_its_model_through_the_registry():
+    from keras_vit.training import TrainConfig
+
+    TrainConfig(model="vit_ti16_augreg_in21k").check()
+    with pytest.raises(ValueError, match="ViT_Ti16, .*Received: model='ViT_X'"):
+        TrainConfig(model="ViT_X").check()
+    with pytest.raises(ValueError, match="is a preset.*Received: weights='x.npz'"):
+        TrainConfig(model="vit_ti16_augreg_in21k", weights="x.npz").check()
