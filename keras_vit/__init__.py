@@ -4,8 +4,9 @@ from keras_vit import data
 from keras_vit import evaluation
 from keras_vit import layers
 from keras_vit import ops
+from keras_vit import registry
 from keras_vit import training  # also registers the optimizer and schedule of trained .keras files
-from keras_vit import variants
+from keras_vit import variants  # deprecated: keras_vit.registry
 from keras_vit import visualize
 from keras_vit import weights
 from keras_vit.builders import ViT_B8
@@ -32,7 +33,7 @@ from keras_vit.layers import TokenPooling
 from keras_vit.layers import TransformerBlock
 from keras_vit.models import ViT
 from keras_vit.version import __version__
-from keras_vit.weights import list_presets
+from keras_vit.registry import list_presets
 from keras_vit.weights import load_weights
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "list_presets",
     "load_weights",
     "ops",
+    "registry",
     "data",
     "evaluation",
     "training",

@@ -1,20 +1,32 @@
-"""Named builders: `ViT_B16(...)` and friends, one line each.
+"""Named builders (`ViT_B16(...)` and friends), and `build`, which makes a
+model of any name or file.
 
-Each builder is `ViT.from_variant` with the variant's name filled in;
-keyword arguments override the variant's numbers (`ViT_B16(patch_size=8)`
-is a ViT-B/8).
+The builders are made from the registry (`keras_vit.registry.BUILDERS`):
+each is `ViT.from_variant` with the variant's name filled in, and its
+docstring names the variant's numbers and presets; keyword arguments
+override the variant's numbers (`ViT_B16(patch_size=8)` is a ViT-B/8).
 """
 
+import os
+
+import keras
+
+from keras_vit import registry
 from keras_vit.models.vit import ViT
+from keras_vit.weights import loading
+from keras_vit.weights import reader
+from keras_vit.weights.convert import model_for_checkpoint
 
 _DOC = """Builds a ViT-{variant} (arXiv 2010.11929): {hidden_dim} wide, {num_layers} blocks, {num_heads} heads, MLP {mlp_dim}, {tokens}.
 
+    Presets (`weights=`; short or unique names, `keras_vit.list_presets("{builder}")`):
+{presets}
+
     Args:
         num_classes: int, classes of the head. Defaults to `1000`.
-        weights: `None` for random initialisation, a preset name
-            (`keras_vit.list_presets("{builder}")`), or a weights file
-            (`.npz`, `.safetensors`, `.weights.h5`, `.keras`); see
-            `keras_vit.load_weights`. Defaults to `None`.
+        weights: `None` for random initialisation, a preset name (above),
+            or a weights file (`.npz`, `.safetensors`, `.weights.h5`,
+            `.keras`); see `keras_vit.load_weights`. Defaults to `None`.
         **kwargs: any `keras_vit.ViT` argument (`image_size`,
             `include_top`, `pooling`, `dropout_rate`, `dtype`, ...); these
             override the variant's own numbers.
@@ -31,84 +43,50 @@ _DOC = """Builds a ViT-{variant} (arXiv 2010.11929): {hidden_dim} wide, {num_lay
     >>> tuned = keras_vit.{builder}(num_classes=37, weights="{preset}")
 """
 
-
-def ViT_Ti16(num_classes=1000, weights=None, **kwargs):
-    return _build("Ti/16", num_classes, weights, **kwargs)
-
-
-def ViT_S16(num_classes=1000, weights=None, **kwargs):
-    return _build("S/16", num_classes, weights, **kwargs)
+#: builder name -> variant name, in the order `keras-vit models` lists them
+#: (the registry's table).
+BUILDERS = registry.BUILDERS
 
 
-def ViT_S32(num_classes=1000, weights=None, **kwargs):
-    return _build("S/32", num_classes, weights, **kwargs)
+def _builder(name, variant):
+    def builder(num_classes=1000, weights=None, **kwargs):
+        kwargs.setdefault("name", registry.model_name(variant))
+        return ViT.from_variant(
+            variant, num_classes=num_classes, weights=weights, **kwargs
+        )
+
+    builder.__name__ = builder.__qualname__ = name
+    builder.__module__ = __name__
+    builder.__doc__ = _doc(name, variant)
+    return builder
 
 
-def ViT_B8(num_classes=1000, weights=None, **kwargs):
-    return _build("B/8", num_classes, weights, **kwargs)
-
-
-def ViT_B16(num_classes=1000, weights=None, **kwargs):
-    return _build("B/16", num_classes, weights, **kwargs)
-
-
-def ViT_B32(num_classes=1000, weights=None, **kwargs):
-    return _build("B/32", num_classes, weights, **kwargs)
-
-
-def ViT_L16(num_classes=1000, weights=None, **kwargs):
-    return _build("L/16", num_classes, weights, **kwargs)
-
-
-def ViT_L32(num_classes=1000, weights=None, **kwargs):
-    return _build("L/32", num_classes, weights, **kwargs)
-
-
-def ViT_H14(num_classes=1000, weights=None, **kwargs):
-    return _build("H/14", num_classes, weights, **kwargs)
-
-
-def ViT_R50_B16(num_classes=1000, weights=None, **kwargs):
-    return _build("R50+B/16", num_classes, weights, **kwargs)
-
-
-def ViT_R50_L32(num_classes=1000, weights=None, **kwargs):
-    return _build("R50+L/32", num_classes, weights, **kwargs)
-
-
-def ViT_R26_B32(num_classes=1000, weights=None, **kwargs):
-    return _build("R26+B/32", num_classes, weights, **kwargs)
-
-
-def ViT_R26_S32(num_classes=1000, weights=None, **kwargs):
-    return _build("R26+S/32", num_classes, weights, **kwargs)
-
-
-#: builder name -> variant name, in the order `keras-vit models` lists them.
-BUILDERS = {
-    "ViT_Ti16": "Ti/16",
-    "ViT_S16": "S/16",
-    "ViT_S32": "S/32",
-    "ViT_B8": "B/8",
-    "ViT_B16": "B/16",
-    "ViT_B32": "B/32",
-    "ViT_L16": "L/16",
-    "ViT_L32": "L/32",
-    "ViT_H14": "H/14",
-    "ViT_R50_B16": "R50+B/16",
-    "ViT_R50_L32": "R50+L/32",
-    "ViT_R26_B32": "R26+B/32",
-    "ViT_R26_S32": "R26+S/32",
-}
-
-
-def _build(variant, num_classes, weights, **kwargs):
-    kwargs.setdefault(
-        "name", "vit_" + variant.replace("/", "").replace("+", "_").lower()
+def _doc(builder, variant):
+    numbers = registry.get_variant(variant)
+    stem = numbers.get("stem")
+    tokens = (
+        f"{numbers['patch_size']}x{numbers['patch_size']} patches"
+        if stem is None
+        else "1x1 patches of a ResNet stem with units "
+        f"{tuple(stem['block_units'])} (a hybrid)"
     )
-    return ViT.from_variant(
-        variant, num_classes=num_classes, weights=weights, **kwargs
+    presets = [p for p in registry.PRESETS if p["variant"] == variant]
+    listed = "\n".join(
+        f"        `{p['name']}` (`{p['unique_name']}`): {p['image_size']} px, "
+        f"{p['num_classes']} classes, {p['params']:,} parameters."
+        for p in presets
     )
+    return _DOC.format(
+        variant=variant,
+        builder=builder,
+        preset=presets[0]["name"] if presets else "path/to/weights.npz",
+        presets=listed or "        none (`weights=` takes a file).",
+        tokens=tokens,
+        **{k: v for k, v in numbers.items() if k not in ("patch_size", "stem")},
+    )
+
+
+globals().update({name: _builder(name, v) for name, v in BUILDERS.items()})
 
 
 def get_builder(name):
@@ -121,27 +99,95 @@ def get_builder(name):
     return globals()[name]
 
 
-def _document():
-    from keras_vit.variants import get_variant
-    from keras_vit.weights.presets import preset_names
+#: The files `build` makes a model of.
+MODEL_FILES = (".keras", ".weights.h5", ".npz", ".safetensors")
 
-    for builder, variant in BUILDERS.items():
-        numbers = get_variant(variant)
-        stem = numbers.get("stem")
-        tokens = (
-            f"{numbers['patch_size']}x{numbers['patch_size']} patches"
-            if stem is None
-            else "1x1 patches of a ResNet stem with units "
-            f"{tuple(stem['block_units'])} (a hybrid)"
+
+def build(model, weights=None, **kwargs):
+    """Builds the model that a name or a file stands for.
+
+    The one place where a model's name is turned into a model:
+    `keras-vit`'s `--model`, `keras_vit.export`'s `model=` and
+    `TrainConfig.model` all come here.
+
+    Args:
+        model: a builder name (`"ViT_B16"`), a variant (`"B/16"`), a
+            preset's unique name (`"vit_b16_augreg_in21k_ft_in1k"`: the
+            variant's builder with those weights and, unless given, their
+            `num_classes`), or a file: a `.keras`
+            model (loaded with `safe_mode=True`), or a checkpoint (`.npz`,
+            `.safetensors`: the ViT it describes, as `keras-vit convert`
+            builds it; `.weights.h5`, which records no architecture: a
+            `ViT(**kwargs)` with the file loaded).
+        weights: for a builder or variant: `None`, a preset name (short or
+            unique) or a weights file; for a `.keras` file: weights loaded
+            into it. Defaults to `None`.
+        **kwargs: `keras_vit.ViT` arguments (`image_size`, `num_classes`,
+            ...), for a name or a checkpoint file; not for a `.keras` file.
+
+    Returns:
+        The `keras.Model`.
+
+    Raises:
+        ValueError: for an unknown name (listing the choices), a file that
+            does not exist or cannot be read, or arguments the model cannot
+            take.
+
+    Example:
+
+    >>> model = keras_vit.builders.build("ViT_Ti16", num_classes=10)
+    >>> model = keras_vit.builders.build("vit_s16_augreg_in21k_ft_in1k")
+    >>> model = keras_vit.builders.build("runs/digits/model.keras")
+    """
+    if not isinstance(model, (str, os.PathLike)) or not os.fspath(model):
+        raise ValueError(
+            "`model` must be a builder, variant or preset name, or a model or "
+            f"weights file ({', '.join(MODEL_FILES)}). Received: model={model!r}"
         )
-        names = preset_names(variant)
-        globals()[builder].__doc__ = _DOC.format(
-            variant=variant,
-            builder=builder,
-            preset=names[0] if names else "path/to/weights.npz",
-            tokens=tokens,
-            **{k: v for k, v in numbers.items() if k not in ("patch_size", "stem")},
+    name = os.fspath(model)
+    if name.endswith(MODEL_FILES):
+        return _from_file(name, weights, kwargs)
+    builder, variant, preset = registry.resolve(name)
+    if preset is not None:
+        if weights is not None:
+            raise ValueError(
+                f"The preset {name!r} is its own weights; pass weights=None, "
+                f"or its builder ({builder or variant}) with these weights. "
+                f"Received: weights={weights!r}"
+            )
+        weights = name
+        kwargs.setdefault("num_classes", preset["num_classes"])
+    if builder is not None:
+        return get_builder(builder)(weights=weights, **kwargs)
+    return ViT.from_variant(variant, weights=weights, **kwargs)
+
+
+def _from_file(path, weights, kwargs):
+    if path.endswith(".keras"):
+        for arg, value in kwargs.items():
+            raise ValueError(
+                f"`{arg}` applies to a builder, variant or preset name or a "
+                f"checkpoint, not to a .keras file. Received: {arg}={value!r} "
+                f"for model={path!r}"
+            )
+        if not os.path.isfile(path):
+            raise ValueError(f"The model file does not exist. Received: model={path!r}")
+        try:
+            loaded = keras.saving.load_model(path, compile=False, safe_mode=True)
+        except Exception as error:  # noqa: BLE001 - zipfile, h5py, json and Keras each raise their own
+            raise ValueError(
+                f"Cannot load the .keras file "
+                f"({type(error).__name__}: {str(error)[:500]}). Received: model={path!r}"
+            ) from None
+        if weights is not None:
+            loading.load_weights(loaded, weights)
+        return loaded
+    if weights is not None:
+        raise ValueError(
+            f"The checkpoint {path!r} is the model's weights; pass "
+            f"weights=None, or a builder name as the model. "
+            f"Received: weights={weights!r}"
         )
-
-
-_document()
+    if reader.is_native(path):  # a .weights.h5 records no architecture
+        return ViT.from_preset(path, **kwargs)
+    return model_for_checkpoint(reader.read_checkpoint(path), **kwargs)

@@ -17,7 +17,7 @@ def _models(args):
     import keras
 
     from keras_vit import builders
-    from keras_vit import variants
+    from keras_vit.registry import variants
 
     header = ("builder", "variant", "width", "depth", "heads", "mlp", "params")
     rows = []
@@ -77,13 +77,14 @@ def _benchmark(args):
 
 
 def _presets(args):
-    from keras_vit.weights import list_presets
+    from keras_vit.registry import list_presets
 
-    header = ("builder", "preset", "res", "classes", "pre-logits", "source")
+    header = ("builder", "preset", "unique_name", "res", "classes", "pre-logits", "source")
     rows = [
         (
             p["builder"],
             p["name"],
+            p["unique_name"],
             p["image_size"],
             p["num_classes"],
             p["representation_size"] or "-",
@@ -92,7 +93,10 @@ def _presets(args):
         for p in list_presets(args.model)
     ]
     _print_table(header, rows)
-    print("Use: keras_vit.ViT_B16(weights='<preset>'); downloads are cached.")
+    print(
+        "Use: keras_vit.ViT_B16(weights='<preset>'), or the unique name "
+        "anywhere a model is named; downloads are cached."
+    )
 
 
 def _convert(args):
@@ -238,7 +242,9 @@ def build_parser():
     models.set_defaults(run=_models)
 
     presets = sub.add_parser("presets", help="list the pretrained weights")
-    presets.add_argument("--model", default=None, help="builder or variant")
+    presets.add_argument(
+        "--model", default=None, help="builder, variant or a preset's unique name"
+    )
     presets.set_defaults(run=_presets)
 
     convert = sub.add_parser(

@@ -1,102 +1,22 @@
-"""The one table of ViT variants, named as in the paper ("B/16").
+"""Deprecated: the variant table moved to `keras_vit.registry`.
 
-A variant name is `"<width>/<patch size>"`: the width sets the Transformer's
-size (Table 1 of the paper, plus the "Ti" and "S" sizes of DeiT / AugReg),
-the number after the slash the patch size in pixels. Hybrids are
-`"R50+B/16"`: a ResNet stem, and the number is the stem's stride.
+`keras_vit.variants.VARIANTS`, `get_variant`, `find_variant`, `WIDTHS`,
+`PATCH_SIZES` and `HYBRID_STEMS` still work for one release, with a
+`DeprecationWarning`; they are the registry's own objects.
 """
 
-#: name -> (hidden_dim, num_layers, num_heads, mlp_dim), Table 1 of the paper.
-WIDTHS = {
-    "Ti": (192, 12, 3, 768),
-    "S": (384, 12, 6, 1536),
-    "B": (768, 12, 12, 3072),
-    "L": (1024, 24, 16, 4096),
-    "H": (1280, 32, 16, 5120),
-}
+import warnings
 
-PATCH_SIZES = (8, 14, 16, 32)
-
-def _numbers(width, patch_size):
-    dims = WIDTHS[width]
-    return {
-        "patch_size": patch_size,
-        "hidden_dim": dims[0],
-        "num_layers": dims[1],
-        "num_heads": dims[2],
-        "mlp_dim": dims[3],
-    }
+from keras_vit.registry import variants as _variants
 
 
-#: The released hybrids: "R50+B/16" is a ViT-B on the stride-16 map of a
-#: ResNet-50 whose stage 4 is removed and stage 3 has 9 units (paper,
-#: Section 4.1); the "/32" ones keep 4 stages (stride 32). The ViT cuts the
-#: map into 1x1 patches.
-HYBRID_STEMS = {
-    "R50+B/16": ("B", (3, 4, 9)),
-    "R50+L/32": ("L", (3, 4, 6, 3)),
-    "R26+B/32": ("B", (2, 2, 2, 2)),
-    "R26+S/32": ("S", (2, 2, 2, 2)),
-}
-
-#: Every variant: "B/16" -> the `keras_vit.ViT` arguments it stands for.
-VARIANTS = {
-    **{
-        f"{width}/{patch}": _numbers(width, patch)
-        for width in WIDTHS
-        for patch in PATCH_SIZES
-    },
-    **{
-        name: {
-            **_numbers(width, 1),
-            "stem": {"block_units": list(units), "width": 64},
-        }
-        for name, (width, units) in HYBRID_STEMS.items()
-    },
-}
-
-
-def get_variant(name):
-    """Returns a copy of the `keras_vit.ViT` arguments of variant `name`.
-
-    Args:
-        name: a variant name such as `"B/16"` (see `VARIANTS`).
-
-    Returns:
-        A dict with `patch_size`, `hidden_dim`, `num_layers`, `num_heads`
-        and `mlp_dim`.
-
-    Example:
-
-    >>> keras_vit.variants.get_variant("B/16")["hidden_dim"]
-    768
-    """
-    if name not in VARIANTS:
-        raise ValueError(
-            f"Unknown ViT variant. Expected one of {sorted(VARIANTS)}. "
-            f"Received: variant={name!r}"
-        )
-    return dict(VARIANTS[name])
-
-
-
-def find_variant(patch_size, hidden_dim, num_layers, num_heads, mlp_dim, stem=None):
-    """The name of the variant with exactly these numbers, or `None`."""
-    numbers = {
-        "patch_size": patch_size,
-        "hidden_dim": hidden_dim,
-        "num_layers": num_layers,
-        "num_heads": num_heads,
-        "mlp_dim": mlp_dim,
-    }
-    if stem is not None:
-        if not isinstance(stem, dict) or "class_name" in stem:
-            return None  # a custom stem is no released variant
-        numbers["stem"] = {
-            "block_units": list(stem.get("block_units", ())),
-            "width": stem.get("width", 64),
-        }
-    for name, variant in VARIANTS.items():
-        if variant == numbers:
-            return name
-    return None
+def __getattr__(name):
+    if name.startswith("__") or not hasattr(_variants, name):
+        raise AttributeError(f"module 'keras_vit.variants' has no attribute {name!r}")
+    warnings.warn(
+        f"keras_vit.variants.{name} moved to keras_vit.registry.{name}; the "
+        "old path will be removed in the next release.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(_variants, name)

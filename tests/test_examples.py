@@ -20,7 +20,7 @@ import keras_vit
 from keras_vit.training import TrainConfig
 from keras_vit.training import TrainResult
 from keras_vit.training.train import build_model
-from keras_vit.weights.presets import find_preset
+from keras_vit.registry import find_preset
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples")
 

@@ -59,7 +59,7 @@ def test_quick_start():
     labels = np.array([3, 7])
     # The last line downloads a release; its preset must exist.
     assert 'weights="augreg_in21k")' in source
-    assert keras_vit.weights.presets.find_preset("B/16", "augreg_in21k") is not None
+    assert keras_vit.registry.find_preset("B/16", "augreg_in21k") is not None
     namespace = {"images": images, "labels": labels}
     _, after = _run(source, namespace, skip=('weights="augreg_in21k"',))
     model = after["model"]
@@ -73,7 +73,7 @@ def test_classifying_with_an_imagenet_release(tmp_path, monkeypatch):
 
     source = _snippet("imagenet_utils.decode_predictions")
     assert 'weights="augreg_in21k_ft_in1k")' in source
-    preset = keras_vit.weights.presets.find_preset("B/16", "augreg_in21k_ft_in1k")
+    preset = keras_vit.registry.find_preset("B/16", "augreg_in21k_ft_in1k")
     assert preset["num_classes"] == 1000 and preset["image_size"] == 224
     # Offline: a small 1000-class model whose head favours class 281, and
     # Keras's class index in its real format ({"281": [wnid, name], ...}).

@@ -1,4 +1,5 @@
-"""The model to export or compare against: a model, a `.keras` file or a name."""
+"""The model to export or compare against (a model, or a name or file that
+`keras_vit.builders.build` resolves), and what exports ask of it."""
 
 import os
 
@@ -9,10 +10,15 @@ import numpy as np
 def load_model(model, weights=None, image_size=None, num_classes=None):
     """Returns a `keras.Model` for an export, a verification or a benchmark.
 
+    A `keras.Model` is taken as is; anything else is built by
+    `keras_vit.builders.build`, the one resolver of model names and files.
+
     Args:
-        model: a `keras.Model` (returned as is), the path of a `.keras` file
-            (loaded with `safe_mode=True`), a builder name such as
-            `"ViT_B16"`, or a variant name such as `"B/16"`.
+        model: a `keras.Model` (returned as is), or what
+            `keras_vit.builders.build` takes: the path of a `.keras` file
+            (loaded with `safe_mode=True`) or of a checkpoint, a builder name
+            such as `"ViT_B16"`, a variant name such as `"B/16"`, or a
+            preset's unique name.
         weights: `None`, a preset name or a weights file, loaded into the
             model (see `keras_vit.load_weights`). Defaults to `None`.
         image_size: int or `(height, width)`, for a builder or variant name
@@ -30,7 +36,6 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
     """
     import keras_vit
     from keras_vit import builders
-    from keras_vit import variants
 
     if isinstance(model, keras.Model):
         _refuse_pretraining(model, model.name)
@@ -38,41 +43,19 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
             keras_vit.load_weights(model, weights)
         _no_shape_overrides(model, image_size, num_classes)
         return model
-    if not isinstance(model, (str, os.PathLike)) or not os.fspath(model):
-        raise ValueError(
-            "`model` must be a keras.Model, a .keras file or a builder name "
-            f"such as 'ViT_B16'. Received: model={model!r}"
-        )
-    name = os.fspath(model)
-    if name.endswith(".keras"):
-        _no_shape_overrides(name, image_size, num_classes)
-        if not os.path.isfile(name):
-            raise ValueError(f"The model file does not exist. Received: model={name!r}")
-        try:
-            loaded = keras.saving.load_model(name, compile=False, safe_mode=True)
-        except Exception as error:  # noqa: BLE001 - zipfile, h5py, json and Keras each raise their own
-            raise ValueError(
-                f"Cannot load the .keras file "
-                f"({type(error).__name__}: {str(error)[:500]}). Received: model={name!r}"
-            ) from None
-        _refuse_pretraining(loaded, name)
-        if weights is not None:
-            keras_vit.load_weights(loaded, weights)
-        return loaded
     kwargs = {}
     if image_size is not None:
         kwargs["image_size"] = image_size
     if num_classes is not None:
         kwargs["num_classes"] = num_classes
-    if name in builders.BUILDERS:
-        return builders.get_builder(name)(weights=weights, **kwargs)
-    if name in variants.VARIANTS:
-        return keras_vit.ViT.from_variant(name, weights=weights, **kwargs)
-    raise ValueError(
-        "`model` must be a .keras file, a builder name "
-        f"({', '.join(builders.BUILDERS)}) or a variant name "
-        f"({', '.join(variants.VARIANTS)}). Received: model={name!r}"
-    )
+    if isinstance(model, (str, os.PathLike)) and os.fspath(model).endswith(".keras"):
+        # Built without the weights: a pre-training model is refused first.
+        loaded = builders.build(model, **kwargs)
+        _refuse_pretraining(loaded, os.fspath(model))
+        if weights is not None:
+            keras_vit.load_weights(loaded, weights)
+        return loaded
+    return builders.build(model, weights=weights, **kwargs)
 
 
 def _refuse_pretraining(model, name):

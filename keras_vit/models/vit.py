@@ -13,7 +13,7 @@ import warnings
 import keras
 
 from keras_vit import validation
-from keras_vit import variants
+from keras_vit.registry import variants
 from keras_vit.layers.layer_norm import LayerNorm
 from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
@@ -77,7 +77,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
 
     The named builders (`keras_vit.ViT_B16` ...) are the usual entry point;
     `ViT.from_variant("B/16", ...)` builds any variant of
-    `keras_vit.variants.VARIANTS`, and `ViT.from_preset(name_or_path, ...)`
+    `keras_vit.registry.VARIANTS`, and `ViT.from_preset(name_or_path, ...)`
     builds a model for released or saved weights and loads them. The
     constructor only builds layers (no file is read): the checks between
     arguments are `keras_vit.models.config.vit_config`'s, and
@@ -266,9 +266,11 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         different `image_size` resampled position embeddings.
 
         Args:
-            preset: the name of a preset of the model's variant
-                (`keras_vit.list_presets()`; downloaded once), or a weights
-                file: an original google-research / big_vision `.npz`, a
+            preset: a preset's unique name (`"vit_s16_augreg_in21k"`,
+                which gives the variant and, unless given, the class count
+                too), the short name of a preset of
+                the model's variant (`keras_vit.list_presets()`; downloaded
+                once), or a weights file: an original google-research / big_vision `.npz`, a
                 timm or Hugging Face `.safetensors`, or keras_vit's own
                 `.weights.h5` / `.keras`.
             **kwargs: any `ViT` argument but `weights`; the architecture
@@ -422,7 +424,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         """Builds the named variant; `kwargs` override its numbers.
 
         Args:
-            variant: a name from `keras_vit.variants.VARIANTS`, e.g.
+            variant: a name from `keras_vit.registry.VARIANTS`, e.g.
                 `"B/16"`.
             weights: `None` (random initialisation), or a preset name or
                 weights file, loaded after the model is built (see

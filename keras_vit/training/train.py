@@ -114,14 +114,12 @@ class TrainConfig:
 
     def check(self):
         """Raises `ValueError` for any bad setting, before anything runs."""
-        from keras_vit import builders
-        from keras_vit import variants
+        from keras_vit import registry
 
-        if self.model not in builders.BUILDERS and self.model not in variants.VARIANTS:
-            raise ValueError(
-                "Unknown model. Expected a builder name "
-                f"({', '.join(builders.BUILDERS)}) or a variant such as 'S/16'. "
-                f"Received: model={self.model!r}"
+        if registry.resolve(self.model).preset and self.weights is not None:
+            raise ValueError(  # (resolve raises for an unknown name)
+                f"The model {self.model!r} is a preset, its own weights. "
+                f"Received: weights={self.weights!r}"
             )
         validation.positive_int("epochs", self.epochs)
         validation.positive_int("batch_size", self.batch_size)
@@ -211,7 +209,6 @@ def build_model(config, num_classes, dtype=None):
     `keras_vit.ViT`, or for masked patch prediction a
     `MaskedPatchPrediction` around a `keras_vit.ViT` without a head."""
     from keras_vit import builders
-    from keras_vit.models.vit import ViT
     from keras_vit.training.masked_patches import MaskedPatchPrediction
 
     kwargs = dict(config.model_kwargs)
@@ -223,10 +220,7 @@ def build_model(config, num_classes, dtype=None):
     masked = config.objective == "masked_patches"
     if masked:
         kwargs["include_top"] = False
-    if config.model in builders.BUILDERS:
-        model = builders.get_builder(config.model)(**kwargs)
-    else:
-        model = ViT.from_variant(config.model, **kwargs)
+    model = builders.build(config.model, **kwargs)
     if masked:
         model = MaskedPatchPrediction(model, seed=config.seed, **config.masked_patches)
         model.build()

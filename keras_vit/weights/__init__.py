@@ -2,9 +2,14 @@
 
 `load_weights(model, weights)` loads into a built model; `ViT.from_preset`
 and every builder's `weights=` build the model for the weights first
-(`pretrained.prepare`); `list_presets()` lists the named checkpoints.
+(`pretrained.prepare`). The presets are data in `keras_vit.registry`
+(`keras_vit.list_presets()`); `keras_vit.weights.PRESETS` and
+`keras_vit.weights.list_presets` are deprecated aliases for one release.
 """
 
+import warnings
+
+from keras_vit import registry
 from keras_vit.weights.checkpoint import Checkpoint
 from keras_vit.weights.loading import DEFAULT_INTERPOLATION
 from keras_vit.weights.loading import load_checkpoint
@@ -12,17 +17,25 @@ from keras_vit.weights.loading import load_weights
 from keras_vit.weights.original import save_npz
 # Installs the model's weights loader (`ViT.from_preset`, builders' `weights=`).
 from keras_vit.weights import pretrained  # noqa: F401
-from keras_vit.weights.presets import PRESETS
-from keras_vit.weights.presets import list_presets
 from keras_vit.weights.reader import read_checkpoint
 
 __all__ = [
     "Checkpoint",
     "DEFAULT_INTERPOLATION",
-    "PRESETS",
-    "list_presets",
     "load_checkpoint",
     "load_weights",
     "read_checkpoint",
     "save_npz",
 ]
+
+
+def __getattr__(name):
+    if name not in ("PRESETS", "list_presets"):
+        raise AttributeError(f"module 'keras_vit.weights' has no attribute {name!r}")
+    warnings.warn(
+        f"keras_vit.weights.{name} moved to keras_vit.registry.{name}; the "
+        "old path will be removed in the next release.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(registry, name)

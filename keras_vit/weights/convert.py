@@ -1,7 +1,7 @@
 """Converting a released checkpoint into keras_vit's own file."""
 
 from keras_vit import files
-from keras_vit import variants
+from keras_vit import registry
 from keras_vit.weights import reader
 
 
@@ -10,7 +10,9 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
 
     Args:
         checkpoint: a `keras_vit.weights.Checkpoint`.
-        model: a builder name (`"ViT_B16"`) or variant (`"B/16"`). Defaults
+        model: a builder name (`"ViT_B16"`), variant (`"B/16"`) or
+            preset's unique name (its variant; see
+            `keras_vit.registry.resolve`). Defaults
             to `None`: the variant whose numbers the checkpoint has, else
             (a ViT of another size, such as one's own) a `ViT` of the
             checkpoint's own numbers; the original `.npz` records its number
@@ -21,7 +23,6 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
         The model, with the checkpoint loaded (head and resolution as in
         the checkpoint).
     """
-    from keras_vit.builders import BUILDERS
     from keras_vit.models.vit import ViT
 
     if checkpoint.misshaped:
@@ -35,7 +36,7 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     if model is None:
         matches = [
             name
-            for name, v in variants.VARIANTS.items()
+            for name, v in registry.VARIANTS.items()
             if v["hidden_dim"] == checkpoint.hidden_dim
             and v["num_layers"] == checkpoint.num_layers
             and v["mlp_dim"] == checkpoint.mlp_dim
@@ -63,8 +64,7 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
         else:
             variant = matches[0]
     else:
-        variant = BUILDERS.get(model, model)
-        variants.get_variant(variant)  # raises for an unknown name
+        variant = registry.resolve(model).variant  # raises, listing the choices
     args = {
         "image_size": checkpoint.image_size,
         "include_top": checkpoint.num_classes is not None,
@@ -99,8 +99,8 @@ def convert(input_path, output_path, model=None, num_heads=None, source_grid=Non
         input_path: a released checkpoint.
         output_path: a `.weights.h5` (weights only) or `.keras` (whole
             model) path; its folder must exist.
-        model: builder name or variant; defaults to the one the checkpoint
-            matches, else a ViT of the checkpoint's own numbers.
+        model: builder name, variant or preset's unique name; defaults to
+            the one the checkpoint matches, else a ViT of the checkpoint's own numbers.
         num_heads: int, for a checkpoint of its own size in a format that
             does not record it (timm, Hugging Face). Defaults to `None`.
         source_grid: `(rows, cols)`, the patch grid of a checkpoint's 1D

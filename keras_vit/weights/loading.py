@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 
 from keras_vit import ops as vit_ops
+from keras_vit import registry
 from keras_vit import validation
 from keras_vit.weights import presets
 from keras_vit.weights import reader
@@ -28,9 +29,7 @@ DEFAULT_INTERPOLATION = "bilinear_align_corners"
 
 
 def _variant_of(model):
-    from keras_vit import variants
-
-    return variants.find_variant(
+    return registry.find_variant(
         patch_size=model.patch_size,
         hidden_dim=model.hidden_dim,
         num_layers=model.num_layers,
@@ -273,8 +272,8 @@ def resolve(weights, variant=None, cache_dir=None):
     """Turns a `weights=` argument into a local file path.
 
     Args:
-        weights: a file path, or the name of a preset of `variant`
-            (downloaded once into the Keras cache).
+        weights: a file path, or the name (short or unique) of a preset
+            of `variant` (downloaded once into the Keras cache).
         variant: the model's variant name (`"B/16"`), for presets.
         cache_dir: where downloads go. Defaults to `None`, Keras's cache
             (`~/.keras/models/keras_vit`).
@@ -288,13 +287,13 @@ def resolve(weights, variant=None, cache_dir=None):
             f"file. Received: weights={weights!r}"
         )
     name = str(weights) if not isinstance(weights, bytes) else weights.decode()
-    preset = presets.find_preset(variant, name) if variant else None
+    preset = registry.find_preset(variant, name) if variant else None
     if preset is not None:
         return presets.download(preset, cache_dir=cache_dir), preset
     if name.endswith(reader.PICKLE_EXTENSIONS):
         reader.check_extension(name)  # raises, saying why
     if not name.endswith(reader.EXTENSIONS):
-        available = presets.preset_names(variant) if variant else []
+        available = registry.preset_names(variant) if variant else []
         raise ValueError(
             "Unknown weights. Expected None, a weights file ("
             f"{', '.join(reader.EXTENSIONS)}) or a preset of this model's "

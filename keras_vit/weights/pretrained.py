@@ -9,7 +9,7 @@ installs `prepare` as the model's weights loader
 (`keras_vit.models.vit.set_weights_loader`).
 """
 
-from keras_vit import variants
+from keras_vit import registry
 from keras_vit.models import vit
 from keras_vit.models.config import DEFAULTS
 from keras_vit.weights import loading
@@ -20,25 +20,39 @@ def prepare(weights, arguments):
     """Resolves `weights` for a `ViT` of `arguments`.
 
     Args:
-        weights: a preset name of the arguments' variant, or a weights file
-            (see `keras_vit.ViT.from_preset`).
+        weights: a preset name of the arguments' variant, a preset's unique
+            name (which alone gives the variant's numbers), or a weights
+            file (see `keras_vit.ViT.from_preset`).
         arguments: the `ViT`'s architecture arguments, a dict (those not
             given take `ViT`'s defaults).
 
     Returns:
-        `(arguments, load)`: the arguments with `image_size` (when not
+        `(arguments, load)`: the arguments with what the weights decide
+        filled in: the variant's numbers and the preset's `num_classes`
+        (for a preset's unique name, where not given), the
+        preset's `vit_arguments` (those not given), `image_size` (when not
         given: the preset's or the checkpoint's resolution) and
         `representation_size` (when the head is the checkpoint's: its
-        pre-logits layer) filled in, and `load(model)`, which loads the
+        pre-logits layer); and `load(model)`, which loads the
         weights into the model built from them, all or nothing.
     """
     given = dict(arguments)
+    named = registry.named_preset(weights) if isinstance(weights, str) else None
+    if named is not None:  # a unique name says its variant and its head
+        given = {
+            **registry.get_variant(named["variant"]),
+            "num_classes": named["num_classes"],
+            **given,
+        }
     arguments = {**DEFAULTS, **given}
-    variant = variants.find_variant(
+    variant = registry.find_variant(
         arguments["patch_size"], arguments["hidden_dim"], arguments["num_layers"],
         arguments["num_heads"], arguments["mlp_dim"], arguments["stem"],
     )
     path, preset = loading.resolve(weights, variant)
+    if preset is not None:  # what the checkpoint needs, unless told otherwise
+        given = {**preset["vit_arguments"], **given}
+        arguments = {**DEFAULTS, **given}
     checkpoint = None
     if not reader.is_native(path):  # keras_vit's own files need the model
         checkpoint = reader.read_checkpoint(path)

@@ -6,7 +6,7 @@ import pytest
 
 import keras_vit
 from keras_vit import cli
-from keras_vit import variants
+from keras_vit import registry
 from keras_vit.weights.convert import convert as convert_checkpoint
 from tests.weights.test_golden_parity import TINY
 from tests.weights.test_golden_parity import expected
@@ -16,7 +16,7 @@ from tests.weights.test_golden_parity import golden
 @pytest.fixture
 def tiny_variant(monkeypatch):
     numbers = {k: TINY[k] for k in ("patch_size", "hidden_dim", "num_layers", "num_heads", "mlp_dim")}
-    monkeypatch.setitem(variants.VARIANTS, "Tiny/8", numbers)
+    monkeypatch.setitem(registry.VARIANTS, "Tiny/8", numbers)
 
 
 @pytest.mark.parametrize("source", ["vit_token.npz", "vit_token.timm.safetensors"])

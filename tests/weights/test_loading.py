@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import keras_vit
+from keras_vit import registry
+from keras_vit.registry import presets as registry_presets
 from keras_vit.weights import presets
 from tests.weights.test_golden_parity import TINY
 from tests.weights.test_golden_parity import expected
@@ -676,11 +678,11 @@ def test_preset_table():
         keras_vit.list_presets("ViT_X")
 
 
-@pytest.mark.parametrize("index", range(len(presets.PRESETS)))
+@pytest.mark.parametrize("index", range(len(registry.PRESETS)))
 def test_preset_parameter_counts(index):
     import keras
 
-    preset = presets.PRESETS[index]
+    preset = registry.PRESETS[index]
     with keras.StatelessScope(initialize_variables=False):
         model = keras_vit.ViT.from_variant(
             preset["variant"],
@@ -691,23 +693,41 @@ def test_preset_parameter_counts(index):
     assert model.count_params() == preset["params"]
 
 
+def preset_record(variant, name, url, image_size, num_classes, **fields):
+    """A preset record with every field (`keras_vit.registry.FIELDS`)."""
+    return {
+        "unique_name": f"{registry.model_name(variant)}_{name}",
+        "name": name,
+        "variant": variant,
+        "source": "original",
+        "description": "test",
+        "url": url,
+        "sha256": None,
+        "image_size": image_size,
+        "num_classes": num_classes,
+        "representation_size": None,
+        "params": None,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": None,
+        **fields,
+    }
+
+
 @pytest.fixture
 def local_preset(tmp_path, monkeypatch):
     """A preset whose URL is a local file in the exact released format, for a
     variant with the golden model's numbers."""
-    from keras_vit import variants
-
     source = str(tmp_path / "served.npz")
     shutil.copy(golden("vit_token.npz"), source)
     with open(source, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     numbers = {k: TINY[k] for k in ("patch_size", "hidden_dim", "num_layers", "num_heads", "mlp_dim")}
-    monkeypatch.setitem(variants.VARIANTS, "Tiny/8", numbers)
-    preset = presets._preset(
-        "Tiny/8", "tiny_test", "file://" + source, 32, 5, "original", "test",
-        sha256=digest,
+    monkeypatch.setitem(registry.VARIANTS, "Tiny/8", numbers)
+    preset = preset_record(
+        "Tiny/8", "tiny_test", "file://" + source, 32, 5, sha256=digest
     )
-    monkeypatch.setattr(presets, "PRESETS", [*presets.PRESETS, preset])
+    monkeypatch.setattr(registry_presets, "PRESETS", [*registry.PRESETS, preset])
     monkeypatch.setattr(presets, "CACHE_DIR", str(tmp_path / "cache"))
     return preset
 
@@ -737,7 +757,7 @@ def test_preset_with_wrong_sha256_is_deleted(local_preset, tmp_path):
 
 
 def test_preset_unreachable_is_a_clear_error(tmp_path):
-    bad = presets._preset("B/16", "x", "file:///nonexistent/file.npz", 224, 1000, "original", "")
+    bad = preset_record("B/16", "x", "file:///nonexistent/file.npz", 224, 1000)
     with pytest.raises(ValueError, match="Could not download preset 'x'"):
         presets.download(bad, cache_dir=str(tmp_path))
     assert not any(tmp_path.rglob("*.npz"))

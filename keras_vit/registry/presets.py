@@ -1,0 +1,1035 @@
+"""Named presets: the released ViT checkpoints, one literal record each.
+
+Names: every preset has a unique name, `"<model>_<name>"`, where `<model>`
+is its variant's model name (`keras_vit.registry.model_name`: `"B/16"` ->
+`"vit_b16"`, `"R50+B/16"` -> `"vit_r50_b16"`) and `<name>` its short name
+among its variant's presets, `[<recipe>_]<pre-training>[_ft_<fine-tuning>]
+[_<resolution>]`: a recipe where there is one (`augreg`, `augreg2`, `sam`,
+`hf`), the data sets as `in21k` / `in1k`, and `_384` for the 384 px ones:
+`"vit_b16_augreg_in21k_ft_in1k"`. The short name is an alias that a
+builder's `weights=` takes (`ViT_B16(weights="augreg_in21k_ft_in1k")`);
+the unique name is taken everywhere, alone (`ViT.from_preset(unique)`,
+`keras_vit.builders.build(unique)`) or with its variant's builder.
+
+Each record holds every fact about its checkpoint (`FIELDS`):
+
+- `unique_name`, `name`, `variant`: the unique and the short name above,
+  and the variant it fits.
+- `source`, `description`: who released it (the reader is chosen by the
+  file's extension), in words.
+- `url`, `sha256`: where it is published, and its digest where the
+  publisher gives one (none of these do; a downloaded file is still checked
+  tensor by tensor when it is loaded).
+- `image_size`, `num_classes`, `representation_size`: what it was trained
+  for (resolution, classes, its pre-logits layer's width or `None`).
+- `params`: its parameter count as a keras_vit model (head, pre-logits and
+  resolution included; e.g. B/16 at 384 px is timm's published 86.86M).
+- `vit_arguments`: `keras_vit.ViT` arguments beyond the variant's numbers
+  that the checkpoint needs (e.g. `{"class_token": False, "pooling":
+  "gap"}`); a model built for it takes them unless told otherwise.
+- `normalization`: how the checkpoint's inputs were normalised: `None` for
+  the paper's `[-1, 1]` (what `include_preprocessing=True` does), else
+  `{"mean": (r, g, b), "std": (r, g, b)}` on `[0, 1]` pixels.
+- `license`: the licence of the weights as their publisher states it (an
+  SPDX identifier), or `None` where it is not known.
+
+URLs: google-research/vision_transformer's bucket (original, AugReg and SAM
+`.npz`, Apache-2.0), and the Hugging Face Hub (timm's `augreg2` and
+Google's `google/vit-*` `.safetensors`, whose model cards state
+apache-2.0). This module imports nothing heavy: downloading is
+`keras_vit.weights.presets.download`.
+"""
+
+from keras_vit.registry import variants
+
+#: The keys of every preset record, in the order they are written.
+FIELDS = (
+    "unique_name",
+    "name",
+    "variant",
+    "source",
+    "description",
+    "url",
+    "sha256",
+    "image_size",
+    "num_classes",
+    "representation_size",
+    "params",
+    "vit_arguments",
+    "normalization",
+    "license",
+)
+
+# fmt: off
+PRESETS = [
+    {
+        "unique_name": "vit_b16_in21k",
+        "name": "in21k",
+        "variant": "B/16",
+        "source": "original",
+        "description": (
+            "ImageNet-21k pre-training, with the pre-logits layer (paper, Table"
+            " 2)"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k/ViT-B_16.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": 768,
+        "params": 103_186_515,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b16_in21k_ft_in1k_384",
+        "name": "in21k_ft_in1k_384",
+        "variant": "B/16",
+        "source": "original",
+        "description": "ImageNet-21k, fine-tuned on ImageNet-1k at 384 px",
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-B_16.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_859_496,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b32_in21k",
+        "name": "in21k",
+        "variant": "B/32",
+        "source": "original",
+        "description": (
+            "ImageNet-21k pre-training, with the pre-logits layer (paper, Table"
+            " 2)"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k/ViT-B_32.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": 768,
+        "params": 104_843_091,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b32_in21k_ft_in1k_384",
+        "name": "in21k_ft_in1k_384",
+        "variant": "B/32",
+        "source": "original",
+        "description": "ImageNet-21k, fine-tuned on ImageNet-1k at 384 px",
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-B_32.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 88_297_192,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_l16_in21k",
+        "name": "in21k",
+        "variant": "L/16",
+        "source": "original",
+        "description": (
+            "ImageNet-21k pre-training, with the pre-logits layer (paper, Table"
+            " 2)"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k/ViT-L_16.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": 1024,
+        "params": 326_740_307,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_l16_in21k_ft_in1k_384",
+        "name": "in21k_ft_in1k_384",
+        "variant": "L/16",
+        "source": "original",
+        "description": "ImageNet-21k, fine-tuned on ImageNet-1k at 384 px",
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-L_16.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 304_715_752,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_l32_in21k",
+        "name": "in21k",
+        "variant": "L/32",
+        "source": "original",
+        "description": (
+            "ImageNet-21k pre-training, with the pre-logits layer (paper, Table"
+            " 2)"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k/ViT-L_32.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": 1024,
+        "params": 328_949_075,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_l32_in21k_ft_in1k_384",
+        "name": "in21k_ft_in1k_384",
+        "variant": "L/32",
+        "source": "original",
+        "description": "ImageNet-21k, fine-tuned on ImageNet-1k at 384 px",
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-L_32.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 306_632_680,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_h14_in21k",
+        "name": "in21k",
+        "variant": "H/14",
+        "source": "original",
+        "description": (
+            "ImageNet-21k pre-training, with the pre-logits layer (paper, Table"
+            " 2)"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k/ViT-H_14.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": 1280,
+        "params": 660_385_363,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b16_in21k_ft_in1k",
+        "name": "in21k_ft_in1k",
+        "variant": "B/16",
+        "source": "original",
+        "description": "ImageNet-21k, fine-tuned on ImageNet-1k at 224 px",
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-B_16-224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_567_656,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_l16_in21k_ft_in1k",
+        "name": "in21k_ft_in1k",
+        "variant": "L/16",
+        "source": "original",
+        "description": "ImageNet-21k, fine-tuned on ImageNet-1k at 224 px",
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-L_16-224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 304_326_632,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_ti16_augreg_in21k",
+        "name": "augreg_in21k",
+        "variant": "Ti/16",
+        "source": "augreg",
+        "description": "AugReg ImageNet-21k pre-training (arXiv 2106.10270)",
+        "url": "https://storage.googleapis.com/vit_models/augreg/Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": None,
+        "params": 9_740_115,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_ti16_augreg_in21k_ft_in1k",
+        "name": "augreg_in21k_ft_in1k",
+        "variant": "Ti/16",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 224 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 5_717_416,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_ti16_augreg_in21k_ft_in1k_384",
+        "name": "augreg_in21k_ft_in1k_384",
+        "variant": "Ti/16",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 384 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 5_790_376,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_s32_augreg_in21k",
+        "name": "augreg_in21k",
+        "variant": "S/32",
+        "source": "augreg",
+        "description": "AugReg ImageNet-21k pre-training (arXiv 2106.10270)",
+        "url": "https://storage.googleapis.com/vit_models/augreg/S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": None,
+        "params": 30_903_507,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_s32_augreg_in21k_ft_in1k",
+        "name": "augreg_in21k_ft_in1k",
+        "variant": "S/32",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 224 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 22_878_952,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_s32_augreg_in21k_ft_in1k_384",
+        "name": "augreg_in21k_ft_in1k_384",
+        "variant": "S/32",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 384 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 22_915_432,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_s16_augreg_in21k",
+        "name": "augreg_in21k",
+        "variant": "S/16",
+        "source": "augreg",
+        "description": "AugReg ImageNet-21k pre-training (arXiv 2106.10270)",
+        "url": "https://storage.googleapis.com/vit_models/augreg/S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": None,
+        "params": 30_075_219,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_s16_augreg_in21k_ft_in1k",
+        "name": "augreg_in21k_ft_in1k",
+        "variant": "S/16",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 224 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 22_050_664,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_s16_augreg_in21k_ft_in1k_384",
+        "name": "augreg_in21k_ft_in1k_384",
+        "variant": "S/16",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 384 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 22_196_584,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b32_augreg_in21k",
+        "name": "augreg_in21k",
+        "variant": "B/32",
+        "source": "augreg",
+        "description": "AugReg ImageNet-21k pre-training (arXiv 2106.10270)",
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.03-do_0.0-sd_0.0.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": None,
+        "params": 104_252_499,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b32_augreg_in21k_ft_in1k",
+        "name": "augreg_in21k_ft_in1k",
+        "variant": "B/32",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 224 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 88_224_232,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b32_augreg_in21k_ft_in1k_384",
+        "name": "augreg_in21k_ft_in1k_384",
+        "variant": "B/32",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 384 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_32-i21k-300ep-lr_0.001-aug_light1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 88_297_192,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b16_augreg_in21k",
+        "name": "augreg_in21k",
+        "variant": "B/16",
+        "source": "augreg",
+        "description": "AugReg ImageNet-21k pre-training (arXiv 2106.10270)",
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": None,
+        "params": 102_595_923,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b16_augreg_in21k_ft_in1k",
+        "name": "augreg_in21k_ft_in1k",
+        "variant": "B/16",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 224 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_567_656,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b16_augreg_in21k_ft_in1k_384",
+        "name": "augreg_in21k_ft_in1k_384",
+        "variant": "B/16",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 384 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_859_496,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b8_augreg_in21k",
+        "name": "augreg_in21k",
+        "variant": "B/8",
+        "source": "augreg",
+        "description": "AugReg ImageNet-21k pre-training (arXiv 2106.10270)",
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_8-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": None,
+        "params": 102_605_139,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b8_augreg_in21k_ft_in1k",
+        "name": "augreg_in21k_ft_in1k",
+        "variant": "B/8",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 224 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_8-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_576_872,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_l16_augreg_in21k",
+        "name": "augreg_in21k",
+        "variant": "L/16",
+        "source": "augreg",
+        "description": "AugReg ImageNet-21k pre-training (arXiv 2106.10270)",
+        "url": "https://storage.googleapis.com/vit_models/augreg/L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": None,
+        "params": 325_690_707,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_l16_augreg_in21k_ft_in1k",
+        "name": "augreg_in21k_ft_in1k",
+        "variant": "L/16",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 224 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 304_326_632,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_l16_augreg_in21k_ft_in1k_384",
+        "name": "augreg_in21k_ft_in1k_384",
+        "variant": "L/16",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 384 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 304_715_752,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_s16_augreg_in1k",
+        "name": "augreg_in1k",
+        "variant": "S/16",
+        "source": "augreg",
+        "description": "AugReg, ImageNet-1k only, at 224 px",
+        "url": "https://storage.googleapis.com/vit_models/augreg/S_16-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 22_050_664,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_s16_augreg_in1k_384",
+        "name": "augreg_in1k_384",
+        "variant": "S/16",
+        "source": "augreg",
+        "description": "AugReg, ImageNet-1k only, at 384 px",
+        "url": "https://storage.googleapis.com/vit_models/augreg/S_16-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 22_196_584,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b32_augreg_in1k",
+        "name": "augreg_in1k",
+        "variant": "B/32",
+        "source": "augreg",
+        "description": "AugReg, ImageNet-1k only, at 224 px",
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_32-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 88_224_232,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b32_augreg_in1k_384",
+        "name": "augreg_in1k_384",
+        "variant": "B/32",
+        "source": "augreg",
+        "description": "AugReg, ImageNet-1k only, at 384 px",
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_32-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 88_297_192,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b16_augreg_in1k",
+        "name": "augreg_in1k",
+        "variant": "B/16",
+        "source": "augreg",
+        "description": "AugReg, ImageNet-1k only, at 224 px",
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_16-i1k-300ep-lr_0.001-aug_strong2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_567_656,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b16_augreg_in1k_384",
+        "name": "augreg_in1k_384",
+        "variant": "B/16",
+        "source": "augreg",
+        "description": "AugReg, ImageNet-1k only, at 384 px",
+        "url": "https://storage.googleapis.com/vit_models/augreg/B_16-i1k-300ep-lr_0.001-aug_strong2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_859_496,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b16_sam_in1k",
+        "name": "sam_in1k",
+        "variant": "B/16",
+        "source": "original",
+        "description": (
+            "Sharpness-aware minimisation, ImageNet-1k (arXiv 2106.01548)"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/sam/ViT-B_16.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_567_656,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b32_sam_in1k",
+        "name": "sam_in1k",
+        "variant": "B/32",
+        "source": "original",
+        "description": (
+            "Sharpness-aware minimisation, ImageNet-1k (arXiv 2106.01548)"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/sam/ViT-B_32.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 88_224_232,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_r50_b16_in21k",
+        "name": "in21k",
+        "variant": "R50+B/16",
+        "source": "original",
+        "description": (
+            "ImageNet-21k pre-training of the paper's R50+ViT-B/16, with the "
+            "pre-logits layer"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k/R50+ViT-B_16.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": 768,
+        "params": 115_277_971,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_r50_b16_in21k_ft_in1k_384",
+        "name": "in21k_ft_in1k_384",
+        "variant": "R50+B/16",
+        "source": "original",
+        "description": "ImageNet-21k, fine-tuned on ImageNet-1k at 384 px",
+        "url": "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/R50+ViT-B_16.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 98_950_952,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_r26_s32_augreg_in21k",
+        "name": "augreg_in21k",
+        "variant": "R26+S/32",
+        "source": "augreg",
+        "description": "AugReg ImageNet-21k pre-training (arXiv 2106.10270)",
+        "url": "https://storage.googleapis.com/vit_models/augreg/R26_S_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.03-do_0.0-sd_0.0.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": None,
+        "params": 44_456_467,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_r26_s32_augreg_in21k_ft_in1k",
+        "name": "augreg_in21k_ft_in1k",
+        "variant": "R26+S/32",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 224 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/R26_S_32-i21k-300ep-lr_0.001-aug_light0-wd_0.03-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 36_431_912,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_r26_s32_augreg_in21k_ft_in1k_384",
+        "name": "augreg_in21k_ft_in1k_384",
+        "variant": "R26+S/32",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 384 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/R26_S_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 36_468_392,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_r50_l32_augreg_in21k",
+        "name": "augreg_in21k",
+        "variant": "R50+L/32",
+        "source": "augreg",
+        "description": "AugReg ImageNet-21k pre-training (arXiv 2106.10270)",
+        "url": "https://storage.googleapis.com/vit_models/augreg/R50_L_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 21843,
+        "representation_size": None,
+        "params": 350_358_931,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_r50_l32_augreg_in21k_ft_in1k",
+        "name": "augreg_in21k_ft_in1k",
+        "variant": "R50+L/32",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 224 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/R50_L_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 328_994_856,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_r50_l32_augreg_in21k_ft_in1k_384",
+        "name": "augreg_in21k_ft_in1k_384",
+        "variant": "R50+L/32",
+        "source": "augreg",
+        "description": (
+            "AugReg ImageNet-21k, fine-tuned on ImageNet-1k at 384 px"
+        ),
+        "url": "https://storage.googleapis.com/vit_models/augreg/R50_L_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        "sha256": None,
+        "image_size": 384,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 329_092_136,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b16_augreg2_in21k_ft_in1k",
+        "name": "augreg2_in21k_ft_in1k",
+        "variant": "B/16",
+        "source": "timm",
+        "description": (
+            "AugReg ImageNet-21k, re-fine-tuned on ImageNet-1k by timm"
+        ),
+        "url": "https://huggingface.co/timm/vit_base_patch16_224.augreg2_in21k_ft_in1k/resolve/main/model.safetensors",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_567_656,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b8_augreg2_in21k_ft_in1k",
+        "name": "augreg2_in21k_ft_in1k",
+        "variant": "B/8",
+        "source": "timm",
+        "description": (
+            "AugReg ImageNet-21k, re-fine-tuned on ImageNet-1k by timm"
+        ),
+        "url": "https://huggingface.co/timm/vit_base_patch8_224.augreg2_in21k_ft_in1k/resolve/main/model.safetensors",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_576_872,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_b16_hf_in21k_ft_in1k",
+        "name": "hf_in21k_ft_in1k",
+        "variant": "B/16",
+        "source": "huggingface",
+        "description": (
+            "The original ImageNet-21k + ImageNet-1k weights as converted by "
+            "Hugging Face transformers"
+        ),
+        "url": "https://huggingface.co/google/vit-base-patch16-224/resolve/main/model.safetensors",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 86_567_656,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+    {
+        "unique_name": "vit_l16_hf_in21k_ft_in1k",
+        "name": "hf_in21k_ft_in1k",
+        "variant": "L/16",
+        "source": "huggingface",
+        "description": (
+            "The original ImageNet-21k + ImageNet-1k weights as converted by "
+            "Hugging Face transformers"
+        ),
+        "url": "https://huggingface.co/google/vit-large-patch16-224/resolve/main/model.safetensors",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 304_326_632,
+        "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+    },
+]
+# fmt: on
+
+
+def named_preset(name):
+    """The preset record whose unique name is `name`, else `None`."""
+    for preset in PRESETS:
+        if preset["unique_name"] == name:
+            return preset
+    return None
+
+
+def get_preset(name):
+    """The preset record whose unique name is `name`.
+
+    Raises:
+        ValueError: naming the received value and listing the unique names.
+    """
+    preset = named_preset(name)
+    if preset is not None:
+        return preset
+    raise ValueError(
+        "Unknown preset. Expected a preset's unique name "
+        f"({', '.join(p['unique_name'] for p in PRESETS)}). "
+        f"Received: preset={name!r}"
+    )
+
+
+def preset_names(variant):
+    """The short names of `variant`'s presets."""
+    return [p["name"] for p in PRESETS if p["variant"] == variant]
+
+
+def find_preset(variant, name):
+    """The preset of `variant` called `name` (its short or unique name).
+
+    Returns:
+        The record, or `None` if `name` is no preset's name at all.
+
+    Raises:
+        ValueError: if `name` names presets of other variants only.
+    """
+    for preset in PRESETS:
+        if preset["variant"] == variant and name in (preset["name"], preset["unique_name"]):
+            return preset
+    others = sorted(
+        {p["variant"] for p in PRESETS if name in (p["name"], p["unique_name"])}
+    )
+    if others:
+        raise ValueError(
+            f"The preset {name!r} exists for variants {others}, not for "
+            f"{variant}. Presets of {variant}: {preset_names(variant)}. "
+            f"Received: weights={name!r}"
+        )
+    return None
+
+
+def list_presets(model=None):
+    """Lists the named pretrained weights.
+
+    Args:
+        model: a builder name (`"ViT_B16"`), a variant (`"B/16"`) or a
+            preset's unique name, to list only those presets. Defaults to
+            `None`: all.
+
+    Returns:
+        A list of dicts: `builder` and every field of the record (`FIELDS`:
+        `unique_name`; `name`, the short name a builder's `weights=` also
+        takes; `variant`, `image_size`, `num_classes`,
+        `representation_size`, `params`, `source`, `description`, `url`,
+        `sha256`, `vit_arguments`, `normalization`, `license`).
+
+    Example:
+
+    >>> [p["name"] for p in keras_vit.list_presets("ViT_Ti16")]
+    ['augreg_in21k', 'augreg_in21k_ft_in1k', 'augreg_in21k_ft_in1k_384']
+    """
+    out = []
+    for preset in PRESETS:
+        builder = variants.BUILDER_OF.get(preset["variant"])
+        if model is None or model in (builder, preset["variant"], preset["unique_name"]):
+            out.append({"builder": builder, **preset})
+    if model is not None and not out:
+        raise ValueError(
+            "No presets for this model. Expected a builder name "
+            f"({', '.join(variants.BUILDERS)}), a variant with presets or a "
+            f"preset's unique name. Received: model={model!r}"
+        )
+    return out
