@@ -75,7 +75,7 @@ def get_variant(name):
 
     Example:
 
-    >>> keras_vit.variants.get_variant("B/16")["hidden_dim"]
+    >>> keras_vit.registry.get_variant("B/16")["hidden_dim"]
     768
     """
     if name not in VARIANTS:

@@ -24,7 +24,7 @@ def test_benchmark_measures(capsys, monkeypatch):
     # (test_rounds_interleave_and_report_medians runs that process), on a
     # Ti/16 of one block: what the rows say does not depend on the depth,
     # and compiling twelve blocks took most of a minute.
-    from keras_vit import variants
+    from keras_vit import registry as variants
 
     monkeypatch.setitem(variants.VARIANTS, "Ti/16",
                         {**variants.VARIANTS["Ti/16"], "num_layers": 1})
@@ -77,7 +77,7 @@ def test_bad_model_name_is_a_clear_error(capsys):
 def test_profile_times_every_part(capsys, monkeypatch):
     # Two blocks instead of twelve: the parts printed do not depend on the
     # depth, and compiling a 12-block training step took most of a minute.
-    from keras_vit import variants
+    from keras_vit import registry as variants
 
     monkeypatch.setitem(variants.VARIANTS, "Ti/16",
                         {**variants.VARIANTS["Ti/16"], "num_layers": 2})

@@ -3,11 +3,11 @@ sizes, with a 1000-class head on the class token, at 224 px."""
 
 import keras
 
-from keras_vit import variants
+from keras_vit import registry as variants
 
 
 def model(variant, dtype=None):
-    """keras-hub's ViT of `variant` (a name of `keras_vit.variants`) as a
+    """keras-hub's ViT of `variant` (a name of `keras_vit.registry`) as a
     `keras.Model` classifier in the dtype policy `dtype`."""
     import keras_hub  # an optional dependency: imported when it is timed
 
