@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime", "openvino")
-# Peers that run keras_vit's own model exported, for inference only.
-RUNTIMES = ("onnxruntime", "openvino")
+from keras_vit.options import PEERS
+from keras_vit.options import RUNTIMES
+
 ONNX_FLOAT32_ONLY = ("ONNX Runtime is timed in float32 only (export_onnx exports "
                      "a float32 copy; ONNX Runtime has no bfloat16 kernels)")
 # The suite times each measurement for at least this many seconds (and at

@@ -5,19 +5,15 @@ import keras
 from keras_vit import validation
 from keras_vit import variants
 from keras_vit.layers.layer_norm import LayerNorm
-from keras_vit.layers.patch_encoder import POSITION_EMBEDDINGS
 from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
 from keras_vit.layers.pooling import POOLINGS
 from keras_vit.layers.pooling import TokenPooling
 from keras_vit.layers.resnet_stem import ResNetStem
 from keras_vit.layers.transformer_block import TransformerBlock
+from keras_vit.options import MODEL_POSITION_EMBEDDINGS
 from keras_vit.weights import loading as weights_loading
 from keras_vit.weights import reader as weights_reader
-
-#: `ViT`'s `position_embedding` values: the `PatchEncoder`'s, and
-#: `"relative"`, which lives in the attention of every block.
-MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
 
 
 class _TensorFlowMultiWorkerFit:

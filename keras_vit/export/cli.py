@@ -9,9 +9,10 @@ import argparse
 import math
 import os
 
-from keras_vit.export.tflite import IO_DTYPES
-from keras_vit.export.tflite import QUANTIZATIONS
-from keras_vit.export.verification import INTERPRETERS
+from keras_vit.options import EXPORT_FORMATS
+from keras_vit.options import INTERPRETERS
+from keras_vit.options import IO_DTYPES
+from keras_vit.options import QUANTIZATIONS
 
 RUNTIMES = tuple(INTERPRETERS)
 
@@ -232,7 +233,7 @@ def add_commands(subparsers):
         "verified against Keras before it is written.",
     )
     _add_model_arguments(e)
-    e.add_argument("--format", choices=["saved_model", "tflite"], required=True)
+    e.add_argument("--format", choices=EXPORT_FORMATS, required=True)
     e.add_argument("--output", required=True, help="the .tflite file or SavedModel folder")
     e.add_argument("--quantize", choices=QUANTIZATIONS, default="none")
     e.add_argument(

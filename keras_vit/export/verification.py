@@ -42,14 +42,7 @@ from keras_vit import validation
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import models
 from keras_vit.export import representative
-
-#: The LiteRT interpreters a `.tflite` file is checked with, by the
-#: `ai_edge_litert.interpreter.OpResolverType` they use.
-INTERPRETERS = {
-    "xnnpack": "AUTO",  # LiteRT's default: builtin kernels + XNNPACK
-    "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
-    "reference": "BUILTIN_REF",
-}
+from keras_vit.options import INTERPRETERS
 
 #: Images per source the reference kernels check when the limit is on max
 #: |Δ| only (float32, float16): they are unoptimized loops (ViT-B/16: 13 s

@@ -19,13 +19,10 @@ from keras_vit import files
 from keras_vit import validation
 from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
+from keras_vit.options import OBJECTIVES
 from keras_vit.training import callbacks as run_callbacks
 from keras_vit.training import recipe
 from keras_vit.training import strategy as run_strategy
-
-
-#: What `train` can train a model for (`TrainConfig.objective`).
-OBJECTIVES = ("classification", "masked_patches")
 
 
 @dataclasses.dataclass
