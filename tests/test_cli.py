@@ -353,7 +353,7 @@ def test_sigterm_during_a_command_exits_143_and_restores_the_handler(monkeypatch
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("SIGTERM did not stop the command")
 
-    monkeypatch.setattr(cli, "_models", run)
+    monkeypatch.setattr(cli.models, "run", run)
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["models"])
     assert exit_info.value.code == 143

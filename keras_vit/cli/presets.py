@@ -1,0 +1,28 @@
+"""`keras-vit presets`: the pretrained weights."""
+
+from keras_vit.cli._table import print_table
+
+
+def add_parser(sub):
+    parser = sub.add_parser("presets", help="list the pretrained weights")
+    parser.add_argument("--model", default=None, help="builder or variant")
+    parser.set_defaults(run=run)
+
+
+def run(args):
+    from keras_vit.weights import list_presets
+
+    header = ("builder", "preset", "res", "classes", "pre-logits", "source")
+    rows = [
+        (
+            p["builder"],
+            p["name"],
+            p["image_size"],
+            p["num_classes"],
+            p["representation_size"] or "-",
+            p["source"],
+        )
+        for p in list_presets(args.model)
+    ]
+    print_table(header, rows)
+    print("Use: keras_vit.ViT_B16(weights='<preset>'); downloads are cached.")
