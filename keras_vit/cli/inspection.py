@@ -26,17 +26,14 @@ def image_names(paths):
 
 
 def run(args):
-    import numpy as np
-
     from keras_vit import visualize
+    from keras_vit.data.images import load_image_files
     from keras_vit.export.models import load_model
 
     model = load_model(args.model, args.weights, args.image_size)
-    images = visualize.load_images(args.image, model.image_size)
-    if model.num_channels == 1:
-        images = images.mean(axis=-1, keepdims=True)
+    images = load_image_files(args.image, model.image_size, model.num_channels)
     files = visualize.inspect(
-        model, images.astype(np.float32), args.output, image_names(args.image),
+        model, images, args.output, image_names(args.image),
         inputs=[args.model, args.weights, *args.image],
     )
     for path in files:
