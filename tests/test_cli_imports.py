@@ -101,3 +101,14 @@ def test_tensorflow_start_up_lines_are_shown_with_verbose_only(tmp_path):
     (line,) = quiet.stderr.strip().splitlines()
     assert line.startswith("keras-vit: error: ") and "missing.npz" in line
     assert line == lines[-1]
+
+
+def test_python_dash_m_runs_the_command():
+    # `python -m keras_vit.cli` (how the multi-worker test starts
+    # each worker) needs the package's __main__.
+    process = subprocess.run(
+        [sys.executable, "-m", "keras_vit.cli", "--version"], capture_output=True,
+        text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert process.stdout.startswith("keras-vit ")

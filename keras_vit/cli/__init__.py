@@ -159,6 +159,3 @@ def _terminate_cleanly():
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
