@@ -15,6 +15,8 @@ import shutil
 import socket
 import tempfile
 
+import keras
+
 from keras_vit import files
 from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
@@ -273,11 +275,57 @@ def train(config, callbacks=(), strategy=None):
     Returns:
         A `TrainResult`.
     """
-    import keras
-
     config.check()
     _check_run_folder(config)
     _check_resumable(config)
+    setup = _set_up(config, strategy)
+    data = _load_data(config)
+    # The model and optimizer are made (and so checked) before anything is
+    # written.
+    model = _build_and_compile(config, setup, data)
+    out_dir, temporary = _output_dirs(config, setup.chief)
+    lock = RunLock(out_dir).acquire() if setup.chief else None
+    try:
+        backup = _resume(config, setup, model, out_dir)
+        pipelines = _pipelines(config, setup, data, model, backup)
+        run_files = _callbacks(config, model, out_dir, pipelines, backup)
+        if setup.chief:
+            _write_config(config, setup, model, out_dir, backup)
+        history, test_metrics = _fit_and_evaluate(
+            config, model, data, pipelines, backup, [*run_files, *callbacks]
+        )
+        _save(config, setup, model, out_dir, history, test_metrics)
+        return TrainResult(
+            model=model,
+            history=history,
+            test_metrics=test_metrics,
+            output=config.output,
+            strategy_kind=setup.kind,
+            initial_epoch=backup.initial_epoch,
+        )
+    finally:
+        if lock is not None:
+            lock.release()
+        if temporary:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+@dataclasses.dataclass
+class _Setup:
+    """Where and how a run computes (`_set_up`)."""
+
+    strategy: object
+    kind: str
+    replicas: int
+    chief: bool
+    device: str
+    policy: str
+    steps_per_execution: int = None
+    jit_compile: object = None
+
+
+def _set_up(config, strategy):
+    """Step 1: the strategy, the seeds and the precision."""
     if strategy is None:
         strategy, kind = run_strategy.make_strategy(config.strategy, config.tpu)
     else:
@@ -300,7 +348,23 @@ def train(config, callbacks=(), strategy=None):
 
         tf.config.experimental.enable_op_determinism()
     policy = recipe.dtype_policy(config.mixed_precision, device)
+    return _Setup(strategy, kind, replicas, chief, device, policy)
 
+
+@dataclasses.dataclass
+class _Data:
+    """The splits a run trains, validates and tests on (`_load_data`)."""
+
+    num_classes: int
+    train: object
+    validation: object
+    test: object
+    num_train: int
+    steps_per_epoch: int
+
+
+def _load_data(config):
+    """Step 2: the dataset and its validation hold-out."""
     masked = config.objective == "masked_patches"
     data = data_datasets.load(config.dataset, config.data_dir, labels=not masked)
     train_split, num_train = data.train, data.num_train
@@ -315,12 +379,17 @@ def train(config, callbacks=(), strategy=None):
             f"Received: batch_size={config.batch_size}"
         )
     steps_per_epoch = None if num_train is None else num_train // config.batch_size
+    return _Data(data.num_classes, train_split, validation_split, data.test,
+                 num_train, steps_per_epoch)
 
-    # The model and optimizer are made (and so checked) before anything is
-    # written.
-    with strategy.scope():
-        model = build_model(config, data.num_classes, dtype=policy)
-        total_steps = (steps_per_epoch or 1000) * config.epochs
+
+def _build_and_compile(config, setup, data):
+    """Step 3: the model and its optimizer, compiled in the strategy's
+    scope; sets `setup.steps_per_execution` and `setup.jit_compile`."""
+    masked = config.objective == "masked_patches"
+    with setup.strategy.scope():
+        model = build_model(config, data.num_classes, dtype=setup.policy)
+        total_steps = (data.steps_per_epoch or 1000) * config.epochs
         warmup = (
             config.warmup_steps
             if config.warmup_steps is not None
@@ -336,12 +405,14 @@ def train(config, callbacks=(), strategy=None):
             config.clipnorm,
             config.momentum,
         )
-        steps_per_execution = config.steps_per_execution or (32 if kind == "tpu" else 1)
-        if steps_per_epoch:
-            steps_per_execution = min(steps_per_execution, steps_per_epoch)
+        steps_per_execution = config.steps_per_execution or (
+            32 if setup.kind == "tpu" else 1
+        )
+        if data.steps_per_epoch:
+            steps_per_execution = min(steps_per_execution, data.steps_per_epoch)
         jit = config.jit_compile
         if jit == "auto":
-            jit = recipe.auto_jit_compile(device, replicas, policy)
+            jit = recipe.auto_jit_compile(setup.device, setup.replicas, setup.policy)
         objective = {}  # MaskedPatchPrediction computes its own
         if not masked:
             objective = dict(
@@ -359,138 +430,168 @@ def train(config, callbacks=(), strategy=None):
         # The optimizer as compiled: under mixed_float16 Keras wraps it in
         # a LossScaleOptimizer, whose variables a backup must restore.
         model.optimizer.build(model.trainable_variables)
+    setup.steps_per_execution, setup.jit_compile = steps_per_execution, jit
+    return model
 
-    out_dir, temporary = _output_dirs(config, chief)
-    lock = RunLock(out_dir).acquire() if chief else None
-    try:
-        backup_dir = os.path.join(out_dir, "backup")
-        log_path = os.path.join(out_dir, "log.csv")
-        if chief:
-            # A run killed while writing left hidden temporary files.
-            for folder in (out_dir, backup_dir):
-                files.remove_leftovers(folder)
-            # Another run may have written the folder since the first check.
-            _check_run_folder(config)
-            _check_resumable(config)
-        # Every worker resumes from the chief's backup (the run folder must be
-        # readable by all of them: shared storage or gs://), so that all start
-        # the same epoch with the same weights.
-        backup = run_callbacks.read_backup(os.path.join(config.output, "backup"))
-        history = backup[0]["history"] if backup else {}
-        initial_epoch = backup[0]["epoch"] if backup else 0
-        if backup:
-            with strategy.scope():
-                run_callbacks.load_backup(model, backup[1])
 
-        vit = model.backbone if masked else model
-        size = vit.image_size
-        train_ds = data_pipeline.train_pipeline(
-            train_split,
-            data.num_classes,
-            size,
-            config.batch_size,
-            augmentation=config.augmentation(),
-            shuffle=config.shuffle,
-            seed=config.seed,
-            deterministic=config.deterministic,
-            # One endless stream cut into epochs by steps_per_epoch, so an
-            # epoch never runs out of data halfway; it starts at the epoch the
-            # run resumes at, with that epoch's draws. (Of unknown size, each
-            # of fit's epochs is one iteration: the next epoch's draws.)
-            repeat=steps_per_epoch is not None,
-            num_examples=num_train,
+@dataclasses.dataclass
+class _Backup:
+    """What a run resumes from (`_resume`)."""
+
+    found: bool
+    history: dict
+    initial_epoch: int
+    folder: str
+    log: str
+
+
+def _resume(config, setup, model, out_dir):
+    """Step 4 (in the locked folder): the backup's state, loaded."""
+    backup_dir = os.path.join(out_dir, "backup")
+    if setup.chief:
+        # A run killed while writing left hidden temporary files.
+        for folder in (out_dir, backup_dir):
+            files.remove_leftovers(folder)
+        # Another run may have written the folder since the first check.
+        _check_run_folder(config)
+        _check_resumable(config)
+    # Every worker resumes from the chief's backup (the run folder must be
+    # readable by all of them: shared storage or gs://), so that all start
+    # the same epoch with the same weights.
+    backup = run_callbacks.read_backup(os.path.join(config.output, "backup"))
+    if backup:
+        with setup.strategy.scope():
+            run_callbacks.load_backup(model, backup[1])
+    return _Backup(
+        found=bool(backup),
+        history=backup[0]["history"] if backup else {},
+        initial_epoch=backup[0]["epoch"] if backup else 0,
+        folder=backup_dir,
+        log=os.path.join(out_dir, "log.csv"),
+    )
+
+
+def _pipelines(config, setup, data, model, backup):
+    """Step 5: the `tf.data` pipelines (train, validation) and the size."""
+    vit = model.backbone if config.objective == "masked_patches" else model
+    size = vit.image_size
+    train_ds = data_pipeline.train_pipeline(
+        data.train,
+        data.num_classes,
+        size,
+        config.batch_size,
+        augmentation=config.augmentation(),
+        shuffle=config.shuffle,
+        seed=config.seed,
+        deterministic=config.deterministic,
+        # One endless stream cut into epochs by steps_per_epoch, so an
+        # epoch never runs out of data halfway; it starts at the epoch the
+        # run resumes at, with that epoch's draws. (Of unknown size, each
+        # of fit's epochs is one iteration: the next epoch's draws.)
+        repeat=data.steps_per_epoch is not None,
+        num_examples=data.num_train,
+        initial_epoch=backup.initial_epoch,
+    )
+    static = setup.kind == "tpu"
+    val_ds = (
+        data_pipeline.eval_pipeline(
+            data.validation, data.num_classes, size, config.batch_size, static
+        )
+        if data.validation is not None
+        else None
+    )
+    return dict(train=train_ds, validation=val_ds, size=size, static=static)
+
+
+def _callbacks(config, model, out_dir, pipelines, backup):
+    """Step 6: keras_vit's callbacks (seeds, best model, backup, NaN stop,
+    TensorBoard); the backup is the third."""
+    monitor = "patch_accuracy" if config.objective == "masked_patches" else "accuracy"
+    monitor = f"val_{monitor}" if pipelines["validation"] is not None else monitor
+    history = backup.history
+    best_so_far = max(history[monitor]) if history.get(monitor) else None
+    return [
+        run_callbacks.EpochSeeds(config.seed),
+        # Before the backup: a kill between the two repeats the epoch,
+        # which writes best.keras again (after the backup, the epoch's
+        # best model would be lost).
+        run_callbacks.BestCheckpoint(
+            os.path.join(out_dir, "best.keras"), monitor, "max", best_so_far
+        ),
+        # Writes log.csv from the history it backs up.
+        run_callbacks.Backup(backup.folder, history, log=backup.log),
+        run_callbacks.StopOnNonFiniteLoss(backup.folder),
+        keras.callbacks.TensorBoard(os.path.join(out_dir, "logs")),
+    ]
+
+
+def _write_config(config, setup, model, out_dir, backup):
+    """The chief's `config.json` (with what `auto` settings resolved to),
+    and the log of the epochs the backup holds, no more, no less."""
+    vit = model.backbone if config.objective == "masked_patches" else model
+    write_config = dataclasses.asdict(config)
+    write_config.update(
+        resolved={
+            "strategy": setup.kind,
+            "replicas": setup.replicas,
+            "dtype_policy": setup.policy,
+            "steps_per_execution": setup.steps_per_execution,
+            "jit_compile": setup.jit_compile,
+            "model": vit.get_config(),
+        }
+    )
+    run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)
+    if backup.found:
+        run_callbacks.write_csv(backup.log, backup.history)
+
+
+def _fit_and_evaluate(config, model, data, pipelines, backup, callbacks):
+    """Step 7: trains from the backup's epoch; the history and the test
+    split's metrics."""
+    initial_epoch = backup.initial_epoch
+    if initial_epoch < config.epochs:
+        if initial_epoch and config.verbose:
+            print(
+                f"Resuming from the backup in {backup.folder}: "
+                f"{initial_epoch} of {config.epochs} epochs done."
+            )
+        model.fit(
+            pipelines["train"],
+            epochs=config.epochs,
             initial_epoch=initial_epoch,
+            steps_per_epoch=data.steps_per_epoch,
+            validation_data=pipelines["validation"],
+            callbacks=callbacks,
+            shuffle=False,  # the pipeline shuffles
+            verbose=config.verbose,
         )
-        static = kind == "tpu"
-        val_ds = (
-            data_pipeline.eval_pipeline(
-                validation_split, data.num_classes, size, config.batch_size, static
-            )
-            if validation_split is not None
-            else None
+    history = callbacks[2].history  # the Backup's
+    test_metrics = {}
+    if data.test is not None:
+        test_ds = data_pipeline.eval_pipeline(
+            data.test, data.num_classes, pipelines["size"], config.batch_size,
+            pipelines["static"],
         )
-        monitor = "patch_accuracy" if masked else "accuracy"
-        monitor = f"val_{monitor}" if val_ds is not None else monitor
-        best_so_far = max(history[monitor]) if history.get(monitor) else None
-        run_files = [
-            run_callbacks.EpochSeeds(config.seed),
-            # Before the backup: a kill between the two repeats the epoch,
-            # which writes best.keras again (after the backup, the epoch's
-            # best model would be lost).
-            run_callbacks.BestCheckpoint(
-                os.path.join(out_dir, "best.keras"), monitor, "max", best_so_far
-            ),
-            # Writes log.csv from the history it backs up.
-            run_callbacks.Backup(backup_dir, history, log=log_path),
-            run_callbacks.StopOnNonFiniteLoss(backup_dir),
-            keras.callbacks.TensorBoard(os.path.join(out_dir, "logs")),
-        ]
-        backup_callback = run_files[2]
-        if chief:
-            write_config = dataclasses.asdict(config)
-            write_config.update(
-                resolved={
-                    "strategy": kind,
-                    "replicas": replicas,
-                    "dtype_policy": policy,
-                    "steps_per_execution": steps_per_execution,
-                    "jit_compile": jit,
-                    "model": vit.get_config(),
-                }
-            )
-            run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)
-            if backup:  # the log of the epochs the backup holds, no more, no less
-                run_callbacks.write_csv(log_path, history)
-        if initial_epoch < config.epochs:
-            if initial_epoch and config.verbose:
-                print(
-                    f"Resuming from the backup in {backup_dir}: "
-                    f"{initial_epoch} of {config.epochs} epochs done."
-                )
-            model.fit(
-                train_ds,
-                epochs=config.epochs,
-                initial_epoch=initial_epoch,
-                steps_per_epoch=steps_per_epoch,
-                validation_data=val_ds,
-                callbacks=[*run_files, *callbacks],
-                shuffle=False,  # the pipeline shuffles
-                verbose=config.verbose,
-            )
-        history = backup_callback.history
-        test_metrics = {}
-        if data.test is not None:
-            test_ds = data_pipeline.eval_pipeline(
-                data.test, data.num_classes, size, config.batch_size, static
-            )
-            # The same draws (masked patches) however the run got here.
-            run_callbacks.seed_model(model, config.seed, config.epochs)
-            test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0)
-            test_metrics = {k: float(v) for k, v in test_metrics.items()}
+        # The same draws (masked patches) however the run got here.
+        run_callbacks.seed_model(model, config.seed, config.epochs)
+        test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0)
+        test_metrics = {k: float(v) for k, v in test_metrics.items()}
+    return history, test_metrics
+
+
+def _save(config, setup, model, out_dir, history, test_metrics):
+    """Step 8: the final model (and backbone), history and curves."""
+    run_callbacks.atomic_write(
+        os.path.join(out_dir, "model.keras"), lambda p: model.save(p)
+    )
+    if config.objective == "masked_patches":  # what fine-tuning starts from
         run_callbacks.atomic_write(
-            os.path.join(out_dir, "model.keras"), lambda p: model.save(p)
+            os.path.join(out_dir, "backbone.keras"), lambda p: model.backbone.save(p)
         )
-        if masked:  # what fine-tuning starts from (`weights=`)
-            run_callbacks.atomic_write(
-                os.path.join(out_dir, "backbone.keras"), lambda p: vit.save(p)
-            )
-        if chief:
-            run_callbacks.write_json(
-                os.path.join(out_dir, "history.json"),
-                {"history": history, "test": test_metrics},
-            )
-            if history:
-                _plot_history(history, os.path.join(out_dir, "curves.png"))
-        return TrainResult(
-            model=model,
-            history=history,
-            test_metrics=test_metrics,
-            output=config.output,
-            strategy_kind=kind,
-            initial_epoch=initial_epoch,
+    if setup.chief:
+        run_callbacks.write_json(
+            os.path.join(out_dir, "history.json"),
+            {"history": history, "test": test_metrics},
         )
-    finally:
-        if lock is not None:
-            lock.release()
-        if temporary:
-            shutil.rmtree(temporary, ignore_errors=True)
+        if history:
+            _plot_history(history, os.path.join(out_dir, "curves.png"))
