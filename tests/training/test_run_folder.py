@@ -184,8 +184,11 @@ def test_a_run_does_not_overwrite_a_folder_it_did_not_write(tmp_path):
 def test_a_config_json_as_runs_write_it_today_loads_to_resume():
     # tests/training/flat_config.json is a run's config.json in today's flat
     # form; a later config layout must keep reading it (a rerun resumes).
-    from keras_vit.training import train as train_module
+    import importlib
+
     from keras_vit.training.config import load_config
+
+    train_module = importlib.import_module("keras_vit.training.train")
 
     path = os.path.join(os.path.dirname(__file__), "flat_config.json")
     assert train_module._is_run_config(path)
