@@ -296,7 +296,7 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
 def _features(model, pairs, num_classes, batch_size):
     """`(features, labels)` of a dataset of `(image, label)`, in order."""
     from keras_vit import data
-    from keras_vit.export.representative import model_pixels
+    from keras_vit.data.images import model_pixels
 
     height, width, channels = model.input_shape[1:]
     features, labels = [], []

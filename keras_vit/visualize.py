@@ -17,6 +17,7 @@ import keras
 import numpy as np
 
 from keras_vit import extras, validation
+from keras_vit.data.images import load_image_files
 
 HEAD_FUSIONS = ("mean", "max", "min")
 
@@ -579,17 +580,8 @@ def inspect(model, images, output, names=None, inputs=()):
     ]
 
 
-def load_images(paths, image_size):
-    """Reads image files as `(B, H, W, 3)` float32 pixels in [0, 255],
-    resized to `image_size` `(H, W)`."""
-    import tensorflow as tf
-
-    out = []
-    for path in paths:
-        try:
-            data = tf.io.read_file(path)
-            image = tf.io.decode_image(data, channels=3, expand_animations=False)
-        except (tf.errors.OpError, ValueError) as error:
-            raise ValueError(f"Could not read the image {path!r}: {error}") from None
-        out.append(tf.image.resize(tf.cast(image, "float32"), image_size, antialias=True))
-    return np.stack([np.asarray(x) for x in out])
+def load_images(paths, image_size, num_channels=3):
+    """Reads image files as `(B, H, W, num_channels)` float32 pixels in
+    [0, 255], resized to `image_size` `(H, W)`: see
+    `keras_vit.data.images.load_image_files`, the reader it calls."""
+    return load_image_files(paths, image_size, num_channels)

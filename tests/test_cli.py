@@ -44,7 +44,7 @@ def test_sigterm_during_a_command_exits_143_and_restores_the_handler(monkeypatch
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("SIGTERM did not stop the command")
 
-    monkeypatch.setattr(cli, "_models", run)
+    monkeypatch.setattr(cli.models, "run", run)
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["models"])
     assert exit_info.value.code == 143
@@ -138,3 +138,48 @@ def test_a_file_that_is_no_image_is_named_in_one_line(monkeypatch, tmp_path, cap
     monkeypatch.setattr(keras_vit.training, "train", lambda config: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         cli.main(["train", "--dataset", "digits", "--output", str(tmp_path / "run")])
+
+
+def test_inspect_reads_images_as_evaluation_does(monkeypatch, tmp_path):
+    # inspect made a one-channel image with a plain mean of R, G and B;
+    # evaluation (and export's calibration) with luma weights.
+    import numpy as np
+    from PIL import Image
+
+    from keras_vit import data
+    from keras_vit import visualize
+    from keras_vit.data.images import model_pixels
+
+    (tmp_path / "photos" / "a").mkdir(parents=True)
+    path = tmp_path / "photos" / "a" / "red.png"
+    pixels = np.zeros((12, 20, 3), np.uint8)
+    pixels[..., 0] = 200  # pure red: mean 66.7, luma 59.8
+    pixels[:, :10, 2] = 90
+    Image.fromarray(pixels).save(path)
+    model = keras_vit.ViT(**{**TINY, "image_size": 16, "patch_size": 8}, num_channels=1)
+    model.save(tmp_path / "gray.keras")
+
+    seen = []
+    monkeypatch.setattr(visualize, "inspect",
+                        lambda model, images, *args, **kwargs: seen.append(images) or [])
+    assert cli.main(["inspect", str(tmp_path / "gray.keras"), "--image", str(path),
+                     "--output", str(tmp_path / "figures")]) == 0
+    (images,) = seen
+    pairs = data.datasets.read_images([str(path)], np.array([0], np.int64))
+    (batch, _), = data.eval_pipeline(pairs, 1, (16, 16), 1).as_numpy_iterator()
+    expected = model_pixels(batch, 1)
+    assert images.shape == expected.shape == (1, 16, 16, 1)
+    assert images.dtype == np.float32
+    np.testing.assert_allclose(images, expected, atol=1e-4)
+
+
+def test_inspect_names_a_file_that_is_no_image(tmp_path, capsys):
+    page = tmp_path / "cat.jpg"
+    page.write_text("<html>")
+    code = cli.main(["inspect", "ViT_Ti16", "--image-size", "32", "--image", str(page),
+                     "--output", str(tmp_path / "figures")])
+    error = capsys.readouterr().err
+    assert code == 2
+    assert error.startswith("keras-vit: error: Could not read the image: ") and error.count("\n") == 1
+    assert f"Received: image={str(page)!r}" in error
+    assert not (tmp_path / "figures").exists()

@@ -19,11 +19,10 @@ from keras_vit.benchmark.peers import runtime_peers
 from keras_vit.benchmark.peers import timm_runner
 from keras_vit.models import ViT
 from keras_vit.training import recipe
+from keras_vit.options import PEERS
+from keras_vit.options import RUNTIMES
 from keras_vit.training import strategy
 
-PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime", "openvino")
-# Peers that run keras_vit's own model exported, for inference only.
-RUNTIMES = ("onnxruntime", "openvino")
 ONNX_FLOAT32_ONLY = ("ONNX Runtime is timed in float32 only (export_onnx exports "
                      "a float32 copy; ONNX Runtime has no bfloat16 kernels)")
 # The suite times each measurement for at least this many seconds (and at

@@ -9,9 +9,10 @@ import argparse
 import math
 import os
 
-from keras_vit.export.tflite import IO_DTYPES
-from keras_vit.export.tflite import QUANTIZATIONS
-from keras_vit.export.runtime import INTERPRETERS
+from keras_vit.options import EXPORT_FORMATS
+from keras_vit.options import INTERPRETERS
+from keras_vit.options import IO_DTYPES
+from keras_vit.options import QUANTIZATIONS
 
 RUNTIMES = tuple(INTERPRETERS)
 
@@ -238,7 +239,7 @@ def _add_export(subparsers):
         "verified against Keras before it is written.",
     )
     _add_model_arguments(e)
-    e.add_argument("--format", choices=["saved_model", "tflite"], required=True)
+    e.add_argument("--format", choices=EXPORT_FORMATS, required=True)
     e.add_argument("--output", required=True, help="the .tflite file or SavedModel folder")
     e.add_argument("--quantize", choices=QUANTIZATIONS, default="none")
     e.add_argument(

@@ -16,10 +16,8 @@ import numpy as np
 
 from keras_vit import files
 from keras_vit import validation
-
-
-#: RGB -> grayscale weights (ITU-R 601, as PIL's "L" mode).
-GRAY_WEIGHTS = (0.299, 0.587, 0.114)
+from keras_vit.data.images import GRAY_WEIGHTS  # noqa: F401 - its old home
+from keras_vit.data.images import model_pixels
 
 
 @dataclasses.dataclass
@@ -136,18 +134,6 @@ def _checked_pixels(images, expected, value_range, name, source):
                 f"{value_range[1]:g}]; its values span [{low:g}, {high:g}]. "
                 f"Received: {name}={_describe(source)}"
             )
-    return images
-
-
-def model_pixels(images, num_channels):
-    """`eval_pipeline`'s RGB batches as a model with `num_channels` (1 or 3)
-    takes them: clipped to [0, 255] (antialiased resizing overshoots), and
-    for one channel the luma with ITU-R 601 weights, which sum to 1, so that
-    a grayscale source (digits; the pipeline repeats it in three channels)
-    comes back as it was."""
-    images = np.clip(images, 0.0, 255.0)
-    if num_channels == 1:
-        images = images @ np.asarray(GRAY_WEIGHTS, "float32")[:, None]
     return images
 
 

@@ -18,13 +18,7 @@ import os
 
 import numpy as np
 
-#: The LiteRT interpreters a `.tflite` file is checked with, by the
-#: `ai_edge_litert.interpreter.OpResolverType` they use.
-INTERPRETERS = {
-    "xnnpack": "AUTO",  # LiteRT's default: builtin kernels + XNNPACK
-    "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
-    "reference": "BUILTIN_REF",
-}
+from keras_vit.options import INTERPRETERS
 
 
 def load_interpreter(path, runtime="xnnpack", num_threads=None):

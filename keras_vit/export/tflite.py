@@ -25,11 +25,9 @@ from keras_vit.export import representative
 from keras_vit.export import runtime
 from keras_vit.export import verification as verify_lib
 from keras_vit.export.report import ExportResult
+from keras_vit.options import IO_DTYPES
+from keras_vit.options import QUANTIZATIONS
 
-#: Quantization modes of `export_tflite`.
-QUANTIZATIONS = ("none", "float16", "dynamic", "int8", "int16x8")
-#: Input/output dtypes of a full-integer (`quantize="int8"`) model.
-IO_DTYPES = ("float32", "int8", "uint8")
 #: Modes that calibrate activation ranges on representative images.
 CALIBRATED = ("int8", "int16x8")
 

@@ -6,8 +6,8 @@ from keras import ops
 
 from keras_vit import ops as vit_ops
 from keras_vit import validation
+from keras_vit.options import POSITION_EMBEDDINGS
 
-POSITION_EMBEDDINGS = ("learned", "learned2d", "sincos2d", "none")
 
 #: The entry next to a `PatchEncoder`'s variables in a Keras weights file
 #: (`.weights.h5`, `.keras`) that records its `(grid_h, grid_w)`: 1D

@@ -4,8 +4,7 @@ import keras
 from keras import ops
 
 from keras_vit import validation
-
-POOLINGS = ("token", "gap")
+from keras_vit.options import POOLINGS
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")

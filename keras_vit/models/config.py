@@ -12,12 +12,8 @@ import dataclasses
 import keras
 
 from keras_vit import validation
-from keras_vit.layers.patch_encoder import POSITION_EMBEDDINGS
-from keras_vit.layers.pooling import POOLINGS
-
-#: `ViT`'s `position_embedding` values: the `PatchEncoder`'s, and
-#: `"relative"`, which lives in the attention of every block.
-MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
+from keras_vit.options import MODEL_POSITION_EMBEDDINGS
+from keras_vit.options import POOLINGS
 
 #: The resolution of a `ViT` whose arguments (and weights) give none.
 DEFAULT_IMAGE_SIZE = 224

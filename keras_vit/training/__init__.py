@@ -7,7 +7,7 @@ from keras_vit.training.recipe import WarmupDecay
 from keras_vit.training.recipe import make_optimizer
 from keras_vit.training.strategy import make_strategy
 from keras_vit.training.strategy import resolve_kind
-from keras_vit.training.train import TrainConfig
+from keras_vit.training.config import TrainConfig
 from keras_vit.training.train import TrainResult
 from keras_vit.training.train import train
 

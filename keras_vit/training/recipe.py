@@ -11,10 +11,9 @@ import math
 import keras
 
 from keras_vit import validation
-
-OPTIMIZERS = ("adamw", "sgd")
-DECAYS = ("cosine", "linear")
-MIXED_PRECISION = ("auto", "off", "bfloat16", "float16")
+from keras_vit.options import DECAYS
+from keras_vit.options import MIXED_PRECISION
+from keras_vit.options import OPTIMIZERS
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")

@@ -5,8 +5,7 @@ import json
 import os
 
 from keras_vit import validation
-
-STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu")
+from keras_vit.options import STRATEGIES
 
 
 def _workers(tf_config):

@@ -15,181 +15,16 @@ import shutil
 import socket
 import tempfile
 
+import keras
+
 from keras_vit import files
-from keras_vit import validation
 from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
 from keras_vit.training import callbacks as run_callbacks
+from keras_vit.training.config import TrainConfig  # noqa: F401 - its old home
+from keras_vit.training.config import load_config  # noqa: F401 - its old home
 from keras_vit.training import recipe
 from keras_vit.training import strategy as run_strategy
-
-
-#: What `train` can train a model for (`TrainConfig.objective`).
-OBJECTIVES = ("classification", "masked_patches")
-
-
-@dataclasses.dataclass
-class TrainConfig:
-    """Everything a run needs; `keras-vit train` flags map one to one.
-
-    Model: `model` is a builder name (`"ViT_Ti16"`) or a variant (`"S/16"`);
-    `image_size`, `patch_size` and `model_kwargs` (any `keras_vit.ViT`
-    argument, e.g. `{"hidden_dim": 96}`) override it; `weights` is a preset
-    or a file to start from.
-
-    Data: `dataset` is `"fashion_mnist"`, `"digits"`, `"folder:PATH"` or a
-    `tensorflow_datasets` name (`data_dir` for its files).
-    `validation_split` holds out a fraction of the training split for
-    per-epoch validation and the best checkpoint.
-
-    Recipe: see `keras_vit.training.recipe`; `warmup_steps=None` warms up
-    for 5% of the steps. Augmentation: see `keras_vit.data.Augmentation`.
-
-    Objective: `"classification"` (labels, the model's head) or
-    `"masked_patches"`, the paper's self-supervised masked patch prediction
-    (`keras_vit.training.MaskedPatchPrediction`): labels are not used (an
-    image folder needs no class sub-folders), the backbone is built without
-    a head, metrics are `loss` and `patch_accuracy`, and the backbone is
-    also saved as `backbone.keras`, to fine-tune with `weights=`.
-    `masked_patches` overrides the objective's options (`corrupt_rate`,
-    `mask_rate`, `replace_rate`, `bits`; the paper's by default).
-
-    Scale: `strategy` (`auto`, `default`, `mirrored`, `multi_worker`,
-    `tpu`), `tpu`, `mixed_precision` (`auto`, `off`, `bfloat16`,
-    `float16`), `steps_per_execution` (`None`: 1, 32 on TPUs),
-    `jit_compile` (XLA; `"auto"`: on, but on CPUs for several replicas,
-    where XLA has no collectives, and for bfloat16, where TensorFlow's
-    oneDNN kernels are faster: `recipe.auto_jit_compile`).
-    """
-
-    model: str = "ViT_Ti16"
-    dataset: str = "fashion_mnist"
-    output: str = "runs/vit"
-    epochs: int = 10
-    batch_size: int = 128
-    image_size: object = None
-    patch_size: int = None
-    model_kwargs: dict = dataclasses.field(default_factory=dict)
-    weights: str = None
-    data_dir: str = None
-    validation_split: float = 0.0
-    optimizer: str = "adamw"
-    learning_rate: float = 1e-3
-    weight_decay: float = 0.1
-    warmup_steps: int = None
-    decay: str = "cosine"
-    label_smoothing: float = 0.0
-    clipnorm: float = 1.0
-    momentum: float = 0.9
-    random_resized_crop: bool = True
-    crop_area: tuple = (0.35, 1.0)
-    flip: bool = True
-    rand_augment: int = 0
-    mixup: float = 0.0
-    cutmix: float = 0.0
-    shuffle: bool = True
-    seed: int = 0
-    deterministic: bool = False
-    strategy: str = "auto"
-    tpu: str = None
-    mixed_precision: str = "auto"
-    steps_per_execution: int = None
-    jit_compile: object = "auto"
-    verbose: object = "auto"
-    objective: str = "classification"
-    masked_patches: dict = dataclasses.field(default_factory=dict)
-
-    def augmentation(self):
-        return data_pipeline.Augmentation(
-            random_resized_crop=self.random_resized_crop,
-            crop_area=(  # a list once read back from config.json
-                tuple(self.crop_area) if isinstance(self.crop_area, list)
-                else self.crop_area
-            ),
-            flip=self.flip,
-            rand_augment=self.rand_augment,
-            mixup=self.mixup,
-            cutmix=self.cutmix,
-        )
-
-    def check(self):
-        """Raises `ValueError` for any bad setting, before anything runs."""
-        from keras_vit import registry
-
-        if registry.resolve(self.model).preset and self.weights is not None:
-            raise ValueError(  # (resolve raises for an unknown name)
-                f"The model {self.model!r} is a preset, its own weights. "
-                f"Received: weights={self.weights!r}"
-            )
-        validation.positive_int("epochs", self.epochs)
-        validation.positive_int("batch_size", self.batch_size)
-        if self.image_size is not None:
-            validation.size_2d("image_size", self.image_size)
-        if self.patch_size is not None:
-            validation.positive_int("patch_size", self.patch_size)
-        if not isinstance(self.output, str) or not self.output:
-            raise ValueError(f"`output` must be a folder. Received: output={self.output!r}")
-        if os.path.exists(self.output) and not os.path.isdir(self.output):
-            raise ValueError(
-                "The output folder is an existing file. Received: "
-                f"output={self.output!r}"
-            )
-        validation.rate("validation_split", self.validation_split)
-        validation.one_of("optimizer", self.optimizer, recipe.OPTIMIZERS)
-        validation.one_of("decay", self.decay, recipe.DECAYS)
-        validation.positive_float("learning_rate", self.learning_rate)
-        validation.non_negative_float("weight_decay", self.weight_decay)
-        if self.warmup_steps is not None:
-            validation.non_negative_int("warmup_steps", self.warmup_steps)
-        validation.rate("label_smoothing", self.label_smoothing)
-        if self.clipnorm is not None:
-            validation.positive_float("clipnorm", self.clipnorm)
-        validation.rate("momentum", self.momentum)
-        validation.boolean("shuffle", self.shuffle)
-        validation.non_negative_int("seed", self.seed)
-        if self.seed >= 2**32:  # what keras.utils.set_random_seed takes
-            raise ValueError(
-                f"`seed` must be below 2**32. Received: seed={self.seed!r}"
-            )
-        validation.boolean("deterministic", self.deterministic)
-        validation.one_of("strategy", self.strategy, run_strategy.STRATEGIES)
-        validation.one_of(
-            "mixed_precision", self.mixed_precision, recipe.MIXED_PRECISION
-        )
-        validation.one_of("jit_compile", self.jit_compile, ("auto", True, False))
-        if self.steps_per_execution is not None:
-            validation.positive_int("steps_per_execution", self.steps_per_execution)
-        validation.one_of("verbose", self.verbose, ("auto", 0, 1, 2))
-        self.augmentation()  # validates the augmentation settings
-        validation.one_of("objective", self.objective, OBJECTIVES)
-        if self.masked_patches:
-            from keras_vit.training import masked_patches
-
-            if self.objective != "masked_patches":
-                raise ValueError(
-                    "`masked_patches` sets the options of masked patch "
-                    "prediction, which this run does not train. Received: "
-                    f"masked_patches={self.masked_patches!r} with "
-                    f"objective={self.objective!r}"
-                )
-            unknown = sorted(set(self.masked_patches) - set(masked_patches.OPTIONS))
-            if unknown:
-                raise ValueError(
-                    "Unknown masked patch prediction option "
-                    f"{', '.join(map(repr, unknown))}. Expected some of "
-                    f"{', '.join(masked_patches.OPTIONS)}. Received: "
-                    f"masked_patches={self.masked_patches!r}"
-                )
-            masked_patches.check_options(**self.masked_patches)
-        if self.objective == "masked_patches":
-            for name in ("mixup", "cutmix", "label_smoothing"):
-                if getattr(self, name):
-                    raise ValueError(
-                        "Masked patch prediction uses no labels, so "
-                        f"`{name}` (which mixes or smooths labels) has no "
-                        f"place in it. Received: {name}={getattr(self, name)!r} "
-                        "with objective='masked_patches'"
-                    )
 
 
 @dataclasses.dataclass
@@ -436,11 +271,57 @@ def train(config, callbacks=(), strategy=None):
     Returns:
         A `TrainResult`.
     """
-    import keras
-
     config.check()
     _check_run_folder(config)
     _check_resumable(config)
+    setup = _set_up(config, strategy)
+    data = _load_data(config)
+    # The model and optimizer are made (and so checked) before anything is
+    # written.
+    model = _build_and_compile(config, setup, data)
+    out_dir, temporary = _output_dirs(config, setup.chief)
+    lock = RunLock(out_dir).acquire() if setup.chief else None
+    try:
+        backup = _resume(config, setup, model, out_dir)
+        pipelines = _pipelines(config, setup, data, model, backup)
+        run_files = _callbacks(config, model, out_dir, pipelines, backup)
+        if setup.chief:
+            _write_config(config, setup, model, out_dir, backup)
+        history, test_metrics = _fit_and_evaluate(
+            config, model, data, pipelines, backup, [*run_files, *callbacks]
+        )
+        _save(config, setup, model, out_dir, history, test_metrics)
+        return TrainResult(
+            model=model,
+            history=history,
+            test_metrics=test_metrics,
+            output=config.output,
+            strategy_kind=setup.kind,
+            initial_epoch=backup.initial_epoch,
+        )
+    finally:
+        if lock is not None:
+            lock.release()
+        if temporary:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+@dataclasses.dataclass
+class _Setup:
+    """Where and how a run computes (`_set_up`)."""
+
+    strategy: object
+    kind: str
+    replicas: int
+    chief: bool
+    device: str
+    policy: str
+    steps_per_execution: int = None
+    jit_compile: object = None
+
+
+def _set_up(config, strategy):
+    """Step 1: the strategy, the seeds and the precision."""
     if strategy is None:
         strategy, kind = run_strategy.make_strategy(config.strategy, config.tpu)
     else:
@@ -463,7 +344,23 @@ def train(config, callbacks=(), strategy=None):
 
         tf.config.experimental.enable_op_determinism()
     policy = recipe.dtype_policy(config.mixed_precision, device)
+    return _Setup(strategy, kind, replicas, chief, device, policy)
 
+
+@dataclasses.dataclass
+class _Data:
+    """The splits a run trains, validates and tests on (`_load_data`)."""
+
+    num_classes: int
+    train: object
+    validation: object
+    test: object
+    num_train: int
+    steps_per_epoch: int
+
+
+def _load_data(config):
+    """Step 2: the dataset and its validation hold-out."""
     masked = config.objective == "masked_patches"
     data = data_datasets.load(config.dataset, config.data_dir, labels=not masked)
     train_split, num_train = data.train, data.num_train
@@ -478,12 +375,17 @@ def train(config, callbacks=(), strategy=None):
             f"Received: batch_size={config.batch_size}"
         )
     steps_per_epoch = None if num_train is None else num_train // config.batch_size
+    return _Data(data.num_classes, train_split, validation_split, data.test,
+                 num_train, steps_per_epoch)
 
-    # The model and optimizer are made (and so checked) before anything is
-    # written.
-    with strategy.scope():
-        model = build_model(config, data.num_classes, dtype=policy)
-        total_steps = (steps_per_epoch or 1000) * config.epochs
+
+def _build_and_compile(config, setup, data):
+    """Step 3: the model and its optimizer, compiled in the strategy's
+    scope; sets `setup.steps_per_execution` and `setup.jit_compile`."""
+    masked = config.objective == "masked_patches"
+    with setup.strategy.scope():
+        model = build_model(config, data.num_classes, dtype=setup.policy)
+        total_steps = (data.steps_per_epoch or 1000) * config.epochs
         warmup = (
             config.warmup_steps
             if config.warmup_steps is not None
@@ -499,12 +401,14 @@ def train(config, callbacks=(), strategy=None):
             config.clipnorm,
             config.momentum,
         )
-        steps_per_execution = config.steps_per_execution or (32 if kind == "tpu" else 1)
-        if steps_per_epoch:
-            steps_per_execution = min(steps_per_execution, steps_per_epoch)
+        steps_per_execution = config.steps_per_execution or (
+            32 if setup.kind == "tpu" else 1
+        )
+        if data.steps_per_epoch:
+            steps_per_execution = min(steps_per_execution, data.steps_per_epoch)
         jit = config.jit_compile
         if jit == "auto":
-            jit = recipe.auto_jit_compile(device, replicas, policy)
+            jit = recipe.auto_jit_compile(setup.device, setup.replicas, setup.policy)
         objective = {}  # MaskedPatchPrediction computes its own
         if not masked:
             objective = dict(
@@ -522,146 +426,168 @@ def train(config, callbacks=(), strategy=None):
         # The optimizer as compiled: under mixed_float16 Keras wraps it in
         # a LossScaleOptimizer, whose variables a backup must restore.
         model.optimizer.build(model.trainable_variables)
+    setup.steps_per_execution, setup.jit_compile = steps_per_execution, jit
+    return model
 
-    out_dir, temporary = _output_dirs(config, chief)
-    lock = RunLock(out_dir).acquire() if chief else None
-    try:
-        backup_dir = os.path.join(out_dir, "backup")
-        log_path = os.path.join(out_dir, "log.csv")
-        if chief:
-            # A run killed while writing left hidden temporary files.
-            for folder in (out_dir, backup_dir):
-                files.remove_leftovers(folder)
-            # Another run may have written the folder since the first check.
-            _check_run_folder(config)
-            _check_resumable(config)
-        # Every worker resumes from the chief's backup (the run folder must be
-        # readable by all of them: shared storage or gs://), so that all start
-        # the same epoch with the same weights.
-        backup = run_callbacks.read_backup(os.path.join(config.output, "backup"))
-        history = backup[0]["history"] if backup else {}
-        initial_epoch = backup[0]["epoch"] if backup else 0
-        if backup:
-            with strategy.scope():
-                run_callbacks.load_backup(model, backup[1])
 
-        vit = model.backbone if masked else model
-        size = vit.image_size
-        train_ds = data_pipeline.train_pipeline(
-            train_split,
-            data.num_classes,
-            size,
-            config.batch_size,
-            augmentation=config.augmentation(),
-            shuffle=config.shuffle,
-            seed=config.seed,
-            deterministic=config.deterministic,
-            # One endless stream cut into epochs by steps_per_epoch, so an
-            # epoch never runs out of data halfway; it starts at the epoch the
-            # run resumes at, with that epoch's draws. (Of unknown size, each
-            # of fit's epochs is one iteration: the next epoch's draws.)
-            repeat=steps_per_epoch is not None,
-            num_examples=num_train,
+@dataclasses.dataclass
+class _Backup:
+    """What a run resumes from (`_resume`)."""
+
+    found: bool
+    history: dict
+    initial_epoch: int
+    folder: str
+    log: str
+
+
+def _resume(config, setup, model, out_dir):
+    """Step 4 (in the locked folder): the backup's state, loaded."""
+    backup_dir = os.path.join(out_dir, "backup")
+    if setup.chief:
+        # A run killed while writing left hidden temporary files.
+        for folder in (out_dir, backup_dir):
+            files.remove_leftovers(folder)
+        # Another run may have written the folder since the first check.
+        _check_run_folder(config)
+        _check_resumable(config)
+    # Every worker resumes from the chief's backup (the run folder must be
+    # readable by all of them: shared storage or gs://), so that all start
+    # the same epoch with the same weights.
+    backup = run_callbacks.read_backup(os.path.join(config.output, "backup"))
+    if backup:
+        with setup.strategy.scope():
+            run_callbacks.load_backup(model, backup[1])
+    return _Backup(
+        found=bool(backup),
+        history=backup[0]["history"] if backup else {},
+        initial_epoch=backup[0]["epoch"] if backup else 0,
+        folder=backup_dir,
+        log=os.path.join(out_dir, "log.csv"),
+    )
+
+
+def _pipelines(config, setup, data, model, backup):
+    """Step 5: the `tf.data` pipelines (train, validation) and the size."""
+    vit = model.backbone if config.objective == "masked_patches" else model
+    size = vit.image_size
+    train_ds = data_pipeline.train_pipeline(
+        data.train,
+        data.num_classes,
+        size,
+        config.batch_size,
+        augmentation=config.augmentation(),
+        shuffle=config.shuffle,
+        seed=config.seed,
+        deterministic=config.deterministic,
+        # One endless stream cut into epochs by steps_per_epoch, so an
+        # epoch never runs out of data halfway; it starts at the epoch the
+        # run resumes at, with that epoch's draws. (Of unknown size, each
+        # of fit's epochs is one iteration: the next epoch's draws.)
+        repeat=data.steps_per_epoch is not None,
+        num_examples=data.num_train,
+        initial_epoch=backup.initial_epoch,
+    )
+    static = setup.kind == "tpu"
+    val_ds = (
+        data_pipeline.eval_pipeline(
+            data.validation, data.num_classes, size, config.batch_size, static
+        )
+        if data.validation is not None
+        else None
+    )
+    return dict(train=train_ds, validation=val_ds, size=size, static=static)
+
+
+def _callbacks(config, model, out_dir, pipelines, backup):
+    """Step 6: keras_vit's callbacks (seeds, best model, backup, NaN stop,
+    TensorBoard); the backup is the third."""
+    monitor = "patch_accuracy" if config.objective == "masked_patches" else "accuracy"
+    monitor = f"val_{monitor}" if pipelines["validation"] is not None else monitor
+    history = backup.history
+    best_so_far = max(history[monitor]) if history.get(monitor) else None
+    return [
+        run_callbacks.EpochSeeds(config.seed),
+        # Before the backup: a kill between the two repeats the epoch,
+        # which writes best.keras again (after the backup, the epoch's
+        # best model would be lost).
+        run_callbacks.BestCheckpoint(
+            os.path.join(out_dir, "best.keras"), monitor, "max", best_so_far
+        ),
+        # Writes log.csv from the history it backs up.
+        run_callbacks.Backup(backup.folder, history, log=backup.log),
+        run_callbacks.StopOnNonFiniteLoss(backup.folder),
+        keras.callbacks.TensorBoard(os.path.join(out_dir, "logs")),
+    ]
+
+
+def _write_config(config, setup, model, out_dir, backup):
+    """The chief's `config.json` (with what `auto` settings resolved to),
+    and the log of the epochs the backup holds, no more, no less."""
+    vit = model.backbone if config.objective == "masked_patches" else model
+    write_config = dataclasses.asdict(config)
+    write_config.update(
+        resolved={
+            "strategy": setup.kind,
+            "replicas": setup.replicas,
+            "dtype_policy": setup.policy,
+            "steps_per_execution": setup.steps_per_execution,
+            "jit_compile": setup.jit_compile,
+            "model": vit.get_config(),
+        }
+    )
+    run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)
+    if backup.found:
+        run_callbacks.write_csv(backup.log, backup.history)
+
+
+def _fit_and_evaluate(config, model, data, pipelines, backup, callbacks):
+    """Step 7: trains from the backup's epoch; the history and the test
+    split's metrics."""
+    initial_epoch = backup.initial_epoch
+    if initial_epoch < config.epochs:
+        if initial_epoch and config.verbose:
+            print(
+                f"Resuming from the backup in {backup.folder}: "
+                f"{initial_epoch} of {config.epochs} epochs done."
+            )
+        model.fit(
+            pipelines["train"],
+            epochs=config.epochs,
             initial_epoch=initial_epoch,
+            steps_per_epoch=data.steps_per_epoch,
+            validation_data=pipelines["validation"],
+            callbacks=callbacks,
+            shuffle=False,  # the pipeline shuffles
+            verbose=config.verbose,
         )
-        static = kind == "tpu"
-        val_ds = (
-            data_pipeline.eval_pipeline(
-                validation_split, data.num_classes, size, config.batch_size, static
-            )
-            if validation_split is not None
-            else None
+    history = callbacks[2].history  # the Backup's
+    test_metrics = {}
+    if data.test is not None:
+        test_ds = data_pipeline.eval_pipeline(
+            data.test, data.num_classes, pipelines["size"], config.batch_size,
+            pipelines["static"],
         )
-        monitor = "patch_accuracy" if masked else "accuracy"
-        monitor = f"val_{monitor}" if val_ds is not None else monitor
-        best_so_far = max(history[monitor]) if history.get(monitor) else None
-        run_files = [
-            run_callbacks.EpochSeeds(config.seed),
-            # Before the backup: a kill between the two repeats the epoch,
-            # which writes best.keras again (after the backup, the epoch's
-            # best model would be lost).
-            run_callbacks.BestCheckpoint(
-                os.path.join(out_dir, "best.keras"), monitor, "max", best_so_far
-            ),
-            # Writes log.csv from the history it backs up.
-            run_callbacks.Backup(backup_dir, history, log=log_path),
-            run_callbacks.StopOnNonFiniteLoss(backup_dir),
-            keras.callbacks.TensorBoard(os.path.join(out_dir, "logs")),
-        ]
-        backup_callback = run_files[2]
-        if chief:
-            write_config = dataclasses.asdict(config)
-            write_config.update(
-                resolved={
-                    "strategy": kind,
-                    "replicas": replicas,
-                    "dtype_policy": policy,
-                    "steps_per_execution": steps_per_execution,
-                    "jit_compile": jit,
-                    "model": vit.get_config(),
-                }
-            )
-            run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)
-            if backup:  # the log of the epochs the backup holds, no more, no less
-                run_callbacks.write_csv(log_path, history)
-        if initial_epoch < config.epochs:
-            if initial_epoch and config.verbose:
-                print(
-                    f"Resuming from the backup in {backup_dir}: "
-                    f"{initial_epoch} of {config.epochs} epochs done."
-                )
-            model.fit(
-                train_ds,
-                epochs=config.epochs,
-                initial_epoch=initial_epoch,
-                steps_per_epoch=steps_per_epoch,
-                validation_data=val_ds,
-                callbacks=[*run_files, *callbacks],
-                shuffle=False,  # the pipeline shuffles
-                verbose=config.verbose,
-            )
-        history = backup_callback.history
-        test_metrics = {}
-        if data.test is not None:
-            test_ds = data_pipeline.eval_pipeline(
-                data.test, data.num_classes, size, config.batch_size, static
-            )
-            # The same draws (masked patches) however the run got here.
-            run_callbacks.seed_model(model, config.seed, config.epochs)
-            test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0)
-            test_metrics = {k: float(v) for k, v in test_metrics.items()}
+        # The same draws (masked patches) however the run got here.
+        run_callbacks.seed_model(model, config.seed, config.epochs)
+        test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0)
+        test_metrics = {k: float(v) for k, v in test_metrics.items()}
+    return history, test_metrics
+
+
+def _save(config, setup, model, out_dir, history, test_metrics):
+    """Step 8: the final model (and backbone), history and curves."""
+    run_callbacks.atomic_write(
+        os.path.join(out_dir, "model.keras"), lambda p: model.save(p)
+    )
+    if config.objective == "masked_patches":  # what fine-tuning starts from
         run_callbacks.atomic_write(
-            os.path.join(out_dir, "model.keras"), lambda p: model.save(p)
+            os.path.join(out_dir, "backbone.keras"), lambda p: model.backbone.save(p)
         )
-        if masked:  # what fine-tuning starts from (`weights=`)
-            run_callbacks.atomic_write(
-                os.path.join(out_dir, "backbone.keras"), lambda p: vit.save(p)
-            )
-        if chief:
-            run_callbacks.write_json(
-                os.path.join(out_dir, "history.json"),
-                {"history": history, "test": test_metrics},
-            )
-            if history:
-                _plot_history(history, os.path.join(out_dir, "curves.png"))
-        return TrainResult(
-            model=model,
-            history=history,
-            test_metrics=test_metrics,
-            output=config.output,
-            strategy_kind=kind,
-            initial_epoch=initial_epoch,
+    if setup.chief:
+        run_callbacks.write_json(
+            os.path.join(out_dir, "history.json"),
+            {"history": history, "test": test_metrics},
         )
-    finally:
-        if lock is not None:
-            lock.release()
-        if temporary:
-            shutil.rmtree(temporary, ignore_errors=True)
-
-
-def load_config(path):
-    """A `TrainConfig` from a run's `config.json` (to rerun or resume it)."""
-    with open(path) as file:
-        data = json.load(file)
-    data.pop("resolved", None)
-    return TrainConfig(**data)
+        if history:
+            _plot_history(history, os.path.join(out_dir, "curves.png"))

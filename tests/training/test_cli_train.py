@@ -127,3 +127,34 @@ def test_a_cut_short_image_stops_train_and_few_shot_naming_it(tmp_path, capsys):
     error = capsys.readouterr().err
     assert code == 2
     assert error == f"keras-vit: error: {datasets.NOT_DECODABLE} {bad}\n"
+
+
+def test_every_config_field_has_a_flag_whose_default_is_the_fields():
+    # `--momentum` was missing, and `--verbose` defaulted to 1 where
+    # `TrainConfig.verbose` defaults to "auto".
+    import dataclasses
+
+    from keras_vit.cli import train as train_command
+    from keras_vit.training import TrainConfig
+
+    parser = cli.build_parser()
+    required = ["--dataset", "digits", "--output", "runs/x"]
+    train = parser._subparsers._group_actions[0].choices["train"]
+    flags = {option for action in train._actions for option in action.option_strings}
+    for field in dataclasses.fields(TrainConfig):
+        options = field.metadata.get("options")
+        names = [flag for flag, *_ in options] if options else [
+            "crop_min_area" if field.name == "crop_area" else field.name]
+        for name in names:
+            assert "--" + name.replace("_", "-") in flags, field.name
+    args = parser.parse_args(["train", *required])
+    assert args.verbose == TrainConfig.verbose
+    assert train_command.config_from_args(args) == TrainConfig(
+        dataset="digits", output="runs/x")
+    # Each flag reaches its field.
+    args = parser.parse_args(["train", *required, "--momentum", "0.5", "--verbose", "2",
+                              "--optimizer", "sgd", "--flip", "off", "--jit-compile", "on"])
+    config = train_command.config_from_args(args)
+    assert (config.momentum, config.verbose, config.optimizer, config.flip,
+            config.jit_compile) == (0.5, 2, "sgd", False, True)
+    config.check()

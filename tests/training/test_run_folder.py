@@ -179,3 +179,21 @@ def test_a_run_does_not_overwrite_a_folder_it_did_not_write(tmp_path):
     assert train(config).initial_epoch == 0
     assert open(os.path.join(config.output, "notes.txt")).read() == "kept"
     assert train(tiny_config(tmp_path, epochs=2)).initial_epoch == 1
+
+
+def test_a_config_json_as_runs_write_it_today_loads_to_resume():
+    # tests/training/flat_config.json is a run's config.json in today's flat
+    # form; a later config layout must keep reading it (a rerun resumes).
+    import importlib
+
+    from keras_vit.training.config import load_config
+
+    train_module = importlib.import_module("keras_vit.training.train")
+
+    path = os.path.join(os.path.dirname(__file__), "flat_config.json")
+    assert train_module._is_run_config(path)
+    config = load_config(path)
+    assert (config.model, config.dataset, config.epochs, config.model_kwargs) == (
+        "Ti/16", "digits", 2, {"hidden_dim": 16, "num_heads": 2})
+    assert config.crop_area == [0.35, 1.0] and config.augmentation().crop_area == (0.35, 1.0)
+    config.check()

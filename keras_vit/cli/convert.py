@@ -1,0 +1,47 @@
+"""`keras-vit convert`: a checkpoint in keras_vit's format."""
+
+
+def add_parser(sub):
+    parser = sub.add_parser(
+        "convert",
+        help="convert a .npz / .safetensors checkpoint to keras_vit's format",
+    )
+    parser.add_argument("input", help="a .npz or .safetensors checkpoint")
+    parser.add_argument(
+        "--output", required=True, help="a .weights.h5 or .keras path"
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="builder name, e.g. ViT_B16 (default: from the checkpoint)",
+    )
+    parser.add_argument(
+        "--num-heads", type=int, default=None,
+        help="for a ViT of another size than the released ones, in a format "
+             "that does not record it (timm, Hugging Face .safetensors)",
+    )
+    parser.add_argument(
+        "--source-grid", type=int, nargs=2, default=None,
+        metavar=("ROWS", "COLS"),
+        help="the patch grid of the checkpoint's position embeddings, if "
+             "not square (the formats record none; releases are square)",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true",
+        help="replace an existing file at --output (never the input)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args):
+    from keras_vit.weights.convert import convert
+
+    model = convert(
+        args.input, args.output, model=args.model, num_heads=args.num_heads,
+        source_grid=args.source_grid, overwrite=args.overwrite,
+    )
+    print(
+        f"{args.input} -> {args.output}: {model.name}, "
+        f"{model.count_params():,} parameters, image_size {model.image_size}, "
+        f"{model.num_classes if model.include_top else 'no'} classes"
+    )

@@ -1,0 +1,40 @@
+"""`keras-vit inspect`: attention maps and the paper's figures (not
+named `inspect`, which would shadow the standard library's module)."""
+
+import os
+
+
+def add_parser(sub):
+    parser = sub.add_parser("inspect", help="write attention maps and the paper's figures")
+    parser.add_argument("model", help="a .keras file or a builder name (ViT_B16)")
+    parser.add_argument("--image", action="append", required=True, help="an image file (repeatable)")
+    parser.add_argument("--output", required=True, help="folder for the PNGs and index.html")
+    parser.add_argument("--weights", default=None, help="preset or checkpoint, with a builder name")
+    parser.add_argument("--image-size", type=int, default=None)
+    parser.set_defaults(run=run)
+
+
+def image_names(paths):
+    """One file name (no extension) per image path, made unique."""
+    names = [
+        os.path.splitext(os.path.basename(p))[0] or f"image{i}"
+        for i, p in enumerate(paths)
+    ]
+    if len(set(names)) < len(names):  # a/cat.jpg and b/cat.jpg
+        names = [f"{name}_{i}" for i, name in enumerate(names)]
+    return names
+
+
+def run(args):
+    from keras_vit import visualize
+    from keras_vit.data.images import load_image_files
+    from keras_vit.export.models import load_model
+
+    model = load_model(args.model, args.weights, args.image_size)
+    images = load_image_files(args.image, model.image_size, model.num_channels)
+    files = visualize.inspect(
+        model, images, args.output, image_names(args.image),
+        inputs=[args.model, args.weights, *args.image],
+    )
+    for path in files:
+        print(path)

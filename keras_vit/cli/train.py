@@ -1,0 +1,105 @@
+"""`keras-vit train`: `keras_vit.training.train` from the command line.
+
+Its flags are made from `TrainConfig`'s fields, one flag per field (or per
+entry of a dict field: `--hidden-dim` sets `model_kwargs["hidden_dim"]`),
+with the field's default, choices and help (see
+`keras_vit.training.config`): nothing here restates them.
+"""
+
+import dataclasses
+
+from keras_vit.training.config import TrainConfig
+
+#: What an "on" / "off" or "auto" / "on" / "off" flag means.
+_TEXT = {"on": True, "off": False, "auto": "auto"}
+
+
+def _flag(name):
+    return "--" + name.replace("_", "-")
+
+
+def _text(value):
+    """A choice as the command line spells it (`True` -> `"on"`)."""
+    if value is True or value is False:
+        return "on" if value else "off"
+    return str(value)
+
+
+def _add_field(parser, field):
+    meta = field.metadata
+    kind = meta["kind"]
+    default = TrainConfig.__dataclass_fields__[field.name].default
+    extra = {"help": meta["help"]} if meta["help"] else {}
+    if meta["required"]:
+        extra["required"] = True
+    elif kind not in ("options", "store_true") and default is not None:
+        if "default:" not in (meta["help"] or ""):
+            shown = default[0] if kind == "crop_area" else default
+            note = f"default: {_text(shown)}"
+            extra["help"] = f"{extra['help']} ({note})" if "help" in extra else note
+    if kind == "options":
+        for flag, _, type_, choices, help_ in meta["options"]:
+            parser.add_argument(_flag(flag), type=type_, choices=choices,
+                                default=None, help=help_, dest=flag,
+                                metavar=None if choices else flag.upper())
+        return
+    if kind == "store_true":
+        parser.add_argument(_flag(field.name), action="store_true", **extra)
+        return
+    if kind in ("switch", "choice_text", "dashes"):
+        choices = meta["choices"] or (True, False)
+        spell = (lambda c: c.replace("_", "-")) if kind == "dashes" else _text
+        parser.add_argument(_flag(field.name), choices=[spell(c) for c in choices],
+                            default=spell(default), **extra)
+        return
+    if kind == "crop_area":
+        parser.add_argument("--crop-min-area", type=float, default=default[0],
+                            dest=field.name, metavar="CROP_MIN_AREA", **extra)
+        return
+    type_ = meta["type"] or field.type
+    parser.add_argument(_flag(field.name), type=type_ if type_ is not str else None,
+                        choices=meta["choices"], default=default, **extra)
+
+
+def add_parser(sub):
+    parser = sub.add_parser("train", help="train a ViT (any tf.distribute strategy)")
+    for field in dataclasses.fields(TrainConfig):
+        _add_field(parser, field)
+    parser.set_defaults(run=run)
+
+
+def _value(field, args):
+    """The value of `field` that the parsed `args` give."""
+    meta = field.metadata
+    kind = meta["kind"]
+    if kind == "options":
+        return {
+            key: getattr(args, flag)
+            for flag, key, *_ in meta["options"]
+            if getattr(args, flag) is not None
+        }
+    value = getattr(args, field.name)
+    if kind in ("switch", "choice_text"):
+        by_text = {_text(c): c for c in (meta["choices"] or (True, False))}
+        return by_text[value]
+    if kind == "dashes":
+        return value.replace("-", "_")
+    if kind == "crop_area":
+        return (value, 1.0)
+    return value
+
+
+def config_from_args(args):
+    """The `TrainConfig` that `keras-vit train`'s parsed `args` ask for."""
+    return TrainConfig(**{
+        field.name: _value(field, args) for field in dataclasses.fields(TrainConfig)
+    })
+
+
+def run(args):
+    from keras_vit.training import train
+
+    result = train(config_from_args(args))
+    for key, value in result.test_metrics.items():
+        print(f"test {key}: {value:.4f}")
+    print(f"outputs in {result.output}")

@@ -1,0 +1,51 @@
+"""Image files and pixels as a model takes them: the one image reader of
+every command (`keras-vit inspect`, `export`, `verify`, `few-shot`).
+
+`model_pixels` turns RGB pixels into a model's channels (for one channel,
+the luma with ITU-R 601 weights); `load_image_files` reads image files with
+the training pipelines' reader and resizing, then `model_pixels`.
+"""
+
+import numpy as np
+
+#: RGB -> grayscale weights (ITU-R 601, as PIL's "L" mode).
+GRAY_WEIGHTS = (0.299, 0.587, 0.114)
+
+
+def model_pixels(images, num_channels):
+    """RGB batches `(N, H, W, 3)` as a model with `num_channels` (1 or 3)
+    takes them: clipped to [0, 255] (antialiased resizing overshoots), and
+    for one channel the luma with ITU-R 601 weights, which sum to 1, so that
+    a grayscale source (digits; the pipeline repeats it in three channels)
+    comes back as it was."""
+    images = np.clip(images, 0.0, 255.0)
+    if num_channels == 1:
+        images = images @ np.asarray(GRAY_WEIGHTS, "float32")[:, None]
+    return images
+
+
+def load_image_files(paths, image_size, num_channels=3):
+    """Reads image files as float32 `(N, H, W, num_channels)` pixels in
+    [0, 255], resized to `image_size` `(H, W)` as `eval_pipeline` resizes
+    (bilinear, antialiased) and converted by `model_pixels`.
+
+    Raises:
+        ValueError: for a file that cannot be read or is not an image,
+            naming it.
+    """
+    import tensorflow as tf
+
+    from keras_vit.data import datasets
+    from keras_vit.data import pipeline
+
+    out = []
+    for path in paths:
+        try:
+            image = datasets.read_image(tf.constant(str(path)))
+        except (tf.errors.OpError, ValueError) as error:
+            reason = getattr(error, "message", str(error)).splitlines()[0]
+            raise ValueError(
+                f"Could not read the image: {reason}. Received: image={path!r}"
+            ) from None
+        out.append(np.asarray(pipeline._resize(image, tuple(image_size))))
+    return model_pixels(np.stack(out), num_channels).astype("float32")

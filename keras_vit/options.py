@@ -1,0 +1,56 @@
+"""The choices of keras_vit's options, in one place that imports nothing.
+
+The library checks its arguments against these tuples and the `keras-vit`
+command offers them as its flags' choices; this module imports neither
+Keras nor TensorFlow (nor NumPy), so the command line can build its parser
+(`keras-vit --help`) without them. Each tuple is the one source of its
+choices: the modules that use them import them from here.
+"""
+
+#: `keras_vit.layers.TokenPooling` / `ViT(pooling=...)`.
+POOLINGS = ("token", "gap")
+
+#: `keras_vit.layers.PatchEncoder(position_embedding=...)`.
+POSITION_EMBEDDINGS = ("learned", "learned2d", "sincos2d", "none")
+
+#: `ViT(position_embedding=...)`: the encoder's, and relative position
+#: biases in the attention instead.
+MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
+
+#: `keras_vit.training.recipe.make_optimizer` / `TrainConfig.optimizer`.
+OPTIMIZERS = ("adamw", "sgd")
+
+#: Learning-rate decays after the warm-up (`recipe.WarmupDecay`).
+DECAYS = ("cosine", "linear")
+
+#: `TrainConfig.mixed_precision` (`recipe.dtype_policy`).
+MIXED_PRECISION = ("auto", "off", "bfloat16", "float16")
+
+#: `tf.distribute` strategies `keras_vit.training.make_strategy` makes.
+STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu")
+
+#: What `keras_vit.training.train` can train a model for.
+OBJECTIVES = ("classification", "masked_patches")
+
+#: Formats of `keras-vit export`.
+EXPORT_FORMATS = ("saved_model", "tflite")
+
+#: Quantization modes of `keras_vit.export.export_tflite`.
+QUANTIZATIONS = ("none", "float16", "dynamic", "int8", "int16x8")
+
+#: Input/output dtypes of a full-integer (`quantize="int8"`) model.
+IO_DTYPES = ("float32", "int8", "uint8")
+
+#: LiteRT interpreters a TFLite model is verified on, and the op resolver
+#: each one names (`ai_edge_litert`'s `OpResolverType`).
+INTERPRETERS = {
+    "xnnpack": "AUTO",  # LiteRT's default: builtin kernels + XNNPACK
+    "builtin": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+    "reference": "BUILTIN_REF",
+}
+
+#: What `keras-vit benchmark` times: keras_vit and its peers.
+PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime", "openvino")
+
+#: Peers that run keras_vit's own model exported, for inference only.
+RUNTIMES = ("onnxruntime", "openvino")
