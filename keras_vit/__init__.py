@@ -3,7 +3,8 @@
 from keras_vit import data
 from keras_vit import evaluation
 from keras_vit import layers
-from keras_vit import ops
+from keras_vit import ops  # deprecated: keras_vit.patch_grid
+from keras_vit import patch_grid
 from keras_vit import registry
 from keras_vit import training  # also registers the optimizer and schedule of trained .keras files
 from keras_vit import variants  # deprecated: keras_vit.registry

@@ -30,7 +30,8 @@ import dataclasses
 
 import numpy as np
 
-from keras_vit import validation
+from keras_vit import arg_checks
+from keras_vit.models import checks as model_checks
 
 #: The shots per class of big_vision's standard evaluator.
 SHOTS = (1, 5, 10, 25)
@@ -88,7 +89,7 @@ def fit_predict(train_features, train_labels, test_features, num_classes, l2_reg
     Returns:
         `(M,)` predicted labels.
     """
-    l2_reg = validation.positive_float("l2_reg", l2_reg)
+    l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
     x = np.asarray(train_features, "float64")
     mean = x.mean(axis=0, keepdims=True)
     std = x.std(axis=0, keepdims=True) + 1e-5
@@ -154,7 +155,7 @@ def linear_few_shot(train_features, train_labels, test_features, test_labels,
         A `FewShotResult`.
     """
     shots, seeds = _check(shots, seeds)
-    l2_reg = validation.positive_float("l2_reg", l2_reg)
+    l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
     train_labels = np.asarray(train_labels)
     draws = [sample_shots(train_labels, num_classes, shots, seed) for seed in range(seeds)]
     return _score(draws, np.asarray(train_features), train_labels, test_features,
@@ -176,12 +177,12 @@ def _score(draws, features, labels, test_features, test_labels, num_classes, l2_
 def _check(shots, seeds):
     if isinstance(shots, (int, np.integer)):
         shots = (shots,)
-    shots = tuple(validation.positive_int("shots", k) for k in shots)
+    shots = tuple(arg_checks.positive_int("shots", k) for k in shots)
     if not shots or len(set(shots)) != len(shots):
         raise ValueError(
             f"`shots` must hold distinct positive integers. Received: shots={shots!r}"
         )
-    return tuple(sorted(shots)), validation.positive_int("seeds", seeds)
+    return tuple(sorted(shots)), arg_checks.positive_int("seeds", seeds)
 
 
 def representation_model(model):
@@ -195,7 +196,7 @@ def representation_model(model):
     """
     import keras
 
-    validation.vit(model, "Few-shot evaluation")
+    model_checks.require_vit(model, "Few-shot evaluation")
     names = [layer.name for layer in model.layers]
     for name in ("pre_logits", "pooling"):
         if name in names:
@@ -239,8 +240,8 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
     from keras_vit.export.models import load_model
 
     shots, seeds = _check(shots, seeds)
-    l2_reg = validation.positive_float("l2_reg", l2_reg)
-    batch_size = validation.positive_int("batch_size", batch_size)
+    l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
+    batch_size = arg_checks.positive_int("batch_size", batch_size)
     model = load_model(model)
     features_of = representation_model(model)
     if not isinstance(dataset, data.Dataset):

@@ -341,6 +341,20 @@ def atomic_directory(path):
             shutil.rmtree(old, ignore_errors=True)
 
 
+def atomic_write(path, write):
+    """Calls `write(temporary_path)`, then renames it to `path`.
+
+    The temporary file sits next to `path` (same file system, same suffix
+    for Keras's extension checks), so the rename is atomic: a process killed
+    at any moment leaves either the old file or the new one, never half of
+    one (`keras_vit.files.atomic_file`).
+    """
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    suffix = ".weights.h5" if path.endswith(".weights.h5") else os.path.splitext(path)[1]
+    with files.atomic_file(path, suffix=suffix) as temporary:
+        write(temporary)
+
+
 def read_npz(path, what="the .npz file", name=None):
     """The arrays of an `.npz` archive by name, read into memory without
     unpickling anything (`allow_pickle=False`).

@@ -1,276 +1,38 @@
-"""Eager argument checks shared by the layers and the model.
+"""Deprecated: the argument checks moved to `keras_vit.arg_checks` (in a
+package where "validation" also means held-out data), and `vit` /
+`refuse_quantized`, which check a model, to `keras_vit.models.checks`
+(`require_vit`, `refuse_quantized`).
 
-Every check raises `ValueError` naming the argument and the value received,
-so a bad argument fails at construction, never deep inside TensorFlow.
+The old names still work for one release, with a `DeprecationWarning`.
 """
 
-import math
-import numbers
+import warnings
+
+from keras_vit import arg_checks as _arg_checks
+
+#: Names that check a model: `keras_vit.models.checks`'s (old -> new).
+_MODEL_CHECKS = {"vit": "require_vit", "refuse_quantized": "refuse_quantized"}
 
 
-def _finite_real(value):
-    """Whether `value` is a real number (not a bool) that is neither
-    infinite nor NaN (nor an int too large for a float)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
+def __getattr__(name):
+    if name in _MODEL_CHECKS:
+        # Deprecated path only: the model sits above these checks, so it is
+        # imported when an old name asks for it, never by the package.
+        from keras_vit.models import checks
 
-
-def positive_int(name, value):
-    """Returns `value` as an `int`, or raises if it is not an integer >= 1."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Integral)
-        or value < 1
-    ):
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
+        new = f"keras_vit.models.checks.{_MODEL_CHECKS[name]}"
+        found = getattr(checks, _MODEL_CHECKS[name])
+    elif not name.startswith("__") and hasattr(_arg_checks, name):
+        new = f"keras_vit.arg_checks.{name}"
+        found = getattr(_arg_checks, name)
+    else:
+        raise AttributeError(
+            f"module 'keras_vit.validation' has no attribute {name!r}"
         )
-    return int(value)
-
-
-def non_negative_int(name, value):
-    """Returns `value` as an `int`, or raises if it is not an integer >= 0."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Integral)
-        or value < 0
-    ):
-        raise ValueError(
-            f"`{name}` must be a non-negative integer. Received: {name}={value!r}"
-        )
-    return int(value)
-
-
-#: The bound of an int64 (TensorFlow's seeds, counts and positions).
-INT64_BOUND = 2**63
-
-
-def int_below(name, value, bound, minimum=0, why=None):
-    """Returns `value` as an `int` in `[minimum, bound)`, or raises; `why`
-    says where the bound comes from (e.g. "an int64 seed")."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Integral)
-        or not minimum <= value < bound
-    ):
-        shown = f"2**{bound.bit_length() - 1}" if bound & (bound - 1) == 0 else bound
-        reason = f" ({why})" if why else ""
-        raise ValueError(
-            f"`{name}` must be an integer >= {minimum} and below "
-            f"{shown}{reason}. Received: {name}={value!r}"
-        )
-    return int(value)
-
-
-def optional_positive_int(name, value):
-    """Like `positive_int`, but `None` passes through."""
-    return None if value is None else positive_int(name, value)
-
-
-def rate(name, value):
-    """Returns `value` as a `float` in [0, 1), or raises."""
-    if not _finite_real(value) or not 0.0 <= value < 1.0:
-        raise ValueError(
-            f"`{name}` must be a number in [0, 1). Received: {name}={value!r}"
-        )
-    return float(value)
-
-
-def fraction(name, value, zero=True):
-    """Returns `value` as a `float` in [0, 1] (in (0, 1] without `zero`),
-    or raises."""
-    if (
-        not _finite_real(value)
-        or not (0.0 <= value if zero else 0.0 < value)
-        or not value <= 1.0
-    ):
-        interval = "[0, 1]" if zero else "(0, 1]"
-        raise ValueError(
-            f"`{name}` must be a number in {interval}. Received: {name}={value!r}"
-        )
-    return float(value)
-
-
-def finite_positive_float(name, value):
-    """Returns `value` as a `float` > 0 that is finite (not inf, not NaN),
-    or raises."""
-    if not _finite_real(value) or not value > 0:
-        raise ValueError(
-            f"`{name}` must be a finite positive number. "
-            f"Received: {name}={value!r}"
-        )
-    return float(value)
-
-
-def finite_non_negative_float(name, value):
-    """Returns `value` as a `float` >= 0 that is finite (not inf, not NaN),
-    or raises."""
-    if not _finite_real(value) or not value >= 0:
-        raise ValueError(
-            f"`{name}` must be a finite number >= 0. Received: {name}={value!r}"
-        )
-    return float(value)
-
-
-#: The names these checks had first (both now refuse inf and NaN too).
-positive_float = finite_positive_float
-non_negative_float = finite_non_negative_float
-
-#: The largest finite float32, and the smallest normal one (XLA and GPUs
-#: may flush smaller ones to zero).
-_FLOAT32_MAX = 3.4028234663852886e38
-_FLOAT32_TINY = 1.1754943508222875e-38
-
-
-def epsilon(name, value):
-    """Returns `value` as a `float` for a normalisation epsilon: finite,
-    > 0, and representable in float32 without becoming inf or 0 (where the
-    layers compute), or raises."""
-    value = finite_positive_float(name, value)
-    if not _FLOAT32_TINY <= value <= _FLOAT32_MAX:
-        raise ValueError(
-            f"`{name}` must be a positive number that float32 holds "
-            f"(between {_FLOAT32_TINY:g} and {_FLOAT32_MAX:g}). "
-            f"Received: {name}={value!r}"
-        )
-    return value
-
-
-def float_dtype_policy(name, value, quantized=True):
-    """Returns `value` if it names a dtype policy whose computations and
-    variables are floating point, or raises.
-
-    `value` is what a layer's `dtype` takes: `None` (the global policy), a
-    dtype or policy name (`"float32"`, `"mixed_bfloat16"`), a
-    `keras.DTypePolicy`, its config dict, or a `DTypePolicyMap` (every
-    policy in it is checked). An integer, bool or string dtype (`"int32"`,
-    `"uint8"`, `DTypePolicy("int32")`) would build integer weights and
-    truncate every activation. With `quantized=False`, a quantized policy
-    (`"int8_from_float32"`; not inside a map) is refused too.
-    """
-    # Keras is imported here, not at the top: the CLI imports these checks
-    # and its `--help` does not load Keras.
-    import keras
-
-    try:
-        policy = keras.dtype_policies.get(value)
-    except (ValueError, TypeError) as error:
-        raise ValueError(
-            f"`{name}` must be a floating-point dtype policy such as "
-            f"'float32' or 'mixed_bfloat16' ({error}). Received: {name}={value!r}"
-        ) from None
-    policies = [policy]
-    if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
-        policies = [policy.default_policy, *policy.values()]
-    for p in policies:
-        floating = all(
-            keras.backend.is_float_dtype(dtype)
-            for dtype in (p.compute_dtype, p.variable_dtype)
-        )
-        if not floating or (
-            not quantized and p is policy and p.quantization_mode is not None
-        ):
-            where = (
-                " (the global policy, keras.config.dtype_policy())"
-                if value is None else ""
-            )
-            hint = (
-                "; for a quantized model build it in float and call "
-                "`model.quantize(mode)`"
-                if floating else ""
-            )
-            raise ValueError(
-                f"`{name}` must be a floating-point dtype policy such as "
-                f"'float32' or 'mixed_bfloat16'{where}, not {p.name!r}{hint}. "
-                f"Received: {name}={value!r}"
-            )
-    return value
-
-
-def known_last_dim(layer, input_shape, meaning):
-    """Returns the last dimension of `input_shape`, or raises if it is
-    unknown (`None`): `layer` (a name) builds weights of that width;
-    `meaning` says what the dimension is ("the token width")."""
-    dim = input_shape[-1]
-    if dim is None:
-        raise ValueError(
-            f"{layer} needs inputs whose last dimension ({meaning}) is known: "
-            f"its weights are built for it. Received: inputs of shape "
-            f"{tuple(input_shape)}"
-        )
-    return dim
-
-
-def boolean(name, value):
-    """Returns `value` if it is a `bool`, or raises."""
-    if not isinstance(value, bool):
-        raise ValueError(
-            f"`{name}` must be True or False. Received: {name}={value!r}"
-        )
-    return value
-
-
-def one_of(name, value, choices):
-    """Returns `value` if it is one of `choices`, or raises."""
-    if not any(value is c or (type(value) is type(c) and value == c)
-               for c in choices):
-        raise ValueError(
-            f"`{name}` must be one of {list(choices)}. "
-            f"Received: {name}={value!r}"
-        )
-    return value
-
-
-def size_2d(name, value):
-    """Returns `(height, width)` from an int or a pair of positive ints."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        value = (value, value)
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise ValueError(
-            f"`{name}` must be an int or a (height, width) pair of ints. "
-            f"Received: {name}={value!r}"
-        )
-    try:
-        return tuple(positive_int(name, v) for v in value)
-    except ValueError:
-        raise ValueError(
-            f"`{name}` must hold positive integers. Received: {name}={value!r}"
-        ) from None
-
-
-def vit(model, action):
-    """Raises `ValueError` unless `model` is a `keras_vit.ViT`; `action`
-    says what needs one (e.g. "load_weights")."""
-    from keras_vit.models.vit import ViT
-
-    if not isinstance(model, ViT):
-        backbone = getattr(model, "backbone", None)
-        hint = (
-            f" (for a {type(model).__name__}, pass its `backbone`)"
-            if isinstance(backbone, ViT) else ""
-        )
-        raise ValueError(
-            f"{action} takes a keras_vit.ViT{hint}. Received: model={model!r}"
-        )
-    return model
-
-
-def refuse_quantized(model, action, instead):
-    """Raises `ValueError` if `model` was quantized by `model.quantize()`:
-    `action` (e.g. "save_npz writes float checkpoints") cannot take it;
-    `instead` says what to do."""
-    quantized = [
-        layer.path or layer.name
-        for layer in model._flatten_layers()
-        if layer.quantization_mode is not None
-    ]
-    if quantized:
-        raise ValueError(
-            f"The model's layers were quantized in Keras (`model.quantize()`: "
-            f"{', '.join(quantized[:3])}{' ...' if len(quantized) > 3 else ''}), "
-            f"and {action}: {instead}. Received: model={model.name!r}"
-        )
+    warnings.warn(
+        f"keras_vit.validation.{name} moved to {new}; the old path will be "
+        "removed in the next release.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return found

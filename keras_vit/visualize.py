@@ -16,8 +16,11 @@ weights (`ViT.intermediates_model`). Plot helpers return matplotlib figures.
 import keras
 import numpy as np
 
-from keras_vit import extras, validation
+from keras_vit import arg_checks
+from keras_vit import extras
+from keras_vit import files
 from keras_vit.data.images import load_image_files
+from keras_vit.models import checks as model_checks
 
 HEAD_FUSIONS = ("mean", "max", "min")
 
@@ -52,9 +55,9 @@ def rollout(attentions, num_prefix_tokens=1, head_fusion="mean", discard_ratio=0
     >>> eye = np.eye(5)[None, None].repeat(2, axis=1)
     >>> keras_vit.visualize.rollout([eye, eye])[0]   # the identity
     """
-    head_fusion = validation.one_of("head_fusion", head_fusion, HEAD_FUSIONS)
-    discard_ratio = validation.rate("discard_ratio", discard_ratio)
-    num_prefix_tokens = validation.non_negative_int(
+    head_fusion = arg_checks.one_of("head_fusion", head_fusion, HEAD_FUSIONS)
+    discard_ratio = arg_checks.rate("discard_ratio", discard_ratio)
+    num_prefix_tokens = arg_checks.non_negative_int(
         "num_prefix_tokens", num_prefix_tokens
     )
     result = None
@@ -124,7 +127,7 @@ def attention_distance(attentions, grid, pixels_per_token, num_prefix_tokens=1):
     Returns:
         `(num_layers, num_heads)` distances in pixels.
     """
-    pixels_per_token = validation.finite_positive_float(
+    pixels_per_token = arg_checks.finite_positive_float(
         "pixels_per_token", pixels_per_token
     )
     attentions = [np.asarray(a, dtype="float64") for a in attentions]
@@ -150,8 +153,8 @@ def _token_layout(tokens, grid, num_prefix_tokens):
     """`(grid, num_prefix_tokens)` checked against a matrix over `tokens`
     tokens: prefix tokens, then a `grid_h x grid_w` grid of patches (a
     mismatch would cut the wrong tokens, or none, whose mean is NaN)."""
-    grid = validation.size_2d("grid", grid)
-    num_prefix_tokens = validation.non_negative_int(
+    grid = arg_checks.size_2d("grid", grid)
+    num_prefix_tokens = arg_checks.non_negative_int(
         "num_prefix_tokens", num_prefix_tokens
     )
     if tokens != num_prefix_tokens + grid[0] * grid[1]:
@@ -189,7 +192,7 @@ def attention_weights(model, images):
     Returns:
         List over layers of float32 `(B, heads, T, T)` NumPy arrays.
     """
-    validation.vit(model, "Attention maps")
+    model_checks.require_vit(model, "Attention maps")
     outputs = model.intermediates_model()(np.asarray(images), training=False)
     return [keras.ops.convert_to_numpy(a) for a in outputs["attention_weights"]]
 
@@ -274,7 +277,7 @@ def position_embedding_similarity(model):
         `(grid_h, grid_w, grid_h, grid_w)`: `[i, j]` is the similarity map
         of patch `(i, j)` to every patch.
     """
-    validation.vit(model, "position_embedding_similarity")
+    model_checks.require_vit(model, "position_embedding_similarity")
     posemb = model.get_layer("patch_encoder").position_embeddings()
     if posemb is None:
         raise ValueError(
@@ -303,8 +306,8 @@ def embedding_filters(model, n=28):
         `(k, P, P, C)` float array in [0, 1], most significant first, with
         `k = min(n, D, P * P * C)` (there are no more components).
     """
-    n = validation.positive_int("n", n)
-    validation.vit(model, "embedding_filters")
+    n = arg_checks.positive_int("n", n)
+    model_checks.require_vit(model, "embedding_filters")
     if model.stem is not None:
         raise ValueError(
             "Embedding filters are pixel patches only for plain ViTs; this "
@@ -519,9 +522,8 @@ def inspect(model, images, output, names=None, inputs=()):
 
     plt = extras.pyplot("inspect")
 
-    from keras_vit.training.callbacks import atomic_write
 
-    validation.vit(model, "inspect")
+    model_checks.require_vit(model, "inspect")
     images = np.asarray(images, dtype="float32")
     if names is None:
         names = [f"image{i}" for i in range(len(images))]
@@ -539,7 +541,7 @@ def inspect(model, images, output, names=None, inputs=()):
 
     def save(fig, name, caption):
         path = os.path.join(output, name)
-        atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=100))
+        files.atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=100))
         plt.close(fig)
         written.append((name, caption))
 
@@ -574,7 +576,7 @@ def inspect(model, images, output, names=None, inputs=()):
         with open(path, "w") as file:
             file.write(page)
 
-    atomic_write(os.path.join(output, "index.html"), write_page)
+    files.atomic_write(os.path.join(output, "index.html"), write_page)
     return [os.path.join(output, name) for name, _ in written] + [
         os.path.join(output, "index.html")
     ]

@@ -16,9 +16,9 @@ import pytest
 
 import keras_vit
 from keras_vit import weights
-from tests.test_case import TINY
-from tests.test_case import random_images
-from tests.test_case import randomize_weights
+from tests.helpers import TINY
+from tests.helpers import random_images
+from tests.helpers import randomize_weights
 
 # Both backends' scripts start here: the model of `_run_on_backend`'s files,
 # and its predictions saved as `<backend>_outputs.npy`.

@@ -7,8 +7,8 @@ import pytest
 import keras_vit
 from keras_vit import cli
 from keras_vit import evaluation
-from tests.test_case import TINY
-from tests.test_case import randomize_weights
+from tests.helpers import TINY
+from tests.helpers import randomize_weights
 
 
 def _ridge_reference(x, labels, test, num_classes, l2_reg):

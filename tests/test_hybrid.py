@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import keras_vit
-from tests.test_case import random_images
-from tests.test_case import randomize_weights
+from tests.helpers import random_images
+from tests.helpers import randomize_weights
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 VIT = dict(patch_size=1, hidden_dim=32, num_layers=2, num_heads=4, mlp_dim=64,

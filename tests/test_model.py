@@ -10,9 +10,9 @@ import pytest
 
 import keras_vit
 from tests import reference
-from tests.test_case import TINY
-from tests.test_case import random_images
-from tests.test_case import randomize_weights
+from tests.helpers import TINY
+from tests.helpers import random_images
+from tests.helpers import randomize_weights
 
 
 def _tiny(**kwargs):

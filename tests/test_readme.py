@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import keras_vit
-from tests.test_case import TINY
-from tests.test_case import random_images
+from tests.helpers import TINY
+from tests.helpers import random_images
 
 README = os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")
 

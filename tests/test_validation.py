@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_vit import validation
+from keras_vit import arg_checks
 
 NON_FINITE = [math.inf, -math.inf, math.nan, np.float32("inf"), np.float64("nan"), 10**400]
 
@@ -14,13 +14,13 @@ NON_FINITE = [math.inf, -math.inf, math.nan, np.float32("inf"), np.float64("nan"
 @pytest.mark.parametrize(
     "check",
     [
-        validation.finite_positive_float,
-        validation.finite_non_negative_float,
-        validation.positive_float,  # the older names, same checks
-        validation.non_negative_float,
-        validation.rate,
-        validation.fraction,
-        validation.epsilon,
+        arg_checks.finite_positive_float,
+        arg_checks.finite_non_negative_float,
+        arg_checks.positive_float,  # the older names, same checks
+        arg_checks.non_negative_float,
+        arg_checks.rate,
+        arg_checks.fraction,
+        arg_checks.epsilon,
     ],
 )
 def test_number_checks_refuse_inf_and_nan(check):
@@ -30,15 +30,15 @@ def test_number_checks_refuse_inf_and_nan(check):
 
 
 def test_number_checks_keep_finite_values():
-    assert validation.positive_float("x", 3) == 3.0
-    assert validation.finite_positive_float("x", np.float32(0.5)) == 0.5
-    assert validation.non_negative_float("x", 0) == 0.0
-    assert validation.rate("x", 0.5) == 0.5
-    assert validation.fraction("x", 1) == 1.0
-    assert validation.epsilon("x", 1e-12) == 1e-12
+    assert arg_checks.positive_float("x", 3) == 3.0
+    assert arg_checks.finite_positive_float("x", np.float32(0.5)) == 0.5
+    assert arg_checks.non_negative_float("x", 0) == 0.0
+    assert arg_checks.rate("x", 0.5) == 0.5
+    assert arg_checks.fraction("x", 1) == 1.0
+    assert arg_checks.epsilon("x", 1e-12) == 1e-12
     for value in (0, -1e-6, True, "1e-6", None):
         with pytest.raises(ValueError, match="x="):
-            validation.positive_float("x", value)
+            arg_checks.positive_float("x", value)
 
 
 def test_an_epsilon_must_survive_float32():
@@ -46,7 +46,7 @@ def test_an_epsilon_must_survive_float32():
     # flushed to 0 under XLA): the layers compute in float32.
     for value in (1e39, 1e-39, 1e-300):
         with pytest.raises(ValueError, match="float32.*Received: layer_norm_epsilon="):
-            validation.epsilon("layer_norm_epsilon", value)
+            arg_checks.epsilon("layer_norm_epsilon", value)
 
 
 FLOATING = [None, "float32", "float16", "bfloat16", "float64", "mixed_float16",
@@ -57,7 +57,7 @@ FLOATING = [None, "float32", "float16", "bfloat16", "float64", "mixed_float16",
 
 def test_floating_policies_pass():
     for dtype in FLOATING:
-        assert validation.float_dtype_policy("dtype", dtype) is dtype
+        assert arg_checks.float_dtype_policy("dtype", dtype) is dtype
 
 
 def _int_map():
@@ -73,39 +73,39 @@ def test_other_policies_are_refused():
                   "nonsense", 3]:
         with pytest.raises(ValueError, match=r"`dtype` must be a floating-point "
                                              r"dtype policy.*Received: dtype="):
-            validation.float_dtype_policy("dtype", dtype)
+            arg_checks.float_dtype_policy("dtype", dtype)
 
 
 def test_a_global_integer_policy_is_refused_and_said_so():
     keras.config.set_dtype_policy("int32")  # conftest restores float32
     with pytest.raises(ValueError, match=r"global policy.*'int32'.*dtype=None"):
-        validation.float_dtype_policy("dtype", None)
+        arg_checks.float_dtype_policy("dtype", None)
 
 
 def test_quantized_policies_can_be_refused():
     with pytest.raises(ValueError, match=r"model.quantize.*dtype='int8_from_float32'"):
-        validation.float_dtype_policy("dtype", "int8_from_float32", quantized=False)
+        arg_checks.float_dtype_policy("dtype", "int8_from_float32", quantized=False)
     # A quantized model's map (its config) is fine.
     policies = keras.dtype_policies.DTypePolicyMap("float32")
     policies["vit/head"] = keras.dtype_policies.get("int8_from_float32")
-    assert validation.float_dtype_policy("dtype", policies, quantized=False) is policies
+    assert arg_checks.float_dtype_policy("dtype", policies, quantized=False) is policies
 
 
 def test_non_negative_int():
-    assert validation.non_negative_int("n", 0) == 0
-    assert validation.non_negative_int("n", np.int64(3)) == 3
+    assert arg_checks.non_negative_int("n", 0) == 0
+    assert arg_checks.non_negative_int("n", np.int64(3)) == 3
     for value in (-1, 1.0, True, None, "2"):
         with pytest.raises(ValueError, match=f"`n` must be a non-negative integer.*n={value!r}"):
-            validation.non_negative_int("n", value)
+            arg_checks.non_negative_int("n", value)
 
 
 def test_int_below():
-    assert validation.int_below("n", np.int64(3), 2**63) == 3
-    assert validation.int_below("n", 2**63 - 1, 2**63) == 2**63 - 1
+    assert arg_checks.int_below("n", np.int64(3), 2**63) == 3
+    assert arg_checks.int_below("n", 2**63 - 1, 2**63) == 2**63 - 1
     with pytest.raises(ValueError) as info:
-        validation.int_below("n", 2**63, 2**63, why="an int64")
+        arg_checks.int_below("n", 2**63, 2**63, why="an int64")
     assert str(info.value) == (
         f"`n` must be an integer >= 0 and below 2**63 (an int64). Received: n={2**63}")
     for value in (0, 10, 1.0, True, None):
         with pytest.raises(ValueError, match=rf"integer >= 1 and below 10\. Received: n={value!r}"):
-            validation.int_below("n", value, 10, minimum=1)
+            arg_checks.int_below("n", value, 10, minimum=1)

@@ -6,8 +6,8 @@ import pytest
 import keras_vit
 from keras_vit import cli
 from keras_vit import visualize
-from tests.test_case import random_images
-from tests.test_case import randomize_weights
+from tests.helpers import random_images
+from tests.helpers import randomize_weights
 
 rng = np.random.default_rng(0)
 

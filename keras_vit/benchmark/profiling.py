@@ -13,7 +13,7 @@ import tensorflow as tf
 from keras_vit import data
 from keras_vit import layers as vit_layers
 from keras_vit import timing
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.benchmark.throughput import MIN_SECONDS
 from keras_vit.benchmark.throughput import variant_name
 from keras_vit.models import ViT
@@ -35,7 +35,7 @@ def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,
     Returns:
         A dict of the timings.
     """
-    min_seconds = validation.non_negative_float("min_seconds", min_seconds)
+    min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
     kwargs = {"image_size": image_size} if image_size else {}
     model = ViT.from_variant(variant_name(variant), **kwargs)
     h, w = model.image_size

@@ -18,7 +18,7 @@ import keras
 import numpy as np
 
 from keras_vit import timing
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.benchmark import flops as flops_lib
 from keras_vit.benchmark.peers import timm_runner
 from keras_vit.benchmark.throughput import MIN_SECONDS
@@ -86,8 +86,8 @@ def run_suite(
     Returns:
         The list of result rows (dicts), one per measurement.
     """
-    rounds = validation.positive_int("rounds", rounds)
-    min_seconds = validation.non_negative_float("min_seconds", min_seconds)
+    rounds = arg_checks.positive_int("rounds", rounds)
+    min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
     peak = _print_peak(compute_dtype(dtype), printer)
     plan = _plan(variants, peers, inference_batches, train_batches, image_size)
     samples = {key: [] for key in plan}

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from keras_vit import builders
 from keras_vit import timing
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.benchmark.peers import keras_hub_peer
 from keras_vit.benchmark.peers import runtime_peers
 from keras_vit.benchmark.peers import timm_runner
@@ -137,8 +137,8 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
 
     Each is the median call over at least `steps` calls and `min_seconds`
     of them (`keras_vit.timing.latencies`)."""
-    validation.one_of("peer", peer, PEERS)
-    min_seconds = validation.non_negative_float("min_seconds", min_seconds)
+    arg_checks.one_of("peer", peer, PEERS)
+    min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
     variant = variant_name(variant)
     jit_choices = _jit_choices(jit_compile, mode, dtype)
     if peer != "keras_vit" and image_size not in (None, 224):

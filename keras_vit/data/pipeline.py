@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from keras_vit import validation
+from keras_vit import arg_checks
 
 
 @dataclasses.dataclass
@@ -43,14 +43,14 @@ class Augmentation:
     cutmix: float = 0.0
 
     def __post_init__(self):
-        validation.boolean("random_resized_crop", self.random_resized_crop)
-        validation.boolean("flip", self.flip)
+        arg_checks.boolean("random_resized_crop", self.random_resized_crop)
+        arg_checks.boolean("flip", self.flip)
         if isinstance(self.rand_augment, bool) or not isinstance(self.rand_augment, int) or self.rand_augment < 0:
             raise ValueError(
                 "`rand_augment` must be a number of operations >= 0. "
                 f"Received: rand_augment={self.rand_augment!r}"
             )
-        validation.fraction("rand_augment_magnitude", self.rand_augment_magnitude)
+        arg_checks.fraction("rand_augment_magnitude", self.rand_augment_magnitude)
         for name in ("mixup", "cutmix"):
             value = getattr(self, name)
             if (isinstance(value, bool) or not isinstance(value, (int, float))
@@ -321,27 +321,27 @@ def train_pipeline(
     import tensorflow as tf
 
     _check_dataset(dataset)
-    num_classes = validation.positive_int("num_classes", num_classes)
-    image_size = validation.size_2d("image_size", image_size)
-    batch_size = validation.int_below(
-        "batch_size", batch_size, validation.INT64_BOUND, minimum=1)
+    num_classes = arg_checks.positive_int("num_classes", num_classes)
+    image_size = arg_checks.size_2d("image_size", image_size)
+    batch_size = arg_checks.int_below(
+        "batch_size", batch_size, arg_checks.INT64_BOUND, minimum=1)
     if augmentation is not None and not isinstance(augmentation, Augmentation):
         raise ValueError(
             "`augmentation` must be a keras_vit.data.Augmentation or None. "
             f"Received: augmentation={augmentation!r}"
         )
     aug = augmentation or Augmentation()
-    validation.boolean("shuffle", shuffle)
-    shuffle_buffer = validation.int_below(
-        "shuffle_buffer", shuffle_buffer, validation.INT64_BOUND, minimum=1,
+    arg_checks.boolean("shuffle", shuffle)
+    shuffle_buffer = arg_checks.int_below(
+        "shuffle_buffer", shuffle_buffer, arg_checks.INT64_BOUND, minimum=1,
         why="the number of examples the shuffle holds; 1 does not shuffle")
-    seed = validation.int_below(
-        "seed", seed, validation.INT64_BOUND, why="an int64 seed")
-    validation.boolean("deterministic", deterministic)
-    validation.boolean("repeat", repeat)
+    seed = arg_checks.int_below(
+        "seed", seed, arg_checks.INT64_BOUND, why="an int64 seed")
+    arg_checks.boolean("deterministic", deterministic)
+    arg_checks.boolean("repeat", repeat)
     if num_examples is not None:
-        num_examples = validation.int_below(
-            "num_examples", num_examples, validation.INT64_BOUND, minimum=1)
+        num_examples = arg_checks.int_below(
+            "num_examples", num_examples, arg_checks.INT64_BOUND, minimum=1)
         if repeat and num_examples < batch_size:
             # Each pass would be cut to no batch at all: an endless loop.
             raise ValueError(
@@ -349,7 +349,7 @@ def train_pipeline(
                 "to repeat whole batches. Received: "
                 f"num_examples={num_examples}"
             )
-    initial_epoch = validation.int_below(
+    initial_epoch = arg_checks.int_below(
         "initial_epoch", initial_epoch, _MAX_EPOCH,
         why="the stream's positions are int64")
     options = tf.data.Options()
@@ -483,11 +483,11 @@ def eval_pipeline(dataset, num_classes, image_size, batch_size, drop_remainder=F
     import tensorflow as tf
 
     _check_dataset(dataset)
-    num_classes = validation.positive_int("num_classes", num_classes)
-    image_size = validation.size_2d("image_size", image_size)
-    batch_size = validation.int_below(
-        "batch_size", batch_size, validation.INT64_BOUND, minimum=1)
-    validation.boolean("drop_remainder", drop_remainder)
+    num_classes = arg_checks.positive_int("num_classes", num_classes)
+    image_size = arg_checks.size_2d("image_size", image_size)
+    batch_size = arg_checks.int_below(
+        "batch_size", batch_size, arg_checks.INT64_BOUND, minimum=1)
+    arg_checks.boolean("drop_remainder", drop_remainder)
 
     def prepare(image, label):
         return _resize(_to_rgb(image), image_size), tf.one_hot(label, num_classes)
@@ -508,13 +508,13 @@ def holdout_indices(num_examples, fraction, seed=0, name="validation_split"):
         raise ValueError(
             f"`{name}` must be in (0, 1). Received: {name}={fraction!r}"
         )
-    seed = validation.non_negative_int("seed", seed)
+    seed = arg_checks.non_negative_int("seed", seed)
     if num_examples is None:
         raise ValueError(
             "A validation split needs the dataset's size, which is unknown "
             "for this dataset."
         )
-    num_examples = validation.positive_int("num_examples", num_examples)
+    num_examples = arg_checks.positive_int("num_examples", num_examples)
     num_held = max(1, int(round(num_examples * fraction)))
     if num_held >= num_examples:
         raise ValueError(

@@ -31,7 +31,7 @@ import dataclasses
 
 import numpy as np
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.export import graph as graph_lib
 
 
@@ -74,9 +74,9 @@ def check_limits(min_top1_agreement=None, max_abs=None):
     floor in [0, 1] and a max |Δ| >= 0, finite (a NaN limit would switch
     its check off); `None` keeps the mode's limit."""
     if min_top1_agreement is not None:
-        validation.fraction("min_top1_agreement", min_top1_agreement)
+        arg_checks.fraction("min_top1_agreement", min_top1_agreement)
     if max_abs is not None:
-        validation.non_negative_float("max_abs", max_abs)
+        arg_checks.non_negative_float("max_abs", max_abs)
 
 
 def tflite_limits(quantization, min_top1_agreement=None, max_abs=None):

@@ -19,7 +19,7 @@ import tempfile
 import numpy as np
 
 from keras_vit import timing
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.export import models
 from keras_vit.export import onnx as onnx_lib
 from keras_vit.export import openvino as openvino_lib
@@ -203,15 +203,15 @@ def _check_arguments(quantizations, threads, runs, warmup, tensorflow, onnx, ope
         raise ValueError(
             f"`threads` must be a list of thread counts. Received: threads={threads!r}"
         )
-    threads = [validation.positive_int("threads", t) for t in threads]
-    runs = validation.positive_int("runs", runs)
+    threads = [arg_checks.positive_int("threads", t) for t in threads]
+    runs = arg_checks.positive_int("runs", runs)
     if isinstance(warmup, bool) or not isinstance(warmup, numbers.Integral) or warmup < 0:
         raise ValueError(
             f"`warmup` must be an integer >= 0. Received: warmup={warmup!r}"
         )
-    validation.boolean("tensorflow", tensorflow)
-    onnx = validation.one_of("onnx", onnx, ("auto", True, False))
-    openvino = validation.one_of("openvino", openvino, ("auto", True, False))
+    arg_checks.boolean("tensorflow", tensorflow)
+    onnx = arg_checks.one_of("onnx", onnx, ("auto", True, False))
+    openvino = arg_checks.one_of("openvino", openvino, ("auto", True, False))
     if output_dir is not None and (
         not isinstance(output_dir, (str, os.PathLike)) or not os.path.isdir(output_dir)
     ):

@@ -6,6 +6,9 @@ import os
 import keras
 import numpy as np
 
+from keras_vit import builders
+from keras_vit.weights import load_weights
+
 
 def load_model(model, weights=None, image_size=None, num_classes=None):
     """Returns a `keras.Model` for an export, a verification or a benchmark.
@@ -34,13 +37,10 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
     >>> model = load_model("ViT_Ti16", image_size=32, num_classes=10)
     >>> model = load_model("runs/digits/model.keras")
     """
-    import keras_vit
-    from keras_vit import builders
-
     if isinstance(model, keras.Model):
         _refuse_pretraining(model, model.name)
         if weights is not None:
-            keras_vit.load_weights(model, weights)
+            load_weights(model, weights)
         _no_shape_overrides(model, image_size, num_classes)
         return model
     kwargs = {}
@@ -53,7 +53,7 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
         loaded = builders.build(model, **kwargs)
         _refuse_pretraining(loaded, os.fspath(model))
         if weights is not None:
-            keras_vit.load_weights(loaded, weights)
+            load_weights(loaded, weights)
         return loaded
     return builders.build(model, weights=weights, **kwargs)
 

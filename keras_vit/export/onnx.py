@@ -22,7 +22,7 @@ import tempfile
 import numpy as np
 
 from keras_vit import files
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.export import models
 from keras_vit.export.report import VerificationError
 
@@ -268,8 +268,8 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
 def _check_arguments(batch_size, opset, verify, atol, external_data):
     """The checks of `export_onnx`'s arguments; returns `(opset, atol)`."""
     if batch_size is not None:
-        validation.positive_int("batch_size", batch_size)
-    opset = validation.positive_int("opset", opset)
+        arg_checks.positive_int("batch_size", batch_size)
+    opset = arg_checks.positive_int("opset", opset)
     highest = max(_tf2onnx_constants().OPSET_TO_IR_VERSION)
     if not MIN_OPSET <= opset <= highest:
         raise ValueError(
@@ -277,8 +277,8 @@ def _check_arguments(batch_size, opset, verify, atol, external_data):
             f"GELU) and {highest} (the newest tf2onnx "
             f"{_tf2onnx_version()} writes). Received: opset={opset}"
         )
-    atol = validation.non_negative_float("atol", atol)
-    validation.boolean("verify", verify)
+    atol = arg_checks.non_negative_float("atol", atol)
+    arg_checks.boolean("verify", verify)
     if external_data is not None and not isinstance(external_data, bool):
         raise ValueError(
             "external_data must be True, False or None. Received: "

@@ -23,7 +23,7 @@ import tempfile
 import numpy as np
 
 from keras_vit import files
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.export import models
 from keras_vit.export.report import VerificationError
 
@@ -59,10 +59,10 @@ def compile_openvino(path_or_graph, precision="float32", num_threads=None):
         num_threads: int, threads for inference. Defaults to `None`:
             OpenVINO's choice (all cores).
     """
-    precision = validation.one_of("precision", precision, tuple(PRECISIONS))
+    precision = arg_checks.one_of("precision", precision, tuple(PRECISIONS))
     config = {"INFERENCE_PRECISION_HINT": PRECISIONS[precision]}
     if num_threads is not None:
-        config["INFERENCE_NUM_THREADS"] = validation.positive_int("num_threads", num_threads)
+        config["INFERENCE_NUM_THREADS"] = arg_checks.positive_int("num_threads", num_threads)
     return _require().Core().compile_model(path_or_graph, "CPU", config)
 
 
@@ -149,9 +149,9 @@ def export_openvino(model, output, batch_size=1, verify=True, atol=1e-4,
         output, [model] if isinstance(model, (str, os.PathLike)) else [], overwrite
     )
     if batch_size is not None:
-        validation.positive_int("batch_size", batch_size)
-    atol = validation.non_negative_float("atol", atol)
-    validation.boolean("verify", verify)
+        arg_checks.positive_int("batch_size", batch_size)
+    atol = arg_checks.non_negative_float("atol", atol)
+    arg_checks.boolean("verify", verify)
     model = models.float32_model(models.load_model(model))
     height, width, channels = models.input_spec(model)
     x = np.random.default_rng(0).uniform(0, 255, (batch_size or 2, height, width, channels))

@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from keras_vit import files
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.data.images import GRAY_WEIGHTS  # noqa: F401 - its old home
 from keras_vit.data.images import model_pixels
 
@@ -69,9 +69,9 @@ def load_images(source, image_size, num_channels=3, limit=100, split="test",
     >>> load_images("digits", (32, 32), limit=8).images.shape
     (8, 32, 32, 3)
     """
-    image_size = validation.size_2d("image_size", image_size)
+    image_size = arg_checks.size_2d("image_size", image_size)
     if limit is not None:
-        limit = validation.positive_int("limit", limit)
+        limit = arg_checks.positive_int("limit", limit)
     result = _read_source(source, image_size, num_channels, limit, split, name)
     images = _checked_pixels(result.images, (*image_size, num_channels),
                              value_range, name, source)

@@ -6,7 +6,7 @@ Keras nor keras_vit to run: `tf.saved_model.load(path)` is enough.
 
 import os
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit import files
 from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
@@ -149,8 +149,8 @@ def export_saved_model(model, output, labels=None, verify=True,
     >>> export_saved_model("runs/digits/model.keras", "serving/vit")
     >>> tf.saved_model.load("serving/vit").signatures["serving_default"]
     """
-    validation.boolean("verify", verify)
-    num_verify_images = validation.positive_int("num_verify_images", num_verify_images)
+    arg_checks.boolean("verify", verify)
+    num_verify_images = arg_checks.positive_int("num_verify_images", num_verify_images)
     if verify and verify_data is None:
         raise ValueError(
             "The verification needs images: pass `verify_data`, or "

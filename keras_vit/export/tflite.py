@@ -13,7 +13,7 @@ import tempfile
 
 import numpy as np
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit import files
 from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
@@ -27,6 +27,7 @@ from keras_vit.export import verification as verify_lib
 from keras_vit.export.report import ExportResult
 from keras_vit.options import IO_DTYPES
 from keras_vit.options import QUANTIZATIONS
+from keras_vit.models import checks as model_checks
 
 #: Modes that calibrate activation ranges on representative images.
 CALIBRATED = ("int8", "int16x8")
@@ -157,14 +158,14 @@ def tflite_bytes(model, quantize="none", calibration_images=None, batch_size=1,
 
     >>> data = tflite_bytes(model, quantize="dynamic")
     """
-    quantize = validation.one_of("quantize", quantize, QUANTIZATIONS)
-    io_dtype = validation.one_of("io_dtype", io_dtype, IO_DTYPES)
+    quantize = arg_checks.one_of("quantize", quantize, QUANTIZATIONS)
+    io_dtype = arg_checks.one_of("io_dtype", io_dtype, IO_DTYPES)
     if quantize in CALIBRATED and calibration_images is None:
         raise ValueError(
             f"quantize={quantize!r} needs representative images to calibrate "
             "activation ranges. Received: representative_data=None"
         )
-    validation.refuse_quantized(
+    model_checks.refuse_quantized(
         model,
         "LiteRT's converter cannot take its int8 layers",
         "convert the float model and let the export quantize it, with "
@@ -406,8 +407,8 @@ def _check_arguments(quantize, io_dtype, batch_size, verify, verify_data,
     """The checks of `export_tflite`'s arguments that need no file; returns
     `(quantize, io_dtype, batch_size, num_calibration_images,
     num_verify_images)` as checked."""
-    quantize = validation.one_of("quantize", quantize, QUANTIZATIONS)
-    io_dtype = validation.one_of("io_dtype", io_dtype, IO_DTYPES)
+    quantize = arg_checks.one_of("quantize", quantize, QUANTIZATIONS)
+    io_dtype = arg_checks.one_of("io_dtype", io_dtype, IO_DTYPES)
     if io_dtype != "float32" and quantize != "int8":
         raise ValueError(
             "Integer input and output need full-integer quantization "
@@ -415,12 +416,12 @@ def _check_arguments(quantize, io_dtype, batch_size, verify, verify_data,
             f"quantize={quantize!r}"
         )
     if batch_size is not None:
-        batch_size = validation.positive_int("batch_size", batch_size)
-    validation.boolean("verify", verify)
-    num_calibration_images = validation.positive_int(
+        batch_size = arg_checks.positive_int("batch_size", batch_size)
+    arg_checks.boolean("verify", verify)
+    num_calibration_images = arg_checks.positive_int(
         "num_calibration_images", num_calibration_images
     )
-    num_verify_images = validation.positive_int("num_verify_images", num_verify_images)
+    num_verify_images = arg_checks.positive_int("num_verify_images", num_verify_images)
     checks.check_limits(min_top1_agreement)
     if not verify and min_top1_agreement is not None:
         raise ValueError(

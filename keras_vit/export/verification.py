@@ -36,7 +36,7 @@ import tempfile
 
 import numpy as np
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import models
@@ -218,10 +218,10 @@ def verify_tflite(path, reference, data="digits", num_images=100,
     >>> report = verify_tflite("vit.tflite", "runs/digits/model.keras")
     >>> print(report.summary())
     """
-    num_images = validation.positive_int("num_images", num_images)
+    num_images = arg_checks.positive_int("num_images", num_images)
     check_limits(min_top1_agreement, max_abs)
-    validation.boolean("raise_on_failure", raise_on_failure)
-    num_threads = validation.optional_positive_int("num_threads", num_threads)
+    arg_checks.boolean("raise_on_failure", raise_on_failure)
+    num_threads = arg_checks.optional_positive_int("num_threads", num_threads)
     runtimes = _check_runtimes(runtimes)
     _sources(data)
     if quantization is not None and quantization not in checks.BYTES_PER_PARAMETER:
@@ -280,9 +280,9 @@ def verify_saved_model(path, reference, data="digits", num_images=32,
     Raises:
         VerificationError: if a check fails and `raise_on_failure`.
     """
-    num_images = validation.positive_int("num_images", num_images)
+    num_images = arg_checks.positive_int("num_images", num_images)
     check_limits(max_abs=max_abs)
-    validation.boolean("raise_on_failure", raise_on_failure)
+    arg_checks.boolean("raise_on_failure", raise_on_failure)
     _sources(data)
     if not os.path.isfile(os.path.join(os.fspath(path), "saved_model.pb")):
         raise ValueError(

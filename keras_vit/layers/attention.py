@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.layers import _dropout
 
 
@@ -70,17 +70,17 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def __init__(
         self, num_heads, dropout_rate=0.0, relative_positions=None, **kwargs
     ):
-        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
+        arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
-        self.num_heads = validation.positive_int("num_heads", num_heads)
-        self.dropout_rate = validation.rate("dropout_rate", dropout_rate)
-        self.relative_positions = validation.optional_positive_int(
+        self.num_heads = arg_checks.positive_int("num_heads", num_heads)
+        self.dropout_rate = arg_checks.rate("dropout_rate", dropout_rate)
+        self.relative_positions = arg_checks.optional_positive_int(
             "relative_positions", relative_positions
         )
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
-        dim = validation.known_last_dim(
+        dim = arg_checks.known_last_dim(
             "MultiHeadSelfAttention", input_shape, "the token width"
         )
         if dim % self.num_heads:

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_vit import validation
+from keras_vit import arg_checks
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -44,12 +44,12 @@ class LayerNorm(keras.layers.Layer):
     """
 
     def __init__(self, epsilon=1e-6, **kwargs):
-        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
+        arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
-        self.epsilon = validation.epsilon("epsilon", epsilon)
+        self.epsilon = arg_checks.epsilon("epsilon", epsilon)
 
     def build(self, input_shape):
-        dim = validation.known_last_dim(
+        dim = arg_checks.known_last_dim(
             "LayerNorm", input_shape, "the normalised features"
         )
         self.input_spec = keras.layers.InputSpec(min_ndim=1, axes={-1: dim})

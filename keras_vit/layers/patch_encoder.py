@@ -4,8 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_vit import ops as vit_ops
-from keras_vit import validation
+from keras_vit import patch_grid
+from keras_vit import arg_checks
 from keras_vit.options import POSITION_EMBEDDINGS
 
 
@@ -28,7 +28,7 @@ class PatchEncoder(keras.layers.Layer):
 
     The projection kernel has shape `(P·P·C, hidden_dim)`; reshaped to
     `(P, P, C, hidden_dim)` it is the original checkpoints' convolution
-    kernel (see `keras_vit.ops.dense_to_conv_kernel`).
+    kernel (see `keras_vit.patch_grid.dense_to_conv_kernel`).
 
     Inputs may be a grid `(B, grid_h, grid_w, P·P·C)`
     (`Patches(flatten=False)`) or a flat sequence `(B, N, P·P·C)`. When a
@@ -86,16 +86,16 @@ class PatchEncoder(keras.layers.Layer):
         interpolation="bilinear",
         **kwargs,
     ):
-        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
+        arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
-        self.hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
+        self.hidden_dim = arg_checks.positive_int("hidden_dim", hidden_dim)
         self.grid_size = (
             None
             if grid_size is None
-            else validation.size_2d("grid_size", grid_size)
+            else arg_checks.size_2d("grid_size", grid_size)
         )
-        self.class_token = validation.boolean("class_token", class_token)
-        self.position_embedding = validation.one_of(
+        self.class_token = arg_checks.boolean("class_token", class_token)
+        self.position_embedding = arg_checks.one_of(
             "position_embedding", position_embedding, POSITION_EMBEDDINGS
         )
         if position_embedding == "sincos2d" and self.hidden_dim % 4:
@@ -108,8 +108,8 @@ class PatchEncoder(keras.layers.Layer):
                 "position_embedding='learned2d' needs an even hidden_dim. "
                 f"Received: hidden_dim={hidden_dim}"
             )
-        self.interpolation = validation.one_of(
-            "interpolation", interpolation, vit_ops.INTERPOLATIONS
+        self.interpolation = arg_checks.one_of(
+            "interpolation", interpolation, patch_grid.INTERPOLATIONS
         )
         self.num_prefix_tokens = int(self.class_token)
         self._num_patches = (
@@ -151,7 +151,7 @@ class PatchEncoder(keras.layers.Layer):
         return self.grid_size
 
     def build(self, input_shape):
-        validation.known_last_dim(
+        arg_checks.known_last_dim(
             "PatchEncoder", input_shape, "the values of one patch"
         )
         if self.grid_size is None:
@@ -235,7 +235,7 @@ class PatchEncoder(keras.layers.Layer):
                     f"grid={tuple(grid)}"
                 )
             if not static or tuple(grid) != self.grid_size:
-                posemb = vit_ops.resample_position_embeddings(
+                posemb = patch_grid.resample_position_embeddings(
                     ops.convert_to_tensor(posemb),
                     grid,
                     source_grid=self.grid_size,
@@ -246,7 +246,7 @@ class PatchEncoder(keras.layers.Layer):
         if self.position_embedding == "learned2d":
             posemb = self._learned_2d(grid)
         else:
-            posemb = vit_ops.sincos_2d_position_embedding(
+            posemb = patch_grid.sincos_2d_position_embedding(
                 grid[0], grid[1], self.hidden_dim
             )
         if self.class_token:  # the class token gets no position signal
@@ -260,9 +260,9 @@ class PatchEncoder(keras.layers.Layer):
         x, y = self.pos_embedding_x, self.pos_embedding_y
         height, width = grid
         if not all(isinstance(g, int) for g in grid) or tuple(grid) != self.grid_size:
-            x = vit_ops.resample_1d_embeddings(
+            x = patch_grid.resample_1d_embeddings(
                 ops.convert_to_tensor(x), width, self.interpolation)
-            y = vit_ops.resample_1d_embeddings(
+            y = patch_grid.resample_1d_embeddings(
                 ops.convert_to_tensor(y), height, self.interpolation)
         half = self.hidden_dim // 2
         x = ops.broadcast_to(ops.convert_to_tensor(x)[None, :, :], (height, width, half))
@@ -276,7 +276,7 @@ class PatchEncoder(keras.layers.Layer):
         `position_embedding="none"`."""
         if self.position_embedding == "none":
             return None
-        grid = self.grid_size if grid is None else validation.size_2d("grid", grid)
+        grid = self.grid_size if grid is None else arg_checks.size_2d("grid", grid)
         return self._position_embedding(grid, "float32")
 
     def call(self, patches):

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_vit import validation
+from keras_vit import arg_checks
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -52,10 +52,10 @@ class Patches(keras.layers.Layer):
     """
 
     def __init__(self, patch_size, flatten=True, **kwargs):
-        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
+        arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
-        self.patch_size = validation.positive_int("patch_size", patch_size)
-        self.flatten = validation.boolean("flatten", flatten)
+        self.patch_size = arg_checks.positive_int("patch_size", patch_size)
+        self.flatten = arg_checks.boolean("flatten", flatten)
         self.input_spec = keras.layers.InputSpec(ndim=4)
 
     def _grid(self, input_shape):

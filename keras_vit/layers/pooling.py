@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.options import POOLINGS
 
 
@@ -35,10 +35,10 @@ class TokenPooling(keras.layers.Layer):
     """
 
     def __init__(self, pooling="token", num_prefix_tokens=1, **kwargs):
-        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
+        arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
-        self.pooling = validation.one_of("pooling", pooling, POOLINGS)
-        num_prefix_tokens = validation.non_negative_int(
+        self.pooling = arg_checks.one_of("pooling", pooling, POOLINGS)
+        num_prefix_tokens = arg_checks.non_negative_int(
             "num_prefix_tokens", num_prefix_tokens
         )
         if pooling == "token" and num_prefix_tokens == 0:

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_vit import validation
+from keras_vit import arg_checks
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -31,12 +31,12 @@ class StdConv2D(keras.layers.Conv2D):
 
     def __init__(self, *args, epsilon=1e-8, **kwargs):
         kwargs.setdefault("use_bias", False)
-        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
+        arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(*args, **kwargs)
-        self.epsilon = validation.epsilon("epsilon", epsilon)
+        self.epsilon = arg_checks.epsilon("epsilon", epsilon)
 
     def build(self, input_shape):
-        validation.known_last_dim("StdConv2D", input_shape, "the channels")
+        arg_checks.known_last_dim("StdConv2D", input_shape, "the channels")
         super().build(input_shape)
 
     def convolution_op(self, inputs, kernel):
@@ -106,18 +106,18 @@ class ResNetBottleneck(keras.layers.Layer):
         conv_epsilon=1e-8,
         **kwargs,
     ):
-        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
+        arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
-        self.filters = validation.positive_int("filters", filters)
+        self.filters = arg_checks.positive_int("filters", filters)
         if self.filters % 4:
             raise ValueError(
                 f"`filters` must be a multiple of 4. Received: filters={filters}"
             )
-        self.strides = validation.positive_int("strides", strides)
-        self.projection = validation.boolean("projection", projection)
-        self.groups = validation.positive_int("groups", groups)
-        self.norm_epsilon = validation.epsilon("norm_epsilon", norm_epsilon)
-        self.conv_epsilon = validation.epsilon("conv_epsilon", conv_epsilon)
+        self.strides = arg_checks.positive_int("strides", strides)
+        self.projection = arg_checks.boolean("projection", projection)
+        self.groups = arg_checks.positive_int("groups", groups)
+        self.norm_epsilon = arg_checks.epsilon("norm_epsilon", norm_epsilon)
+        self.conv_epsilon = arg_checks.epsilon("conv_epsilon", conv_epsilon)
         mid = self.filters // 4
         for channels in (mid, self.filters):
             if channels % self.groups:
@@ -236,7 +236,7 @@ class ResNetStem(keras.layers.Layer):
         conv_epsilon=1e-8,
         **kwargs,
     ):
-        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
+        arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         if not isinstance(block_units, (list, tuple)) or not block_units:
             raise ValueError(
@@ -244,10 +244,10 @@ class ResNetStem(keras.layers.Layer):
                 f"Received: block_units={block_units!r}"
             )
         self.block_units = tuple(
-            validation.positive_int("block_units", u) for u in block_units
+            arg_checks.positive_int("block_units", u) for u in block_units
         )
-        self.width = validation.positive_int("width", width)
-        self.root_width = validation.positive_int(
+        self.width = arg_checks.positive_int("width", width)
+        self.root_width = arg_checks.positive_int(
             "root_width", width if root_width is None else root_width
         )
         if stage_filters is None:
@@ -262,12 +262,12 @@ class ResNetStem(keras.layers.Layer):
                     f"Received: stage_filters={stage_filters!r} for "
                     f"block_units={block_units!r}"
                 )
-            filters = [validation.positive_int("stage_filters", f) for f in stage_filters]
+            filters = [arg_checks.positive_int("stage_filters", f) for f in stage_filters]
         self.stage_filters = None if stage_filters is None else list(filters)
         self._filters = filters
-        self.groups = validation.positive_int("groups", groups)
-        self.norm_epsilon = validation.epsilon("norm_epsilon", norm_epsilon)
-        self.conv_epsilon = validation.epsilon("conv_epsilon", conv_epsilon)
+        self.groups = arg_checks.positive_int("groups", groups)
+        self.norm_epsilon = arg_checks.epsilon("norm_epsilon", norm_epsilon)
+        self.conv_epsilon = arg_checks.epsilon("conv_epsilon", conv_epsilon)
         if self.root_width % self.groups:
             raise ValueError(
                 "GroupNorm needs the root width divisible by groups. Received: "

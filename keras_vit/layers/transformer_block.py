@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.layers import _dropout
 from keras_vit.layers.attention import MultiHeadSelfAttention
 from keras_vit.layers.attention import _token_spec
@@ -74,26 +74,26 @@ class TransformerBlock(keras.layers.Layer):
         relative_positions=None,
         **kwargs,
     ):
-        validation.float_dtype_policy("dtype", kwargs.get("dtype"))
+        arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
-        self.num_heads = validation.positive_int("num_heads", num_heads)
-        self.mlp_dim = validation.positive_int("mlp_dim", mlp_dim)
-        self.dropout_rate = validation.rate("dropout_rate", dropout_rate)
-        self.attention_dropout_rate = validation.rate(
+        self.num_heads = arg_checks.positive_int("num_heads", num_heads)
+        self.mlp_dim = arg_checks.positive_int("mlp_dim", mlp_dim)
+        self.dropout_rate = arg_checks.rate("dropout_rate", dropout_rate)
+        self.attention_dropout_rate = arg_checks.rate(
             "attention_dropout_rate", attention_dropout_rate
         )
-        self.drop_path_rate = validation.rate("drop_path_rate", drop_path_rate)
-        self.layer_norm_epsilon = validation.epsilon(
+        self.drop_path_rate = arg_checks.rate("drop_path_rate", drop_path_rate)
+        self.layer_norm_epsilon = arg_checks.epsilon(
             "layer_norm_epsilon", layer_norm_epsilon
         )
-        self.remat = validation.boolean("remat", remat)
-        self.relative_positions = validation.optional_positive_int(
+        self.remat = arg_checks.boolean("remat", remat)
+        self.relative_positions = arg_checks.optional_positive_int(
             "relative_positions", relative_positions
         )
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
-        dim = validation.known_last_dim(
+        dim = arg_checks.known_last_dim(
             "TransformerBlock", input_shape, "the token width"
         )
         # (The attention, built below, checks that num_heads divides dim.)

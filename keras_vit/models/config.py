@@ -11,7 +11,7 @@ import dataclasses
 
 import keras
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.options import MODEL_POSITION_EMBEDDINGS
 from keras_vit.options import POOLINGS
 
@@ -127,41 +127,41 @@ def _checked(
     hidden_dim, num_heads = _width_and_heads(hidden_dim, num_heads)
     include_top, pooling, class_token = _pooling(include_top, pooling, class_token)
     return ViTConfig(
-        image_size=validation.size_2d(
+        image_size=arg_checks.size_2d(
             "image_size", DEFAULT_IMAGE_SIZE if image_size is None else image_size
         ),
-        patch_size=validation.positive_int("patch_size", patch_size),
+        patch_size=arg_checks.positive_int("patch_size", patch_size),
         hidden_dim=hidden_dim,
-        num_layers=validation.positive_int("num_layers", num_layers),
+        num_layers=arg_checks.positive_int("num_layers", num_layers),
         num_heads=num_heads,
-        mlp_dim=validation.positive_int("mlp_dim", mlp_dim),
-        num_classes=validation.positive_int("num_classes", num_classes),
+        mlp_dim=arg_checks.positive_int("mlp_dim", mlp_dim),
+        num_classes=arg_checks.positive_int("num_classes", num_classes),
         include_top=include_top,
         pooling=pooling,
         class_token=class_token,
         position_embedding=_position_embedding(position_embedding, hidden_dim),
-        representation_size=validation.optional_positive_int(
+        representation_size=arg_checks.optional_positive_int(
             "representation_size", representation_size
         ),
-        dropout_rate=validation.rate("dropout_rate", dropout_rate),
-        attention_dropout_rate=validation.rate(
+        dropout_rate=arg_checks.rate("dropout_rate", dropout_rate),
+        attention_dropout_rate=arg_checks.rate(
             "attention_dropout_rate", attention_dropout_rate
         ),
-        drop_path_rate=validation.rate("drop_path_rate", drop_path_rate),
-        layer_norm_epsilon=validation.epsilon("layer_norm_epsilon", layer_norm_epsilon),
+        drop_path_rate=arg_checks.rate("drop_path_rate", drop_path_rate),
+        layer_norm_epsilon=arg_checks.epsilon("layer_norm_epsilon", layer_norm_epsilon),
         classifier_activation=_activation(classifier_activation),
-        include_preprocessing=validation.boolean(
+        include_preprocessing=arg_checks.boolean(
             "include_preprocessing", include_preprocessing
         ),
-        num_channels=validation.positive_int("num_channels", num_channels),
+        num_channels=arg_checks.positive_int("num_channels", num_channels),
         stem=stem,
-        remat=validation.boolean("remat", remat),
+        remat=arg_checks.boolean("remat", remat),
     )
 
 
 def _width_and_heads(hidden_dim, num_heads):
-    hidden_dim = validation.positive_int("hidden_dim", hidden_dim)
-    num_heads = validation.positive_int("num_heads", num_heads)
+    hidden_dim = arg_checks.positive_int("hidden_dim", hidden_dim)
+    num_heads = arg_checks.positive_int("num_heads", num_heads)
     if hidden_dim % num_heads:
         raise ValueError(
             "`hidden_dim` must be divisible by `num_heads`. Received: "
@@ -171,8 +171,8 @@ def _width_and_heads(hidden_dim, num_heads):
 
 
 def _pooling(include_top, pooling, class_token):
-    include_top = validation.boolean("include_top", include_top)
-    pooling = validation.one_of("pooling", pooling, (*POOLINGS, None))
+    include_top = arg_checks.boolean("include_top", include_top)
+    pooling = arg_checks.one_of("pooling", pooling, (*POOLINGS, None))
     if include_top and pooling is None:
         raise ValueError(
             "A model with include_top=True needs pooling='token' or "
@@ -180,7 +180,7 @@ def _pooling(include_top, pooling, class_token):
         )
     if class_token is None:  # the paper's GAP models have none
         class_token = pooling != "gap"
-    class_token = validation.boolean("class_token", class_token)
+    class_token = arg_checks.boolean("class_token", class_token)
     if pooling == "token" and not class_token:
         raise ValueError(
             "pooling='token' needs a class token. Received: class_token=False"
@@ -189,7 +189,7 @@ def _pooling(include_top, pooling, class_token):
 
 
 def _position_embedding(position_embedding, hidden_dim):
-    position_embedding = validation.one_of(
+    position_embedding = arg_checks.one_of(
         "position_embedding", position_embedding, MODEL_POSITION_EMBEDDINGS
     )
     if position_embedding == "sincos2d" and hidden_dim % 4:

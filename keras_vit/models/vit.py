@@ -12,7 +12,7 @@ import warnings
 
 import keras
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.registry import variants
 from keras_vit.layers.layer_norm import LayerNorm
 from keras_vit.layers.patch_encoder import PatchEncoder
@@ -214,7 +214,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         # A plain quantized policy would quantize the new, unloaded layers
         # (Keras: "already quantized"); a quantized model's config holds a
         # DTypePolicyMap instead.
-        validation.float_dtype_policy("dtype", dtype, quantized=False)
+        arg_checks.float_dtype_policy("dtype", dtype, quantized=False)
         config = vit_config(**arguments)
         load = None
         if weights is not None:
@@ -349,8 +349,8 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         >>> tokens = model.forward_features(images)
         >>> patch_tokens = tokens[:, model.num_prefix_tokens:]
         """
-        validation.boolean("return_attention", return_attention)
-        validation.boolean("return_block_outputs", return_block_outputs)
+        arg_checks.boolean("return_attention", return_attention)
+        arg_checks.boolean("return_block_outputs", return_block_outputs)
         layers = self._layer_table()
         for name in HEAD_LAYERS:
             layers.pop(name, None)
@@ -397,7 +397,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         >>> out = model.intermediates_model()(images)
         >>> cls_attention = out["attention_weights"][-1][:, :, 0, 1:]
         """
-        validation.boolean("attention", attention)
+        arg_checks.boolean("attention", attention)
         inputs = keras.Input(
             shape=(*self.image_size, self.num_channels), name="images"
         )

@@ -17,18 +17,8 @@ from keras_vit import files
 STATE_FILE = "state.json"
 
 
-def atomic_write(path, write):
-    """Calls `write(temporary_path)`, then renames it to `path`.
-
-    The temporary file sits next to `path` (same file system, same suffix
-    for Keras's extension checks), so the rename is atomic: a process killed
-    at any moment leaves either the old file or the new one, never half of
-    one (`keras_vit.files.atomic_file`).
-    """
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    suffix = ".weights.h5" if path.endswith(".weights.h5") else os.path.splitext(path)[1]
-    with files.atomic_file(path, suffix=suffix) as temporary:
-        write(temporary)
+# `atomic_write` is `keras_vit.files`'s (it was defined here first).
+atomic_write = files.atomic_write
 
 
 def write_json(path, data):

@@ -15,7 +15,7 @@ import json
 import os
 
 from keras_vit import registry
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.data.pipeline import Augmentation
 from keras_vit.options import DECAYS
 from keras_vit.options import MIXED_PRECISION
@@ -169,12 +169,12 @@ class TrainConfig:
                 f"The model {self.model!r} is a preset, its own weights. "
                 f"Received: weights={self.weights!r}"
             )
-        validation.positive_int("epochs", self.epochs)
-        validation.positive_int("batch_size", self.batch_size)
+        arg_checks.positive_int("epochs", self.epochs)
+        arg_checks.positive_int("batch_size", self.batch_size)
         if self.image_size is not None:
-            validation.size_2d("image_size", self.image_size)
+            arg_checks.size_2d("image_size", self.image_size)
         if self.patch_size is not None:
-            validation.positive_int("patch_size", self.patch_size)
+            arg_checks.positive_int("patch_size", self.patch_size)
         if not isinstance(self.output, str) or not self.output:
             raise ValueError(f"`output` must be a folder. Received: output={self.output!r}")
         if os.path.exists(self.output) and not os.path.isdir(self.output):
@@ -182,34 +182,34 @@ class TrainConfig:
                 "The output folder is an existing file. Received: "
                 f"output={self.output!r}"
             )
-        validation.rate("validation_split", self.validation_split)
-        validation.one_of("optimizer", self.optimizer, OPTIMIZERS)
-        validation.one_of("decay", self.decay, DECAYS)
-        validation.positive_float("learning_rate", self.learning_rate)
-        validation.non_negative_float("weight_decay", self.weight_decay)
+        arg_checks.rate("validation_split", self.validation_split)
+        arg_checks.one_of("optimizer", self.optimizer, OPTIMIZERS)
+        arg_checks.one_of("decay", self.decay, DECAYS)
+        arg_checks.positive_float("learning_rate", self.learning_rate)
+        arg_checks.non_negative_float("weight_decay", self.weight_decay)
         if self.warmup_steps is not None:
-            validation.non_negative_int("warmup_steps", self.warmup_steps)
-        validation.rate("label_smoothing", self.label_smoothing)
+            arg_checks.non_negative_int("warmup_steps", self.warmup_steps)
+        arg_checks.rate("label_smoothing", self.label_smoothing)
         if self.clipnorm is not None:
-            validation.positive_float("clipnorm", self.clipnorm)
-        validation.rate("momentum", self.momentum)
-        validation.boolean("shuffle", self.shuffle)
-        validation.non_negative_int("seed", self.seed)
+            arg_checks.positive_float("clipnorm", self.clipnorm)
+        arg_checks.rate("momentum", self.momentum)
+        arg_checks.boolean("shuffle", self.shuffle)
+        arg_checks.non_negative_int("seed", self.seed)
         if self.seed >= 2**32:  # what keras.utils.set_random_seed takes
             raise ValueError(
                 f"`seed` must be below 2**32. Received: seed={self.seed!r}"
             )
-        validation.boolean("deterministic", self.deterministic)
-        validation.one_of("strategy", self.strategy, STRATEGIES)
-        validation.one_of(
+        arg_checks.boolean("deterministic", self.deterministic)
+        arg_checks.one_of("strategy", self.strategy, STRATEGIES)
+        arg_checks.one_of(
             "mixed_precision", self.mixed_precision, MIXED_PRECISION
         )
-        validation.one_of("jit_compile", self.jit_compile, ("auto", True, False))
+        arg_checks.one_of("jit_compile", self.jit_compile, ("auto", True, False))
         if self.steps_per_execution is not None:
-            validation.positive_int("steps_per_execution", self.steps_per_execution)
-        validation.one_of("verbose", self.verbose, ("auto", 0, 1, 2))
+            arg_checks.positive_int("steps_per_execution", self.steps_per_execution)
+        arg_checks.one_of("verbose", self.verbose, ("auto", 0, 1, 2))
         self.augmentation()  # validates the augmentation settings
-        validation.one_of("objective", self.objective, OBJECTIVES)
+        arg_checks.one_of("objective", self.objective, OBJECTIVES)
         if self.masked_patches:
             from keras_vit.training import masked_patches
 

@@ -18,7 +18,7 @@ any checkpoint's.
 import keras
 from keras import ops
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.models.keras_fixes import MultiWorkerFit
 from keras_vit.models.vit import ViT
 
@@ -50,8 +50,8 @@ def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
     >>> white = np.full((1, 32, 32, 3), 255.0)
     >>> keras_vit.training.mean_color_classes(white, 16)   # all 511
     """
-    tile = validation.size_2d("tile_size", tile_size)
-    bits = validation.positive_int("bits", bits)
+    tile = arg_checks.size_2d("tile_size", tile_size)
+    bits = arg_checks.positive_int("bits", bits)
     low, high = (float(v) for v in value_range)
     if not high > low:
         raise ValueError(
@@ -90,15 +90,15 @@ def check_options(
 ):
     """The objective's options (see `MaskedPatchPrediction`), validated:
     raises `ValueError` naming a bad one."""
-    corrupt_rate = validation.fraction("corrupt_rate", corrupt_rate, zero=False)
-    mask_rate = validation.fraction("mask_rate", mask_rate)
-    replace_rate = validation.fraction("replace_rate", replace_rate)
+    corrupt_rate = arg_checks.fraction("corrupt_rate", corrupt_rate, zero=False)
+    mask_rate = arg_checks.fraction("mask_rate", mask_rate)
+    replace_rate = arg_checks.fraction("replace_rate", replace_rate)
     if mask_rate + replace_rate > 1:
         raise ValueError(
             "`mask_rate + replace_rate` must be at most 1. Received: "
             f"mask_rate={mask_rate} and replace_rate={replace_rate}"
         )
-    bits = validation.positive_int("bits", bits)
+    bits = arg_checks.positive_int("bits", bits)
     if bits > 8:
         raise ValueError(f"`bits` must be at most 8. Received: bits={bits}")
     return corrupt_rate, mask_rate, replace_rate, bits

@@ -10,7 +10,7 @@ import math
 
 import keras
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.options import DECAYS
 from keras_vit.options import MIXED_PRECISION
 from keras_vit.options import OPTIMIZERS
@@ -29,23 +29,23 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, peak, warmup_steps, total_steps, decay="cosine", end=0.0):
-        self.peak = validation.positive_float("learning_rate", peak)
+        self.peak = arg_checks.positive_float("learning_rate", peak)
         if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
             raise ValueError(
                 "`warmup_steps` must be an integer >= 0. "
                 f"Received: warmup_steps={warmup_steps!r}"
             )
         self.warmup_steps = warmup_steps
-        self.total_steps = validation.positive_int("total_steps", total_steps)
+        self.total_steps = arg_checks.positive_int("total_steps", total_steps)
         if self.total_steps <= warmup_steps:
             raise ValueError(
                 "`warmup_steps` must be fewer than the total training steps. "
                 f"Received: warmup_steps={warmup_steps} for "
                 f"{self.total_steps} steps"
             )
-        self.decay = validation.one_of("decay", decay, DECAYS)
+        self.decay = arg_checks.one_of("decay", decay, DECAYS)
         # A NaN or inf `end` gave a NaN or inf learning rate, silently.
-        self.end = validation.finite_non_negative_float("end", end)
+        self.end = arg_checks.finite_non_negative_float("end", end)
 
     def __call__(self, step):
         from keras import ops
@@ -143,15 +143,15 @@ def make_optimizer(
     Returns:
         A `keras.optimizers.Optimizer`.
     """
-    name = validation.one_of("optimizer", name, OPTIMIZERS)
+    name = arg_checks.one_of("optimizer", name, OPTIMIZERS)
     schedule = WarmupDecay(learning_rate, warmup_steps, total_steps, decay)
     if clipnorm is not None:
-        clipnorm = validation.positive_float("clipnorm", clipnorm)
+        clipnorm = arg_checks.positive_float("clipnorm", clipnorm)
     if name == "sgd":
-        momentum = validation.rate("momentum", momentum)
+        momentum = arg_checks.rate("momentum", momentum)
         return SGD(schedule, momentum=momentum, global_clipnorm=clipnorm)
     # A NaN here trained into NaN losses (and advice to lower the rate).
-    weight_decay = validation.non_negative_float("weight_decay", weight_decay)
+    weight_decay = arg_checks.non_negative_float("weight_decay", weight_decay)
     optimizer = AdamW(
         schedule,
         weight_decay=weight_decay,
@@ -190,7 +190,7 @@ def dtype_policy(mixed_precision, device_kind, cpu_bfloat16=None):
         cpu_bfloat16: whether the CPU has native bfloat16. Defaults to
             `None`: read `/proc/cpuinfo`.
     """
-    mixed_precision = validation.one_of(
+    mixed_precision = arg_checks.one_of(
         "mixed_precision", mixed_precision, MIXED_PRECISION
     )
     if mixed_precision == "auto":

@@ -4,7 +4,7 @@ device."""
 import json
 import os
 
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.options import STRATEGIES
 
 
@@ -41,7 +41,7 @@ def resolve_kind(name="auto", tpu=None, environ=None, num_gpus=None):
     Returns:
         One of `"tpu"`, `"multi_worker"`, `"mirrored"`, `"default"`.
     """
-    name = validation.one_of("strategy", name, STRATEGIES)
+    name = arg_checks.one_of("strategy", name, STRATEGIES)
     environ = os.environ if environ is None else environ
     if name != "auto":
         return name

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from keras_vit import ops as vit_ops
+from keras_vit import patch_grid
 
 _BLOCK = re.compile(r"^block_(\d+)/")
 _STEM_UNIT = re.compile(r"^resnet_stem/block(\d+)_unit(\d+)/")
@@ -224,7 +224,7 @@ def conv_to_projection(kernel):
             "Expected a (P, P, C, D) patch-embedding kernel. "
             f"Received: shape {kernel.shape}"
         )
-    return np.asarray(vit_ops.conv_to_dense_kernel(kernel)), kernel.shape[0]
+    return np.asarray(patch_grid.conv_to_dense_kernel(kernel)), kernel.shape[0]
 
 
 def torch_conv_to_projection(weight):

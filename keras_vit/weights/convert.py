@@ -129,9 +129,9 @@ def convert(input_path, output_path, model=None, num_heads=None, source_grid=Non
         )
     checkpoint = reader.read_checkpoint(input_path, source_grid=source_grid)
     if num_heads is not None:
-        from keras_vit import validation
+        from keras_vit import arg_checks
 
-        num_heads = validation.positive_int("num_heads", num_heads)
+        num_heads = arg_checks.positive_int("num_heads", num_heads)
     vit = model_for_checkpoint(checkpoint, model, num_heads=num_heads)
     suffix = ".keras" if output_path.endswith(".keras") else ".weights.h5"
     with files.atomic_file(output_path, suffix=suffix) as temporary:

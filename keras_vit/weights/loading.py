@@ -4,12 +4,13 @@ import warnings
 
 import numpy as np
 
-from keras_vit import ops as vit_ops
+from keras_vit import patch_grid
 from keras_vit import registry
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.weights import presets
 from keras_vit.weights import reader
 from keras_vit.weights.checkpoint import POSEMB
+from keras_vit.models import checks as model_checks
 
 HEAD = ("head/kernel", "head/bias")
 PRE_LOGITS = ("pre_logits/kernel", "pre_logits/bias")
@@ -55,8 +56,8 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             non-numeric and non-finite (NaN, inf) tensor, and everything
             else that keeps the checkpoint from loading.
     """
-    interpolation = validation.one_of(
-        "interpolation", interpolation, vit_ops.INTERPOLATIONS
+    interpolation = arg_checks.one_of(
+        "interpolation", interpolation, patch_grid.INTERPOLATIONS
     )
     variables = {v.path: v for v in model.weights}
     tensors = dict(checkpoint.tensors)
@@ -116,7 +117,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             problems.append(str(error) + _same_size_hint(checkpoint, model))
         if source is not None and source != target:
             tensors[POSEMB] = np.asarray(
-                vit_ops.resample_position_embeddings(
+                patch_grid.resample_position_embeddings(
                     posemb,
                     target,
                     source_grid=source,
@@ -136,7 +137,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         source, target = value.shape[0], model.grid_size[axis]
         if source != target and value.shape[1] == variables[key].shape[1]:
             tensors[key] = np.asarray(
-                vit_ops.resample_1d_embeddings(value, target, interpolation))
+                patch_grid.resample_1d_embeddings(value, target, interpolation))
             notes.append(
                 f"{'Column' if axis else 'Row'} position embeddings resampled "
                 f"from {source} to {target} ({interpolation})."
@@ -341,7 +342,7 @@ def load_weights(
             google-research / big_vision `.npz`, a timm or Hugging Face
             `.safetensors`, or keras_vit's `.weights.h5` / `.keras`.
         interpolation: how position embeddings are resampled, one of
-            `keras_vit.ops.INTERPOLATIONS`. Defaults to
+            `keras_vit.patch_grid.INTERPOLATIONS`. Defaults to
             `"bilinear_align_corners"`, the original code's
             `scipy.ndimage.zoom(..., order=1)`.
         cache_dir: where preset downloads are cached. Defaults to Keras's
@@ -358,8 +359,8 @@ def load_weights(
     >>> model = keras_vit.ViT_B16(num_classes=37, image_size=384)
     >>> keras_vit.load_weights(model, "ViT-B_16.npz")
     """
-    validation.vit(model, "load_weights")
-    validation.refuse_quantized(
+    model_checks.require_vit(model, "load_weights")
+    model_checks.refuse_quantized(
         model,
         "checkpoints hold float weights",
         "load them into the float model, then quantize it",

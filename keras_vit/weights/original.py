@@ -33,11 +33,12 @@ import re
 import numpy as np
 
 from keras_vit import files
-from keras_vit import validation
+from keras_vit import arg_checks
 
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import conv_to_projection
+from keras_vit.models import checks as model_checks
 
 def _layer_norm(src, prefix, out, name):
     out[f"{name}/gamma"] = src.take(f"{prefix}/scale", 1)
@@ -209,10 +210,10 @@ def to_original(model):
     The inverse of `read_original`: the arrays `save_npz` writes, named and
     shaped as google-research/vision_transformer's checkpoints.
     """
-    from keras_vit import ops as vit_ops
+    from keras_vit import patch_grid
 
-    validation.vit(model, "The original .npz layout (save_npz)")
-    validation.refuse_quantized(
+    model_checks.require_vit(model, "The original .npz layout (save_npz)")
+    model_checks.refuse_quantized(
         model,
         "the original .npz layout holds float weights",
         "write the float model's .npz (before `quantize()`), or save this "
@@ -238,7 +239,7 @@ def to_original(model):
     heads, dim = model.num_heads, model.hidden_dim
     out = {
         "embedding/kernel": np.asarray(
-            vit_ops.dense_to_conv_kernel(
+            patch_grid.dense_to_conv_kernel(
                 w["patch_encoder/projection/kernel"],
                 model.patch_size,
                 model.num_channels,

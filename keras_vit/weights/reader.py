@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from keras_vit import files
-from keras_vit import validation
+from keras_vit import arg_checks
 from keras_vit.weights import huggingface
 from keras_vit.weights import native
 from keras_vit.weights import original
@@ -121,7 +121,7 @@ def read_checkpoint(path, model=None, source_grid=None):
     """
     path = os.fspath(path)
     if source_grid is not None:
-        source_grid = validation.size_2d("source_grid", source_grid)
+        source_grid = arg_checks.size_2d("source_grid", source_grid)
     checkpoint = _read(path, model)
     if source_grid is None:
         return checkpoint

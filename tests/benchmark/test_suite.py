@@ -9,7 +9,7 @@ from keras_vit import benchmark
 from keras_vit import cli
 from keras_vit.benchmark import suite
 from keras_vit.benchmark import throughput
-from tests.test_case import TINY
+from tests.helpers import TINY
 
 
 @pytest.mark.slow

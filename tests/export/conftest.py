@@ -10,7 +10,7 @@ import pytest
 
 import keras_vit
 from tests.export.helpers import TINY_EXPORT
-from tests.test_case import randomize_weights
+from tests.helpers import randomize_weights
 
 
 @pytest.fixture(scope="session")

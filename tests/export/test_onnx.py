@@ -8,7 +8,7 @@ import pytest
 import keras_vit
 from keras_vit import export
 from tests.export.helpers import TINY_EXPORT
-from tests.test_case import randomize_weights
+from tests.helpers import randomize_weights
 
 pytest.importorskip("tf2onnx")
 pytest.importorskip("onnxruntime")

@@ -246,7 +246,7 @@ def test_position_embedding_ablations_export_with_builtin_ops(tmp_path, position
     # still be builtin ops only and match Keras.
     import keras_vit
     from tests.export.helpers import TINY_EXPORT
-    from tests.test_case import randomize_weights
+    from tests.helpers import randomize_weights
 
     model = keras_vit.ViT(**TINY_EXPORT, position_embedding=position_embedding)
     randomize_weights(model, seed=4)
@@ -297,7 +297,7 @@ def _mixed_and_float32(policy, **kwargs):
     """A tiny ViT under `policy` and the same model built in float32."""
     import keras_vit
     from tests.export.helpers import TINY_EXPORT
-    from tests.test_case import randomize_weights
+    from tests.helpers import randomize_weights
 
     mixed = keras_vit.ViT(**{**TINY_EXPORT, **kwargs}, dtype=policy)
     randomize_weights(mixed, seed=4, scale=0.1)

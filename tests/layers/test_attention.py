@@ -3,9 +3,9 @@ import pytest
 
 import keras_vit
 from tests import reference
-from tests.test_case import assert_config_round_trip
-from tests.test_case import assert_output_shape_matches
-from tests.test_case import randomize_weights
+from tests.helpers import assert_config_round_trip
+from tests.helpers import assert_output_shape_matches
+from tests.helpers import randomize_weights
 
 
 def _reference_weights(layer):

@@ -4,8 +4,8 @@ import pytest
 
 import keras_vit
 from tests import reference
-from tests.test_case import assert_config_round_trip
-from tests.test_case import assert_output_shape_matches
+from tests.helpers import assert_config_round_trip
+from tests.helpers import assert_output_shape_matches
 
 
 def test_matches_hand_computation_and_keras():

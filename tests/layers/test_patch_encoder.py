@@ -4,9 +4,9 @@ import pytest
 import tensorflow as tf
 
 import keras_vit
-from tests.test_case import assert_config_round_trip
-from tests.test_case import assert_output_shape_matches
-from tests.test_case import randomize_weights
+from tests.helpers import assert_config_round_trip
+from tests.helpers import assert_output_shape_matches
+from tests.helpers import randomize_weights
 
 rng = np.random.default_rng(0)
 
@@ -50,7 +50,7 @@ def test_grid_input_equals_flat_input():
 
 def test_resampling_to_the_same_grid_is_identity():
     posemb = rng.normal(size=(1, 1 + 12, 8)).astype("float32")
-    out = keras_vit.ops.resample_position_embeddings(posemb, (3, 4), (3, 4))
+    out = keras_vit.patch_grid.resample_position_embeddings(posemb, (3, 4), (3, 4))
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(out), posemb)
 
 
@@ -69,7 +69,7 @@ def test_new_grid_resamples_embeddings_keeping_the_class_token():
         posemb[:, 0], layer.cls.numpy()[:, 0] * 0 + layer.pos_embedding[:, 0],
         atol=1e-5,
     )
-    expected = keras_vit.ops.resample_position_embeddings(
+    expected = keras_vit.patch_grid.resample_position_embeddings(
         layer.pos_embedding.numpy(), (4, 6), (2, 2)
     )
     np.testing.assert_allclose(posemb, expected, atol=1e-5)
@@ -91,7 +91,7 @@ def test_sincos2d_and_none():
     out = layer(patches).numpy()
     assert len(layer.weights) == 3  # kernel, bias, class token: no posemb
     tokens = patches @ layer.projection.kernel.numpy() + layer.projection.bias.numpy()
-    sincos = keras_vit.ops.sincos_2d_position_embedding(4, 4, 8).numpy()
+    sincos = keras_vit.patch_grid.sincos_2d_position_embedding(4, 4, 8).numpy()
     np.testing.assert_allclose(out[:, 0], 0.0, atol=1e-6)  # cls: zeros + 0
     np.testing.assert_allclose(out[:, 1:], tokens + sincos, atol=1e-5)
 
@@ -142,7 +142,7 @@ def test_flat_patches_are_on_the_layers_grid_never_a_guessed_one():
     wide = rng.normal(size=(1, 2, 8, 5)).astype("float32")
     tokens = wide.reshape(1, 16, 5) @ layer.projection.kernel.numpy()
     tokens += layer.projection.bias.numpy()
-    want = keras_vit.ops.resample_position_embeddings(posemb, (2, 8), (4, 4))
+    want = keras_vit.patch_grid.resample_position_embeddings(posemb, (2, 8), (4, 4))
     np.testing.assert_allclose(
         layer(wide).numpy()[:, 1:] - tokens, np.asarray(want)[:, 1:], atol=1e-5)
     assert layer.compute_output_shape((None, 16, 5)) == (None, 17, 8)
@@ -223,7 +223,7 @@ def test_learned2d_concatenates_column_and_row_embeddings():
     # columns stay, the rows are interpolated).
     bigger = layer.position_embeddings((4, 3)).numpy()[0, 1:].reshape(4, 3, 8)
     np.testing.assert_allclose(bigger[:, :, :4], np.broadcast_to(x, (4, 3, 4)), atol=1e-6)
-    rows = keras_vit.ops.resample_position_embeddings(
+    rows = keras_vit.patch_grid.resample_position_embeddings(
         y, (4, 1), source_grid=(2, 1), num_prefix_tokens=0).numpy()
     np.testing.assert_allclose(bigger[:, 0, 4:], rows, atol=1e-6)
     assert layer(rng.normal(size=(2, 4, 3, 5)).astype("float32")).shape == (2, 13, 8)

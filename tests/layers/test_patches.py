@@ -5,8 +5,8 @@ import tensorflow as tf
 
 import keras_vit
 from tests import reference
-from tests.test_case import assert_config_round_trip
-from tests.test_case import assert_output_shape_matches
+from tests.helpers import assert_config_round_trip
+from tests.helpers import assert_output_shape_matches
 
 
 def test_patch_order_on_arange_image():
@@ -49,10 +49,10 @@ def test_patches_then_dense_equals_strided_convolution():
     images = rng.normal(size=(2, 8, 12, 3)).astype("float32")
     conv_kernel = rng.normal(size=(4, 4, 3, 5)).astype("float32")
     conv = keras.ops.conv(images, conv_kernel, strides=4).numpy()
-    dense = keras_vit.ops.conv_to_dense_kernel(conv_kernel)
+    dense = keras_vit.patch_grid.conv_to_dense_kernel(conv_kernel)
     tokens = keras_vit.layers.Patches(4)(images).numpy() @ dense.numpy()
     np.testing.assert_allclose(tokens, conv.reshape(2, 6, 5), atol=1e-5)
-    back = keras_vit.ops.dense_to_conv_kernel(dense, 4, 3)
+    back = keras_vit.patch_grid.dense_to_conv_kernel(dense, 4, 3)
     np.testing.assert_array_equal(back.numpy(), conv_kernel)
 
 

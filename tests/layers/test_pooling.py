@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import keras_vit
-from tests.test_case import assert_config_round_trip
-from tests.test_case import assert_output_shape_matches
+from tests.helpers import assert_config_round_trip
+from tests.helpers import assert_output_shape_matches
 
 
 def test_token_and_gap():

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 import keras_vit
-from tests.test_case import assert_config_round_trip
-from tests.test_case import assert_output_shape_matches
-from tests.test_case import randomize_weights
+from tests.helpers import assert_config_round_trip
+from tests.helpers import assert_output_shape_matches
+from tests.helpers import randomize_weights
 
 rng = np.random.default_rng(0)
 

@@ -9,8 +9,8 @@ import keras_vit
 from keras_vit.training import MaskedPatchPrediction
 from keras_vit.training import make_optimizer
 from keras_vit.training import mean_color_classes
-from tests.test_case import TINY
-from tests.test_case import random_images
+from tests.helpers import TINY
+from tests.helpers import random_images
 from tests.training.test_train import TWO_DEVICES
 from tests.training.test_train import assert_two_devices_match_one
 

@@ -67,7 +67,7 @@ def test_new_resolution_starts_from_resampled_position_embeddings():
         model = keras_vit.ViT.from_preset(golden("vit_token.npz"), **{**TINY, "image_size": (48, 64)})
     posemb = model.get_layer("patch_encoder").pos_embedding.numpy()
     source = checkpoint.tensors["patch_encoder/position_embedding"]
-    expected_posemb = keras_vit.ops.resample_position_embeddings(
+    expected_posemb = keras_vit.patch_grid.resample_position_embeddings(
         source, (6, 8), (4, 4), interpolation="bilinear_align_corners"
     )
     np.testing.assert_allclose(posemb, np.asarray(expected_posemb), atol=1e-6)
@@ -97,7 +97,7 @@ def test_interpolation_is_an_argument():
     checkpoint = keras_vit.weights.read_checkpoint(golden("vit_token.npz"))
     np.testing.assert_allclose(
         model.get_layer("patch_encoder").pos_embedding.numpy(),
-        np.asarray(keras_vit.ops.resample_position_embeddings(
+        np.asarray(keras_vit.patch_grid.resample_position_embeddings(
             checkpoint.tensors["patch_encoder/position_embedding"], 8,
             interpolation="bicubic")),
         atol=1e-6,
@@ -266,7 +266,7 @@ def _posemb(model):
 
 
 def _resampled(model, grid, source_grid):
-    return np.asarray(keras_vit.ops.resample_position_embeddings(
+    return np.asarray(keras_vit.patch_grid.resample_position_embeddings(
         _posemb(model), grid, source_grid, interpolation="bilinear_align_corners"))
 
 
@@ -275,7 +275,7 @@ def test_native_file_on_a_grid_of_the_same_size_and_another_shape_is_resampled(
         tmp_path, suffix):
     # A 4x4 grid into image_size=(16, 64), a 2x8 grid: 16 positions either
     # way, so the embeddings were copied, the geometry scrambled, silently.
-    from tests.test_case import randomize_weights
+    from tests.helpers import randomize_weights
 
     source = keras_vit.ViT(**TINY)
     randomize_weights(source)
@@ -298,7 +298,7 @@ def test_keras_load_weights_refuses_a_grid_of_the_same_size_and_another_shape(tm
 
 @pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
 def test_native_file_without_a_grid_record(tmp_path, suffix):
-    from tests.test_case import randomize_weights
+    from tests.helpers import randomize_weights
 
     source = keras_vit.ViT(**{**TINY, "image_size": (16, 64)})  # 2x8
     randomize_weights(source)
@@ -331,7 +331,7 @@ def test_native_file_without_a_grid_record(tmp_path, suffix):
 def test_a_file_without_a_grid_record_says_how_to_load_it_into_its_own_size(tmp_path):
     # Refused by design (its grid cannot be known), but the message gave no
     # way out for the usual case: the file of a model of this very size.
-    from tests.test_case import randomize_weights
+    from tests.helpers import randomize_weights
 
     size = {**TINY, "image_size": (16, 64)}  # a 2x8 grid
     source = keras_vit.ViT(**size)
@@ -771,7 +771,7 @@ def test_preset_names_are_checked_against_the_variant():
 def _saved_and_reloaded(kwargs, tmp_path):
     """A random `ViT(**kwargs)` saved as `.weights.h5`, checked to load back
     exactly at its own resolution: `(model, path)`."""
-    from tests.test_case import randomize_weights
+    from tests.helpers import randomize_weights
 
     source = keras_vit.ViT(**kwargs)
     randomize_weights(source)
@@ -794,7 +794,7 @@ def test_learned2d_native_file_fine_tunes_at_another_resolution(tmp_path):
     np.testing.assert_array_equal(encoder.pos_embedding_x.numpy(), original.pos_embedding_x.numpy())
     np.testing.assert_allclose(
         encoder.pos_embedding_y.numpy(),
-        keras_vit.ops.resample_position_embeddings(
+        keras_vit.patch_grid.resample_position_embeddings(
             original.pos_embedding_y.numpy(), (tall.grid_size[0], 1),
             source_grid=(source.grid_size[0], 1), num_prefix_tokens=0,
             interpolation="bilinear_align_corners"),

@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_vit import ops as vit_ops
+from keras_vit import patch_grid
 
 rng = np.random.default_rng(0)
 
@@ -16,13 +16,13 @@ def _np(x):
 
 def test_same_grid_is_identity():
     posemb = rng.normal(size=(1, 1 + 12, 8)).astype("float32")
-    out = vit_ops.resample_position_embeddings(posemb, (3, 4), (3, 4))
+    out = patch_grid.resample_position_embeddings(posemb, (3, 4), (3, 4))
     np.testing.assert_array_equal(_np(out), posemb)
 
 
 def test_class_token_kept_and_rank_2_input():
     posemb = rng.normal(size=(1 + 16, 8)).astype("float32")
-    out = _np(vit_ops.resample_position_embeddings(posemb, (6, 3)))
+    out = _np(patch_grid.resample_position_embeddings(posemb, (6, 3)))
     assert out.shape == (1 + 18, 8)
     np.testing.assert_array_equal(out[0], posemb[0])
 
@@ -30,7 +30,7 @@ def test_class_token_kept_and_rank_2_input():
 def test_bilinear_halving_is_the_2x2_block_mean():
     grid = rng.normal(size=(4, 4, 3)).astype("float32")
     posemb = np.concatenate([np.zeros((1, 3), "float32"), grid.reshape(16, 3)])
-    out = _np(vit_ops.resample_position_embeddings(posemb, 2))
+    out = _np(patch_grid.resample_position_embeddings(posemb, 2))
     blocks = grid.reshape(2, 2, 2, 2, 3).mean(axis=(1, 3))
     np.testing.assert_allclose(out[1:].reshape(2, 2, 3), blocks, atol=1e-6)
 
@@ -39,7 +39,7 @@ def test_bilinear_halving_is_the_2x2_block_mean():
 def test_constant_embeddings_stay_constant(interpolation):
     posemb = np.tile(np.arange(5, dtype="float32"), (1, 1 + 9, 1))
     out = _np(
-        vit_ops.resample_position_embeddings(
+        patch_grid.resample_position_embeddings(
             posemb, (5, 7), interpolation=interpolation
         )
     )
@@ -49,22 +49,22 @@ def test_constant_embeddings_stay_constant(interpolation):
 
 def test_no_prefix_tokens():
     posemb = rng.normal(size=(1, 4, 2)).astype("float32")
-    out = _np(vit_ops.resample_position_embeddings(posemb, 4, num_prefix_tokens=0))
+    out = _np(patch_grid.resample_position_embeddings(posemb, 4, num_prefix_tokens=0))
     assert out.shape == (1, 16, 2)
 
 
 def test_bad_arguments():
     posemb = np.zeros((1, 1 + 12, 4), "float32")
     with pytest.raises(ValueError, match="not a square"):
-        vit_ops.resample_position_embeddings(posemb, (4, 4))
+        patch_grid.resample_position_embeddings(posemb, (4, 4))
     with pytest.raises(ValueError, match="source_grid"):
-        vit_ops.resample_position_embeddings(posemb, (4, 4), source_grid=(2, 2))
+        patch_grid.resample_position_embeddings(posemb, (4, 4), source_grid=(2, 2))
     with pytest.raises(ValueError, match="interpolation='cubic'"):
-        vit_ops.resample_position_embeddings(
+        patch_grid.resample_position_embeddings(
             posemb, (4, 4), (3, 4), interpolation="cubic"
         )
     with pytest.raises(ValueError, match="posemb.shape"):
-        vit_ops.resample_position_embeddings(np.zeros(5), (2, 2))
+        patch_grid.resample_position_embeddings(np.zeros(5), (2, 2))
 
 
 @pytest.mark.parametrize("name, value", [
@@ -81,30 +81,30 @@ def test_resampling_arguments_are_named(name, value):
     args = dict(posemb=posemb, target_grid=(2, 8), source_grid=(4, 4))
     args[name] = value
     with pytest.raises(ValueError, match=rf"Received: {name}="):
-        vit_ops.resample_position_embeddings(**args)
+        patch_grid.resample_position_embeddings(**args)
 
 
 def test_resampling_inputs_are_named():
     with pytest.raises(ValueError, match="`posemb` must be an array of floating-point"):
-        vit_ops.resample_position_embeddings(np.array([["a"] * 4] * 17), 2)
+        patch_grid.resample_position_embeddings(np.array([["a"] * 4] * 17), 2)
     with pytest.raises(ValueError, match="Received: posemb of dtype int"):
-        vit_ops.resample_position_embeddings(np.zeros((17, 4), "int32"), 2)
+        patch_grid.resample_position_embeddings(np.zeros((17, 4), "int32"), 2)
     with pytest.raises(ValueError, match=r"Received: length=0\.?$"):
-        vit_ops.resample_1d_embeddings(np.zeros((4, 2), "float32"), 0)
+        patch_grid.resample_1d_embeddings(np.zeros((4, 2), "float32"), 0)
     with pytest.raises(ValueError, match=r"embeddings.shape=\(4,\)"):
-        vit_ops.resample_1d_embeddings(np.zeros(4, "float32"), 3)
+        patch_grid.resample_1d_embeddings(np.zeros(4, "float32"), 3)
     # NumPy integers are integers, and a side known only when the graph
     # runs is a scalar integer tensor.
     posemb = rng.normal(size=(1 + 4, 2)).astype("float32")
-    out = vit_ops.resample_position_embeddings(posemb, (np.int64(3), np.int32(3)),
+    out = patch_grid.resample_position_embeddings(posemb, (np.int64(3), np.int32(3)),
                                                interpolation="bilinear_align_corners")
     assert tuple(out.shape) == (10, 2)
     import tensorflow as tf
 
-    dynamic = tf.function(lambda side: vit_ops.resample_position_embeddings(
+    dynamic = tf.function(lambda side: patch_grid.resample_position_embeddings(
         posemb, (side, 3)))(tf.constant(3))
     np.testing.assert_allclose(_np(dynamic), _np(
-        vit_ops.resample_position_embeddings(posemb, (3, 3))), atol=1e-6)
+        patch_grid.resample_position_embeddings(posemb, (3, 3))), atol=1e-6)
 
 
 def test_sincos_and_kernel_arguments_are_named():
@@ -114,15 +114,15 @@ def test_sincos_and_kernel_arguments_are_named():
     ):
         args = {**dict(grid_h=2, grid_w=3, dim=8), **kwargs}
         with pytest.raises(ValueError, match=f"Received: {re.escape(received)}"):
-            vit_ops.sincos_2d_position_embedding(**args)
+            patch_grid.sincos_2d_position_embedding(**args)
     with pytest.raises(ValueError, match="Received: patch_size=1.5"):
-        vit_ops.dense_to_conv_kernel(np.zeros((12, 8)), 1.5, 3)
+        patch_grid.dense_to_conv_kernel(np.zeros((12, 8)), 1.5, 3)
     with pytest.raises(ValueError, match="Received: num_channels='3'"):
-        vit_ops.dense_to_conv_kernel(np.zeros((12, 8)), 2, "3")
+        patch_grid.dense_to_conv_kernel(np.zeros((12, 8)), 2, "3")
 
 
 def test_sincos_values_by_hand():
-    pe = _np(vit_ops.sincos_2d_position_embedding(2, 3, 8))
+    pe = _np(patch_grid.sincos_2d_position_embedding(2, 3, 8))
     assert pe.shape == (6, 8)
     omega = [1.0, 1e-4]  # 1 / 10000 ** (k / (quarter - 1)) for k = 0, 1
     for index in range(6):
@@ -135,11 +135,11 @@ def test_sincos_values_by_hand():
         )
         np.testing.assert_allclose(pe[index], expected, atol=1e-6)
     with pytest.raises(ValueError, match="dim=6"):
-        vit_ops.sincos_2d_position_embedding(2, 2, 6)
+        patch_grid.sincos_2d_position_embedding(2, 2, 6)
 
 
 def test_sincos_similarity_peaks_at_the_patch_itself():
-    pe = _np(vit_ops.sincos_2d_position_embedding(8, 8, 64))
+    pe = _np(patch_grid.sincos_2d_position_embedding(8, 8, 64))
     pe = pe / np.linalg.norm(pe, axis=1, keepdims=True)
     sim = (pe @ pe.T).reshape(8, 8, 8, 8)
     centre = sim[3, 3]
@@ -151,9 +151,9 @@ def test_sincos_similarity_peaks_at_the_patch_itself():
 
 def test_kernel_conversion_errors():
     with pytest.raises(ValueError, match="kernel.shape"):
-        vit_ops.conv_to_dense_kernel(np.zeros((4, 4, 3)))
+        patch_grid.conv_to_dense_kernel(np.zeros((4, 4, 3)))
     with pytest.raises(ValueError, match="patch_size=4"):
-        vit_ops.dense_to_conv_kernel(np.zeros((47, 8)), 4, 3)
+        patch_grid.dense_to_conv_kernel(np.zeros((47, 8)), 4, 3)
 
 
 def test_align_corners_matches_the_original_code_scipy_zoom():
@@ -168,7 +168,7 @@ def test_align_corners_matches_the_original_code_scipy_zoom():
         assert expected.shape[:2] == new
         posemb = np.concatenate([rng.normal(size=(1, 6)), grid.reshape(-1, 6)])
         out = _np(
-            vit_ops.resample_position_embeddings(
+            patch_grid.resample_position_embeddings(
                 posemb.astype("float32"), new, old,
                 interpolation="bilinear_align_corners",
             )

@@ -1,0 +1,37 @@
+"""Checks of a model handed to the package: that it is a `keras_vit.ViT`,
+that Keras did not quantize it. Argument checks of plain values are
+`keras_vit.arg_checks`'s."""
+
+from keras_vit.models.vit import ViT
+
+
+def require_vit(model, action):
+    """Raises `ValueError` unless `model` is a `keras_vit.ViT`; `action`
+    says what needs one (e.g. "load_weights")."""
+    if not isinstance(model, ViT):
+        backbone = getattr(model, "backbone", None)
+        hint = (
+            f" (for a {type(model).__name__}, pass its `backbone`)"
+            if isinstance(backbone, ViT) else ""
+        )
+        raise ValueError(
+            f"{action} takes a keras_vit.ViT{hint}. Received: model={model!r}"
+        )
+    return model
+
+
+def refuse_quantized(model, action, instead):
+    """Raises `ValueError` if `model` was quantized by `model.quantize()`:
+    `action` (e.g. "save_npz writes float checkpoints") cannot take it;
+    `instead` says what to do."""
+    quantized = [
+        layer.path or layer.name
+        for layer in model._flatten_layers()
+        if layer.quantization_mode is not None
+    ]
+    if quantized:
+        raise ValueError(
+            f"The model's layers were quantized in Keras (`model.quantize()`: "
+            f"{', '.join(quantized[:3])}{' ...' if len(quantized) > 3 else ''}), "
+            f"and {action}: {instead}. Received: model={model.name!r}"
+        )

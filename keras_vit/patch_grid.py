@@ -1,0 +1,337 @@
+"""The patch grid: its size from a token count, position embeddings
+resampled or generated over it, and the patch projection's kernel as a
+conv or a dense layer holds it. Pure functions, shared by layers and
+loaders (this was `keras_vit.ops`).
+
+Everything here is built from `keras.ops`, so it runs eagerly on NumPy arrays
+(weight loading) and symbolically inside a model (a `PatchEncoder` meeting an
+input grid it was not built for).
+"""
+
+import math
+import numbers
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_vit import arg_checks
+
+#: Resampling methods. "bilinear_align_corners" is the original code's:
+#: google-research/vision_transformer resizes position embeddings with
+#: `scipy.ndimage.zoom(grid, zoom, order=1)`, linear interpolation whose
+#: corner samples map onto corner samples. The others are
+#: `keras.ops.image.resize`'s (pixel-centre aligned, as timm and big_vision
+#: do it).
+INTERPOLATIONS = (
+    "bilinear_align_corners",
+    "bilinear",
+    "bicubic",
+    "nearest",
+    "area",
+)
+
+
+def grid_from_length(num_tokens, name="position embeddings"):
+    """Returns the square grid `(g, g)` holding `num_tokens` patches."""
+    side = math.isqrt(num_tokens)
+    if side * side != num_tokens:
+        raise ValueError(
+            f"Cannot infer the patch grid of {name} with {num_tokens} patch "
+            "positions: it is not a square number. Pass the grid explicitly."
+        )
+    return side, side
+
+
+def resample_position_embeddings(
+    posemb,
+    target_grid,
+    source_grid=None,
+    num_prefix_tokens=1,
+    interpolation="bilinear",
+    antialias=False,
+):
+    """Resamples learned position embeddings to a new patch grid.
+
+    Fine-tuning a ViT at a new resolution keeps the patch size, so the patch
+    grid changes; the paper (Section 3.2) 2D-interpolates the pre-trained
+    position embeddings on the grid. The prefix tokens (the class token) keep
+    their embeddings as they are.
+
+    Args:
+        posemb: `(1, T, D)` or `(T, D)` embeddings: `num_prefix_tokens`
+            prefix entries followed by the grid in row-major order.
+        target_grid: `(height, width)` of the new patch grid, or an int for
+            a square grid; a side known only when the graph runs may be a
+            scalar integer tensor.
+        source_grid: `(height, width)` of the grid in `posemb`. Defaults to
+            `None`, the square grid that holds `T - num_prefix_tokens`.
+        num_prefix_tokens: int, entries at the start that are not on the
+            grid (1 for the class token, 0 without). Defaults to `1`.
+        interpolation: one of `INTERPOLATIONS`: `"bilinear_align_corners"`
+            (the original code's `scipy.ndimage.zoom(..., order=1)`),
+            `"bilinear"`, `"bicubic"`, `"nearest"`, `"area"` (pixel-centre
+            aligned, `keras.ops.image.resize`). Defaults to `"bilinear"`.
+        antialias: bool, whether to low-pass filter when downsampling.
+            Defaults to `False`.
+
+    Returns:
+        The embeddings on `target_grid`, same rank and dtype as `posemb`:
+        `(1, num_prefix_tokens + th · tw, D)` or without the leading 1.
+
+    Example:
+
+    >>> posemb = np.random.normal(size=(1, 1 + 14 * 14, 768))
+    >>> keras_vit.patch_grid.resample_position_embeddings(posemb, (24, 24)).shape
+    TensorShape([1, 577, 768])
+    """
+    interpolation = arg_checks.one_of(
+        "interpolation", interpolation, INTERPOLATIONS
+    )
+    num_prefix_tokens = arg_checks.non_negative_int(
+        "num_prefix_tokens", num_prefix_tokens
+    )
+    antialias = arg_checks.boolean("antialias", antialias)
+    target_grid = _grid_size("target_grid", target_grid)
+    posemb = _float_tensor("posemb", posemb)
+    squeeze = len(posemb.shape) == 2
+    if squeeze:
+        posemb = posemb[None]
+    if len(posemb.shape) != 3:
+        raise ValueError(
+            "`posemb` must have shape (1, T, D) or (T, D). "
+            f"Received: posemb.shape={tuple(posemb.shape)}"
+        )
+    num_tokens, dim = posemb.shape[1], posemb.shape[2]
+    if num_prefix_tokens > num_tokens:
+        raise ValueError(
+            f"`num_prefix_tokens` must be at most the {num_tokens} positions "
+            f"of posemb. Received: num_prefix_tokens={num_prefix_tokens}"
+        )
+    if source_grid is None:
+        source_grid = grid_from_length(num_tokens - num_prefix_tokens)
+    source_grid = arg_checks.size_2d("source_grid", source_grid)
+    if source_grid[0] * source_grid[1] + num_prefix_tokens != num_tokens:
+        raise ValueError(
+            f"`source_grid` {source_grid} with {num_prefix_tokens} prefix "
+            f"tokens does not match posemb with {num_tokens} positions. "
+            f"Received: source_grid={source_grid}, "
+            f"num_prefix_tokens={num_prefix_tokens}"
+        )
+    static = all(isinstance(g, int) for g in target_grid)
+
+    prefix = posemb[:, :num_prefix_tokens]
+    grid = ops.reshape(posemb[:, num_prefix_tokens:], (1, *source_grid, dim))
+    if not static or target_grid != source_grid:
+        dtype = grid.dtype
+        grid = ops.cast(grid, "float32")
+        if static and interpolation == "bilinear_align_corners":
+            rows = _align_corners_matrix(source_grid[0], target_grid[0])
+            cols = _align_corners_matrix(source_grid[1], target_grid[1])
+            grid = ops.einsum("ah,bw,nhwd->nabd", rows, cols, grid)
+        elif static:
+            grid = ops.image.resize(
+                grid,
+                target_grid,
+                interpolation=interpolation,
+                antialias=antialias,
+            )
+        elif interpolation == "bilinear_align_corners":
+            raise ValueError(
+                "interpolation='bilinear_align_corners' needs a target grid "
+                "known before the graph runs. Received: target_grid="
+                f"{target_grid}"
+            )
+        else:
+            # A grid known only when the graph runs (a model called at a
+            # resolution decided at run time): keras.ops.image.resize takes
+            # Python sizes only, TensorFlow's resize (which it wraps) takes
+            # tensors.
+            import tensorflow as tf
+
+            grid = tf.image.resize(
+                grid, target_grid, method=interpolation, antialias=antialias
+            )
+        grid = ops.cast(grid, dtype)
+    grid = ops.reshape(grid, (1, -1, dim))
+    out = ops.concatenate([prefix, grid], axis=1)
+    return out[0] if squeeze else out
+
+
+def resample_1d_embeddings(embeddings, length, interpolation="bilinear"):
+    """Resamples `(n, D)` embeddings along their first axis to `length`.
+
+    The rows or the columns of `position_embedding="learned2d"`, each
+    resampled on its own when the patch grid changes; the same methods as
+    `resample_position_embeddings`.
+
+    Returns:
+        `(length, D)` embeddings.
+    """
+    (length,) = _grid_size("length", (length,), size=1)
+    embeddings = _float_tensor("embeddings", embeddings)
+    if len(embeddings.shape) != 2:
+        raise ValueError(
+            "`embeddings` must have shape (n, D). "
+            f"Received: embeddings.shape={tuple(embeddings.shape)}"
+        )
+    return resample_position_embeddings(
+        embeddings, (length, 1), source_grid=(embeddings.shape[0], 1),
+        num_prefix_tokens=0, interpolation=interpolation,
+    )
+
+
+def _grid_size(name, value, size=2):
+    """`value` as a tuple of `size` grid sides, or raises: each a positive
+    Python or NumPy integer (made an `int`), or a scalar integer tensor (a
+    side known only when the graph runs); an int gives a square grid."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value,) * size
+    if not isinstance(value, (tuple, list)) or len(value) != size:
+        raise ValueError(
+            f"`{name}` must be an int or a (height, width) pair of positive "
+            f"integers. Received: {name}={value!r}"
+        )
+    sides = []
+    for side in value:
+        if isinstance(side, numbers.Integral) and not isinstance(side, bool):
+            if side >= 1:
+                sides.append(int(side))
+                continue
+        elif (
+            ops.is_tensor(side)
+            and len(side.shape) == 0
+            and "int" in keras.backend.standardize_dtype(side.dtype)
+        ):
+            sides.append(side)
+            continue
+        shown = value[0] if size == 1 else value
+        raise ValueError(
+            f"`{name}` must hold positive integers (or scalar integer "
+            f"tensors). Received: {name}={shown!r}"
+        )
+    return tuple(sides)
+
+
+def _float_tensor(name, value):
+    """`value` as a floating-point tensor, or raises naming `name`."""
+    try:
+        tensor = ops.convert_to_tensor(value)
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"`{name}` must be an array of floating-point numbers "
+            f"({type(error).__name__}: {error}). Received: {name} of type "
+            f"{type(value).__name__}"
+        ) from None
+    dtype = keras.backend.standardize_dtype(tensor.dtype)
+    if not keras.backend.is_float_dtype(dtype):
+        raise ValueError(
+            f"`{name}` must be an array of floating-point numbers. "
+            f"Received: {name} of dtype {dtype}"
+        )
+    return tensor
+
+
+def _align_corners_matrix(size_in, size_out):
+    """`(size_out, size_in)` weights of 1D linear interpolation that maps the
+    first and last samples onto each other (scipy.ndimage.zoom, order=1)."""
+    matrix = np.zeros((size_out, size_in), "float32")
+    if size_in == 1:
+        matrix[:, 0] = 1.0
+        return matrix
+    step = (size_in - 1) / (size_out - 1) if size_out > 1 else 0.0
+    positions = np.arange(size_out) * step
+    low = np.minimum(np.floor(positions).astype(int), size_in - 2)
+    frac = (positions - low).astype("float32")
+    matrix[np.arange(size_out), low] = 1.0 - frac
+    matrix[np.arange(size_out), low + 1] += frac
+    return matrix
+
+
+def sincos_2d_position_embedding(grid_h, grid_w, dim, temperature=10000.0):
+    """Fixed 2D sine-cosine position embeddings for a patch grid.
+
+    A quarter of the channels encode the column with sines, a quarter with
+    cosines, then the same for the row, at frequencies spaced geometrically
+    from 1 to `1 / temperature` (the "sincos2d" embedding of big_vision's
+    `vit.py`, used by "Better plain ViT baselines", arXiv 2205.01580).
+
+    Args:
+        grid_h: int, rows of the patch grid.
+        grid_w: int, columns of the patch grid.
+        dim: int, embedding width; a multiple of 4.
+        temperature: float, the longest wavelength. Defaults to `10000.0`.
+
+    Returns:
+        A float32 `(grid_h · grid_w, dim)` tensor in row-major grid order.
+
+    Example:
+
+    >>> keras_vit.patch_grid.sincos_2d_position_embedding(14, 14, 768).shape
+    TensorShape([196, 768])
+    """
+    grid_h, grid_w = _grid_size("grid", (grid_h, grid_w))
+    dim = arg_checks.positive_int("dim", dim)
+    temperature = arg_checks.finite_positive_float("temperature", temperature)
+    if dim % 4:
+        raise ValueError(
+            "The sincos2d position embedding needs a width that is a "
+            f"multiple of 4. Received: dim={dim}"
+        )
+    quarter = dim // 4
+    omega = ops.arange(quarter, dtype="float32") / max(quarter - 1, 1)
+    omega = 1.0 / (temperature**omega)
+    rows = ops.cast(ops.arange(grid_h), "float32")
+    cols = ops.cast(ops.arange(grid_w), "float32")
+    y = ops.reshape(ops.repeat(rows, grid_w), (-1, 1)) * omega[None]
+    x = ops.reshape(ops.tile(cols, [grid_h]), (-1, 1)) * omega[None]
+    return ops.concatenate(
+        [ops.sin(x), ops.cos(x), ops.sin(y), ops.cos(y)], axis=1
+    )
+
+
+def conv_to_dense_kernel(kernel):
+    """Reshapes a patch-embedding conv kernel to `PatchEncoder`'s kernel.
+
+    The original checkpoints embed patches with a stride-`P` convolution
+    whose kernel is `(P, P, C, D)`; flattening its first three axes gives
+    the `(P·P·C, D)` kernel of a `Dense` applied to `Patches` output (same
+    (row, column, channel) order), so both compute the same tokens.
+
+    Args:
+        kernel: a `(P, P, C, D)` array.
+
+    Returns:
+        The `(P·P·C, D)` kernel.
+    """
+    kernel = ops.convert_to_tensor(kernel)
+    if len(kernel.shape) != 4:
+        raise ValueError(
+            "Expected a (P, P, C, D) convolution kernel. "
+            f"Received: kernel.shape={tuple(kernel.shape)}"
+        )
+    p, q, c, d = kernel.shape
+    return ops.reshape(kernel, (p * q * c, d))
+
+
+def dense_to_conv_kernel(kernel, patch_size, num_channels=3):
+    """The inverse of `conv_to_dense_kernel`: `(P·P·C, D)` → `(P, P, C, D)`.
+
+    Args:
+        kernel: a `(P·P·C, D)` array, e.g. `PatchEncoder`'s projection
+            kernel.
+        patch_size: int, `P`.
+        num_channels: int, `C`. Defaults to `3`.
+
+    Returns:
+        The `(P, P, C, D)` convolution kernel.
+    """
+    kernel = ops.convert_to_tensor(kernel)
+    p = arg_checks.positive_int("patch_size", patch_size)
+    c = arg_checks.positive_int("num_channels", num_channels)
+    if len(kernel.shape) != 2 or kernel.shape[0] != p * p * c:
+        raise ValueError(
+            f"Expected a ({p}·{p}·{c}, D) kernel for patch_size={p} and "
+            f"num_channels={c}. Received: kernel.shape={tuple(kernel.shape)}"
+        )
+    return ops.reshape(kernel, (p, p, c, kernel.shape[1]))

@@ -1,0 +1,170 @@
+"""The package's layers: every import, at the top of a module or inside a
+function, goes down (leaves -> layers -> model -> weights -> builders ->
+training / export / inspection / evaluation -> CLI), and no modules import
+each other in a circle.
+
+Read from the source (every `import` statement), not by importing: any
+module imported alone runs `keras_vit/__init__.py` first, which imports the
+whole package in one fixed order, so a fresh interpreter per module would
+only ever test that order.
+"""
+
+import ast
+import os
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "keras_vit"
+
+#: The package's parts, bottom (0) to top. A part imports only parts of a
+#: lower rank, or, at rank 6, its peers (without a circle).
+RANKS = {
+    # Leaves: values, checks, data tables, timing, files.
+    "keras_vit.version": 0,
+    "keras_vit.extras": 0,
+    "keras_vit.options": 0,
+    "keras_vit.arg_checks": 0,
+    "keras_vit.timing": 0,
+    "keras_vit.files": 0,
+    "keras_vit.registry": 0,
+    # Pure ops and input pipelines.
+    "keras_vit.patch_grid": 1,
+    "keras_vit.data": 1,
+    "keras_vit.layers": 2,
+    "keras_vit.models": 3,
+    "keras_vit.weights": 4,
+    "keras_vit.builders": 5,
+    "keras_vit.training": 6,
+    "keras_vit.export": 6,
+    "keras_vit.visualize": 6,
+    "keras_vit.evaluation": 6,
+    "keras_vit.benchmark": 6,
+    "keras_vit.cli": 7,
+}
+
+#: Deprecated aliases of moved modules, kept one release: each imports its
+#: new home (and `validation`, for its old model checks, the model).
+SHIMS = {
+    "keras_vit.model",
+    "keras_vit.ops",
+    "keras_vit.validation",
+    "keras_vit.variants",
+}
+
+
+def _modules():
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        if name.endswith(".__init__"):
+            name = name[: -len(".__init__")]
+        found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name, path):
+    """The package's modules that `name` imports anywhere in its source."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            for alias in node.names:
+                # `from pkg import module` reaches the module; `from pkg
+                # import name` the package's face that hands the name on.
+                module = f"{base}.{alias.name}"
+                found.add(module if module in MODULES else base)
+    return {m for m in found if m in MODULES and m != name}
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _part(module):
+    for part in sorted(RANKS, key=len, reverse=True):
+        if module == part or module.startswith(part + "."):
+            return part
+    return None
+
+
+def test_every_module_has_a_place_in_the_layers():
+    unplaced = [
+        m for m in MODULES
+        if m != "keras_vit" and m not in SHIMS and _part(m) is None
+    ]
+    assert unplaced == [], "add them to RANKS"
+
+
+def test_imports_go_down_the_layers():
+    upward = []
+    for module, imported in GRAPH.items():
+        if module == "keras_vit" or module in SHIMS:
+            continue  # the package's face imports everything; shims their homes
+        for other in imported:
+            if other == "keras_vit":
+                upward.append(f"{module} -> keras_vit (the package's face, on top)")
+                continue
+            if other in SHIMS:
+                upward.append(f"{module} -> {other} (a deprecated alias)")
+                continue
+            mine, theirs = _part(module), _part(other)
+            if mine == theirs:
+                continue
+            if RANKS[theirs] > RANKS[mine] or (
+                RANKS[theirs] == RANKS[mine] and RANKS[mine] != 6
+            ):
+                upward.append(f"{module} -> {other}")
+    assert sorted(upward) == []
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    graph = {m: {o for o in out if o not in SHIMS} for m, out in GRAPH.items()
+             if m not in SHIMS and m != "keras_vit"}
+    state, circles = {}, []
+
+    def visit(node, path):
+        state[node] = "open"
+        for other in sorted(graph.get(node, ())):
+            if state.get(other) == "open":
+                circles.append(path[path.index(other):] + [other])
+            elif other not in state:
+                visit(other, path + [other])
+        state[node] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert circles == []
+
+
+def test_the_checks_know_the_circle_that_was_there():
+    """The check itself: the argument checks importing the model (the
+    circle issue 23 removed) is found as upward and as a circle."""
+    graph = {m: set(out) for m, out in GRAPH.items()}
+    graph["keras_vit.arg_checks"].add("keras_vit.models.vit")
+    assert RANKS[_part("keras_vit.models.vit")] > RANKS[_part("keras_vit.arg_checks")]
+    assert "keras_vit.arg_checks" in _reachable(graph, "keras_vit.models.vit")
+
+
+def _reachable(graph, start):
+    seen, todo = set(), [start]
+    while todo:
+        node = todo.pop()
+        for other in graph.get(node, ()):
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen
+
+
+def test_the_source_tree_is_what_was_read():
+    assert os.path.isfile(PACKAGE / "__init__.py")
+    assert len(MODULES) > 50 and "keras_vit.models.vit" in GRAPH
