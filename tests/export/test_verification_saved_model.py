@@ -39,8 +39,9 @@ def test_a_failed_fresh_process_is_a_failure_with_its_error(folder, random_model
 
 def test_outputs_off_and_keras_vit_imported_are_failures(folder, random_model, monkeypatch):
     def run(command, **kwargs):
-        out_path = command[5]
-        images = np.load(command[4])
+        # The program's last two arguments: the images in, the outputs out.
+        images_path, out_path = command[-2:]
+        images = np.load(images_path)
         right = verification._reference_outputs(random_model, images)
         rounded = verification._reference_outputs(random_model, np.round(images))
         np.savez(out_path, serving_default=right, serving_default_single=right[:1] + 0.5,
