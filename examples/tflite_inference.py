@@ -87,7 +87,9 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
-    for name, probability in classify(args.model, args.image, args.top, args.threads):
+    for name, probability in classify(
+        args.model, args.image, args.top, args.threads
+    ):
         print(f"{probability:.4f}  {name}")
     return 0
 

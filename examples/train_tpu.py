@@ -29,9 +29,13 @@ from keras_vit.training import train
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data-dir", required=True, help="gs:// tensorflow_datasets folder")
+    parser.add_argument(
+        "--data-dir", required=True, help="gs:// tensorflow_datasets folder"
+    )
     parser.add_argument("--output", required=True)
-    parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address")
+    parser.add_argument(
+        "--tpu", default=None, help="TPU name or grpc:// address"
+    )
     parser.add_argument("--weights", default="augreg_in21k")
     args = parser.parse_args()
     config = TrainConfig(

@@ -59,7 +59,11 @@ def int_below(name, value, bound, minimum=0, why=None):
         or not isinstance(value, numbers.Integral)
         or not minimum <= value < bound
     ):
-        shown = f"2**{bound.bit_length() - 1}" if bound & (bound - 1) == 0 else bound
+        shown = (
+            f"2**{bound.bit_length() - 1}"
+            if bound & (bound - 1) == 0
+            else bound
+        )
         reason = f" ({why})" if why else ""
         raise ValueError(
             f"`{name}` must be an integer >= {minimum} and below "
@@ -178,12 +182,14 @@ def float_dtype_policy(name, value, quantized=True):
         ):
             where = (
                 " (the global policy, keras.config.dtype_policy())"
-                if value is None else ""
+                if value is None
+                else ""
             )
             hint = (
                 "; for a quantized model build it in float and call "
                 "`model.quantize(mode)`"
-                if floating else ""
+                if floating
+                else ""
             )
             raise ValueError(
                 f"`{name}` must be a floating-point dtype policy such as "
@@ -218,8 +224,9 @@ def boolean(name, value):
 
 def one_of(name, value, choices):
     """Returns `value` if it is one of `choices`, or raises."""
-    if not any(value is c or (type(value) is type(c) and value == c)
-               for c in choices):
+    if not any(
+        value is c or (type(value) is type(c) and value == c) for c in choices
+    ):
         raise ValueError(
             f"`{name}` must be one of {list(choices)}. "
             f"Received: {name}={value!r}"

@@ -171,9 +171,13 @@ def _from_file(path, weights, kwargs):
                 f"for model={path!r}"
             )
         if not os.path.isfile(path):
-            raise ValueError(f"The model file does not exist. Received: model={path!r}")
+            raise ValueError(
+                f"The model file does not exist. Received: model={path!r}"
+            )
         try:
-            loaded = keras.saving.load_model(path, compile=False, safe_mode=True)
+            loaded = keras.saving.load_model(
+                path, compile=False, safe_mode=True
+            )
         except Exception as error:  # noqa: BLE001 - zipfile, h5py, json and Keras each raise their own
             raise ValueError(
                 f"Cannot load the .keras file "

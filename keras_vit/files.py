@@ -21,8 +21,15 @@ import tempfile
 import zlib
 
 
-def check_output_path(path, name="output", directory=False, inputs=(),
-                      replaceable=None, overwrite=False, replaces=None):
+def check_output_path(
+    path,
+    name="output",
+    directory=False,
+    inputs=(),
+    replaceable=None,
+    overwrite=False,
+    replaces=None,
+):
     """Returns `path` as a string after checking that it can be written safely.
 
     The rule every writer of exports follows, checked before any work is
@@ -111,10 +118,15 @@ def check_output_path(path, name="output", directory=False, inputs=(),
             f"path. Received: {name}={path!r}"
         )
     exists = os.path.isfile(path) or (os.path.isdir(path) and os.listdir(path))
-    if exists and not overwrite and not (replaceable is not None and replaceable(path)):
+    if (
+        exists
+        and not overwrite
+        and not (replaceable is not None and replaceable(path))
+    ):
         kind = "folder" if os.path.isdir(path) else "file"
         hint = (
-            "" if overwrite is None
+            ""
+            if overwrite is None
             else ", or pass overwrite=True (--overwrite) to replace it anyway"
         )
         if replaceable is None:
@@ -171,7 +183,9 @@ def _holds(path, source):
     if _same(path, source):
         return True
     folder, below = os.path.realpath(path), os.path.realpath(source)
-    return os.path.isdir(folder) and os.path.commonpath([folder, below]) == folder
+    return (
+        os.path.isdir(folder) and os.path.commonpath([folder, below]) == folder
+    )
 
 
 def _umask():
@@ -182,7 +196,9 @@ def _umask():
     later) shows it in `/proc/self/status`; elsewhere it is read that way.
     """
     try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+        with open(
+            "/proc/self/status", encoding="ascii", errors="replace"
+        ) as status:
             for line in status:
                 if line.startswith("Umask:"):
                     return int(line.split()[1], 8)
@@ -257,12 +273,22 @@ def remove_leftovers(folder):
     removed = []
     for (target, _), entries in gone.items():
         target = os.path.join(folder, target)
-        suffixes = {suffix: os.path.join(folder, name) for suffix, name in entries}
+        suffixes = {
+            suffix: os.path.join(folder, name) for suffix, name in entries
+        }
         old, new = suffixes.get(".old"), suffixes.get(".tmp")
-        if old and os.path.isdir(os.path.join(old, "previous")) and not os.path.exists(target):
+        if (
+            old
+            and os.path.isdir(os.path.join(old, "previous"))
+            and not os.path.exists(target)
+        ):
             # Killed between its two renames: the new folder was complete
             # (the old one is moved aside only then); else keep the old.
-            keep = new if new and os.path.isdir(new) else os.path.join(old, "previous")
+            keep = (
+                new
+                if new and os.path.isdir(new)
+                else os.path.join(old, "previous")
+            )
             with contextlib.suppress(OSError):
                 os.replace(keep, target)
         for _, name in entries:
@@ -350,7 +376,11 @@ def atomic_write(path, write):
     one (`keras_vit.files.atomic_file`).
     """
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    suffix = ".weights.h5" if path.endswith(".weights.h5") else os.path.splitext(path)[1]
+    suffix = (
+        ".weights.h5"
+        if path.endswith(".weights.h5")
+        else os.path.splitext(path)[1]
+    )
     with files.atomic_file(path, suffix=suffix) as temporary:
         write(temporary)
 
@@ -379,7 +409,9 @@ def read_npz(path, what="the .npz file", name=None):
     path = os.fspath(path)
     received = "" if name is None else f" Received: {name}={path!r}"
     if not os.path.isfile(path):
-        raise ValueError(f"{what[:1].upper()}{what[1:]} does not exist: {path!r}.{received}")
+        raise ValueError(
+            f"{what[:1].upper()}{what[1:]} does not exist: {path!r}.{received}"
+        )
     try:
         loaded = np.load(path, allow_pickle=False)
         if isinstance(loaded, np.lib.npyio.NpzFile):

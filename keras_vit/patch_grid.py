@@ -176,8 +176,11 @@ def resample_1d_embeddings(embeddings, length, interpolation="bilinear"):
             f"Received: embeddings.shape={tuple(embeddings.shape)}"
         )
     return resample_position_embeddings(
-        embeddings, (length, 1), source_grid=(embeddings.shape[0], 1),
-        num_prefix_tokens=0, interpolation=interpolation,
+        embeddings,
+        (length, 1),
+        source_grid=(embeddings.shape[0], 1),
+        num_prefix_tokens=0,
+        interpolation=interpolation,
     )
 
 

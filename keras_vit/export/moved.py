@@ -28,7 +28,9 @@ def deprecated_names(module_name, moved):
 
     def __getattr__(name):
         if name not in moved:
-            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+            raise AttributeError(
+                f"module {module_name!r} has no attribute {name!r}"
+            )
         module, new_name = moved[name]
         module = sys.modules[module_name] if module is None else module
         warnings.warn(

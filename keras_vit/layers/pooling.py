@@ -81,15 +81,21 @@ class TokenPooling(keras.layers.Layer):
         backend traces an unknown token count; JAX and PyTorch shapes are
         always known). Without it, "gap" of no patch tokens was NaN and
         "token" of no token an empty batch, silently."""
-        if tokens.shape[1] is not None or keras.backend.backend() != "tensorflow":
+        if (
+            tokens.shape[1] is not None
+            or keras.backend.backend() != "tensorflow"
+        ):
             return tokens
         import tensorflow as tf
 
         count = tf.shape(tokens)[1]
         check = tf.debugging.Assert(
             count >= self._least_tokens(),
-            [f"TokenPooling {self.name!r}: "
-             + self._no_tokens("a token count of"), count],
+            [
+                f"TokenPooling {self.name!r}: "
+                + self._no_tokens("a token count of"),
+                count,
+            ],
         )
         with tf.control_dependencies([check]):
             return tf.identity(tokens)

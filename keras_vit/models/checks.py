@@ -12,7 +12,8 @@ def require_vit(model, action):
         backbone = getattr(model, "backbone", None)
         hint = (
             f" (for a {type(model).__name__}, pass its `backbone`)"
-            if isinstance(backbone, ViT) else ""
+            if isinstance(backbone, ViT)
+            else ""
         )
         raise ValueError(
             f"{action} takes a keras_vit.ViT{hint}. Received: model={model!r}"

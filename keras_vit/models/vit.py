@@ -13,7 +13,6 @@ import warnings
 import keras
 
 from keras_vit import arg_checks
-from keras_vit.registry import variants
 from keras_vit.layers.layer_norm import LayerNorm
 from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
@@ -24,9 +23,12 @@ from keras_vit.models import keras_fixes
 from keras_vit.models.config import MODEL_POSITION_EMBEDDINGS  # noqa: F401 (re-exported)
 from keras_vit.models.config import ViTConfig
 from keras_vit.models.config import vit_config
+from keras_vit.registry import variants
 
 #: The `ViT` arguments that a `ViTConfig` holds, in signature order.
-ARCHITECTURE_ARGUMENTS = tuple(field.name for field in dataclasses.fields(ViTConfig))
+ARCHITECTURE_ARGUMENTS = tuple(
+    field.name for field in dataclasses.fields(ViTConfig)
+)
 
 #: The layers after the final LayerNorm, in call order (those present).
 HEAD_LAYERS = ("pooling", "pre_logits", "head", "predictions")
@@ -207,7 +209,8 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         **kwargs,
     ):
         arguments = {
-            key: value for key, value in locals().items()
+            key: value
+            for key, value in locals().items()
             if key in ARCHITECTURE_ARGUMENTS
         }
         _check_model_kwargs(kwargs)
@@ -286,7 +289,9 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
                 f"Received: weights={kwargs['weights']!r}"
             )
         arguments = {
-            key: value for key, value in kwargs.items() if key in ARCHITECTURE_ARGUMENTS
+            key: value
+            for key, value in kwargs.items()
+            if key in ARCHITECTURE_ARGUMENTS
         }
         others = {
             key: value for key, value in kwargs.items() if key not in arguments
@@ -495,7 +500,11 @@ def _check_model_kwargs(kwargs):
         ]
         raise ValueError(
             "Unknown keras_vit.ViT argument(s)"
-            + (f" (keras.applications names; {'; '.join(hints)})" if hints else "")
+            + (
+                f" (keras.applications names; {'; '.join(hints)})"
+                if hints
+                else ""
+            )
             + ". Received: "
             + ", ".join(f"{name}={kwargs[name]!r}" for name in unknown)
         )
@@ -563,11 +572,15 @@ def _make_layers(config, grid, stem_layer, dtype):
             config.mlp_dim,
             dropout_rate=config.dropout_rate,
             attention_dropout_rate=config.attention_dropout_rate,
-            drop_path_rate=config.drop_path_rate * i / max(config.num_layers - 1, 1),
+            drop_path_rate=config.drop_path_rate
+            * i
+            / max(config.num_layers - 1, 1),
             layer_norm_epsilon=config.layer_norm_epsilon,
             remat=config.remat,
             relative_positions=(
-                grid[0] * grid[1] + int(config.class_token) if relative else None
+                grid[0] * grid[1] + int(config.class_token)
+                if relative
+                else None
             ),
             name=f"block_{i}",
             dtype=dtype,
@@ -592,7 +605,9 @@ def _make_head(config, dtype):
         return layers
     if config.representation_size is not None:
         layers["pre_logits"] = keras.layers.Dense(
-            config.representation_size, activation="tanh", name="pre_logits",
+            config.representation_size,
+            activation="tanh",
+            name="pre_logits",
             dtype=dtype,
         )
     # Zero-initialised, as in the original code.
@@ -600,7 +615,8 @@ def _make_head(config, dtype):
         config.num_classes, kernel_initializer="zeros", name="head", dtype=dtype
     )
     layers["predictions"] = keras.layers.Activation(
-        config.classifier_activation or "linear", name="predictions",
+        config.classifier_activation or "linear",
+        name="predictions",
         dtype="float32",
     )
     return layers

@@ -35,10 +35,21 @@ def test_accuracy_of_every_variant(trained_exports):
     for q, result in trained_exports.items():
         for c in result.report.comparisons:
             if c.source.startswith("digits (test)"):
-                rows.append((q, c.runtime, c.top1_agreement, c.accuracy, c.reference_accuracy, c.max_abs))
+                rows.append(
+                    (
+                        q,
+                        c.runtime,
+                        c.top1_agreement,
+                        c.accuracy,
+                        c.reference_accuracy,
+                        c.max_abs,
+                    )
+                )
     print("\nmode      runtime    top-1 agree  accuracy  (keras)  max|Δ|")
     for q, runtime, agree, accuracy, reference, max_abs in rows:
-        print(f"{q:9} {runtime:10} {agree:11.4f}  {accuracy:8.4f}  ({reference:.4f})  {max_abs:.2e}")
+        print(
+            f"{q:9} {runtime:10} {agree:11.4f}  {accuracy:8.4f}  ({reference:.4f})  {max_abs:.2e}"
+        )
     for q, runtime, agree, accuracy, reference, max_abs in rows:
         limits = checks.LIMITS[q]
         if limits["top1"] is not None:
@@ -65,12 +76,18 @@ def test_uint8_input_and_output(trained_model_path, tmp_path):
     # Full integer with uint8 tensors at both ends: a camera frame goes in
     # as is. The pixels' calibrated range maps 0..255 to 0..255.
     result = export.export_tflite(
-        trained_model_path, tmp_path / "u8.tflite", quantize="int8",
-        representative_data="digits", io_dtype="uint8", num_verify_images=100,
+        trained_model_path,
+        tmp_path / "u8.tflite",
+        quantize="int8",
+        representative_data="digits",
+        io_dtype="uint8",
+        num_verify_images=100,
     )
     print(result.report.summary())
     meta = result.metadata
-    assert meta["input"]["dtype"] == "uint8" and meta["output"]["dtype"] == "uint8"
+    assert (
+        meta["input"]["dtype"] == "uint8" and meta["output"]["dtype"] == "uint8"
+    )
     q = meta["input"]["quantization"]
     assert q["scale"] == pytest.approx(1.0, rel=0.02) and q["zero_point"] == 0
     details = runtime.io_details(result.path)

@@ -36,7 +36,9 @@ def test_token_pooling_traces_with_an_unknown_token_count():
     tokens = np.arange(2 * 4 * 3, dtype="float32").reshape(2, 4, 3)
     for width in (3, None):
         layer = keras_vit.layers.TokenPooling("token")
-        fn = tf.function(layer, input_signature=[tf.TensorSpec((None, None, width))])
+        fn = tf.function(
+            layer, input_signature=[tf.TensorSpec((None, None, width))]
+        )
         np.testing.assert_array_equal(fn(tokens).numpy(), tokens[:, 0])
     symbolic = keras_vit.layers.TokenPooling()(keras.Input((None, 3)))
     assert symbolic.shape == (None, 3)
@@ -50,7 +52,9 @@ def test_gap_with_no_token_after_the_prefix_is_refused():
         with pytest.raises(ValueError, match=match):
             layer(np.ones((2, tokens, 3), "float32"))
         with pytest.raises(ValueError, match=f"num_prefix_tokens={prefix}"):
-            keras_vit.layers.TokenPooling("gap", prefix)(keras.Input((tokens, 3)))
+            keras_vit.layers.TokenPooling("gap", prefix)(
+                keras.Input((tokens, 3))
+            )
     # Built on enough tokens, then called on too few.
     layer = keras_vit.layers.TokenPooling("gap", num_prefix_tokens=1)
     layer(np.ones((2, 4, 3), "float32"))
@@ -65,12 +69,22 @@ def test_too_few_tokens_are_refused_when_their_count_is_known_only_at_run_time()
     # "token" of no token an empty batch, silently.
     import tensorflow as tf
 
-    for pooling, prefix, tokens in (("gap", 3, 3), ("gap", 1, 0), ("token", 1, 0)):
+    for pooling, prefix, tokens in (
+        ("gap", 3, 3),
+        ("gap", 1, 0),
+        ("token", 1, 0),
+    ):
         layer = keras_vit.layers.TokenPooling(pooling, num_prefix_tokens=prefix)
-        fn = tf.function(layer, input_signature=[tf.TensorSpec((None, None, 3))])
-        np.testing.assert_allclose(fn(np.ones((2, 4, 3), "float32")).numpy(), 1.0)
+        fn = tf.function(
+            layer, input_signature=[tf.TensorSpec((None, None, 3))]
+        )
+        np.testing.assert_allclose(
+            fn(np.ones((2, 4, 3), "float32")).numpy(), 1.0
+        )
         # (TensorFlow's message escapes the quotes.)
-        received = f"num_prefix_tokens={prefix} for " if pooling == "gap" else ""
+        received = (
+            f"num_prefix_tokens={prefix} for " if pooling == "gap" else ""
+        )
         match = rf"pooling=.*{pooling}.*Received: {received}a token count of\] \[{tokens}\]"
         with pytest.raises(tf.errors.InvalidArgumentError, match=match):
             fn(np.ones((2, tokens, 3), "float32"))
