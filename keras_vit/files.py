@@ -381,7 +381,7 @@ def atomic_write(path, write):
         if path.endswith(".weights.h5")
         else os.path.splitext(path)[1]
     )
-    with files.atomic_file(path, suffix=suffix) as temporary:
+    with atomic_file(path, suffix=suffix) as temporary:
         write(temporary)
 
 

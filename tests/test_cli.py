@@ -6,6 +6,7 @@ import pytest
 
 import keras_vit
 from keras_vit import cli
+from tests.helpers import TINY
 
 
 def test_version(capsys):

@@ -217,3 +217,22 @@ def test_weights_and_images_read_npz_files_one_way(tmp_path, monkeypatch):
         (str(path), "the .npz weights file", "weights"),
         (str(path), "the .npz file", "representative_data"),
     ]
+
+
+def test_atomic_write_writes_through_a_temporary_file_of_the_same_suffix(
+    tmp_path,
+):
+    # It called `files.atomic_file` inside keras_vit.files itself, where
+    # `files` is no name: every checkpoint, plot and page it saved failed.
+    seen = []
+
+    def write(temporary):
+        seen.append(temporary)
+        with open(temporary, "w") as f:
+            f.write("new")
+
+    path = tmp_path / "run" / "model.weights.h5"
+    files.atomic_write(str(path), write)
+    assert path.read_text() == "new"
+    assert seen[0] != str(path) and seen[0].endswith(".weights.h5")
+    assert os.listdir(path.parent) == ["model.weights.h5"]
