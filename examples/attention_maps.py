@@ -5,7 +5,8 @@
 Offline, about 3 minutes on a 2-core CPU. For your own model or a released
 checkpoint and your own photos, the same figures come from one command:
 
-    keras-vit inspect ViT_B16 --weights augreg_in21k_ft_in1k --image cat.jpg --output figures/
+    keras-vit inspect ViT_B16 --weights augreg_in21k_ft_in1k \\
+        --image cat.jpg --output figures/
 
 An attention map is only worth looking at if it shows where the evidence
 is, so this example measures that. It makes a task where the answer is
@@ -240,10 +241,12 @@ def main(argv=None):
     untrained_maps = maps_by_method(untrained, x_test)
     _, chance = pointing_game(trained_maps["rollout, mean"], boxes)
     print(
-        f"\ntest accuracy {accuracy:.3f} on {len(x_test)} images of unseen digits"
+        f"\ntest accuracy {accuracy:.3f} on {len(x_test)} images of unseen "
+        "digits"
     )
     print(
-        f"pointing game: share of test images whose top patch touches the digit "
+        "pointing game: share of test images whose top patch touches the "
+        "digit "
         f"(chance {chance.mean():.0%})"
     )
     print(f"  {'map':<30} {'trained':>8} {'untrained':>10}")

@@ -87,24 +87,30 @@ def main():
     print()
     print("keras_vit demo: a ViT trained from scratch on Fashion-MNIST")
     print(
-        f"  model:     {model.count_params():,} parameters, {model.num_layers} blocks, "
-        f"width {model.hidden_dim}, {model.grid_size[0]}x{model.grid_size[1]} patches of "
+        f"  model:     {model.count_params():,} parameters, {model.num_layers} "
+        "blocks, "
+        f"width {model.hidden_dim}, {model.grid_size[0]}x{model.grid_size[1]} "
+        "patches of "
         f"{model.patch_size}x{model.patch_size} px"
     )
     if result.initial_epoch >= config.epochs:
         print(
-            f"  training:  already done in {config.output} (delete it to train again)"
+            f"  training:  already done in {config.output} (delete it to train "
+            "again)"
         )
     else:
         print(
-            f"  training:  {config.epochs} epochs, strategy {result.strategy_kind}, "
+            f"  training:  {config.epochs} epochs, strategy "
+            f"{result.strategy_kind}, "
             f"{minutes:.1f} min on this machine"
         )
     print(
-        f"  outputs:   {config.output} (model.keras, curves.png, history.json, logs/)"
+        f"  outputs:   {config.output} (model.keras, curves.png, history.json, "
+        "logs/)"
     )
     print(
-        f"  figures:   {figures}/index.html (attention rollout, attention distance, "
+        f"  figures:   {figures}/index.html (attention rollout, attention "
+        "distance, "
         "position embeddings, embedding filters)"
     )
     print(f"test accuracy: {result.test_metrics['accuracy']:.4f}")

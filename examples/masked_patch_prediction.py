@@ -21,7 +21,8 @@ The same on your own images (a folder of unlabelled images, any size):
 
     images = keras.utils.image_dataset_from_directory(
         "photos/", labels=None, image_size=(224, 224), batch_size=64)
-    mpp = keras_vit.training.MaskedPatchPrediction(keras_vit.ViT_S16(include_top=False))
+    mpp = keras_vit.training.MaskedPatchPrediction(
+        keras_vit.ViT_S16(include_top=False))
     mpp.compile(optimizer=keras_vit.training.make_optimizer(
         "adamw", 2e-4, 0.1, warmup_steps=..., total_steps=...))
     mpp.fit(images, epochs=...)
@@ -143,10 +144,12 @@ def main(argv=None):
         f"(backbone saved as {checkpoint})"
     )
     print(
-        f"test accuracy with {len(labelled)} labels, fine-tuned from it: {tuned:.4f}"
+        f"test accuracy with {len(labelled)} labels, fine-tuned from it: "
+        f"{tuned:.4f}"
     )
     print(
-        f"test accuracy with {len(labelled)} labels, from scratch:        {scratch:.4f}"
+        f"test accuracy with {len(labelled)} labels, from scratch:        "
+        f"{scratch:.4f}"
     )
 
 

@@ -54,7 +54,8 @@ def main():
     )
     result = train(config)
     print(
-        f"test accuracy: {result.test_metrics.get('accuracy', float('nan')):.4f}"
+        "test accuracy: "
+        f"{result.test_metrics.get('accuracy', float('nan')):.4f}"
     )
 
 

@@ -2,7 +2,8 @@
 
 On a TPU VM (the TPU is found by itself):
 
-    python examples/train_tpu.py --data-dir gs://YOUR_BUCKET/tensorflow_datasets \\
+    python examples/train_tpu.py \\
+        --data-dir gs://YOUR_BUCKET/tensorflow_datasets \\
         --output gs://YOUR_BUCKET/runs/flowers   # or a local folder
 
 With a TPU node instead, name it: --tpu my-tpu-name (or set TPU_NAME).

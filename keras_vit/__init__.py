@@ -6,9 +6,9 @@ from keras_vit import layers
 from keras_vit import ops  # deprecated: keras_vit.patch_grid
 from keras_vit import patch_grid
 from keras_vit import registry
-from keras_vit import (
-    training,
-)  # also registers the optimizer and schedule of trained .keras files
+
+# training also registers the optimizer and schedule of trained .keras files.
+from keras_vit import training
 from keras_vit import variants  # deprecated: keras_vit.registry
 from keras_vit import visualize
 from keras_vit import weights
@@ -68,6 +68,7 @@ __all__ = [
     "list_presets",
     "load_weights",
     "ops",
+    "patch_grid",
     "registry",
     "data",
     "evaluation",

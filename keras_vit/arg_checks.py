@@ -42,7 +42,8 @@ def non_negative_int(name, value):
         or value < 0
     ):
         raise ValueError(
-            f"`{name}` must be a non-negative integer. Received: {name}={value!r}"
+            f"`{name}` must be a non-negative integer. Received: "
+            f"{name}={value!r}"
         )
     return int(value)
 
@@ -96,7 +97,8 @@ def fraction(name, value, zero=True):
     ):
         interval = "[0, 1]" if zero else "(0, 1]"
         raise ValueError(
-            f"`{name}` must be a number in {interval}. Received: {name}={value!r}"
+            f"`{name}` must be a number in {interval}. Received: "
+            f"{name}={value!r}"
         )
     return float(value)
 
@@ -167,7 +169,8 @@ def float_dtype_policy(name, value, quantized=True):
     except (ValueError, TypeError) as error:
         raise ValueError(
             f"`{name}` must be a floating-point dtype policy such as "
-            f"'float32' or 'mixed_bfloat16' ({error}). Received: {name}={value!r}"
+            f"'float32' or 'mixed_bfloat16' ({error}). Received: "
+            f"{name}={value!r}"
         ) from None
     policies = [policy]
     if isinstance(policy, keras.dtype_policies.DTypePolicyMap):

@@ -66,7 +66,8 @@ class FewShotResult:
     def summary(self):
         """A table: shots, mean accuracy and each seed's."""
         lines = [
-            f"linear few-shot on {self.dataset or 'the data'}: {self.num_classes} "
+            f"linear few-shot on {self.dataset or 'the data'}: "
+            f"{self.num_classes} "
             f"classes, {self.num_test} test images, L2 {self.l2_reg:g}",
             "  shots  accuracy  (per seed)",
         ]
@@ -134,7 +135,8 @@ def sample_shots(labels, num_classes, shots, seed):
     if short:
         listing = ", ".join(f"class {c}: {n}" for c, n in short[:5])
         raise ValueError(
-            f"Every class needs {most} training examples for shots={list(shots)}; "
+            f"Every class needs {most} training examples for "
+            f"shots={list(shots)}; "
             f"{len(short)} class(es) have fewer ({listing}"
             f"{' ...' if len(short) > 5 else ''})."
         )
@@ -211,7 +213,8 @@ def _check(shots, seeds):
     shots = tuple(arg_checks.positive_int("shots", k) for k in shots)
     if not shots or len(set(shots)) != len(shots):
         raise ValueError(
-            f"`shots` must hold distinct positive integers. Received: shots={shots!r}"
+            "`shots` must hold distinct positive integers. Received: "
+            f"shots={shots!r}"
         )
     return tuple(sorted(shots)), arg_checks.positive_int("seeds", seeds)
 
@@ -276,7 +279,8 @@ def few_shot(
 
     Example:
 
-    >>> result = few_shot(keras_vit.ViT_B16(weights="in21k"), "cifar100", shots=5)
+    >>> model = keras_vit.ViT_B16(weights="in21k")
+    >>> result = few_shot(model, "cifar100", shots=5)
     """
     from keras_vit import data
     from keras_vit.export.models import load_model
@@ -306,7 +310,8 @@ def few_shot(
     if test is None:
         if test_fraction is None:
             raise ValueError(
-                "Few-shot evaluation needs test images, and this dataset has no "
+                "Few-shot evaluation needs test images, and this dataset has "
+                "no "
                 "test split: pass test_fraction (--test-fraction), e.g. 0.2, "
                 "to hold out part of its images. Received: "
                 f"dataset={dataset.name!r}"

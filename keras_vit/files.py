@@ -1,4 +1,5 @@
-"""Output paths checked up front and written atomically (exports, training runs, checkpoints).
+"""Output paths checked up front and written atomically (exports, training
+runs, checkpoints).
 
 An export either leaves a complete, verified file (or SavedModel folder) at
 the target path or nothing at all: everything is written to a temporary
@@ -80,7 +81,8 @@ def check_output_path(
         raise ValueError(f"`{name}` must be a path. Received: {name}={path!r}")
     if overwrite is not None and not isinstance(overwrite, bool):
         raise ValueError(
-            f"`overwrite` must be True or False. Received: overwrite={overwrite!r}"
+            "`overwrite` must be True or False. Received: "
+            f"overwrite={overwrite!r}"
         )
     path = os.fspath(path)
     parent = os.path.dirname(os.path.abspath(path))
@@ -113,7 +115,8 @@ def check_output_path(
         else:
             continue
         raise ValueError(
-            f"`{name}` {what} an input of this command ({os.fspath(source)!r}); "
+            f"`{name}` {what} an input of this command "
+            f"({os.fspath(source)!r}); "
             "writing it would destroy what is being read. Choose another "
             f"path. Received: {name}={path!r}"
         )
@@ -158,7 +161,8 @@ def check_companion_path(path, output, name, **kwargs):
         return check_output_path(path, name=name, **kwargs)
     except ValueError as error:
         raise ValueError(
-            f"{error} (the {name} file written beside output={os.fspath(output)!r})"
+            f"{error} (the {name} file written beside "
+            f"output={os.fspath(output)!r})"
         ) from None
 
 
@@ -417,7 +421,8 @@ def read_npz(path, what="the .npz file", name=None):
         if isinstance(loaded, np.lib.npyio.NpzFile):
             with loaded as archive:
                 return {key: archive[key] for key in archive.files}
-    except Exception as error:  # noqa: BLE001 - zipfile, zlib and NumPy each raise their own
+    # zipfile, zlib and NumPy each raise their own errors.
+    except Exception as error:  # noqa: BLE001
         raise ValueError(
             f"Cannot read {what} {path!r}: it may be truncated or corrupt "
             f"({type(error).__name__}: {error}).{received}"

@@ -82,7 +82,10 @@ def resample_position_embeddings(
     Example:
 
     >>> posemb = np.random.normal(size=(1, 1 + 14 * 14, 768))
-    >>> keras_vit.patch_grid.resample_position_embeddings(posemb, (24, 24)).shape
+    >>> resampled = keras_vit.patch_grid.resample_position_embeddings(
+    ...     posemb, (24, 24)
+    ... )
+    >>> resampled.shape
     TensorShape([1, 577, 768])
     """
     interpolation = arg_checks.one_of(

@@ -562,7 +562,8 @@ def inspect(model, images, output, names=None, inputs=()):
     ):
         raise ValueError(
             "`names` must hold one distinct file-name part per image (no "
-            f"path separators). Received: names={names!r} for {len(images)} images"
+            f"path separators). Received: names={names!r} for {len(images)} "
+            "images"
         )
     planned = _figure_names(model, names)
     _check_figures_folder(output, planned, inputs)
@@ -587,7 +588,8 @@ def inspect(model, images, output, names=None, inputs=()):
     save(
         plot_layer_attention(result.class_attention, 0),
         f"attention_{names[0]}.png",
-        f"Class-token attention per layer (rows) and head (columns), {names[0]}",
+        "Class-token attention per layer (rows) and head (columns), "
+        f"{names[0]}",
     )
     save(
         plot_attention_distance(
@@ -611,13 +613,16 @@ def inspect(model, images, output, names=None, inputs=()):
             "Principal components of the patch-embedding filters",
         )
     body = "\n".join(
-        f'<figure><img src="{html.escape(name)}"><figcaption>{html.escape(caption)}'
+        f'<figure><img src="{html.escape(name)}"><figcaption>'
+        f"{html.escape(caption)}"
         "</figcaption></figure>"
         for name, caption in written
     )
     page = (
-        f"{_PAGE_START}{html.escape(model.name)}</title><style>figure{{display:inline-block;"
-        "margin:8px;vertical-align:top}img{max-width:720px}</style></head><body>"
+        f"{_PAGE_START}{html.escape(model.name)}</title>"
+        "<style>figure{display:inline-block;"
+        "margin:8px;vertical-align:top}img{max-width:720px}</style>"
+        "</head><body>"
         f"<h1>{html.escape(model.name)}</h1>{body}</body></html>"
     )
 

@@ -83,7 +83,12 @@ def block(x, w, num_heads, eps=1e-6):
 
 def block_weights(layer):
     """The weights of a keras_vit TransformerBlock, by meaning."""
-    get = lambda l, n: next(v.numpy() for v in l.weights if v.path.endswith(n))
+
+    def get(sublayer, suffix):
+        return next(
+            v.numpy() for v in sublayer.weights if v.path.endswith(suffix)
+        )
+
     a = layer.attention
     return {
         "ln1_gamma": get(layer.norm1, "gamma"),

@@ -47,7 +47,8 @@ np.save(f"{folder}/jax_rollout.npy", maps)
 # fit, save and reload, as a keras.applications model.
 model.compile(optimizer=keras.optimizers.AdamW(1e-3),
               loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-history = model.fit(inputs["images"], inputs["labels"], epochs=2, batch_size=2, verbose=0)
+history = model.fit(inputs["images"], inputs["labels"], epochs=2, batch_size=2,
+                    verbose=0)
 model.save(f"{folder}/trained.keras")
 reloaded = keras.saving.load_model(f"{folder}/trained.keras")
 difference = float(np.max(np.abs(reloaded.predict(inputs["images"], verbose=0)
@@ -56,8 +57,10 @@ backbone = keras_vit.ViT(**{**config, "include_top": False, "pooling": None})
 pretraining = MaskedPatchPrediction(backbone)
 pretraining.compile(optimizer="adamw")
 mpp = pretraining.fit(inputs["images"], epochs=1, batch_size=2, verbose=0)
-print(json.dumps({"backend": keras.backend.backend(), "loss": history.history["loss"],
-                  "reload_difference": difference, "mpp_loss": mpp.history["loss"]}))
+print(json.dumps({"backend": keras.backend.backend(),
+                  "loss": history.history["loss"],
+                  "reload_difference": difference,
+                  "mpp_loss": mpp.history["loss"]}))
 """
 )
 
@@ -126,8 +129,8 @@ for remat in (False, True):
     model = keras_vit.ViT(**config, remat=remat, weights=f"{folder}/model.npz")
     model.compile(optimizer=keras.optimizers.SGD(0.1),  # default jit_compile
                   loss="sparse_categorical_crossentropy")
-    history = model.fit(inputs["images"], inputs["labels"], epochs=2, batch_size=4,
-                        shuffle=False, verbose=0)
+    history = model.fit(inputs["images"], inputs["labels"], epochs=2,
+                        batch_size=4, shuffle=False, verbose=0)
     result[f"loss_remat_{remat}"] = history.history["loss"]
     models[remat] = model
 result["weight_difference"] = max(

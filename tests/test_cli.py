@@ -212,9 +212,9 @@ def test_a_file_that_is_no_image_is_named_in_one_line(
         == 2
     )
     error = capsys.readouterr().err
-    assert (
-        error
-        == f"keras-vit: error: {data.datasets.NOT_AN_IMAGE} {tmp_path}/b/page.jpg\n"
+    assert error == (
+        f"keras-vit: error: {data.datasets.NOT_AN_IMAGE} "
+        f"{tmp_path}/b/page.jpg\n"
     )
     # Other errors still raise.
     monkeypatch.setattr(keras_vit.training, "train", lambda config: 1 / 0)

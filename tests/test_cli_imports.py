@@ -18,7 +18,8 @@ BARE = f"""
 import sys, types
 for name, path in [("keras_vit", {PACKAGE!r}),
                    ("keras_vit.export", {os.path.join(PACKAGE, "export")!r}),
-                   ("keras_vit.training", {os.path.join(PACKAGE, "training")!r})]:
+                   ("keras_vit.training",
+                    {os.path.join(PACKAGE, "training")!r})]:
     module = types.ModuleType(name)
     module.__path__ = [path]
     sys.modules[name] = module
@@ -83,7 +84,8 @@ def test_help_and_version_import_neither_keras_nor_tensorflow():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the console script imports keras_vit/__init__.py, which imports the "
+    reason="the console script imports keras_vit/__init__.py, which imports "
+    "the "
     "whole library (Keras, TensorFlow); listing presets imports "
     "keras_vit.weights (Keras) and keras_vit.builders",
 )

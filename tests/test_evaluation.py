@@ -1,4 +1,4 @@
-"""Linear few-shot evaluation: the closed form, the draws, a model end to end."""
+"""Linear few-shot evaluation: the closed form, the draws, a whole model."""
 
 import keras
 import numpy as np

@@ -170,7 +170,8 @@ def test_finetune_offline_runs_end_to_end(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(
         keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake
     )
-    # The fine-tuned run starts from the checkpoint: 16 px (4x4 patches) -> 32 px.
+    # The fine-tuned run starts from the checkpoint: 16 px (4x4 patches) ->
+    # 32 px.
     with pytest.warns(
         UserWarning, match="resampled from a 4x4 to a 8x8 patch grid"
     ):

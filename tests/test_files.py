@@ -1,4 +1,5 @@
-"""`keras_vit.files.check_output_path`: the one rule every export's outputs follow."""
+"""`keras_vit.files.check_output_path`: the one rule every export's outputs
+follow."""
 
 import os
 

@@ -397,7 +397,7 @@ def test_wrong_number_of_channels():
     model = _tiny()
     for channels in (1, 4):
         with pytest.raises(
-            ValueError, match=r"3\b.*\(1, 32, 32, %d\)" % channels
+            ValueError, match=rf"3\b.*\(1, 32, 32, {channels}\)"
         ):
             model(np.zeros((1, 32, 32, channels), "float32"))
     gray = _tiny(num_channels=1)

@@ -485,7 +485,8 @@ def test_the_registry_imports_nothing_heavy():
         f"package.__path__ = [{os.path.dirname(keras_vit.__file__)!r}]\n"
         "sys.modules['keras_vit'] = package\n"
         "import keras_vit.registry\n"
-        "heavy = {'keras', 'tensorflow', 'numpy', 'jax', 'torch'} & set(sys.modules)\n"
+        "heavy = {'keras', 'tensorflow', 'numpy', 'jax', 'torch'} & "
+        "set(sys.modules)\n"
         "assert not heavy, heavy\n"
         "assert len(keras_vit.registry.PRESETS) > 0\n"
     )
@@ -553,7 +554,7 @@ def test_build_names(tmp_path):
         builders.build(None)
 
 
-def test_build_a_preset_by_its_unique_name(local_preset):
+def test_build_a_preset_by_its_unique_name(local_preset):  # noqa: F811
     want = expected("vit_token.expected.npz")
     for model in (
         builders.build("vit_tiny8_tiny_test"),  # the variant has no builder
@@ -568,7 +569,10 @@ def test_build_a_preset_by_its_unique_name(local_preset):
         np.testing.assert_allclose(logits, probabilities, atol=1e-5)
 
 
-def test_a_presets_vit_arguments_build_its_model(local_preset, monkeypatch):
+def test_a_presets_vit_arguments_build_its_model(
+    local_preset,  # noqa: F811 (the fixture)
+    monkeypatch,
+):
     preset = {**local_preset, "vit_arguments": {"classifier_activation": None}}
     monkeypatch.setattr(
         registry_presets, "PRESETS", [*registry_presets.PRESETS[:-1], preset]
@@ -650,7 +654,7 @@ def test_moved_names_warn_and_still_work():
         assert keras_vit.list_presets is registry.list_presets
         assert callable(keras_vit.weights.presets.download)
     with pytest.raises(AttributeError):
-        keras_vit.variants.nothing
+        _ = keras_vit.variants.nothing
 
 
 def test_presets_listing_shows_the_unique_name(capsys):

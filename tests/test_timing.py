@@ -116,8 +116,10 @@ def test_it_runs_without_keras_vit(tmp_path):
     code = (
         "import importlib.util, sys\n"
         f"spec = importlib.util.spec_from_file_location('t', {path!r})\n"
-        "t = importlib.util.module_from_spec(spec); spec.loader.exec_module(t)\n"
-        "t.print_result({'median': t.percentile(t.latencies(lambda: None, 3, 1), 50),\n"
+        "t = importlib.util.module_from_spec(spec); "
+        "spec.loader.exec_module(t)\n"
+        "t.print_result({'median': t.percentile(t.latencies(lambda: None, 3, "
+        "1), 50),\n"
         "                'tensorflow': 'tensorflow' in sys.modules})\n"
     )
     process = subprocess.run(

@@ -145,7 +145,8 @@ def test_int_below():
     with pytest.raises(ValueError) as info:
         arg_checks.int_below("n", 2**63, 2**63, why="an int64")
     assert str(info.value) == (
-        f"`n` must be an integer >= 0 and below 2**63 (an int64). Received: n={2**63}"
+        "`n` must be an integer >= 0 and below 2**63 (an int64). Received: "
+        f"n={2**63}"
     )
     for value in (0, 10, 1.0, True, None):
         with pytest.raises(

@@ -34,7 +34,10 @@ def test_uniform_attention_gives_a_uniform_map():
 def test_rollout_multiplies_in_layer_order_and_fuses_heads():
     a = rng.dirichlet(np.ones(4), size=(1, 2, 4))
     b = rng.dirichlet(np.ones(4), size=(1, 2, 4))
-    step = lambda x: (x.mean(1)[0] + np.eye(4)) / 2
+
+    def step(x):
+        return (x.mean(1)[0] + np.eye(4)) / 2
+
     np.testing.assert_allclose(
         visualize.rollout([a, b])[0], step(b) @ step(a), atol=1e-12
     )
@@ -90,7 +93,10 @@ def test_token_counts_and_pixel_sizes_that_cannot_be_right_are_refused():
     # Too many prefix tokens (mean of no patches: NaN), or a grid that does
     # not hold the patches: refused, not a NaN or a numpy reshape error.
     for grid, prefix in (((1, 1), 5), ((2, 2), 2), ((3, 3), 1)):
-        match = rf"over 5 tokens.*num_prefix_tokens={prefix}, grid=\({grid[0]}, {grid[1]}\)"
+        match = (
+            rf"over 5 tokens.*num_prefix_tokens={prefix}, "
+            rf"grid=\({grid[0]}, {grid[1]}\)"
+        )
         with pytest.raises(ValueError, match=match):
             visualize.attention_distance(
                 [attention], grid, 16, num_prefix_tokens=prefix

@@ -62,7 +62,8 @@ def __getattr__(name):
     # next release (CHANGELOG.md, "Deprecated").
     if name == "latencies":
         warnings.warn(
-            "`keras_vit.benchmark.latencies` is deprecated and will be removed in the "
+            "`keras_vit.benchmark.latencies` is deprecated and will be removed "
+            "in the "
             "next release: use `keras_vit.timing.latencies`.",
             DeprecationWarning,
             stacklevel=2,

@@ -68,7 +68,8 @@ def model_flops(model):
     stem_flops = 0.0
     if model.stem is not None:
         stem = next(
-            (l for l in model.layers if isinstance(l, ResNetStem)), None
+            (layer for layer in model.layers if isinstance(layer, ResNetStem)),
+            None,
         )
         if stem is None:
             return None

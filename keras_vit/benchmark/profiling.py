@@ -82,11 +82,13 @@ def profile(
 
 
 def _time_model(model, images, labels, report):
-    """The forward pass and an AdamW training step, each without and with XLA."""
+    """The forward pass and an AdamW training step, without and with XLA."""
     for jit in (False, True):
         f = tf.function(lambda v: model(v, training=False), jit_compile=jit)
+        # `report` calls the lambda at once, while `f` is this pass's.
         report(
-            f"forward, XLA {'on' if jit else 'off'}", lambda: f(images).numpy()
+            f"forward, XLA {'on' if jit else 'off'}",
+            lambda: f(images).numpy(),  # noqa: B023
         )
     for jit in (False, True):
         model.compile(

@@ -196,7 +196,10 @@ def _row(key, results, peak):
 
 
 def _format_row(row):
-    head = f"{row['variant']:>8} {row['peer']:>12} {row['mode']:>9} batch {row['batch']:>3}"
+    head = (
+        f"{row['variant']:>8} {row['peer']:>12} {row['mode']:>9} "
+        f"batch {row['batch']:>3}"
+    )
     if "error" in row:
         return f"{head}  n/a ({row['error']})"
     xla = {True: "  XLA", False: "  no XLA"}.get(row.get("xla"), "")

@@ -6,7 +6,8 @@ from keras_vit.options import PEERS
 def add_parser(sub):
     bench = sub.add_parser(
         "benchmark",
-        help="images/s, peak memory and %% of the machine's peak, next to peers",
+        help="images/s, peak memory and %% of the machine's peak, next to "
+        "peers",
     )
     bench.add_argument(
         "--model",

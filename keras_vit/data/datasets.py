@@ -321,7 +321,8 @@ def _from_folder(name, folder, labels=True):
         indices = [0] * len(paths)
         if not paths:
             raise ValueError(
-                f"The image folder holds no images ({', '.join(IMAGE_EXTENSIONS)})."
+                "The image folder holds no images "
+                f"({', '.join(IMAGE_EXTENSIONS)})."
                 f" Received: dataset={name!r}"
             )
     else:
@@ -338,8 +339,10 @@ def _from_folder(name, folder, labels=True):
         if len(class_names) < 2 or not paths:
             raise ValueError(
                 "An image folder needs at least two class sub-folders holding "
-                f"images ({', '.join(IMAGE_EXTENSIONS)}). Found {len(class_names)} "
-                f"sub-folders and {len(paths)} images. Received: dataset={name!r}"
+                f"images ({', '.join(IMAGE_EXTENSIONS)}). Found "
+                f"{len(class_names)} "
+                f"sub-folders and {len(paths)} images. Received: "
+                f"dataset={name!r}"
             )
 
     paths = np.asarray(paths)

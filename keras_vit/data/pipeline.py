@@ -372,7 +372,8 @@ def train_pipeline(
         if repeat and num_examples < batch_size:
             # Each pass would be cut to no batch at all: an endless loop.
             raise ValueError(
-                f"`num_examples` must be at least the batch size ({batch_size}) "
+                "`num_examples` must be at least the batch size "
+                f"({batch_size}) "
                 "to repeat whole batches. Received: "
                 f"num_examples={num_examples}"
             )

@@ -140,7 +140,8 @@ def op_failures(graph, quantization):
     degenerate = graph.degenerate_ranges()
     if degenerate:
         failures.append(
-            f"{len(degenerate)} quantized activation(s) hold a range of a single "
+            f"{len(degenerate)} quantized activation(s) hold a range of a "
+            "single "
             f"value (narrower than {graph_lib.MIN_RANGE:g}): "
             + ", ".join(degenerate[:4])
             + (" ..." if len(degenerate) > 4 else "")
@@ -252,6 +253,7 @@ def limit_failures(comparisons, limits):
             )
         if limits.get("top1") is not None and c.top1_agreement < limits["top1"]:
             failures.append(
-                f"{where}: top-1 agreement {c.top1_agreement:.4f} < {limits['top1']:g}"
+                f"{where}: top-1 agreement {c.top1_agreement:.4f} < "
+                f"{limits['top1']:g}"
             )
     return failures

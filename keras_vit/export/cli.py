@@ -286,7 +286,8 @@ def _add_export(subparsers):
         "--representative-data",
         default=None,
         metavar="SOURCE",
-        help="calibration images for int8 / int16x8: a dataset name, folder:PATH or an .npz",
+        help="calibration images for int8 / int16x8: a dataset name, "
+        "folder:PATH or an .npz",
     )
     e.add_argument(
         "--batch-size",
@@ -316,7 +317,8 @@ def _add_export(subparsers):
         "--num-images",
         type=_positive_int,
         default=None,
-        help="images to verify on (default: 100 for TFLite, 32 for a SavedModel)",
+        help="images to verify on (default: 100 for TFLite, 32 for a "
+        "SavedModel)",
     )
     e.add_argument(
         "--num-calibration-images",
@@ -390,7 +392,8 @@ def _add_verify(subparsers):
 def _add_benchmark_export(subparsers):
     b = subparsers.add_parser(
         "benchmark-export",
-        help="latency at batch 1: Keras, SavedModel, ONNX Runtime and each TFLite variant",
+        help="latency at batch 1: Keras, SavedModel, ONNX Runtime and each "
+        "TFLite variant",
     )
     _add_model_arguments(b)
     b.add_argument(
@@ -415,7 +418,8 @@ def _add_benchmark_export(subparsers):
         choices=["auto", "on", "off"],
         default="auto",
         type=str,
-        help="also time ONNX Runtime (auto: when tf2onnx and onnxruntime are installed)",
+        help="also time ONNX Runtime (auto: when tf2onnx and onnxruntime are "
+        "installed)",
     )
     b.add_argument(
         "--openvino",

@@ -85,8 +85,8 @@ class Graph:
     def degenerate_ranges(self, min_range=MIN_RANGE):
         """Quantized activations whose range is narrower than `min_range`:
         a range the calibration saw as (all but) a single value, such as the
-        constant logits of a new model's all-zero head. LiteRT's reference kernels
-        abort the process on them (TF 2.21), and every value in them
+        constant logits of a new model's all-zero head. LiteRT's reference
+        kernels abort the process on them (TF 2.21), and every value in them
         quantizes to one number."""
         return sorted(
             name for name, width in self.ranges.items() if width < min_range
@@ -232,11 +232,13 @@ def _parse(schema, data):
                     type_names.get(tensor.Type(), str(tensor.Type()))
                 ] += size
 
+        # Called only in this subgraph's loop below, so its `subgraph` and
+        # `constant` are this subgraph's.
         def types(indices, want_constant):
             return tuple(
-                type_names.get(subgraph.Tensors(i).Type(), "?")
+                type_names.get(subgraph.Tensors(i).Type(), "?")  # noqa: B023
                 for i in indices
-                if i >= 0 and constant[i] == want_constant
+                if i >= 0 and constant[i] == want_constant  # noqa: B023
             )
 
         for j in range(subgraph.OperatorsLength()):

@@ -214,12 +214,13 @@ def benchmark_export(
                 lambda t: time_openvino(path, t, runs, warmup),
             )
         for q, path in files.items():
+            # `_rows` calls the lambda before the loop moves on.
             rows += _rows(
                 "tflite (xnnpack)",
                 q,
                 threads,
                 os.path.getsize(path),
-                lambda t: time_tflite(path, t, runs, warmup),
+                lambda t: time_tflite(path, t, runs, warmup),  # noqa: B023
             )
     if print_fn is not None:
         print_fn(format_table(rows, model))
@@ -257,12 +258,14 @@ def _check_arguments(
         or any(q not in tflite_lib.QUANTIZATIONS for q in quantizations)
     ):
         raise ValueError(
-            f"`quantizations` must be a list of values of {list(tflite_lib.QUANTIZATIONS)}. "
+            "`quantizations` must be a list of values of "
+            f"{list(tflite_lib.QUANTIZATIONS)}. "
             f"Received: quantizations={quantizations!r}"
         )
     if not isinstance(threads, (list, tuple)) or not threads:
         raise ValueError(
-            f"`threads` must be a list of thread counts. Received: threads={threads!r}"
+            "`threads` must be a list of thread counts. Received: "
+            f"threads={threads!r}"
         )
     threads = [arg_checks.positive_int("threads", t) for t in threads]
     runs = arg_checks.positive_int("runs", runs)
@@ -282,7 +285,8 @@ def _check_arguments(
         or not os.path.isdir(output_dir)
     ):
         raise ValueError(
-            f"`output_dir` must be an existing folder. Received: output_dir={output_dir!r}"
+            "`output_dir` must be an existing folder. Received: "
+            f"output_dir={output_dir!r}"
         )
     if onnx == "auto":
         onnx = onnx_lib.available()
@@ -344,16 +348,16 @@ def _tensorflow_rows(model, tmp, folder, threads, runs, warmup):
                 "Timing Keras / SavedModel failed:\n" + process.stderr[-3000:]
             )
         timed = json.loads(process.stdout.strip().splitlines()[-1])
-        for runtime, times in timed.items():
+        for name, times in timed.items():
             p50, p90 = _percentiles(times)
             rows.append(
                 dict(
-                    runtime=runtime,
+                    runtime=name,
                     variant="float32",
                     threads=t,
                     p50_ms=p50,
                     p90_ms=p90,
-                    bytes=sizes[runtime],
+                    bytes=sizes[name],
                 )
             )
     return rows

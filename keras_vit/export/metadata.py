@@ -222,7 +222,7 @@ def write(path, metadata):
 
 
 def read_metadata(path):
-    """The metadata of an export (`.tflite` file or SavedModel folder), or `None`.
+    """The metadata of an export (a `.tflite` file or SavedModel), or `None`.
 
     Raises:
         ValueError: if the metadata file is not a JSON object (it names the
@@ -234,7 +234,8 @@ def read_metadata(path):
     metadata = _read_json(sidecar)
     if not isinstance(metadata, dict):
         raise ValueError(
-            f"The export's metadata file is not keras_vit's JSON. Received: {sidecar!r}"
+            "The export's metadata file is not keras_vit's JSON. Received: "
+            f"{sidecar!r}"
         )
     return metadata
 
@@ -248,7 +249,8 @@ def _read_json(path):
         ValueError,
     ) as error:  # JSONDecodeError, UnicodeDecodeError
         raise ValueError(
-            f"Cannot read the export's metadata file ({error}). Received: {path!r}"
+            f"Cannot read the export's metadata file ({error}). Received: "
+            f"{path!r}"
         ) from None
 
 
@@ -282,7 +284,8 @@ def check_sidecar(output, inputs=(), overwrite=False):
         raise ValueError(
             "`output` ends in .json, which is the name of its own metadata "
             "file (x.tflite -> x.json): the metadata would overwrite the "
-            f"model. Name the file .tflite. Received: output={os.fspath(output)!r}"
+            "model. Name the file .tflite. Received: "
+            f"output={os.fspath(output)!r}"
         )
     return files.check_companion_path(
         sidecar,

@@ -23,7 +23,9 @@ def deprecated_names(module_name, moved):
 
     Example:
 
-    >>> __getattr__ = deprecated_names(__name__, {"convert": (None, "tflite_bytes")})
+    >>> __getattr__ = deprecated_names(
+    ...     __name__, {"convert": (None, "tflite_bytes")}
+    ... )
     """
 
     def __getattr__(name):

@@ -11,7 +11,8 @@ the graph that tf2onnx copies and optimizes but added afterwards (see
 are then checked against Keras's.
 
 Optional: needs `tf2onnx` and `onnxruntime`, the optional extra
-`pip install "keras-vision-transformer[onnx]"`, not required dependencies of keras_vit.
+`pip install "keras-vision-transformer[onnx]"`, not required dependencies
+of keras_vit.
 """
 
 import functools
@@ -356,7 +357,8 @@ def _write_checked(model, spec, opset, output, external_data, checked=None):
 
 
 def session(path, num_threads=None):
-    """An `onnxruntime.InferenceSession` on `path` with all graph optimisations."""
+    """An `onnxruntime.InferenceSession` on `path`, all graph optimisations
+    on."""
     ort = _require("onnxruntime")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

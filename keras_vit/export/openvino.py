@@ -194,7 +194,8 @@ def export_openvino(
             error = float(np.max(np.abs(run_openvino(tmp, x) - expected)))
             if not error <= atol:
                 raise VerificationError(
-                    f"The OpenVINO export differs from Keras by up to {error:.3g} "
+                    "The OpenVINO export differs from Keras by up to "
+                    f"{error:.3g} "
                     f"(limit {atol:g}); {output!r} was not written."
                 )
         tmp_weights = tmp[: -len(".xml")] + ".bin"

@@ -3,8 +3,9 @@ and what an export returns (`ExportResult`).
 
 A `VerificationReport` holds one export's sizes, op list and a
 `keras_vit.export.checks.Comparison` per runtime and image source, and
-says whether it passed (`summary()` prints it); `VerificationError` is what a failed verification raises, and
-`nothing_written(output)` is how an export says that it wrote nothing.
+says whether it passed (`summary()` prints it); `VerificationError` is
+what a failed verification raises, and `nothing_written(output)` is how an
+export says that it wrote nothing.
 The checks that fill a report are in `keras_vit.export.checks`, the
 entry points in `keras_vit.export.verification`.
 """

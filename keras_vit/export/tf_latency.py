@@ -1,6 +1,7 @@
 """Latencies of a model as Keras and as its SavedModel, at one thread count.
 
-    python -m keras_vit.export.tf_latency THREADS MODEL.keras SAVED_MODEL RUNS WARMUP
+    python -m keras_vit.export.tf_latency \\
+        THREADS MODEL.keras SAVED_MODEL RUNS WARMUP
 
 The program `benchmark_export` runs in a fresh process per thread count
 (TensorFlow fixes its thread pools when it starts): the model is called in

@@ -211,7 +211,8 @@ def tflite_bytes(
     degenerate = graph.degenerate_ranges() if quantize in CALIBRATED else []
     if degenerate:
         raise ValueError(
-            f"quantize={quantize!r} gave {len(degenerate)} activation(s) of model "
+            f"quantize={quantize!r} gave {len(degenerate)} activation(s) of "
+            "model "
             f"{model.name!r} a range of a single value (narrower than "
             f"{graph_lib.MIN_RANGE:g}): {', '.join(degenerate[:4])}"
             f"{' ...' if len(degenerate) > 4 else ''}. "
@@ -487,12 +488,14 @@ def _check_arguments(
     if not verify and min_top1_agreement is not None:
         raise ValueError(
             "`min_top1_agreement` is a limit of the verification, which "
-            f"verify=False skips. Received: min_top1_agreement={min_top1_agreement!r}"
+            "verify=False skips. Received: "
+            f"min_top1_agreement={min_top1_agreement!r}"
         )
     if verify and verify_data is None and representative_data is None:
         raise ValueError(
             "The verification needs images: pass `verify_data` (or "
-            "`representative_data`), or verify=False. Received: verify_data=None"
+            "`representative_data`), or verify=False. Received: "
+            "verify_data=None"
         )
     return (
         quantize,

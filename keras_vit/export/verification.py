@@ -136,7 +136,8 @@ def _check_runtimes(runtimes):
     )
     if not runtimes or any(r not in runtime.INTERPRETERS for r in runtimes):
         raise ValueError(
-            f"`runtimes` must hold one or more of {list(runtime.INTERPRETERS)}. "
+            "`runtimes` must hold one or more of "
+            f"{list(runtime.INTERPRETERS)}. "
             f"Received: runtimes={runtimes!r}"
         )
     return runtimes
@@ -262,7 +263,8 @@ def verify_tflite(
         and quantization not in checks.BYTES_PER_PARAMETER
     ):
         raise ValueError(
-            f"`quantization` must be one of {list(checks.BYTES_PER_PARAMETER)}. "
+            "`quantization` must be one of "
+            f"{list(checks.BYTES_PER_PARAMETER)}. "
             f"Received: quantization={quantization!r}"
         )
     graph = graph_lib.read_graph(path)
@@ -290,7 +292,8 @@ def verify_tflite(
     return report
 
 
-# Run by `verify_saved_model` by its path, in a fresh interpreter: TensorFlow only.
+# Run by `verify_saved_model` by its path, in a fresh interpreter: TensorFlow
+# only.
 _SAVED_MODEL_CHECK = os.path.join(
     os.path.dirname(os.path.abspath(__file__)),
     "standalone",
@@ -445,7 +448,8 @@ def _compare_saved_model(report, path, model, image_sets):
                 single = compare(outputs[name + "_single"], keras_out[:1])
                 if not single.max_abs <= max_abs:
                     report.failures.append(
-                        f"{name} on a batch of one: max |Δ| {single.max_abs:.3g}"
+                        f"{name} on a batch of one: max |Δ| "
+                        f"{single.max_abs:.3g}"
                     )
 
 

@@ -32,7 +32,7 @@ class TokenPooling(keras.layers.Layer):
     >>> tokens = np.arange(6, dtype="float32").reshape(1, 3, 2)
     >>> keras_vit.layers.TokenPooling("gap")(tokens)  # mean of rows 1 and 2
     <tf.Tensor: shape=(1, 2), dtype=float32, numpy=array([[3., 4.]], dtype=float32)>
-    """
+    """  # noqa: E501 (the doctest's output is one line)
 
     def __init__(self, pooling="token", num_prefix_tokens=1, **kwargs):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))

@@ -113,7 +113,8 @@ class ResNetBottleneck(keras.layers.Layer):
         self.filters = arg_checks.positive_int("filters", filters)
         if self.filters % 4:
             raise ValueError(
-                f"`filters` must be a multiple of 4. Received: filters={filters}"
+                "`filters` must be a multiple of 4. Received: "
+                f"filters={filters}"
             )
         self.strides = arg_checks.positive_int("strides", strides)
         self.projection = arg_checks.boolean("projection", projection)
@@ -125,7 +126,8 @@ class ResNetBottleneck(keras.layers.Layer):
             if channels % self.groups:
                 raise ValueError(
                     f"GroupNorm needs channels divisible by groups. Received: "
-                    f"groups={groups} for {channels} channels (filters={filters})"
+                    f"groups={groups} for {channels} channels "
+                    f"(filters={filters})"
                 )
         policy, ce, ne = self.dtype_policy, self.conv_epsilon, self.norm_epsilon
         self.conv1 = _conv(mid, 1, 1, "conv1", ce, policy)

@@ -33,6 +33,7 @@ def refuse_quantized(model, action, instead):
     if quantized:
         raise ValueError(
             f"The model's layers were quantized in Keras (`model.quantize()`: "
-            f"{', '.join(quantized[:3])}{' ...' if len(quantized) > 3 else ''}), "
+            f"{', '.join(quantized[:3])}"
+            f"{' ...' if len(quantized) > 3 else ''}), "
             f"and {action}: {instead}. Received: model={model.name!r}"
         )

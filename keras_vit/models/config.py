@@ -72,7 +72,8 @@ class ViTConfig:
                 )
                 raise ValueError(
                     "`image_size` must be a multiple of `patch_size` in both "
-                    f"dimensions{where}. Received: image_size={self.image_size} "
+                    f"dimensions{where}. Received: "
+                    f"image_size={self.image_size} "
                     f"and patch_size={self.patch_size}"
                 )
         return (

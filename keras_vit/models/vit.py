@@ -20,7 +20,9 @@ from keras_vit.layers.pooling import TokenPooling
 from keras_vit.layers.resnet_stem import ResNetStem
 from keras_vit.layers.transformer_block import TransformerBlock
 from keras_vit.models import keras_fixes
-from keras_vit.models.config import MODEL_POSITION_EMBEDDINGS  # noqa: F401 (re-exported)
+
+# MODEL_POSITION_EMBEDDINGS is re-exported.
+from keras_vit.models.config import MODEL_POSITION_EMBEDDINGS  # noqa: F401
 from keras_vit.models.config import ViTConfig
 from keras_vit.models.config import vit_config
 from keras_vit.registry import variants
@@ -273,8 +275,9 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
                 which gives the variant and, unless given, the class count
                 too), the short name of a preset of
                 the model's variant (`keras_vit.list_presets()`; downloaded
-                once), or a weights file: an original google-research / big_vision `.npz`, a
-                timm or Hugging Face `.safetensors`, or keras_vit's own
+                once), or a weights file: an original google-research /
+                big_vision `.npz`, a timm or Hugging Face `.safetensors`, or
+                keras_vit's own
                 `.weights.h5` / `.keras`.
             **kwargs: any `ViT` argument but `weights`; the architecture
                 must be the weights' (`patch_size`, `hidden_dim`, ...).

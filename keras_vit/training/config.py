@@ -205,7 +205,8 @@ class TrainConfig:
                 "bits",
                 int,
                 None,
-                "masked-patches: bits per channel of the colour target (default 3)",
+                "masked-patches: bits per channel of the colour target "
+                "(default 3)",
             ),
         ),
     )
@@ -305,7 +306,8 @@ class TrainConfig:
                     raise ValueError(
                         "Masked patch prediction uses no labels, so "
                         f"`{name}` (which mixes or smooths labels) has no "
-                        f"place in it. Received: {name}={getattr(self, name)!r} "
+                        "place in it. Received: "
+                        f"{name}={getattr(self, name)!r} "
                         "with objective='masked_patches'"
                     )
 

@@ -230,7 +230,8 @@ def _check_run_folder(config):
             "The output folder is not a keras_vit run's (its config.json is "
             "not one a run wrote, or it has none) and holds files a run "
             f"writes: {', '.join(taken)}. Training would overwrite them. "
-            f"Use another `output`, or move them first. Received: output={folder!r}"
+            "Use another `output`, or move them first. Received: "
+            f"output={folder!r}"
         )
 
 
@@ -261,7 +262,8 @@ def _check_resumable(config):
         raise ValueError(
             "The output folder holds a run made with other settings, and a "
             "rerun resumes it: " + "; ".join(differ) + ". Use another "
-            f"`output`, or the run's settings. Received: output={config.output!r}"
+            "`output`, or the run's settings. Received: "
+            f"output={config.output!r}"
         )
 
 

@@ -59,7 +59,8 @@ class Checkpoint:
     misshaped: list = dataclasses.field(default_factory=list)
 
     def _shape(self, path, ndim):
-        """The shape of tensor `path` if it has `ndim` dimensions, else `None`."""
+        """The shape of tensor `path` if it has `ndim` dimensions, else
+        `None`."""
         value = self.tensors.get(path)
         if value is None or np.ndim(value) != ndim:
             return None

@@ -65,8 +65,8 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
                 + (
                     ""
                     if num_heads or checkpoint.stem_units
-                    else ", or for a ViT of this size its num_heads (this format "
-                    "does not record it)"
+                    else ", or for a ViT of this size its num_heads (this "
+                    "format does not record it)"
                 )
                 + "."
             )
@@ -115,7 +115,8 @@ def convert(
         output_path: a `.weights.h5` (weights only) or `.keras` (whole
             model) path; its folder must exist.
         model: builder name, variant or preset's unique name; defaults to
-            the one the checkpoint matches, else a ViT of the checkpoint's own numbers.
+            the one the checkpoint matches, else a ViT of the checkpoint's
+            own numbers.
         num_heads: int, for a checkpoint of its own size in a format that
             does not record it (timm, Hugging Face). Defaults to `None`.
         source_grid: `(rows, cols)`, the patch grid of a checkpoint's 1D

@@ -173,7 +173,8 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         and checkpoint.num_heads != model.num_heads
     ):
         heads = [
-            f"num_heads: checkpoint {checkpoint.num_heads}, model {model.num_heads}"
+            f"num_heads: checkpoint {checkpoint.num_heads}, model "
+            f"{model.num_heads}"
         ]
 
     missing = sorted(set(variables) - set(tensors) - allowed_missing)

@@ -8,7 +8,8 @@ Layout (flax parameter paths joined with "/"), as released in
     Transformer/posembed_input/pos_embedding (1, T, D)
     Transformer/encoderblock_{i}/LayerNorm_0/{scale,bias}
     Transformer/encoderblock_{i}/MultiHeadDotProductAttention_1/
-        {query,key,value}/kernel (D, heads, D / heads), .../bias (heads, D / heads)
+        {query,key,value}/kernel (D, heads, D / heads),
+        {query,key,value}/bias (heads, D / heads)
         out/kernel (heads, D / heads, D), out/bias (D,)
     Transformer/encoderblock_{i}/LayerNorm_2/{scale,bias}
     Transformer/encoderblock_{i}/MlpBlock_3/Dense_{0,1}/{kernel,bias}
@@ -250,7 +251,8 @@ def to_original(model):
         raise ValueError(
             "The original .npz layout holds 1D learned position embeddings "
             "only (save the model with model.save or save_weights instead). "
-            f"Received a model with position_embedding={model.position_embedding!r}."
+            "Received a model with "
+            f"position_embedding={model.position_embedding!r}."
         )
     grid = tuple(model.grid_size)
     if model.position_embedding == "learned" and grid[0] != grid[1]:

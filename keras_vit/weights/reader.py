@@ -5,7 +5,7 @@
 | `.npz` | NumPy, `allow_pickle=False`; google-research or big_vision layout |
 | `.safetensors` | the safetensors library; timm or Hugging Face naming |
 | `.weights.h5`, `.keras` | keras_vit's own files (h5py; no config executed) |
-| `.pth`, `.pt`, `.bin`, `.ckpt`, `.pkl` | refused: Python pickles can run code |
+| `.pth`, `.pt`, `.bin`, `.ckpt`, `.pkl` | refused: a pickle can run code |
 
 Within a container, the layout is recognised by the names that only it
 uses (e.g. timm's `patch_embed.proj.weight`); nothing is guessed from

@@ -39,7 +39,8 @@ SIGNATURE = "patch_embed.proj.weight"
 
 
 def _conv(src, name):
-    """A PyTorch (out, in, h, w) conv weight as a Keras (h, w, in, out) kernel."""
+    """A PyTorch (out, in, h, w) conv weight as a Keras (h, w, in, out)
+    kernel."""
     weight = src.take(name, 4)
     return None if weight is None else weight.transpose(2, 3, 1, 0)
 
@@ -49,7 +50,8 @@ _BLOCK = re.compile(r"^patch_embed\.backbone\.stages\.(\d+)\.blocks\.(\d+)\.")
 
 
 def _hybrid_stem(src, out):
-    """timm's ResNetV2 backbone of the hybrids (`vit_*_r50_*`, `vit_*_r26_*`)."""
+    """timm's ResNetV2 backbone of the hybrids (`vit_*_r50_*`,
+    `vit_*_r26_*`)."""
     if f"{_BACKBONE}stem.conv.weight" not in src:
         return
     stem = "resnet_stem"

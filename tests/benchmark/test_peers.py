@@ -322,7 +322,8 @@ def test_a_bad_argument_to_the_timm_peer_is_its_rows_error(tmp_path):
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )
     assert timing.read_result(process)["error"].startswith(
-        "ValueError: `mode` must be one of ['inference', 'train']. Received: mode='eval'"
+        "ValueError: `mode` must be one of ['inference', 'train']. Received: "
+        "mode='eval'"
     )
 
 

@@ -184,12 +184,13 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
     # Whichever setting is faster is the one reported, with its rate.
     for faster in (True, False):
         rates = {faster: 7.0, not faster: 5.0}
+        # The fake is called in this iteration, with this iteration's rates.
         monkeypatch.setattr(
             throughput,
             "benchmark",
             lambda *a, jit_compile, **k: {
-                "inference_images_per_s": rates[jit_compile],
-                "inference_cores_busy": rates[jit_compile] / 10,
+                "inference_images_per_s": rates[jit_compile],  # noqa: B023
+                "inference_cores_busy": rates[jit_compile] / 10,  # noqa: B023
             },
         )
         row = benchmark.measure(

@@ -137,9 +137,13 @@ def test_tflite_inference_example_uses_litert_only(cli_export, tmp_path):
     Image.fromarray(images[0]).resize((64, 64)).save(picture)
     script = (
         "import runpy, sys\n"
-        f"sys.argv = ['tflite_inference.py', {str(cli_export)!r}, {str(picture)!r}]\n"
-        f"runpy.run_path({os.path.join(ROOT, 'examples', 'tflite_inference.py')!r}, run_name='__main__')\n"
-        "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules\n"
+        f"sys.argv = ['tflite_inference.py', {str(cli_export)!r}, "
+        f"{str(picture)!r}]\n"
+        "runpy.run_path("
+        f"{os.path.join(ROOT, 'examples', 'tflite_inference.py')!r}, "
+        "run_name='__main__')\n"
+        "assert 'tensorflow' not in sys.modules and 'keras' not in "
+        "sys.modules\n"
         "assert 'keras_vit' not in sys.modules\n"
     )
     process = subprocess.run(

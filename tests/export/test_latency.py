@@ -39,7 +39,8 @@ def test_keras_vit_export_stays_below_the_benchmark_suite():
     code = (
         "import sys; import keras_vit.export\n"
         "print(sorted(m for m in sys.modules\n"
-        "             if m.startswith(('keras_vit.benchmark', 'keras_vit.export.benchmark'))))"
+        "             if m.startswith(('keras_vit.benchmark', "
+        "'keras_vit.export.benchmark'))))"
     )
     process = subprocess.run(
         [sys.executable, "-c", code],

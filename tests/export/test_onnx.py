@@ -1,4 +1,4 @@
-"""ONNX export (optional: tf2onnx and onnxruntime), used to time ONNX Runtime."""
+"""ONNX export (optional: tf2onnx and onnxruntime), to time ONNX Runtime."""
 
 import os
 

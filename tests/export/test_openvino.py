@@ -56,7 +56,9 @@ def test_a_static_batch_is_fixed_in_the_graph(random_model, tmp_path):
     )
     graph = openvino.Core().read_model(path)
     assert list(graph.inputs[0].get_shape()) == [4, 32, 32, 3]
-    with pytest.raises(Exception):
+    # OpenVINO's error for a batch the graph does not have is its own type,
+    # not part of its API: any error will do.
+    with pytest.raises(Exception):  # noqa: B017
         openvino_lib.run_openvino(path, _pixels(random_model, 2))
 
 

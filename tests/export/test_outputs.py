@@ -32,7 +32,8 @@ def snapshot(folder):
 
 @pytest.fixture
 def run(random_model_path, tmp_path):
-    """A `keras-vit train` run folder: model.keras, best.keras, backup/, logs/."""
+    """A `keras-vit train` run folder: model.keras, best.keras, backup/,
+    logs/."""
     folder = tmp_path / "runs" / "digits"
     (folder / "backup").mkdir(parents=True)
     (folder / "logs").mkdir()
@@ -379,7 +380,8 @@ def test_benchmark_export_checks_its_outputs_before_the_first_export(
 def test_benchmark_export_keeps_its_keras_copy_out_of_output_dir(
     random_model, tmp_path
 ):
-    # It used to save `<name>.keras` into output_dir, over any file of that name.
+    # It used to save `<name>.keras` into output_dir, over any file of that
+    # name.
     mine = tmp_path / f"{random_model.name}.keras"
     mine.write_bytes(b"my own model")
     export.benchmark_export(

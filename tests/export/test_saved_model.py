@@ -26,7 +26,9 @@ serve_uint8 = loaded.signatures["serving_uint8"]
 out = {
     "batch3": serve(images=tf.constant(images[:3]))["probabilities"].numpy(),
     "batch1": serve(images=tf.constant(images[3:4]))["probabilities"].numpy(),
-    "uint8": serve_uint8(images=tf.constant(images.astype("uint8")))["probabilities"].numpy(),
+    "uint8": serve_uint8(
+        images=tf.constant(images.astype("uint8"))
+    )["probabilities"].numpy(),
 }
 np.savez(out_path, **out)
 print(json.dumps({"keras_vit": "keras_vit" in sys.modules,

@@ -1,8 +1,9 @@
 """Quantized variants of a trained model keep its predictions.
 
 A tiny ViT trained on digits for a few seconds is exported in every mode
-and verified by default (which holds each mode to `keras_vit.export.checks.LIMITS`); the
-accuracy of every variant is printed next to float32's.
+and verified by default (which holds each mode to
+`keras_vit.export.checks.LIMITS`); the accuracy of every variant is printed
+next to float32's.
 """
 
 import json
@@ -46,18 +47,19 @@ def test_accuracy_of_every_variant(trained_exports):
                     )
                 )
     print("\nmode      runtime    top-1 agree  accuracy  (keras)  max|Δ|")
-    for q, runtime, agree, accuracy, reference, max_abs in rows:
+    for q, name, agree, accuracy, reference, max_abs in rows:
         print(
-            f"{q:9} {runtime:10} {agree:11.4f}  {accuracy:8.4f}  ({reference:.4f})  {max_abs:.2e}"
+            f"{q:9} {name:10} {agree:11.4f}  {accuracy:8.4f}  "
+            f"({reference:.4f})  {max_abs:.2e}"
         )
-    for q, runtime, agree, accuracy, reference, max_abs in rows:
+    for q, name, agree, accuracy, reference, max_abs in rows:
         limits = checks.LIMITS[q]
         if limits["top1"] is not None:
-            assert agree >= limits["top1"], (q, runtime)
+            assert agree >= limits["top1"], (q, name)
         if limits["max_abs"] is not None:
-            assert max_abs <= limits["max_abs"], (q, runtime)
+            assert max_abs <= limits["max_abs"], (q, name)
         assert reference > 0.8  # it did learn
-        assert accuracy >= reference - 0.05, (q, runtime)
+        assert accuracy >= reference - 0.05, (q, name)
 
 
 def test_dynamic_int8_floor_on_a_trained_model(trained_exports):

@@ -179,8 +179,10 @@ def test_export_flags_of_impossible_values(
                 "--batch-size",
                 "dynamic",
             ],  # said "None"
-            "--batch-size applies to --format tflite only (a SavedModel is not quantized, takes "
-            "a dynamic batch and is held to max |Δ| limits). Received: --batch-size dynamic",
+            "--batch-size applies to --format tflite only (a SavedModel is not "
+            "quantized, takes "
+            "a dynamic batch and is held to max |Δ| limits). Received: "
+            "--batch-size dynamic",
         ),
     ],
 )

@@ -40,8 +40,8 @@ def test_a_failed_fresh_process_is_a_failure_with_its_error(
 
     report = _verify(folder, random_model, run, monkeypatch)
     assert (
-        "tf.saved_model.load in a fresh process failed:\nOp type not registered 'Foo'"
-        in (report.failures)
+        "tf.saved_model.load in a fresh process failed:\nOp type not "
+        "registered 'Foo'" in (report.failures)
     )
     assert report.comparisons == []
     with pytest.raises(

@@ -419,9 +419,13 @@ def np_backbone(w, images, num_stages, opt):
             b = f"block{s}/unit{u}/"
             stride = 2 if (s > 1 and u == 1) else 1
 
+            # Called only in this unit, whose prefix `b` is.
             def gn(y, name):
                 return np_group_norm(
-                    y, w[f"{b}{name}/scale"], w[f"{b}{name}/bias"], opt
+                    y,
+                    w[f"{b}{name}/scale"],  # noqa: B023
+                    w[f"{b}{name}/bias"],  # noqa: B023
+                    opt,
                 )
 
             shortcut = x

@@ -278,8 +278,9 @@ def test_traces_with_unknown_batch_and_token_counts(
     expected = keras.ops.convert_to_numpy(layer(x))
     assert expected.shape == out_shape
     for training in (False, True):
+        # Traced and called in this iteration, with this `training`.
         fn = tf.function(
-            lambda t: layer(t, training=training),
+            lambda t: layer(t, training=training),  # noqa: B023
             input_signature=[tf.TensorSpec(_unknown(shape), "float32")],
         )
         out = fn(x).numpy()

@@ -48,7 +48,10 @@ def test_gap_with_no_token_after_the_prefix_is_refused():
     # The mean of no tokens is NaN: refused, named, eagerly and symbolically.
     for tokens, prefix in ((1, 1), (3, 5), (2, 2)):
         layer = keras_vit.layers.TokenPooling("gap", num_prefix_tokens=prefix)
-        match = rf"num_prefix_tokens={prefix} for tokens of shape \(2, {tokens}, 3\)"
+        match = (
+            rf"num_prefix_tokens={prefix} for tokens of shape "
+            rf"\(2, {tokens}, 3\)"
+        )
         with pytest.raises(ValueError, match=match):
             layer(np.ones((2, tokens, 3), "float32"))
         with pytest.raises(ValueError, match=f"num_prefix_tokens={prefix}"):
@@ -64,7 +67,7 @@ def test_gap_with_no_token_after_the_prefix_is_refused():
         keras_vit.layers.TokenPooling("token")(np.ones((2, 0, 3), "float32"))
 
 
-def test_too_few_tokens_are_refused_when_their_count_is_known_only_at_run_time():
+def test_too_few_tokens_are_refused_when_their_count_is_known_only_at_run_time():  # noqa: E501
     # Traced over (B, None, D), "gap" of no patch tokens returned NaN and
     # "token" of no token an empty batch, silently.
     import tensorflow as tf
@@ -85,6 +88,9 @@ def test_too_few_tokens_are_refused_when_their_count_is_known_only_at_run_time()
         received = (
             f"num_prefix_tokens={prefix} for " if pooling == "gap" else ""
         )
-        match = rf"pooling=.*{pooling}.*Received: {received}a token count of\] \[{tokens}\]"
+        match = (
+            rf"pooling=.*{pooling}.*Received: {received}a token count of\] "
+            rf"\[{tokens}\]"
+        )
         with pytest.raises(tf.errors.InvalidArgumentError, match=match):
             fn(np.ones((2, tokens, 3), "float32"))

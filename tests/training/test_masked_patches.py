@@ -279,8 +279,8 @@ MIRRORED = (
             backbone = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
                                      num_layers=1, num_heads=2, mlp_dim=16)
             # Every patch masked: no random draws, so both runs see one task.
-            mpp = MaskedPatchPrediction(backbone, corrupt_rate=1.0, mask_rate=1.0,
-                                        replace_rate=0.0)
+            mpp = MaskedPatchPrediction(backbone, corrupt_rate=1.0,
+                                        mask_rate=1.0, replace_rate=0.0)
             # Plain SGD, no clipping: the update is proportional to the
             # gradient, so a wrongly scaled loss would show.
             mpp.compile(make_optimizer("sgd", 0.5, total_steps=4, clipnorm=None,

@@ -109,7 +109,8 @@ HOLD = """
             print("training", flush=True)
             time.sleep(600)
 
-    train(TrainConfig(**{{**TINY, "output": {output!r}, "epochs": 1}}), callbacks=[Hold()])
+    train(TrainConfig(**{{**TINY, "output": {output!r}, "epochs": 1}}),
+          callbacks=[Hold()])
 """
 
 

@@ -433,7 +433,8 @@ RUN = """
     if where and where.startswith("backup:"):  # right after the backup
         from keras_vit.training import callbacks
 
-        back_up, kill_at = callbacks.Backup.on_epoch_end, int(where[len("backup:"):])
+        back_up = callbacks.Backup.on_epoch_end
+        kill_at = int(where[len("backup:"):])
 
         def on_epoch_end(self, epoch, logs=None):
             back_up(self, epoch, logs)
@@ -444,7 +445,8 @@ RUN = """
         where = None
     config = TrainConfig(**{{**TINY, **{settings!r}, "output": {output!r}}})
     result = train(config, callbacks=[Kill(where)] if where else [])
-    np.save({weights!r}, np.concatenate([w.numpy().ravel() for w in result.model.weights]))
+    np.save({weights!r},
+            np.concatenate([w.numpy().ravel() for w in result.model.weights]))
     print("initial_epoch", result.initial_epoch)
 """
 
@@ -568,7 +570,8 @@ MIRRORED = (
         keras.utils.set_random_seed(1)
         with strategy.scope():
             model = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
-                                  num_layers=1, num_heads=2, mlp_dim=16, num_classes=5)
+                                  num_layers=1, num_heads=2, mlp_dim=16,
+                                  num_classes=5)
             model.compile(recipe.make_optimizer("adamw", 1e-2, total_steps=4),
                           keras.losses.CategoricalCrossentropy())
         ds = tf.data.Dataset.from_tensor_slices((images, labels)).batch(16)
@@ -665,7 +668,7 @@ def test_multi_worker_training_on_localhost(tmp_path, objective):
             )
         )
     outs = [p.communicate(timeout=600) for p in procs]
-    for proc, (out, err) in zip(procs, outs):
+    for proc, (_, err) in zip(procs, outs):
         assert proc.returncode == 0, err[-3000:]
     metric = "patch_accuracy" if objective == "masked-patches" else "accuracy"
     assert f"test {metric}" in outs[0][0]
@@ -822,8 +825,10 @@ OWN_FIT = """
     keras.utils.set_random_seed(1)
     with strategy.scope():
         model = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
-                              num_layers=1, num_heads=2, mlp_dim=16, num_classes=5)
-        model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+                              num_layers=1, num_heads=2, mlp_dim=16,
+                              num_classes=5)
+        model.compile("adam", "sparse_categorical_crossentropy",
+                      metrics=["accuracy"])
     ds = tf.data.Dataset.from_tensor_slices((images, labels)).batch(16)
     history = model.fit(ds, epochs=2, verbose=0)
     loss, accuracy = model.evaluate(ds, verbose=0)
@@ -870,7 +875,7 @@ def test_a_users_own_fit_of_a_vit_under_multi_worker_mirrored_strategy():
         for index in range(2)
     ]
     outs = [p.communicate(timeout=300) for p in procs]
-    for proc, (out, err) in zip(procs, outs):
+    for proc, (_, err) in zip(procs, outs):
         assert proc.returncode == 0, err[-3000:]
     losses = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
     assert losses[0] == losses[1]  # one model, trained in step

@@ -644,8 +644,8 @@ def test_a_0d_tensor_in_a_big_vision_file(tmp_path):
     message = str(info.value)
     assert path in message
     assert (
-        "Transformer/encoderblock/MlpBlock_0/Dense_0/bias (source name): shape ()"
-        in message
+        "Transformer/encoderblock/MlpBlock_0/Dense_0/bias (source name): shape "
+        "()" in message
     )
     assert (
         "Transformer/encoder_norm/scale (source name): shape (), expected 1"
@@ -1030,7 +1030,7 @@ def test_relative_native_file_loads_at_its_resolution_only(tmp_path):
         keras_vit.ViT.from_preset(str(tmp_path / "learned.npz"), **kwargs)
 
 
-# === Loading after construction: from_preset, and the deprecated ViT(weights=) ===
+# === Loading after construction: from_preset, the deprecated ViT(weights=) ===
 
 
 def test_from_preset_builds_for_the_weights_then_loads_them():
@@ -1057,7 +1057,7 @@ def test_from_preset_builds_for_the_weights_then_loads_them():
         )
 
 
-def test_the_constructors_weights_argument_is_a_deprecated_path_to_from_preset():
+def test_the_constructors_weights_argument_is_a_deprecated_path_to_from_preset():  # noqa: E501
     ref = expected("vit_prelogits.expected.npz")
     with pytest.warns(DeprecationWarning, match=r"ViT\.from_preset"):
         model = keras_vit.ViT(weights=golden("vit_prelogits.npz"), **TINY)

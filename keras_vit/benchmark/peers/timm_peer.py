@@ -91,7 +91,8 @@ def parse_args(argv):
 
 
 def result(batch, seconds, cores, peak_memory_mb, versions):
-    """The measurement as the suite reads it back (`keras_vit.timing.read_result`)."""
+    """The measurement as the suite reads it back
+    (`keras_vit.timing.read_result`)."""
     return {
         "images_per_s": batch / seconds,
         "peak_memory_mb": peak_memory_mb,
@@ -136,7 +137,7 @@ def make_step(name, mode, batch, compute):
 
 
 def main(argv):
-    """Times `make_step(...)` as the suite times every peer; prints the result."""
+    """Times `make_step(...)` as the suite times every peer; prints it."""
     args = parse_args(argv)
     import timm
     import torch

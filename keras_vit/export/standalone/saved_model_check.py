@@ -1,6 +1,7 @@
 """Reloads a SavedModel with TensorFlow alone and runs both its signatures.
 
-    python .../keras_vit/export/standalone/saved_model_check.py SAVED_MODEL IMAGES.npy OUT.npz
+    python .../keras_vit/export/standalone/saved_model_check.py \\
+        SAVED_MODEL IMAGES.npy OUT.npz
 
 Run by `keras_vit.export.verify_saved_model` by its path, in a fresh
 interpreter: it imports TensorFlow, NumPy and the standard library, never
