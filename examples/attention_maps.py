@@ -5,7 +5,8 @@
 Offline, about 3 minutes on a 2-core CPU. For your own model or a released
 checkpoint and your own photos, the same figures come from one command:
 
-    keras-vit inspect ViT_B16 --weights augreg_in21k_ft_in1k --image cat.jpg --output figures/
+    keras-vit inspect ViT_B16 --weights augreg_in21k_ft_in1k \\
+        --image cat.jpg --output figures/
 
 An attention map is only worth looking at if it shows where the evidence
 is, so this example measures that. It makes a task where the answer is
@@ -67,11 +68,13 @@ def digits_in_noise(digits, labels, count, seed):
     pick = rng.integers(0, len(digits), count)
     canvas = rng.uniform(0.0, 1.0, (count, CANVAS, CANVAS)).astype("float32")
     boxes = rng.integers(0, CANVAS - DIGIT + 1, (count, 2))
-    large = np.kron(np.asarray(digits, "float32") / 16.0, np.ones((2, 2), "float32"))
+    large = np.kron(
+        np.asarray(digits, "float32") / 16.0, np.ones((2, 2), "float32")
+    )
     for i, (top, left) in enumerate(boxes):
         # The digit replaces the noise in its box: a dark square with bright
         # strokes, as bright on average as the noise around it.
-        canvas[i, top:top + DIGIT, left:left + DIGIT] = large[pick[i]]
+        canvas[i, top : top + DIGIT, left : left + DIGIT] = large[pick[i]]
     images = np.repeat(canvas[..., None] * 255.0, 3, axis=-1)
     return images, np.asarray(labels)[pick], boxes
 
@@ -109,13 +112,21 @@ def pointing_game(maps, boxes, patch_size=PATCH):
 
 def maps_by_method(model, images):
     """Patch maps of the class token by several methods: `{name: (B, h, w)}`."""
-    attentions = visualize.attention_weights(model, images)  # layers x (B, heads, T, T)
+    attentions = visualize.attention_weights(
+        model, images
+    )  # layers x (B, heads, T, T)
     prefix, grid = model.num_prefix_tokens, model.grid_size
-    maps = {"last layer, raw": visualize.token_map(attentions[-1].mean(axis=1), grid, prefix)}
+    maps = {
+        "last layer, raw": visualize.token_map(
+            attentions[-1].mean(axis=1), grid, prefix
+        )
+    }
     for fusion in visualize.HEAD_FUSIONS:
         for discard in (0.0, 0.9):
             matrix = visualize.rollout(attentions, prefix, fusion, discard)
-            name = f"rollout, {fusion}" + (f", discard {discard:.0%}" if discard else "")
+            name = f"rollout, {fusion}" + (
+                f", discard {discard:.0%}" if discard else ""
+            )
             maps[name] = visualize.token_map(matrix, grid, prefix)
     return maps
 
@@ -129,19 +140,35 @@ def plot_pointing(images, maps, boxes, titles, path):
     from matplotlib import pyplot as plt
 
     heat = visualize.upsample(maps, images.shape[1:3])
-    fig, axes = plt.subplots(2, len(images), figsize=(1.8 * len(images), 3.8), squeeze=False)
+    fig, axes = plt.subplots(
+        2, len(images), figsize=(1.8 * len(images), 3.8), squeeze=False
+    )
     for k in range(len(images)):
         for row, overlay in enumerate((False, True)):
             ax = axes[row, k]
             ax.imshow(images[k] / 255.0)
             if overlay:
-                ax.imshow(heat[k] / max(heat[k].max(), 1e-12), cmap="inferno", alpha=0.6)
+                ax.imshow(
+                    heat[k] / max(heat[k].max(), 1e-12),
+                    cmap="inferno",
+                    alpha=0.6,
+                )
             top, left = boxes[k]
-            ax.add_patch(mpatches.Rectangle((left - 0.5, top - 0.5), DIGIT, DIGIT,
-                                            fill=False, edgecolor="cyan", linewidth=1.2))
+            ax.add_patch(
+                mpatches.Rectangle(
+                    (left - 0.5, top - 0.5),
+                    DIGIT,
+                    DIGIT,
+                    fill=False,
+                    edgecolor="cyan",
+                    linewidth=1.2,
+                )
+            )
             ax.axis("off")
         axes[0, k].set_title(titles[k], fontsize=8)
-    fig.suptitle("attention rollout (bottom) and the digit's true box", fontsize=9)
+    fig.suptitle(
+        "attention rollout (bottom) and the digit's true box", fontsize=9
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -157,8 +184,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     for flag in ("epochs", "train_size", "test_size"):
         if getattr(args, flag) < 1:
-            parser.error(f"--{flag.replace('_', '-')} must be at least 1. "
-                         f"Received: {getattr(args, flag)}")
+            parser.error(
+                f"--{flag.replace('_', '-')} must be at least 1. "
+                f"Received: {getattr(args, flag)}"
+            )
 
     import keras
     from sklearn.datasets import load_digits
@@ -169,12 +198,22 @@ def main(argv=None):
     order = np.random.default_rng(args.seed).permutation(len(digits.images))
     train_ids, test_ids = order[:1500], order[1500:]
     x_train, y_train, _ = digits_in_noise(
-        digits.images[train_ids], digits.target[train_ids], args.train_size, args.seed + 1)
+        digits.images[train_ids],
+        digits.target[train_ids],
+        args.train_size,
+        args.seed + 1,
+    )
     x_test, y_test, boxes = digits_in_noise(
-        digits.images[test_ids], digits.target[test_ids], args.test_size, args.seed + 2)
+        digits.images[test_ids],
+        digits.target[test_ids],
+        args.test_size,
+        args.seed + 2,
+    )
 
     def new_model():
-        return keras_vit.ViT(image_size=CANVAS, patch_size=PATCH, num_classes=10, **MODEL)
+        return keras_vit.ViT(
+            image_size=CANVAS, patch_size=PATCH, num_classes=10, **MODEL
+        )
 
     untrained = new_model()
     model = new_model()
@@ -182,37 +221,65 @@ def main(argv=None):
     steps = args.epochs * -(-len(x_train) // batch_size)
     model.compile(
         optimizer=keras_vit.training.make_optimizer(
-            "adamw", 2e-3, 0.05, warmup_steps=min(100, steps // 10), total_steps=steps),
+            "adamw",
+            2e-3,
+            0.05,
+            warmup_steps=min(100, steps // 10),
+            total_steps=steps,
+        ),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
     )
-    model.fit(x_train, y_train, batch_size=batch_size, epochs=args.epochs, verbose=2)
-    accuracy = model.evaluate(x_test, y_test, verbose=0, return_dict=True)["accuracy"]
+    model.fit(
+        x_train, y_train, batch_size=batch_size, epochs=args.epochs, verbose=2
+    )
+    accuracy = model.evaluate(x_test, y_test, verbose=0, return_dict=True)[
+        "accuracy"
+    ]
 
     trained_maps = maps_by_method(model, x_test)
     untrained_maps = maps_by_method(untrained, x_test)
     _, chance = pointing_game(trained_maps["rollout, mean"], boxes)
-    print(f"\ntest accuracy {accuracy:.3f} on {len(x_test)} images of unseen digits")
-    print(f"pointing game: share of test images whose top patch touches the digit "
-          f"(chance {chance.mean():.0%})")
+    print(
+        f"\ntest accuracy {accuracy:.3f} on {len(x_test)} images of unseen "
+        "digits"
+    )
+    print(
+        "pointing game: share of test images whose top patch touches the "
+        "digit "
+        f"(chance {chance.mean():.0%})"
+    )
     print(f"  {'map':<30} {'trained':>8} {'untrained':>10}")
     for name in trained_maps:
         hits, _ = pointing_game(trained_maps[name], boxes)
         untrained_hits, _ = pointing_game(untrained_maps[name], boxes)
-        print(f"  {name:<30} {hits.mean():>8.0%} {untrained_hits.mean():>10.0%}")
+        print(
+            f"  {name:<30} {hits.mean():>8.0%} {untrained_hits.mean():>10.0%}"
+        )
 
     os.makedirs(args.output, exist_ok=True)
     shown = slice(0, 8)
     predictions = model.predict(x_test[shown], verbose=0).argmax(axis=-1)
-    titles = [f"label {y}, pred {p}" for y, p in zip(y_test[shown], predictions)]
+    titles = [
+        f"label {y}, pred {p}" for y, p in zip(y_test[shown], predictions)
+    ]
     pointing = os.path.join(args.output, "pointing.png")
-    plot_pointing(x_test[shown], trained_maps["rollout, mean"][shown], boxes[shown],
-                  titles, pointing)
+    plot_pointing(
+        x_test[shown],
+        trained_maps["rollout, mean"][shown],
+        boxes[shown],
+        titles,
+        pointing,
+    )
     figures = os.path.join(args.output, "figures")
-    visualize.inspect(model, x_test[:3], figures, [f"test{i}" for i in range(3)])
+    visualize.inspect(
+        model, x_test[:3], figures, [f"test{i}" for i in range(3)]
+    )
     model.save(os.path.join(args.output, "model.keras"))
-    print(f"\nwrote {pointing}, {figures}/index.html and "
-          f"{os.path.join(args.output, 'model.keras')}")
+    print(
+        f"\nwrote {pointing}, {figures}/index.html and "
+        f"{os.path.join(args.output, 'model.keras')}"
+    )
 
 
 if __name__ == "__main__":

@@ -36,7 +36,12 @@ DEMO = TrainConfig(
     batch_size=128,
     image_size=28,
     patch_size=7,
-    model_kwargs={"hidden_dim": 96, "num_layers": 6, "num_heads": 4, "mlp_dim": 192},
+    model_kwargs={
+        "hidden_dim": 96,
+        "num_layers": 6,
+        "num_heads": 4,
+        "mlp_dim": 192,
+    },
     learning_rate=3e-3,
     weight_decay=0.05,
     random_resized_crop=False,
@@ -57,7 +62,9 @@ def main():
     parser.add_argument("--output", default=DEMO.output)
     parser.add_argument("--epochs", type=int, default=DEMO.epochs)
     args = parser.parse_args()
-    config = TrainConfig(**{**DEMO.__dict__, "output": args.output, "epochs": args.epochs})
+    config = TrainConfig(
+        **{**DEMO.__dict__, "output": args.output, "epochs": args.epochs}
+    )
     start = time.time()
     result = train(config)
     minutes = (time.time() - start) / 60
@@ -65,24 +72,47 @@ def main():
     # The paper's figures for the trained model, on a few test images.
     _, (test_images, test_labels) = datasets.fashion_mnist_arrays()
     picks = [int(np.flatnonzero(test_labels == c)[0]) for c in (0, 7, 9)]
-    images = np.repeat(test_images[picks, ..., None], 3, axis=-1).astype("float32")
-    names = [datasets.FASHION_MNIST_CLASSES[c].split("/")[0].replace(" ", "_").lower()
-             for c in (0, 7, 9)]
+    images = np.repeat(test_images[picks, ..., None], 3, axis=-1).astype(
+        "float32"
+    )
+    names = [
+        datasets.FASHION_MNIST_CLASSES[c]
+        .split("/")[0]
+        .replace(" ", "_")
+        .lower()
+        for c in (0, 7, 9)
+    ]
     figures = os.path.join(config.output, "figures")
     visualize.inspect(model, images, figures, names)
     print()
     print("keras_vit demo: a ViT trained from scratch on Fashion-MNIST")
-    print(f"  model:     {model.count_params():,} parameters, {model.num_layers} blocks, "
-          f"width {model.hidden_dim}, {model.grid_size[0]}x{model.grid_size[1]} patches of "
-          f"{model.patch_size}x{model.patch_size} px")
+    print(
+        f"  model:     {model.count_params():,} parameters, {model.num_layers} "
+        "blocks, "
+        f"width {model.hidden_dim}, {model.grid_size[0]}x{model.grid_size[1]} "
+        "patches of "
+        f"{model.patch_size}x{model.patch_size} px"
+    )
     if result.initial_epoch >= config.epochs:
-        print(f"  training:  already done in {config.output} (delete it to train again)")
+        print(
+            f"  training:  already done in {config.output} (delete it to train "
+            "again)"
+        )
     else:
-        print(f"  training:  {config.epochs} epochs, strategy {result.strategy_kind}, "
-              f"{minutes:.1f} min on this machine")
-    print(f"  outputs:   {config.output} (model.keras, curves.png, history.json, logs/)")
-    print(f"  figures:   {figures}/index.html (attention rollout, attention distance, "
-          "position embeddings, embedding filters)")
+        print(
+            f"  training:  {config.epochs} epochs, strategy "
+            f"{result.strategy_kind}, "
+            f"{minutes:.1f} min on this machine"
+        )
+    print(
+        f"  outputs:   {config.output} (model.keras, curves.png, history.json, "
+        "logs/)"
+    )
+    print(
+        f"  figures:   {figures}/index.html (attention rollout, attention "
+        "distance, "
+        "position embeddings, embedding filters)"
+    )
     print(f"test accuracy: {result.test_metrics['accuracy']:.4f}")
 
 

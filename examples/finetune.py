@@ -42,16 +42,24 @@ def pretrain_offline(path, epochs=1):
 
     (x, y), _ = keras_vit.data.datasets.fashion_mnist_arrays()
     rotations = np.arange(len(x)) % 4
-    x = np.stack([np.rot90(image, k) for image, k in zip(x, rotations)])[..., None]
+    x = np.stack([np.rot90(image, k) for image, k in zip(x, rotations)])[
+        ..., None
+    ]
     labels = y * 4 + rotations  # 40 classes
-    images = tf.image.resize(tf.image.grayscale_to_rgb(tf.constant(x)), (16, 16))
+    images = tf.image.resize(
+        tf.image.grayscale_to_rgb(tf.constant(x)), (16, 16)
+    )
     model = keras_vit.ViT(
         image_size=16, patch_size=4, num_classes=40, **SMALL, name="pretrained"
     )
     steps = epochs * -(-len(x) // 128)
     model.compile(
         optimizer=keras_vit.training.make_optimizer(
-            "adamw", 2e-3, 0.05, warmup_steps=min(50, steps // 10), total_steps=steps
+            "adamw",
+            2e-3,
+            0.05,
+            warmup_steps=min(50, steps // 10),
+            total_steps=steps,
         ),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
@@ -63,9 +71,14 @@ def pretrain_offline(path, epochs=1):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--offline", action="store_true",
-                        help="pre-train a checkpoint here and fine-tune it on digits")
-    parser.add_argument("--weights", default=None, help="preset name or checkpoint file")
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="pre-train a checkpoint here and fine-tune it on digits",
+    )
+    parser.add_argument(
+        "--weights", default=None, help="preset name or checkpoint file"
+    )
     parser.add_argument("--model", default="ViT_Ti16")
     parser.add_argument("--dataset", default="oxford_flowers102")
     parser.add_argument("--image-size", type=int, default=384)
@@ -76,16 +89,26 @@ def main():
     args = parser.parse_args()
 
     fine_tune = dict(
-        optimizer="sgd", learning_rate=args.learning_rate, weight_decay=0.0,
-        decay="cosine", clipnorm=1.0, flip=False, verbose=2,
+        optimizer="sgd",
+        learning_rate=args.learning_rate,
+        weight_decay=0.0,
+        decay="cosine",
+        clipnorm=1.0,
+        flip=False,
+        verbose=2,
     )
     if not args.offline:
         if args.weights is None:
             parser.error("--weights is required (or use --offline)")
         config = TrainConfig(
-            model=args.model, weights=args.weights, dataset=args.dataset,
-            image_size=args.image_size, epochs=args.epochs,
-            batch_size=args.batch_size, output=args.output, **fine_tune,
+            model=args.model,
+            weights=args.weights,
+            dataset=args.dataset,
+            image_size=args.image_size,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            output=args.output,
+            **fine_tune,
         )
         result = train(config)
         print(f"test accuracy: {result.test_metrics['accuracy']:.4f}")
@@ -96,17 +119,34 @@ def main():
     if not os.path.exists(checkpoint):
         pretrain_offline(checkpoint)
     digits = dict(
-        model="Ti/16", dataset="digits", image_size=32, patch_size=4,
-        model_kwargs=SMALL, epochs=args.epochs, batch_size=64,
-        random_resized_crop=False, **{**fine_tune, "learning_rate": 0.03},
+        model="Ti/16",
+        dataset="digits",
+        image_size=32,
+        patch_size=4,
+        model_kwargs=SMALL,
+        epochs=args.epochs,
+        batch_size=64,
+        random_resized_crop=False,
+        **{**fine_tune, "learning_rate": 0.03},
     )
-    tuned = train(TrainConfig(weights=checkpoint,
-                              output=os.path.join(args.output, "tuned"), **digits))
-    scratch = train(TrainConfig(output=os.path.join(args.output, "scratch"), **digits))
-    print(f"digits test accuracy, fine-tuned from the checkpoint: "
-          f"{tuned.test_metrics['accuracy']:.4f}")
-    print(f"digits test accuracy, same budget from scratch:      "
-          f"{scratch.test_metrics['accuracy']:.4f}")
+    tuned = train(
+        TrainConfig(
+            weights=checkpoint,
+            output=os.path.join(args.output, "tuned"),
+            **digits,
+        )
+    )
+    scratch = train(
+        TrainConfig(output=os.path.join(args.output, "scratch"), **digits)
+    )
+    print(
+        f"digits test accuracy, fine-tuned from the checkpoint: "
+        f"{tuned.test_metrics['accuracy']:.4f}"
+    )
+    print(
+        f"digits test accuracy, same budget from scratch:      "
+        f"{scratch.test_metrics['accuracy']:.4f}"
+    )
 
 
 if __name__ == "__main__":

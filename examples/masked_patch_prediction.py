@@ -21,7 +21,8 @@ The same on your own images (a folder of unlabelled images, any size):
 
     images = keras.utils.image_dataset_from_directory(
         "photos/", labels=None, image_size=(224, 224), batch_size=64)
-    mpp = keras_vit.training.MaskedPatchPrediction(keras_vit.ViT_S16(include_top=False))
+    mpp = keras_vit.training.MaskedPatchPrediction(
+        keras_vit.ViT_S16(include_top=False))
     mpp.compile(optimizer=keras_vit.training.make_optimizer(
         "adamw", 2e-4, 0.1, warmup_steps=..., total_steps=...))
     mpp.fit(images, epochs=...)
@@ -40,8 +41,14 @@ from keras_vit.training import MaskedPatchPrediction
 from keras_vit.training import make_optimizer
 
 # The demo's model: 28 px images in 7 px patches, 16 tokens + the class token.
-MODEL = dict(image_size=28, patch_size=7, hidden_dim=96, num_layers=6, num_heads=4,
-             mlp_dim=192)
+MODEL = dict(
+    image_size=28,
+    patch_size=7,
+    hidden_dim=96,
+    num_layers=6,
+    num_heads=4,
+    mlp_dim=192,
+)
 
 
 def pretrain(images, epochs, path, batch_size=128):
@@ -51,8 +58,9 @@ def pretrain(images, epochs, path, batch_size=128):
     mpp = MaskedPatchPrediction(backbone, seed=0)
     steps = epochs * -(-len(images) // batch_size)
     mpp.compile(
-        optimizer=make_optimizer("adamw", 2e-3, 0.05, warmup_steps=steps // 20,
-                                 total_steps=steps),
+        optimizer=make_optimizer(
+            "adamw", 2e-3, 0.05, warmup_steps=steps // 20, total_steps=steps
+        ),
         jit_compile=True,
     )
     history = mpp.fit(images, batch_size=batch_size, epochs=epochs, verbose=2)
@@ -69,14 +77,17 @@ def classify(x, y, test_x, test_y, epochs, weights=None, batch_size=64):
     model = keras_vit.ViT(**MODEL, num_classes=10, weights=weights)
     steps = epochs * -(-len(x) // batch_size)
     model.compile(
-        optimizer=make_optimizer("adamw", 1e-3, 0.05, warmup_steps=steps // 10,
-                                 total_steps=steps),
+        optimizer=make_optimizer(
+            "adamw", 1e-3, 0.05, warmup_steps=steps // 10, total_steps=steps
+        ),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
         jit_compile=True,
     )
     model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0)
-    return model.evaluate(test_x, test_y, verbose=0, return_dict=True)["accuracy"]
+    return model.evaluate(test_x, test_y, verbose=0, return_dict=True)[
+        "accuracy"
+    ]
 
 
 def main(argv=None):
@@ -84,36 +95,62 @@ def main(argv=None):
     parser.add_argument("--output", default="runs/mpp")
     parser.add_argument("--pretrain-epochs", type=int, default=3)
     parser.add_argument("--labels-per-class", type=int, default=100)
-    parser.add_argument("--epochs", type=int, default=40, help="fine-tuning epochs")
-    parser.add_argument("--unlabelled", type=int, default=None,
-                        help="pre-train on the first N training images (default: all)")
+    parser.add_argument(
+        "--epochs", type=int, default=40, help="fine-tuning epochs"
+    )
+    parser.add_argument(
+        "--unlabelled",
+        type=int,
+        default=None,
+        help="pre-train on the first N training images (default: all)",
+    )
     args = parser.parse_args(argv)
     for flag in ("pretrain_epochs", "labels_per_class", "epochs"):
         if getattr(args, flag) < 1:
-            parser.error(f"--{flag.replace('_', '-')} must be at least 1. "
-                         f"Received: {getattr(args, flag)}")
+            parser.error(
+                f"--{flag.replace('_', '-')} must be at least 1. "
+                f"Received: {getattr(args, flag)}"
+            )
 
     import keras
 
     keras.utils.set_random_seed(0)
     (x, y), (test_x, test_y) = datasets.fashion_mnist_arrays()
-    x = np.repeat(x[..., None], 3, axis=-1).astype("float32")  # grey -> RGB, [0, 255]
+    x = np.repeat(x[..., None], 3, axis=-1).astype(
+        "float32"
+    )  # grey -> RGB, [0, 255]
     test_x = np.repeat(test_x[..., None], 3, axis=-1).astype("float32")
     rng = np.random.default_rng(0)
-    labelled = np.concatenate([
-        rng.choice(np.flatnonzero(y == c), args.labels_per_class, replace=False)
-        for c in range(10)
-    ])
+    labelled = np.concatenate(
+        [
+            rng.choice(
+                np.flatnonzero(y == c), args.labels_per_class, replace=False
+            )
+            for c in range(10)
+        ]
+    )
 
     os.makedirs(args.output, exist_ok=True)
     checkpoint = os.path.join(args.output, "mpp.npz")
-    patch_accuracy = pretrain(x[:args.unlabelled], args.pretrain_epochs, checkpoint)
-    tuned = classify(x[labelled], y[labelled], test_x, test_y, args.epochs, checkpoint)
+    patch_accuracy = pretrain(
+        x[: args.unlabelled], args.pretrain_epochs, checkpoint
+    )
+    tuned = classify(
+        x[labelled], y[labelled], test_x, test_y, args.epochs, checkpoint
+    )
     scratch = classify(x[labelled], y[labelled], test_x, test_y, args.epochs)
-    print(f"\nmasked patch prediction: patch accuracy {patch_accuracy:.3f} "
-          f"(backbone saved as {checkpoint})")
-    print(f"test accuracy with {len(labelled)} labels, fine-tuned from it: {tuned:.4f}")
-    print(f"test accuracy with {len(labelled)} labels, from scratch:        {scratch:.4f}")
+    print(
+        f"\nmasked patch prediction: patch accuracy {patch_accuracy:.3f} "
+        f"(backbone saved as {checkpoint})"
+    )
+    print(
+        f"test accuracy with {len(labelled)} labels, fine-tuned from it: "
+        f"{tuned:.4f}"
+    )
+    print(
+        f"test accuracy with {len(labelled)} labels, from scratch:        "
+        f"{scratch:.4f}"
+    )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ that `keras-vit export` writes next to the model (`vit.tflite` ->
 `vit.json`).
 
     keras-vit export runs/digits/model.keras --format tflite --output vit.tflite
-    python examples/tflite_inference.py vit.tflite photo.jpg [--top 5] [--threads 2]
+    python examples/tflite_inference.py vit.tflite photo.jpg \\
+        [--top 5] [--threads 2]
 
 prints the top-5 classes with their probabilities. The model takes RGB
 pixel values in [0, 255] (float32, or uint8/int8 with the input's scale and
@@ -87,7 +88,9 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
-    for name, probability in classify(args.model, args.image, args.top, args.threads):
+    for name, probability in classify(
+        args.model, args.image, args.top, args.threads
+    ):
         print(f"{probability:.4f}  {name}")
     return 0
 

@@ -42,13 +42,21 @@ def main():
         batch_size=256,
         image_size=28,
         patch_size=7,
-        model_kwargs={"hidden_dim": 96, "num_layers": 6, "num_heads": 4, "mlp_dim": 192},
+        model_kwargs={
+            "hidden_dim": 96,
+            "num_layers": 6,
+            "num_heads": 4,
+            "mlp_dim": 192,
+        },
         learning_rate=2e-3,
         weight_decay=0.05,
         strategy="auto",
     )
     result = train(config)
-    print(f"test accuracy: {result.test_metrics.get('accuracy', float('nan')):.4f}")
+    print(
+        "test accuracy: "
+        f"{result.test_metrics.get('accuracy', float('nan')):.4f}"
+    )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 On a TPU VM (the TPU is found by itself):
 
-    python examples/train_tpu.py --data-dir gs://YOUR_BUCKET/tensorflow_datasets \\
+    python examples/train_tpu.py \\
+        --data-dir gs://YOUR_BUCKET/tensorflow_datasets \\
         --output gs://YOUR_BUCKET/runs/flowers   # or a local folder
 
 With a TPU node instead, name it: --tpu my-tpu-name (or set TPU_NAME).
@@ -29,9 +30,13 @@ from keras_vit.training import train
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data-dir", required=True, help="gs:// tensorflow_datasets folder")
+    parser.add_argument(
+        "--data-dir", required=True, help="gs:// tensorflow_datasets folder"
+    )
     parser.add_argument("--output", required=True)
-    parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address")
+    parser.add_argument(
+        "--tpu", default=None, help="TPU name or grpc:// address"
+    )
     parser.add_argument("--weights", default="augreg_in21k")
     args = parser.parse_args()
     config = TrainConfig(

@@ -4,7 +4,8 @@ The same as `keras-vit export MODEL --format saved_model ...`: the script
 adds `--format saved_model` and hands the rest to `keras_vit.cli.main`.
 What the SavedModel holds: the README's export section.
 
-    python export/export_saved_model.py runs/digits/model.keras --output serving/vit/1
+    python export/export_saved_model.py runs/digits/model.keras \\
+        --output serving/vit/1
 
 `--help` lists every option.
 """

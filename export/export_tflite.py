@@ -4,7 +4,8 @@ The same as `keras-vit export MODEL --format tflite ...`: the script adds
 `--format tflite` and hands the rest to `keras_vit.cli.main`. Quantization
 modes and the checks: the README's export section.
 
-    python export/export_tflite.py runs/digits/model.keras --output vit_int8.tflite \
+    python export/export_tflite.py runs/digits/model.keras \\
+        --output vit_int8.tflite \\
         --quantize int8 --representative-data digits
 
 `--help` lists every option.

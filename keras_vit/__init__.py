@@ -6,7 +6,9 @@ from keras_vit import layers
 from keras_vit import ops  # deprecated: keras_vit.patch_grid
 from keras_vit import patch_grid
 from keras_vit import registry
-from keras_vit import training  # also registers the optimizer and schedule of trained .keras files
+
+# training also registers the optimizer and schedule of trained .keras files.
+from keras_vit import training
 from keras_vit import variants  # deprecated: keras_vit.registry
 from keras_vit import visualize
 from keras_vit import weights
@@ -26,15 +28,15 @@ from keras_vit.builders import ViT_Ti16
 from keras_vit.layers import LayerNorm
 from keras_vit.layers import MultiHeadSelfAttention
 from keras_vit.layers import PatchEncoder
+from keras_vit.layers import Patches
 from keras_vit.layers import ResNetBottleneck
 from keras_vit.layers import ResNetStem
 from keras_vit.layers import StdConv2D
-from keras_vit.layers import Patches
 from keras_vit.layers import TokenPooling
 from keras_vit.layers import TransformerBlock
 from keras_vit.models import ViT
-from keras_vit.version import __version__
 from keras_vit.registry import list_presets
+from keras_vit.version import __version__
 from keras_vit.weights import load_weights
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "list_presets",
     "load_weights",
     "ops",
+    "patch_grid",
     "registry",
     "data",
     "evaluation",

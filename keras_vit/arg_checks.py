@@ -42,7 +42,8 @@ def non_negative_int(name, value):
         or value < 0
     ):
         raise ValueError(
-            f"`{name}` must be a non-negative integer. Received: {name}={value!r}"
+            f"`{name}` must be a non-negative integer. Received: "
+            f"{name}={value!r}"
         )
     return int(value)
 
@@ -59,7 +60,11 @@ def int_below(name, value, bound, minimum=0, why=None):
         or not isinstance(value, numbers.Integral)
         or not minimum <= value < bound
     ):
-        shown = f"2**{bound.bit_length() - 1}" if bound & (bound - 1) == 0 else bound
+        shown = (
+            f"2**{bound.bit_length() - 1}"
+            if bound & (bound - 1) == 0
+            else bound
+        )
         reason = f" ({why})" if why else ""
         raise ValueError(
             f"`{name}` must be an integer >= {minimum} and below "
@@ -92,7 +97,8 @@ def fraction(name, value, zero=True):
     ):
         interval = "[0, 1]" if zero else "(0, 1]"
         raise ValueError(
-            f"`{name}` must be a number in {interval}. Received: {name}={value!r}"
+            f"`{name}` must be a number in {interval}. Received: "
+            f"{name}={value!r}"
         )
     return float(value)
 
@@ -163,7 +169,8 @@ def float_dtype_policy(name, value, quantized=True):
     except (ValueError, TypeError) as error:
         raise ValueError(
             f"`{name}` must be a floating-point dtype policy such as "
-            f"'float32' or 'mixed_bfloat16' ({error}). Received: {name}={value!r}"
+            f"'float32' or 'mixed_bfloat16' ({error}). Received: "
+            f"{name}={value!r}"
         ) from None
     policies = [policy]
     if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
@@ -178,12 +185,14 @@ def float_dtype_policy(name, value, quantized=True):
         ):
             where = (
                 " (the global policy, keras.config.dtype_policy())"
-                if value is None else ""
+                if value is None
+                else ""
             )
             hint = (
                 "; for a quantized model build it in float and call "
                 "`model.quantize(mode)`"
-                if floating else ""
+                if floating
+                else ""
             )
             raise ValueError(
                 f"`{name}` must be a floating-point dtype policy such as "
@@ -218,8 +227,9 @@ def boolean(name, value):
 
 def one_of(name, value, choices):
     """Returns `value` if it is one of `choices`, or raises."""
-    if not any(value is c or (type(value) is type(c) and value == c)
-               for c in choices):
+    if not any(
+        value is c or (type(value) is type(c) and value == c) for c in choices
+    ):
         raise ValueError(
             f"`{name}` must be one of {list(choices)}. "
             f"Received: {name}={value!r}"

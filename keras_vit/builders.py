@@ -41,7 +41,7 @@ _DOC = """Builds a ViT-{variant} (arXiv 2010.11929): {hidden_dim} wide, {num_lay
     >>> model = keras_vit.{builder}(num_classes=10)
     >>> model.compile("adamw", "sparse_categorical_crossentropy")
     >>> tuned = keras_vit.{builder}(num_classes=37, weights="{preset}")
-"""
+"""  # noqa: E501 (filled in, its first lines are the builders' summaries)
 
 #: builder name -> variant name, in the order `keras-vit models` lists them
 #: (the registry's table).
@@ -142,7 +142,8 @@ def build(model, weights=None, **kwargs):
     if not isinstance(model, (str, os.PathLike)) or not os.fspath(model):
         raise ValueError(
             "`model` must be a builder, variant or preset name, or a model or "
-            f"weights file ({', '.join(MODEL_FILES)}). Received: model={model!r}"
+            f"weights file ({', '.join(MODEL_FILES)}). Received: "
+            f"model={model!r}"
         )
     name = os.fspath(model)
     if name.endswith(MODEL_FILES):
@@ -171,13 +172,18 @@ def _from_file(path, weights, kwargs):
                 f"for model={path!r}"
             )
         if not os.path.isfile(path):
-            raise ValueError(f"The model file does not exist. Received: model={path!r}")
+            raise ValueError(
+                f"The model file does not exist. Received: model={path!r}"
+            )
         try:
-            loaded = keras.saving.load_model(path, compile=False, safe_mode=True)
+            loaded = keras.saving.load_model(
+                path, compile=False, safe_mode=True
+            )
         except Exception as error:  # noqa: BLE001 - zipfile, h5py, json and Keras each raise their own
             raise ValueError(
                 f"Cannot load the .keras file "
-                f"({type(error).__name__}: {str(error)[:500]}). Received: model={path!r}"
+                f"({type(error).__name__}: {str(error)[:500]}). Received: "
+                f"model={path!r}"
             ) from None
         if weights is not None:
             loading.load_weights(loaded, weights)

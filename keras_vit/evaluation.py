@@ -36,7 +36,7 @@ from keras_vit.models import checks as model_checks
 #: The shots per class of big_vision's standard evaluator.
 SHOTS = (1, 5, 10, 25)
 #: Its L2 penalty.
-L2_REG = 2.0 ** 10
+L2_REG = 2.0**10
 #: The constant feature that stands for the bias.
 BIAS_FEATURE = 100.0
 
@@ -66,7 +66,8 @@ class FewShotResult:
     def summary(self):
         """A table: shots, mean accuracy and each seed's."""
         lines = [
-            f"linear few-shot on {self.dataset or 'the data'}: {self.num_classes} "
+            f"linear few-shot on {self.dataset or 'the data'}: "
+            f"{self.num_classes} "
             f"classes, {self.num_test} test images, L2 {self.l2_reg:g}",
             "  shots  accuracy  (per seed)",
         ]
@@ -76,7 +77,9 @@ class FewShotResult:
         return "\n".join(lines)
 
 
-def fit_predict(train_features, train_labels, test_features, num_classes, l2_reg=L2_REG):
+def fit_predict(
+    train_features, train_labels, test_features, num_classes, l2_reg=L2_REG
+):
     """Regularised least squares to {-1, 1}^K targets, in closed form.
 
     Args:
@@ -122,21 +125,34 @@ def sample_shots(labels, num_classes, shots, seed):
     """
     labels = np.asarray(labels)
     rng = np.random.default_rng(seed)
-    orders = [rng.permutation(np.flatnonzero(labels == c)) for c in range(num_classes)]
+    orders = [
+        rng.permutation(np.flatnonzero(labels == c)) for c in range(num_classes)
+    ]
     most = max(shots)
-    short = [(c, len(order)) for c, order in enumerate(orders) if len(order) < most]
+    short = [
+        (c, len(order)) for c, order in enumerate(orders) if len(order) < most
+    ]
     if short:
         listing = ", ".join(f"class {c}: {n}" for c, n in short[:5])
         raise ValueError(
-            f"Every class needs {most} training examples for shots={list(shots)}; "
+            f"Every class needs {most} training examples for "
+            f"shots={list(shots)}; "
             f"{len(short)} class(es) have fewer ({listing}"
             f"{' ...' if len(short) > 5 else ''})."
         )
     return {k: np.concatenate([order[:k] for order in orders]) for k in shots}
 
 
-def linear_few_shot(train_features, train_labels, test_features, test_labels,
-                    num_classes, shots=SHOTS, seeds=3, l2_reg=L2_REG):
+def linear_few_shot(
+    train_features,
+    train_labels,
+    test_features,
+    test_labels,
+    num_classes,
+    shots=SHOTS,
+    seeds=3,
+    l2_reg=L2_REG,
+):
     """Few-shot accuracies of features already computed.
 
     Args:
@@ -157,19 +173,36 @@ def linear_few_shot(train_features, train_labels, test_features, test_labels,
     shots, seeds = _check(shots, seeds)
     l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
     train_labels = np.asarray(train_labels)
-    draws = [sample_shots(train_labels, num_classes, shots, seed) for seed in range(seeds)]
-    return _score(draws, np.asarray(train_features), train_labels, test_features,
-                  test_labels, num_classes, l2_reg)
+    draws = [
+        sample_shots(train_labels, num_classes, shots, seed)
+        for seed in range(seeds)
+    ]
+    return _score(
+        draws,
+        np.asarray(train_features),
+        train_labels,
+        test_features,
+        test_labels,
+        num_classes,
+        l2_reg,
+    )
 
 
-def _score(draws, features, labels, test_features, test_labels, num_classes, l2_reg):
+def _score(
+    draws, features, labels, test_features, test_labels, num_classes, l2_reg
+):
     """Accuracies of each draw (`{k: indices into features and labels}`)."""
     test_labels = np.asarray(test_labels)
     accuracy = {k: [] for k in draws[0]}
     for draw in draws:
         for k, indices in draw.items():
-            predicted = fit_predict(features[indices], labels[indices], test_features,
-                                    num_classes, l2_reg)
+            predicted = fit_predict(
+                features[indices],
+                labels[indices],
+                test_features,
+                num_classes,
+                l2_reg,
+            )
             accuracy[k].append(float(np.mean(predicted == test_labels)))
     return FewShotResult(accuracy, num_classes, len(test_labels), l2_reg=l2_reg)
 
@@ -180,7 +213,8 @@ def _check(shots, seeds):
     shots = tuple(arg_checks.positive_int("shots", k) for k in shots)
     if not shots or len(set(shots)) != len(shots):
         raise ValueError(
-            f"`shots` must hold distinct positive integers. Received: shots={shots!r}"
+            "`shots` must hold distinct positive integers. Received: "
+            f"shots={shots!r}"
         )
     return tuple(sorted(shots)), arg_checks.positive_int("seeds", seeds)
 
@@ -200,8 +234,11 @@ def representation_model(model):
     names = [layer.name for layer in model.layers]
     for name in ("pre_logits", "pooling"):
         if name in names:
-            return keras.Model(model.input, model.get_layer(name).output,
-                               name=f"{model.name}_representation")
+            return keras.Model(
+                model.input,
+                model.get_layer(name).output,
+                name=f"{model.name}_representation",
+            )
     raise ValueError(
         "Few-shot evaluation needs one feature vector per image, and this "
         "model returns its tokens (pooling=None). Received: model="
@@ -209,8 +246,16 @@ def representation_model(model):
     )
 
 
-def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
-             batch_size=64, test_fraction=None):
+def few_shot(
+    model,
+    dataset,
+    shots=SHOTS,
+    seeds=3,
+    l2_reg=L2_REG,
+    data_dir=None,
+    batch_size=64,
+    test_fraction=None,
+):
     """The paper's linear few-shot evaluation of a model's representation.
 
     Args:
@@ -234,7 +279,8 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
 
     Example:
 
-    >>> result = few_shot(keras_vit.ViT_B16(weights="in21k"), "cifar100", shots=5)
+    >>> model = keras_vit.ViT_B16(weights="in21k")
+    >>> result = few_shot(model, "cifar100", shots=5)
     """
     from keras_vit import data
     from keras_vit.export.models import load_model
@@ -248,30 +294,42 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
         dataset = data.load(dataset, data_dir=data_dir)
     num_classes = dataset.num_classes
     labels = dataset.train_labels
-    if labels is None:  # a tensorflow_datasets split: one pass over it for the labels
-        labels = np.concatenate(list(
-            dataset.train.map(lambda image, label: label).batch(4096).as_numpy_iterator()
-        ))
+    if (
+        labels is None
+    ):  # a tensorflow_datasets split: one pass over it for the labels
+        labels = np.concatenate(
+            list(
+                dataset.train.map(lambda image, label: label)
+                .batch(4096)
+                .as_numpy_iterator()
+            )
+        )
     # The examples the shots are drawn from (indices into the training split).
     pool = np.arange(len(labels))
     test = dataset.test
     if test is None:
         if test_fraction is None:
             raise ValueError(
-                "Few-shot evaluation needs test images, and this dataset has no "
+                "Few-shot evaluation needs test images, and this dataset has "
+                "no "
                 "test split: pass test_fraction (--test-fraction), e.g. 0.2, "
                 "to hold out part of its images. Received: "
                 f"dataset={dataset.name!r}"
             )
         from keras_vit.data.pipeline import holdout_indices
 
-        if (isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float))
-                or not 0 < test_fraction < 1):
+        if (
+            isinstance(test_fraction, bool)
+            or not isinstance(test_fraction, (int, float))
+            or not 0 < test_fraction < 1
+        ):
             raise ValueError(
                 f"`test_fraction` must be a number in (0, 1). Received: "
                 f"test_fraction={test_fraction!r}"
             )
-        pool, held = holdout_indices(len(labels), test_fraction, name="test_fraction")
+        pool, held = holdout_indices(
+            len(labels), test_fraction, name="test_fraction"
+        )
         test = dataset.subset(held)
     elif test_fraction is not None:
         raise ValueError(
@@ -280,16 +338,35 @@ def few_shot(model, dataset, shots=SHOTS, seeds=3, l2_reg=L2_REG, data_dir=None,
             f"dataset={dataset.name!r}"
         )
     draws = [
-        {k: pool[i] for k, i in sample_shots(labels[pool], num_classes, shots, seed).items()}
+        {
+            k: pool[i]
+            for k, i in sample_shots(
+                labels[pool], num_classes, shots, seed
+            ).items()
+        }
         for seed in range(seeds)
     ]
     chosen = np.unique(np.concatenate([draw[shots[-1]] for draw in draws]))
     # Features of the drawn images only; the draws index them within `chosen`.
-    features = _features(features_of, dataset.subset(chosen), num_classes, batch_size)[0]
-    draws = [{k: np.searchsorted(chosen, i) for k, i in draw.items()} for draw in draws]
-    test_features, test_labels = _features(features_of, test, num_classes, batch_size)
-    result = _score(draws, features, labels[chosen], test_features, test_labels,
-                    num_classes, l2_reg)
+    features = _features(
+        features_of, dataset.subset(chosen), num_classes, batch_size
+    )[0]
+    draws = [
+        {k: np.searchsorted(chosen, i) for k, i in draw.items()}
+        for draw in draws
+    ]
+    test_features, test_labels = _features(
+        features_of, test, num_classes, batch_size
+    )
+    result = _score(
+        draws,
+        features,
+        labels[chosen],
+        test_features,
+        test_labels,
+        num_classes,
+        l2_reg,
+    )
     result.dataset = dataset.name
     return result
 
@@ -302,7 +379,8 @@ def _features(model, pairs, num_classes, batch_size):
     height, width, channels = model.input_shape[1:]
     features, labels = [], []
     for images, onehot in data.eval_pipeline(
-            pairs, num_classes, (height, width), batch_size).as_numpy_iterator():
+        pairs, num_classes, (height, width), batch_size
+    ).as_numpy_iterator():
         images = model_pixels(images, channels)
         features.append(np.asarray(model.predict_on_batch(images), "float32"))
         labels.append(np.argmax(onehot, axis=-1))

@@ -1,4 +1,5 @@
-"""Output paths checked up front and written atomically (exports, training runs, checkpoints).
+"""Output paths checked up front and written atomically (exports, training
+runs, checkpoints).
 
 An export either leaves a complete, verified file (or SavedModel folder) at
 the target path or nothing at all: everything is written to a temporary
@@ -21,8 +22,15 @@ import tempfile
 import zlib
 
 
-def check_output_path(path, name="output", directory=False, inputs=(),
-                      replaceable=None, overwrite=False, replaces=None):
+def check_output_path(
+    path,
+    name="output",
+    directory=False,
+    inputs=(),
+    replaceable=None,
+    overwrite=False,
+    replaces=None,
+):
     """Returns `path` as a string after checking that it can be written safely.
 
     The rule every writer of exports follows, checked before any work is
@@ -73,7 +81,8 @@ def check_output_path(path, name="output", directory=False, inputs=(),
         raise ValueError(f"`{name}` must be a path. Received: {name}={path!r}")
     if overwrite is not None and not isinstance(overwrite, bool):
         raise ValueError(
-            f"`overwrite` must be True or False. Received: overwrite={overwrite!r}"
+            "`overwrite` must be True or False. Received: "
+            f"overwrite={overwrite!r}"
         )
     path = os.fspath(path)
     parent = os.path.dirname(os.path.abspath(path))
@@ -106,15 +115,21 @@ def check_output_path(path, name="output", directory=False, inputs=(),
         else:
             continue
         raise ValueError(
-            f"`{name}` {what} an input of this command ({os.fspath(source)!r}); "
+            f"`{name}` {what} an input of this command "
+            f"({os.fspath(source)!r}); "
             "writing it would destroy what is being read. Choose another "
             f"path. Received: {name}={path!r}"
         )
     exists = os.path.isfile(path) or (os.path.isdir(path) and os.listdir(path))
-    if exists and not overwrite and not (replaceable is not None and replaceable(path)):
+    if (
+        exists
+        and not overwrite
+        and not (replaceable is not None and replaceable(path))
+    ):
         kind = "folder" if os.path.isdir(path) else "file"
         hint = (
-            "" if overwrite is None
+            ""
+            if overwrite is None
             else ", or pass overwrite=True (--overwrite) to replace it anyway"
         )
         if replaceable is None:
@@ -146,7 +161,8 @@ def check_companion_path(path, output, name, **kwargs):
         return check_output_path(path, name=name, **kwargs)
     except ValueError as error:
         raise ValueError(
-            f"{error} (the {name} file written beside output={os.fspath(output)!r})"
+            f"{error} (the {name} file written beside "
+            f"output={os.fspath(output)!r})"
         ) from None
 
 
@@ -171,7 +187,9 @@ def _holds(path, source):
     if _same(path, source):
         return True
     folder, below = os.path.realpath(path), os.path.realpath(source)
-    return os.path.isdir(folder) and os.path.commonpath([folder, below]) == folder
+    return (
+        os.path.isdir(folder) and os.path.commonpath([folder, below]) == folder
+    )
 
 
 def _umask():
@@ -182,7 +200,9 @@ def _umask():
     later) shows it in `/proc/self/status`; elsewhere it is read that way.
     """
     try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+        with open(
+            "/proc/self/status", encoding="ascii", errors="replace"
+        ) as status:
             for line in status:
                 if line.startswith("Umask:"):
                     return int(line.split()[1], 8)
@@ -257,12 +277,22 @@ def remove_leftovers(folder):
     removed = []
     for (target, _), entries in gone.items():
         target = os.path.join(folder, target)
-        suffixes = {suffix: os.path.join(folder, name) for suffix, name in entries}
+        suffixes = {
+            suffix: os.path.join(folder, name) for suffix, name in entries
+        }
         old, new = suffixes.get(".old"), suffixes.get(".tmp")
-        if old and os.path.isdir(os.path.join(old, "previous")) and not os.path.exists(target):
+        if (
+            old
+            and os.path.isdir(os.path.join(old, "previous"))
+            and not os.path.exists(target)
+        ):
             # Killed between its two renames: the new folder was complete
             # (the old one is moved aside only then); else keep the old.
-            keep = new if new and os.path.isdir(new) else os.path.join(old, "previous")
+            keep = (
+                new
+                if new and os.path.isdir(new)
+                else os.path.join(old, "previous")
+            )
             with contextlib.suppress(OSError):
                 os.replace(keep, target)
         for _, name in entries:
@@ -350,8 +380,12 @@ def atomic_write(path, write):
     one (`keras_vit.files.atomic_file`).
     """
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    suffix = ".weights.h5" if path.endswith(".weights.h5") else os.path.splitext(path)[1]
-    with files.atomic_file(path, suffix=suffix) as temporary:
+    suffix = (
+        ".weights.h5"
+        if path.endswith(".weights.h5")
+        else os.path.splitext(path)[1]
+    )
+    with atomic_file(path, suffix=suffix) as temporary:
         write(temporary)
 
 
@@ -379,13 +413,16 @@ def read_npz(path, what="the .npz file", name=None):
     path = os.fspath(path)
     received = "" if name is None else f" Received: {name}={path!r}"
     if not os.path.isfile(path):
-        raise ValueError(f"{what[:1].upper()}{what[1:]} does not exist: {path!r}.{received}")
+        raise ValueError(
+            f"{what[:1].upper()}{what[1:]} does not exist: {path!r}.{received}"
+        )
     try:
         loaded = np.load(path, allow_pickle=False)
         if isinstance(loaded, np.lib.npyio.NpzFile):
             with loaded as archive:
                 return {key: archive[key] for key in archive.files}
-    except Exception as error:  # noqa: BLE001 - zipfile, zlib and NumPy each raise their own
+    # zipfile, zlib and NumPy each raise their own errors.
+    except Exception as error:  # noqa: BLE001
         raise ValueError(
             f"Cannot read {what} {path!r}: it may be truncated or corrupt "
             f"({type(error).__name__}: {error}).{received}"

@@ -13,7 +13,9 @@ from keras_vit import patch_grid as _patch_grid
 
 def __getattr__(name):
     if name.startswith("__") or not hasattr(_patch_grid, name):
-        raise AttributeError(f"module 'keras_vit.ops' has no attribute {name!r}")
+        raise AttributeError(
+            f"module 'keras_vit.ops' has no attribute {name!r}"
+        )
     warnings.warn(
         f"keras_vit.ops.{name} moved to keras_vit.patch_grid.{name}; the old "
         "path will be removed in the next release.",

@@ -82,7 +82,10 @@ def resample_position_embeddings(
     Example:
 
     >>> posemb = np.random.normal(size=(1, 1 + 14 * 14, 768))
-    >>> keras_vit.patch_grid.resample_position_embeddings(posemb, (24, 24)).shape
+    >>> resampled = keras_vit.patch_grid.resample_position_embeddings(
+    ...     posemb, (24, 24)
+    ... )
+    >>> resampled.shape
     TensorShape([1, 577, 768])
     """
     interpolation = arg_checks.one_of(
@@ -176,8 +179,11 @@ def resample_1d_embeddings(embeddings, length, interpolation="bilinear"):
             f"Received: embeddings.shape={tuple(embeddings.shape)}"
         )
     return resample_position_embeddings(
-        embeddings, (length, 1), source_grid=(embeddings.shape[0], 1),
-        num_prefix_tokens=0, interpolation=interpolation,
+        embeddings,
+        (length, 1),
+        source_grid=(embeddings.shape[0], 1),
+        num_prefix_tokens=0,
+        interpolation=interpolation,
     )
 
 

@@ -75,7 +75,9 @@ def percentile(values, q):
     position = (len(ordered) - 1) * q / 100.0
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
-    return float(ordered[low] + (ordered[high] - ordered[low]) * (position - low))
+    return float(
+        ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+    )
 
 
 def peak_rss_mb():
@@ -97,10 +99,12 @@ def read_result(process):
     that killed it, or the last line it wrote to stderr."""
     for line in process.stdout.splitlines():
         if line.startswith(RESULT_PREFIX):
-            return json.loads(line[len(RESULT_PREFIX):])
+            return json.loads(line[len(RESULT_PREFIX) :])
     if process.returncode is not None and process.returncode < 0:
         # Killed by a signal: SIGKILL here is almost always the kernel's
         # out-of-memory killer, and stderr's last line is unrelated.
-        return {"error": f"killed by signal {-process.returncode} (out of memory?)"}
+        return {
+            "error": f"killed by signal {-process.returncode} (out of memory?)"
+        }
     last = (process.stderr.strip().splitlines() or ["no output"])[-1]
     return {"error": last[:200]}

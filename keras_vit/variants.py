@@ -12,7 +12,9 @@ from keras_vit.registry import variants as _variants
 
 def __getattr__(name):
     if name.startswith("__") or not hasattr(_variants, name):
-        raise AttributeError(f"module 'keras_vit.variants' has no attribute {name!r}")
+        raise AttributeError(
+            f"module 'keras_vit.variants' has no attribute {name!r}"
+        )
     warnings.warn(
         f"keras_vit.variants.{name} moved to keras_vit.registry.{name}; the "
         "old path will be removed in the next release.",

@@ -28,7 +28,9 @@ HEAD_FUSIONS = ("mean", "max", "min")
 # === Pure functions on attention weights ===
 
 
-def rollout(attentions, num_prefix_tokens=1, head_fusion="mean", discard_ratio=0.0):
+def rollout(
+    attentions, num_prefix_tokens=1, head_fusion="mean", discard_ratio=0.0
+):
     """Attention rollout (Abnar & Zuidema, 2020, arXiv 2005.00928).
 
     For each layer the heads are fused, the identity is added for the
@@ -136,7 +138,9 @@ def attention_distance(attentions, grid, pixels_per_token, num_prefix_tokens=1):
             attention.shape[-1], grid, num_prefix_tokens
         )
     grid_h, grid_w = grid
-    rows, cols = np.meshgrid(np.arange(grid_h), np.arange(grid_w), indexing="ij")
+    rows, cols = np.meshgrid(
+        np.arange(grid_h), np.arange(grid_w), indexing="ij"
+    )
     centres = np.stack([rows.ravel(), cols.ravel()], axis=1).astype("float64")
     distance = np.sqrt(((centres[:, None] - centres[None]) ** 2).sum(-1))
     distance *= pixels_per_token
@@ -286,7 +290,7 @@ def position_embedding_similarity(model):
             "patch). Received a model with "
             f"position_embedding={model.position_embedding!r}"
         )
-    posemb = keras.ops.convert_to_numpy(posemb)[0, model.num_prefix_tokens:]
+    posemb = keras.ops.convert_to_numpy(posemb)[0, model.num_prefix_tokens :]
     return cosine_similarity_grid(posemb, model.grid_size)
 
 
@@ -314,12 +318,16 @@ def embedding_filters(model, n=28):
             "model's patches are cut from a CNN feature map (stem="
             f"{model.stem!r})."
         )
-    kernel = keras.ops.convert_to_numpy(model.get_layer("patch_encoder").projection.kernel)
+    kernel = keras.ops.convert_to_numpy(
+        model.get_layer("patch_encoder").projection.kernel
+    )
     filters = kernel.T.astype("float64")  # (D, P*P*C)
     filters = filters - filters.mean(axis=0, keepdims=True)
     _, _, components = np.linalg.svd(filters, full_matrices=False)
     n = min(n, components.shape[0])
-    components = components[:n].reshape(n, model.patch_size, model.patch_size, -1)
+    components = components[:n].reshape(
+        n, model.patch_size, model.patch_size, -1
+    )
     low = components.min(axis=(1, 2, 3), keepdims=True)
     high = components.max(axis=(1, 2, 3), keepdims=True)
     return (components - low) / np.maximum(high - low, 1e-12)
@@ -339,7 +347,9 @@ def upsample(maps, size):
 def _figure(rows, cols, size=2.2):
     plt = extras.pyplot("Drawing attention figures")
 
-    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(size * cols, size * rows), squeeze=False
+    )
     for ax in axes.ravel():
         ax.axis("off")
     return fig, axes
@@ -379,11 +389,20 @@ def plot_layer_attention(class_attention, index=0):
     fig, axes = _figure(layers, heads, 1.4)
     for layer in range(layers):
         for head in range(heads):
-            axes[layer, head].imshow(class_attention[layer, index, head], cmap="viridis")
+            axes[layer, head].imshow(
+                class_attention[layer, index, head], cmap="viridis"
+            )
             if layer == 0:
                 axes[layer, head].set_title(f"head {head}", fontsize=7)
-        axes[layer, 0].text(-0.5, 0.5, f"layer {layer}", fontsize=7,
-                            transform=axes[layer, 0].transAxes, ha="right", va="center")
+        axes[layer, 0].text(
+            -0.5,
+            0.5,
+            f"layer {layer}",
+            fontsize=7,
+            transform=axes[layer, 0].transAxes,
+            ha="right",
+            va="center",
+        )
     fig.tight_layout()
     return fig
 
@@ -396,7 +415,9 @@ def plot_attention_distance(distances, image_size=None):
     layers, heads = distances.shape
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for head in range(heads):
-        ax.scatter(np.arange(layers), distances[:, head], s=14, label=f"head {head}")
+        ax.scatter(
+            np.arange(layers), distances[:, head], s=14, label=f"head {head}"
+        )
     ax.set_xlabel("network depth (layer)")
     ax.set_ylabel("mean attention distance (pixels)")
     if image_size is not None:
@@ -433,12 +454,16 @@ def plot_embedding_filters(filters, columns=7):
 
 
 #: How `inspect`'s `index.html` begins (how its folder is told from others).
-_PAGE_START = "<!doctype html><html><head><meta charset='utf-8'><title>keras_vit: "
+_PAGE_START = (
+    "<!doctype html><html><head><meta charset='utf-8'><title>keras_vit: "
+)
 
 
 def _figure_names(model, names):
     """The files `inspect` writes for `model` and images named `names`."""
-    has_positions = model.get_layer("patch_encoder").position_embedding != "none"
+    has_positions = (
+        model.get_layer("patch_encoder").position_embedding != "none"
+    )
     return (
         [f"rollout_{name}.png" for name in names]
         + [f"attention_{names[0]}.png", "attention_distance.png"]
@@ -467,7 +492,8 @@ def _check_figures_folder(output, planned, inputs):
         for source in inputs:
             if (
                 isinstance(source, (str, os.PathLike))
-                and os.path.exists(path) and os.path.exists(source)
+                and os.path.exists(path)
+                and os.path.exists(source)
                 and os.path.samefile(path, source)
             ):
                 raise ValueError(
@@ -522,17 +548,22 @@ def inspect(model, images, output, names=None, inputs=()):
 
     plt = extras.pyplot("inspect")
 
-
     model_checks.require_vit(model, "inspect")
     images = np.asarray(images, dtype="float32")
     if names is None:
         names = [f"image{i}" for i in range(len(images))]
     names = [str(name) for name in names]
-    if (len(names) != len(images) or len(set(names)) != len(names)
-            or any(not name or os.sep in name or name in (".", "..") for name in names)):
+    if (
+        len(names) != len(images)
+        or len(set(names)) != len(names)
+        or any(
+            not name or os.sep in name or name in (".", "..") for name in names
+        )
+    ):
         raise ValueError(
             "`names` must hold one distinct file-name part per image (no "
-            f"path separators). Received: names={names!r} for {len(images)} images"
+            f"path separators). Received: names={names!r} for {len(images)} "
+            "images"
         )
     planned = _figure_names(model, names)
     _check_figures_folder(output, planned, inputs)
@@ -541,34 +572,57 @@ def inspect(model, images, output, names=None, inputs=()):
 
     def save(fig, name, caption):
         path = os.path.join(output, name)
-        files.atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=100))
+        files.atomic_write(
+            path, lambda p: fig.savefig(p, format="png", dpi=100)
+        )
         plt.close(fig)
         written.append((name, caption))
 
     result = attention_rollout(model, images)
     for i, name in enumerate(names):
-        save(plot_rollout(images[i], result.maps[i], title=name), f"rollout_{name}.png",
-             f"Attention rollout, {name}")
-    save(plot_layer_attention(result.class_attention, 0), f"attention_{names[0]}.png",
-         f"Class-token attention per layer (rows) and head (columns), {names[0]}")
-    save(plot_attention_distance(mean_attention_distance(model, images), model.image_size),
-         "attention_distance.png", "Mean attention distance per head against depth")
+        save(
+            plot_rollout(images[i], result.maps[i], title=name),
+            f"rollout_{name}.png",
+            f"Attention rollout, {name}",
+        )
+    save(
+        plot_layer_attention(result.class_attention, 0),
+        f"attention_{names[0]}.png",
+        "Class-token attention per layer (rows) and head (columns), "
+        f"{names[0]}",
+    )
+    save(
+        plot_attention_distance(
+            mean_attention_distance(model, images), model.image_size
+        ),
+        "attention_distance.png",
+        "Mean attention distance per head against depth",
+    )
     # Only embeddings added to the tokens have a per-patch figure
     # (`"relative"` leaves the patch encoder's at "none").
     if "position_similarity.png" in planned:
-        save(plot_position_similarity(position_embedding_similarity(model)),
-             "position_similarity.png", "Position embedding cosine similarity")
+        save(
+            plot_position_similarity(position_embedding_similarity(model)),
+            "position_similarity.png",
+            "Position embedding cosine similarity",
+        )
     if "embedding_filters.png" in planned:
-        save(plot_embedding_filters(embedding_filters(model)), "embedding_filters.png",
-             "Principal components of the patch-embedding filters")
+        save(
+            plot_embedding_filters(embedding_filters(model)),
+            "embedding_filters.png",
+            "Principal components of the patch-embedding filters",
+        )
     body = "\n".join(
-        f'<figure><img src="{html.escape(name)}"><figcaption>{html.escape(caption)}'
+        f'<figure><img src="{html.escape(name)}"><figcaption>'
+        f"{html.escape(caption)}"
         "</figcaption></figure>"
         for name, caption in written
     )
     page = (
-        f"{_PAGE_START}{html.escape(model.name)}</title><style>figure{{display:inline-block;"
-        "margin:8px;vertical-align:top}img{max-width:720px}</style></head><body>"
+        f"{_PAGE_START}{html.escape(model.name)}</title>"
+        "<style>figure{display:inline-block;"
+        "margin:8px;vertical-align:top}img{max-width:720px}</style>"
+        "</head><body>"
         f"<h1>{html.escape(model.name)}</h1>{body}</body></html>"
     )
 

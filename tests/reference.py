@@ -32,8 +32,11 @@ def patches(images, p):
     out = []
     for i in range(h // p):
         for j in range(w // p):
-            out.append(images[:, i * p:(i + 1) * p, j * p:(j + 1) * p, :]
-                       .reshape(b, -1))
+            out.append(
+                images[:, i * p : (i + 1) * p, j * p : (j + 1) * p, :].reshape(
+                    b, -1
+                )
+            )
     return np.stack(out, axis=1)
 
 
@@ -44,7 +47,7 @@ def attention(x, w, num_heads):
     b, t, d = x.shape
     hd = d // num_heads
     qkv = x @ w["qkv_kernel"] + w["qkv_bias"]
-    q, k, v = (qkv[..., i * d:(i + 1) * d] for i in range(3))
+    q, k, v = (qkv[..., i * d : (i + 1) * d] for i in range(3))
 
     def heads(a):
         return a.reshape(b, t, num_heads, hd).transpose(0, 2, 1, 3)
@@ -58,7 +61,7 @@ def attention(x, w, num_heads):
         for h in range(num_heads):
             for i in range(t):
                 for j in range(t):
-                    r = rel[(i - j) + (t - 1), h * hd:(h + 1) * hd]
+                    r = rel[(i - j) + (t - 1), h * hd : (h + 1) * hd]
                     logits[:, h, i, j] += q[:, h, i] @ r
     weights = softmax(logits / math.sqrt(hd))
     out = (weights @ v).transpose(0, 2, 1, 3).reshape(b, t, d)
@@ -71,15 +74,21 @@ def block(x, w, num_heads, eps=1e-6):
     )
     x = x + y
     y = layer_norm(x, w["ln2_gamma"], w["ln2_beta"], eps)
-    y = gelu(y @ w["fc1_kernel"] + w["fc1_bias"]) @ w["fc2_kernel"] + w["fc2_bias"]
+    y = (
+        gelu(y @ w["fc1_kernel"] + w["fc1_bias"]) @ w["fc2_kernel"]
+        + w["fc2_bias"]
+    )
     return x + y, weights
 
 
 def block_weights(layer):
     """The weights of a keras_vit TransformerBlock, by meaning."""
-    get = lambda l, n: next(
-        v.numpy() for v in l.weights if v.path.endswith(n)
-    )
+
+    def get(sublayer, suffix):
+        return next(
+            v.numpy() for v in sublayer.weights if v.path.endswith(suffix)
+        )
+
     a = layer.attention
     return {
         "ln1_gamma": get(layer.norm1, "gamma"),
@@ -96,7 +105,8 @@ def block_weights(layer):
         "fc2_bias": get(layer.mlp_fc2, "bias"),
         "relative": (
             get(a, "relative_position_embedding")
-            if layer.relative_positions else None
+            if layer.relative_positions
+            else None
         ),
     }
 
@@ -116,15 +126,17 @@ def vit(images, model):
         x = x + enc.pos_embedding.numpy()
     for i in range(model.num_layers):
         layer = model.get_layer(f"block_{i}")
-        x, _ = block(x, block_weights(layer), model.num_heads,
-                     model.layer_norm_epsilon)
+        x, _ = block(
+            x, block_weights(layer), model.num_heads, model.layer_norm_epsilon
+        )
     norm = model.get_layer("encoder_norm")
-    x = layer_norm(x, norm.gamma.numpy(), norm.beta.numpy(),
-                   model.layer_norm_epsilon)
+    x = layer_norm(
+        x, norm.gamma.numpy(), norm.beta.numpy(), model.layer_norm_epsilon
+    )
     if model.pooling == "token":
         x = x[:, 0]
     elif model.pooling == "gap":
-        x = x[:, model.num_prefix_tokens:].mean(1)
+        x = x[:, model.num_prefix_tokens :].mean(1)
     if not model.include_top:
         return x
     if model.representation_size:

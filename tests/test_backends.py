@@ -36,7 +36,9 @@ np.save(f"{folder}/{keras.backend.backend()}_outputs.npy",
         model.predict(inputs["images"], verbose=0))
 """
 
-SCRIPT = PREDICT + r"""
+SCRIPT = (
+    PREDICT
+    + r"""
 from keras_vit.training.masked_patches import MaskedPatchPrediction
 
 maps = keras_vit.visualize.attention_rollout(model, inputs["images"]).maps
@@ -45,7 +47,8 @@ np.save(f"{folder}/jax_rollout.npy", maps)
 # fit, save and reload, as a keras.applications model.
 model.compile(optimizer=keras.optimizers.AdamW(1e-3),
               loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-history = model.fit(inputs["images"], inputs["labels"], epochs=2, batch_size=2, verbose=0)
+history = model.fit(inputs["images"], inputs["labels"], epochs=2, batch_size=2,
+                    verbose=0)
 model.save(f"{folder}/trained.keras")
 reloaded = keras.saving.load_model(f"{folder}/trained.keras")
 difference = float(np.max(np.abs(reloaded.predict(inputs["images"], verbose=0)
@@ -54,9 +57,12 @@ backbone = keras_vit.ViT(**{**config, "include_top": False, "pooling": None})
 pretraining = MaskedPatchPrediction(backbone)
 pretraining.compile(optimizer="adamw")
 mpp = pretraining.fit(inputs["images"], epochs=1, batch_size=2, verbose=0)
-print(json.dumps({"backend": keras.backend.backend(), "loss": history.history["loss"],
-                  "reload_difference": difference, "mpp_loss": mpp.history["loss"]}))
+print(json.dumps({"backend": keras.backend.backend(),
+                  "loss": history.history["loss"],
+                  "reload_difference": difference,
+                  "mpp_loss": mpp.history["loss"]}))
 """
+)
 
 
 def _run_on_backend(backend, script, config, tmp_path):
@@ -74,7 +80,10 @@ def _run_on_backend(backend, script, config, tmp_path):
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)],
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert process.returncode == 0, process.stderr[-3000:]
     result = json.loads(process.stdout.strip().splitlines()[-1])
@@ -88,7 +97,9 @@ def test_a_vit_on_the_jax_backend(tmp_path):
     model, images, result = _run_on_backend("jax", SCRIPT, config, tmp_path)
     # The same weights compute the same outputs and attention maps.
     np.testing.assert_allclose(
-        np.load(tmp_path / "jax_outputs.npy"), model.predict(images, verbose=0), atol=1e-5
+        np.load(tmp_path / "jax_outputs.npy"),
+        model.predict(images, verbose=0),
+        atol=1e-5,
     )
     np.testing.assert_allclose(
         np.load(tmp_path / "jax_rollout.npy"),
@@ -118,8 +129,8 @@ for remat in (False, True):
     model = keras_vit.ViT(**config, remat=remat, weights=f"{folder}/model.npz")
     model.compile(optimizer=keras.optimizers.SGD(0.1),  # default jit_compile
                   loss="sparse_categorical_crossentropy")
-    history = model.fit(inputs["images"], inputs["labels"], epochs=2, batch_size=4,
-                        shuffle=False, verbose=0)
+    history = model.fit(inputs["images"], inputs["labels"], epochs=2,
+                        batch_size=4, shuffle=False, verbose=0)
     result[f"loss_remat_{remat}"] = history.history["loss"]
     models[remat] = model
 result["weight_difference"] = max(
@@ -134,18 +145,28 @@ def test_remat_with_dropout_trains_on_jax_as_without(tmp_path):
     # jax.checkpoint around a block whose dropout advanced its seed
     # generator inside crashed fit (UnexpectedTracerError).
     pytest.importorskip("jax")
-    config = {**TINY, "dropout_rate": 0.2, "attention_dropout_rate": 0.2,
-              "drop_path_rate": 0.3}
+    config = {
+        **TINY,
+        "dropout_rate": 0.2,
+        "attention_dropout_rate": 0.2,
+        "drop_path_rate": 0.3,
+    }
     _, _, result = _run_on_backend("jax", REMAT_SCRIPT, config, tmp_path)
-    np.testing.assert_allclose(result["loss_remat_True"], result["loss_remat_False"],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        result["loss_remat_True"], result["loss_remat_False"], rtol=1e-5
+    )
     assert result["weight_difference"] < 1e-5
-    assert result["loss_remat_True"][1] != result["loss_remat_True"][0]  # it trained
+    assert (
+        result["loss_remat_True"][1] != result["loss_remat_True"][0]
+    )  # it trained
 
 
-OPENVINO_SCRIPT = PREDICT + r"""
+OPENVINO_SCRIPT = (
+    PREDICT
+    + r"""
 print(json.dumps({"backend": keras.backend.backend()}))
 """
+)
 
 
 def test_a_vit_predicts_on_the_openvino_backend(tmp_path):
@@ -155,7 +176,14 @@ def test_a_vit_predicts_on_the_openvino_backend(tmp_path):
     pytest.importorskip("openvino")
     from keras_vit.training import recipe
 
-    model, images, _ = _run_on_backend("openvino", OPENVINO_SCRIPT, TINY, tmp_path)
-    atol = 2e-3 if recipe.cpu_has_bfloat16() else 1e-4  # 1.1e-4 seen with bfloat16
-    np.testing.assert_allclose(np.load(tmp_path / "openvino_outputs.npy"),
-                               model.predict(images, verbose=0), atol=atol)
+    model, images, _ = _run_on_backend(
+        "openvino", OPENVINO_SCRIPT, TINY, tmp_path
+    )
+    atol = (
+        2e-3 if recipe.cpu_has_bfloat16() else 1e-4
+    )  # 1.1e-4 seen with bfloat16
+    np.testing.assert_allclose(
+        np.load(tmp_path / "openvino_outputs.npy"),
+        model.predict(images, verbose=0),
+        atol=atol,
+    )

@@ -6,6 +6,7 @@ import pytest
 
 import keras_vit
 from keras_vit import cli
+from tests.helpers import TINY
 
 
 def test_version(capsys):
@@ -25,7 +26,12 @@ def test_models_lists_builders_with_exact_counts(capsys):
 def test_console_script_is_installed():
     # The `keras-vit` entry point of pyproject.toml, as a user runs it.
     result = subprocess.run(
-        [sys.executable, "-c", "from keras_vit.cli import main; main()", "--version"],
+        [
+            sys.executable,
+            "-c",
+            "from keras_vit.cli import main; main()",
+            "--version",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -33,8 +39,9 @@ def test_console_script_is_installed():
     assert keras_vit.__version__ in result.stdout
 
 
-def test_sigterm_during_a_command_exits_143_and_restores_the_handler(monkeypatch):
-    import os
+def test_sigterm_during_a_command_exits_143_and_restores_the_handler(
+    monkeypatch,
+):
     import signal
 
     def run(args):
@@ -63,7 +70,9 @@ def test_sigterm_wrapped_by_other_code_still_exits_143():
 
     with pytest.raises(SystemExit) as exit_info:
         wrapped()
-    assert exit_info.value.code == 143 and not isinstance(exit_info.value, cli._Terminated)
+    assert exit_info.value.code == 143 and not isinstance(
+        exit_info.value, cli._Terminated
+    )
     with pytest.raises(ImportError):  # other errors pass through unchanged
         with cli._terminate_cleanly():
             raise ImportError("no module")
@@ -76,43 +85,103 @@ def test_train_flags_reach_the_model(monkeypatch, tmp_path):
 
     def fake_train(config):
         configs.append(config)
-        return keras_vit.training.TrainResult(None, {}, {"accuracy": 0.5}, config.output,
-                                              "default", 0)
+        return keras_vit.training.TrainResult(
+            None, {}, {"accuracy": 0.5}, config.output, "default", 0
+        )
 
     monkeypatch.setattr(keras_vit.training, "train", fake_train)
-    cli.main(["train", "--dataset", "digits", "--output", str(tmp_path / "run"),
-              "--hidden-dim", "32", "--pooling", "gap", "--position-embedding", "learned2d"])
+    cli.main(
+        [
+            "train",
+            "--dataset",
+            "digits",
+            "--output",
+            str(tmp_path / "run"),
+            "--hidden-dim",
+            "32",
+            "--pooling",
+            "gap",
+            "--position-embedding",
+            "learned2d",
+        ]
+    )
     (config,) = configs
-    assert config.model_kwargs == {"hidden_dim": 32, "pooling": "gap",
-                                   "position_embedding": "learned2d"}
+    assert config.model_kwargs == {
+        "hidden_dim": 32,
+        "pooling": "gap",
+        "position_embedding": "learned2d",
+    }
     assert config.objective == "classification"
-    cli.main(["train", "--dataset", "folder:photos", "--output", str(tmp_path / "mpp"),
-              "--objective", "masked-patches"])
+    cli.main(
+        [
+            "train",
+            "--dataset",
+            "folder:photos",
+            "--output",
+            str(tmp_path / "mpp"),
+            "--objective",
+            "masked-patches",
+        ]
+    )
     assert configs[-1].objective == "masked_patches"
     assert configs[-1].masked_patches == {}  # the paper's options
     configs[-1].check()
-    cli.main(["train", "--dataset", "folder:photos", "--output", str(tmp_path / "mpp"),
-              "--objective", "masked-patches", "--corrupt-rate", "0.25",
-              "--replace-rate", "0", "--color-bits", "2"])
-    assert configs[-1].masked_patches == {"corrupt_rate": 0.25, "replace_rate": 0.0,
-                                          "bits": 2}
+    cli.main(
+        [
+            "train",
+            "--dataset",
+            "folder:photos",
+            "--output",
+            str(tmp_path / "mpp"),
+            "--objective",
+            "masked-patches",
+            "--corrupt-rate",
+            "0.25",
+            "--replace-rate",
+            "0",
+            "--color-bits",
+            "2",
+        ]
+    )
+    assert configs[-1].masked_patches == {
+        "corrupt_rate": 0.25,
+        "replace_rate": 0.0,
+        "bits": 2,
+    }
     configs[-1].check()
     # The defaults --help states are the objective's.
     from keras_vit.training.masked_patches import OPTIONS
 
-    actions = {action.dest: action for action in cli.build_parser()._subparsers
-               ._group_actions[0].choices["train"]._actions}
-    for flag, option in [("corrupt_rate", "corrupt_rate"), ("mask_rate", "mask_rate"),
-                         ("replace_rate", "replace_rate"), ("color_bits", "bits")]:
+    actions = {
+        action.dest: action
+        for action in cli.build_parser()
+        ._subparsers._group_actions[0]
+        .choices["train"]
+        ._actions
+    }
+    for flag, option in [
+        ("corrupt_rate", "corrupt_rate"),
+        ("mask_rate", "mask_rate"),
+        ("replace_rate", "replace_rate"),
+        ("color_bits", "bits"),
+    ]:
         assert f"(default {OPTIONS[option]})" in actions[flag].help
     from keras_vit.models.vit import MODEL_POSITION_EMBEDDINGS
 
-    (train,) = [action for action in cli.build_parser()._subparsers._group_actions[0]
-                .choices["train"]._actions if action.dest == "position_embedding"]
+    (train,) = [
+        action
+        for action in cli.build_parser()
+        ._subparsers._group_actions[0]
+        .choices["train"]
+        ._actions
+        if action.dest == "position_embedding"
+    ]
     assert sorted(train.choices) == sorted(MODEL_POSITION_EMBEDDINGS)
 
 
-def test_a_file_that_is_no_image_is_named_in_one_line(monkeypatch, tmp_path, capsys):
+def test_a_file_that_is_no_image_is_named_in_one_line(
+    monkeypatch, tmp_path, capsys
+):
     # The TensorFlow error of a training run's input pipeline, reduced to
     # the file's path.
     from PIL import Image
@@ -130,14 +199,29 @@ def test_a_file_that_is_no_image_is_named_in_one_line(monkeypatch, tmp_path, cap
             pass
 
     monkeypatch.setattr(keras_vit.training, "train", reading_train)
-    assert cli.main(["train", "--dataset", f"folder:{tmp_path}",
-                     "--output", str(tmp_path / "run")]) == 2
+    assert (
+        cli.main(
+            [
+                "train",
+                "--dataset",
+                f"folder:{tmp_path}",
+                "--output",
+                str(tmp_path / "run"),
+            ]
+        )
+        == 2
+    )
     error = capsys.readouterr().err
-    assert error == f"keras-vit: error: {data.datasets.NOT_AN_IMAGE} {tmp_path}/b/page.jpg\n"
+    assert error == (
+        f"keras-vit: error: {data.datasets.NOT_AN_IMAGE} "
+        f"{tmp_path}/b/page.jpg\n"
+    )
     # Other errors still raise.
     monkeypatch.setattr(keras_vit.training, "train", lambda config: 1 / 0)
     with pytest.raises(ZeroDivisionError):
-        cli.main(["train", "--dataset", "digits", "--output", str(tmp_path / "run")])
+        cli.main(
+            ["train", "--dataset", "digits", "--output", str(tmp_path / "run")]
+        )
 
 
 def test_inspect_reads_images_as_evaluation_does(monkeypatch, tmp_path):
@@ -156,17 +240,35 @@ def test_inspect_reads_images_as_evaluation_does(monkeypatch, tmp_path):
     pixels[..., 0] = 200  # pure red: mean 66.7, luma 59.8
     pixels[:, :10, 2] = 90
     Image.fromarray(pixels).save(path)
-    model = keras_vit.ViT(**{**TINY, "image_size": 16, "patch_size": 8}, num_channels=1)
+    model = keras_vit.ViT(
+        **{**TINY, "image_size": 16, "patch_size": 8}, num_channels=1
+    )
     model.save(tmp_path / "gray.keras")
 
     seen = []
-    monkeypatch.setattr(visualize, "inspect",
-                        lambda model, images, *args, **kwargs: seen.append(images) or [])
-    assert cli.main(["inspect", str(tmp_path / "gray.keras"), "--image", str(path),
-                     "--output", str(tmp_path / "figures")]) == 0
+    monkeypatch.setattr(
+        visualize,
+        "inspect",
+        lambda model, images, *args, **kwargs: seen.append(images) or [],
+    )
+    assert (
+        cli.main(
+            [
+                "inspect",
+                str(tmp_path / "gray.keras"),
+                "--image",
+                str(path),
+                "--output",
+                str(tmp_path / "figures"),
+            ]
+        )
+        == 0
+    )
     (images,) = seen
     pairs = data.datasets.read_images([str(path)], np.array([0], np.int64))
-    (batch, _), = data.eval_pipeline(pairs, 1, (16, 16), 1).as_numpy_iterator()
+    ((batch, _),) = data.eval_pipeline(
+        pairs, 1, (16, 16), 1
+    ).as_numpy_iterator()
     expected = model_pixels(batch, 1)
     assert images.shape == expected.shape == (1, 16, 16, 1)
     assert images.dtype == np.float32
@@ -176,10 +278,23 @@ def test_inspect_reads_images_as_evaluation_does(monkeypatch, tmp_path):
 def test_inspect_names_a_file_that_is_no_image(tmp_path, capsys):
     page = tmp_path / "cat.jpg"
     page.write_text("<html>")
-    code = cli.main(["inspect", "ViT_Ti16", "--image-size", "32", "--image", str(page),
-                     "--output", str(tmp_path / "figures")])
+    code = cli.main(
+        [
+            "inspect",
+            "ViT_Ti16",
+            "--image-size",
+            "32",
+            "--image",
+            str(page),
+            "--output",
+            str(tmp_path / "figures"),
+        ]
+    )
     error = capsys.readouterr().err
     assert code == 2
-    assert error.startswith("keras-vit: error: Could not read the image: ") and error.count("\n") == 1
+    assert (
+        error.startswith("keras-vit: error: Could not read the image: ")
+        and error.count("\n") == 1
+    )
     assert f"Received: image={str(page)!r}" in error
     assert not (tmp_path / "figures").exists()

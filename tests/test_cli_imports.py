@@ -18,7 +18,8 @@ BARE = f"""
 import sys, types
 for name, path in [("keras_vit", {PACKAGE!r}),
                    ("keras_vit.export", {os.path.join(PACKAGE, "export")!r}),
-                   ("keras_vit.training", {os.path.join(PACKAGE, "training")!r})]:
+                   ("keras_vit.training",
+                    {os.path.join(PACKAGE, "training")!r})]:
     module = types.ModuleType(name)
     module.__path__ = [path]
     sys.modules[name] = module
@@ -33,17 +34,23 @@ def _frameworks(imported):
 
 def _python(script, *args):
     return subprocess.run(
-        [sys.executable, "-c", script, *args], capture_output=True, text=True,
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
     )
 
 
 def _imported_by(code, bare=True):
-    script = (BARE if bare else "") + f"""
+    script = (
+        (BARE if bare else "")
+        + f"""
 import sys
 {code}
 print("imported:" + ",".join(m for m in {HEAVY!r} if m in sys.modules))
 """
+    )
     process = _python(script)
     assert process.returncode == 0, process.stderr[-3000:]
     return process.stdout.rsplit("imported:", 1)[1].strip()
@@ -64,33 +71,50 @@ for argv in {argv!r}:
 
 
 def test_help_and_version_import_neither_keras_nor_tensorflow():
-    argv = [["--help"], ["--version"], ["train", "--help"], ["export", "--help"],
-            ["benchmark", "--help"], ["inspect", "--help"]]
+    argv = [
+        ["--help"],
+        ["--version"],
+        ["train", "--help"],
+        ["export", "--help"],
+        ["benchmark", "--help"],
+        ["inspect", "--help"],
+    ]
     assert _frameworks(_imported_by(PARSER_RUNS.format(argv=argv))) == []
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the console script imports keras_vit/__init__.py, which imports the "
-           "whole library (Keras, TensorFlow); listing presets imports "
-           "keras_vit.weights (Keras) and keras_vit.builders",
+    reason="the console script imports keras_vit/__init__.py, which imports "
+    "the "
+    "whole library (Keras, TensorFlow); listing presets imports "
+    "keras_vit.weights (Keras) and keras_vit.builders",
 )
 def test_the_console_script_lists_presets_without_tensorflow():
     argv = [["--help"], ["--version"], ["presets"]]
-    assert _frameworks(_imported_by(PARSER_RUNS.format(argv=argv), bare=False)) == []
+    assert (
+        _frameworks(_imported_by(PARSER_RUNS.format(argv=argv), bare=False))
+        == []
+    )
 
 
 #: A command that imports TensorFlow and fails fast, in one line.
-FAILING_CONVERT = BARE + """
+FAILING_CONVERT = (
+    BARE
+    + """
 import sys
 from keras_vit.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+)
 
 
 def test_tensorflow_start_up_lines_are_shown_with_verbose_only(tmp_path):
-    command = ["convert", str(tmp_path / "missing.npz"), "--output",
-               str(tmp_path / "out.weights.h5")]
+    command = [
+        "convert",
+        str(tmp_path / "missing.npz"),
+        "--output",
+        str(tmp_path / "out.weights.h5"),
+    ]
     loud = _python(FAILING_CONVERT, "--verbose", *command)
     assert loud.returncode == 2, loud.stderr[-3000:]
     lines = loud.stderr.strip().splitlines()
@@ -107,8 +131,11 @@ def test_python_dash_m_runs_the_command():
     # `python -m keras_vit.cli` (how the multi-worker test starts
     # each worker) needs the package's __main__.
     process = subprocess.run(
-        [sys.executable, "-m", "keras_vit.cli", "--version"], capture_output=True,
-        text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+        [sys.executable, "-m", "keras_vit.cli", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
     )
     assert process.returncode == 0, process.stderr[-3000:]
     assert process.stdout.startswith("keras-vit ")

@@ -1,4 +1,4 @@
-"""Linear few-shot evaluation: the closed form, the draws, a model end to end."""
+"""Linear few-shot evaluation: the closed form, the draws, a whole model."""
 
 import keras
 import numpy as np
@@ -26,7 +26,9 @@ def _ridge_reference(x, labels, test, num_classes, l2_reg):
     return ridge.fit(design(x), targets).predict(design(test)).argmax(axis=1)
 
 
-@pytest.mark.parametrize("n, d", [(40, 8), (12, 30)])  # more examples than features, and fewer
+@pytest.mark.parametrize(
+    "n, d", [(40, 8), (12, 30)]
+)  # more examples than features, and fewer
 def test_closed_form_matches_ridge_regression(n, d):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(n, d)) * rng.uniform(0.1, 10, d) + rng.normal(size=d)
@@ -44,8 +46,9 @@ def test_separable_features_are_classified():
     rng = np.random.default_rng(1)
     labels = np.repeat(np.arange(5), 30)
     features = 5 * np.eye(5)[labels] + rng.normal(scale=0.3, size=(150, 5))
-    result = evaluation.linear_few_shot(features, labels, features, labels, 5,
-                                        shots=(1, 5), seeds=2)
+    result = evaluation.linear_few_shot(
+        features, labels, features, labels, 5, shots=(1, 5), seeds=2
+    )
     assert result.accuracy[5] == [1.0, 1.0] and result.mean(1) > 0.95
     assert result.l2_reg == 1024.0
 
@@ -60,17 +63,23 @@ def test_draws_take_k_per_class_nested_and_by_seed():
     other = evaluation.sample_shots(labels, 3, (1, 5), seed=1)
     np.testing.assert_array_equal(draws[5], again[5])
     assert not np.array_equal(draws[5], other[5])
-    with pytest.raises(ValueError, match=r"needs 8 training examples.*class 1: 7"):
+    with pytest.raises(
+        ValueError, match=r"needs 8 training examples.*class 1: 7"
+    ):
         evaluation.sample_shots(labels, 3, (1, 8), seed=0)
 
 
 def test_bad_arguments_are_named():
     x, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
-    for kwargs, message in [({"shots": 0}, "shots=0"), ({"shots": (5, 5)}, "distinct"),
-                            ({"seeds": 0}, "seeds=0"), ({"l2_reg": -1.0}, "l2_reg=-1.0"),
-                            # inf made every weight 0, every prediction class 0.
-                            ({"l2_reg": float("inf")}, "finite.*l2_reg=inf"),
-                            ({"l2_reg": float("nan")}, "l2_reg=nan")]:
+    for kwargs, message in [
+        ({"shots": 0}, "shots=0"),
+        ({"shots": (5, 5)}, "distinct"),
+        ({"seeds": 0}, "seeds=0"),
+        ({"l2_reg": -1.0}, "l2_reg=-1.0"),
+        # inf made every weight 0, every prediction class 0.
+        ({"l2_reg": float("inf")}, "finite.*l2_reg=inf"),
+        ({"l2_reg": float("nan")}, "l2_reg=nan"),
+    ]:
         with pytest.raises(ValueError, match=message):
             evaluation.linear_few_shot(x, y, x, y, 2, **kwargs)
 
@@ -78,16 +87,29 @@ def test_bad_arguments_are_named():
 def test_few_shot_of_a_model_on_digits(capsys):
     # The representation is the pre-logits layer's, else the pooled token.
     with_pre_logits = keras_vit.ViT(**TINY, representation_size=12)
-    assert evaluation.representation_model(with_pre_logits).output_shape == (None, 12)
+    assert evaluation.representation_model(with_pre_logits).output_shape == (
+        None,
+        12,
+    )
     with pytest.raises(ValueError, match="pooling=None"):
-        evaluation.representation_model(keras_vit.ViT(**TINY, include_top=False, pooling=None))
+        evaluation.representation_model(
+            keras_vit.ViT(**TINY, include_top=False, pooling=None)
+        )
     keras.utils.set_random_seed(0)
-    model = keras_vit.ViT(**{**TINY, "num_classes": 3, "hidden_dim": 64, "mlp_dim": 128})
+    model = keras_vit.ViT(
+        **{**TINY, "num_classes": 3, "hidden_dim": 64, "mlp_dim": 128}
+    )
     assert evaluation.representation_model(model).output_shape == (None, 64)
     result = evaluation.few_shot(model, "digits", shots=(1, 10), seeds=2)
     print(result.summary())
-    assert result.num_classes == 10 and result.num_test == 360 and result.dataset == "digits"
-    assert sorted(result.accuracy) == [1, 10] and all(len(v) == 2 for v in result.accuracy.values())
+    assert (
+        result.num_classes == 10
+        and result.num_test == 360
+        and result.dataset == "digits"
+    )
+    assert sorted(result.accuracy) == [1, 10] and all(
+        len(v) == 2 for v in result.accuracy.values()
+    )
     # An untrained model's features of digits are already far above chance
     # at 10 shots (0.44-0.46 here; chance 0.1), which labels out of step
     # with the images would bring down to chance.
@@ -99,10 +121,18 @@ def test_few_shot_of_a_model_on_digits(capsys):
     test = load_images("digits", (32, 32), limit=None, split="test")
     features = evaluation.representation_model(model)
     by_hand = evaluation.linear_few_shot(
-        features.predict(train.images, verbose=0), train.labels,
-        features.predict(test.images, verbose=0), test.labels, 10, shots=(1, 10), seeds=2)
+        features.predict(train.images, verbose=0),
+        train.labels,
+        features.predict(test.images, verbose=0),
+        test.labels,
+        10,
+        shots=(1, 10),
+        seeds=2,
+    )
     for k in (1, 10):
-        np.testing.assert_allclose(result.accuracy[k], by_hand.accuracy[k], atol=0.006)
+        np.testing.assert_allclose(
+            result.accuracy[k], by_hand.accuracy[k], atol=0.006
+        )
 
 
 def test_few_shot_command(tmp_path, capsys):
@@ -110,10 +140,29 @@ def test_few_shot_command(tmp_path, capsys):
     randomize_weights(model, scale=0.3)
     path = str(tmp_path / "m.keras")
     model.save(path)
-    assert cli.main(["few-shot", path, "--dataset", "digits", "--shots", "2", "--seeds", "1"]) == 0
+    assert (
+        cli.main(
+            [
+                "few-shot",
+                path,
+                "--dataset",
+                "digits",
+                "--shots",
+                "2",
+                "--seeds",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert "linear few-shot on digits: 10 classes, 360 test images, L2 1024" in out
-    assert cli.main(["few-shot", path, "--dataset", "digits", "--shots", "500"]) == 2
+    assert (
+        "linear few-shot on digits: 10 classes, 360 test images, L2 1024" in out
+    )
+    assert (
+        cli.main(["few-shot", path, "--dataset", "digits", "--shots", "500"])
+        == 2
+    )
     assert "needs 500 training examples" in capsys.readouterr().err
 
 
@@ -143,10 +192,21 @@ def test_an_image_folder_is_tested_on_a_held_out_share(tmp_path):
     for label, level in (("dark", 40), ("light", 200)):
         (tmp_path / label).mkdir()
         for i in range(10):
-            pixels = np.clip(level + rng.normal(scale=10, size=(16, 16, 3)), 0, 255)
-            Image.fromarray(pixels.astype(np.uint8)).save(tmp_path / label / f"{i}.png")
-    model = keras_vit.ViT(image_size=16, patch_size=8, hidden_dim=16, num_layers=1,
-                          num_heads=2, mlp_dim=32, num_classes=2)
+            pixels = np.clip(
+                level + rng.normal(scale=10, size=(16, 16, 3)), 0, 255
+            )
+            Image.fromarray(pixels.astype(np.uint8)).save(
+                tmp_path / label / f"{i}.png"
+            )
+    model = keras_vit.ViT(
+        image_size=16,
+        patch_size=8,
+        hidden_dim=16,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=32,
+        num_classes=2,
+    )
     folder = f"folder:{tmp_path}"
     with pytest.raises(ValueError, match="pass test_fraction"):
         evaluation.few_shot(model, folder, shots=2)
@@ -154,7 +214,9 @@ def test_an_image_folder_is_tested_on_a_held_out_share(tmp_path):
         evaluation.few_shot(model, folder, shots=2, test_fraction=1.0)
     with pytest.raises(ValueError, match="applies to those without one"):
         evaluation.few_shot(model, "digits", shots=2, test_fraction=0.2)
-    result = evaluation.few_shot(model, folder, shots=(1, 4), seeds=2, test_fraction=0.3)
+    result = evaluation.few_shot(
+        model, folder, shots=(1, 4), seeds=2, test_fraction=0.3
+    )
     assert result.num_test == 6 and result.num_classes == 2
     # Dark and light images: a linear readout of any features separates them.
     assert result.mean(4) == 1.0
@@ -171,7 +233,12 @@ def test_an_image_folder_is_tested_on_a_held_out_share(tmp_path):
         read.append(set(indices.tolist()))
         return loaded.select(indices)
 
-    evaluation.few_shot(model, dataclasses.replace(loaded, select=select),
-                        shots=(1, 4), seeds=2, test_fraction=0.3)
+    evaluation.few_shot(
+        model,
+        dataclasses.replace(loaded, select=select),
+        shots=(1, 4),
+        seeds=2,
+        test_fraction=0.3,
+    )
     held, shots = read
     assert len(held) == 6 and 4 <= len(shots) <= 14 and not held & shots

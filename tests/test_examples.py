@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import keras_vit
+from keras_vit.registry import find_preset
 from keras_vit.training import TrainConfig
 from keras_vit.training import TrainResult
 from keras_vit.training.train import build_model
-from keras_vit.registry import find_preset
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples")
 
@@ -36,7 +36,9 @@ def captured(monkeypatch):
 
     def fake_train(config, *args, **kwargs):
         configs.append(config)
-        return TrainResult(None, {}, {"accuracy": 0.5}, config.output, "default", 0)
+        return TrainResult(
+            None, {}, {"accuracy": 0.5}, config.output, "default", 0
+        )
 
     monkeypatch.setattr(keras_vit.training, "train", fake_train)
     return configs
@@ -50,21 +52,40 @@ def _run_main(name, argv, monkeypatch):
 
 def _model_of(config, num_classes):
     # The model the run would train, without downloading its weights.
-    return build_model(TrainConfig(**{**config.__dict__, "weights": None}), num_classes)
+    return build_model(
+        TrainConfig(**{**config.__dict__, "weights": None}), num_classes
+    )
 
 
-def test_train_cifar10_asks_for_s16_on_8x8_patches(captured, monkeypatch, tmp_path):
-    _run_main("train_cifar10.py", ["--output", str(tmp_path), "--epochs", "3"], monkeypatch)
+def test_train_cifar10_asks_for_s16_on_8x8_patches(
+    captured, monkeypatch, tmp_path
+):
+    _run_main(
+        "train_cifar10.py",
+        ["--output", str(tmp_path), "--epochs", "3"],
+        monkeypatch,
+    )
     (config,) = captured
     config.check()
-    assert (config.dataset, config.epochs, config.output) == ("cifar10", 3, str(tmp_path))
+    assert (config.dataset, config.epochs, config.output) == (
+        "cifar10",
+        3,
+        str(tmp_path),
+    )
     assert config.mixup and config.cutmix and config.rand_augment
     model = _model_of(config, 10)
-    assert model.hidden_dim == 384 and model.num_layers == 12  # S/16's width and depth
-    assert tuple(model.image_size) == (64, 64) and tuple(model.grid_size) == (8, 8)
+    assert (
+        model.hidden_dim == 384 and model.num_layers == 12
+    )  # S/16's width and depth
+    assert tuple(model.image_size) == (64, 64) and tuple(model.grid_size) == (
+        8,
+        8,
+    )
 
 
-def test_train_multi_worker_lets_tf_config_choose(captured, monkeypatch, tmp_path):
+def test_train_multi_worker_lets_tf_config_choose(
+    captured, monkeypatch, tmp_path
+):
     _run_main("train_multi_worker.py", ["--output", str(tmp_path)], monkeypatch)
     (config,) = captured
     config.check()
@@ -73,22 +94,50 @@ def test_train_multi_worker_lets_tf_config_choose(captured, monkeypatch, tmp_pat
 
 
 def test_train_tpu_fine_tunes_b16_at_384(captured, monkeypatch, tmp_path):
-    _run_main("train_tpu.py", ["--data-dir", "gs://bucket/tfds", "--output", str(tmp_path),
-                               "--tpu", "my-tpu"], monkeypatch)
+    _run_main(
+        "train_tpu.py",
+        [
+            "--data-dir",
+            "gs://bucket/tfds",
+            "--output",
+            str(tmp_path),
+            "--tpu",
+            "my-tpu",
+        ],
+        monkeypatch,
+    )
     (config,) = captured
     config.check()
-    assert (config.strategy, config.tpu, config.mixed_precision) == ("tpu", "my-tpu", "bfloat16")
+    assert (config.strategy, config.tpu, config.mixed_precision) == (
+        "tpu",
+        "my-tpu",
+        "bfloat16",
+    )
     assert find_preset("B/16", config.weights)["image_size"] == 224
     model = _model_of(config, 102)  # oxford_flowers102
     assert tuple(model.grid_size) == (24, 24) and model.hidden_dim == 768
 
 
 def test_finetune_online_names_a_preset(captured, monkeypatch, tmp_path):
-    _run_main("finetune.py", ["--weights", "augreg_in21k", "--model", "ViT_Ti16",
-                              "--output", str(tmp_path)], monkeypatch)
+    _run_main(
+        "finetune.py",
+        [
+            "--weights",
+            "augreg_in21k",
+            "--model",
+            "ViT_Ti16",
+            "--output",
+            str(tmp_path),
+        ],
+        monkeypatch,
+    )
     (config,) = captured
     config.check()
-    assert (config.optimizer, config.decay, config.clipnorm) == ("sgd", "cosine", 1.0)
+    assert (config.optimizer, config.decay, config.clipnorm) == (
+        "sgd",
+        "cosine",
+        1.0,
+    )
     assert find_preset("Ti/16", config.weights) is not None
     assert tuple(_model_of(config, 102).grid_size) == (24, 24)  # 384 px
 
@@ -108,17 +157,36 @@ def test_finetune_offline_runs_end_to_end(monkeypatch, tmp_path, capsys):
     # A small stand-in for Fashion-MNIST (the real one may not be on the
     # machine); the digits part is the real scikit-learn data.
     rng = np.random.default_rng(0)
-    fake = ((rng.integers(0, 256, (256, 28, 28), dtype=np.uint8), rng.integers(0, 10, 256)),
-            (rng.integers(0, 256, (16, 28, 28), dtype=np.uint8), rng.integers(0, 10, 16)))
-    monkeypatch.setattr(keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake)
-    # The fine-tuned run starts from the checkpoint: 16 px (4x4 patches) -> 32 px.
-    with pytest.warns(UserWarning, match="resampled from a 4x4 to a 8x8 patch grid"):
-        _run_main("finetune.py", ["--offline", "--epochs", "1", "--output", str(tmp_path)],
-                  monkeypatch)
+    fake = (
+        (
+            rng.integers(0, 256, (256, 28, 28), dtype=np.uint8),
+            rng.integers(0, 10, 256),
+        ),
+        (
+            rng.integers(0, 256, (16, 28, 28), dtype=np.uint8),
+            rng.integers(0, 10, 16),
+        ),
+    )
+    monkeypatch.setattr(
+        keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake
+    )
+    # The fine-tuned run starts from the checkpoint: 16 px (4x4 patches) ->
+    # 32 px.
+    with pytest.warns(
+        UserWarning, match="resampled from a 4x4 to a 8x8 patch grid"
+    ):
+        _run_main(
+            "finetune.py",
+            ["--offline", "--epochs", "1", "--output", str(tmp_path)],
+            monkeypatch,
+        )
     out = capsys.readouterr().out
     checkpoint = tmp_path / "pretrained.npz"
     with np.load(checkpoint) as npz:  # the original google-research layout
-        assert "embedding/kernel" in npz.files and npz["head/kernel"].shape[-1] == 40
+        assert (
+            "embedding/kernel" in npz.files
+            and npz["head/kernel"].shape[-1] == 40
+        )
     accuracies = re.findall(r"digits test accuracy, .*?:\s+([0-9.]+)", out)
     assert len(accuracies) == 2 and all(0 <= float(a) <= 1 for a in accuracies)
     assert (tmp_path / "tuned" / "model.keras").exists()
@@ -144,32 +212,55 @@ def test_digits_in_noise_places_the_digit_in_its_box():
     game = _load("attention_maps.py")
     digits = np.full((2, 8, 8), 16.0)
     digits[1] = 0.0
-    images, labels, boxes = game["digits_in_noise"](digits, np.array([3, 7]), 20, seed=0)
+    images, labels, boxes = game["digits_in_noise"](
+        digits, np.array([3, 7]), 20, seed=0
+    )
     assert images.shape == (20, 48, 48, 3) and images.dtype == np.float32
     assert set(labels.tolist()) <= {3, 7}
     assert boxes.min() >= 0 and boxes.max() <= 48 - 16
     for image, label, (top, left) in zip(images, labels, boxes):
-        box = image[top:top + 16, left:left + 16, 0]
+        box = image[top : top + 16, left : left + 16, 0]
         assert np.all(box == (255.0 if label == 3 else 0.0))
         outside = np.ones((48, 48), bool)
-        outside[top:top + 16, left:left + 16] = False
+        outside[top : top + 16, left : left + 16] = False
         noise = image[..., 0][outside]
-        assert 0 <= noise.min() and noise.max() <= 255 and 0.2 < noise.std() / 255 < 0.4
+        assert (
+            0 <= noise.min()
+            and noise.max() <= 255
+            and 0.2 < noise.std() / 255 < 0.4
+        )
 
 
 @pytest.mark.slow
 def test_attention_maps_example_runs(tmp_path, capsys):
     game = _load("attention_maps.py")
-    game["main"](["--output", str(tmp_path), "--epochs", "1", "--train-size", "256",
-                  "--test-size", "16"])
+    game["main"](
+        [
+            "--output",
+            str(tmp_path),
+            "--epochs",
+            "1",
+            "--train-size",
+            "256",
+            "--test-size",
+            "16",
+        ]
+    )
     out = capsys.readouterr().out
-    rows = re.findall(r"^  (last layer, raw|rollout, [a-z0-9%, ]+?)\s+(\d+)%\s+(\d+)%$",
-                      out, flags=re.M)
+    rows = re.findall(
+        r"^  (last layer, raw|rollout, [a-z0-9%, ]+?)\s+(\d+)%\s+(\d+)%$",
+        out,
+        flags=re.M,
+    )
     assert len(rows) == 7  # raw attention + 3 head fusions x 2 discard ratios
     assert all(0 <= int(a) <= 100 and 0 <= int(b) <= 100 for _, a, b in rows)
     assert re.search(r"chance \d+%", out)
-    for name in ("pointing.png", "model.keras", "figures/index.html",
-                 "figures/attention_distance.png"):
+    for name in (
+        "pointing.png",
+        "model.keras",
+        "figures/index.html",
+        "figures/attention_distance.png",
+    ):
         assert (tmp_path / name).stat().st_size > 0, name
 
 
@@ -177,7 +268,10 @@ def test_attention_maps_example_rejects_empty_sizes(capsys):
     game = _load("attention_maps.py")
     with pytest.raises(SystemExit):
         game["main"](["--train-size", "0"])
-    assert "--train-size must be at least 1. Received: 0" in capsys.readouterr().err
+    assert (
+        "--train-size must be at least 1. Received: 0"
+        in capsys.readouterr().err
+    )
 
 
 # === examples/masked_patch_prediction.py ===
@@ -186,18 +280,53 @@ def test_attention_maps_example_rejects_empty_sizes(capsys):
 @pytest.mark.slow
 def test_masked_patch_prediction_example_runs(monkeypatch, tmp_path, capsys):
     rng = np.random.default_rng(0)
-    fake = ((rng.integers(0, 256, (256, 28, 28), dtype=np.uint8), np.arange(256) % 10),
-            (rng.integers(0, 256, (32, 28, 28), dtype=np.uint8), np.arange(32) % 10))
-    monkeypatch.setattr(keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake)
+    fake = (
+        (
+            rng.integers(0, 256, (256, 28, 28), dtype=np.uint8),
+            np.arange(256) % 10,
+        ),
+        (
+            rng.integers(0, 256, (32, 28, 28), dtype=np.uint8),
+            np.arange(32) % 10,
+        ),
+    )
+    monkeypatch.setattr(
+        keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake
+    )
     example = _load("masked_patch_prediction.py")
     # A smaller model of the same geometry, to keep the XLA compiles short.
-    monkeypatch.setitem(example["main"].__globals__, "MODEL", dict(
-        example["MODEL"], hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=32))
-    example["main"](["--output", str(tmp_path), "--pretrain-epochs", "1",
-                     "--labels-per-class", "3", "--epochs", "1"])
+    monkeypatch.setitem(
+        example["main"].__globals__,
+        "MODEL",
+        dict(
+            example["MODEL"],
+            hidden_dim=16,
+            num_layers=1,
+            num_heads=2,
+            mlp_dim=32,
+        ),
+    )
+    example["main"](
+        [
+            "--output",
+            str(tmp_path),
+            "--pretrain-epochs",
+            "1",
+            "--labels-per-class",
+            "3",
+            "--epochs",
+            "1",
+        ]
+    )
     out = capsys.readouterr().out
     assert re.search(r"patch accuracy 0\.\d{3}", out)
-    accuracies = re.findall(r"test accuracy with 30 labels, .*?:\s+([0-9.]+)", out)
+    accuracies = re.findall(
+        r"test accuracy with 30 labels, .*?:\s+([0-9.]+)", out
+    )
     assert len(accuracies) == 2 and all(0 <= float(a) <= 1 for a in accuracies)
-    with np.load(tmp_path / "mpp.npz") as npz:  # the backbone, original layout, no head
-        assert "embedding/kernel" in npz.files and "head/kernel" not in npz.files
+    with np.load(
+        tmp_path / "mpp.npz"
+    ) as npz:  # the backbone, original layout, no head
+        assert (
+            "embedding/kernel" in npz.files and "head/kernel" not in npz.files
+        )

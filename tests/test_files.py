@@ -1,4 +1,5 @@
-"""`keras_vit.files.check_output_path`: the one rule every export's outputs follow."""
+"""`keras_vit.files.check_output_path`: the one rule every export's outputs
+follow."""
 
 import os
 
@@ -15,70 +16,118 @@ def test_an_output_is_never_an_input_nor_a_folder_above_one(tmp_path):
     link.symlink_to(model)
     hard = tmp_path / "hard.keras"
     os.link(model, hard)
-    for output, kind in [(model, "is"), (link, "is"), (hard, "is"),
-                         (tmp_path / "run", "holds"), (tmp_path, "holds")]:
+    for output, kind in [
+        (model, "is"),
+        (link, "is"),
+        (hard, "is"),
+        (tmp_path / "run", "holds"),
+        (tmp_path, "holds"),
+    ]:
         directory = os.path.isdir(output)
         with pytest.raises(ValueError, match=f"`output` {kind} an input"):
-            files.check_output_path(output, directory=directory, inputs=[str(model)],
-                                    replaceable=lambda p: True, overwrite=True)
+            files.check_output_path(
+                output,
+                directory=directory,
+                inputs=[str(model)],
+                replaceable=lambda p: True,
+                overwrite=True,
+            )
     # What exists inside an input folder (an image of a `folder:PATH`
     # source) is read too: --overwrite replaced it with the export's bytes.
     images = tmp_path / "images"
     (images / "cat").mkdir(parents=True)
     (images / "cat" / "1.jpg").write_bytes(b"jpeg")
-    for output, directory in [(images / "cat" / "1.jpg", False), (images / "cat", True)]:
+    for output, directory in [
+        (images / "cat" / "1.jpg", False),
+        (images / "cat", True),
+    ]:
         with pytest.raises(ValueError, match="`output` is inside an input"):
-            files.check_output_path(output, directory=directory, inputs=[str(images)],
-                                    replaceable=lambda p: True, overwrite=True)
+            files.check_output_path(
+                output,
+                directory=directory,
+                inputs=[str(images)],
+                replaceable=lambda p: True,
+                overwrite=True,
+            )
     # A new file there deletes nothing.
     out = images / "vit.tflite"
     assert files.check_output_path(out, inputs=[str(images)]) == str(out)
     # Inputs that are not paths on disk (a dataset name, an array) are skipped.
     out = tmp_path / "new.tflite"
-    assert files.check_output_path(out, inputs=["digits", None, object()]) == str(out)
+    assert files.check_output_path(
+        out, inputs=["digits", None, object()]
+    ) == str(out)
 
 
 def test_only_an_earlier_export_is_replaced_unless_overwrite(tmp_path):
     mine = tmp_path / "notes.txt"
     mine.write_text("mine")
-    with pytest.raises(ValueError, match=r"^`output` names an existing file, and writing "
-                                         r"there would delete it.*overwrite=True.*notes.txt"):
+    with pytest.raises(
+        ValueError,
+        match=r"^`output` names an existing file, and writing "
+        r"there would delete it.*overwrite=True.*notes.txt",
+    ):
         files.check_output_path(mine)
     # The error says what the writer replaces unasked, in the caller's words
     # (it said "not an export of this kind" to convert and save_npz too).
-    with pytest.raises(ValueError, match=r"existing file that is not a TFLite file \(the "
-                                         r"only kind replaced unasked\)"):
-        files.check_output_path(mine, replaceable=lambda p: False, replaces="a TFLite file")
+    with pytest.raises(
+        ValueError,
+        match=r"existing file that is not a TFLite file \(the "
+        r"only kind replaced unasked\)",
+    ):
+        files.check_output_path(
+            mine, replaceable=lambda p: False, replaces="a TFLite file"
+        )
     with pytest.raises(ValueError, match="not an earlier output of this kind"):
         files.check_output_path(mine, replaceable=lambda p: False)
     with pytest.raises(ValueError, match="remove it first. Received"):
-        files.check_output_path(mine, overwrite=None)  # no overwrite option offered
-    assert files.check_output_path(mine, replaceable=lambda p: True) == str(mine)
+        files.check_output_path(
+            mine, overwrite=None
+        )  # no overwrite option offered
+    assert files.check_output_path(mine, replaceable=lambda p: True) == str(
+        mine
+    )
     assert files.check_output_path(mine, overwrite=True) == str(mine)
     folder = tmp_path / "folder"
     folder.mkdir()
-    assert files.check_output_path(folder, directory=True) == str(folder)  # empty
+    assert files.check_output_path(folder, directory=True) == str(
+        folder
+    )  # empty
     (folder / "a").write_text("a")
-    with pytest.raises(ValueError, match="names an existing folder, and writing"):
+    with pytest.raises(
+        ValueError, match="names an existing folder, and writing"
+    ):
         files.check_output_path(folder, directory=True)
     assert mine.read_text() == "mine" and os.listdir(folder) == ["a"]
 
 
 def test_an_unwritable_folder_is_refused(tmp_path, monkeypatch):
     real_access = os.access
-    monkeypatch.setattr(os, "access", lambda path, mode, **kw: (
-        False if os.fspath(path) == str(tmp_path) else real_access(path, mode, **kw)))
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda path, mode, **kw: (
+            False
+            if os.fspath(path) == str(tmp_path)
+            else real_access(path, mode, **kw)
+        ),
+    )
     with pytest.raises(ValueError, match=f"not writable: {tmp_path}"):
         files.check_output_path(tmp_path / "vit.tflite")
 
 
 def test_a_companion_file_names_its_output(tmp_path):
     (tmp_path / "vit.bin").write_bytes(b"mine")
-    with pytest.raises(ValueError, match=r"Received: weights=.*vit.bin.*beside output='vit.xml'"):
+    with pytest.raises(
+        ValueError,
+        match=r"Received: weights=.*vit.bin.*beside output='vit.xml'",
+    ):
         files.check_companion_path(tmp_path / "vit.bin", "vit.xml", "weights")
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux only")
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/status"), reason="Linux only"
+)
 def test_the_umask_is_read_on_linux_without_setting_it(monkeypatch):
     # os.umask(0) and back left other threads a window in which they
     # created world-writable files.
@@ -86,7 +135,9 @@ def test_the_umask_is_read_on_linux_without_setting_it(monkeypatch):
     try:
         calls = []
         real_umask = os.umask
-        monkeypatch.setattr(os, "umask", lambda mask: calls.append(mask) or real_umask(mask))
+        monkeypatch.setattr(
+            os, "umask", lambda mask: calls.append(mask) or real_umask(mask)
+        )
         assert files._umask() == 0o027
         assert calls == []
         monkeypatch.undo()
@@ -127,15 +178,19 @@ def test_read_npz_reads_safely_and_names_the_file_and_argument(tmp_path):
     np.save(tmp_path / "array.npy", np.zeros(3))
     os.replace(tmp_path / "array.npy", tmp_path / "array.npz")
     np.savez(tmp_path / "pickled.npz", a=np.array([{"x": 1}], dtype=object))
-    for name, message in [("missing.npz", "The .npz file does not exist"),
-                          ("cut.npz", "Cannot read the .npz file"),
-                          ("array.npz", "holds a single array"),
-                          ("pickled.npz", "Cannot read the .npz file")]:
+    for name, message in [
+        ("missing.npz", "The .npz file does not exist"),
+        ("cut.npz", "Cannot read the .npz file"),
+        ("array.npz", "holds a single array"),
+        ("pickled.npz", "Cannot read the .npz file"),
+    ]:
         path = str(tmp_path / name)
         with pytest.raises(ValueError) as info:
             files.read_npz(path, name="data")
         assert message in str(info.value)
-        assert str(info.value).endswith(f"Received: data={path!r}"), str(info.value)
+        assert str(info.value).endswith(f"Received: data={path!r}"), str(
+            info.value
+        )
 
 
 def test_weights_and_images_read_npz_files_one_way(tmp_path, monkeypatch):
@@ -156,6 +211,29 @@ def test_weights_and_images_read_npz_files_one_way(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="read by files.read_npz"):
         reader.read_checkpoint(path)
     with pytest.raises(ValueError, match="read by files.read_npz"):
-        representative.load_images(str(path), (8, 8), name="representative_data")
-    assert seen == [(str(path), "the .npz weights file", "weights"),
-                    (str(path), "the .npz file", "representative_data")]
+        representative.load_images(
+            str(path), (8, 8), name="representative_data"
+        )
+    assert seen == [
+        (str(path), "the .npz weights file", "weights"),
+        (str(path), "the .npz file", "representative_data"),
+    ]
+
+
+def test_atomic_write_writes_through_a_temporary_file_of_the_same_suffix(
+    tmp_path,
+):
+    # It called `files.atomic_file` inside keras_vit.files itself, where
+    # `files` is no name: every checkpoint, plot and page it saved failed.
+    seen = []
+
+    def write(temporary):
+        seen.append(temporary)
+        with open(temporary, "w") as f:
+            f.write("new")
+
+    path = tmp_path / "run" / "model.weights.h5"
+    files.atomic_write(str(path), write)
+    assert path.read_text() == "new"
+    assert seen[0] != str(path) and seen[0].endswith(".weights.h5")
+    assert os.listdir(path.parent) == ["model.weights.h5"]

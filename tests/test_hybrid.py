@@ -11,14 +11,32 @@ from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
-VIT = dict(patch_size=1, hidden_dim=32, num_layers=2, num_heads=4, mlp_dim=64,
-           num_classes=5, classifier_activation=None)
+VIT = dict(
+    patch_size=1,
+    hidden_dim=32,
+    num_layers=2,
+    num_heads=4,
+    mlp_dim=64,
+    num_classes=5,
+    classifier_activation=None,
+)
 # The golden models' stems (tests/golden/make_hybrid_checkpoints.py): timm's
 # ResNetV2 as its hybrids build it, at tiny widths.
 STEMS = {
-    "hybrid_r2s": dict(image_size=32, stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4}),
-    "hybrid_r4s": dict(image_size=64, stem={"block_units": [1, 1, 1, 1], "width": 8, "root_width": 16,
-                                             "stage_filters": [32, 32, 32, 32], "groups": 4}),
+    "hybrid_r2s": dict(
+        image_size=32,
+        stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4},
+    ),
+    "hybrid_r4s": dict(
+        image_size=64,
+        stem={
+            "block_units": [1, 1, 1, 1],
+            "width": 8,
+            "root_width": 16,
+            "stage_filters": [32, 32, 32, 32],
+            "groups": 4,
+        },
+    ),
 }
 
 # timm's parameter counts at 224 px with a 1000-class head.
@@ -43,8 +61,12 @@ def test_parameter_counts_match_timm(name):
 def test_golden_parity(name, fmt):
     with np.load(os.path.join(GOLDEN, f"{name}.expected.npz")) as data:
         ref = {k: data[k] for k in data.files}
-    model = keras_vit.ViT.from_preset(os.path.join(GOLDEN, f"{name}.{fmt}"), **VIT, **STEMS[name])
-    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
+    model = keras_vit.ViT.from_preset(
+        os.path.join(GOLDEN, f"{name}.{fmt}"), **VIT, **STEMS[name]
+    )
+    np.testing.assert_allclose(
+        model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4
+    )
     # The stem alone: the backbone's feature map.
     stem = model.get_layer("resnet_stem")
     backbone = stem(model.get_layer("rescaling")(ref["images"])).numpy()
@@ -52,8 +74,11 @@ def test_golden_parity(name, fmt):
 
 
 def test_hybrid_checkpoint_resolution_defaults():
-    model = keras_vit.ViT.from_preset(os.path.join(GOLDEN, "hybrid_r4s.npz"),
-                          **VIT, stem=STEMS["hybrid_r4s"]["stem"])
+    model = keras_vit.ViT.from_preset(
+        os.path.join(GOLDEN, "hybrid_r4s.npz"),
+        **VIT,
+        stem=STEMS["hybrid_r4s"]["stem"],
+    )
     assert model.image_size == (64, 64)  # 2x2 grid x stride 32
 
 
@@ -61,8 +86,16 @@ def test_keras_application_as_stem(tmp_path):
     stem = keras.applications.MobileNetV2(
         include_top=False, weights=None, input_shape=(64, 64, 3), alpha=0.35
     )
-    model = keras_vit.ViT(image_size=64, patch_size=1, hidden_dim=16, num_layers=1,
-                          num_heads=2, mlp_dim=16, num_classes=3, stem=stem)
+    model = keras_vit.ViT(
+        image_size=64,
+        patch_size=1,
+        hidden_dim=16,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=16,
+        num_classes=3,
+        stem=stem,
+    )
     assert model.grid_size == (2, 2)  # MobileNetV2 has stride 32
     images = random_images((2, 64, 64, 3))
     out = model(images).numpy()
@@ -71,36 +104,50 @@ def test_keras_application_as_stem(tmp_path):
     randomize_weights(model, scale=0.05)
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
-    np.testing.assert_allclose(loaded(images).numpy(), model(images).numpy(), atol=1e-5)
+    np.testing.assert_allclose(
+        loaded(images).numpy(), model(images).numpy(), atol=1e-5
+    )
 
 
 def test_hybrid_config_and_keras_round_trip(tmp_path):
-    model = keras_vit.ViT(image_size=32, **{**VIT, "classifier_activation": "softmax"},
-                          stem=STEMS["hybrid_r2s"]["stem"])
+    model = keras_vit.ViT(
+        image_size=32,
+        **{**VIT, "classifier_activation": "softmax"},
+        stem=STEMS["hybrid_r2s"]["stem"],
+    )
     randomize_weights(model, scale=0.1)
     config = model.get_config()
     assert config["stem"]["block_units"] == [1, 1]
     clone = keras_vit.ViT.from_config(config)
     clone.set_weights(model.get_weights())
     images = random_images((2, 32, 32, 3))
-    np.testing.assert_allclose(clone(images).numpy(), model(images).numpy(), atol=1e-5)
+    np.testing.assert_allclose(
+        clone(images).numpy(), model(images).numpy(), atol=1e-5
+    )
     path = str(tmp_path / "r.keras")
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
-    np.testing.assert_allclose(loaded(images).numpy(), model(images).numpy(), atol=1e-5)
+    np.testing.assert_allclose(
+        loaded(images).numpy(), model(images).numpy(), atol=1e-5
+    )
     inter = model.intermediates_model()(images)
     assert inter["attention_weights"][0].shape == (2, 4, 17, 17)
 
 
 def test_xla_train_step():
-    model = keras_vit.ViT(image_size=32, **{**VIT, "classifier_activation": "softmax"},
-                          stem=STEMS["hybrid_r2s"]["stem"])
+    model = keras_vit.ViT(
+        image_size=32,
+        **{**VIT, "classifier_activation": "softmax"},
+        stem=STEMS["hybrid_r2s"]["stem"],
+    )
     model.compile("adamw", "sparse_categorical_crossentropy", jit_compile=True)
     images, labels = random_images((4, 32, 32, 3)), np.arange(4) % 5
     before = model.get_layer("resnet_stem").root_conv.kernel.numpy().copy()
     losses = [model.train_on_batch(images, labels) for _ in range(3)]
     assert np.isfinite(losses).all()
-    assert not np.array_equal(before, model.get_layer("resnet_stem").root_conv.kernel.numpy())
+    assert not np.array_equal(
+        before, model.get_layer("resnet_stem").root_conv.kernel.numpy()
+    )
 
 
 def test_bad_stems():
@@ -109,7 +156,11 @@ def test_bad_stems():
     with pytest.raises(ValueError, match="stem="):
         keras_vit.ViT(image_size=32, **VIT, stem={"blocks": [1]})
     with pytest.raises(ValueError, match="feature map"):
-        keras_vit.ViT(image_size=32, **{**VIT, "patch_size": 3}, stem=STEMS["hybrid_r2s"]["stem"])
+        keras_vit.ViT(
+            image_size=32,
+            **{**VIT, "patch_size": 3},
+            stem=STEMS["hybrid_r2s"]["stem"],
+        )
 
 
 @pytest.mark.parametrize("quantize", ["none", "dynamic"])
@@ -117,8 +168,11 @@ def test_hybrid_exports_to_tflite_with_builtin_ops_only(tmp_path, quantize):
     from keras_vit import export
     from keras_vit.export import graph
 
-    model = keras_vit.ViT(image_size=32, **{**VIT, "classifier_activation": "softmax"},
-                          stem=STEMS["hybrid_r2s"]["stem"])
+    model = keras_vit.ViT(
+        image_size=32,
+        **{**VIT, "classifier_activation": "softmax"},
+        stem=STEMS["hybrid_r2s"]["stem"],
+    )
     randomize_weights(model, scale=0.1)
     path = str(tmp_path / "hybrid.tflite")
     # Verified before it is written: builtin ops only, weights present, and

@@ -75,7 +75,9 @@ def _imports(name, path):
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                parts = package.split(".")[
+                    : len(package.split(".")) - node.level + 1
+                ]
                 base = ".".join(parts + ([base] if base else []))
             for alias in node.names:
                 # `from pkg import module` reaches the module; `from pkg
@@ -97,7 +99,8 @@ def _part(module):
 
 def test_every_module_has_a_place_in_the_layers():
     unplaced = [
-        m for m in MODULES
+        m
+        for m in MODULES
         if m != "keras_vit" and m not in SHIMS and _part(m) is None
     ]
     assert unplaced == [], "add them to RANKS"
@@ -110,7 +113,9 @@ def test_imports_go_down_the_layers():
             continue  # the package's face imports everything; shims their homes
         for other in imported:
             if other == "keras_vit":
-                upward.append(f"{module} -> keras_vit (the package's face, on top)")
+                upward.append(
+                    f"{module} -> keras_vit (the package's face, on top)"
+                )
                 continue
             if other in SHIMS:
                 upward.append(f"{module} -> {other} (a deprecated alias)")
@@ -126,15 +131,18 @@ def test_imports_go_down_the_layers():
 
 
 def test_no_modules_import_each_other_in_a_circle():
-    graph = {m: {o for o in out if o not in SHIMS} for m, out in GRAPH.items()
-             if m not in SHIMS and m != "keras_vit"}
+    graph = {
+        m: {o for o in out if o not in SHIMS}
+        for m, out in GRAPH.items()
+        if m not in SHIMS and m != "keras_vit"
+    }
     state, circles = {}, []
 
     def visit(node, path):
         state[node] = "open"
         for other in sorted(graph.get(node, ())):
             if state.get(other) == "open":
-                circles.append(path[path.index(other):] + [other])
+                circles.append(path[path.index(other) :] + [other])
             elif other not in state:
                 visit(other, path + [other])
         state[node] = "done"
@@ -150,7 +158,10 @@ def test_the_checks_know_the_circle_that_was_there():
     circle issue 23 removed) is found as upward and as a circle."""
     graph = {m: set(out) for m, out in GRAPH.items()}
     graph["keras_vit.arg_checks"].add("keras_vit.models.vit")
-    assert RANKS[_part("keras_vit.models.vit")] > RANKS[_part("keras_vit.arg_checks")]
+    assert (
+        RANKS[_part("keras_vit.models.vit")]
+        > RANKS[_part("keras_vit.arg_checks")]
+    )
     assert "keras_vit.arg_checks" in _reachable(graph, "keras_vit.models.vit")
 
 

@@ -30,7 +30,11 @@ def _tiny(**kwargs):
         {"include_top": False, "pooling": None},
         {"include_preprocessing": False, "position_embedding": "none"},
         {"position_embedding": "relative"},
-        {"position_embedding": "relative", "pooling": "gap", "image_size": (16, 24)},
+        {
+            "position_embedding": "relative",
+            "pooling": "gap",
+            "image_size": (16, 24),
+        },
     ],
 )
 def test_matches_numpy_reference(kwargs):
@@ -91,7 +95,9 @@ def test_config_is_the_constructor_arguments():
     images = random_images((2, 32, 48, 3))
     randomize_weights(model)
     clone.set_weights(model.get_weights())
-    np.testing.assert_allclose(clone(images).numpy(), model(images).numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        clone(images).numpy(), model(images).numpy(), atol=1e-6
+    )
 
 
 def test_keras_file_round_trip_in_safe_mode(tmp_path):
@@ -113,13 +119,17 @@ def test_a_frozen_backbone_stays_frozen_when_reloaded(tmp_path):
     backbone = _tiny(include_top=False)
     backbone.trainable = False
     inputs = keras.Input((32, 32, 3))
-    model = keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(backbone(inputs)))
+    model = keras.Model(
+        inputs, keras.layers.Dense(3, activation="softmax")(backbone(inputs))
+    )
     model.compile("adam", "sparse_categorical_crossentropy")
     model.fit(images, labels, epochs=1, verbose=0)
     path = os.path.join(tmp_path, "tuned.keras")
     model.save(path)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # e.g. "Skipping variable loading for optimizer"
+        warnings.simplefilter(
+            "error"
+        )  # e.g. "Skipping variable loading for optimizer"
         loaded = keras.saving.load_model(path)
     assert len(loaded.trainable_weights) == 2  # the new head's kernel and bias
     frozen = [w.numpy() for w in loaded.layers[1].weights]
@@ -157,11 +167,19 @@ def test_fit_step_with_xla():
 
 @pytest.mark.parametrize(
     "policy, position_embedding",
-    [("mixed_bfloat16", "learned"), ("mixed_float16", "learned"),
-     ("mixed_float16", "relative")],
+    [
+        ("mixed_bfloat16", "learned"),
+        ("mixed_float16", "learned"),
+        ("mixed_float16", "relative"),
+    ],
 )
-def test_mixed_precision_forward_gives_finite_float32(policy, position_embedding):
-    kwargs = {"classifier_activation": None, "position_embedding": position_embedding}
+def test_mixed_precision_forward_gives_finite_float32(
+    policy, position_embedding
+):
+    kwargs = {
+        "classifier_activation": None,
+        "position_embedding": position_embedding,
+    }
     model = _tiny(dtype=policy, **kwargs)
     randomize_weights(model)
     assert model.get_layer("block_0").compute_dtype == policy.split("_")[1]
@@ -172,7 +190,9 @@ def test_mixed_precision_forward_gives_finite_float32(policy, position_embedding
     ref = _tiny(**kwargs)
     ref.set_weights(model.get_weights())
     expected = ref(random_images((2, 32, 32, 3))).numpy()
-    np.testing.assert_allclose(out.numpy(), expected, atol=0.1 * np.abs(expected).max())
+    np.testing.assert_allclose(
+        out.numpy(), expected, atol=0.1 * np.abs(expected).max()
+    )
 
 
 def test_mixed_precision_survives_saving(tmp_path):
@@ -193,29 +213,50 @@ def test_keras_int8_quantization_saves_and_reloads(tmp_path, dtype):
     # `model.quantize("int8")` (Keras's weight quantization: int8 kernels
     # and per-channel scales for every Dense) survives saving, reloading and
     # saving again.
-    model = _tiny(dtype=dtype, representation_size=8, classifier_activation=None)
+    model = _tiny(
+        dtype=dtype, representation_size=8, classifier_activation=None
+    )
     randomize_weights(model)
     images = random_images((2, 32, 32, 3))
     expected = model(images).numpy()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "Layer LayerNorm does not have a `quantize` method"
+        warnings.simplefilter(
+            "ignore"
+        )  # "Layer LayerNorm does not have a `quantize` method"
         model.quantize("int8")
     quantized = model(images).numpy()
-    np.testing.assert_allclose(quantized, expected, atol=0.1 * np.abs(expected).max())
+    np.testing.assert_allclose(
+        quantized, expected, atol=0.1 * np.abs(expected).max()
+    )
     assert not np.array_equal(quantized, expected)
-    dense = ["patch_encoder/projection", "block_0/attention/qkv", "block_1/mlp_fc2",
-             "pre_logits", "head"]
+    dense = [
+        "patch_encoder/projection",
+        "block_0/attention/qkv",
+        "block_1/mlp_fc2",
+        "pre_logits",
+        "head",
+    ]
     for round_trip in range(2):
         path = os.path.join(tmp_path, f"int8_{round_trip}.keras")
         model.save(path)
         model = keras.saving.load_model(path)
         np.testing.assert_array_equal(model(images).numpy(), quantized)
-        layers = {layer.path: layer for layer in model._flatten_layers() if layer.path}
+        layers = {
+            layer.path: layer for layer in model._flatten_layers() if layer.path
+        }
         for name in dense:
             assert layers[name].quantization_mode == "int8", name
-            assert keras.backend.standardize_dtype(layers[name]._kernel.dtype) == "int8"
+            assert (
+                keras.backend.standardize_dtype(layers[name]._kernel.dtype)
+                == "int8"
+            )
         assert layers["block_0/norm1"].dtype_policy.name == dtype
-        assert model.get_config()["dtype"]["config"]["default_policy"]["config"]["name"] == dtype
+        assert (
+            model.get_config()["dtype"]["config"]["default_policy"]["config"][
+                "name"
+            ]
+            == dtype
+        )
 
 
 def test_global_mixed_policy():
@@ -237,7 +278,9 @@ def test_intermediates_model():
         assert tokens.shape == (2, 17, 16)
         assert weights.shape == (2, 2, 17, 17)
         np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(out["output"].numpy(), model(images).numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        out["output"].numpy(), model(images).numpy(), atol=1e-6
+    )
     # The last block's tokens, through the model's tail, give its output.
     tail = out["block_outputs"][-1]
     for name in ("encoder_norm", "pooling", "head", "predictions"):
@@ -245,9 +288,9 @@ def test_intermediates_model():
     np.testing.assert_allclose(tail.numpy(), model(images).numpy(), atol=1e-6)
     # Shared weights: nothing was copied.
     assert len(model.intermediates_model().weights) == len(model.weights)
-    assert "attention_weights" not in model.intermediates_model(attention=False)(
-        images
-    )
+    assert "attention_weights" not in model.intermediates_model(
+        attention=False
+    )(images)
 
 
 def test_from_variant_and_overrides():
@@ -284,11 +327,20 @@ def test_from_variant_and_overrides():
         ({"num_channels": 0}, "num_channels=0"),
         ({"weights": "imagenet"}, "weights='imagenet'"),
         ({"include_top": "yes"}, "include_top='yes'"),
-        ({"hidden_dim": 18, "num_heads": 3, "position_embedding": "sincos2d"},
-         "hidden_dim=18"),
+        (
+            {
+                "hidden_dim": 18,
+                "num_heads": 3,
+                "position_embedding": "sincos2d",
+            },
+            "hidden_dim=18",
+        ),
         # keras.applications names, which Keras would drop without a word.
         ({"classes": 10}, "classes -> num_classes.*classes=10"),
-        ({"input_shape": (64, 64, 3)}, "input_shape -> image_size.*input_shape=\\(64"),
+        (
+            {"input_shape": (64, 64, 3)},
+            "input_shape -> image_size.*input_shape=\\(64",
+        ),
         ({"num_class": 10}, "Unknown keras_vit.ViT argument.*num_class=10"),
     ],
 )
@@ -298,17 +350,24 @@ def test_bad_arguments_name_the_argument_and_value(kwargs, match):
 
 
 def _float_arguments(cls):
-    return [name for name, p in inspect.signature(cls.__init__).parameters.items()
-            if isinstance(p.default, float)]
+    return [
+        name
+        for name, p in inspect.signature(cls.__init__).parameters.items()
+        if isinstance(p.default, float)
+    ]
 
 
 def test_float_arguments_must_be_finite_and_in_range():
     # layer_norm_epsilon=inf gave every image the same (zero) features.
     floats = _float_arguments(keras_vit.ViT)
-    assert {"dropout_rate", "drop_path_rate", "layer_norm_epsilon"} <= set(floats)
+    assert {"dropout_rate", "drop_path_rate", "layer_norm_epsilon"} <= set(
+        floats
+    )
     for name in floats:
         for value in (math.inf, -math.inf, math.nan, 1e39):
-            with pytest.raises(ValueError, match=re.escape(f"Received: {name}={value!r}")):
+            with pytest.raises(
+                ValueError, match=re.escape(f"Received: {name}={value!r}")
+            ):
                 _tiny(**{name: value})
     # The hybrid's ResNet stem, from its dict of arguments.
     stem = {"block_units": [1], "width": 4, "groups": 4}
@@ -323,7 +382,9 @@ def test_float_arguments_must_be_finite_and_in_range():
 def test_integer_and_quantized_policies_are_refused(dtype):
     # An integer policy crashed in Keras ("Cannot convert 0.0 to EagerTensor
     # of dtype int32"), a plain quantized one quantized the new layers.
-    with pytest.raises(ValueError, match=r"`dtype` must be a floating.*Received: dtype="):
+    with pytest.raises(
+        ValueError, match=r"`dtype` must be a floating.*Received: dtype="
+    ):
         _tiny(dtype=dtype)
 
 
@@ -335,7 +396,9 @@ def test_builder_rejects_bad_image_size():
 def test_wrong_number_of_channels():
     model = _tiny()
     for channels in (1, 4):
-        with pytest.raises(ValueError, match=r"3\b.*\(1, 32, 32, %d\)" % channels):
+        with pytest.raises(
+            ValueError, match=rf"3\b.*\(1, 32, 32, {channels}\)"
+        ):
             model(np.zeros((1, 32, 32, channels), "float32"))
     gray = _tiny(num_channels=1)
     assert gray(np.zeros((1, 32, 32, 1), "float32")).shape == (1, 5)
@@ -343,7 +406,14 @@ def test_wrong_number_of_channels():
 
 @pytest.mark.parametrize(
     "rates",
-    [{}, {"dropout_rate": 0.2, "attention_dropout_rate": 0.2, "drop_path_rate": 0.3}],
+    [
+        {},
+        {
+            "dropout_rate": 0.2,
+            "attention_dropout_rate": 0.2,
+            "drop_path_rate": 0.3,
+        },
+    ],
 )
 def test_remat_trains_exactly_like_without(monkeypatch, rates):
     # With dropout the recomputed pass drew other masks than the forward
@@ -361,10 +431,14 @@ def test_remat_trains_exactly_like_without(monkeypatch, rates):
         keras.utils.set_random_seed(0)
         model = _tiny(remat=remat, classifier_activation=None, **rates)
         randomize_weights(model)
-        model.compile(keras.optimizers.SGD(0.05),
-                      keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.compile(
+            keras.optimizers.SGD(0.05),
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
         images, labels = random_images((4, 32, 32, 3)), np.arange(4) % 5
-        losses[remat] = [float(model.train_on_batch(images, labels)) for _ in range(3)]
+        losses[remat] = [
+            float(model.train_on_batch(images, labels)) for _ in range(3)
+        ]
         if not remat:
             assert calls == []
     assert model.get_config()["remat"] is True
@@ -385,20 +459,34 @@ def test_learned2d_trains_saves_and_is_not_weight_decayed(tmp_path):
     before = [encoder.pos_embedding_x.numpy(), encoder.pos_embedding_y.numpy()]
     optimizer = make_optimizer("adamw", 1e-2, 0.5, total_steps=3)
     model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
-    images, labels = random_images((8, 32, 32, 3)), np.arange(8) % TINY["num_classes"]
+    images, labels = (
+        random_images((8, 32, 32, 3)),
+        np.arange(8) % TINY["num_classes"],
+    )
     model.fit(images, labels, epochs=2, verbose=0)
     after = [encoder.pos_embedding_x.numpy(), encoder.pos_embedding_y.numpy()]
-    assert all(np.abs(a - b).max() > 0 for a, b in zip(after, before))  # trained
-    decayed = {v.name for v in model.trainable_variables if optimizer._use_weight_decay(v)}
+    assert all(
+        np.abs(a - b).max() > 0 for a, b in zip(after, before)
+    )  # trained
+    decayed = {
+        v.name
+        for v in model.trainable_variables
+        if optimizer._use_weight_decay(v)
+    }
     assert "kernel" in decayed  # the check itself works
-    assert "position_embedding_x" not in decayed and "position_embedding_y" not in decayed
+    assert (
+        "position_embedding_x" not in decayed
+        and "position_embedding_y" not in decayed
+    )
     path = str(tmp_path / "m.keras")
     model.save(path)
     loaded = keras.saving.load_model(path)
     np.testing.assert_array_equal(loaded(images).numpy(), model(images).numpy())
     similarity = visualize.position_embedding_similarity(model)
     assert similarity.shape == (*model.grid_size, *model.grid_size)
-    np.testing.assert_allclose(np.einsum("ijij->ij", similarity), 1.0, atol=1e-6)
+    np.testing.assert_allclose(
+        np.einsum("ijij->ij", similarity), 1.0, atol=1e-6
+    )
     with pytest.raises(ValueError, match="hidden_dim=15"):
         _tiny(hidden_dim=15, num_heads=3, position_embedding="learned2d")
 
@@ -409,18 +497,27 @@ def test_relative_trains_saves_and_is_not_weight_decayed(tmp_path):
 
     model = _tiny(position_embedding="relative")
     # 16 patches and the class token: offsets -16..16 in every block.
-    tables = [model.get_layer(f"block_{i}").attention.relative_position_embedding
-              for i in range(model.num_layers)]
+    tables = [
+        model.get_layer(f"block_{i}").attention.relative_position_embedding
+        for i in range(model.num_layers)
+    ]
     assert [tuple(t.shape) for t in tables] == [(33, 16)] * model.num_layers
     encoder = model.get_layer("patch_encoder")
     assert encoder.position_embeddings() is None  # nothing added to the tokens
     before = [t.numpy() for t in tables]
     optimizer = make_optimizer("adamw", 1e-2, 0.5, total_steps=3)
     model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
-    images, labels = random_images((8, 32, 32, 3)), np.arange(8) % TINY["num_classes"]
+    images, labels = (
+        random_images((8, 32, 32, 3)),
+        np.arange(8) % TINY["num_classes"],
+    )
     model.fit(images, labels, epochs=2, verbose=0)
     assert all(np.abs(t.numpy() - b).max() > 0 for t, b in zip(tables, before))
-    decayed = {v.path for v in model.trainable_variables if optimizer._use_weight_decay(v)}
+    decayed = {
+        v.path
+        for v in model.trainable_variables
+        if optimizer._use_weight_decay(v)
+    }
     assert "block_0/attention/qkv/kernel" in decayed  # the check itself works
     assert not any("relative" in path for path in decayed)
     path = str(tmp_path / "m.keras")
@@ -431,7 +528,9 @@ def test_relative_trains_saves_and_is_not_weight_decayed(tmp_path):
     with pytest.raises(ValueError, match="position_embedding='relative'"):
         visualize.position_embedding_similarity(model)
     # The inspection page leaves that one figure out.
-    written = visualize.inspect(model, images[:1], str(tmp_path / "inspect"), ["a"])
+    written = visualize.inspect(
+        model, images[:1], str(tmp_path / "inspect"), ["a"]
+    )
     names = {os.path.basename(path) for path in written}
     assert "rollout_a.png" in names and "position_similarity.png" not in names
 
@@ -446,10 +545,13 @@ def test_relative_logits_depend_on_the_offset_only():
     query = np.random.default_rng(2).normal(size=(1, 2, 5, 4)).astype("float32")
     query[:, :, 3] = query[:, :, 1]  # tokens 1 and 3: same query content
     bias = layer._relative_logits(keras.ops.convert_to_tensor(query), 1).numpy()
-    np.testing.assert_allclose(bias[:, :, 1, 0:3], bias[:, :, 3, 2:5], atol=1e-6)
+    np.testing.assert_allclose(
+        bias[:, :, 1, 0:3], bias[:, :, 3, 2:5], atol=1e-6
+    )
     table = layer.relative_position_embedding.numpy()  # offset 0: row T - 1 = 4
     np.testing.assert_allclose(
-        bias[0, 1, 2, 2], query[0, 1, 2] @ table[4, 4:8], rtol=1e-5)
+        bias[0, 1, 2, 2], query[0, 1, 2] @ table[4, 4:8], rtol=1e-5
+    )
 
 
 def test_the_old_model_module_is_a_deprecated_alias_of_the_models_package():
@@ -460,7 +562,10 @@ def test_the_old_model_module_is_a_deprecated_alias_of_the_models_package():
     with pytest.warns(DeprecationWarning, match="keras_vit.models"):
         old = importlib.import_module("keras_vit.model")
     assert old.ViT is keras_vit.ViT is keras_vit.models.ViT
-    assert old.MODEL_POSITION_EMBEDDINGS == keras_vit.models.vit.MODEL_POSITION_EMBEDDINGS
+    assert (
+        old.MODEL_POSITION_EMBEDDINGS
+        == keras_vit.models.vit.MODEL_POSITION_EMBEDDINGS
+    )
     # The registered name saved .keras files hold does not move with the code.
     assert keras.saving.get_registered_name(keras_vit.ViT) == "keras_vit>ViT"
 
@@ -473,18 +578,32 @@ def test_forward_features_gives_the_tokens_before_pooling_and_head():
     body.set_weights(model.get_weights()[:-2])
     tokens = model.forward_features(images)
     np.testing.assert_allclose(tokens.numpy(), body(images).numpy(), atol=1e-6)
-    out = model.forward_features(images, return_attention=True, return_block_outputs=True)
+    out = model.forward_features(
+        images, return_attention=True, return_block_outputs=True
+    )
     inter = model.intermediates_model()(images)
-    np.testing.assert_allclose(out["features"].numpy(), tokens.numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        out["features"].numpy(), tokens.numpy(), atol=1e-6
+    )
     for key in ("attention_weights", "block_outputs"):
         assert len(out[key]) == model.num_layers
-        np.testing.assert_allclose(out[key][-1].numpy(), inter[key][-1].numpy(), atol=1e-6)
+        np.testing.assert_allclose(
+            out[key][-1].numpy(), inter[key][-1].numpy(), atol=1e-6
+        )
     assert set(model.forward_features(images, return_attention=True)) == {
-        "features", "attention_weights"}
+        "features",
+        "attention_weights",
+    }
     # A hook sees the projected patch tokens before the positions are added.
     seen = []
-    model.forward_features(images, patch_hook=lambda t: seen.append(t.shape) or t)
-    assert tuple(seen[0]) == (2, model.grid_size[0] * model.grid_size[1], model.hidden_dim)
+    model.forward_features(
+        images, patch_hook=lambda t: seen.append(t.shape) or t
+    )
+    assert tuple(seen[0]) == (
+        2,
+        model.grid_size[0] * model.grid_size[1],
+        model.hidden_dim,
+    )
 
 
 def test_the_config_is_one_validated_object_that_get_config_comes_from():
@@ -492,8 +611,11 @@ def test_the_config_is_one_validated_object_that_get_config_comes_from():
     assert isinstance(model.vit_config, keras_vit.models.config.ViTConfig)
     assert model.class_token is False and model.vit_config.class_token is False
     config = model.get_config()
-    assert {k: v for k, v in config.items() if k not in ("name", "trainable", "dtype")} == (
-        model.vit_config.to_dict())
+    assert {
+        k: v
+        for k, v in config.items()
+        if k not in ("name", "trainable", "dtype")
+    } == (model.vit_config.to_dict())
     # One place for the rules between arguments.
     with pytest.raises(ValueError, match="hidden_dim=18 and num_heads=4"):
         keras_vit.models.config.vit_config(hidden_dim=18, num_heads=4)

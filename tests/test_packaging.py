@@ -114,7 +114,11 @@ def _run(command, cwd):
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=900, env=env, cwd=cwd
     )
-    assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
+    assert done.returncode == 0, (
+        command,
+        done.stdout[-3000:],
+        done.stderr[-3000:],
+    )
     return done.stdout
 
 
@@ -124,30 +128,66 @@ def test_the_wheel_works_alone_in_a_fresh_environment(tmp_path):
     the command; the optional dependencies stay out."""
     # Built from a copy: building writes metadata into the source tree.
     source = tmp_path / "source"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "runs",
-        ".pytest_cache", ".hypothesis", ".whl",
-    ))
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            "build",
+            "dist",
+            "*.egg-info",
+            "__pycache__",
+            "runs",
+            ".pytest_cache",
+            ".hypothesis",
+            ".whl",
+        ),
+    )
     dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(source)], tmp_path)
+    _run(
+        [sys.executable, "-m", "build", "--outdir", str(dist), str(source)],
+        tmp_path,
+    )
     built = sorted(p.name for p in dist.iterdir())
     wheels = [p for p in dist.iterdir() if p.suffix == ".whl"]
     assert len(wheels) == 1 and any(n.endswith(".tar.gz") for n in built), built
-    _run([sys.executable, "-m", "twine", "check", "--strict", *map(str, dist.iterdir())], tmp_path)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "twine",
+            "check",
+            "--strict",
+            *map(str, dist.iterdir()),
+        ],
+        tmp_path,
+    )
 
     with zipfile.ZipFile(wheels[0]) as wheel:
         names = wheel.namelist()
-        metadata_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        metadata_name = next(
+            n for n in names if n.endswith(".dist-info/METADATA")
+        )
         metadata = email.message_from_bytes(wheel.read(metadata_name))
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert metadata["Name"] == "keras-vision-transformer"
     assert metadata["License-Expression"] == "Apache-2.0"
-    assert set(metadata.get_all("Provides-Extra")) >= {"train", "export", "onnx", "openvino", "all"}
+    assert set(metadata.get_all("Provides-Extra")) >= {
+        "train",
+        "export",
+        "onnx",
+        "openvino",
+        "all",
+    }
 
     env_dir = tmp_path / "env"
     _run([sys.executable, "-m", "venv", str(env_dir)], tmp_path)
     python = env_dir / "bin" / "python"
-    _run([str(python), "-m", "pip", "install", "--quiet", str(wheels[0])], tmp_path)
+    _run(
+        [str(python), "-m", "pip", "install", "--quiet", str(wheels[0])],
+        tmp_path,
+    )
     program = """
 import importlib.util, sys
 import numpy as np

@@ -35,7 +35,9 @@ def test_bilinear_halving_is_the_2x2_block_mean():
     np.testing.assert_allclose(out[1:].reshape(2, 2, 3), blocks, atol=1e-6)
 
 
-@pytest.mark.parametrize("interpolation", ["bilinear", "bicubic", "nearest", "area"])
+@pytest.mark.parametrize(
+    "interpolation", ["bilinear", "bicubic", "nearest", "area"]
+)
 def test_constant_embeddings_stay_constant(interpolation):
     posemb = np.tile(np.arange(5, dtype="float32"), (1, 1 + 9, 1))
     out = _np(
@@ -44,12 +46,16 @@ def test_constant_embeddings_stay_constant(interpolation):
         )
     )
     assert out.shape == (1, 1 + 35, 5)
-    np.testing.assert_allclose(out, np.tile(np.arange(5.0), (1, 36, 1)), atol=1e-5)
+    np.testing.assert_allclose(
+        out, np.tile(np.arange(5.0), (1, 36, 1)), atol=1e-5
+    )
 
 
 def test_no_prefix_tokens():
     posemb = rng.normal(size=(1, 4, 2)).astype("float32")
-    out = _np(patch_grid.resample_position_embeddings(posemb, 4, num_prefix_tokens=0))
+    out = _np(
+        patch_grid.resample_position_embeddings(posemb, 4, num_prefix_tokens=0)
+    )
     assert out.shape == (1, 16, 2)
 
 
@@ -58,7 +64,9 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="not a square"):
         patch_grid.resample_position_embeddings(posemb, (4, 4))
     with pytest.raises(ValueError, match="source_grid"):
-        patch_grid.resample_position_embeddings(posemb, (4, 4), source_grid=(2, 2))
+        patch_grid.resample_position_embeddings(
+            posemb, (4, 4), source_grid=(2, 2)
+        )
     with pytest.raises(ValueError, match="interpolation='cubic'"):
         patch_grid.resample_position_embeddings(
             posemb, (4, 4), (3, 4), interpolation="cubic"
@@ -67,13 +75,23 @@ def test_bad_arguments():
         patch_grid.resample_position_embeddings(np.zeros(5), (2, 2))
 
 
-@pytest.mark.parametrize("name, value", [
-    ("target_grid", (float("nan"), 4)), ("target_grid", (2.5, 4)),
-    ("target_grid", 0), ("target_grid", (4, 4, 4)), ("target_grid", "4"),
-    ("target_grid", (True, 4)), ("antialias", "yes"), ("antialias", 1),
-    ("num_prefix_tokens", 1.5), ("num_prefix_tokens", -1),
-    ("num_prefix_tokens", 20), ("num_prefix_tokens", "1"),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("target_grid", (float("nan"), 4)),
+        ("target_grid", (2.5, 4)),
+        ("target_grid", 0),
+        ("target_grid", (4, 4, 4)),
+        ("target_grid", "4"),
+        ("target_grid", (True, 4)),
+        ("antialias", "yes"),
+        ("antialias", 1),
+        ("num_prefix_tokens", 1.5),
+        ("num_prefix_tokens", -1),
+        ("num_prefix_tokens", 20),
+        ("num_prefix_tokens", "1"),
+    ],
+)
 def test_resampling_arguments_are_named(name, value):
     # NaN or non-integer grids and a non-bool antialias were TensorFlow's
     # unnamed errors; num_prefix_tokens=1.5 was truncated silently.
@@ -85,7 +103,9 @@ def test_resampling_arguments_are_named(name, value):
 
 
 def test_resampling_inputs_are_named():
-    with pytest.raises(ValueError, match="`posemb` must be an array of floating-point"):
+    with pytest.raises(
+        ValueError, match="`posemb` must be an array of floating-point"
+    ):
         patch_grid.resample_position_embeddings(np.array([["a"] * 4] * 17), 2)
     with pytest.raises(ValueError, match="Received: posemb of dtype int"):
         patch_grid.resample_position_embeddings(np.zeros((17, 4), "int32"), 2)
@@ -96,24 +116,35 @@ def test_resampling_inputs_are_named():
     # NumPy integers are integers, and a side known only when the graph
     # runs is a scalar integer tensor.
     posemb = rng.normal(size=(1 + 4, 2)).astype("float32")
-    out = patch_grid.resample_position_embeddings(posemb, (np.int64(3), np.int32(3)),
-                                               interpolation="bilinear_align_corners")
+    out = patch_grid.resample_position_embeddings(
+        posemb,
+        (np.int64(3), np.int32(3)),
+        interpolation="bilinear_align_corners",
+    )
     assert tuple(out.shape) == (10, 2)
     import tensorflow as tf
 
-    dynamic = tf.function(lambda side: patch_grid.resample_position_embeddings(
-        posemb, (side, 3)))(tf.constant(3))
-    np.testing.assert_allclose(_np(dynamic), _np(
-        patch_grid.resample_position_embeddings(posemb, (3, 3))), atol=1e-6)
+    dynamic = tf.function(
+        lambda side: patch_grid.resample_position_embeddings(posemb, (side, 3))
+    )(tf.constant(3))
+    np.testing.assert_allclose(
+        _np(dynamic),
+        _np(patch_grid.resample_position_embeddings(posemb, (3, 3))),
+        atol=1e-6,
+    )
 
 
 def test_sincos_and_kernel_arguments_are_named():
     for kwargs, received in (
-        (dict(dim="8"), "dim='8'"), (dict(temperature=float("nan")), "temperature=nan"),
-        (dict(temperature=0.0), "temperature=0.0"), (dict(grid_h=2.0), "grid="),
+        (dict(dim="8"), "dim='8'"),
+        (dict(temperature=float("nan")), "temperature=nan"),
+        (dict(temperature=0.0), "temperature=0.0"),
+        (dict(grid_h=2.0), "grid="),
     ):
         args = {**dict(grid_h=2, grid_w=3, dim=8), **kwargs}
-        with pytest.raises(ValueError, match=f"Received: {re.escape(received)}"):
+        with pytest.raises(
+            ValueError, match=f"Received: {re.escape(received)}"
+        ):
             patch_grid.sincos_2d_position_embedding(**args)
     with pytest.raises(ValueError, match="Received: patch_size=1.5"):
         patch_grid.dense_to_conv_kernel(np.zeros((12, 8)), 1.5, 3)
@@ -161,7 +192,11 @@ def test_align_corners_matches_the_original_code_scipy_zoom():
     # scipy.ndimage.zoom(grid, (new / old, new / old, 1), order=1).
     from scipy import ndimage
 
-    for old, new in (((7, 7), (12, 12)), ((4, 4), (3, 5)), ((14, 14), (24, 24))):
+    for old, new in (
+        ((7, 7), (12, 12)),
+        ((4, 4), (3, 5)),
+        ((14, 14), (24, 24)),
+    ):
         grid = rng.normal(size=(*old, 6)).astype("float32")
         zoom = (new[0] / old[0], new[1] / old[1], 1)
         expected = ndimage.zoom(grid, zoom, order=1)
@@ -169,9 +204,13 @@ def test_align_corners_matches_the_original_code_scipy_zoom():
         posemb = np.concatenate([rng.normal(size=(1, 6)), grid.reshape(-1, 6)])
         out = _np(
             patch_grid.resample_position_embeddings(
-                posemb.astype("float32"), new, old,
+                posemb.astype("float32"),
+                new,
+                old,
                 interpolation="bilinear_align_corners",
             )
         )
         np.testing.assert_allclose(out[0], posemb[0], atol=1e-7)
-        np.testing.assert_allclose(out[1:].reshape(*new, 6), expected, atol=1e-5)
+        np.testing.assert_allclose(
+            out[1:].reshape(*new, 6), expected, atol=1e-5
+        )

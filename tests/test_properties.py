@@ -29,7 +29,9 @@ VALID = {
     "include_top": st.booleans(),
     "pooling": st.sampled_from(["token", "gap", None]),
     "class_token": st.sampled_from([True, False, None]),
-    "position_embedding": st.sampled_from(["learned", "learned2d", "sincos2d", "none"]),
+    "position_embedding": st.sampled_from(
+        ["learned", "learned2d", "sincos2d", "none"]
+    ),
     "representation_size": st.one_of(st.none(), st.integers(1, 8)),
     "dropout_rate": st.floats(0.0, 0.9),
     "attention_dropout_rate": st.floats(0.0, 0.9),
@@ -44,8 +46,21 @@ VALID = {
 INVALID = st.one_of(
     st.integers(-3, 0),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from(["16", "max", "", None, True, (8,), (8, -8), [4, 4, 4],
-                     "int32", "uint8", 1e39]),
+    st.sampled_from(
+        [
+            "16",
+            "max",
+            "",
+            None,
+            True,
+            (8,),
+            (8, -8),
+            [4, 4, 4],
+            "int32",
+            "uint8",
+            1e39,
+        ]
+    ),
 )
 
 

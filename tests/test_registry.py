@@ -6,7 +6,6 @@ import subprocess
 import sys
 import warnings
 
-import keras
 import numpy as np
 import pytest
 
@@ -24,59 +23,419 @@ from tests.weights.test_loading import local_preset  # noqa: F401 (a fixture)
 # resolution, classes, parameters), frozen from the PRESETS that loops and
 # special cases generated in keras_vit/weights/presets.py.
 BEFORE = [
-    ("B/16", "in21k", "https://storage.googleapis.com/vit_models/imagenet21k/ViT-B_16.npz", 224, 21843, 103186515),
-    ("B/16", "in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-B_16.npz", 384, 1000, 86859496),
-    ("B/32", "in21k", "https://storage.googleapis.com/vit_models/imagenet21k/ViT-B_32.npz", 224, 21843, 104843091),
-    ("B/32", "in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-B_32.npz", 384, 1000, 88297192),
-    ("L/16", "in21k", "https://storage.googleapis.com/vit_models/imagenet21k/ViT-L_16.npz", 224, 21843, 326740307),
-    ("L/16", "in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-L_16.npz", 384, 1000, 304715752),
-    ("L/32", "in21k", "https://storage.googleapis.com/vit_models/imagenet21k/ViT-L_32.npz", 224, 21843, 328949075),
-    ("L/32", "in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-L_32.npz", 384, 1000, 306632680),
-    ("H/14", "in21k", "https://storage.googleapis.com/vit_models/imagenet21k/ViT-H_14.npz", 224, 21843, 660385363),
-    ("B/16", "in21k_ft_in1k", "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-B_16-224.npz", 224, 1000, 86567656),
-    ("L/16", "in21k_ft_in1k", "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-L_16-224.npz", 224, 1000, 304326632),
-    ("Ti/16", "augreg_in21k", "https://storage.googleapis.com/vit_models/augreg/Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0.npz", 224, 21843, 9740115),
-    ("Ti/16", "augreg_in21k_ft_in1k", "https://storage.googleapis.com/vit_models/augreg/Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz", 224, 1000, 5717416),
-    ("Ti/16", "augreg_in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/augreg/Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz", 384, 1000, 5790376),
-    ("S/32", "augreg_in21k", "https://storage.googleapis.com/vit_models/augreg/S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0.npz", 224, 21843, 30903507),
-    ("S/32", "augreg_in21k_ft_in1k", "https://storage.googleapis.com/vit_models/augreg/S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz", 224, 1000, 22878952),
-    ("S/32", "augreg_in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/augreg/S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz", 384, 1000, 22915432),
-    ("S/16", "augreg_in21k", "https://storage.googleapis.com/vit_models/augreg/S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0.npz", 224, 21843, 30075219),
-    ("S/16", "augreg_in21k_ft_in1k", "https://storage.googleapis.com/vit_models/augreg/S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz", 224, 1000, 22050664),
-    ("S/16", "augreg_in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/augreg/S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz", 384, 1000, 22196584),
-    ("B/32", "augreg_in21k", "https://storage.googleapis.com/vit_models/augreg/B_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.03-do_0.0-sd_0.0.npz", 224, 21843, 104252499),
-    ("B/32", "augreg_in21k_ft_in1k", "https://storage.googleapis.com/vit_models/augreg/B_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz", 224, 1000, 88224232),
-    ("B/32", "augreg_in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/augreg/B_32-i21k-300ep-lr_0.001-aug_light1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz", 384, 1000, 88297192),
-    ("B/16", "augreg_in21k", "https://storage.googleapis.com/vit_models/augreg/B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0.npz", 224, 21843, 102595923),
-    ("B/16", "augreg_in21k_ft_in1k", "https://storage.googleapis.com/vit_models/augreg/B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_224.npz", 224, 1000, 86567656),
-    ("B/16", "augreg_in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/augreg/B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_384.npz", 384, 1000, 86859496),
-    ("B/8", "augreg_in21k", "https://storage.googleapis.com/vit_models/augreg/B_8-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0.npz", 224, 21843, 102605139),
-    ("B/8", "augreg_in21k_ft_in1k", "https://storage.googleapis.com/vit_models/augreg/B_8-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_224.npz", 224, 1000, 86576872),
-    ("L/16", "augreg_in21k", "https://storage.googleapis.com/vit_models/augreg/L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1.npz", 224, 21843, 325690707),
-    ("L/16", "augreg_in21k_ft_in1k", "https://storage.googleapis.com/vit_models/augreg/L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz", 224, 1000, 304326632),
-    ("L/16", "augreg_in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/augreg/L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_384.npz", 384, 1000, 304715752),
-    ("S/16", "augreg_in1k", "https://storage.googleapis.com/vit_models/augreg/S_16-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_224.npz", 224, 1000, 22050664),
-    ("S/16", "augreg_in1k_384", "https://storage.googleapis.com/vit_models/augreg/S_16-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_384.npz", 384, 1000, 22196584),
-    ("B/32", "augreg_in1k", "https://storage.googleapis.com/vit_models/augreg/B_32-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz", 224, 1000, 88224232),
-    ("B/32", "augreg_in1k_384", "https://storage.googleapis.com/vit_models/augreg/B_32-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_384.npz", 384, 1000, 88297192),
-    ("B/16", "augreg_in1k", "https://storage.googleapis.com/vit_models/augreg/B_16-i1k-300ep-lr_0.001-aug_strong2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz", 224, 1000, 86567656),
-    ("B/16", "augreg_in1k_384", "https://storage.googleapis.com/vit_models/augreg/B_16-i1k-300ep-lr_0.001-aug_strong2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_384.npz", 384, 1000, 86859496),
-    ("B/16", "sam_in1k", "https://storage.googleapis.com/vit_models/sam/ViT-B_16.npz", 224, 1000, 86567656),
-    ("B/32", "sam_in1k", "https://storage.googleapis.com/vit_models/sam/ViT-B_32.npz", 224, 1000, 88224232),
-    ("R50+B/16", "in21k", "https://storage.googleapis.com/vit_models/imagenet21k/R50+ViT-B_16.npz", 224, 21843, 115277971),
-    ("R50+B/16", "in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/R50+ViT-B_16.npz", 384, 1000, 98950952),
-    ("R26+S/32", "augreg_in21k", "https://storage.googleapis.com/vit_models/augreg/R26_S_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.03-do_0.0-sd_0.0.npz", 224, 21843, 44456467),
-    ("R26+S/32", "augreg_in21k_ft_in1k", "https://storage.googleapis.com/vit_models/augreg/R26_S_32-i21k-300ep-lr_0.001-aug_light0-wd_0.03-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.03-res_224.npz", 224, 1000, 36431912),
-    ("R26+S/32", "augreg_in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/augreg/R26_S_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz", 384, 1000, 36468392),
-    ("R50+L/32", "augreg_in21k", "https://storage.googleapis.com/vit_models/augreg/R50_L_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0.npz", 224, 21843, 350358931),
-    ("R50+L/32", "augreg_in21k_ft_in1k", "https://storage.googleapis.com/vit_models/augreg/R50_L_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz", 224, 1000, 328994856),
-    ("R50+L/32", "augreg_in21k_ft_in1k_384", "https://storage.googleapis.com/vit_models/augreg/R50_L_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_384.npz", 384, 1000, 329092136),
-    ("B/16", "augreg2_in21k_ft_in1k", "https://huggingface.co/timm/vit_base_patch16_224.augreg2_in21k_ft_in1k/resolve/main/model.safetensors", 224, 1000, 86567656),
-    ("B/8", "augreg2_in21k_ft_in1k", "https://huggingface.co/timm/vit_base_patch8_224.augreg2_in21k_ft_in1k/resolve/main/model.safetensors", 224, 1000, 86576872),
-    ("B/16", "hf_in21k_ft_in1k", "https://huggingface.co/google/vit-base-patch16-224/resolve/main/model.safetensors", 224, 1000, 86567656),
-    ("L/16", "hf_in21k_ft_in1k", "https://huggingface.co/google/vit-large-patch16-224/resolve/main/model.safetensors", 224, 1000, 304326632),
+    (
+        "B/16",
+        "in21k",
+        "https://storage.googleapis.com/vit_models/imagenet21k/ViT-B_16.npz",
+        224,
+        21843,
+        103186515,
+    ),
+    (
+        "B/16",
+        "in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-B_16.npz",
+        384,
+        1000,
+        86859496,
+    ),
+    (
+        "B/32",
+        "in21k",
+        "https://storage.googleapis.com/vit_models/imagenet21k/ViT-B_32.npz",
+        224,
+        21843,
+        104843091,
+    ),
+    (
+        "B/32",
+        "in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-B_32.npz",
+        384,
+        1000,
+        88297192,
+    ),
+    (
+        "L/16",
+        "in21k",
+        "https://storage.googleapis.com/vit_models/imagenet21k/ViT-L_16.npz",
+        224,
+        21843,
+        326740307,
+    ),
+    (
+        "L/16",
+        "in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-L_16.npz",
+        384,
+        1000,
+        304715752,
+    ),
+    (
+        "L/32",
+        "in21k",
+        "https://storage.googleapis.com/vit_models/imagenet21k/ViT-L_32.npz",
+        224,
+        21843,
+        328949075,
+    ),
+    (
+        "L/32",
+        "in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-L_32.npz",
+        384,
+        1000,
+        306632680,
+    ),
+    (
+        "H/14",
+        "in21k",
+        "https://storage.googleapis.com/vit_models/imagenet21k/ViT-H_14.npz",
+        224,
+        21843,
+        660385363,
+    ),
+    (
+        "B/16",
+        "in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-B_16-224.npz",
+        224,
+        1000,
+        86567656,
+    ),
+    (
+        "L/16",
+        "in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/ViT-L_16-224.npz",
+        224,
+        1000,
+        304326632,
+    ),
+    (
+        "Ti/16",
+        "augreg_in21k",
+        "https://storage.googleapis.com/vit_models/augreg/Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0.npz",
+        224,
+        21843,
+        9740115,
+    ),
+    (
+        "Ti/16",
+        "augreg_in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        224,
+        1000,
+        5717416,
+    ),
+    (
+        "Ti/16",
+        "augreg_in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/Ti_16-i21k-300ep-lr_0.001-aug_none-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz",
+        384,
+        1000,
+        5790376,
+    ),
+    (
+        "S/32",
+        "augreg_in21k",
+        "https://storage.googleapis.com/vit_models/augreg/S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0.npz",
+        224,
+        21843,
+        30903507,
+    ),
+    (
+        "S/32",
+        "augreg_in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        224,
+        1000,
+        22878952,
+    ),
+    (
+        "S/32",
+        "augreg_in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/S_32-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz",
+        384,
+        1000,
+        22915432,
+    ),
+    (
+        "S/16",
+        "augreg_in21k",
+        "https://storage.googleapis.com/vit_models/augreg/S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0.npz",
+        224,
+        21843,
+        30075219,
+    ),
+    (
+        "S/16",
+        "augreg_in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        224,
+        1000,
+        22050664,
+    ),
+    (
+        "S/16",
+        "augreg_in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz",
+        384,
+        1000,
+        22196584,
+    ),
+    (
+        "B/32",
+        "augreg_in21k",
+        "https://storage.googleapis.com/vit_models/augreg/B_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.03-do_0.0-sd_0.0.npz",
+        224,
+        21843,
+        104252499,
+    ),
+    (
+        "B/32",
+        "augreg_in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/B_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        224,
+        1000,
+        88224232,
+    ),
+    (
+        "B/32",
+        "augreg_in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/B_32-i21k-300ep-lr_0.001-aug_light1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz",
+        384,
+        1000,
+        88297192,
+    ),
+    (
+        "B/16",
+        "augreg_in21k",
+        "https://storage.googleapis.com/vit_models/augreg/B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0.npz",
+        224,
+        21843,
+        102595923,
+    ),
+    (
+        "B/16",
+        "augreg_in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        224,
+        1000,
+        86567656,
+    ),
+    (
+        "B/16",
+        "augreg_in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        384,
+        1000,
+        86859496,
+    ),
+    (
+        "B/8",
+        "augreg_in21k",
+        "https://storage.googleapis.com/vit_models/augreg/B_8-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0.npz",
+        224,
+        21843,
+        102605139,
+    ),
+    (
+        "B/8",
+        "augreg_in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/B_8-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        224,
+        1000,
+        86576872,
+    ),
+    (
+        "L/16",
+        "augreg_in21k",
+        "https://storage.googleapis.com/vit_models/augreg/L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1.npz",
+        224,
+        21843,
+        325690707,
+    ),
+    (
+        "L/16",
+        "augreg_in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        224,
+        1000,
+        304326632,
+    ),
+    (
+        "L/16",
+        "augreg_in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        384,
+        1000,
+        304715752,
+    ),
+    (
+        "S/16",
+        "augreg_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/S_16-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        224,
+        1000,
+        22050664,
+    ),
+    (
+        "S/16",
+        "augreg_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/S_16-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        384,
+        1000,
+        22196584,
+    ),
+    (
+        "B/32",
+        "augreg_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/B_32-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        224,
+        1000,
+        88224232,
+    ),
+    (
+        "B/32",
+        "augreg_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/B_32-i1k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        384,
+        1000,
+        88297192,
+    ),
+    (
+        "B/16",
+        "augreg_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/B_16-i1k-300ep-lr_0.001-aug_strong2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        224,
+        1000,
+        86567656,
+    ),
+    (
+        "B/16",
+        "augreg_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/B_16-i1k-300ep-lr_0.001-aug_strong2-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        384,
+        1000,
+        86859496,
+    ),
+    (
+        "B/16",
+        "sam_in1k",
+        "https://storage.googleapis.com/vit_models/sam/ViT-B_16.npz",
+        224,
+        1000,
+        86567656,
+    ),
+    (
+        "B/32",
+        "sam_in1k",
+        "https://storage.googleapis.com/vit_models/sam/ViT-B_32.npz",
+        224,
+        1000,
+        88224232,
+    ),
+    (
+        "R50+B/16",
+        "in21k",
+        "https://storage.googleapis.com/vit_models/imagenet21k/R50+ViT-B_16.npz",
+        224,
+        21843,
+        115277971,
+    ),
+    (
+        "R50+B/16",
+        "in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/imagenet21k+imagenet2012/R50+ViT-B_16.npz",
+        384,
+        1000,
+        98950952,
+    ),
+    (
+        "R26+S/32",
+        "augreg_in21k",
+        "https://storage.googleapis.com/vit_models/augreg/R26_S_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.03-do_0.0-sd_0.0.npz",
+        224,
+        21843,
+        44456467,
+    ),
+    (
+        "R26+S/32",
+        "augreg_in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/R26_S_32-i21k-300ep-lr_0.001-aug_light0-wd_0.03-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        224,
+        1000,
+        36431912,
+    ),
+    (
+        "R26+S/32",
+        "augreg_in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/R26_S_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.03-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.03-res_384.npz",
+        384,
+        1000,
+        36468392,
+    ),
+    (
+        "R50+L/32",
+        "augreg_in21k",
+        "https://storage.googleapis.com/vit_models/augreg/R50_L_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0.npz",
+        224,
+        21843,
+        350358931,
+    ),
+    (
+        "R50+L/32",
+        "augreg_in21k_ft_in1k",
+        "https://storage.googleapis.com/vit_models/augreg/R50_L_32-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1--imagenet2012-steps_20k-lr_0.01-res_224.npz",
+        224,
+        1000,
+        328994856,
+    ),
+    (
+        "R50+L/32",
+        "augreg_in21k_ft_in1k_384",
+        "https://storage.googleapis.com/vit_models/augreg/R50_L_32-i21k-300ep-lr_0.001-aug_medium2-wd_0.1-do_0.0-sd_0.0--imagenet2012-steps_20k-lr_0.01-res_384.npz",
+        384,
+        1000,
+        329092136,
+    ),
+    (
+        "B/16",
+        "augreg2_in21k_ft_in1k",
+        "https://huggingface.co/timm/vit_base_patch16_224.augreg2_in21k_ft_in1k/resolve/main/model.safetensors",
+        224,
+        1000,
+        86567656,
+    ),
+    (
+        "B/8",
+        "augreg2_in21k_ft_in1k",
+        "https://huggingface.co/timm/vit_base_patch8_224.augreg2_in21k_ft_in1k/resolve/main/model.safetensors",
+        224,
+        1000,
+        86576872,
+    ),
+    (
+        "B/16",
+        "hf_in21k_ft_in1k",
+        "https://huggingface.co/google/vit-base-patch16-224/resolve/main/model.safetensors",
+        224,
+        1000,
+        86567656,
+    ),
+    (
+        "L/16",
+        "hf_in21k_ft_in1k",
+        "https://huggingface.co/google/vit-large-patch16-224/resolve/main/model.safetensors",
+        224,
+        1000,
+        304326632,
+    ),
 ]
-TINY_NUMBERS = {k: TINY[k] for k in ("patch_size", "hidden_dim", "num_layers", "num_heads", "mlp_dim")}
+TINY_NUMBERS = {
+    k: TINY[k]
+    for k in ("patch_size", "hidden_dim", "num_layers", "num_heads", "mlp_dim")
+}
 
 
 def test_every_old_preset_resolves_as_before():
@@ -85,11 +444,21 @@ def test_every_old_preset_resolves_as_before():
         builder = registry.BUILDER_OF[variant]
         for preset in (
             registry.find_preset(variant, name),
-            registry.find_preset(variant, f"{registry.model_name(variant)}_{name}"),
+            registry.find_preset(
+                variant, f"{registry.model_name(variant)}_{name}"
+            ),
             *[p for p in keras_vit.list_presets(builder) if p["name"] == name],
         ):
-            got = (preset["url"], preset["image_size"], preset["num_classes"], preset["params"])
-            assert got == (url, image_size, num_classes, params), (variant, name)
+            got = (
+                preset["url"],
+                preset["image_size"],
+                preset["num_classes"],
+                preset["params"],
+            )
+            assert got == (url, image_size, num_classes, params), (
+                variant,
+                name,
+            )
 
 
 def test_records_are_whole_and_unique():
@@ -98,7 +467,10 @@ def test_records_are_whole_and_unique():
     arguments = set(inspect.signature(keras_vit.ViT.__init__).parameters)
     for preset in registry.PRESETS:
         assert tuple(preset) == registry.FIELDS, preset["unique_name"]
-        assert preset["unique_name"] == f"{registry.model_name(preset['variant'])}_{preset['name']}"
+        assert (
+            preset["unique_name"]
+            == f"{registry.model_name(preset['variant'])}_{preset['name']}"
+        )
         assert preset["variant"] in registry.BUILDER_OF
         assert set(preset["vit_arguments"]) <= arguments
         assert preset["normalization"] is None  # all of today's: [-1, 1]
@@ -113,7 +485,8 @@ def test_the_registry_imports_nothing_heavy():
         f"package.__path__ = [{os.path.dirname(keras_vit.__file__)!r}]\n"
         "sys.modules['keras_vit'] = package\n"
         "import keras_vit.registry\n"
-        "heavy = {'keras', 'tensorflow', 'numpy', 'jax', 'torch'} & set(sys.modules)\n"
+        "heavy = {'keras', 'tensorflow', 'numpy', 'jax', 'torch'} & "
+        "set(sys.modules)\n"
         "assert not heavy, heavy\n"
         "assert len(keras_vit.registry.PRESETS) > 0\n"
     )
@@ -124,15 +497,25 @@ def test_resolve_names():
     assert registry.resolve("ViT_B16") == ("ViT_B16", "B/16", None)
     assert registry.resolve("S/8") == (None, "S/8", None)
     resolved = registry.resolve("vit_b16_augreg_in21k_ft_in1k")
-    assert resolved.builder == "ViT_B16" and resolved.preset["name"] == "augreg_in21k_ft_in1k"
-    with pytest.raises(ValueError, match=r"ViT_Ti16, .*B/16.*Received: model='ViT_X'"):
+    assert (
+        resolved.builder == "ViT_B16"
+        and resolved.preset["name"] == "augreg_in21k_ft_in1k"
+    )
+    with pytest.raises(
+        ValueError, match=r"ViT_Ti16, .*B/16.*Received: model='ViT_X'"
+    ):
         registry.resolve("ViT_X")
-    with pytest.raises(ValueError, match=r"short preset name.*'vit_h14_in21k'.*Received: model='in21k'"):
+    with pytest.raises(
+        ValueError,
+        match=r"short preset name.*'vit_h14_in21k'.*Received: model='in21k'",
+    ):
         registry.resolve("in21k")
     with pytest.raises(ValueError, match="Received: model=3"):
         registry.resolve(3)
     # A unique name of another variant is refused like a short one.
-    with pytest.raises(ValueError, match="exists for variants \\['H/14'\\], not for S/16"):
+    with pytest.raises(
+        ValueError, match="exists for variants \\['H/14'\\], not for S/16"
+    ):
         registry.find_preset("S/16", "vit_h14_in21k")
 
 
@@ -144,8 +527,13 @@ def test_builders_are_made_from_the_registry():
         assert fn.__name__ == name and fn.__module__ == "keras_vit.builders"
         for preset in registry.PRESETS:
             if preset["variant"] == variant:
-                assert f"`{preset['name']}` (`{preset['unique_name']}`)" in fn.__doc__
-    assert "768 wide, 12 blocks, 12 heads, MLP 3072" in keras_vit.ViT_B16.__doc__
+                assert (
+                    f"`{preset['name']}` (`{preset['unique_name']}`)"
+                    in fn.__doc__
+                )
+    assert (
+        "768 wide, 12 blocks, 12 heads, MLP 3072" in keras_vit.ViT_B16.__doc__
+    )
 
 
 def test_build_names(tmp_path):
@@ -156,13 +544,17 @@ def test_build_names(tmp_path):
     assert model.patch_size == 32 and model.hidden_dim == 384
     with pytest.raises(ValueError, match="Received: model='ViT_X'"):
         builders.build("ViT_X")
-    with pytest.raises(ValueError, match="is its own weights.*Received: weights='x.npz'"):
+    with pytest.raises(
+        ValueError, match="is its own weights.*Received: weights='x.npz'"
+    ):
         builders.build("vit_b16_augreg_in21k", weights="x.npz")
-    with pytest.raises(ValueError, match=r"\.safetensors\)\. Received: model=None"):
+    with pytest.raises(
+        ValueError, match=r"\.safetensors\)\. Received: model=None"
+    ):
         builders.build(None)
 
 
-def test_build_a_preset_by_its_unique_name(local_preset):
+def test_build_a_preset_by_its_unique_name(local_preset):  # noqa: F811
     want = expected("vit_token.expected.npz")
     for model in (
         builders.build("vit_tiny8_tiny_test"),  # the variant has no builder
@@ -171,38 +563,62 @@ def test_build_a_preset_by_its_unique_name(local_preset):
     ):
         assert model.image_size == (32, 32) and model.num_classes == 5
         logits = model.predict(want["images"], verbose=0)
-        probabilities = np.exp(want["logits"]) / np.exp(want["logits"]).sum(-1, keepdims=True)
+        probabilities = np.exp(want["logits"]) / np.exp(want["logits"]).sum(
+            -1, keepdims=True
+        )
         np.testing.assert_allclose(logits, probabilities, atol=1e-5)
 
 
-def test_a_presets_vit_arguments_build_its_model(local_preset, monkeypatch):
+def test_a_presets_vit_arguments_build_its_model(
+    local_preset,  # noqa: F811 (the fixture)
+    monkeypatch,
+):
     preset = {**local_preset, "vit_arguments": {"classifier_activation": None}}
-    monkeypatch.setattr(registry_presets, "PRESETS", [*registry_presets.PRESETS[:-1], preset])
+    monkeypatch.setattr(
+        registry_presets, "PRESETS", [*registry_presets.PRESETS[:-1], preset]
+    )
     want = expected("vit_token.expected.npz")
     model = keras_vit.ViT.from_preset("vit_tiny8_tiny_test")
-    np.testing.assert_allclose(model.predict(want["images"], verbose=0), want["logits"], atol=1e-4)
+    np.testing.assert_allclose(
+        model.predict(want["images"], verbose=0), want["logits"], atol=1e-4
+    )
     # Told otherwise, the caller wins.
-    softmax = keras_vit.ViT.from_preset("vit_tiny8_tiny_test", classifier_activation="softmax")
+    softmax = keras_vit.ViT.from_preset(
+        "vit_tiny8_tiny_test", classifier_activation="softmax"
+    )
     assert softmax.classifier_activation == "softmax"
 
 
 def test_build_files(tmp_path):
     want = expected("vit_token.expected.npz")
     model = builders.build(golden("vit_token.npz"), classifier_activation=None)
-    np.testing.assert_allclose(model.predict(want["images"], verbose=0), want["logits"], atol=1e-4)
+    np.testing.assert_allclose(
+        model.predict(want["images"], verbose=0), want["logits"], atol=1e-4
+    )
     weights = str(tmp_path / "tiny.weights.h5")
     model.save_weights(weights)
     same = builders.build(weights, **TINY)
-    np.testing.assert_allclose(same.predict(want["images"], verbose=0), want["logits"], atol=1e-4)
+    np.testing.assert_allclose(
+        same.predict(want["images"], verbose=0), want["logits"], atol=1e-4
+    )
     path = str(tmp_path / "tiny.keras")
     model.save(path)
     loaded = builders.build(path)
-    assert isinstance(loaded, keras_vit.ViT) and loaded.count_params() == model.count_params()
+    assert (
+        isinstance(loaded, keras_vit.ViT)
+        and loaded.count_params() == model.count_params()
+    )
     reloaded = builders.build(path, weights=weights)
-    np.testing.assert_allclose(reloaded.predict(want["images"], verbose=0), want["logits"], atol=1e-4)
-    with pytest.raises(ValueError, match="not to a .keras file. Received: image_size=64"):
+    np.testing.assert_allclose(
+        reloaded.predict(want["images"], verbose=0), want["logits"], atol=1e-4
+    )
+    with pytest.raises(
+        ValueError, match="not to a .keras file. Received: image_size=64"
+    ):
         builders.build(path, image_size=64)
-    with pytest.raises(ValueError, match="is the model's weights.*Received: weights="):
+    with pytest.raises(
+        ValueError, match="is the model's weights.*Received: weights="
+    ):
         builders.build(golden("vit_token.npz"), weights=weights)
     with pytest.raises(ValueError, match="does not exist"):
         builders.build(str(tmp_path / "none.keras"))
@@ -214,7 +630,9 @@ def test_convert_takes_a_unique_name(tmp_path):
     checkpoint = keras_vit.weights.read_checkpoint(golden("vit_token.npz"))
     with pytest.raises(ValueError, match="Received: model='ViT_X'"):
         model_for_checkpoint(checkpoint, model="ViT_X")
-    with pytest.raises(ValueError, match="hidden_dim"):  # B/16's numbers, a tiny file
+    with pytest.raises(
+        ValueError, match="hidden_dim"
+    ):  # B/16's numbers, a tiny file
         model_for_checkpoint(checkpoint, model="vit_b16_augreg_in21k")
 
 
@@ -227,14 +645,16 @@ def test_moved_names_warn_and_still_work():
         (keras_vit.weights.presets, "find_preset"),
         (keras_vit.weights.presets, "PRESETS"),
     ):
-        with pytest.warns(DeprecationWarning, match=f"keras_vit.registry.{name}"):
+        with pytest.warns(
+            DeprecationWarning, match=f"keras_vit.registry.{name}"
+        ):
             assert getattr(module, name) is getattr(registry, name)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert keras_vit.list_presets is registry.list_presets
         assert callable(keras_vit.weights.presets.download)
     with pytest.raises(AttributeError):
-        keras_vit.variants.nothing
+        _ = keras_vit.variants.nothing
 
 
 def test_presets_listing_shows_the_unique_name(capsys):
@@ -251,5 +671,7 @@ def test_train_config_resolves_its_model_through_the_registry():
     TrainConfig(model="vit_ti16_augreg_in21k").check()
     with pytest.raises(ValueError, match="ViT_Ti16, .*Received: model='ViT_X'"):
         TrainConfig(model="ViT_X").check()
-    with pytest.raises(ValueError, match="is a preset.*Received: weights='x.npz'"):
+    with pytest.raises(
+        ValueError, match="is a preset.*Received: weights='x.npz'"
+    ):
         TrainConfig(model="vit_ti16_augreg_in21k", weights="x.npz").check()

@@ -28,7 +28,9 @@ def _load(name):
     with warnings.catch_warnings():
         # Loading an old file is no use of a deprecated name.
         warnings.simplefilter("error", DeprecationWarning)
-        return keras.saving.load_model(os.path.join(GOLDEN, f"saved_{name}.keras"))
+        return keras.saving.load_model(
+            os.path.join(GOLDEN, f"saved_{name}.keras")
+        )
 
 
 @pytest.mark.parametrize("name", ["vit", "hybrid"])

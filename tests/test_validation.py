@@ -8,7 +8,14 @@ import pytest
 
 from keras_vit import arg_checks
 
-NON_FINITE = [math.inf, -math.inf, math.nan, np.float32("inf"), np.float64("nan"), 10**400]
+NON_FINITE = [
+    math.inf,
+    -math.inf,
+    math.nan,
+    np.float32("inf"),
+    np.float64("nan"),
+    10**400,
+]
 
 
 @pytest.mark.parametrize(
@@ -45,14 +52,25 @@ def test_an_epsilon_must_survive_float32():
     # float32 turns 1e39 into inf and 1e-300 into 0 (1e-39 is subnormal,
     # flushed to 0 under XLA): the layers compute in float32.
     for value in (1e39, 1e-39, 1e-300):
-        with pytest.raises(ValueError, match="float32.*Received: layer_norm_epsilon="):
+        with pytest.raises(
+            ValueError, match="float32.*Received: layer_norm_epsilon="
+        ):
             arg_checks.epsilon("layer_norm_epsilon", value)
 
 
-FLOATING = [None, "float32", "float16", "bfloat16", "float64", "mixed_float16",
-              "mixed_bfloat16", keras.DTypePolicy("float16"), "int8_from_float32",
-              {"class_name": "DTypePolicy", "config": {"name": "float32"}},
-              keras.dtype_policies.DTypePolicyMap("mixed_bfloat16")]
+FLOATING = [
+    None,
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "mixed_float16",
+    "mixed_bfloat16",
+    keras.DTypePolicy("float16"),
+    "int8_from_float32",
+    {"class_name": "DTypePolicy", "config": {"name": "float32"}},
+    keras.dtype_policies.DTypePolicyMap("mixed_bfloat16"),
+]
 
 
 def test_floating_policies_pass():
@@ -67,12 +85,25 @@ def _int_map():
 
 
 def test_other_policies_are_refused():
-    for dtype in ["int32", "uint8", "int64", "bool", "string", "int8_from_int32",
-                  keras.DTypePolicy("int32"), keras.DTypePolicy("uint8"),
-                  keras.dtype_policies.DTypePolicyMap("int32"), _int_map(),
-                  "nonsense", 3]:
-        with pytest.raises(ValueError, match=r"`dtype` must be a floating-point "
-                                             r"dtype policy.*Received: dtype="):
+    for dtype in [
+        "int32",
+        "uint8",
+        "int64",
+        "bool",
+        "string",
+        "int8_from_int32",
+        keras.DTypePolicy("int32"),
+        keras.DTypePolicy("uint8"),
+        keras.dtype_policies.DTypePolicyMap("int32"),
+        _int_map(),
+        "nonsense",
+        3,
+    ]:
+        with pytest.raises(
+            ValueError,
+            match=r"`dtype` must be a floating-point "
+            r"dtype policy.*Received: dtype=",
+        ):
             arg_checks.float_dtype_policy("dtype", dtype)
 
 
@@ -83,19 +114,28 @@ def test_a_global_integer_policy_is_refused_and_said_so():
 
 
 def test_quantized_policies_can_be_refused():
-    with pytest.raises(ValueError, match=r"model.quantize.*dtype='int8_from_float32'"):
-        arg_checks.float_dtype_policy("dtype", "int8_from_float32", quantized=False)
+    with pytest.raises(
+        ValueError, match=r"model.quantize.*dtype='int8_from_float32'"
+    ):
+        arg_checks.float_dtype_policy(
+            "dtype", "int8_from_float32", quantized=False
+        )
     # A quantized model's map (its config) is fine.
     policies = keras.dtype_policies.DTypePolicyMap("float32")
     policies["vit/head"] = keras.dtype_policies.get("int8_from_float32")
-    assert arg_checks.float_dtype_policy("dtype", policies, quantized=False) is policies
+    assert (
+        arg_checks.float_dtype_policy("dtype", policies, quantized=False)
+        is policies
+    )
 
 
 def test_non_negative_int():
     assert arg_checks.non_negative_int("n", 0) == 0
     assert arg_checks.non_negative_int("n", np.int64(3)) == 3
     for value in (-1, 1.0, True, None, "2"):
-        with pytest.raises(ValueError, match=f"`n` must be a non-negative integer.*n={value!r}"):
+        with pytest.raises(
+            ValueError, match=f"`n` must be a non-negative integer.*n={value!r}"
+        ):
             arg_checks.non_negative_int("n", value)
 
 
@@ -105,7 +145,12 @@ def test_int_below():
     with pytest.raises(ValueError) as info:
         arg_checks.int_below("n", 2**63, 2**63, why="an int64")
     assert str(info.value) == (
-        f"`n` must be an integer >= 0 and below 2**63 (an int64). Received: n={2**63}")
+        "`n` must be an integer >= 0 and below 2**63 (an int64). Received: "
+        f"n={2**63}"
+    )
     for value in (0, 10, 1.0, True, None):
-        with pytest.raises(ValueError, match=rf"integer >= 1 and below 10\. Received: n={value!r}"):
+        with pytest.raises(
+            ValueError,
+            match=rf"integer >= 1 and below 10\. Received: n={value!r}",
+        ):
             arg_checks.int_below("n", value, 10, minimum=1)

@@ -34,11 +34,18 @@ def test_uniform_attention_gives_a_uniform_map():
 def test_rollout_multiplies_in_layer_order_and_fuses_heads():
     a = rng.dirichlet(np.ones(4), size=(1, 2, 4))
     b = rng.dirichlet(np.ones(4), size=(1, 2, 4))
-    step = lambda x: (x.mean(1)[0] + np.eye(4)) / 2
-    np.testing.assert_allclose(visualize.rollout([a, b])[0], step(b) @ step(a), atol=1e-12)
+
+    def step(x):
+        return (x.mean(1)[0] + np.eye(4)) / 2
+
+    np.testing.assert_allclose(
+        visualize.rollout([a, b])[0], step(b) @ step(a), atol=1e-12
+    )
     fused_max = visualize.rollout([a], head_fusion="max")[0]
     expected = a.max(1)[0] + np.eye(4)
-    np.testing.assert_allclose(fused_max, expected / expected.sum(-1, keepdims=True))
+    np.testing.assert_allclose(
+        fused_max, expected / expected.sum(-1, keepdims=True)
+    )
     with pytest.raises(ValueError, match="head_fusion='median'"):
         visualize.rollout([a], head_fusion="median")
 
@@ -54,7 +61,8 @@ def test_discard_ratio_drops_the_weakest_weights_but_keeps_the_class_token():
 def test_gap_models_use_the_mean_over_tokens():
     matrix = rng.dirichlet(np.ones(4), size=(1, 4))
     np.testing.assert_allclose(
-        visualize.token_map(matrix, (2, 2), num_prefix_tokens=0)[0].ravel(), matrix[0].mean(0)
+        visualize.token_map(matrix, (2, 2), num_prefix_tokens=0)[0].ravel(),
+        matrix[0].mean(0),
     )
 
 
@@ -85,19 +93,33 @@ def test_token_counts_and_pixel_sizes_that_cannot_be_right_are_refused():
     # Too many prefix tokens (mean of no patches: NaN), or a grid that does
     # not hold the patches: refused, not a NaN or a numpy reshape error.
     for grid, prefix in (((1, 1), 5), ((2, 2), 2), ((3, 3), 1)):
-        match = rf"over 5 tokens.*num_prefix_tokens={prefix}, grid=\({grid[0]}, {grid[1]}\)"
+        match = (
+            rf"over 5 tokens.*num_prefix_tokens={prefix}, "
+            rf"grid=\({grid[0]}, {grid[1]}\)"
+        )
         with pytest.raises(ValueError, match=match):
-            visualize.attention_distance([attention], grid, 16, num_prefix_tokens=prefix)
+            visualize.attention_distance(
+                [attention], grid, 16, num_prefix_tokens=prefix
+            )
         with pytest.raises(ValueError, match=match):
             visualize.token_map(attention[:, 0], grid, num_prefix_tokens=prefix)
     for prefix in (5, 7, -1, 1.5):
         with pytest.raises(ValueError, match=f"num_prefix_tokens={prefix}"):
-            visualize.rollout([attention], num_prefix_tokens=prefix, discard_ratio=0.5)
+            visualize.rollout(
+                [attention], num_prefix_tokens=prefix, discard_ratio=0.5
+            )
 
 
 def test_sincos_similarity_peaks_at_the_patch_and_falls_with_distance():
-    model = keras_vit.ViT(image_size=64, patch_size=8, hidden_dim=64, num_layers=1,
-                          num_heads=2, mlp_dim=32, position_embedding="sincos2d")
+    model = keras_vit.ViT(
+        image_size=64,
+        patch_size=8,
+        hidden_dim=64,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=32,
+        position_embedding="sincos2d",
+    )
     similarity = visualize.position_embedding_similarity(model)
     assert similarity.shape == (8, 8, 8, 8)
     for i, j in ((0, 0), (3, 4), (7, 2)):
@@ -107,8 +129,15 @@ def test_sincos_similarity_peaks_at_the_patch_and_falls_with_distance():
 
 
 def test_embedding_filters_are_principal_components():
-    model = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=48, num_layers=1,
-                          num_heads=2, mlp_dim=16, num_classes=3)
+    model = keras_vit.ViT(
+        image_size=16,
+        patch_size=4,
+        hidden_dim=48,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=16,
+        num_classes=3,
+    )
     filters = visualize.embedding_filters(model, n=5)
     assert filters.shape == (5, 4, 4, 3)
     assert filters.min() >= 0 and filters.max() <= 1
@@ -121,8 +150,15 @@ def test_embedding_filters_are_principal_components():
 
 
 def _model(**kwargs):
-    base = dict(image_size=(32, 48), patch_size=8, hidden_dim=16, num_layers=2,
-                num_heads=2, mlp_dim=32, num_classes=4)
+    base = dict(
+        image_size=(32, 48),
+        patch_size=8,
+        hidden_dim=16,
+        num_layers=2,
+        num_heads=2,
+        mlp_dim=32,
+        num_classes=4,
+    )
     model = keras_vit.ViT(**{**base, **kwargs})
     randomize_weights(model, scale=0.3)
     return model
@@ -142,9 +178,16 @@ def test_model_level_functions_on_a_non_square_model(kwargs):
 
 
 def test_hybrid_maps_are_on_the_feature_grid():
-    model = keras_vit.ViT(image_size=32, patch_size=1, hidden_dim=16, num_layers=1,
-                          num_heads=2, mlp_dim=16, num_classes=3,
-                          stem={"block_units": [1, 1], "width": 8, "groups": 4})
+    model = keras_vit.ViT(
+        image_size=32,
+        patch_size=1,
+        hidden_dim=16,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=16,
+        num_classes=3,
+        stem={"block_units": [1, 1], "width": 8, "groups": 4},
+    )
     images = random_images((1, 32, 32, 3))
     assert visualize.attention_rollout(model, images).maps.shape == (1, 4, 4)
     assert visualize._pixels_per_token(model) == 8
@@ -163,9 +206,17 @@ def test_inspect_writes_non_blank_figures_and_a_page(tmp_path):
     images = random_images((2, 32, 48, 3))
     files = visualize.inspect(model, images, str(tmp_path), names=["a", "b"])
     names = sorted(os.path.basename(f) for f in files)
-    assert names == sorted([
-        "rollout_a.png", "rollout_b.png", "attention_a.png", "attention_distance.png",
-        "position_similarity.png", "embedding_filters.png", "index.html"])
+    assert names == sorted(
+        [
+            "rollout_a.png",
+            "rollout_b.png",
+            "attention_a.png",
+            "attention_distance.png",
+            "position_similarity.png",
+            "embedding_filters.png",
+            "index.html",
+        ]
+    )
     for path in files:
         if path.endswith(".png"):
             assert _variance(path) > 1e-3, path
@@ -180,18 +231,45 @@ def test_inspect_command_on_a_saved_model_and_image_files(tmp_path, capsys):
     path = str(tmp_path / "m.keras")
     model.save(path)
     image = str(tmp_path / "photo.png")
-    Image.fromarray(rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)).save(image)
+    Image.fromarray(rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)).save(
+        image
+    )
     out = str(tmp_path / "figs")
     assert cli.main(["inspect", path, "--image", image, "--output", out]) == 0
     assert os.path.isfile(os.path.join(out, "rollout_photo.png"))
     assert os.path.isfile(os.path.join(out, "index.html"))
-    assert cli.main(["inspect", path, "--image", str(tmp_path / "no.png"), "--output", out]) == 2
+    assert (
+        cli.main(
+            [
+                "inspect",
+                path,
+                "--image",
+                str(tmp_path / "no.png"),
+                "--output",
+                out,
+            ]
+        )
+        == 2
+    )
     assert "Could not read the image" in capsys.readouterr().err
     # Two files of one name (a/photo.png, b/photo.png) get a figure each.
     (tmp_path / "b").mkdir()
     Image.open(image).save(tmp_path / "b" / "photo.png")
-    assert cli.main(["inspect", path, "--image", image, "--image",
-                     str(tmp_path / "b" / "photo.png"), "--output", out]) == 0
+    assert (
+        cli.main(
+            [
+                "inspect",
+                path,
+                "--image",
+                image,
+                "--image",
+                str(tmp_path / "b" / "photo.png"),
+                "--output",
+                out,
+            ]
+        )
+        == 0
+    )
     assert os.path.isfile(os.path.join(out, "rollout_photo_0.png"))
     assert os.path.isfile(os.path.join(out, "rollout_photo_1.png"))
 
@@ -213,17 +291,27 @@ def test_functions_of_a_vit_refuse_other_models(tmp_path):
     from keras_vit import weights
     from keras_vit.training.masked_patches import MaskedPatchPrediction
 
-    other = keras.Sequential([keras.Input((32, 48, 3)), keras.layers.Flatten(),
-                              keras.layers.Dense(2)])
+    other = keras.Sequential(
+        [
+            keras.Input((32, 48, 3)),
+            keras.layers.Flatten(),
+            keras.layers.Dense(2),
+        ]
+    )
     images = random_images((1, 32, 48, 3))
-    for call in (lambda m: visualize.attention_rollout(m, images),
-                 lambda m: visualize.mean_attention_distance(m, images),
-                 lambda m: visualize.position_embedding_similarity(m),
-                 lambda m: visualize.embedding_filters(m),
-                 lambda m: visualize.inspect(m, images, str(tmp_path / "out")),
-                 lambda m: weights.save_npz(m, tmp_path / "m.npz"),
-                 lambda m: keras_vit.load_weights(m, tmp_path / "m.npz")):
-        with pytest.raises(ValueError, match=r"takes a keras_vit.ViT\. Received: model=<Sequential"):
+    for call in (
+        lambda m: visualize.attention_rollout(m, images),
+        lambda m: visualize.mean_attention_distance(m, images),
+        lambda m: visualize.position_embedding_similarity(m),
+        lambda m: visualize.embedding_filters(m),
+        lambda m: visualize.inspect(m, images, str(tmp_path / "out")),
+        lambda m: weights.save_npz(m, tmp_path / "m.npz"),
+        lambda m: keras_vit.load_weights(m, tmp_path / "m.npz"),
+    ):
+        with pytest.raises(
+            ValueError,
+            match=r"takes a keras_vit.ViT\. Received: model=<Sequential",
+        ):
             call(other)
     pretraining = MaskedPatchPrediction(_model(include_top=False, pooling=None))
     with pytest.raises(ValueError, match="pass its `backbone`"):
@@ -242,14 +330,22 @@ def test_inspect_never_writes_a_figure_over_its_inputs(tmp_path, capsys):
     out = tmp_path / "figs"
     out.mkdir()
     image = out / "attention_distance.png"
-    Image.fromarray(rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)).save(image)
+    Image.fromarray(rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)).save(
+        image
+    )
     before = image.read_bytes()
-    assert cli.main(["inspect", path, "--image", str(image), "--output", str(out)]) == 2
+    assert (
+        cli.main(["inspect", path, "--image", str(image), "--output", str(out)])
+        == 2
+    )
     assert "would replace an input" in capsys.readouterr().err
     assert image.read_bytes() == before
     assert sorted(os.listdir(out)) == ["attention_distance.png"]
     # An output that is a file is refused by name, not a FileExistsError.
-    assert cli.main(["inspect", path, "--image", str(image), "--output", path]) == 2
+    assert (
+        cli.main(["inspect", path, "--image", str(image), "--output", path])
+        == 2
+    )
     assert "Received: output=" in capsys.readouterr().err
 
 
@@ -261,7 +357,10 @@ def test_inspect_does_not_replace_files_it_did_not_write(tmp_path):
     site.mkdir()
     (site / "index.html").write_text("<html>my site</html>")
     (site / "logo.png").write_bytes(b"png")
-    with pytest.raises(ValueError, match=r"not a folder of keras_vit's figures.*: index\.html\. "):
+    with pytest.raises(
+        ValueError,
+        match=r"not a folder of keras_vit's figures.*: index\.html\. ",
+    ):
         visualize.inspect(model, images, str(site), names=["cat"])
     assert sorted(os.listdir(site)) == ["index.html", "logo.png"]
     assert (site / "index.html").read_text() == "<html>my site</html>"

@@ -29,6 +29,7 @@ Every figure follows `keras_vit.timing`'s rule (`latencies`), which
 
 import warnings
 
+from keras_vit import timing
 from keras_vit.benchmark.flops import model_flops
 from keras_vit.benchmark.flops import peak_flops
 from keras_vit.benchmark.profiling import profile
@@ -40,7 +41,6 @@ from keras_vit.benchmark.throughput import PEERS
 from keras_vit.benchmark.throughput import RUNTIMES
 from keras_vit.benchmark.throughput import benchmark
 from keras_vit.benchmark.throughput import measure
-from keras_vit import timing
 
 __all__ = [
     "MIN_SECONDS",
@@ -62,7 +62,8 @@ def __getattr__(name):
     # next release (CHANGELOG.md, "Deprecated").
     if name == "latencies":
         warnings.warn(
-            "`keras_vit.benchmark.latencies` is deprecated and will be removed in the "
+            "`keras_vit.benchmark.latencies` is deprecated and will be removed "
+            "in the "
             "next release: use `keras_vit.timing.latencies`.",
             DeprecationWarning,
             stacklevel=2,

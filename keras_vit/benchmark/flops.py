@@ -67,14 +67,22 @@ def model_flops(model):
     patch_dim = model.patch_size**2
     stem_flops = 0.0
     if model.stem is not None:
-        stem = next((l for l in model.layers if isinstance(l, ResNetStem)), None)
+        stem = next(
+            (layer for layer in model.layers if isinstance(layer, ResNetStem)),
+            None,
+        )
         if stem is None:
             return None
         stem_flops = _stem_flops(stem, model.image_size, model.num_channels)
         patch_dim *= stem.output_channels
     else:
         patch_dim *= model.num_channels
-    per_block = 2.0 * t * d * (3 * d) + 2 * 2.0 * t * t * d + 2.0 * t * d * d + 2 * 2.0 * t * d * m
+    per_block = (
+        2.0 * t * d * (3 * d)
+        + 2 * 2.0 * t * t * d
+        + 2.0 * t * d * d
+        + 2 * 2.0 * t * d * m
+    )
     total = stem_flops + 2.0 * n * patch_dim * d + model.num_layers * per_block
     if model.include_top:
         width = d

@@ -10,17 +10,24 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_vit import arg_checks
 from keras_vit import data
 from keras_vit import layers as vit_layers
 from keras_vit import timing
-from keras_vit import arg_checks
 from keras_vit.benchmark.throughput import MIN_SECONDS
 from keras_vit.benchmark.throughput import variant_name
 from keras_vit.models import ViT
 
 
-def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,
-            printer=print, min_seconds=MIN_SECONDS):
+def profile(
+    variant="B/16",
+    batch_size=8,
+    steps=5,
+    warmup=2,
+    image_size=None,
+    printer=print,
+    min_seconds=MIN_SECONDS,
+):
     """Times the pieces of a forward pass and the alternatives to each.
 
     Prints milliseconds per batch for: the whole model with and without XLA,
@@ -41,35 +48,58 @@ def profile(variant="B/16", batch_size=8, steps=5, warmup=2, image_size=None,
     h, w = model.image_size
     tokens = model.grid_size[0] * model.grid_size[1] + model.num_prefix_tokens
     rng = np.random.default_rng(0)
-    images = tf.constant(rng.uniform(0, 255, (batch_size, h, w, 3)).astype("float32"))
-    x = tf.constant(rng.normal(size=(batch_size, tokens, model.hidden_dim)).astype("float32"))
+    images = tf.constant(
+        rng.uniform(0, 255, (batch_size, h, w, 3)).astype("float32")
+    )
+    x = tf.constant(
+        rng.normal(size=(batch_size, tokens, model.hidden_dim)).astype(
+            "float32"
+        )
+    )
     out = {}
 
     def report(name, fn, note=""):
-        out[name] = 1000.0 * timing.median_seconds(fn, steps, warmup, min_seconds)
+        out[name] = 1000.0 * timing.median_seconds(
+            fn, steps, warmup, min_seconds
+        )
         printer(f"  {name:<46} {out[name]:9.1f} ms{note}")
 
-    printer(f"{variant} at {h}x{w}, batch {batch_size}, {os.cpu_count()} CPU cores")
-    _time_model(model, images, rng.integers(0, model.num_classes, (batch_size,)), report)
+    printer(
+        f"{variant} at {h}x{w}, batch {batch_size}, {os.cpu_count()} CPU cores"
+    )
+    _time_model(
+        model, images, rng.integers(0, model.num_classes, (batch_size,)), report
+    )
     _time_patch_embedding(model, images, report)
     _time_block_and_attention(model, x, report)
     rate = _pipeline_rate((h, w), batch_size)
     out["pipeline_images_per_s"] = rate
-    printer(f"  {'tf.data pipeline alone (crop, flip, to ' + str(h) + ' px)':<46} "
-            f"{rate:9.0f} images/s")
+    printer(
+        f"  {'tf.data pipeline alone (crop, flip, to ' + str(h) + ' px)':<46} "
+        f"{rate:9.0f} images/s"
+    )
     return out
 
 
 def _time_model(model, images, labels, report):
-    """The forward pass and an AdamW training step, each without and with XLA."""
+    """The forward pass and an AdamW training step, without and with XLA."""
     for jit in (False, True):
         f = tf.function(lambda v: model(v, training=False), jit_compile=jit)
-        report(f"forward, XLA {'on' if jit else 'off'}", lambda: f(images).numpy())
+        # `report` calls the lambda at once, while `f` is this pass's.
+        report(
+            f"forward, XLA {'on' if jit else 'off'}",
+            lambda: f(images).numpy(),  # noqa: B023
+        )
     for jit in (False, True):
-        model.compile(keras.optimizers.AdamW(1e-4),
-                      keras.losses.SparseCategoricalCrossentropy(), jit_compile=jit)
-        report(f"training step (AdamW), XLA {'on' if jit else 'off'}",
-               lambda: model.train_on_batch(images, labels))
+        model.compile(
+            keras.optimizers.AdamW(1e-4),
+            keras.losses.SparseCategoricalCrossentropy(),
+            jit_compile=jit,
+        )
+        report(
+            f"training step (AdamW), XLA {'on' if jit else 'off'}",
+            lambda: model.train_on_batch(images, labels),
+        )
 
 
 def _time_patch_embedding(model, images, report):
@@ -90,30 +120,48 @@ def _time_block_and_attention(model, x, report):
     heads = model.num_heads
     block = vit_layers.TransformerBlock(heads, model.mlp_dim)
     f = tf.function(lambda v: block(v))
-    report("one TransformerBlock", lambda: f(x).numpy(), f"  (x{model.num_layers} blocks)")
+    report(
+        "one TransformerBlock",
+        lambda: f(x).numpy(),
+        f"  (x{model.num_layers} blocks)",
+    )
     ours = vit_layers.MultiHeadSelfAttention(heads)
     f_ours = tf.function(lambda v: ours(v))
-    report("attention: keras_vit fused QKV + matmuls", lambda: f_ours(x).numpy())
+    report(
+        "attention: keras_vit fused QKV + matmuls", lambda: f_ours(x).numpy()
+    )
     qkv, proj = keras.layers.Dense(3 * d), keras.layers.Dense(d)
 
     def dpa(v):
         split = tf.reshape(qkv(v), (batch_size, tokens, 3, heads, d // heads))
         q, k, val = tf.split(split, 3, axis=2)
-        o = keras.ops.dot_product_attention(q[:, :, 0], k[:, :, 0], val[:, :, 0])
+        o = keras.ops.dot_product_attention(
+            q[:, :, 0], k[:, :, 0], val[:, :, 0]
+        )
         return proj(tf.reshape(o, (batch_size, tokens, d)))
 
     f_dpa = tf.function(dpa)
-    report("attention: keras.ops.dot_product_attention", lambda: f_dpa(x).numpy())
+    report(
+        "attention: keras.ops.dot_product_attention", lambda: f_dpa(x).numpy()
+    )
     mha = keras.layers.MultiHeadAttention(heads, d // heads)
     f_mha = tf.function(lambda v: mha(v, v))
-    report("attention: keras.layers.MultiHeadAttention", lambda: f_mha(x).numpy())
+    report(
+        "attention: keras.layers.MultiHeadAttention", lambda: f_mha(x).numpy()
+    )
 
 
 def _pipeline_rate(size, batch_size):
     """Images/s of the `tf.data` training pipeline alone (digits, augmented
     and resized to `size`)."""
     digits = data.load("digits")
-    pipe = data.train_pipeline(digits.train, 10, size, batch_size, repeat=True,
-                               num_examples=digits.num_train)
+    pipe = data.train_pipeline(
+        digits.train,
+        10,
+        size,
+        batch_size,
+        repeat=True,
+        num_examples=digits.num_train,
+    )
     it = iter(pipe)
     return batch_size / timing.median_seconds(lambda: next(it), 20, 3)

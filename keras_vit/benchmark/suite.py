@@ -17,8 +17,8 @@ import sys
 import keras
 import numpy as np
 
-from keras_vit import timing
 from keras_vit import arg_checks
+from keras_vit import timing
 from keras_vit.benchmark import flops as flops_lib
 from keras_vit.benchmark.peers import timm_runner
 from keras_vit.benchmark.throughput import MIN_SECONDS
@@ -38,17 +38,31 @@ def measure_in_subprocess(timm_python=None, **kwargs):
         if kwargs.get("image_size") not in (None, 224):
             return {"error": "peers are timed at 224 px only"}
         return timm_runner.measure(
-            variant, kwargs["mode"], kwargs["batch_size"], kwargs.get("steps", 5),
-            kwargs.get("warmup", 2), timm_python,
+            variant,
+            kwargs["mode"],
+            kwargs["batch_size"],
+            kwargs.get("steps", 5),
+            kwargs.get("warmup", 2),
+            timm_python,
             kwargs.get("min_seconds", MIN_SECONDS),
             compute_dtype(kwargs.get("dtype")),
         )
-    if kwargs.get("peer") == "onnxruntime" and compute_dtype(kwargs.get("dtype")) != "float32":
+    if (
+        kwargs.get("peer") == "onnxruntime"
+        and compute_dtype(kwargs.get("dtype")) != "float32"
+    ):
         return {"error": ONNX_FLOAT32_ONLY}
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     proc = subprocess.run(
-        [sys.executable, "-m", "keras_vit.benchmark.worker", json.dumps(kwargs)],
-        capture_output=True, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "keras_vit.benchmark.worker",
+            json.dumps(kwargs),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     return timing.read_result(proc)
 
@@ -95,10 +109,18 @@ def run_suite(
         for key in plan:
             variant, _, peer, mode, batch = key
             result = measure_in_subprocess(
-                peer=peer, variant=variant, mode=mode, batch_size=batch,
-                steps=steps, warmup=warmup, dtype=dtype,
-                jit_compile=jit_compile, remat=remat, image_size=image_size,
-                timm_python=timm_python, min_seconds=min_seconds,
+                peer=peer,
+                variant=variant,
+                mode=mode,
+                batch_size=batch,
+                steps=steps,
+                warmup=warmup,
+                dtype=dtype,
+                jit_compile=jit_compile,
+                remat=remat,
+                image_size=image_size,
+                timm_python=timm_python,
+                min_seconds=min_seconds,
             )
             samples[key].append(result)
             prefix = f"round {index + 1}/{rounds} " if rounds > 1 else ""
@@ -115,11 +137,15 @@ def _print_peak(compute, printer):
     """Measures and prints the machine's matmul peak; returns the one the
     rows' share of the peak is of (the compute dtype's own)."""
     peak = flops_lib.peak_flops()
-    line = (f"machine: {os.cpu_count()} CPU cores, measured float32 matmul peak "
-            f"{peak / 1e9:.0f} GFLOP/s")
+    line = (
+        f"machine: {os.cpu_count()} CPU cores, measured float32 matmul peak "
+        f"{peak / 1e9:.0f} GFLOP/s"
+    )
     if compute != "float32":
         peak = flops_lib.peak_flops(dtype=compute)
-        line += f", {compute} {peak / 1e9:.0f} GFLOP/s (the share of peak below)"
+        line += (
+            f", {compute} {peak / 1e9:.0f} GFLOP/s (the share of peak below)"
+        )
     printer(line)
     return peak
 
@@ -131,20 +157,29 @@ def _plan(variants, peers, inference_batches, train_batches, image_size):
     kwargs = {"image_size": image_size} if image_size else {}
     for variant in variants:
         with keras.StatelessScope(initialize_variables=False):
-            flops = flops_lib.model_flops(ViT.from_variant(variant_name(variant), **kwargs))
+            flops = flops_lib.model_flops(
+                ViT.from_variant(variant_name(variant), **kwargs)
+            )
         for peer in peers:
             modes = [("inference", b) for b in inference_batches]
             if peer not in RUNTIMES:
                 modes += [("train", b) for b in train_batches]
-            plan += [(variant, flops, peer, mode, batch) for mode, batch in modes]
+            plan += [
+                (variant, flops, peer, mode, batch) for mode, batch in modes
+            ]
     return plan
 
 
 def _row(key, results, peak):
     """One table row from a measurement's results over the rounds."""
     variant, flops, peer, mode, batch = key
-    row = {"variant": variant, "peer": peer, "mode": mode, "batch": batch,
-           "gflops_per_image": flops / 1e9}
+    row = {
+        "variant": variant,
+        "peer": peer,
+        "mode": mode,
+        "batch": batch,
+        "gflops_per_image": flops / 1e9,
+    }
     good = [r for r in results if "images_per_s" in r]
     if not good:
         return {**row, **results[-1]}
@@ -161,7 +196,10 @@ def _row(key, results, peak):
 
 
 def _format_row(row):
-    head = f"{row['variant']:>8} {row['peer']:>12} {row['mode']:>9} batch {row['batch']:>3}"
+    head = (
+        f"{row['variant']:>8} {row['peer']:>12} {row['mode']:>9} "
+        f"batch {row['batch']:>3}"
+    )
     if "error" in row:
         return f"{head}  n/a ({row['error']})"
     xla = {True: "  XLA", False: "  no XLA"}.get(row.get("xla"), "")
@@ -170,6 +208,8 @@ def _format_row(row):
         xla = f"  (rounds {low:.2f}-{high:.2f})" + xla
     cores = row.get("cores_busy")
     cores = "" if cores is None else f"  {cores:4.2f} cores busy"
-    return (f"{head}  {row['images_per_s']:8.2f} images/s  "
-            f"{row['peak_memory_mb']:8.0f} MB peak  "
-            f"{100 * row['fraction_of_peak']:5.1f}% of peak{cores}{xla}")
+    return (
+        f"{head}  {row['images_per_s']:8.2f} images/s  "
+        f"{row['peak_memory_mb']:8.0f} MB peak  "
+        f"{100 * row['fraction_of_peak']:5.1f}% of peak{cores}{xla}"
+    )

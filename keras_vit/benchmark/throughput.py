@@ -11,20 +11,22 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_vit import arg_checks
 from keras_vit import builders
 from keras_vit import timing
-from keras_vit import arg_checks
 from keras_vit.benchmark.peers import keras_hub_peer
 from keras_vit.benchmark.peers import runtime_peers
 from keras_vit.benchmark.peers import timm_runner
 from keras_vit.models import ViT
-from keras_vit.training import recipe
 from keras_vit.options import PEERS
 from keras_vit.options import RUNTIMES
+from keras_vit.training import recipe
 from keras_vit.training import strategy
 
-ONNX_FLOAT32_ONLY = ("ONNX Runtime is timed in float32 only (export_onnx exports "
-                     "a float32 copy; ONNX Runtime has no bfloat16 kernels)")
+ONNX_FLOAT32_ONLY = (
+    "ONNX Runtime is timed in float32 only (export_onnx exports "
+    "a float32 copy; ONNX Runtime has no bfloat16 kernels)"
+)
 # The suite times each measurement for at least this many seconds (and at
 # least `steps` calls; see `keras_vit.timing.latencies`).
 MIN_SECONDS = 1.0
@@ -72,8 +74,9 @@ def benchmark(
     forward = tf.function(
         lambda x: model(x, training=False), jit_compile=jit_compile
     )
-    seconds, cores = timing.seconds_and_cores(lambda: forward(images).numpy(), steps,
-                                              warmup, min_seconds)
+    seconds, cores = timing.seconds_and_cores(
+        lambda: forward(images).numpy(), steps, warmup, min_seconds
+    )
     result = {
         "inference_images_per_s": batch_size / seconds,
         "inference_ms_per_batch": 1000 * seconds,
@@ -88,7 +91,10 @@ def benchmark(
             jit_compile=jit_compile,
         )
         seconds, cores = timing.seconds_and_cores(
-            lambda: model.train_on_batch(images, labels), steps, warmup, min_seconds
+            lambda: model.train_on_batch(images, labels),
+            steps,
+            warmup,
+            min_seconds,
         )
         result["train_images_per_s"] = batch_size / seconds
         result["train_cores_busy"] = cores
@@ -131,8 +137,19 @@ def _jit_choices(jit_compile, mode, dtype=None, device_kind=None):
     return (recipe.auto_jit_compile(device_kind, 1, dtype or "float32"),)
 
 
-def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
-            jit_compile="auto", remat=False, image_size=None, min_seconds=MIN_SECONDS):
+def measure(
+    peer,
+    variant,
+    mode,
+    batch_size,
+    steps=5,
+    warmup=2,
+    dtype=None,
+    jit_compile="auto",
+    remat=False,
+    image_size=None,
+    min_seconds=MIN_SECONDS,
+):
     """One measurement in this process: images/s and peak memory (MB).
 
     Each is the median call over at least `steps` calls and `min_seconds`
@@ -144,20 +161,36 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
     if peer != "keras_vit" and image_size not in (None, 224):
         raise ValueError("peers are timed at 224 px only")
     if peer == "timm":
-        return timm_runner.measure(variant, mode, batch_size, steps, warmup,
-                                   min_seconds=min_seconds,
-                                   compute_dtype=compute_dtype(dtype))
+        return timm_runner.measure(
+            variant,
+            mode,
+            batch_size,
+            steps,
+            warmup,
+            min_seconds=min_seconds,
+            compute_dtype=compute_dtype(dtype),
+        )
     if peer in RUNTIMES:
-        return _measure_runtime(peer, variant, mode, batch_size, steps, warmup, dtype,
-                                min_seconds)
+        return _measure_runtime(
+            peer, variant, mode, batch_size, steps, warmup, dtype, min_seconds
+        )
     if peer == "keras_hub":
         model = keras_hub_peer.model(variant, dtype)
     else:
         model = _keras_vit_model(variant, dtype, remat, image_size)
     if mode == "inference":
         results = [
-            (benchmark(model, batch_size, steps, warmup, jit_compile=jit,
-                       min_seconds=min_seconds), jit)
+            (
+                benchmark(
+                    model,
+                    batch_size,
+                    steps,
+                    warmup,
+                    jit_compile=jit,
+                    min_seconds=min_seconds,
+                ),
+                jit,
+            )
             for jit in jit_choices
         ]
         result, xla = max(results, key=lambda r: r[0]["inference_images_per_s"])
@@ -165,12 +198,20 @@ def measure(peer, variant, mode, batch_size, steps=5, warmup=2, dtype=None,
         cores = result["inference_cores_busy"]
     else:
         (xla,) = jit_choices
-        rate, cores = _train_rate(model, batch_size, steps, warmup, min_seconds, xla)
-    return {"images_per_s": rate, "peak_memory_mb": timing.peak_rss_mb(), "xla": xla,
-            "cores_busy": cores}
+        rate, cores = _train_rate(
+            model, batch_size, steps, warmup, min_seconds, xla
+        )
+    return {
+        "images_per_s": rate,
+        "peak_memory_mb": timing.peak_rss_mb(),
+        "xla": xla,
+        "cores_busy": cores,
+    }
 
 
-def _measure_runtime(peer, variant, mode, batch_size, steps, warmup, dtype, min_seconds):
+def _measure_runtime(
+    peer, variant, mode, batch_size, steps, warmup, dtype, min_seconds
+):
     """`measure` for ONNX Runtime and OpenVINO Runtime, which time keras_vit's
     float32 model exported (`keras_vit.benchmark.peers.runtime_peers`)."""
     if mode != "inference":
@@ -179,13 +220,18 @@ def _measure_runtime(peer, variant, mode, batch_size, steps, warmup, dtype, min_
         raise ValueError(ONNX_FLOAT32_ONLY)
     model = _keras_vit_model(variant, None, False)
     if peer == "onnxruntime":
-        seconds, cores = runtime_peers.time_onnxruntime(model, batch_size, steps, warmup,
-                                                        min_seconds)
+        seconds, cores = runtime_peers.time_onnxruntime(
+            model, batch_size, steps, warmup, min_seconds
+        )
     else:
-        seconds, cores = runtime_peers.time_openvino(model, batch_size, steps, warmup,
-                                                     min_seconds, compute_dtype(dtype))
-    return {"images_per_s": batch_size / seconds, "peak_memory_mb": timing.peak_rss_mb(),
-            "cores_busy": cores}
+        seconds, cores = runtime_peers.time_openvino(
+            model, batch_size, steps, warmup, min_seconds, compute_dtype(dtype)
+        )
+    return {
+        "images_per_s": batch_size / seconds,
+        "peak_memory_mb": timing.peak_rss_mb(),
+        "cores_busy": cores,
+    }
 
 
 def _train_rate(model, batch_size, steps, warmup, min_seconds, xla):
@@ -194,9 +240,12 @@ def _train_rate(model, batch_size, steps, warmup, min_seconds, xla):
     size = model.input_shape[1:3]
     x = rng.uniform(0, 255, (batch_size, *size, 3)).astype("float32")
     y = rng.integers(0, 1000, (batch_size,))
-    model.compile(keras.optimizers.AdamW(1e-4),
-                  keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  jit_compile=xla)
-    seconds, cores = timing.seconds_and_cores(lambda: model.train_on_batch(x, y), steps,
-                                              warmup, min_seconds)
+    model.compile(
+        keras.optimizers.AdamW(1e-4),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=xla,
+    )
+    seconds, cores = timing.seconds_and_cores(
+        lambda: model.train_on_batch(x, y), steps, warmup, min_seconds
+    )
     return batch_size / seconds, cores

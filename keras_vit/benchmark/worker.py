@@ -1,7 +1,8 @@
 """One `measure` in a process of its own: how `keras-vit benchmark` runs
 each row of its table (`keras_vit.benchmark.suite.measure_in_subprocess`).
 
-    python -m keras_vit.benchmark.worker '{"peer": "keras_vit", "variant": "Ti/16", ...}'
+    python -m keras_vit.benchmark.worker \\
+        '{"peer": "keras_vit", "variant": "Ti/16", ...}'
 
 The argument is `keras_vit.benchmark.measure`'s keyword arguments as JSON;
 the result is printed as one line, `RESULT {json}`

@@ -27,6 +27,7 @@ from keras_vit.cli import presets
 from keras_vit.cli import train
 from keras_vit.version import __version__
 
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="keras-vit",
@@ -36,10 +37,12 @@ def build_parser():
         "--version", action="version", version=f"keras-vit {__version__}"
     )
     parser.add_argument(
-        "--verbose", action="store_true", dest="tensorflow_logs",
+        "--verbose",
+        action="store_true",
+        dest="tensorflow_logs",
         help="show TensorFlow's C++ start-up log lines (oneDNN, CPU "
-             "features, CUDA); before the command (`keras-vit --verbose "
-             "train ...`: train's own --verbose sets its progress output)",
+        "features, CUDA); before the command (`keras-vit --verbose "
+        "train ...`: train's own --verbose sets its progress output)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     models.add_parser(sub)
@@ -114,7 +117,8 @@ def _not_an_image(error):
 
     messages = "|".join(re.escape(m) for m in (NOT_AN_IMAGE, NOT_DECODABLE))
     found = re.search(
-        r"assertion failed: \[(" + messages + r")\] \[(.*?)\]\n", str(error) + "\n"
+        r"assertion failed: \[(" + messages + r")\] \[(.*?)\]\n",
+        str(error) + "\n",
     )
     return None if found is None else (found.group(1), found.group(2))
 
@@ -142,8 +146,10 @@ def _terminate_cleanly():
     A handler someone else installed is left alone, and so is a call from a
     thread other than the main one (signals can only be handled there).
     """
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         yield
         return
     signal.signal(signal.SIGTERM, _raise_terminated)
@@ -158,4 +164,3 @@ def _terminate_cleanly():
         raise SystemExit(cause.code) from None
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-

@@ -6,61 +6,123 @@ from keras_vit.options import PEERS
 def add_parser(sub):
     bench = sub.add_parser(
         "benchmark",
-        help="images/s, peak memory and %% of the machine's peak, next to peers",
+        help="images/s, peak memory and %% of the machine's peak, next to "
+        "peers",
     )
-    bench.add_argument("--model", nargs="+", default=["Ti/16", "S/16", "B/16"],
-                       help="builders or variants (default: Ti/16 S/16 B/16)")
-    bench.add_argument("--batch-size", type=int, nargs="+", default=[1, 8],
-                       help="inference batch sizes (default: 1 8)")
-    bench.add_argument("--train", action="store_true", help="also time AdamW training steps")
-    bench.add_argument("--train-batch-size", type=int, nargs="+", default=[8, 32],
-                       help="training batch sizes (default: 8 32)")
-    bench.add_argument("--peers", nargs="*", default=[],
-                       choices=[p for p in PEERS if p != "keras_vit"],
-                       help="also time these, where installed (onnxruntime and "
-                            "openvino run keras_vit's model exported, inference only)")
-    bench.add_argument("--timm-python", default=None, metavar="PYTHON",
-                       help="time timm with this interpreter (an environment with torch "
-                            "and timm; default: this one)")
-    bench.add_argument("--image-size", type=int, default=None, help="keras_vit only")
-    bench.add_argument("--steps", type=int, default=5,
-                       help="timed calls per measurement, at least (default: 5)")
-    bench.add_argument("--warmup", type=int, default=2,
-                       help="untimed calls first (default: 2)")
-    bench.add_argument("--min-seconds", type=float, default=None,
-                       help="time each measurement past --steps until its calls "
-                            "add up to this many seconds (default: 1; a stable "
-                            "median for fast calls such as batch 1)")
-    bench.add_argument("--rounds", type=int, default=1,
-                       help="repeat every measurement this many times, rounds "
-                            "interleaved, and report medians (for noisy machines)")
-    bench.add_argument("--jit-compile", choices=["auto", "on", "off"], default="auto",
-                       help="XLA (auto: training as `keras-vit train` compiles it, "
-                            "on but for bfloat16 on a CPU; inference is timed "
-                            "with and without, the faster is reported)")
-    bench.add_argument("--dtype", default=None,
-                       help="dtype policy, e.g. mixed_bfloat16 (default: float32); "
-                            "peers compute in its compute dtype too")
-    bench.add_argument("--remat", action="store_true",
-                       help="rematerialise each block in training (less memory)")
-    bench.add_argument("--profile", action="store_true",
-                       help="instead: time the parts of the model and their alternatives")
+    bench.add_argument(
+        "--model",
+        nargs="+",
+        default=["Ti/16", "S/16", "B/16"],
+        help="builders or variants (default: Ti/16 S/16 B/16)",
+    )
+    bench.add_argument(
+        "--batch-size",
+        type=int,
+        nargs="+",
+        default=[1, 8],
+        help="inference batch sizes (default: 1 8)",
+    )
+    bench.add_argument(
+        "--train", action="store_true", help="also time AdamW training steps"
+    )
+    bench.add_argument(
+        "--train-batch-size",
+        type=int,
+        nargs="+",
+        default=[8, 32],
+        help="training batch sizes (default: 8 32)",
+    )
+    bench.add_argument(
+        "--peers",
+        nargs="*",
+        default=[],
+        choices=[p for p in PEERS if p != "keras_vit"],
+        help="also time these, where installed (onnxruntime and "
+        "openvino run keras_vit's model exported, inference only)",
+    )
+    bench.add_argument(
+        "--timm-python",
+        default=None,
+        metavar="PYTHON",
+        help="time timm with this interpreter (an environment with torch "
+        "and timm; default: this one)",
+    )
+    bench.add_argument(
+        "--image-size", type=int, default=None, help="keras_vit only"
+    )
+    bench.add_argument(
+        "--steps",
+        type=int,
+        default=5,
+        help="timed calls per measurement, at least (default: 5)",
+    )
+    bench.add_argument(
+        "--warmup", type=int, default=2, help="untimed calls first (default: 2)"
+    )
+    bench.add_argument(
+        "--min-seconds",
+        type=float,
+        default=None,
+        help="time each measurement past --steps until its calls "
+        "add up to this many seconds (default: 1; a stable "
+        "median for fast calls such as batch 1)",
+    )
+    bench.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="repeat every measurement this many times, rounds "
+        "interleaved, and report medians (for noisy machines)",
+    )
+    bench.add_argument(
+        "--jit-compile",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="XLA (auto: training as `keras-vit train` compiles it, "
+        "on but for bfloat16 on a CPU; inference is timed "
+        "with and without, the faster is reported)",
+    )
+    bench.add_argument(
+        "--dtype",
+        default=None,
+        help="dtype policy, e.g. mixed_bfloat16 (default: float32); "
+        "peers compute in its compute dtype too",
+    )
+    bench.add_argument(
+        "--remat",
+        action="store_true",
+        help="rematerialise each block in training (less memory)",
+    )
+    bench.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead: time the parts of the model and their alternatives",
+    )
     bench.set_defaults(run=run)
 
 
 def run(args):
     from keras_vit import benchmark
 
-    timing = {} if args.min_seconds is None else {"min_seconds": args.min_seconds}
+    timing = (
+        {} if args.min_seconds is None else {"min_seconds": args.min_seconds}
+    )
     if args.profile:
         for model in args.model:
-            benchmark.profile(model, batch_size=args.batch_size[-1], steps=args.steps,
-                              warmup=args.warmup, image_size=args.image_size, **timing)
+            benchmark.profile(
+                model,
+                batch_size=args.batch_size[-1],
+                steps=args.steps,
+                warmup=args.warmup,
+                image_size=args.image_size,
+                **timing,
+            )
         return
 
     print(
         f"keras-vit benchmark: {', '.join(args.model)}; inference batches "
-        f"{args.batch_size}" + (f", training batches {args.train_batch_size}" if args.train else "")
+        f"{args.batch_size}"
+        + (f", training batches {args.train_batch_size}" if args.train else "")
         + f"; dtype policy {args.dtype or 'float32'}; XLA {args.jit_compile}"
         + ("; remat on" if args.remat else "")
         + (f"; {args.rounds} interleaved rounds" if args.rounds > 1 else "")

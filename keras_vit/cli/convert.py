@@ -16,18 +16,24 @@ def add_parser(sub):
         help="builder name, e.g. ViT_B16 (default: from the checkpoint)",
     )
     parser.add_argument(
-        "--num-heads", type=int, default=None,
+        "--num-heads",
+        type=int,
+        default=None,
         help="for a ViT of another size than the released ones, in a format "
-             "that does not record it (timm, Hugging Face .safetensors)",
+        "that does not record it (timm, Hugging Face .safetensors)",
     )
     parser.add_argument(
-        "--source-grid", type=int, nargs=2, default=None,
+        "--source-grid",
+        type=int,
+        nargs=2,
+        default=None,
         metavar=("ROWS", "COLS"),
         help="the patch grid of the checkpoint's position embeddings, if "
-             "not square (the formats record none; releases are square)",
+        "not square (the formats record none; releases are square)",
     )
     parser.add_argument(
-        "--overwrite", action="store_true",
+        "--overwrite",
+        action="store_true",
         help="replace an existing file at --output (never the input)",
     )
     parser.set_defaults(run=run)
@@ -37,8 +43,12 @@ def run(args):
     from keras_vit.weights.convert import convert
 
     model = convert(
-        args.input, args.output, model=args.model, num_heads=args.num_heads,
-        source_grid=args.source_grid, overwrite=args.overwrite,
+        args.input,
+        args.output,
+        model=args.model,
+        num_heads=args.num_heads,
+        source_grid=args.source_grid,
+        overwrite=args.overwrite,
     )
     print(
         f"{args.input} -> {args.output}: {model.name}, "

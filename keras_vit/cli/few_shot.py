@@ -6,26 +6,52 @@ def add_parser(sub):
         "few-shot",
         help="the paper's linear few-shot accuracy of a model's representation",
         description="Linear few-shot evaluation (arXiv 2010.11929, Sec. 4.1): "
-                    "regularised least squares from the frozen representation "
-                    "of k training images per class to {-1, 1}^K, accuracy on "
-                    "the test split; big_vision's settings (see "
-                    "keras_vit.evaluation).",
+        "regularised least squares from the frozen representation "
+        "of k training images per class to {-1, 1}^K, accuracy on "
+        "the test split; big_vision's settings (see "
+        "keras_vit.evaluation).",
     )
-    parser.add_argument("model", help="a .keras file or a builder name (ViT_B16)")
-    parser.add_argument("--dataset", required=True,
-                        help="digits, fashion_mnist, folder:PATH or a tensorflow_datasets name")
-    parser.add_argument("--data-dir", default=None, help="tensorflow_datasets folder")
-    parser.add_argument("--shots", type=int, nargs="+", default=[1, 5, 10, 25],
-                        help="examples per class (default 1 5 10 25)")
-    parser.add_argument("--seeds", type=int, default=3, help="random draws (default 3)")
-    parser.add_argument("--l2-reg", type=float, default=1024.0,
-                        help="L2 penalty (default 2^10, big_vision's)")
-    parser.add_argument("--weights", default=None, help="preset or checkpoint, with a builder name")
+    parser.add_argument(
+        "model", help="a .keras file or a builder name (ViT_B16)"
+    )
+    parser.add_argument(
+        "--dataset",
+        required=True,
+        help="digits, fashion_mnist, folder:PATH or a tensorflow_datasets name",
+    )
+    parser.add_argument(
+        "--data-dir", default=None, help="tensorflow_datasets folder"
+    )
+    parser.add_argument(
+        "--shots",
+        type=int,
+        nargs="+",
+        default=[1, 5, 10, 25],
+        help="examples per class (default 1 5 10 25)",
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=3, help="random draws (default 3)"
+    )
+    parser.add_argument(
+        "--l2-reg",
+        type=float,
+        default=1024.0,
+        help="L2 penalty (default 2^10, big_vision's)",
+    )
+    parser.add_argument(
+        "--weights",
+        default=None,
+        help="preset or checkpoint, with a builder name",
+    )
     parser.add_argument("--image-size", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--test-fraction", type=float, default=None,
-                        help="for a dataset without a test split (an image folder): "
-                             "the share of its images held out to test on")
+    parser.add_argument(
+        "--test-fraction",
+        type=float,
+        default=None,
+        help="for a dataset without a test split (an image folder): "
+        "the share of its images held out to test on",
+    )
     parser.set_defaults(run=run)
 
 
@@ -35,7 +61,13 @@ def run(args):
 
     model = load_model(args.model, args.weights, args.image_size)
     result = evaluation.few_shot(
-        model, args.dataset, shots=args.shots, seeds=args.seeds, l2_reg=args.l2_reg,
-        data_dir=args.data_dir, batch_size=args.batch_size, test_fraction=args.test_fraction,
+        model,
+        args.dataset,
+        shots=args.shots,
+        seeds=args.seeds,
+        l2_reg=args.l2_reg,
+        data_dir=args.data_dir,
+        batch_size=args.batch_size,
+        test_fraction=args.test_fraction,
     )
     print(result.summary())

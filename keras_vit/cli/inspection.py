@@ -5,11 +5,26 @@ import os
 
 
 def add_parser(sub):
-    parser = sub.add_parser("inspect", help="write attention maps and the paper's figures")
-    parser.add_argument("model", help="a .keras file or a builder name (ViT_B16)")
-    parser.add_argument("--image", action="append", required=True, help="an image file (repeatable)")
-    parser.add_argument("--output", required=True, help="folder for the PNGs and index.html")
-    parser.add_argument("--weights", default=None, help="preset or checkpoint, with a builder name")
+    parser = sub.add_parser(
+        "inspect", help="write attention maps and the paper's figures"
+    )
+    parser.add_argument(
+        "model", help="a .keras file or a builder name (ViT_B16)"
+    )
+    parser.add_argument(
+        "--image",
+        action="append",
+        required=True,
+        help="an image file (repeatable)",
+    )
+    parser.add_argument(
+        "--output", required=True, help="folder for the PNGs and index.html"
+    )
+    parser.add_argument(
+        "--weights",
+        default=None,
+        help="preset or checkpoint, with a builder name",
+    )
     parser.add_argument("--image-size", type=int, default=None)
     parser.set_defaults(run=run)
 
@@ -33,7 +48,10 @@ def run(args):
     model = load_model(args.model, args.weights, args.image_size)
     images = load_image_files(args.image, model.image_size, model.num_channels)
     files = visualize.inspect(
-        model, images, args.output, image_names(args.image),
+        model,
+        images,
+        args.output,
+        image_names(args.image),
         inputs=[args.model, args.weights, *args.image],
     )
     for path in files:

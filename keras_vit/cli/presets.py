@@ -6,7 +6,9 @@ from keras_vit.cli._table import print_table
 def add_parser(sub):
     parser = sub.add_parser("presets", help="list the pretrained weights")
     parser.add_argument(
-        "--model", default=None, help="builder, variant or a preset's unique name"
+        "--model",
+        default=None,
+        help="builder, variant or a preset's unique name",
     )
     parser.set_defaults(run=run)
 
@@ -14,7 +16,15 @@ def add_parser(sub):
 def run(args):
     from keras_vit.registry import list_presets
 
-    header = ("builder", "preset", "unique_name", "res", "classes", "pre-logits", "source")
+    header = (
+        "builder",
+        "preset",
+        "unique_name",
+        "res",
+        "classes",
+        "pre-logits",
+        "source",
+    )
     rows = [
         (
             p["builder"],

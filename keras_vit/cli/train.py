@@ -36,12 +36,20 @@ def _add_field(parser, field):
         if "default:" not in (meta["help"] or ""):
             shown = default[0] if kind == "crop_area" else default
             note = f"default: {_text(shown)}"
-            extra["help"] = f"{extra['help']} ({note})" if "help" in extra else note
+            extra["help"] = (
+                f"{extra['help']} ({note})" if "help" in extra else note
+            )
     if kind == "options":
         for flag, _, type_, choices, help_ in meta["options"]:
-            parser.add_argument(_flag(flag), type=type_, choices=choices,
-                                default=None, help=help_, dest=flag,
-                                metavar=None if choices else flag.upper())
+            parser.add_argument(
+                _flag(flag),
+                type=type_,
+                choices=choices,
+                default=None,
+                help=help_,
+                dest=flag,
+                metavar=None if choices else flag.upper(),
+            )
         return
     if kind == "store_true":
         parser.add_argument(_flag(field.name), action="store_true", **extra)
@@ -49,20 +57,37 @@ def _add_field(parser, field):
     if kind in ("switch", "choice_text", "dashes"):
         choices = meta["choices"] or (True, False)
         spell = (lambda c: c.replace("_", "-")) if kind == "dashes" else _text
-        parser.add_argument(_flag(field.name), choices=[spell(c) for c in choices],
-                            default=spell(default), **extra)
+        parser.add_argument(
+            _flag(field.name),
+            choices=[spell(c) for c in choices],
+            default=spell(default),
+            **extra,
+        )
         return
     if kind == "crop_area":
-        parser.add_argument("--crop-min-area", type=float, default=default[0],
-                            dest=field.name, metavar="CROP_MIN_AREA", **extra)
+        parser.add_argument(
+            "--crop-min-area",
+            type=float,
+            default=default[0],
+            dest=field.name,
+            metavar="CROP_MIN_AREA",
+            **extra,
+        )
         return
     type_ = meta["type"] or field.type
-    parser.add_argument(_flag(field.name), type=type_ if type_ is not str else None,
-                        choices=meta["choices"], default=default, **extra)
+    parser.add_argument(
+        _flag(field.name),
+        type=type_ if type_ is not str else None,
+        choices=meta["choices"],
+        default=default,
+        **extra,
+    )
 
 
 def add_parser(sub):
-    parser = sub.add_parser("train", help="train a ViT (any tf.distribute strategy)")
+    parser = sub.add_parser(
+        "train", help="train a ViT (any tf.distribute strategy)"
+    )
     for field in dataclasses.fields(TrainConfig):
         _add_field(parser, field)
     parser.set_defaults(run=run)
@@ -91,9 +116,12 @@ def _value(field, args):
 
 def config_from_args(args):
     """The `TrainConfig` that `keras-vit train`'s parsed `args` ask for."""
-    return TrainConfig(**{
-        field.name: _value(field, args) for field in dataclasses.fields(TrainConfig)
-    })
+    return TrainConfig(
+        **{
+            field.name: _value(field, args)
+            for field in dataclasses.fields(TrainConfig)
+        }
+    )
 
 
 def run(args):

@@ -32,8 +32,16 @@ from keras_vit import extras
 UNLABELLED = "unlabelled"
 
 FASHION_MNIST_CLASSES = (
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
 )
 FASHION_MNIST_FILES = {
     "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
@@ -119,9 +127,12 @@ class Dataset:
 
         train, held = holdout_indices(self.num_train, fraction, seed)
         if self.select is None and self.select_range is not None:
-            return (self.select_range(0, len(train)),
-                    self.select_range(len(train), self.num_train),
-                    len(train), len(held))
+            return (
+                self.select_range(0, len(train)),
+                self.select_range(len(train), self.num_train),
+                len(train),
+                len(held),
+            )
         return self.subset(train), self.subset(held), len(train), len(held)
 
 
@@ -131,8 +142,8 @@ def _read_idx(path):
     if data[2] != 8:  # unsigned byte
         raise ValueError(f"{path} is not a uint8 IDX file.")
     ndim = data[3]
-    shape = np.frombuffer(data[4:4 + 4 * ndim], dtype=">u4").astype(int)
-    return np.frombuffer(data[4 + 4 * ndim:], dtype=np.uint8).reshape(shape)
+    shape = np.frombuffer(data[4 : 4 + 4 * ndim], dtype=">u4").astype(int)
+    return np.frombuffer(data[4 + 4 * ndim :], dtype=np.uint8).reshape(shape)
 
 
 def fashion_mnist_arrays():
@@ -144,24 +155,33 @@ def fashion_mnist_arrays():
 
     keras_cache = os.path.join(
         os.path.expanduser(os.environ.get("KERAS_HOME", "~/.keras")),
-        "datasets", "fashion-mnist",
+        "datasets",
+        "fashion-mnist",
     )
     for folder in (keras_cache, DEBIAN_FASHION_MNIST):
-        files = [os.path.join(folder, f) for pair in FASHION_MNIST_FILES.values() for f in pair]
+        files = [
+            os.path.join(folder, f)
+            for pair in FASHION_MNIST_FILES.values()
+            for f in pair
+        ]
         if all(os.path.isfile(f) for f in files):
             splits = []
             for images, labels in FASHION_MNIST_FILES.values():
-                splits.append((
-                    _read_idx(os.path.join(folder, images)),
-                    _read_idx(os.path.join(folder, labels)),
-                ))
+                splits.append(
+                    (
+                        _read_idx(os.path.join(folder, images)),
+                        _read_idx(os.path.join(folder, labels)),
+                    )
+                )
             return tuple(splits)
     return keras.datasets.fashion_mnist.load_data()
 
 
 def digits_arrays(seed=0):
     """scikit-learn's digits, as uint8 8x8 images, split 80/20 (seeded)."""
-    sklearn_datasets = extras.require("sklearn.datasets", "The 'digits' dataset")
+    sklearn_datasets = extras.require(
+        "sklearn.datasets", "The 'digits' dataset"
+    )
     digits = sklearn_datasets.load_digits()
     images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)
     labels = digits.target.astype(np.int64)
@@ -180,12 +200,16 @@ def _from_arrays(name, splits, class_names):
     y_train = y_train.astype("int64")
 
     def select(indices):
-        return tf.data.Dataset.from_tensor_slices((x_train[indices], y_train[indices]))
+        return tf.data.Dataset.from_tensor_slices(
+            (x_train[indices], y_train[indices])
+        )
 
     return Dataset(
         name=name,
         train=tf.data.Dataset.from_tensor_slices((x_train, y_train)),
-        test=tf.data.Dataset.from_tensor_slices((x_test, y_test.astype("int64"))),
+        test=tf.data.Dataset.from_tensor_slices(
+            (x_test, y_test.astype("int64"))
+        ),
         class_names=list(class_names),
         num_train=len(x_train),
         num_test=len(x_test),
@@ -212,10 +236,12 @@ def _known_format(contents):
     # Padded, so that a file shorter than a signature's end compares unequal
     # (`substr` fails on a position past the end of its string).
     head = tf.strings.join([tf.strings.substr(contents, 0, 12), b"\x00" * 12])
-    return tf.reduce_any([
-        tf.equal(tf.strings.substr(head, offset, len(signature)), signature)
-        for offset, signature in IMAGE_SIGNATURES
-    ])
+    return tf.reduce_any(
+        [
+            tf.equal(tf.strings.substr(head, offset, len(signature)), signature)
+            for offset, signature in IMAGE_SIGNATURES
+        ]
+    )
 
 
 def read_image(path):
@@ -231,7 +257,9 @@ def read_image(path):
     import tensorflow as tf
 
     contents = tf.io.read_file(path)
-    check = tf.debugging.Assert(_known_format(contents), [NOT_AN_IMAGE, path], summarize=1)
+    check = tf.debugging.Assert(
+        _known_format(contents), [NOT_AN_IMAGE, path], summarize=1
+    )
     with tf.control_dependencies([check]):
         return tf.io.decode_image(contents, channels=3, expand_animations=False)
 
@@ -267,9 +295,15 @@ def read_images(paths, labels):
     import tensorflow as tf
 
     def one(path, label):
-        decoded = tf.data.Dataset.from_tensors(path).map(read_image).ignore_errors()
+        decoded = (
+            tf.data.Dataset.from_tensors(path).map(read_image).ignore_errors()
+        )
         refused = tf.data.Dataset.from_tensors(path).map(_refuse_image)
-        return decoded.concatenate(refused).take(1).map(lambda image: (image, label))
+        return (
+            decoded.concatenate(refused)
+            .take(1)
+            .map(lambda image: (image, label))
+        )
 
     return tf.data.Dataset.from_tensor_slices((paths, labels)).interleave(
         one, block_length=1, num_parallel_calls=tf.data.AUTOTUNE
@@ -287,12 +321,15 @@ def _from_folder(name, folder, labels=True):
         indices = [0] * len(paths)
         if not paths:
             raise ValueError(
-                f"The image folder holds no images ({', '.join(IMAGE_EXTENSIONS)})."
+                "The image folder holds no images "
+                f"({', '.join(IMAGE_EXTENSIONS)})."
                 f" Received: dataset={name!r}"
             )
     else:
         class_names = sorted(
-            d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))
+            d
+            for d in os.listdir(folder)
+            if os.path.isdir(os.path.join(folder, d))
         )
         paths, indices = [], []
         for index, class_name in enumerate(class_names):
@@ -302,8 +339,10 @@ def _from_folder(name, folder, labels=True):
         if len(class_names) < 2 or not paths:
             raise ValueError(
                 "An image folder needs at least two class sub-folders holding "
-                f"images ({', '.join(IMAGE_EXTENSIONS)}). Found {len(class_names)} "
-                f"sub-folders and {len(paths)} images. Received: dataset={name!r}"
+                f"images ({', '.join(IMAGE_EXTENSIONS)}). Found "
+                f"{len(class_names)} "
+                f"sub-folders and {len(paths)} images. Received: "
+                f"dataset={name!r}"
             )
 
     paths = np.asarray(paths)
@@ -332,7 +371,8 @@ def _tfds_image_key(name, info):
     if info.supervised_keys:
         return info.supervised_keys[0]
     images = [
-        key for key, feature in info.features.items()
+        key
+        for key, feature in info.features.items()
         if isinstance(feature, tfds.features.Image)
     ]
     if len(images) != 1:
@@ -379,17 +419,20 @@ def _from_tfds(name, data_dir, labels=True):
         # Without labels, a dataset's unlabelled split (STL-10's 100,000
         # images) is training data too.
         class_names = [UNLABELLED]
-        train_split = "+".join(s for s in ("train", "unlabelled") if s in splits)
+        train_split = "+".join(
+            s for s in ("train", "unlabelled") if s in splits
+        )
 
         def read(split):
             return builder.as_dataset(split=split).map(
                 lambda example: (example[key], tf.constant(0, tf.int64)),
                 num_parallel_calls=tf.data.AUTOTUNE,
             )
+
     if not all(s in splits for s in train_split.split("+")):
         raise ValueError(
-            "The dataset has no training split (\"train\"; without labels "
-            f"also \"unlabelled\"): it has {', '.join(splits) or 'none'}. "
+            'The dataset has no training split ("train"; without labels '
+            f'also "unlabelled"): it has {", ".join(splits) or "none"}. '
             f"Received: dataset={name!r}"
         )
     single = "+" not in train_split
@@ -397,10 +440,16 @@ def _from_tfds(name, data_dir, labels=True):
         name=name,
         train=read(train_split),
         test=None if test_split is None else read(test_split),
-        select_range=(lambda start, stop: read(f"{train_split}[{start}:{stop}]")) if single else None,
+        select_range=(
+            lambda start, stop: read(f"{train_split}[{start}:{stop}]")
+        )
+        if single
+        else None,
         class_names=class_names,
         num_train=sum(splits[s].num_examples for s in train_split.split("+")),
-        num_test=None if test_split is None else splits[test_split].num_examples,
+        num_test=None
+        if test_split is None
+        else splits[test_split].num_examples,
         channels=image_shape[-1] if image_shape else None,
     )
 
@@ -424,11 +473,13 @@ def load(name, data_dir=None, labels=True):
         A `Dataset`.
     """
     if not isinstance(name, str) or not name:
-        raise ValueError(f"`dataset` must be a name. Received: dataset={name!r}")
+        raise ValueError(
+            f"`dataset` must be a name. Received: dataset={name!r}"
+        )
     if name == "fashion_mnist":
         return _from_arrays(name, fashion_mnist_arrays(), FASHION_MNIST_CLASSES)
     if name == "digits":
         return _from_arrays(name, digits_arrays(), [str(d) for d in range(10)])
     if name.startswith("folder:"):
-        return _from_folder(name, name[len("folder:"):], labels)
+        return _from_folder(name, name[len("folder:") :], labels)
     return _from_tfds(name, data_dir, labels)

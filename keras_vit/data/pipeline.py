@@ -45,16 +45,25 @@ class Augmentation:
     def __post_init__(self):
         arg_checks.boolean("random_resized_crop", self.random_resized_crop)
         arg_checks.boolean("flip", self.flip)
-        if isinstance(self.rand_augment, bool) or not isinstance(self.rand_augment, int) or self.rand_augment < 0:
+        if (
+            isinstance(self.rand_augment, bool)
+            or not isinstance(self.rand_augment, int)
+            or self.rand_augment < 0
+        ):
             raise ValueError(
                 "`rand_augment` must be a number of operations >= 0. "
                 f"Received: rand_augment={self.rand_augment!r}"
             )
-        arg_checks.fraction("rand_augment_magnitude", self.rand_augment_magnitude)
+        arg_checks.fraction(
+            "rand_augment_magnitude", self.rand_augment_magnitude
+        )
         for name in ("mixup", "cutmix"):
             value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, (int, float))
-                    or not 0 <= value < float("inf")):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 <= value < float("inf")
+            ):
                 raise ValueError(
                     f"`{name}` must be a finite alpha >= 0 (0 = off). "
                     f"Received: {name}={value!r}"
@@ -63,7 +72,10 @@ class Augmentation:
         if (
             not isinstance(area, (tuple, list))
             or len(area) != 2
-            or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in area)
+            or any(
+                isinstance(v, bool) or not isinstance(v, (int, float))
+                for v in area
+            )
             or not 0 < area[0] <= area[1] <= 1
         ):
             raise ValueError(
@@ -139,7 +151,9 @@ def _augment_batch(positions, example, seed, aug, image_size, num_classes):
     batch = tf.shape(images)[0]
     seed = _example_seed(seed, positions[0])
     if aug.random_resized_crop:
-        uniform = tf.random.stateless_uniform([batch, 4], seed=_fold(seed, _CROP))
+        uniform = tf.random.stateless_uniform(
+            [batch, 4], seed=_fold(seed, _CROP)
+        )
         low, high = aug.crop_area
         area = low + (high - low) * uniform[:, 0]
         log_ratio = math.log(3 / 4) + math.log(16 / 9) * uniform[:, 1]
@@ -155,12 +169,17 @@ def _augment_batch(positions, example, seed, aug, image_size, num_classes):
     elif tuple(images.shape[1:3]) != tuple(image_size):
         images = tf.image.resize(images, image_size, antialias=True)
     if aug.flip:
-        flip = tf.random.stateless_uniform([batch, 1, 1, 1], seed=_fold(seed, _FLIP)) < 0.5
+        flip = (
+            tf.random.stateless_uniform(
+                [batch, 1, 1, 1], seed=_fold(seed, _FLIP)
+            )
+            < 0.5
+        )
         images = tf.where(flip, tf.reverse(images, axis=[2]), images)
     return images, tf.one_hot(labels, num_classes), seed
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _keyed_seeds_class():
     # Defined on first use: importing keras_vit.data imports no Keras.
     import keras
@@ -228,7 +247,8 @@ def _check_dataset(dataset):
     spec = getattr(dataset, "element_spec", None)
     if (
         not isinstance(dataset, tf.data.Dataset)
-        or not isinstance(spec, tuple) or len(spec) != 2
+        or not isinstance(spec, tuple)
+        or len(spec) != 2
         or not all(isinstance(s, tf.TensorSpec) for s in spec)
         or spec[0].shape.rank not in (3, None)
         or not spec[1].dtype.is_integer
@@ -324,7 +344,8 @@ def train_pipeline(
     num_classes = arg_checks.positive_int("num_classes", num_classes)
     image_size = arg_checks.size_2d("image_size", image_size)
     batch_size = arg_checks.int_below(
-        "batch_size", batch_size, arg_checks.INT64_BOUND, minimum=1)
+        "batch_size", batch_size, arg_checks.INT64_BOUND, minimum=1
+    )
     if augmentation is not None and not isinstance(augmentation, Augmentation):
         raise ValueError(
             "`augmentation` must be a keras_vit.data.Augmentation or None. "
@@ -333,25 +354,35 @@ def train_pipeline(
     aug = augmentation or Augmentation()
     arg_checks.boolean("shuffle", shuffle)
     shuffle_buffer = arg_checks.int_below(
-        "shuffle_buffer", shuffle_buffer, arg_checks.INT64_BOUND, minimum=1,
-        why="the number of examples the shuffle holds; 1 does not shuffle")
+        "shuffle_buffer",
+        shuffle_buffer,
+        arg_checks.INT64_BOUND,
+        minimum=1,
+        why="the number of examples the shuffle holds; 1 does not shuffle",
+    )
     seed = arg_checks.int_below(
-        "seed", seed, arg_checks.INT64_BOUND, why="an int64 seed")
+        "seed", seed, arg_checks.INT64_BOUND, why="an int64 seed"
+    )
     arg_checks.boolean("deterministic", deterministic)
     arg_checks.boolean("repeat", repeat)
     if num_examples is not None:
         num_examples = arg_checks.int_below(
-            "num_examples", num_examples, arg_checks.INT64_BOUND, minimum=1)
+            "num_examples", num_examples, arg_checks.INT64_BOUND, minimum=1
+        )
         if repeat and num_examples < batch_size:
             # Each pass would be cut to no batch at all: an endless loop.
             raise ValueError(
-                f"`num_examples` must be at least the batch size ({batch_size}) "
+                "`num_examples` must be at least the batch size "
+                f"({batch_size}) "
                 "to repeat whole batches. Received: "
                 f"num_examples={num_examples}"
             )
     initial_epoch = arg_checks.int_below(
-        "initial_epoch", initial_epoch, _MAX_EPOCH,
-        why="the stream's positions are int64")
+        "initial_epoch",
+        initial_epoch,
+        _MAX_EPOCH,
+        why="the stream's positions are int64",
+    )
     options = tf.data.Options()
     options.deterministic = bool(deterministic)
     source = dataset.with_options(options)
@@ -363,8 +394,11 @@ def train_pipeline(
             # (1, f(seed, epoch)) whatever the global seed is (a tensor
             # seed under a global seed of 0 fails in TensorFlow).
             tf.random.set_seed(1)
-            ds = ds.shuffle(shuffle_buffer, seed=_shuffle_seed(seed, epoch),
-                            reshuffle_each_iteration=False)
+            ds = ds.shuffle(
+                shuffle_buffer,
+                seed=_shuffle_seed(seed, epoch),
+                reshuffle_each_iteration=False,
+            )
         if repeat and num_examples is not None:
             # Whole batches only, so every pass over the data is exactly
             # one epoch and a resumed run starts its epochs where they
@@ -382,10 +416,14 @@ def train_pipeline(
         # an epoch) takes the next epoch number from this counter.
         with tf.init_scope():
             counter = tf.Variable(
-                initial_epoch - 1, dtype="int64", trainable=False,
-                name="train_pipeline_epoch")
+                initial_epoch - 1,
+                dtype="int64",
+                trainable=False,
+                name="train_pipeline_epoch",
+            )
         epochs = tf.data.Dataset.from_tensors(tf.constant(0, "int64")).map(
-            lambda _: counter.assign_add(1))
+            lambda _: counter.assign_add(1)
+        )
     # (The options of `source` do not reach past `flat_map`.)
     ds = epochs.flat_map(epoch_of).with_options(options)
 
@@ -394,20 +432,26 @@ def train_pipeline(
         image, label = example
         image = _to_rgb(image)
         if aug.random_resized_crop:
-            image = _inception_crop(image, image_size, aug.crop_area, _fold(pair, _CROP))
+            image = _inception_crop(
+                image, image_size, aug.crop_area, _fold(pair, _CROP)
+            )
         else:
             image = _resize(image, image_size)
         if aug.flip:
-            image = tf.image.stateless_random_flip_left_right(image, _fold(pair, _FLIP))
+            image = tf.image.stateless_random_flip_left_right(
+                image, _fold(pair, _FLIP)
+            )
         return image, tf.one_hot(label, num_classes), pair
 
     rand_augment = None
     if aug.rand_augment:
-        keyed_rand_augment = _keyed(keras.layers.RandAugment(
-            value_range=(0, 255),
-            num_ops=aug.rand_augment,
-            factor=aug.rand_augment_magnitude,
-        ))
+        keyed_rand_augment = _keyed(
+            keras.layers.RandAugment(
+                value_range=(0, 255),
+                num_ops=aug.rand_augment,
+                factor=aug.rand_augment_magnitude,
+            )
+        )
 
         def rand_augment(x, key):
             return keyed_rand_augment(x, _fold(key, _RAND_AUGMENT))
@@ -426,7 +470,11 @@ def train_pipeline(
         )
         if rand_augment is not None:
             ds = ds.map(
-                lambda x, y, batch_seed: (rand_augment(x, batch_seed), y, batch_seed),
+                lambda x, y, batch_seed: (
+                    rand_augment(x, batch_seed),
+                    y,
+                    batch_seed,
+                ),
                 num_parallel_calls=tf.data.AUTOTUNE,
             )
     else:
@@ -449,12 +497,15 @@ def train_pipeline(
             # The batch's seed (per image: its first image's).
             key = seeds if fixed_size else seeds[0]
             data = {"images": images, "labels": labels}
-            calls = [lambda data, m=m, w=w: m(data, _fold(key, w)) for m, w in mixers]
+            calls = [
+                lambda data, m=m, w=w: m(data, _fold(key, w)) for m, w in mixers
+            ]
             if len(calls) == 1:
                 data = calls[0](data)
             else:  # half the batches each, as timm does with both on
                 data = tf.cond(
-                    tf.random.stateless_uniform([], seed=_fold(key, _CHOICE)) < 0.5,
+                    tf.random.stateless_uniform([], seed=_fold(key, _CHOICE))
+                    < 0.5,
                     lambda: calls[0](data),
                     lambda: calls[1](data),
                 )
@@ -466,7 +517,9 @@ def train_pipeline(
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
-def eval_pipeline(dataset, num_classes, image_size, batch_size, drop_remainder=False):
+def eval_pipeline(
+    dataset, num_classes, image_size, batch_size, drop_remainder=False
+):
     """Batches of resized evaluation images and one-hot labels, in order.
 
     Args:
@@ -486,11 +539,14 @@ def eval_pipeline(dataset, num_classes, image_size, batch_size, drop_remainder=F
     num_classes = arg_checks.positive_int("num_classes", num_classes)
     image_size = arg_checks.size_2d("image_size", image_size)
     batch_size = arg_checks.int_below(
-        "batch_size", batch_size, arg_checks.INT64_BOUND, minimum=1)
+        "batch_size", batch_size, arg_checks.INT64_BOUND, minimum=1
+    )
     arg_checks.boolean("drop_remainder", drop_remainder)
 
     def prepare(image, label):
-        return _resize(_to_rgb(image), image_size), tf.one_hot(label, num_classes)
+        return _resize(_to_rgb(image), image_size), tf.one_hot(
+            label, num_classes
+        )
 
     return (
         dataset.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
@@ -503,8 +559,11 @@ def holdout_indices(num_examples, fraction, seed=0, name="validation_split"):
     """`(train, held_out)`: increasing indices of `num_examples` examples, a
     random `fraction` held out (at least one), the same for the same seed;
     `name` is the fraction's argument, for errors."""
-    if (isinstance(fraction, bool) or not isinstance(fraction, numbers.Real)
-            or not 0 < fraction < 1):
+    if (
+        isinstance(fraction, bool)
+        or not isinstance(fraction, numbers.Real)
+        or not 0 < fraction < 1
+    ):
         raise ValueError(
             f"`{name}` must be in (0, 1). Received: {name}={fraction!r}"
         )

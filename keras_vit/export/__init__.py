@@ -72,16 +72,19 @@ __all__ = [
     "verify",
 ]
 
-__getattr__ = moved.deprecated_names(__name__, {
-    "INTERPRETERS": (runtime, "INTERPRETERS"),
-    "LIMITS": (checks, "LIMITS"),
-    "convert": (tflite, "tflite_bytes"),
-    "detect_quantization": (graph, "detect_quantization"),
-    "op_histogram": (graph, "op_histogram"),
-    "read_graph": (graph, "read_graph"),
-    "run_tflite": (runtime, "run_tflite"),
-    "sidecar_path": (metadata, "sidecar_path"),
-    "verify_saved_model": (verification, "verify_saved_model"),
-    "verify_tflite": (verification, "verify_tflite"),
-    "xnnpack_partitions": (runtime, "xnnpack_partitions"),
-})
+__getattr__ = moved.deprecated_names(
+    __name__,
+    {
+        "INTERPRETERS": (runtime, "INTERPRETERS"),
+        "LIMITS": (checks, "LIMITS"),
+        "convert": (tflite, "tflite_bytes"),
+        "detect_quantization": (graph, "detect_quantization"),
+        "op_histogram": (graph, "op_histogram"),
+        "read_graph": (graph, "read_graph"),
+        "run_tflite": (runtime, "run_tflite"),
+        "sidecar_path": (metadata, "sidecar_path"),
+        "verify_saved_model": (verification, "verify_saved_model"),
+        "verify_tflite": (verification, "verify_tflite"),
+        "xnnpack_partitions": (runtime, "xnnpack_partitions"),
+    },
+)

@@ -14,9 +14,11 @@ from keras_vit.export.latency import time_openvino  # noqa: F401
 from keras_vit.export.latency import time_tflite  # noqa: F401
 
 warnings.warn(
-    "`keras_vit.export.benchmark` is deprecated and will be removed in the next "
+    "`keras_vit.export.benchmark` is deprecated and will be removed in the "
+    "next "
     "release: use `keras_vit.export.benchmark_export`, or "
-    "`keras_vit.export.latency` for `time_tflite`, `time_onnx`, `time_openvino` "
+    "`keras_vit.export.latency` for `time_tflite`, `time_onnx`, "
+    "`time_openvino` "
     "and `format_table`.",
     DeprecationWarning,
     stacklevel=2,

@@ -34,7 +34,6 @@ import numpy as np
 from keras_vit import arg_checks
 from keras_vit.export import graph as graph_lib
 
-
 #: Per quantization mode: `max_abs`, the largest |Δ| allowed on the outputs
 #: (or `None`), and `top1`, the least top-1 agreement with Keras.
 LIMITS = {
@@ -96,7 +95,9 @@ def saved_model_limits(dtypes, max_abs=None):
     `dtypes` (its non-float32 compute dtypes), or the caller's `max_abs`."""
     limits = dict(LIMITS["saved_model"])
     for dtype in dtypes:
-        limits["max_abs"] = max(limits["max_abs"], SAVED_MODEL_REDUCED_PRECISION.get(dtype, 0.0))
+        limits["max_abs"] = max(
+            limits["max_abs"], SAVED_MODEL_REDUCED_PRECISION.get(dtype, 0.0)
+        )
     if max_abs is not None:
         limits["max_abs"] = float(max_abs)
     return limits
@@ -112,7 +113,11 @@ def op_failures(graph, quantization):
             "Flex or custom ops, which a phone's builtin runtime cannot run: "
             + ", ".join(f"{k} (x{v})" for k, v in sorted(unsupported.items()))
         )
-    variables = {k: v for k, v in graph.histogram().items() if k in ("VAR_HANDLE", "READ_VARIABLE")}
+    variables = {
+        k: v
+        for k, v in graph.histogram().items()
+        if k in ("VAR_HANDLE", "READ_VARIABLE")
+    }
     if variables:
         failures.append(
             "resource-variable ops ("
@@ -135,9 +140,11 @@ def op_failures(graph, quantization):
     degenerate = graph.degenerate_ranges()
     if degenerate:
         failures.append(
-            f"{len(degenerate)} quantized activation(s) hold a range of a single "
+            f"{len(degenerate)} quantized activation(s) hold a range of a "
+            "single "
             f"value (narrower than {graph_lib.MIN_RANGE:g}): "
-            + ", ".join(degenerate[:4]) + (" ..." if len(degenerate) > 4 else "")
+            + ", ".join(degenerate[:4])
+            + (" ..." if len(degenerate) > 4 else "")
             + " (a constant output, such as a new model's zero head); "
             "LiteRT's reference kernels abort on them, so they were not run"
         )
@@ -149,7 +156,11 @@ def weight_failures(weight_bytes, parameters, quantization):
     `parameters` take in `quantization` (`BYTES_PER_PARAMETER`); a file
     that lost its weights has almost none. `[]` if they are."""
     low, high = BYTES_PER_PARAMETER[quantization]
-    ratio = weight_bytes / parameters if weight_bytes is not None and parameters else None
+    ratio = (
+        weight_bytes / parameters
+        if weight_bytes is not None and parameters
+        else None
+    )
     if ratio is None or low <= ratio <= high:
         return []
     return [
@@ -242,6 +253,7 @@ def limit_failures(comparisons, limits):
             )
         if limits.get("top1") is not None and c.top1_agreement < limits["top1"]:
             failures.append(
-                f"{where}: top-1 agreement {c.top1_agreement:.4f} < {limits['top1']:g}"
+                f"{where}: top-1 agreement {c.top1_agreement:.4f} < "
+                f"{limits['top1']:g}"
             )
     return failures

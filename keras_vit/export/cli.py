@@ -57,7 +57,9 @@ def _fraction(text):
     except ValueError:
         value = math.nan
     if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a number in [0, 1], got {text!r}"
+        )
     return value
 
 
@@ -67,9 +69,21 @@ def _add_model_arguments(parser):
         metavar="MODEL",
         help="a .keras file, or a builder name (ViT_B16) or variant (B/16)",
     )
-    parser.add_argument("--weights", default=None, help="preset or weights file to load")
-    parser.add_argument("--image-size", type=_positive_int, default=None, help="builder names only")
-    parser.add_argument("--num-classes", type=_positive_int, default=None, help="builder names only")
+    parser.add_argument(
+        "--weights", default=None, help="preset or weights file to load"
+    )
+    parser.add_argument(
+        "--image-size",
+        type=_positive_int,
+        default=None,
+        help="builder names only",
+    )
+    parser.add_argument(
+        "--num-classes",
+        type=_positive_int,
+        default=None,
+        help="builder names only",
+    )
 
 
 def _load(args, model=None, weights=None):
@@ -88,8 +102,12 @@ def _source(args):
     there is nothing to change (so the training run's labels are found),
     else the loaded model (`load_model` refuses --image-size and
     --num-classes for a .keras file rather than ignoring them)."""
-    if (args.model.endswith(".keras") and args.weights is None
-            and args.image_size is None and args.num_classes is None):
+    if (
+        args.model.endswith(".keras")
+        and args.weights is None
+        and args.image_size is None
+        and args.num_classes is None
+    ):
         return args.model
     return _load(args)
 
@@ -119,34 +137,49 @@ def _export(args):
     from keras_vit.export import tflite
 
     if not args.verify:
-        _refuse((
-            ("--verify-data", args.verify_data, None),
-            ("--num-images", args.num_images, None),
-            ("--min-top1-agreement", args.min_top1_agreement, None),
-        ), "applies to the verification, which --no-verify skips")
-    if args.num_calibration_images is not None and args.representative_data is None:
+        _refuse(
+            (
+                ("--verify-data", args.verify_data, None),
+                ("--num-images", args.num_images, None),
+                ("--min-top1-agreement", args.min_top1_agreement, None),
+            ),
+            "applies to the verification, which --no-verify skips",
+        )
+    if (
+        args.num_calibration_images is not None
+        and args.representative_data is None
+    ):
         raise ValueError(
             "--num-calibration-images applies with --representative-data only. "
             f"Received: --num-calibration-images {args.num_calibration_images}"
         )
     # Flags not given are left to the exporters' defaults.
     given = {
-        key: value for key, value in (
+        key: value
+        for key, value in (
             ("verify_data", args.verify_data),
             ("num_verify_images", args.num_images),
             ("num_calibration_images", args.num_calibration_images),
-        ) if value is not None
+        )
+        if value is not None
     }
     if args.format == "saved_model":
-        _refuse((
-            ("--quantize", args.quantize, "none"),
-            # (`_batch_size` reads "dynamic" as None: say it as given.)
-            ("--batch-size", "dynamic" if args.batch_size is None else args.batch_size, 1),
-            ("--io-dtype", args.io_dtype, "float32"),
-            ("--representative-data", args.representative_data, None),
-            ("--min-top1-agreement", args.min_top1_agreement, None),
-        ), "applies to --format tflite only (a SavedModel is not quantized, "
-           "takes a dynamic batch and is held to max |Δ| limits)")
+        _refuse(
+            (
+                ("--quantize", args.quantize, "none"),
+                # (`_batch_size` reads "dynamic" as None: say it as given.)
+                (
+                    "--batch-size",
+                    "dynamic" if args.batch_size is None else args.batch_size,
+                    1,
+                ),
+                ("--io-dtype", args.io_dtype, "float32"),
+                ("--representative-data", args.representative_data, None),
+                ("--min-top1-agreement", args.min_top1_agreement, None),
+            ),
+            "applies to --format tflite only (a SavedModel is not quantized, "
+            "takes a dynamic batch and is held to max |Δ| limits)",
+        )
         # Checked before the model is loaded, with every input the command
         # reads (a --weights file too, which the exporter cannot see).
         saved_model.check_output(args.output, _inputs(args), args.overwrite)
@@ -184,15 +217,20 @@ def _verify(args):
     data = args.data or ["digits"]
     kwargs = {"num_images": args.num_images}
     if os.path.isdir(args.exported):
-        _refuse((
-            ("--runtimes", args.runtimes, None),
-            ("--quantization", args.quantization, None),
-            ("--min-top1-agreement", args.min_top1_agreement, None),
-        ), "applies to a .tflite file only (a SavedModel is run by TensorFlow "
-           "and held to max |Δ| limits)")
+        _refuse(
+            (
+                ("--runtimes", args.runtimes, None),
+                ("--quantization", args.quantization, None),
+                ("--min-top1-agreement", args.min_top1_agreement, None),
+            ),
+            "applies to a .tflite file only (a SavedModel is run by TensorFlow "
+            "and held to max |Δ| limits)",
+        )
     else:
         kwargs.update(
-            runtimes=tuple(RUNTIMES if args.runtimes is None else args.runtimes),
+            runtimes=tuple(
+                RUNTIMES if args.runtimes is None else args.runtimes
+            ),
             quantization=args.quantization,
             min_top1_agreement=args.min_top1_agreement,
         )
@@ -240,42 +278,66 @@ def _add_export(subparsers):
     )
     _add_model_arguments(e)
     e.add_argument("--format", choices=EXPORT_FORMATS, required=True)
-    e.add_argument("--output", required=True, help="the .tflite file or SavedModel folder")
+    e.add_argument(
+        "--output", required=True, help="the .tflite file or SavedModel folder"
+    )
     e.add_argument("--quantize", choices=QUANTIZATIONS, default="none")
     e.add_argument(
-        "--representative-data", default=None, metavar="SOURCE",
-        help="calibration images for int8 / int16x8: a dataset name, folder:PATH or an .npz",
+        "--representative-data",
+        default=None,
+        metavar="SOURCE",
+        help="calibration images for int8 / int16x8: a dataset name, "
+        "folder:PATH or an .npz",
     )
     e.add_argument(
-        "--batch-size", type=_batch_size, default=1,
+        "--batch-size",
+        type=_batch_size,
+        default=1,
         help="static batch of the TFLite file, or 'dynamic' (default: 1)",
     )
     e.add_argument(
-        "--io-dtype", choices=IO_DTYPES, default="float32",
+        "--io-dtype",
+        choices=IO_DTYPES,
+        default="float32",
         help="input/output tensor type of an int8 model (default: float32)",
     )
-    e.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line")
     e.add_argument(
-        "--verify-data", default=None, metavar="SOURCE",
+        "--labels",
+        default=None,
+        metavar="FILE",
+        help="class names, one per line",
+    )
+    e.add_argument(
+        "--verify-data",
+        default=None,
+        metavar="SOURCE",
         help="images to verify on (default: digits)",
     )
     e.add_argument(
-        "--num-images", type=_positive_int, default=None,
-        help="images to verify on (default: 100 for TFLite, 32 for a SavedModel)",
+        "--num-images",
+        type=_positive_int,
+        default=None,
+        help="images to verify on (default: 100 for TFLite, 32 for a "
+        "SavedModel)",
     )
     e.add_argument(
-        "--num-calibration-images", type=_positive_int, default=None,
+        "--num-calibration-images",
+        type=_positive_int,
+        default=None,
         help="representative images to calibrate on (default: 100)",
     )
     e.add_argument("--min-top1-agreement", type=_fraction, default=None)
     e.add_argument(
-        "--no-verify", dest="verify", action="store_false",
+        "--no-verify",
+        dest="verify",
+        action="store_false",
         help="write without verifying (not recommended)",
     )
     e.add_argument(
-        "--overwrite", action="store_true",
+        "--overwrite",
+        action="store_true",
         help="replace a file or folder at --output that is not an earlier "
-             "export (never one the command reads)",
+        "export (never one the command reads)",
     )
     e.set_defaults(run=_export)
 
@@ -288,25 +350,39 @@ def _add_verify(subparsers):
         "LiteRT's XNNPACK, builtin and reference kernels) or a SavedModel "
         "(reloaded without keras_vit) against the Keras model.",
     )
-    v.add_argument("exported", metavar="EXPORTED", help="a .tflite file or SavedModel folder")
     v.add_argument(
-        "--reference", required=True, metavar="MODEL",
+        "exported",
+        metavar="EXPORTED",
+        help="a .tflite file or SavedModel folder",
+    )
+    v.add_argument(
+        "--reference",
+        required=True,
+        metavar="MODEL",
         help="the Keras model: a .keras file or a builder name",
     )
     v.add_argument("--weights", default=None)
     v.add_argument("--image-size", type=_positive_int, default=None)
     v.add_argument("--num-classes", type=_positive_int, default=None)
     v.add_argument(
-        "--data", action="append", default=None, metavar="SOURCE",
+        "--data",
+        action="append",
+        default=None,
+        metavar="SOURCE",
         help="images to compare on (repeatable; default: digits)",
     )
     v.add_argument("--num-images", type=_positive_int, default=100)
     v.add_argument(
-        "--quantization", choices=QUANTIZATIONS, default=None,
+        "--quantization",
+        choices=QUANTIZATIONS,
+        default=None,
         help="the mode the file was made with (default: read from the file)",
     )
     v.add_argument(
-        "--runtimes", nargs="+", choices=RUNTIMES, default=None,
+        "--runtimes",
+        nargs="+",
+        choices=RUNTIMES,
+        default=None,
         help=f"LiteRT interpreters to run (default: {' '.join(RUNTIMES)})",
     )
     v.add_argument("--min-top1-agreement", type=_fraction, default=None)
@@ -316,25 +392,40 @@ def _add_verify(subparsers):
 def _add_benchmark_export(subparsers):
     b = subparsers.add_parser(
         "benchmark-export",
-        help="latency at batch 1: Keras, SavedModel, ONNX Runtime and each TFLite variant",
+        help="latency at batch 1: Keras, SavedModel, ONNX Runtime and each "
+        "TFLite variant",
     )
     _add_model_arguments(b)
-    b.add_argument("--quantize", nargs="+", choices=QUANTIZATIONS, default=list(QUANTIZATIONS))
+    b.add_argument(
+        "--quantize",
+        nargs="+",
+        choices=QUANTIZATIONS,
+        default=list(QUANTIZATIONS),
+    )
     b.add_argument("--representative-data", default="digits", metavar="SOURCE")
     b.add_argument("--threads", nargs="+", type=_positive_int, default=[1, 2])
     b.add_argument("--runs", type=_positive_int, default=50)
     b.add_argument("--warmup", type=_non_negative_int, default=5)
     b.add_argument("--output-dir", default=None, help="keep the exports here")
     b.add_argument(
-        "--no-tensorflow", dest="tensorflow", action="store_false",
+        "--no-tensorflow",
+        dest="tensorflow",
+        action="store_false",
         help="time the TFLite files only",
     )
     b.add_argument(
-        "--onnx", choices=["auto", "on", "off"], default="auto",
-        type=str, help="also time ONNX Runtime (auto: when tf2onnx and onnxruntime are installed)",
+        "--onnx",
+        choices=["auto", "on", "off"],
+        default="auto",
+        type=str,
+        help="also time ONNX Runtime (auto: when tf2onnx and onnxruntime are "
+        "installed)",
     )
     b.add_argument(
-        "--openvino", choices=["auto", "on", "off"], default="auto",
-        type=str, help="also time OpenVINO Runtime (auto: when openvino is installed)",
+        "--openvino",
+        choices=["auto", "on", "off"],
+        default="auto",
+        type=str,
+        help="also time OpenVINO Runtime (auto: when openvino is installed)",
     )
     b.set_defaults(run=_benchmark_export)

@@ -85,10 +85,12 @@ class Graph:
     def degenerate_ranges(self, min_range=MIN_RANGE):
         """Quantized activations whose range is narrower than `min_range`:
         a range the calibration saw as (all but) a single value, such as the
-        constant logits of a new model's all-zero head. LiteRT's reference kernels
-        abort the process on them (TF 2.21), and every value in them
+        constant logits of a new model's all-zero head. LiteRT's reference
+        kernels abort the process on them (TF 2.21), and every value in them
         quantizes to one number."""
-        return sorted(name for name, width in self.ranges.items() if width < min_range)
+        return sorted(
+            name for name, width in self.ranges.items() if width < min_range
+        )
 
     def float_ops(self):
         """`Counter` of ops computing on float tensors, other than the
@@ -143,12 +145,18 @@ def read_graph(model):
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not os.path.isfile(path):
-            raise ValueError(f"The TFLite file does not exist. Received: {path!r}")
+            raise ValueError(
+                f"The TFLite file does not exist. Received: {path!r}"
+            )
         with open(path, "rb") as file:
             data = file.read()
     else:
         data = bytes(model)
-    where = repr(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else "<bytes>"
+    where = (
+        repr(os.fspath(model))
+        if isinstance(model, (str, os.PathLike))
+        else "<bytes>"
+    )
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise ValueError(
             f"Not a TFLite flatbuffer (no 'TFL3' identifier). Received: {where}"
@@ -172,7 +180,9 @@ def _operator_codes(schema, root):
         if builtin == schema.BuiltinOperator.CUSTOM:
             codes.append((code.CustomCode().decode("utf-8"), True))
         else:
-            codes.append((builtin_names.get(builtin, f"BUILTIN_{builtin}"), False))
+            codes.append(
+                (builtin_names.get(builtin, f"BUILTIN_{builtin}"), False)
+            )
     return codes
 
 
@@ -218,13 +228,17 @@ def _parse(schema, data):
             if size and tensor.Buffer() not in seen_buffers:
                 seen_buffers.add(tensor.Buffer())
                 weight_bytes += size
-                weight_types[type_names.get(tensor.Type(), str(tensor.Type()))] += size
+                weight_types[
+                    type_names.get(tensor.Type(), str(tensor.Type()))
+                ] += size
 
+        # Called only in this subgraph's loop below, so its `subgraph` and
+        # `constant` are this subgraph's.
         def types(indices, want_constant):
             return tuple(
-                type_names.get(subgraph.Tensors(i).Type(), "?")
+                type_names.get(subgraph.Tensors(i).Type(), "?")  # noqa: B023
                 for i in indices
-                if i >= 0 and constant[i] == want_constant
+                if i >= 0 and constant[i] == want_constant  # noqa: B023
             )
 
         for j in range(subgraph.OperatorsLength()):
@@ -270,7 +284,9 @@ def detect_quantization(graph):
         activations) or `"none"`.
     """
     compute = [op for op in graph.ops if op.name not in CONVERSION_OPS]
-    activation_types = {t for op in compute for t in (*op.input_types, *op.output_types)}
+    activation_types = {
+        t for op in compute for t in (*op.input_types, *op.output_types)
+    }
     if "INT16" in activation_types:
         return "int16x8"
     if "INT8" in activation_types:

@@ -18,14 +18,14 @@ import tempfile
 
 import numpy as np
 
-from keras_vit import timing
 from keras_vit import arg_checks
+from keras_vit import timing
 from keras_vit.export import models
 from keras_vit.export import onnx as onnx_lib
 from keras_vit.export import openvino as openvino_lib
+from keras_vit.export import runtime
 from keras_vit.export import saved_model as saved_model_lib
 from keras_vit.export import tflite as tflite_lib
-from keras_vit.export import runtime
 
 
 def _percentiles(times):
@@ -97,15 +97,27 @@ def time_openvino(path, num_threads=1, runs=50, warmup=5, precision="float32"):
     Runtime (CPU, computing in `precision`) on random pixels at its
     input's batch."""
     compiled = openvino_lib.compile_openvino(path, precision, num_threads)
-    shape = [d if d > 0 else 1 for d in compiled.inputs[0].get_partial_shape().get_min_shape()]
+    shape = [
+        d if d > 0 else 1
+        for d in compiled.inputs[0].get_partial_shape().get_min_shape()
+    ]
     x = np.random.default_rng(0).uniform(0, 255, shape).astype("float32")
     return _latencies(lambda: compiled(x), runs, warmup)
 
 
-def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
-                     representative_data="digits", threads=(1, 2), runs=50,
-                     warmup=5, output_dir=None, tensorflow=True,
-                     onnx="auto", openvino="auto", print_fn=print):
+def benchmark_export(
+    model,
+    quantizations=tflite_lib.QUANTIZATIONS,
+    representative_data="digits",
+    threads=(1, 2),
+    runs=50,
+    warmup=5,
+    output_dir=None,
+    tensorflow=True,
+    onnx="auto",
+    openvino="auto",
+    print_fn=print,
+):
     """Times a model at batch 1 as Keras, SavedModel and TFLite variants.
 
     Exports the model to every TFLite variant in `quantizations` (batch 1,
@@ -147,30 +159,69 @@ def benchmark_export(model, quantizations=tflite_lib.QUANTIZATIONS,
     >>> benchmark_export("runs/digits/model.keras", threads=(1, 2))
     """
     threads, runs, onnx, openvino = _check_arguments(
-        quantizations, threads, runs, warmup, tensorflow, onnx, openvino, output_dir)
+        quantizations,
+        threads,
+        runs,
+        warmup,
+        tensorflow,
+        onnx,
+        openvino,
+        output_dir,
+    )
     source = model
     model = models.load_model(model)
     if output_dir is not None:
-        _check_outputs(os.fspath(output_dir), model.name, quantizations, tensorflow,
-                       onnx, openvino, [source] if isinstance(source, (str, os.PathLike)) else [])
+        _check_outputs(
+            os.fspath(output_dir),
+            model.name,
+            quantizations,
+            tensorflow,
+            onnx,
+            openvino,
+            [source] if isinstance(source, (str, os.PathLike)) else [],
+        )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = tmp if output_dir is None else os.fspath(output_dir)
-        files = _tflite_variants(model, folder, quantizations, representative_data)
+        files = _tflite_variants(
+            model, folder, quantizations, representative_data
+        )
         if tensorflow:
             rows += _tensorflow_rows(model, tmp, folder, threads, runs, warmup)
         if onnx:
-            path = onnx_lib.export_onnx(model, os.path.join(folder, f"{model.name}.onnx"))
-            rows += _rows("onnxruntime", "float32", threads, os.path.getsize(path),
-                          lambda t: time_onnx(path, t, runs, warmup))
+            path = onnx_lib.export_onnx(
+                model, os.path.join(folder, f"{model.name}.onnx")
+            )
+            rows += _rows(
+                "onnxruntime",
+                "float32",
+                threads,
+                os.path.getsize(path),
+                lambda t: time_onnx(path, t, runs, warmup),
+            )
         if openvino:
-            path = openvino_lib.export_openvino(model, os.path.join(folder, f"{model.name}.xml"))
-            size = os.path.getsize(path) + os.path.getsize(path[: -len(".xml")] + ".bin")
-            rows += _rows("openvino", "float32", threads, size,
-                          lambda t: time_openvino(path, t, runs, warmup))
+            path = openvino_lib.export_openvino(
+                model, os.path.join(folder, f"{model.name}.xml")
+            )
+            size = os.path.getsize(path) + os.path.getsize(
+                path[: -len(".xml")] + ".bin"
+            )
+            rows += _rows(
+                "openvino",
+                "float32",
+                threads,
+                size,
+                lambda t: time_openvino(path, t, runs, warmup),
+            )
         for q, path in files.items():
-            rows += _rows("tflite (xnnpack)", q, threads, os.path.getsize(path),
-                          lambda t: time_tflite(path, t, runs, warmup))
+            # `_rows` calls the lambda before the loop moves on.
+            rows += _rows(
+                "tflite (xnnpack)",
+                q,
+                threads,
+                os.path.getsize(path),
+                lambda t: time_tflite(path, t, runs, warmup),  # noqa: B023
+            )
     if print_fn is not None:
         print_fn(format_table(rows, model))
     return rows
@@ -182,30 +233,47 @@ def _tflite_variants(model, folder, quantizations, representative_data):
     files = {}
     for q in quantizations:
         path = os.path.join(folder, f"{model.name}_{q}.tflite")
-        calibration = representative_data if q in tflite_lib.CALIBRATED else None
-        tflite_lib.export_tflite(model, path, quantize=q,
-                                 representative_data=calibration, verify=False)
+        calibration = (
+            representative_data if q in tflite_lib.CALIBRATED else None
+        )
+        tflite_lib.export_tflite(
+            model,
+            path,
+            quantize=q,
+            representative_data=calibration,
+            verify=False,
+        )
         files[q] = path
     return files
 
 
-def _check_arguments(quantizations, threads, runs, warmup, tensorflow, onnx, openvino,
-                     output_dir):
+def _check_arguments(
+    quantizations, threads, runs, warmup, tensorflow, onnx, openvino, output_dir
+):
     """`benchmark_export`'s checks, before anything is loaded or exported;
     returns the thread counts, runs, and whether to time ONNX / OpenVINO."""
-    if (isinstance(quantizations, str) or not isinstance(quantizations, (list, tuple))
-            or any(q not in tflite_lib.QUANTIZATIONS for q in quantizations)):
+    if (
+        isinstance(quantizations, str)
+        or not isinstance(quantizations, (list, tuple))
+        or any(q not in tflite_lib.QUANTIZATIONS for q in quantizations)
+    ):
         raise ValueError(
-            f"`quantizations` must be a list of values of {list(tflite_lib.QUANTIZATIONS)}. "
+            "`quantizations` must be a list of values of "
+            f"{list(tflite_lib.QUANTIZATIONS)}. "
             f"Received: quantizations={quantizations!r}"
         )
     if not isinstance(threads, (list, tuple)) or not threads:
         raise ValueError(
-            f"`threads` must be a list of thread counts. Received: threads={threads!r}"
+            "`threads` must be a list of thread counts. Received: "
+            f"threads={threads!r}"
         )
     threads = [arg_checks.positive_int("threads", t) for t in threads]
     runs = arg_checks.positive_int("runs", runs)
-    if isinstance(warmup, bool) or not isinstance(warmup, numbers.Integral) or warmup < 0:
+    if (
+        isinstance(warmup, bool)
+        or not isinstance(warmup, numbers.Integral)
+        or warmup < 0
+    ):
         raise ValueError(
             f"`warmup` must be an integer >= 0. Received: warmup={warmup!r}"
         )
@@ -213,10 +281,12 @@ def _check_arguments(quantizations, threads, runs, warmup, tensorflow, onnx, ope
     onnx = arg_checks.one_of("onnx", onnx, ("auto", True, False))
     openvino = arg_checks.one_of("openvino", openvino, ("auto", True, False))
     if output_dir is not None and (
-        not isinstance(output_dir, (str, os.PathLike)) or not os.path.isdir(output_dir)
+        not isinstance(output_dir, (str, os.PathLike))
+        or not os.path.isdir(output_dir)
     ):
         raise ValueError(
-            f"`output_dir` must be an existing folder. Received: output_dir={output_dir!r}"
+            "`output_dir` must be an existing folder. Received: "
+            f"output_dir={output_dir!r}"
         )
     if onnx == "auto":
         onnx = onnx_lib.available()
@@ -230,8 +300,16 @@ def _rows(runtime, variant, threads, size, time_fn):
     rows = []
     for t in threads:
         p50, p90 = _percentiles(time_fn(t))
-        rows.append(dict(runtime=runtime, variant=variant, threads=t,
-                         p50_ms=p50, p90_ms=p90, bytes=size))
+        rows.append(
+            dict(
+                runtime=runtime,
+                variant=variant,
+                threads=t,
+                p50_ms=p50,
+                p90_ms=p90,
+                bytes=size,
+            )
+        )
     return rows
 
 
@@ -244,13 +322,25 @@ def _tensorflow_rows(model, tmp, folder, threads, runs, warmup):
     model.save(keras_path)
     saved_path = os.path.join(folder, f"{model.name}_saved_model")
     saved_model_lib.export_saved_model(model, saved_path, verify=False)
-    sizes = {"keras": os.path.getsize(keras_path), "saved_model": _folder_bytes(saved_path)}
+    sizes = {
+        "keras": os.path.getsize(keras_path),
+        "saved_model": _folder_bytes(saved_path),
+    }
     rows = []
     for t in threads:
         process = subprocess.run(
-            [sys.executable, "-m", "keras_vit.export.tf_latency", str(t), keras_path,
-             saved_path, str(runs), str(warmup)],
-            capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "keras_vit.export.tf_latency",
+                str(t),
+                keras_path,
+                saved_path,
+                str(runs),
+                str(warmup),
+            ],
+            capture_output=True,
+            text=True,
             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
         )
         if process.returncode != 0:
@@ -258,24 +348,42 @@ def _tensorflow_rows(model, tmp, folder, threads, runs, warmup):
                 "Timing Keras / SavedModel failed:\n" + process.stderr[-3000:]
             )
         timed = json.loads(process.stdout.strip().splitlines()[-1])
-        for runtime, times in timed.items():
+        for name, times in timed.items():
             p50, p90 = _percentiles(times)
-            rows.append(dict(runtime=runtime, variant="float32", threads=t,
-                             p50_ms=p50, p90_ms=p90, bytes=sizes[runtime]))
+            rows.append(
+                dict(
+                    runtime=name,
+                    variant="float32",
+                    threads=t,
+                    p50_ms=p50,
+                    p90_ms=p90,
+                    bytes=sizes[name],
+                )
+            )
     return rows
 
 
-def _check_outputs(folder, name, quantizations, tensorflow, onnx, openvino, inputs):
+def _check_outputs(
+    folder, name, quantizations, tensorflow, onnx, openvino, inputs
+):
     """Checks every file `benchmark_export` would keep in `folder`, before
     the first export (see `keras_vit.files.check_output_path`)."""
     for q in quantizations:
-        tflite_lib.check_output(os.path.join(folder, f"{name}_{q}.tflite"), inputs, None)
+        tflite_lib.check_output(
+            os.path.join(folder, f"{name}_{q}.tflite"), inputs, None
+        )
     if tensorflow:
-        saved_model_lib.check_output(os.path.join(folder, f"{name}_saved_model"), inputs, None)
+        saved_model_lib.check_output(
+            os.path.join(folder, f"{name}_saved_model"), inputs, None
+        )
     if onnx:
-        onnx_lib.check_output(os.path.join(folder, f"{name}.onnx"), inputs, None)
+        onnx_lib.check_output(
+            os.path.join(folder, f"{name}.onnx"), inputs, None
+        )
     if openvino:
-        openvino_lib.check_output(os.path.join(folder, f"{name}.xml"), inputs, None)
+        openvino_lib.check_output(
+            os.path.join(folder, f"{name}.xml"), inputs, None
+        )
 
 
 def format_table(rows, model=None):
@@ -289,11 +397,19 @@ def format_table(rows, model=None):
             f"{h}x{w}x{c}, batch 1, {os.cpu_count()} CPU cores"
         )
     body = [
-        (r["runtime"], r["variant"], str(r["threads"]), f"{r['p50_ms']:.3f}",
-         f"{r['p90_ms']:.3f}", _size(r["bytes"]))
+        (
+            r["runtime"],
+            r["variant"],
+            str(r["threads"]),
+            f"{r['p50_ms']:.3f}",
+            f"{r['p90_ms']:.3f}",
+            _size(r["bytes"]),
+        )
         for r in rows
     ]
-    widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
+    widths = [
+        max(len(r[i]) for r in (header, *body)) for i in range(len(header))
+    ]
     for row in (header, *body):
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)))
     return "\n".join(lines)

@@ -66,7 +66,9 @@ def read_labels(path):
         ValueError: if the file does not exist or holds no names.
     """
     if not os.path.isfile(path):
-        raise ValueError(f"The labels file does not exist. Received: labels={path!r}")
+        raise ValueError(
+            f"The labels file does not exist. Received: labels={path!r}"
+        )
     try:
         with open(path, encoding="utf-8") as file:
             names = [line.strip() for line in file if line.strip()]
@@ -90,7 +92,9 @@ def training_run_class_names(model_path):
     """
     if not isinstance(model_path, (str, os.PathLike)):
         return None
-    config_path = os.path.join(os.path.dirname(os.fspath(model_path)), "config.json")
+    config_path = os.path.join(
+        os.path.dirname(os.fspath(model_path)), "config.json"
+    )
     if not os.path.isfile(config_path):
         return None
     try:
@@ -105,10 +109,11 @@ def training_run_class_names(model_path):
     if dataset == "fashion_mnist":
         return list(datasets.FASHION_MNIST_CLASSES)
     if isinstance(dataset, str) and dataset.startswith("folder:"):
-        folder = dataset[len("folder:"):]
+        folder = dataset[len("folder:") :]
         if os.path.isdir(folder):
             return sorted(
-                d for d in os.listdir(folder)
+                d
+                for d in os.listdir(folder)
                 if os.path.isdir(os.path.join(folder, d))
             )
     return None
@@ -136,9 +141,11 @@ def class_names(model, labels=None, model_source=None):
         return []
     num_classes = int(model.output_shape[-1])
     if labels is not None:
-        names = read_labels(labels) if isinstance(labels, (str, os.PathLike)) else [
-            str(n) for n in labels
-        ]
+        names = (
+            read_labels(labels)
+            if isinstance(labels, (str, os.PathLike))
+            else [str(n) for n in labels]
+        )
         if len(names) != num_classes:
             raise ValueError(
                 f"`labels` holds {len(names)} class names but the model has "
@@ -154,9 +161,18 @@ def class_names(model, labels=None, model_source=None):
     return [f"class_{i}" for i in range(num_classes)]
 
 
-def build(model, fmt, quantization, class_names, input_shape, input_dtype,
-          output_shape, output_dtype="float32", input_quantization=None,
-          extra=None):
+def build(
+    model,
+    fmt,
+    quantization,
+    class_names,
+    input_shape,
+    input_dtype,
+    output_shape,
+    output_dtype="float32",
+    input_quantization=None,
+    extra=None,
+):
     """The metadata dict of one export (see the module docstring)."""
     from keras_vit.version import __version__
 
@@ -206,7 +222,7 @@ def write(path, metadata):
 
 
 def read_metadata(path):
-    """The metadata of an export (`.tflite` file or SavedModel folder), or `None`.
+    """The metadata of an export (a `.tflite` file or SavedModel), or `None`.
 
     Raises:
         ValueError: if the metadata file is not a JSON object (it names the
@@ -218,7 +234,8 @@ def read_metadata(path):
     metadata = _read_json(sidecar)
     if not isinstance(metadata, dict):
         raise ValueError(
-            f"The export's metadata file is not keras_vit's JSON. Received: {sidecar!r}"
+            "The export's metadata file is not keras_vit's JSON. Received: "
+            f"{sidecar!r}"
         )
     return metadata
 
@@ -227,9 +244,13 @@ def _read_json(path):
     try:
         with open(path, encoding="utf-8") as file:
             return json.load(file)
-    except (OSError, ValueError) as error:  # JSONDecodeError, UnicodeDecodeError
+    except (
+        OSError,
+        ValueError,
+    ) as error:  # JSONDecodeError, UnicodeDecodeError
         raise ValueError(
-            f"Cannot read the export's metadata file ({error}). Received: {path!r}"
+            f"Cannot read the export's metadata file ({error}). Received: "
+            f"{path!r}"
         ) from None
 
 
@@ -257,14 +278,21 @@ def check_sidecar(output, inputs=(), overwrite=False):
         The sidecar's path.
     """
     sidecar = sidecar_path(output)
-    if os.path.normcase(os.path.abspath(sidecar)) == os.path.normcase(os.path.abspath(output)):
+    if os.path.normcase(os.path.abspath(sidecar)) == os.path.normcase(
+        os.path.abspath(output)
+    ):
         raise ValueError(
             "`output` ends in .json, which is the name of its own metadata "
             "file (x.tflite -> x.json): the metadata would overwrite the "
-            f"model. Name the file .tflite. Received: output={os.fspath(output)!r}"
+            "model. Name the file .tflite. Received: "
+            f"output={os.fspath(output)!r}"
         )
     return files.check_companion_path(
-        sidecar, output, "metadata", inputs=inputs,
-        replaceable=lambda p: is_metadata(p, "tflite"), overwrite=overwrite,
+        sidecar,
+        output,
+        "metadata",
+        inputs=inputs,
+        replaceable=lambda p: is_metadata(p, "tflite"),
+        overwrite=overwrite,
         replaces="keras_vit's metadata of a TFLite export",
     )

@@ -48,7 +48,9 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
         kwargs["image_size"] = image_size
     if num_classes is not None:
         kwargs["num_classes"] = num_classes
-    if isinstance(model, (str, os.PathLike)) and os.fspath(model).endswith(".keras"):
+    if isinstance(model, (str, os.PathLike)) and os.fspath(model).endswith(
+        ".keras"
+    ):
         # Built without the weights: a pre-training model is refused first.
         loaded = builders.build(model, **kwargs)
         _refuse_pretraining(loaded, os.fspath(model))
@@ -72,7 +74,10 @@ def _refuse_pretraining(model, name):
 
 
 def _no_shape_overrides(model, image_size, num_classes):
-    for arg, value in (("image_size", image_size), ("num_classes", num_classes)):
+    for arg, value in (
+        ("image_size", image_size),
+        ("num_classes", num_classes),
+    ):
         if value is not None:
             raise ValueError(
                 f"`{arg}` applies to a builder or variant name only, not to "
@@ -89,7 +94,10 @@ def _layers(model):
 def non_float32_dtypes(model):
     """The dtypes other than float32 that `model`'s layers compute in (e.g.
     `["bfloat16"]` under `mixed_bfloat16`); empty for a float32 model."""
-    dtypes = {keras.backend.standardize_dtype(layer.compute_dtype) for layer in _layers(model)}
+    dtypes = {
+        keras.backend.standardize_dtype(layer.compute_dtype)
+        for layer in _layers(model)
+    }
     return sorted(dtypes - {"float32"})
 
 
@@ -116,9 +124,13 @@ def float32_model(model):
 
     try:
         if isinstance(model, ViT):
-            copy = type(model).from_config({**model.get_config(), "dtype": "float32"})
+            copy = type(model).from_config(
+                {**model.get_config(), "dtype": "float32"}
+            )
         else:
-            copy = keras.models.clone_model(model, clone_function=_float32_layer)
+            copy = keras.models.clone_model(
+                model, clone_function=_float32_layer
+            )
         copy.set_weights(model.get_weights())
     except Exception as error:  # noqa: BLE001 - clone_model's errors vary
         raise ValueError(
@@ -180,7 +192,8 @@ def weight_bytes(model):
     import tensorflow as tf
 
     return sum(
-        int(np.prod(w.shape)) * tf.as_dtype(keras.backend.standardize_dtype(w.dtype)).size
+        int(np.prod(w.shape))
+        * tf.as_dtype(keras.backend.standardize_dtype(w.dtype)).size
         for w in model.weights
     )
 

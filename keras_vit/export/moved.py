@@ -23,12 +23,16 @@ def deprecated_names(module_name, moved):
 
     Example:
 
-    >>> __getattr__ = deprecated_names(__name__, {"convert": (None, "tflite_bytes")})
+    >>> __getattr__ = deprecated_names(
+    ...     __name__, {"convert": (None, "tflite_bytes")}
+    ... )
     """
 
     def __getattr__(name):
         if name not in moved:
-            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+            raise AttributeError(
+                f"module {module_name!r} has no attribute {name!r}"
+            )
         module, new_name = moved[name]
         module = sys.modules[module_name] if module is None else module
         warnings.warn(

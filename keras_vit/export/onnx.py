@@ -11,7 +11,8 @@ the graph that tf2onnx copies and optimizes but added afterwards (see
 are then checked against Keras's.
 
 Optional: needs `tf2onnx` and `onnxruntime`, the optional extra
-`pip install "keras-vision-transformer[onnx]"`, not required dependencies of keras_vit.
+`pip install "keras-vision-transformer[onnx]"`, not required dependencies
+of keras_vit.
 """
 
 import functools
@@ -21,8 +22,8 @@ import tempfile
 
 import numpy as np
 
-from keras_vit import files
 from keras_vit import arg_checks
+from keras_vit import files
 from keras_vit.export import models
 from keras_vit.export.report import VerificationError
 
@@ -74,7 +75,9 @@ def _register_erfc():
         @classmethod
         def version_9(cls, ctx, node, **kwargs):
             dtype = utils.map_onnx_to_numpy_type(ctx.get_dtype(node.input[0]))
-            one = ctx.make_const(utils.make_name(f"{node.name}_one"), np.array(1, dtype))
+            one = ctx.make_const(
+                utils.make_name(f"{node.name}_one"), np.array(1, dtype)
+            )
             erf = ctx.make_node("Erf", [node.input[0]], op_name_scope=node.name)
             node.type = "Sub"
             ctx.replace_inputs(node, [one.output[0], erf.output[0]])
@@ -140,7 +143,9 @@ def _convert(model, spec, opset):
             proto.graph.input.append(graph_input)
         elif graph_input.name in used:  # not, e.g., a dropout's seed state
             proto.graph.initializer.append(
-                numpy_helper.from_array(np.asarray(weight.numpy()), graph_input.name)
+                numpy_helper.from_array(
+                    np.asarray(weight.numpy()), graph_input.name
+                )
             )
     return proto
 
@@ -163,9 +168,13 @@ def _save(proto, path, external_data):
             "Received: external_data=False"
         )
     if external_data:
-        onnx.save_model(proto, path, save_as_external_data=True,
-                        all_tensors_to_one_file=True,
-                        location=os.path.basename(path) + ".data")
+        onnx.save_model(
+            proto,
+            path,
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=os.path.basename(path) + ".data",
+        )
     else:
         onnx.save_model(proto, path)
     return external_data
@@ -195,19 +204,34 @@ def check_output(output, inputs=(), overwrite=False):
         The `.onnx` path as a string.
     """
     output = files.check_output_path(
-        output, inputs=inputs, replaceable=is_onnx, overwrite=overwrite,
+        output,
+        inputs=inputs,
+        replaceable=is_onnx,
+        overwrite=overwrite,
         replaces="an ONNX model written by tf2onnx",
     )
     files.check_companion_path(
-        output + ".data", output, "data", inputs=inputs,
-        replaceable=lambda _: is_onnx(output), overwrite=overwrite,
+        output + ".data",
+        output,
+        "data",
+        inputs=inputs,
+        replaceable=lambda _: is_onnx(output),
+        overwrite=overwrite,
         replaces="the external data of an ONNX model at output",
     )
     return output
 
 
-def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
-                external_data=None, overwrite=False):
+def export_onnx(
+    model,
+    output,
+    batch_size=1,
+    opset=17,
+    verify=True,
+    atol=1e-4,
+    external_data=None,
+    overwrite=False,
+):
     """Exports a model to an `.onnx` file for ONNX Runtime, checked.
 
     The graph takes float32 RGB pixels `[batch, H, W, 3]` (preprocessing
@@ -248,18 +272,28 @@ def export_onnx(model, output, batch_size=1, opset=17, verify=True, atol=1e-4,
     import tensorflow as tf
 
     output = check_output(
-        output, [model] if isinstance(model, (str, os.PathLike)) else [], overwrite
+        output,
+        [model] if isinstance(model, (str, os.PathLike)) else [],
+        overwrite,
     )
-    opset, atol = _check_arguments(batch_size, opset, verify, atol, external_data)
+    opset, atol = _check_arguments(
+        batch_size, opset, verify, atol, external_data
+    )
     # ONNX Runtime has no bfloat16 kernels on CPU: a mixed-precision model
     # is exported, and checked, as its float32 copy.
     model = models.float32_model(models.load_model(model))
     _register_erfc()
     height, width, channels = models.input_spec(model)
-    spec = tf.TensorSpec((batch_size, height, width, channels), tf.float32, name="images")
-    x = np.random.default_rng(0).uniform(0, 255, (batch_size or 2, height, width, channels))
+    spec = tf.TensorSpec(
+        (batch_size, height, width, channels), tf.float32, name="images"
+    )
+    x = np.random.default_rng(0).uniform(
+        0, 255, (batch_size or 2, height, width, channels)
+    )
     x = x.astype("float32")
-    expected = np.asarray(model(x, training=False))  # the model must have been called
+    expected = np.asarray(
+        model(x, training=False)
+    )  # the model must have been called
     checked = (x, expected, atol) if verify else None
     _write_checked(model, spec, opset, output, external_data, checked)
     return output
@@ -295,8 +329,11 @@ def _write_checked(model, spec, opset, output, external_data, checked=None):
     of Keras's (`checked`: `(x, expected, atol)`, or `None`)."""
     # Written in a private folder beside `output` (the model may be two
     # files), checked there, then moved into place: data first, model last.
-    folder = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(output)),
-                              prefix=f".{os.path.basename(output)}.", suffix=".tmp")
+    folder = tempfile.mkdtemp(
+        dir=os.path.dirname(os.path.abspath(output)),
+        prefix=f".{os.path.basename(output)}.",
+        suffix=".tmp",
+    )
     try:
         tmp = os.path.join(folder, os.path.basename(output))
         external = _save(_convert(model, spec, opset), tmp, external_data)
@@ -320,14 +357,17 @@ def _write_checked(model, spec, opset, output, external_data, checked=None):
 
 
 def session(path, num_threads=None):
-    """An `onnxruntime.InferenceSession` on `path` with all graph optimisations."""
+    """An `onnxruntime.InferenceSession` on `path`, all graph optimisations
+    on."""
     ort = _require("onnxruntime")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if num_threads:
         options.intra_op_num_threads = int(num_threads)
         options.inter_op_num_threads = 1
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(
+        path, options, providers=["CPUExecutionProvider"]
+    )
 
 
 def run_onnx(path, images, num_threads=None):

@@ -22,8 +22,8 @@ import tempfile
 
 import numpy as np
 
-from keras_vit import files
 from keras_vit import arg_checks
+from keras_vit import files
 from keras_vit.export import models
 from keras_vit.export.report import VerificationError
 
@@ -62,7 +62,9 @@ def compile_openvino(path_or_graph, precision="float32", num_threads=None):
     precision = arg_checks.one_of("precision", precision, tuple(PRECISIONS))
     config = {"INFERENCE_PRECISION_HINT": PRECISIONS[precision]}
     if num_threads is not None:
-        config["INFERENCE_NUM_THREADS"] = arg_checks.positive_int("num_threads", num_threads)
+        config["INFERENCE_NUM_THREADS"] = arg_checks.positive_int(
+            "num_threads", num_threads
+        )
     return _require().Core().compile_model(path_or_graph, "CPU", config)
 
 
@@ -94,25 +96,35 @@ def check_output(output, inputs=(), overwrite=False):
     Returns:
         The `.xml` path as a string.
     """
-    if not isinstance(output, (str, os.PathLike)) or not os.fspath(output).endswith(".xml"):
+    if not isinstance(output, (str, os.PathLike)) or not os.fspath(
+        output
+    ).endswith(".xml"):
         raise ValueError(
             f"An OpenVINO model is an `.xml` file (its weights a `.bin` beside "
             f"it). Received: output={output!r}"
         )
     output = files.check_output_path(
-        output, inputs=inputs, replaceable=is_openvino, overwrite=overwrite,
+        output,
+        inputs=inputs,
+        replaceable=is_openvino,
+        overwrite=overwrite,
         replaces="an OpenVINO model",
     )
     files.check_companion_path(
-        output[: -len(".xml")] + ".bin", output, "weights", inputs=inputs,
-        replaceable=lambda _: is_openvino(output), overwrite=overwrite,
+        output[: -len(".xml")] + ".bin",
+        output,
+        "weights",
+        inputs=inputs,
+        replaceable=lambda _: is_openvino(output),
+        overwrite=overwrite,
         replaces="the weights of an OpenVINO model at output",
     )
     return output
 
 
-def export_openvino(model, output, batch_size=1, verify=True, atol=1e-4,
-                    overwrite=False):
+def export_openvino(
+    model, output, batch_size=1, verify=True, atol=1e-4, overwrite=False
+):
     """Exports a model to OpenVINO IR (`output` and its `.bin`), checked.
 
     The graph takes float32 RGB pixels `[batch, H, W, 3]` (preprocessing
@@ -146,7 +158,9 @@ def export_openvino(model, output, batch_size=1, verify=True, atol=1e-4,
     """
     openvino = _require()
     output = check_output(
-        output, [model] if isinstance(model, (str, os.PathLike)) else [], overwrite
+        output,
+        [model] if isinstance(model, (str, os.PathLike)) else [],
+        overwrite,
     )
     if batch_size is not None:
         arg_checks.positive_int("batch_size", batch_size)
@@ -154,14 +168,19 @@ def export_openvino(model, output, batch_size=1, verify=True, atol=1e-4,
     arg_checks.boolean("verify", verify)
     model = models.float32_model(models.load_model(model))
     height, width, channels = models.input_spec(model)
-    x = np.random.default_rng(0).uniform(0, 255, (batch_size or 2, height, width, channels))
+    x = np.random.default_rng(0).uniform(
+        0, 255, (batch_size or 2, height, width, channels)
+    )
     x = x.astype("float32")
     expected = np.asarray(model(x, training=False))
     weights = output[: -len(".xml")] + ".bin"
     # Written in a private folder beside `output`, checked there, then
     # moved into place: weights first, graph last.
-    folder = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(output)),
-                              prefix=f".{os.path.basename(output)}.", suffix=".tmp")
+    folder = tempfile.mkdtemp(
+        dir=os.path.dirname(os.path.abspath(output)),
+        prefix=f".{os.path.basename(output)}.",
+        suffix=".tmp",
+    )
     try:
         keras_graph = os.path.join(folder, "keras.xml")
         model.export(keras_graph, format="openvino", verbose=False)
@@ -175,7 +194,8 @@ def export_openvino(model, output, batch_size=1, verify=True, atol=1e-4,
             error = float(np.max(np.abs(run_openvino(tmp, x) - expected)))
             if not error <= atol:
                 raise VerificationError(
-                    f"The OpenVINO export differs from Keras by up to {error:.3g} "
+                    "The OpenVINO export differs from Keras by up to "
+                    f"{error:.3g} "
                     f"(limit {atol:g}); {output!r} was not written."
                 )
         tmp_weights = tmp[: -len(".xml")] + ".bin"

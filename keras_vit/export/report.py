@@ -3,8 +3,9 @@ and what an export returns (`ExportResult`).
 
 A `VerificationReport` holds one export's sizes, op list and a
 `keras_vit.export.checks.Comparison` per runtime and image source, and
-says whether it passed (`summary()` prints it); `VerificationError` is what a failed verification raises, and
-`nothing_written(output)` is how an export says that it wrote nothing.
+says whether it passed (`summary()` prints it); `VerificationError` is
+what a failed verification raises, and `nothing_written(output)` is how an
+export says that it wrote nothing.
 The checks that fill a report are in `keras_vit.export.checks`, the
 entry points in `keras_vit.export.verification`.
 """
@@ -73,7 +74,9 @@ class VerificationReport:
 
     def summary(self):
         """The report as text: sizes, ops, a table of comparisons, verdict."""
-        lines = [f"{self.format} {self.path} (quantization: {self.quantization})"]
+        lines = [
+            f"{self.format} {self.path} (quantization: {self.quantization})"
+        ]
         if self.file_bytes is not None:
             lines.append(
                 f"  {'file' if self.format == 'tflite' else 'folder'} "
@@ -84,17 +87,32 @@ class VerificationReport:
                 f"({self.bytes_per_parameter:.2f} bytes/parameter)"
             )
         if self.op_histogram:
-            ops = ", ".join(f"{k} {v}" for k, v in sorted(
-                self.op_histogram.items(), key=lambda kv: (-kv[1], kv[0])))
+            ops = ", ".join(
+                f"{k} {v}"
+                for k, v in sorted(
+                    self.op_histogram.items(), key=lambda kv: (-kv[1], kv[0])
+                )
+            )
             lines.append(f"  ops: {ops}")
         if self.xnnpack_partitions is not None:
             lines.append(
                 f"  XNNPACK delegate: {self.xnnpack_partitions} partition(s)"
-                + (" (the whole graph)" if self.xnnpack_partitions == 1 else
-                   " (ops between them run on LiteRT's builtin kernels)")
+                + (
+                    " (the whole graph)"
+                    if self.xnnpack_partitions == 1
+                    else " (ops between them run on LiteRT's builtin kernels)"
+                )
             )
         if self.comparisons:
-            header = ("source", "runtime", "images", "max|Δ|", "mean|Δ|", "top-1 agree", "accuracy (keras)")
+            header = (
+                "source",
+                "runtime",
+                "images",
+                "max|Δ|",
+                "mean|Δ|",
+                "top-1 agree",
+                "accuracy (keras)",
+            )
             rows = [
                 (
                     c.source,
@@ -103,18 +121,28 @@ class VerificationReport:
                     f"{c.max_abs:.2e}",
                     f"{c.mean_abs:.2e}",
                     f"{c.top1_agreement:.4f}",
-                    "-" if c.accuracy is None
+                    "-"
+                    if c.accuracy is None
                     else f"{c.accuracy:.4f} ({c.reference_accuracy:.4f})",
                 )
                 for c in self.comparisons
             ]
-            widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+            widths = [
+                max(len(r[i]) for r in (header, *rows))
+                for i in range(len(header))
+            ]
             for row in (header, *rows):
-                lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)))
+                lines.append(
+                    "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths))
+                )
         limits = self.limits or {}
         stated = [
-            f"max|Δ| <= {limits['max_abs']:g}" if limits.get("max_abs") is not None else None,
-            f"top-1 agreement >= {limits['top1']:g}" if limits.get("top1") is not None else None,
+            f"max|Δ| <= {limits['max_abs']:g}"
+            if limits.get("max_abs") is not None
+            else None,
+            f"top-1 agreement >= {limits['top1']:g}"
+            if limits.get("top1") is not None
+            else None,
         ]
         lines.append(f"  limits: {', '.join(s for s in stated if s) or 'none'}")
         if self.failures:

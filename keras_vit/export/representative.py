@@ -14,8 +14,8 @@ import os
 
 import numpy as np
 
-from keras_vit import files
 from keras_vit import arg_checks
+from keras_vit import files
 from keras_vit.data.images import GRAY_WEIGHTS  # noqa: F401 - its old home
 from keras_vit.data.images import model_pixels
 
@@ -38,8 +38,15 @@ class ImageSet:
         return len(self.images)
 
 
-def load_images(source, image_size, num_channels=3, limit=100, split="test",
-                name="representative_data", value_range=(0.0, 255.0)):
+def load_images(
+    source,
+    image_size,
+    num_channels=3,
+    limit=100,
+    split="test",
+    name="representative_data",
+    value_range=(0.0, 255.0),
+):
     """Loads images from `source` shaped `(N, *image_size, num_channels)`.
 
     Args:
@@ -73,8 +80,9 @@ def load_images(source, image_size, num_channels=3, limit=100, split="test",
     if limit is not None:
         limit = arg_checks.positive_int("limit", limit)
     result = _read_source(source, image_size, num_channels, limit, split, name)
-    images = _checked_pixels(result.images, (*image_size, num_channels),
-                             value_range, name, source)
+    images = _checked_pixels(
+        result.images, (*image_size, num_channels), value_range, name, source
+    )
     labels = result.labels
     if limit is not None:
         images = images[:limit]
@@ -93,7 +101,9 @@ def _read_source(source, image_size, num_channels, limit, split, name):
         if text.endswith(".npz"):
             return _from_npz(text, name)
         if text.startswith("folder:") or _is_dataset_name(text):
-            result = _from_dataset(text, image_size, num_channels, limit, split, name)
+            result = _from_dataset(
+                text, image_size, num_channels, limit, split, name
+            )
             if result is not None:
                 return result
     raise ValueError(
@@ -119,7 +129,9 @@ def _checked_pixels(images, expected, value_range, name, source):
             f"Received: {name}={_describe(source)}"
         )
     if len(images) == 0:
-        raise ValueError(f"`{name}` holds no images. Received: {name}={_describe(source)}")
+        raise ValueError(
+            f"`{name}` holds no images. Received: {name}={_describe(source)}"
+        )
     images = np.asarray(images, dtype="float32")
     if not np.all(np.isfinite(images)):
         raise ValueError(
@@ -166,7 +178,7 @@ def source_paths(source):
         return []
     text = os.fspath(source)
     if text.startswith("folder:"):
-        return [text[len("folder:"):]]
+        return [text[len("folder:") :]]
     if text.endswith(".npz"):
         return [text]
     return []
@@ -186,9 +198,13 @@ def _from_npz(path, name):
             )
         images = contents[candidates[0]]
     labels = contents.get("labels")
-    count = images.shape[0] if images.ndim else 1  # a 0-d array fails the shape check
+    count = (
+        images.shape[0] if images.ndim else 1
+    )  # a 0-d array fails the shape check
     if labels is not None and (
-        labels.dtype.kind not in "iu" or labels.ndim != 1 or len(labels) != count
+        labels.dtype.kind not in "iu"
+        or labels.ndim != 1
+        or len(labels) != count
     ):
         raise ValueError(
             "The .npz file's `labels` must be one integer class index per "
@@ -209,7 +225,7 @@ def _from_dataset(source, image_size, num_channels, limit, split, name):
         )
     labelled = True
     if source.startswith("folder:"):
-        folder = source[len("folder:"):]
+        folder = source[len("folder:") :]
         if not os.path.isdir(folder):
             raise ValueError(
                 f"The image folder does not exist. Received: {name}={source!r}"
@@ -229,7 +245,8 @@ def _from_dataset(source, image_size, num_channels, limit, split, name):
         except ValueError as error:
             raise ValueError(f"{error} (from {name}={source!r})") from None
         first, second = (
-            (dataset.test, dataset.train) if split == "test"
+            (dataset.test, dataset.train)
+            if split == "test"
             else (dataset.train, dataset.test)
         )
         pairs = first if first is not None else second
@@ -242,7 +259,9 @@ def _from_dataset(source, image_size, num_channels, limit, split, name):
         images.append(x)
         labels.append(np.argmax(y, axis=-1))
     if not images:
-        raise ValueError(f"`{name}` holds no images. Received: {name}={source!r}")
+        raise ValueError(
+            f"`{name}` holds no images. Received: {name}={source!r}"
+        )
     images = model_pixels(np.concatenate(images), num_channels)
     return ImageSet(
         images,

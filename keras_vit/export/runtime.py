@@ -47,7 +47,9 @@ def load_interpreter(path, runtime="xnnpack", num_threads=None):
         return Interpreter(
             model_path=os.fspath(path),
             num_threads=num_threads,
-            experimental_op_resolver_type=getattr(OpResolverType, INTERPRETERS[runtime]),
+            experimental_op_resolver_type=getattr(
+                OpResolverType, INTERPRETERS[runtime]
+            ),
         )
     except (ValueError, RuntimeError) as error:  # a file LiteRT cannot load
         raise ValueError(
@@ -74,7 +76,9 @@ def xnnpack_partitions(path, num_threads=1):
     """
     interpreter = load_interpreter(path, "xnnpack", num_threads)
     interpreter.allocate_tensors()
-    return sum(op["op_name"] == "DELEGATE" for op in interpreter._get_ops_details())
+    return sum(
+        op["op_name"] == "DELEGATE" for op in interpreter._get_ops_details()
+    )
 
 
 def _quantization(details):
@@ -99,8 +103,12 @@ def io_details(path):
     return {
         "input_dtype": np.dtype(inp["dtype"]).name,
         "output_dtype": np.dtype(out["dtype"]).name,
-        "input_quantization": _quantization(inp) if np.dtype(inp["dtype"]).kind in "iu" else None,
-        "output_quantization": _quantization(out) if np.dtype(out["dtype"]).kind in "iu" else None,
+        "input_quantization": _quantization(inp)
+        if np.dtype(inp["dtype"]).kind in "iu"
+        else None,
+        "output_quantization": _quantization(out)
+        if np.dtype(out["dtype"]).kind in "iu"
+        else None,
         "input_shape": [int(s) for s in inp["shape_signature"]],
     }
 
@@ -133,30 +141,40 @@ def run_tflite(path, images, runtime="xnnpack", num_threads=None):
     static = int(inp["shape_signature"][0])
     chunk = static if static > 0 else min(len(images), 32)
     if static <= 0:
-        interpreter.resize_tensor_input(inp["index"], [chunk, *images.shape[1:]])
+        interpreter.resize_tensor_input(
+            inp["index"], [chunk, *images.shape[1:]]
+        )
     interpreter.allocate_tensors()
     in_dtype = np.dtype(inp["dtype"])
     in_q = _quantization(inp) if in_dtype.kind in "iu" else None
     out_q = _quantization(out) if np.dtype(out["dtype"]).kind in "iu" else None
     results = []
     for start in range(0, len(images), chunk):
-        batch = images[start:start + chunk]
+        batch = images[start : start + chunk]
         n = len(batch)
         if n < chunk:
             if static > 0:  # pad a static batch; the padding is dropped
-                batch = np.concatenate([batch, np.zeros((chunk - n, *batch.shape[1:]), "float32")])
+                batch = np.concatenate(
+                    [batch, np.zeros((chunk - n, *batch.shape[1:]), "float32")]
+                )
             else:
-                interpreter.resize_tensor_input(inp["index"], [n, *images.shape[1:]])
+                interpreter.resize_tensor_input(
+                    inp["index"], [n, *images.shape[1:]]
+                )
                 interpreter.allocate_tensors()
         if in_q is not None:
             info = np.iinfo(in_dtype)
             batch = np.clip(
-                np.round(batch / in_q["scale"]) + in_q["zero_point"], info.min, info.max
+                np.round(batch / in_q["scale"]) + in_q["zero_point"],
+                info.min,
+                info.max,
             ).astype(in_dtype)
         interpreter.set_tensor(inp["index"], batch.astype(in_dtype, copy=False))
         interpreter.invoke()
         result = interpreter.get_tensor(out["index"])[:n]
         if out_q is not None:
-            result = (result.astype("float32") - out_q["zero_point"]) * out_q["scale"]
+            result = (result.astype("float32") - out_q["zero_point"]) * out_q[
+                "scale"
+            ]
         results.append(np.asarray(result, dtype="float32"))
     return np.concatenate(results)

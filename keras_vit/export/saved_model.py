@@ -22,8 +22,13 @@ UINT8_SIGNATURE = "serving_uint8"
 #: What `export_saved_model` writes at the top of its folder
 #: (`ExportArchive.write_out`'s files, and keras_vit's metadata).
 SAVED_MODEL_ENTRIES = frozenset(
-    {"saved_model.pb", "fingerprint.pb", "variables", "assets",
-     metadata_lib.SAVED_MODEL_METADATA}
+    {
+        "saved_model.pb",
+        "fingerprint.pb",
+        "variables",
+        "assets",
+        metadata_lib.SAVED_MODEL_METADATA,
+    }
 )
 
 
@@ -39,7 +44,9 @@ def is_saved_model_export(path):
     return (
         "saved_model.pb" in entries
         and entries <= SAVED_MODEL_ENTRIES
-        and metadata_lib.is_metadata(metadata_lib.sidecar_path(path), "saved_model")
+        and metadata_lib.is_metadata(
+            metadata_lib.sidecar_path(path), "saved_model"
+        )
     )
 
 
@@ -55,8 +62,11 @@ def check_output(output, inputs=(), overwrite=False):
         The folder's path as a string.
     """
     return files.check_output_path(
-        output, directory=True, inputs=inputs,
-        replaceable=is_saved_model_export, overwrite=overwrite,
+        output,
+        directory=True,
+        inputs=inputs,
+        replaceable=is_saved_model_export,
+        overwrite=overwrite,
         replaces="a SavedModel exported by keras_vit",
     )
 
@@ -93,20 +103,31 @@ def build_archive(model):
     # format="tf_saved_model")` does that). Serving needs only the
     # signatures.
     archive = keras.export.ExportArchive()
-    for name, spec_dtype in ((FLOAT_SIGNATURE, tf.float32), (UINT8_SIGNATURE, tf.uint8)):
+    for name, spec_dtype in (
+        (FLOAT_SIGNATURE, tf.float32),
+        (UINT8_SIGNATURE, tf.uint8),
+    ):
         archive.add_endpoint(
             name,
             serve,
             input_signature=[
-                tf.TensorSpec((None, height, width, channels), spec_dtype, name="images")
+                tf.TensorSpec(
+                    (None, height, width, channels), spec_dtype, name="images"
+                )
             ],
         )
     return archive
 
 
-def export_saved_model(model, output, labels=None, verify=True,
-                       verify_data="digits", num_verify_images=32,
-                       overwrite=False):
+def export_saved_model(
+    model,
+    output,
+    labels=None,
+    verify=True,
+    verify_data="digits",
+    num_verify_images=32,
+    overwrite=False,
+):
     """Exports a model as a SavedModel for serving, verified.
 
     Two signatures, both with a dynamic batch and the preprocessing inside:
@@ -150,7 +171,9 @@ def export_saved_model(model, output, labels=None, verify=True,
     >>> tf.saved_model.load("serving/vit").signatures["serving_default"]
     """
     arg_checks.boolean("verify", verify)
-    num_verify_images = arg_checks.positive_int("num_verify_images", num_verify_images)
+    num_verify_images = arg_checks.positive_int(
+        "num_verify_images", num_verify_images
+    )
     if verify and verify_data is None:
         raise ValueError(
             "The verification needs images: pass `verify_data`, or "

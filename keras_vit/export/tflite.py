@@ -25,18 +25,22 @@ from keras_vit.export import representative
 from keras_vit.export import runtime
 from keras_vit.export import verification as verify_lib
 from keras_vit.export.report import ExportResult
+from keras_vit.models import checks as model_checks
 from keras_vit.options import IO_DTYPES
 from keras_vit.options import QUANTIZATIONS
-from keras_vit.models import checks as model_checks
 
 #: Modes that calibrate activation ranges on representative images.
 CALIBRATED = ("int8", "int16x8")
 
 # `convert` said less than it does (keras_vit.weights converts checkpoints).
-__getattr__ = moved.deprecated_names(__name__, {"convert": (None, "tflite_bytes")})
+__getattr__ = moved.deprecated_names(
+    __name__, {"convert": (None, "tflite_bytes")}
+)
 
 
-def converter_options(quantize="none", calibration_images=None, io_dtype="float32"):
+def converter_options(
+    quantize="none", calibration_images=None, io_dtype="float32"
+):
     """`tf.lite.TFLiteConverter` settings for a quantization mode.
 
     Args:
@@ -69,7 +73,8 @@ def converter_options(quantize="none", calibration_images=None, io_dtype="float3
 
         options["representative_dataset"] = dataset
         options["target_spec"]["supported_ops"] = [
-            ops.TFLITE_BUILTINS_INT8 if quantize == "int8"
+            ops.TFLITE_BUILTINS_INT8
+            if quantize == "int8"
             else ops.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
         ]
         if io_dtype != "float32":
@@ -97,7 +102,10 @@ def _flex_ops(model, batch_size):
 
     options = {
         "target_spec": {
-            "supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]
+            "supported_ops": [
+                tf.lite.OpsSet.TFLITE_BUILTINS,
+                tf.lite.OpsSet.SELECT_TF_OPS,
+            ]
         },
         "allow_custom_ops": True,
     }
@@ -113,14 +121,17 @@ def _flex_ops(model, batch_size):
 def _error_lines(error, limit=8):
     """The lines of a converter error that say what went wrong."""
     lines = [
-        line.strip() for line in str(error).splitlines()
+        line.strip()
+        for line in str(error).splitlines()
         if re.search(r"error|not supported|failed|unsupported", line, re.I)
     ]
     return "\n".join(lines[:limit]) or str(error)[:1000]
 
 
 def _refuse_unsupported(unsupported, model):
-    listing = ", ".join(f"{name} (x{n})" for name, n in sorted(unsupported.items()))
+    listing = ", ".join(
+        f"{name} (x{n})" for name, n in sorted(unsupported.items())
+    )
     raise ValueError(
         f"Model {model.name!r} needs ops that are not LiteRT builtins: "
         f"{listing}. Phones run builtin ops only (Flex ops need TensorFlow "
@@ -130,8 +141,13 @@ def _refuse_unsupported(unsupported, model):
     )
 
 
-def tflite_bytes(model, quantize="none", calibration_images=None, batch_size=1,
-                 io_dtype="float32"):
+def tflite_bytes(
+    model,
+    quantize="none",
+    calibration_images=None,
+    batch_size=1,
+    io_dtype="float32",
+):
     """Converts a Keras model to TFLite bytes with LiteRT builtin ops only.
 
     Args:
@@ -195,7 +211,8 @@ def tflite_bytes(model, quantize="none", calibration_images=None, batch_size=1,
     degenerate = graph.degenerate_ranges() if quantize in CALIBRATED else []
     if degenerate:
         raise ValueError(
-            f"quantize={quantize!r} gave {len(degenerate)} activation(s) of model "
+            f"quantize={quantize!r} gave {len(degenerate)} activation(s) of "
+            "model "
             f"{model.name!r} a range of a single value (narrower than "
             f"{graph_lib.MIN_RANGE:g}): {', '.join(degenerate[:4])}"
             f"{' ...' if len(degenerate) > 4 else ''}. "
@@ -253,17 +270,30 @@ def check_output(output, inputs=(), overwrite=False):
     """
     sidecar = metadata_lib.check_sidecar(output, inputs, overwrite)
     output = files.check_output_path(
-        output, inputs=inputs, replaceable=is_tflite, overwrite=overwrite,
+        output,
+        inputs=inputs,
+        replaceable=is_tflite,
+        overwrite=overwrite,
         replaces="a TFLite file",
     )
     return output, sidecar
 
 
-def export_tflite(model, output, quantize="none", representative_data=None,
-                  batch_size=1, io_dtype="float32", labels=None, verify=True,
-                  verify_data="digits", num_calibration_images=100,
-                  num_verify_images=100, min_top1_agreement=None,
-                  overwrite=False):
+def export_tflite(
+    model,
+    output,
+    quantize="none",
+    representative_data=None,
+    batch_size=1,
+    io_dtype="float32",
+    labels=None,
+    verify=True,
+    verify_data="digits",
+    num_calibration_images=100,
+    num_verify_images=100,
+    min_top1_agreement=None,
+    overwrite=False,
+):
     """Exports a model to a `.tflite` file for LiteRT, verified.
 
     The file holds LiteRT builtin ops only. The model's labels and input
@@ -334,15 +364,28 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     """
     # Over 80 lines for its docstring (thirteen arguments); the body is the
     # steps: check, load, calibrate, convert, verify and write, metadata.
-    quantize, io_dtype, batch_size, num_calibration_images, num_verify_images = (
-        _check_arguments(
-            quantize, io_dtype, batch_size, verify, verify_data,
-            representative_data, num_calibration_images, num_verify_images,
-            min_top1_agreement,
-        )
+    (
+        quantize,
+        io_dtype,
+        batch_size,
+        num_calibration_images,
+        num_verify_images,
+    ) = _check_arguments(
+        quantize,
+        io_dtype,
+        batch_size,
+        verify,
+        verify_data,
+        representative_data,
+        num_calibration_images,
+        num_verify_images,
+        min_top1_agreement,
     )
-    output, meta_path = check_output(output, _inputs(
-        model, labels, representative_data, verify_data), overwrite)
+    output, meta_path = check_output(
+        output,
+        _inputs(model, labels, representative_data, verify_data),
+        overwrite,
+    )
     if quantize in CALIBRATED and representative_data is None:
         raise ValueError(
             f"quantize={quantize!r} needs representative images to calibrate "
@@ -356,7 +399,9 @@ def export_tflite(model, output, quantize="none", representative_data=None,
     model = models.float32_model(model)
     calibration = None
     if representative_data is not None:
-        calibration = _calibration(model, representative_data, num_calibration_images)
+        calibration = _calibration(
+            model, representative_data, num_calibration_images
+        )
     data = tflite_bytes(
         model,
         quantize,
@@ -370,15 +415,22 @@ def export_tflite(model, output, quantize="none", representative_data=None,
         if calibration is not None:
             sources.append(calibration)
     report, io = _write_verified(
-        output, data, model, quantize, sources, num_verify_images, min_top1_agreement
+        output,
+        data,
+        model,
+        quantize,
+        sources,
+        num_verify_images,
+        min_top1_agreement,
     )
     meta = _metadata(model, quantize, class_names, batch_size, io, len(data))
     metadata_lib.write(meta_path, meta)
     return ExportResult(output, meta_path, meta, report)
 
 
-def _write_verified(output, data, model, quantize, sources, num_images,
-                    min_top1_agreement):
+def _write_verified(
+    output, data, model, quantize, sources, num_images, min_top1_agreement
+):
     """Writes the flatbuffer `data` to `output` once `verify_tflite` has
     passed it on `sources` (`None`: unverified); nothing is left at
     `output` if it fails. Returns `(report or None, io_details)`."""
@@ -401,9 +453,17 @@ def _write_verified(output, data, model, quantize, sources, num_images,
     return report, io
 
 
-def _check_arguments(quantize, io_dtype, batch_size, verify, verify_data,
-                     representative_data, num_calibration_images,
-                     num_verify_images, min_top1_agreement):
+def _check_arguments(
+    quantize,
+    io_dtype,
+    batch_size,
+    verify,
+    verify_data,
+    representative_data,
+    num_calibration_images,
+    num_verify_images,
+    min_top1_agreement,
+):
     """The checks of `export_tflite`'s arguments that need no file; returns
     `(quantize, io_dtype, batch_size, num_calibration_images,
     num_verify_images)` as checked."""
@@ -421,19 +481,29 @@ def _check_arguments(quantize, io_dtype, batch_size, verify, verify_data,
     num_calibration_images = arg_checks.positive_int(
         "num_calibration_images", num_calibration_images
     )
-    num_verify_images = arg_checks.positive_int("num_verify_images", num_verify_images)
+    num_verify_images = arg_checks.positive_int(
+        "num_verify_images", num_verify_images
+    )
     checks.check_limits(min_top1_agreement)
     if not verify and min_top1_agreement is not None:
         raise ValueError(
             "`min_top1_agreement` is a limit of the verification, which "
-            f"verify=False skips. Received: min_top1_agreement={min_top1_agreement!r}"
+            "verify=False skips. Received: "
+            f"min_top1_agreement={min_top1_agreement!r}"
         )
     if verify and verify_data is None and representative_data is None:
         raise ValueError(
             "The verification needs images: pass `verify_data` (or "
-            "`representative_data`), or verify=False. Received: verify_data=None"
+            "`representative_data`), or verify=False. Received: "
+            "verify_data=None"
         )
-    return quantize, io_dtype, batch_size, num_calibration_images, num_verify_images
+    return (
+        quantize,
+        io_dtype,
+        batch_size,
+        num_calibration_images,
+        num_verify_images,
+    )
 
 
 def _calibration(model, representative_data, num_images):

@@ -59,17 +59,23 @@ REFERENCE_KERNEL_IMAGES = 8
 # `keras_vit.export.benchmark` makes its interpreters through this name.
 _interpreter = runtime.load_interpreter
 
-__getattr__ = moved.deprecated_names(__name__, {
-    "INTERPRETERS": (runtime, "INTERPRETERS"),
-    "io_details": (runtime, "io_details"),
-    "run_tflite": (runtime, "run_tflite"),
-    "xnnpack_partitions": (runtime, "xnnpack_partitions"),
-    "BYTES_PER_PARAMETER": (checks, "BYTES_PER_PARAMETER"),
-    "LIMITS": (checks, "LIMITS"),
-    "SAVED_MODEL_REDUCED_PRECISION": (checks, "SAVED_MODEL_REDUCED_PRECISION"),
-    "Comparison": (checks, "Comparison"),
-    "nothing_written": (report_lib, "nothing_written"),
-})
+__getattr__ = moved.deprecated_names(
+    __name__,
+    {
+        "INTERPRETERS": (runtime, "INTERPRETERS"),
+        "io_details": (runtime, "io_details"),
+        "run_tflite": (runtime, "run_tflite"),
+        "xnnpack_partitions": (runtime, "xnnpack_partitions"),
+        "BYTES_PER_PARAMETER": (checks, "BYTES_PER_PARAMETER"),
+        "LIMITS": (checks, "LIMITS"),
+        "SAVED_MODEL_REDUCED_PRECISION": (
+            checks,
+            "SAVED_MODEL_REDUCED_PRECISION",
+        ),
+        "Comparison": (checks, "Comparison"),
+        "nothing_written": (report_lib, "nothing_written"),
+    },
+)
 
 
 def _check_limits(report, limits):
@@ -110,18 +116,28 @@ def _reference_outputs(model, images):
     """Keras's outputs, called eagerly in chunks of 32 (no retracing)."""
     import keras
 
-    return np.concatenate([
-        np.asarray(keras.ops.convert_to_numpy(model(images[i:i + 32], training=False)), "float32")
-        for i in range(0, len(images), 32)
-    ])
+    return np.concatenate(
+        [
+            np.asarray(
+                keras.ops.convert_to_numpy(
+                    model(images[i : i + 32], training=False)
+                ),
+                "float32",
+            )
+            for i in range(0, len(images), 32)
+        ]
+    )
 
 
 def _check_runtimes(runtimes):
     """`runtimes` as a tuple of keys of `runtime.INTERPRETERS`, or raises."""
-    runtimes = tuple(runtimes) if isinstance(runtimes, (list, tuple)) else (runtimes,)
+    runtimes = (
+        tuple(runtimes) if isinstance(runtimes, (list, tuple)) else (runtimes,)
+    )
     if not runtimes or any(r not in runtime.INTERPRETERS for r in runtimes):
         raise ValueError(
-            f"`runtimes` must hold one or more of {list(runtime.INTERPRETERS)}. "
+            "`runtimes` must hold one or more of "
+            f"{list(runtime.INTERPRETERS)}. "
             f"Received: runtimes={runtimes!r}"
         )
     return runtimes
@@ -148,8 +164,9 @@ def _tflite_report(path, graph, quantization, model, limits):
     return report
 
 
-def _compare_tflite(report, path, model, image_sets, runtimes, num_threads,
-                    skip_reference=False):
+def _compare_tflite(
+    report, path, model, image_sets, runtimes, num_threads, skip_reference=False
+):
     """Step 3: the file's outputs with each LiteRT runtime against Keras's
     on each of `image_sets`, added to `report` (a runtime that cannot run
     the file is a failure). `skip_reference` leaves out the reference
@@ -165,20 +182,37 @@ def _compare_tflite(report, path, model, image_sets, runtimes, num_threads,
             if name == "reference" and report.limits.get("top1") is None:
                 n = min(n, REFERENCE_KERNEL_IMAGES)
             try:
-                outputs = runtime.run_tflite(path, images.images[:n], name, num_threads)
-            except RuntimeError as error:  # e.g. an op without a kernel for its type
+                outputs = runtime.run_tflite(
+                    path, images.images[:n], name, num_threads
+                )
+            except (
+                RuntimeError
+            ) as error:  # e.g. an op without a kernel for its type
                 report.failures.append(f"{name} cannot run the file: {error}")
                 continue
-            report.comparisons.append(compare(
-                outputs, expected[:n], None if labels is None else labels[:n],
-                images.source, name,
-            ))
+            report.comparisons.append(
+                compare(
+                    outputs,
+                    expected[:n],
+                    None if labels is None else labels[:n],
+                    images.source,
+                    name,
+                )
+            )
 
 
-def verify_tflite(path, reference, data="digits", num_images=100,
-                  quantization=None, runtimes=tuple(runtime.INTERPRETERS),
-                  min_top1_agreement=None, max_abs=None, num_threads=None,
-                  raise_on_failure=True):
+def verify_tflite(
+    path,
+    reference,
+    data="digits",
+    num_images=100,
+    quantization=None,
+    runtimes=tuple(runtime.INTERPRETERS),
+    min_top1_agreement=None,
+    max_abs=None,
+    num_threads=None,
+    raise_on_failure=True,
+):
     """Verifies a `.tflite` file against the Keras model it came from.
 
     Args:
@@ -224,9 +258,13 @@ def verify_tflite(path, reference, data="digits", num_images=100,
     num_threads = arg_checks.optional_positive_int("num_threads", num_threads)
     runtimes = _check_runtimes(runtimes)
     _sources(data)
-    if quantization is not None and quantization not in checks.BYTES_PER_PARAMETER:
+    if (
+        quantization is not None
+        and quantization not in checks.BYTES_PER_PARAMETER
+    ):
         raise ValueError(
-            f"`quantization` must be one of {list(checks.BYTES_PER_PARAMETER)}. "
+            "`quantization` must be one of "
+            f"{list(checks.BYTES_PER_PARAMETER)}. "
             f"Received: quantization={quantization!r}"
         )
     graph = graph_lib.read_graph(path)
@@ -240,8 +278,13 @@ def verify_tflite(path, reference, data="digits", num_images=100,
     if not graph.unsupported_ops():  # LiteRT cannot load such a file
         threads = (os.cpu_count() or 1) if num_threads is None else num_threads
         _compare_tflite(
-            report, path, model, _image_sets(data, model, num_images),
-            runtimes, threads, skip_reference=bool(graph.degenerate_ranges()),
+            report,
+            path,
+            model,
+            _image_sets(data, model, num_images),
+            runtimes,
+            threads,
+            skip_reference=bool(graph.degenerate_ranges()),
         )
     _check_limits(report, limits)
     if report.failures and raise_on_failure:
@@ -249,13 +292,23 @@ def verify_tflite(path, reference, data="digits", num_images=100,
     return report
 
 
-# Run by `verify_saved_model` by its path, in a fresh interpreter: TensorFlow only.
-_SAVED_MODEL_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                  "standalone", "saved_model_check.py")
+# Run by `verify_saved_model` by its path, in a fresh interpreter: TensorFlow
+# only.
+_SAVED_MODEL_CHECK = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)),
+    "standalone",
+    "saved_model_check.py",
+)
 
 
-def verify_saved_model(path, reference, data="digits", num_images=32,
-                       max_abs=None, raise_on_failure=True):
+def verify_saved_model(
+    path,
+    reference,
+    data="digits",
+    num_images=32,
+    max_abs=None,
+    raise_on_failure=True,
+):
     """Verifies a SavedModel in a fresh process that never imports keras_vit.
 
     The subprocess loads it with `tf.saved_model.load` and runs both
@@ -290,9 +343,13 @@ def verify_saved_model(path, reference, data="digits", num_images=32,
             f"Received: {os.fspath(path)!r}"
         )
     model = models.load_model(reference)
-    limits = checks.saved_model_limits(models.non_float32_dtypes(model), max_abs)
+    limits = checks.saved_model_limits(
+        models.non_float32_dtypes(model), max_abs
+    )
     report = _saved_model_report(path, model, limits)
-    _compare_saved_model(report, path, model, _image_sets(data, model, num_images))
+    _compare_saved_model(
+        report, path, model, _image_sets(data, model, num_images)
+    )
     _check_limits(report, limits)
     if report.failures and raise_on_failure:
         raise VerificationError("Verification failed.\n" + report.summary())
@@ -311,9 +368,11 @@ def _saved_model_report(path, model, limits):
         weight_bytes=_folder_bytes(os.path.join(os.fspath(path), "variables")),
         limits=limits,
     )
-    report.failures.extend(checks.saved_model_weight_failures(
-        report.weight_bytes, report.parameters, models.weight_bytes(model)
-    ))
+    report.failures.extend(
+        checks.saved_model_weight_failures(
+            report.weight_bytes, report.parameters, models.weight_bytes(model)
+        )
+    )
     return report
 
 
@@ -333,9 +392,17 @@ def _run_saved_model(path, images, tmp):
     np.save(images_path, images)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
-        [sys.executable, _SAVED_MODEL_CHECK, os.path.abspath(path),
-         images_path, out_path],
-        capture_output=True, text=True, cwd=tmp, env=env,
+        [
+            sys.executable,
+            _SAVED_MODEL_CHECK,
+            os.path.abspath(path),
+            images_path,
+            out_path,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        env=env,
     )
     if process.returncode != 0:
         raise RuntimeError(process.stderr[-3000:])
@@ -360,16 +427,30 @@ def _compare_saved_model(report, path, model, image_sets):
                 )
                 return
             if imported:
-                report.failures.append("loading the SavedModel imported keras_vit")
+                report.failures.append(
+                    "loading the SavedModel imported keras_vit"
+                )
             expected = _reference_outputs(model, images.images)
             rounded = _reference_outputs(model, np.round(images.images))
-            for name, keras_out in (("serving_default", expected), ("serving_uint8", rounded)):
+            for name, keras_out in (
+                ("serving_default", expected),
+                ("serving_uint8", rounded),
+            ):
                 report.comparisons.append(
-                    compare(outputs[name], keras_out, images.labels, images.source, name)
+                    compare(
+                        outputs[name],
+                        keras_out,
+                        images.labels,
+                        images.source,
+                        name,
+                    )
                 )
                 single = compare(outputs[name + "_single"], keras_out[:1])
                 if not single.max_abs <= max_abs:
-                    report.failures.append(f"{name} on a batch of one: max |Δ| {single.max_abs:.3g}")
+                    report.failures.append(
+                        f"{name} on a batch of one: max |Δ| "
+                        f"{single.max_abs:.3g}"
+                    )
 
 
 def _folder_bytes(path):

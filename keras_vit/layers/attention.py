@@ -188,16 +188,21 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         """
         tokens = self.relative_positions  # static: the layer takes T tokens
         offsets = 2 * tokens - 1
-        table = ops.flip(ops.cast(self.relative_position_embedding, query.dtype), 0)
+        table = ops.flip(
+            ops.cast(self.relative_position_embedding, query.dtype), 0
+        )
         table = ops.transpose(  # (heads, d, 2T - 1)
-            ops.reshape(table, (offsets, self.num_heads, self.head_dim)), (1, 2, 0)
+            ops.reshape(table, (offsets, self.num_heads, self.head_dim)),
+            (1, 2, 0),
         )
         logits = ops.matmul(query, table)  # (B, heads, T, 2T - 1)
         if tokens == 1:
             return logits
         logits = ops.reshape(logits, (batch, self.num_heads, tokens * offsets))
-        logits = logits[:, :, tokens - 1:tokens - 1 + tokens * (offsets - 1)]
-        logits = ops.reshape(logits, (batch, self.num_heads, tokens, offsets - 1))
+        logits = logits[:, :, tokens - 1 : tokens - 1 + tokens * (offsets - 1)]
+        logits = ops.reshape(
+            logits, (batch, self.num_heads, tokens, offsets - 1)
+        )
         return logits[:, :, :, :tokens]
 
     def _heads(self, x, batch, tokens):

@@ -53,8 +53,12 @@ class LayerNorm(keras.layers.Layer):
             "LayerNorm", input_shape, "the normalised features"
         )
         self.input_spec = keras.layers.InputSpec(min_ndim=1, axes={-1: dim})
-        self.gamma = self.add_weight(shape=(dim,), initializer="ones", name="gamma")
-        self.beta = self.add_weight(shape=(dim,), initializer="zeros", name="beta")
+        self.gamma = self.add_weight(
+            shape=(dim,), initializer="ones", name="gamma"
+        )
+        self.beta = self.add_weight(
+            shape=(dim,), initializer="zeros", name="beta"
+        )
 
     def call(self, inputs):
         y = _normalize(ops.cast(inputs, "float32"), self.epsilon)

@@ -4,10 +4,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_vit import patch_grid
 from keras_vit import arg_checks
+from keras_vit import patch_grid
 from keras_vit.options import POSITION_EMBEDDINGS
-
 
 #: The entry next to a `PatchEncoder`'s variables in a Keras weights file
 #: (`.weights.h5`, `.keras`) that records its `(grid_h, grid_w)`: 1D
@@ -136,7 +135,8 @@ class PatchEncoder(keras.layers.Layer):
             and num_patches != self._num_patches
         ):
             built = (
-                "no known grid" if self.grid_size is None
+                "no known grid"
+                if self.grid_size is None
                 else f"a {self.grid_size[0]}x{self.grid_size[1]} grid"
             )
             raise ValueError(
@@ -259,15 +259,26 @@ class PatchEncoder(keras.layers.Layer):
         # another grid each axis is resampled on its own.
         x, y = self.pos_embedding_x, self.pos_embedding_y
         height, width = grid
-        if not all(isinstance(g, int) for g in grid) or tuple(grid) != self.grid_size:
+        if (
+            not all(isinstance(g, int) for g in grid)
+            or tuple(grid) != self.grid_size
+        ):
             x = patch_grid.resample_1d_embeddings(
-                ops.convert_to_tensor(x), width, self.interpolation)
+                ops.convert_to_tensor(x), width, self.interpolation
+            )
             y = patch_grid.resample_1d_embeddings(
-                ops.convert_to_tensor(y), height, self.interpolation)
+                ops.convert_to_tensor(y), height, self.interpolation
+            )
         half = self.hidden_dim // 2
-        x = ops.broadcast_to(ops.convert_to_tensor(x)[None, :, :], (height, width, half))
-        y = ops.broadcast_to(ops.convert_to_tensor(y)[:, None, :], (height, width, half))
-        return ops.reshape(ops.concatenate([x, y], axis=-1), (-1, self.hidden_dim))
+        x = ops.broadcast_to(
+            ops.convert_to_tensor(x)[None, :, :], (height, width, half)
+        )
+        y = ops.broadcast_to(
+            ops.convert_to_tensor(y)[:, None, :], (height, width, half)
+        )
+        return ops.reshape(
+            ops.concatenate([x, y], axis=-1), (-1, self.hidden_dim)
+        )
 
     def position_embeddings(self, grid=None):
         """The embeddings added to the tokens, `(1, T, hidden_dim)` float32
@@ -276,7 +287,9 @@ class PatchEncoder(keras.layers.Layer):
         `position_embedding="none"`."""
         if self.position_embedding == "none":
             return None
-        grid = self.grid_size if grid is None else arg_checks.size_2d("grid", grid)
+        grid = (
+            self.grid_size if grid is None else arg_checks.size_2d("grid", grid)
+        )
         return self._position_embedding(grid, "float32")
 
     def call(self, patches):
@@ -315,7 +328,9 @@ class PatchEncoder(keras.layers.Layer):
         patch tokens."""
         if self.class_token:
             cls = ops.cast(self.cls, tokens.dtype)
-            cls = ops.broadcast_to(cls, (ops.shape(tokens)[0], 1, self.hidden_dim))
+            cls = ops.broadcast_to(
+                cls, (ops.shape(tokens)[0], 1, self.hidden_dim)
+            )
             tokens = ops.concatenate([cls, tokens], axis=1)
         if self.position_embedding != "none":
             tokens = tokens + self._position_embedding(grid, tokens.dtype)

@@ -32,7 +32,7 @@ class TokenPooling(keras.layers.Layer):
     >>> tokens = np.arange(6, dtype="float32").reshape(1, 3, 2)
     >>> keras_vit.layers.TokenPooling("gap")(tokens)  # mean of rows 1 and 2
     <tf.Tensor: shape=(1, 2), dtype=float32, numpy=array([[3., 4.]], dtype=float32)>
-    """
+    """  # noqa: E501 (the doctest's output is one line)
 
     def __init__(self, pooling="token", num_prefix_tokens=1, **kwargs):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
@@ -81,15 +81,21 @@ class TokenPooling(keras.layers.Layer):
         backend traces an unknown token count; JAX and PyTorch shapes are
         always known). Without it, "gap" of no patch tokens was NaN and
         "token" of no token an empty batch, silently."""
-        if tokens.shape[1] is not None or keras.backend.backend() != "tensorflow":
+        if (
+            tokens.shape[1] is not None
+            or keras.backend.backend() != "tensorflow"
+        ):
             return tokens
         import tensorflow as tf
 
         count = tf.shape(tokens)[1]
         check = tf.debugging.Assert(
             count >= self._least_tokens(),
-            [f"TokenPooling {self.name!r}: "
-             + self._no_tokens("a token count of"), count],
+            [
+                f"TokenPooling {self.name!r}: "
+                + self._no_tokens("a token count of"),
+                count,
+            ],
         )
         with tf.control_dependencies([check]):
             return tf.identity(tokens)

@@ -42,7 +42,9 @@ class StdConv2D(keras.layers.Conv2D):
     def convolution_op(self, inputs, kernel):
         kernel = ops.cast(kernel, "float32")
         mean = ops.mean(kernel, axis=(0, 1, 2), keepdims=True)
-        variance = ops.mean(ops.square(kernel - mean), axis=(0, 1, 2), keepdims=True)
+        variance = ops.mean(
+            ops.square(kernel - mean), axis=(0, 1, 2), keepdims=True
+        )
         kernel = (kernel - mean) * ops.rsqrt(variance + self.epsilon)
         return super().convolution_op(inputs, ops.cast(kernel, inputs.dtype))
 
@@ -111,7 +113,8 @@ class ResNetBottleneck(keras.layers.Layer):
         self.filters = arg_checks.positive_int("filters", filters)
         if self.filters % 4:
             raise ValueError(
-                f"`filters` must be a multiple of 4. Received: filters={filters}"
+                "`filters` must be a multiple of 4. Received: "
+                f"filters={filters}"
             )
         self.strides = arg_checks.positive_int("strides", strides)
         self.projection = arg_checks.boolean("projection", projection)
@@ -123,7 +126,8 @@ class ResNetBottleneck(keras.layers.Layer):
             if channels % self.groups:
                 raise ValueError(
                     f"GroupNorm needs channels divisible by groups. Received: "
-                    f"groups={groups} for {channels} channels (filters={filters})"
+                    f"groups={groups} for {channels} channels "
+                    f"(filters={filters})"
                 )
         policy, ce, ne = self.dtype_policy, self.conv_epsilon, self.norm_epsilon
         self.conv1 = _conv(mid, 1, 1, "conv1", ce, policy)
@@ -133,7 +137,9 @@ class ResNetBottleneck(keras.layers.Layer):
         self.conv3 = _conv(self.filters, 1, 1, "conv3", ce, policy)
         self.norm3 = _norm(self.groups, ne, "norm3", policy)
         if self.projection:
-            self.proj_conv = _conv(self.filters, 1, self.strides, "proj_conv", ce, policy)
+            self.proj_conv = _conv(
+                self.filters, 1, self.strides, "proj_conv", ce, policy
+            )
             self.proj_norm = _norm(self.groups, ne, "proj_norm", policy)
 
     def build(self, input_shape):
@@ -160,7 +166,11 @@ class ResNetBottleneck(keras.layers.Layer):
         x = ops.relu(self.norm1(self.conv1(inputs)))
         x = ops.relu(self.norm2(self.conv2(x)))
         x = self.norm3(self.conv3(x))
-        shortcut = self.proj_norm(self.proj_conv(inputs)) if self.projection else inputs
+        shortcut = (
+            self.proj_norm(self.proj_conv(inputs))
+            if self.projection
+            else inputs
+        )
         return ops.relu(x + shortcut)
 
     def compute_output_shape(self, input_shape):
@@ -251,18 +261,22 @@ class ResNetStem(keras.layers.Layer):
             "root_width", width if root_width is None else root_width
         )
         if stage_filters is None:
-            filters = [4 * self.width * 2**i for i in range(len(self.block_units))]
+            filters = [
+                4 * self.width * 2**i for i in range(len(self.block_units))
+            ]
         else:
-            if (
-                not isinstance(stage_filters, (list, tuple))
-                or len(stage_filters) != len(self.block_units)
-            ):
+            if not isinstance(stage_filters, (list, tuple)) or len(
+                stage_filters
+            ) != len(self.block_units):
                 raise ValueError(
                     "`stage_filters` must give one channel count per stage. "
                     f"Received: stage_filters={stage_filters!r} for "
                     f"block_units={block_units!r}"
                 )
-            filters = [arg_checks.positive_int("stage_filters", f) for f in stage_filters]
+            filters = [
+                arg_checks.positive_int("stage_filters", f)
+                for f in stage_filters
+            ]
         self.stage_filters = None if stage_filters is None else list(filters)
         self._filters = filters
         self.groups = arg_checks.positive_int("groups", groups)
@@ -277,7 +291,9 @@ class ResNetStem(keras.layers.Layer):
         self.root_conv = _conv(
             self.root_width, 7, 2, "root_conv", self.conv_epsilon, policy
         )
-        self.root_norm = _norm(self.groups, self.norm_epsilon, "root_norm", policy)
+        self.root_norm = _norm(
+            self.groups, self.norm_epsilon, "root_norm", policy
+        )
         self.root_pool = keras.layers.MaxPooling2D(
             3, strides=2, padding="same", name="root_pool", dtype=policy
         )

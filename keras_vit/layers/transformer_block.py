@@ -99,7 +99,9 @@ class TransformerBlock(keras.layers.Layer):
         # (The attention, built below, checks that num_heads divides dim.)
         self.input_spec = _token_spec(self.relative_positions, dim)
         policy = self.dtype_policy
-        self.norm1 = LayerNorm(self.layer_norm_epsilon, name="norm1", dtype=policy)
+        self.norm1 = LayerNorm(
+            self.layer_norm_epsilon, name="norm1", dtype=policy
+        )
         self.attention = MultiHeadSelfAttention(
             self.num_heads,
             dropout_rate=self.attention_dropout_rate,
@@ -107,7 +109,9 @@ class TransformerBlock(keras.layers.Layer):
             name="attention",
             dtype=policy,
         )
-        self.norm2 = LayerNorm(self.layer_norm_epsilon, name="norm2", dtype=policy)
+        self.norm2 = LayerNorm(
+            self.layer_norm_epsilon, name="norm2", dtype=policy
+        )
         # Xavier-uniform kernels and N(0, 1e-6) biases, as in the original
         # code's MlpBlock.
         bias_init = keras.initializers.RandomNormal(stddev=1e-6)
@@ -166,7 +170,11 @@ class TransformerBlock(keras.layers.Layer):
 
     def _forward(self, inputs, training, seeds=None):
         if seeds is None:
-            seeds = {"attention": None, "dropout": [None] * 3, "drop_path": [None] * 2}
+            seeds = {
+                "attention": None,
+                "dropout": [None] * 3,
+                "drop_path": [None] * 2,
+            }
 
         def dropout(x, i):
             return _dropout.seeded_dropout(

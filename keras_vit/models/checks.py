@@ -12,7 +12,8 @@ def require_vit(model, action):
         backbone = getattr(model, "backbone", None)
         hint = (
             f" (for a {type(model).__name__}, pass its `backbone`)"
-            if isinstance(backbone, ViT) else ""
+            if isinstance(backbone, ViT)
+            else ""
         )
         raise ValueError(
             f"{action} takes a keras_vit.ViT{hint}. Received: model={model!r}"
@@ -32,6 +33,7 @@ def refuse_quantized(model, action, instead):
     if quantized:
         raise ValueError(
             f"The model's layers were quantized in Keras (`model.quantize()`: "
-            f"{', '.join(quantized[:3])}{' ...' if len(quantized) > 3 else ''}), "
+            f"{', '.join(quantized[:3])}"
+            f"{' ...' if len(quantized) > 3 else ''}), "
             f"and {action}: {instead}. Received: model={model.name!r}"
         )

@@ -50,7 +50,10 @@ class ViTConfig:
 
     def to_dict(self):
         """The fields as `ViT` arguments (the activation serialized)."""
-        config = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        config = {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+        }
         config["classifier_activation"] = keras.saving.serialize_keras_object(
             self.classifier_activation
         )
@@ -63,15 +66,20 @@ class ViTConfig:
         for side in feature_size:
             if side % self.patch_size:
                 where = (
-                    "" if tuple(feature_size) == self.image_size
+                    ""
+                    if tuple(feature_size) == self.image_size
                     else f" (the stem's {tuple(feature_size)} feature map)"
                 )
                 raise ValueError(
                     "`image_size` must be a multiple of `patch_size` in both "
-                    f"dimensions{where}. Received: image_size={self.image_size} "
+                    f"dimensions{where}. Received: "
+                    f"image_size={self.image_size} "
                     f"and patch_size={self.patch_size}"
                 )
-        return (feature_size[0] // self.patch_size, feature_size[1] // self.patch_size)
+        return (
+            feature_size[0] // self.patch_size,
+            feature_size[1] // self.patch_size,
+        )
 
 
 #: `ViT`'s architecture defaults (its signature shows the same; a test
@@ -118,17 +126,36 @@ def vit_config(**arguments):
 
 
 def _checked(
-    image_size, patch_size, hidden_dim, num_layers, num_heads, mlp_dim,
-    num_classes, include_top, pooling, class_token, position_embedding,
-    representation_size, dropout_rate, attention_dropout_rate, drop_path_rate,
-    layer_norm_epsilon, classifier_activation, include_preprocessing,
-    num_channels, stem, remat,
+    image_size,
+    patch_size,
+    hidden_dim,
+    num_layers,
+    num_heads,
+    mlp_dim,
+    num_classes,
+    include_top,
+    pooling,
+    class_token,
+    position_embedding,
+    representation_size,
+    dropout_rate,
+    attention_dropout_rate,
+    drop_path_rate,
+    layer_norm_epsilon,
+    classifier_activation,
+    include_preprocessing,
+    num_channels,
+    stem,
+    remat,
 ):
     hidden_dim, num_heads = _width_and_heads(hidden_dim, num_heads)
-    include_top, pooling, class_token = _pooling(include_top, pooling, class_token)
+    include_top, pooling, class_token = _pooling(
+        include_top, pooling, class_token
+    )
     return ViTConfig(
         image_size=arg_checks.size_2d(
-            "image_size", DEFAULT_IMAGE_SIZE if image_size is None else image_size
+            "image_size",
+            DEFAULT_IMAGE_SIZE if image_size is None else image_size,
         ),
         patch_size=arg_checks.positive_int("patch_size", patch_size),
         hidden_dim=hidden_dim,
@@ -148,7 +175,9 @@ def _checked(
             "attention_dropout_rate", attention_dropout_rate
         ),
         drop_path_rate=arg_checks.rate("drop_path_rate", drop_path_rate),
-        layer_norm_epsilon=arg_checks.epsilon("layer_norm_epsilon", layer_norm_epsilon),
+        layer_norm_epsilon=arg_checks.epsilon(
+            "layer_norm_epsilon", layer_norm_epsilon
+        ),
         classifier_activation=_activation(classifier_activation),
         include_preprocessing=arg_checks.boolean(
             "include_preprocessing", include_preprocessing
@@ -207,7 +236,9 @@ def _position_embedding(position_embedding, hidden_dim):
 
 def _activation(classifier_activation):
     if isinstance(classifier_activation, dict):  # from a saved config
-        classifier_activation = keras.activations.deserialize(classifier_activation)
+        classifier_activation = keras.activations.deserialize(
+            classifier_activation
+        )
     if classifier_activation is not None:
         try:
             keras.activations.get(classifier_activation)

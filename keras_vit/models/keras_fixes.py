@@ -90,20 +90,30 @@ class _TensorFlowMultiWorkerFit:
             for _, _, it in iterator:
                 batch = next(it)
                 data_batch = tf.nest.map_structure(
-                    lambda x: self.distribute_strategy.experimental_local_results(x)[0]
-                    if isinstance(x, tf.distribute.DistributedValues)
-                    else x,
+                    lambda x: (
+                        self.distribute_strategy.experimental_local_results(x)[
+                            0
+                        ]
+                        if isinstance(x, tf.distribute.DistributedValues)
+                        else x
+                    ),
                     batch,
                 )
                 break
             iterator = None
-        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+        return super()._maybe_symbolic_build(
+            iterator=iterator, data_batch=data_batch
+        )
 
     def train_step(self, data):
-        return multi_worker_logs(super().train_step(data), self.distribute_strategy)
+        return multi_worker_logs(
+            super().train_step(data), self.distribute_strategy
+        )
 
     def test_step(self, data):
-        return multi_worker_logs(super().test_step(data), self.distribute_strategy)
+        return multi_worker_logs(
+            super().test_step(data), self.distribute_strategy
+        )
 
 
 class _NoFit:
@@ -113,7 +123,9 @@ class _NoFit:
 
 #: The mixin that carries the multi-worker fixes on the current backend.
 MultiWorkerFit = (
-    _TensorFlowMultiWorkerFit if keras.backend.backend() == "tensorflow" else _NoFit
+    _TensorFlowMultiWorkerFit
+    if keras.backend.backend() == "tensorflow"
+    else _NoFit
 )
 
 
@@ -130,9 +142,14 @@ def multi_worker_logs(logs, strategy):
 
     extended = getattr(strategy, "extended", None)
     in_multi_worker = getattr(extended, "_in_multi_worker_mode", lambda: False)
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or not in_multi_worker():
+    if (
+        not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+        or not in_multi_worker()
+    ):
         return logs
     return {
-        key: tf.reshape(value, [1]) if getattr(value, "shape", None) == () else value
+        key: tf.reshape(value, [1])
+        if getattr(value, "shape", None) == ()
+        else value
         for key, value in logs.items()
     }

@@ -13,7 +13,6 @@ import warnings
 import keras
 
 from keras_vit import arg_checks
-from keras_vit.registry import variants
 from keras_vit.layers.layer_norm import LayerNorm
 from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
@@ -21,12 +20,17 @@ from keras_vit.layers.pooling import TokenPooling
 from keras_vit.layers.resnet_stem import ResNetStem
 from keras_vit.layers.transformer_block import TransformerBlock
 from keras_vit.models import keras_fixes
-from keras_vit.models.config import MODEL_POSITION_EMBEDDINGS  # noqa: F401 (re-exported)
+
+# MODEL_POSITION_EMBEDDINGS is re-exported.
+from keras_vit.models.config import MODEL_POSITION_EMBEDDINGS  # noqa: F401
 from keras_vit.models.config import ViTConfig
 from keras_vit.models.config import vit_config
+from keras_vit.registry import variants
 
 #: The `ViT` arguments that a `ViTConfig` holds, in signature order.
-ARCHITECTURE_ARGUMENTS = tuple(field.name for field in dataclasses.fields(ViTConfig))
+ARCHITECTURE_ARGUMENTS = tuple(
+    field.name for field in dataclasses.fields(ViTConfig)
+)
 
 #: The layers after the final LayerNorm, in call order (those present).
 HEAD_LAYERS = ("pooling", "pre_logits", "head", "predictions")
@@ -207,7 +211,8 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         **kwargs,
     ):
         arguments = {
-            key: value for key, value in locals().items()
+            key: value
+            for key, value in locals().items()
             if key in ARCHITECTURE_ARGUMENTS
         }
         _check_model_kwargs(kwargs)
@@ -270,8 +275,9 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
                 which gives the variant and, unless given, the class count
                 too), the short name of a preset of
                 the model's variant (`keras_vit.list_presets()`; downloaded
-                once), or a weights file: an original google-research / big_vision `.npz`, a
-                timm or Hugging Face `.safetensors`, or keras_vit's own
+                once), or a weights file: an original google-research /
+                big_vision `.npz`, a timm or Hugging Face `.safetensors`, or
+                keras_vit's own
                 `.weights.h5` / `.keras`.
             **kwargs: any `ViT` argument but `weights`; the architecture
                 must be the weights' (`patch_size`, `hidden_dim`, ...).
@@ -286,7 +292,9 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
                 f"Received: weights={kwargs['weights']!r}"
             )
         arguments = {
-            key: value for key, value in kwargs.items() if key in ARCHITECTURE_ARGUMENTS
+            key: value
+            for key, value in kwargs.items()
+            if key in ARCHITECTURE_ARGUMENTS
         }
         others = {
             key: value for key, value in kwargs.items() if key not in arguments
@@ -495,7 +503,11 @@ def _check_model_kwargs(kwargs):
         ]
         raise ValueError(
             "Unknown keras_vit.ViT argument(s)"
-            + (f" (keras.applications names; {'; '.join(hints)})" if hints else "")
+            + (
+                f" (keras.applications names; {'; '.join(hints)})"
+                if hints
+                else ""
+            )
             + ". Received: "
             + ", ".join(f"{name}={kwargs[name]!r}" for name in unknown)
         )
@@ -563,11 +575,15 @@ def _make_layers(config, grid, stem_layer, dtype):
             config.mlp_dim,
             dropout_rate=config.dropout_rate,
             attention_dropout_rate=config.attention_dropout_rate,
-            drop_path_rate=config.drop_path_rate * i / max(config.num_layers - 1, 1),
+            drop_path_rate=config.drop_path_rate
+            * i
+            / max(config.num_layers - 1, 1),
             layer_norm_epsilon=config.layer_norm_epsilon,
             remat=config.remat,
             relative_positions=(
-                grid[0] * grid[1] + int(config.class_token) if relative else None
+                grid[0] * grid[1] + int(config.class_token)
+                if relative
+                else None
             ),
             name=f"block_{i}",
             dtype=dtype,
@@ -592,7 +608,9 @@ def _make_head(config, dtype):
         return layers
     if config.representation_size is not None:
         layers["pre_logits"] = keras.layers.Dense(
-            config.representation_size, activation="tanh", name="pre_logits",
+            config.representation_size,
+            activation="tanh",
+            name="pre_logits",
             dtype=dtype,
         )
     # Zero-initialised, as in the original code.
@@ -600,7 +618,8 @@ def _make_head(config, dtype):
         config.num_classes, kernel_initializer="zeros", name="head", dtype=dtype
     )
     layers["predictions"] = keras.layers.Activation(
-        config.classifier_activation or "linear", name="predictions",
+        config.classifier_activation or "linear",
+        name="predictions",
         dtype="float32",
     )
     return layers

@@ -40,9 +40,7 @@ def resolve(model):
         if preset is not None:
             variant = preset["variant"]
             return Resolved(variants.BUILDER_OF.get(variant), variant, preset)
-    short = [
-        p["unique_name"] for p in presets.PRESETS if p["name"] == model
-    ]
+    short = [p["unique_name"] for p in presets.PRESETS if p["name"] == model]
     hint = (
         f" {model!r} is a short preset name: pass it as the weights of a "
         f"builder, or name one of {short}."

@@ -987,7 +987,10 @@ def find_preset(variant, name):
         ValueError: if `name` names presets of other variants only.
     """
     for preset in PRESETS:
-        if preset["variant"] == variant and name in (preset["name"], preset["unique_name"]):
+        if preset["variant"] == variant and name in (
+            preset["name"],
+            preset["unique_name"],
+        ):
             return preset
     others = sorted(
         {p["variant"] for p in PRESETS if name in (p["name"], p["unique_name"])}
@@ -1024,7 +1027,11 @@ def list_presets(model=None):
     out = []
     for preset in PRESETS:
         builder = variants.BUILDER_OF.get(preset["variant"])
-        if model is None or model in (builder, preset["variant"], preset["unique_name"]):
+        if model is None or model in (
+            builder,
+            preset["variant"],
+            preset["unique_name"],
+        ):
             out.append({"builder": builder, **preset})
     if model is not None and not out:
         raise ValueError(

@@ -86,7 +86,9 @@ def get_variant(name):
     return dict(VARIANTS[name])
 
 
-def find_variant(patch_size, hidden_dim, num_layers, num_heads, mlp_dim, stem=None):
+def find_variant(
+    patch_size, hidden_dim, num_layers, num_heads, mlp_dim, stem=None
+):
     """The name of the variant with exactly these numbers, or `None`."""
     numbers = {
         "patch_size": patch_size,

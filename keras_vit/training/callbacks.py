@@ -38,9 +38,15 @@ def write_csv(path, history):
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(["epoch", *keys])
     for epoch in range(max((len(v) for v in history.values()), default=0)):
-        writer.writerow([epoch, *(
-            history[k][epoch] if epoch < len(history[k]) else "NA" for k in keys
-        )])
+        writer.writerow(
+            [
+                epoch,
+                *(
+                    history[k][epoch] if epoch < len(history[k]) else "NA"
+                    for k in keys
+                ),
+            ]
+        )
     files.write_text(path, text.getvalue())
 
 
@@ -140,7 +146,9 @@ def load_backup(model, path):
     saved_inner = _saved_variables(path, "optimizer/inner_optimizer/vars")
     if (inner is None) == (saved_inner is None):  # both wrapped, or neither
         pairs = list(zip(optimizer.variables, saved_all or []))
-        fits = saved_all is not None and len(saved_all) == len(optimizer.variables)
+        fits = saved_all is not None and len(saved_all) == len(
+            optimizer.variables
+        )
     else:  # the inner optimizer's state only
         target = optimizer if inner is None else inner
         source = saved_inner if saved_inner is not None else saved_all
@@ -157,7 +165,9 @@ def load_backup(model, path):
         )
     with warnings.catch_warnings():
         # The optimizer's part is restored below, across the wrapper.
-        warnings.filterwarnings("ignore", "Skipping variable loading for optimizer")
+        warnings.filterwarnings(
+            "ignore", "Skipping variable loading for optimizer"
+        )
         model.load_weights(path)
     for variable, value in pairs:
         variable.assign(value)
@@ -178,7 +188,9 @@ def seed_model(model, seed, epoch):
     this a resumed run would draw the first epoch's dropout masks again.
     """
     for index, variable in enumerate(seed_state_variables(model)):
-        entropy = np.random.SeedSequence([seed, epoch, index]).generate_state(1)[0]
+        entropy = np.random.SeedSequence([seed, epoch, index]).generate_state(
+            1
+        )[0]
         # Keras folds seeds into int32 (`keras.random`): keep it positive
         # and below that bound, so that it is used as it is.
         value = int(entropy) % (2**31 - 2) + 1

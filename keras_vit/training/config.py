@@ -14,8 +14,8 @@ import dataclasses
 import json
 import os
 
-from keras_vit import registry
 from keras_vit import arg_checks
+from keras_vit import registry
 from keras_vit.data.pipeline import Augmentation
 from keras_vit.options import DECAYS
 from keras_vit.options import MIXED_PRECISION
@@ -26,11 +26,25 @@ from keras_vit.options import POOLINGS
 from keras_vit.options import STRATEGIES
 
 
-def _field(default, help=None, *, type=None, choices=None, kind=None,
-           required=False, options=()):
+def _field(
+    default,
+    help=None,
+    *,
+    type=None,
+    choices=None,
+    kind=None,
+    required=False,
+    options=(),
+):
     """A `TrainConfig` field: its default and its flag's description."""
-    metadata = dict(help=help, type=type, choices=choices, kind=kind,
-                    required=required, options=options)
+    metadata = dict(
+        help=help,
+        type=type,
+        choices=choices,
+        kind=kind,
+        required=required,
+        options=options,
+    )
     if callable(default):
         return dataclasses.field(default_factory=default, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -71,36 +85,47 @@ class TrainConfig:
     oneDNN kernels are faster: `recipe.auto_jit_compile`).
     """
 
-    model: str = _field(
-        "ViT_Ti16", "builder (ViT_Ti16) or variant (S/16)")
+    model: str = _field("ViT_Ti16", "builder (ViT_Ti16) or variant (S/16)")
     dataset: str = _field(
         "fashion_mnist",
         "fashion_mnist, digits, folder:PATH or a tensorflow_datasets name",
-        required=True)
-    output: str = _field("runs/vit", "run folder (rerun to resume)", required=True)
+        required=True,
+    )
+    output: str = _field(
+        "runs/vit", "run folder (rerun to resume)", required=True
+    )
     epochs: int = _field(10)
     batch_size: int = _field(128, "global batch")
     image_size: object = _field(None, type=int)
     patch_size: int = _field(None)
     model_kwargs: dict = _field(
-        dict, "any keras_vit.ViT argument", kind="options", options=(
+        dict,
+        "any keras_vit.ViT argument",
+        kind="options",
+        options=(
             # flag, ViT argument, type, choices, help
             ("hidden_dim", "hidden_dim", int, None, None),
             ("num_layers", "num_layers", int, None, None),
             ("num_heads", "num_heads", int, None, None),
             ("mlp_dim", "mlp_dim", int, None, None),
             ("pooling", "pooling", str, POOLINGS, None),
-            ("position_embedding", "position_embedding", str,
-             MODEL_POSITION_EMBEDDINGS,
-             "default: learned (1D); learned2d, relative and none are the "
-             "paper's ablations"),
+            (
+                "position_embedding",
+                "position_embedding",
+                str,
+                MODEL_POSITION_EMBEDDINGS,
+                "default: learned (1D); learned2d, relative and none are the "
+                "paper's ablations",
+            ),
             ("dropout", "dropout_rate", float, None, None),
             ("drop_path", "drop_path_rate", float, None, None),
-        ))
+        ),
+    )
     weights: str = _field(None, "preset or checkpoint to start from")
     data_dir: str = _field(None, "tensorflow_datasets folder (gs:// for TPUs)")
     validation_split: float = _field(
-        0.0, "share of the training split held out to validate on")
+        0.0, "share of the training split held out to validate on"
+    )
     optimizer: str = _field("adamw", choices=OPTIMIZERS)
     learning_rate: float = _field(1e-3, "the peak, after the warm-up")
     weight_decay: float = _field(0.1)
@@ -110,10 +135,13 @@ class TrainConfig:
     clipnorm: float = _field(1.0, "clip gradients at this global norm")
     momentum: float = _field(0.9, "SGD's momentum (adamw: unused)")
     random_resized_crop: bool = _field(
-        True, "random resized (Inception) crops", kind="switch")
+        True, "random resized (Inception) crops", kind="switch"
+    )
     crop_area: tuple = _field(
-        (0.35, 1.0), "smallest crop, as a fraction of the image",
-        kind="crop_area")
+        (0.35, 1.0),
+        "smallest crop, as a fraction of the image",
+        kind="crop_area",
+    )
     flip: bool = _field(True, "random horizontal flips", kind="switch")
     rand_augment: int = _field(0, "RandAugment ops per image (0: off)")
     mixup: float = _field(0.0, "MixUp alpha (0: off)")
@@ -121,39 +149,74 @@ class TrainConfig:
     shuffle: bool = _field(True, kind="switch")
     seed: int = _field(0, "draws the initialisation, shuffle and augmentation")
     deterministic: bool = _field(
-        False, "deterministic kernels too (a killed and resumed run ends "
-        "bit for bit as an uninterrupted one)", kind="store_true")
+        False,
+        "deterministic kernels too (a killed and resumed run ends "
+        "bit for bit as an uninterrupted one)",
+        kind="store_true",
+    )
     strategy: str = _field("auto", choices=STRATEGIES)
     tpu: str = _field(None, "TPU name or address (default: TPU_NAME)")
     mixed_precision: str = _field("auto", choices=MIXED_PRECISION)
     steps_per_execution: int = _field(None, "default: 1, 32 on TPUs")
     jit_compile: object = _field(
-        "auto", "XLA", choices=("auto", True, False), kind="choice_text")
+        "auto", "XLA", choices=("auto", True, False), kind="choice_text"
+    )
     verbose: object = _field(
-        "auto", "progress output (Keras's fit verbose)",
-        choices=("auto", 0, 1, 2), kind="choice_text")
+        "auto",
+        "progress output (Keras's fit verbose)",
+        choices=("auto", 0, 1, 2),
+        kind="choice_text",
+    )
     objective: str = _field(
         "classification",
         "masked-patches: the paper's self-supervised pre-training (no labels; "
         "writes backbone.keras to fine-tune from)",
-        choices=OBJECTIVES, kind="dashes")
+        choices=OBJECTIVES,
+        kind="dashes",
+    )
     masked_patches: dict = _field(
-        dict, "masked patch prediction's options", kind="options", options=(
-            ("corrupt_rate", "corrupt_rate", float, None,
-             "masked-patches: share of patches corrupted (default 0.5)"),
-            ("mask_rate", "mask_rate", float, None,
-             "masked-patches: share of those masked (default 0.8)"),
-            ("replace_rate", "replace_rate", float, None,
-             "masked-patches: share replaced by another patch (default 0.1)"),
-            ("color_bits", "bits", int, None,
-             "masked-patches: bits per channel of the colour target (default 3)"),
-        ))
+        dict,
+        "masked patch prediction's options",
+        kind="options",
+        options=(
+            (
+                "corrupt_rate",
+                "corrupt_rate",
+                float,
+                None,
+                "masked-patches: share of patches corrupted (default 0.5)",
+            ),
+            (
+                "mask_rate",
+                "mask_rate",
+                float,
+                None,
+                "masked-patches: share of those masked (default 0.8)",
+            ),
+            (
+                "replace_rate",
+                "replace_rate",
+                float,
+                None,
+                "masked-patches: share replaced by another patch (default 0.1)",
+            ),
+            (
+                "color_bits",
+                "bits",
+                int,
+                None,
+                "masked-patches: bits per channel of the colour target "
+                "(default 3)",
+            ),
+        ),
+    )
 
     def augmentation(self):
         return Augmentation(
             random_resized_crop=self.random_resized_crop,
             crop_area=(  # a list once read back from config.json
-                tuple(self.crop_area) if isinstance(self.crop_area, list)
+                tuple(self.crop_area)
+                if isinstance(self.crop_area, list)
                 else self.crop_area
             ),
             flip=self.flip,
@@ -176,7 +239,9 @@ class TrainConfig:
         if self.patch_size is not None:
             arg_checks.positive_int("patch_size", self.patch_size)
         if not isinstance(self.output, str) or not self.output:
-            raise ValueError(f"`output` must be a folder. Received: output={self.output!r}")
+            raise ValueError(
+                f"`output` must be a folder. Received: output={self.output!r}"
+            )
         if os.path.exists(self.output) and not os.path.isdir(self.output):
             raise ValueError(
                 "The output folder is an existing file. Received: "
@@ -204,9 +269,13 @@ class TrainConfig:
         arg_checks.one_of(
             "mixed_precision", self.mixed_precision, MIXED_PRECISION
         )
-        arg_checks.one_of("jit_compile", self.jit_compile, ("auto", True, False))
+        arg_checks.one_of(
+            "jit_compile", self.jit_compile, ("auto", True, False)
+        )
         if self.steps_per_execution is not None:
-            arg_checks.positive_int("steps_per_execution", self.steps_per_execution)
+            arg_checks.positive_int(
+                "steps_per_execution", self.steps_per_execution
+            )
         arg_checks.one_of("verbose", self.verbose, ("auto", 0, 1, 2))
         self.augmentation()  # validates the augmentation settings
         arg_checks.one_of("objective", self.objective, OBJECTIVES)
@@ -220,7 +289,9 @@ class TrainConfig:
                     f"masked_patches={self.masked_patches!r} with "
                     f"objective={self.objective!r}"
                 )
-            unknown = sorted(set(self.masked_patches) - set(masked_patches.OPTIONS))
+            unknown = sorted(
+                set(self.masked_patches) - set(masked_patches.OPTIONS)
+            )
             if unknown:
                 raise ValueError(
                     "Unknown masked patch prediction option "
@@ -235,7 +306,8 @@ class TrainConfig:
                     raise ValueError(
                         "Masked patch prediction uses no labels, so "
                         f"`{name}` (which mixes or smooths labels) has no "
-                        f"place in it. Received: {name}={getattr(self, name)!r} "
+                        "place in it. Received: "
+                        f"{name}={getattr(self, name)!r} "
                         "with objective='masked_patches'"
                     )
 

@@ -60,7 +60,8 @@ def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
         )
     images = ops.convert_to_tensor(images)
     if len(images.shape) != 4 or any(
-        side is not None and side % t for side, t in zip(images.shape[1:3], tile)
+        side is not None and side % t
+        for side, t in zip(images.shape[1:3], tile)
     ):
         raise ValueError(
             "`images` must be (B, H, W, C) with H and W multiples of the tile. "
@@ -79,7 +80,12 @@ def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
 
 
 #: `MaskedPatchPrediction`'s options of the objective (the paper's values).
-OPTIONS = {"corrupt_rate": 0.5, "mask_rate": 0.8, "replace_rate": 0.1, "bits": 3}
+OPTIONS = {
+    "corrupt_rate": 0.5,
+    "mask_rate": 0.8,
+    "replace_rate": 0.1,
+    "bits": 3,
+}
 
 
 def check_options(
@@ -192,9 +198,12 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
         self.seed = seed
         self.num_classes = (2**bits) ** backbone.num_channels
         self.tile_size = tuple(
-            int(s) // int(g) for s, g in zip(backbone.image_size, backbone.grid_size)
+            int(s) // int(g)
+            for s, g in zip(backbone.image_size, backbone.grid_size)
         )
-        self.value_range = (0.0, 255.0) if backbone.include_preprocessing else (-1.0, 1.0)
+        self.value_range = (
+            (0.0, 255.0) if backbone.include_preprocessing else (-1.0, 1.0)
+        )
         self._seed_generator = keras.random.SeedGenerator(seed)
         self.color_head = keras.layers.Dense(
             self.num_classes, name="color_head", dtype=backbone.dtype_policy
@@ -212,7 +221,11 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
 
     def _unused(self):
         # The backbone's classifier layers take no part in this task.
-        return {id(w) for layer in self.backbone.head_layers() for w in layer.weights}
+        return {
+            id(w)
+            for layer in self.backbone.head_layers()
+            for w in layer.weights
+        }
 
     @property
     def trainable_weights(self):
@@ -229,23 +242,36 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
         count = int(round(self.corrupt_rate * num_patches))
         # Exactly `count` patches of each image: those whose random draw
         # ranks lowest.
-        draws = keras.random.uniform((batch, num_patches), seed=self._seed_generator)
+        draws = keras.random.uniform(
+            (batch, num_patches), seed=self._seed_generator
+        )
         ranks = ops.argsort(ops.argsort(draws, axis=-1), axis=-1)
         corrupted = ranks < count
-        kind = keras.random.uniform((batch, num_patches), seed=self._seed_generator)
+        kind = keras.random.uniform(
+            (batch, num_patches), seed=self._seed_generator
+        )
         masked = corrupted & (kind < self.mask_rate)
-        replaced = corrupted & (kind >= self.mask_rate) & (
-            kind < self.mask_rate + self.replace_rate
+        replaced = (
+            corrupted
+            & (kind >= self.mask_rate)
+            & (kind < self.mask_rate + self.replace_rate)
         )
         # "Another" patch: any patch of the batch but this one — a draw from
         # the pool less one, shifted past the patch's own index.
         pool = ops.reshape(tokens, (-1, width))
         size = ops.shape(pool)[0]
         picks = keras.random.randint(
-            (batch, num_patches), 0, ops.maximum(size - 1, 1), seed=self._seed_generator
+            (batch, num_patches),
+            0,
+            ops.maximum(size - 1, 1),
+            seed=self._seed_generator,
         )
-        own = ops.reshape(ops.arange(size, dtype=picks.dtype), (batch, num_patches))
-        picks = ops.minimum(picks + ops.cast(picks >= own, picks.dtype), size - 1)
+        own = ops.reshape(
+            ops.arange(size, dtype=picks.dtype), (batch, num_patches)
+        )
+        picks = ops.minimum(
+            picks + ops.cast(picks >= own, picks.dtype), size - 1
+        )
         others = ops.take(pool, picks, axis=0)
         mask_token = ops.cast(self.mask_token, tokens.dtype)
         tokens = ops.where(replaced[..., None], others, tokens)
@@ -262,16 +288,22 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
             corrupted.append(mask)
             return tokens
 
-        x = self.backbone.forward_features(images, training=training, patch_hook=corrupt)
-        logits = self.color_head(x[:, self.backbone.num_prefix_tokens:])
-        targets = mean_color_classes(images, self.tile_size, self.bits, self.value_range)
+        x = self.backbone.forward_features(
+            images, training=training, patch_hook=corrupt
+        )
+        logits = self.color_head(x[:, self.backbone.num_prefix_tokens :])
+        targets = mean_color_classes(
+            images, self.tile_size, self.bits, self.value_range
+        )
         return {
             "logits": ops.cast(logits, "float32"),
             "corrupted": corrupted[0],
             "targets": targets,
         }
 
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
         per_patch = keras.losses.sparse_categorical_crossentropy(
             y_pred["targets"], y_pred["logits"], from_logits=True
         )
@@ -290,7 +322,8 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
             "float32",
         )
         self.patch_accuracy.update_state(
-            right, sample_weight=_patch_weights(y_pred["corrupted"], sample_weight)
+            right,
+            sample_weight=_patch_weights(y_pred["corrupted"], sample_weight),
         )
         return self.get_metrics_result()
 
@@ -314,7 +347,9 @@ def _patch_weights(corrupted, sample_weight):
     # The corrupted patches count, each weighted by its image's weight.
     weight = ops.cast(corrupted, "float32")
     if sample_weight is not None:
-        weight = weight * ops.reshape(ops.cast(sample_weight, "float32"), (-1, 1))
+        weight = weight * ops.reshape(
+            ops.cast(sample_weight, "float32"), (-1, 1)
+        )
     return weight
 
 

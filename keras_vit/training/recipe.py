@@ -28,9 +28,15 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
         end: float >= 0, the final learning rate. Defaults to `0.0`.
     """
 
-    def __init__(self, peak, warmup_steps, total_steps, decay="cosine", end=0.0):
+    def __init__(
+        self, peak, warmup_steps, total_steps, decay="cosine", end=0.0
+    ):
         self.peak = arg_checks.positive_float("learning_rate", peak)
-        if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+        if (
+            isinstance(warmup_steps, bool)
+            or not isinstance(warmup_steps, int)
+            or warmup_steps < 0
+        ):
             raise ValueError(
                 "`warmup_steps` must be an integer >= 0. "
                 f"Received: warmup_steps={warmup_steps!r}"
@@ -52,7 +58,9 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
 
         step = ops.cast(step, "float32")
         warmup = self.peak * step / max(self.warmup_steps, 1)
-        progress = (step - self.warmup_steps) / (self.total_steps - self.warmup_steps)
+        progress = (step - self.warmup_steps) / (
+            self.total_steps - self.warmup_steps
+        )
         progress = ops.clip(progress, 0.0, 1.0)
         if self.decay == "cosine":
             fraction = 0.5 * (1.0 + ops.cos(math.pi * progress))
@@ -112,7 +120,14 @@ class SGD(_GlobalClipAcrossReplicas, keras.optimizers.SGD):
 
 #: Variables that get no weight decay (biases, norms, embeddings), by the
 #: names keras_vit gives them.
-NO_DECAY = ["bias", "gamma", "beta", "class_token", "position_embedding", "mask_token"]
+NO_DECAY = [
+    "bias",
+    "gamma",
+    "beta",
+    "class_token",
+    "position_embedding",
+    "mask_token",
+]
 
 
 def make_optimizer(
@@ -199,7 +214,9 @@ def dtype_policy(mixed_precision, device_kind, cpu_bfloat16=None):
         elif device_kind == "tpu":
             mixed_precision = "bfloat16"
         else:
-            native = cpu_has_bfloat16() if cpu_bfloat16 is None else cpu_bfloat16
+            native = (
+                cpu_has_bfloat16() if cpu_bfloat16 is None else cpu_bfloat16
+            )
             mixed_precision = "bfloat16" if native else "off"
     return "float32" if mixed_precision == "off" else f"mixed_{mixed_precision}"
 
@@ -224,6 +241,7 @@ def auto_jit_compile(device_kind, replicas=1, dtype_policy="float32"):
     if device_kind != "cpu":
         return True
     compute = getattr(dtype_policy, "compute_dtype", None) or {
-        "mixed_bfloat16": "bfloat16", "mixed_float16": "float16",
+        "mixed_bfloat16": "bfloat16",
+        "mixed_float16": "float16",
     }.get(dtype_policy, dtype_policy)
     return replicas == 1 and compute != "bfloat16"

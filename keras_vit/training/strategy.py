@@ -23,9 +23,7 @@ def _workers(tf_config):
 
 def _on_tpu_vm():
     # Cloud TPU VMs expose the chips as /dev/accel* (v2-v4) or /dev/vfio.
-    return any(
-        os.path.exists(path) for path in ("/dev/accel0", "/dev/vfio/0")
-    )
+    return any(os.path.exists(path) for path in ("/dev/accel0", "/dev/vfio/0"))
 
 
 def resolve_kind(name="auto", tpu=None, environ=None, num_gpus=None):
@@ -76,7 +74,9 @@ def make_strategy(name="auto", tpu=None, devices=None):
     if kind == "tpu":
         address = tpu or os.environ.get("TPU_NAME") or "local"
         try:
-            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address)
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+                tpu=address
+            )
             if address != "local":
                 tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)

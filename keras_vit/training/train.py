@@ -21,10 +21,10 @@ from keras_vit import files
 from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
 from keras_vit.training import callbacks as run_callbacks
-from keras_vit.training.config import TrainConfig  # noqa: F401 - its old home
-from keras_vit.training.config import load_config  # noqa: F401 - its old home
 from keras_vit.training import recipe
 from keras_vit.training import strategy as run_strategy
+from keras_vit.training.config import TrainConfig  # noqa: F401 - its old home
+from keras_vit.training.config import load_config  # noqa: F401 - its old home
 
 
 @dataclasses.dataclass
@@ -57,7 +57,9 @@ def build_model(config, num_classes, dtype=None):
         kwargs["include_top"] = False
     model = builders.build(config.model, **kwargs)
     if masked:
-        model = MaskedPatchPrediction(model, seed=config.seed, **config.masked_patches)
+        model = MaskedPatchPrediction(
+            model, seed=config.seed, **config.masked_patches
+        )
         model.build()
     return model
 
@@ -137,20 +139,26 @@ def _plot_history(history, path):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    metrics = [k for k in history if not k.startswith("val_") and k != "learning_rate"]
+    metrics = [
+        k for k in history if not k.startswith("val_") and k != "learning_rate"
+    ]
     fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.5))
     axes = [axes] if len(metrics) == 1 else axes
     for ax, key in zip(axes, metrics):
         epochs = range(1, len(history[key]) + 1)
         ax.plot(epochs, history[key], marker="o", label="train")
         if f"val_{key}" in history:
-            ax.plot(epochs, history[f"val_{key}"], marker="o", label="validation")
+            ax.plot(
+                epochs, history[f"val_{key}"], marker="o", label="validation"
+            )
         ax.set_xlabel("epoch")
         ax.set_title(key)
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    run_callbacks.atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=100))
+    run_callbacks.atomic_write(
+        path, lambda p: fig.savefig(p, format="png", dpi=100)
+    )
     plt.close(fig)
 
 
@@ -159,16 +167,31 @@ def _plot_history(history, path):
 #: validation split, which the seed draws: another one would train on
 #: images validated on so far).
 RESUME_SETTINGS = (
-    "model", "image_size", "patch_size", "model_kwargs", "dataset",
-    "objective", "masked_patches", "optimizer", "validation_split", "seed",
+    "model",
+    "image_size",
+    "patch_size",
+    "model_kwargs",
+    "dataset",
+    "objective",
+    "masked_patches",
+    "optimizer",
+    "validation_split",
+    "seed",
 )
 
 
 #: What `train` writes into a run folder (besides its `.lock` and the
 #: hidden temporary files of its atomic writes).
 RUN_ENTRIES = (
-    "config.json", "history.json", "log.csv", "curves.png", "model.keras",
-    "best.keras", "backbone.keras", "backup", "logs",
+    "config.json",
+    "history.json",
+    "log.csv",
+    "curves.png",
+    "model.keras",
+    "best.keras",
+    "backbone.keras",
+    "backup",
+    "logs",
 )
 
 
@@ -207,7 +230,8 @@ def _check_run_folder(config):
             "The output folder is not a keras_vit run's (its config.json is "
             "not one a run wrote, or it has none) and holds files a run "
             f"writes: {', '.join(taken)}. Training would overwrite them. "
-            f"Use another `output`, or move them first. Received: output={folder!r}"
+            "Use another `output`, or move them first. Received: "
+            f"output={folder!r}"
         )
 
 
@@ -238,7 +262,8 @@ def _check_resumable(config):
         raise ValueError(
             "The output folder holds a run made with other settings, and a "
             "rerun resumes it: " + "; ".join(differ) + ". Use another "
-            f"`output`, or the run's settings. Received: output={config.output!r}"
+            "`output`, or the run's settings. Received: "
+            f"output={config.output!r}"
         )
 
 
@@ -362,7 +387,9 @@ class _Data:
 def _load_data(config):
     """Step 2: the dataset and its validation hold-out."""
     masked = config.objective == "masked_patches"
-    data = data_datasets.load(config.dataset, config.data_dir, labels=not masked)
+    data = data_datasets.load(
+        config.dataset, config.data_dir, labels=not masked
+    )
     train_split, num_train = data.train, data.num_train
     validation_split = None
     if config.validation_split:
@@ -374,9 +401,17 @@ def _load_data(config):
             f"`batch_size` is larger than the {num_train} training examples. "
             f"Received: batch_size={config.batch_size}"
         )
-    steps_per_epoch = None if num_train is None else num_train // config.batch_size
-    return _Data(data.num_classes, train_split, validation_split, data.test,
-                 num_train, steps_per_epoch)
+    steps_per_epoch = (
+        None if num_train is None else num_train // config.batch_size
+    )
+    return _Data(
+        data.num_classes,
+        train_split,
+        validation_split,
+        data.test,
+        num_train,
+        steps_per_epoch,
+    )
 
 
 def _build_and_compile(config, setup, data):
@@ -408,7 +443,9 @@ def _build_and_compile(config, setup, data):
             steps_per_execution = min(steps_per_execution, data.steps_per_epoch)
         jit = config.jit_compile
         if jit == "auto":
-            jit = recipe.auto_jit_compile(setup.device, setup.replicas, setup.policy)
+            jit = recipe.auto_jit_compile(
+                setup.device, setup.replicas, setup.policy
+            )
         objective = {}  # MaskedPatchPrediction computes its own
         if not masked:
             objective = dict(
@@ -502,8 +539,12 @@ def _pipelines(config, setup, data, model, backup):
 def _callbacks(config, model, out_dir, pipelines, backup):
     """Step 6: keras_vit's callbacks (seeds, best model, backup, NaN stop,
     TensorBoard); the backup is the third."""
-    monitor = "patch_accuracy" if config.objective == "masked_patches" else "accuracy"
-    monitor = f"val_{monitor}" if pipelines["validation"] is not None else monitor
+    monitor = (
+        "patch_accuracy" if config.objective == "masked_patches" else "accuracy"
+    )
+    monitor = (
+        f"val_{monitor}" if pipelines["validation"] is not None else monitor
+    )
     history = backup.history
     best_so_far = max(history[monitor]) if history.get(monitor) else None
     return [
@@ -565,7 +606,10 @@ def _fit_and_evaluate(config, model, data, pipelines, backup, callbacks):
     test_metrics = {}
     if data.test is not None:
         test_ds = data_pipeline.eval_pipeline(
-            data.test, data.num_classes, pipelines["size"], config.batch_size,
+            data.test,
+            data.num_classes,
+            pipelines["size"],
+            config.batch_size,
             pipelines["static"],
         )
         # The same draws (masked patches) however the run got here.
@@ -582,7 +626,8 @@ def _save(config, setup, model, out_dir, history, test_metrics):
     )
     if config.objective == "masked_patches":  # what fine-tuning starts from
         run_callbacks.atomic_write(
-            os.path.join(out_dir, "backbone.keras"), lambda p: model.backbone.save(p)
+            os.path.join(out_dir, "backbone.keras"),
+            lambda p: model.backbone.save(p),
         )
     if setup.chief:
         run_callbacks.write_json(

@@ -10,13 +10,14 @@ and every builder's `weights=` build the model for the weights first
 import warnings
 
 from keras_vit import registry
+
+# Installs the model's weights loader (`ViT.from_preset`, builders' `weights=`).
+from keras_vit.weights import pretrained  # noqa: F401
 from keras_vit.weights.checkpoint import Checkpoint
 from keras_vit.weights.loading import DEFAULT_INTERPOLATION
 from keras_vit.weights.loading import load_checkpoint
 from keras_vit.weights.loading import load_weights
 from keras_vit.weights.original import save_npz
-# Installs the model's weights loader (`ViT.from_preset`, builders' `weights=`).
-from keras_vit.weights import pretrained  # noqa: F401
 from keras_vit.weights.reader import read_checkpoint
 
 __all__ = [
@@ -31,7 +32,9 @@ __all__ = [
 
 def __getattr__(name):
     if name not in ("PRESETS", "list_presets"):
-        raise AttributeError(f"module 'keras_vit.weights' has no attribute {name!r}")
+        raise AttributeError(
+            f"module 'keras_vit.weights' has no attribute {name!r}"
+        )
     warnings.warn(
         f"keras_vit.weights.{name} moved to keras_vit.registry.{name}; the "
         "old path will be removed in the next release.",

@@ -59,7 +59,8 @@ class Checkpoint:
     misshaped: list = dataclasses.field(default_factory=list)
 
     def _shape(self, path, ndim):
-        """The shape of tensor `path` if it has `ndim` dimensions, else `None`."""
+        """The shape of tensor `path` if it has `ndim` dimensions, else
+        `None`."""
         value = self.tensors.get(path)
         if value is None or np.ndim(value) != ndim:
             return None
@@ -80,7 +81,9 @@ class Checkpoint:
 
     @property
     def num_layers(self):
-        blocks = {int(m.group(1)) for k in self.tensors if (m := _BLOCK.match(k))}
+        blocks = {
+            int(m.group(1)) for k in self.tensors if (m := _BLOCK.match(k))
+        }
         return len(blocks)
 
     @property
@@ -106,10 +109,16 @@ class Checkpoint:
         whose inputs are the pre-logits width (or, without a pre-logits
         layer, the token width). A head that is not is a broken checkpoint,
         not one for another class count."""
-        kernel, bias = self._shape("head/kernel", 2), self._shape("head/bias", 1)
+        kernel, bias = (
+            self._shape("head/kernel", 2),
+            self._shape("head/bias", 1),
+        )
         if kernel is None or bias is None or kernel[1] != bias[0]:
             return None
-        if "pre_logits/kernel" in self.tensors or "pre_logits/bias" in self.tensors:
+        if (
+            "pre_logits/kernel" in self.tensors
+            or "pre_logits/bias" in self.tensors
+        ):
             pre_kernel = self._shape("pre_logits/kernel", 2)
             inputs = self.representation_size
             if pre_kernel is None or pre_kernel[1] != inputs:
@@ -142,8 +151,11 @@ class Checkpoint:
         how = (
             "Pass the grid it was trained on: "
             "keras_vit.load_weights(model, path, source_grid=(rows, cols))"
-            + ("" if self.source == "keras" else
-               " or keras-vit convert ... --source-grid ROWS COLS")
+            + (
+                ""
+                if self.source == "keras"
+                else " or keras-vit convert ... --source-grid ROWS COLS"
+            )
             + "."
         )
         if self.grid_size is not None:

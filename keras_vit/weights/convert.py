@@ -43,12 +43,18 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
             and v["patch_size"] == checkpoint.patch_size
             and num_heads in (None, v["num_heads"])
         ]
-        own = (not matches and num_heads is not None and checkpoint.patch_size
-               and not checkpoint.stem_units)
+        own = (
+            not matches
+            and num_heads is not None
+            and checkpoint.patch_size
+            and not checkpoint.stem_units
+        )
         if own:  # a ViT of its own size: the checkpoint gives every number
             variant = dict(
-                patch_size=checkpoint.patch_size, hidden_dim=checkpoint.hidden_dim,
-                num_layers=checkpoint.num_layers, num_heads=num_heads,
+                patch_size=checkpoint.patch_size,
+                hidden_dim=checkpoint.hidden_dim,
+                num_layers=checkpoint.num_layers,
+                num_heads=num_heads,
                 mlp_dim=checkpoint.mlp_dim,
             )
         elif len(matches) != 1:
@@ -56,9 +62,12 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
                 f"Cannot tell which ViT variant {checkpoint.path} is "
                 f"({checkpoint.describe()}). Pass the model, e.g. "
                 "model='ViT_B16'"
-                + ("" if num_heads or checkpoint.stem_units else
-                   ", or for a ViT of this size its num_heads (this format "
-                   "does not record it)")
+                + (
+                    ""
+                    if num_heads or checkpoint.stem_units
+                    else ", or for a ViT of this size its num_heads (this "
+                    "format does not record it)"
+                )
                 + "."
             )
         else:
@@ -88,8 +97,14 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     return vit
 
 
-def convert(input_path, output_path, model=None, num_heads=None, source_grid=None,
-            overwrite=False):
+def convert(
+    input_path,
+    output_path,
+    model=None,
+    num_heads=None,
+    source_grid=None,
+    overwrite=False,
+):
     """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
 
     The output is written to a temporary file next to `output_path` and
@@ -100,7 +115,8 @@ def convert(input_path, output_path, model=None, num_heads=None, source_grid=Non
         output_path: a `.weights.h5` (weights only) or `.keras` (whole
             model) path; its folder must exist.
         model: builder name, variant or preset's unique name; defaults to
-            the one the checkpoint matches, else a ViT of the checkpoint's own numbers.
+            the one the checkpoint matches, else a ViT of the checkpoint's
+            own numbers.
         num_heads: int, for a checkpoint of its own size in a format that
             does not record it (timm, Hugging Face). Defaults to `None`.
         source_grid: `(rows, cols)`, the patch grid of a checkpoint's 1D

@@ -71,7 +71,11 @@ def read_huggingface(tensors, path):
     if any(re.search(r"(^|\.)layers\.\d+\.", k) for k in tensors):
         tensors = {_old_name(k): v for k, v in tensors.items()}
     src = TensorSource(tensors, path)
-    p = "vit." if "vit.embeddings.cls_token" in src or SIGNATURES[1] in src else ""
+    p = (
+        "vit."
+        if "vit.embeddings.cls_token" in src or SIGNATURES[1] in src
+        else ""
+    )
     out = {}
     kernel, patch_size = torch_conv_to_projection(
         src.take(f"{p}embeddings.patch_embeddings.projection.weight", 4)
@@ -95,9 +99,16 @@ def read_huggingface(tensors, path):
             biases.append(src.take(f"{part}.bias", 1))
         out[f"{name}/attention/qkv/kernel"] = concatenate(kernels, axis=1)
         out[f"{name}/attention/qkv/bias"] = concatenate(biases)
-        torch_linear(src, f"{prefix}.attention.output.dense", out, f"{name}/attention/proj")
+        torch_linear(
+            src,
+            f"{prefix}.attention.output.dense",
+            out,
+            f"{name}/attention/proj",
+        )
         torch_norm(src, f"{prefix}.layernorm_after", out, f"{name}/norm2")
-        torch_linear(src, f"{prefix}.intermediate.dense", out, f"{name}/mlp_fc1")
+        torch_linear(
+            src, f"{prefix}.intermediate.dense", out, f"{name}/mlp_fc1"
+        )
         torch_linear(src, f"{prefix}.output.dense", out, f"{name}/mlp_fc2")
         i += 1
     torch_norm(src, f"{p}layernorm", out, "encoder_norm")

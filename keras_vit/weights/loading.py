@@ -4,13 +4,13 @@ import warnings
 
 import numpy as np
 
+from keras_vit import arg_checks
 from keras_vit import patch_grid
 from keras_vit import registry
-from keras_vit import arg_checks
+from keras_vit.models import checks as model_checks
 from keras_vit.weights import presets
 from keras_vit.weights import reader
 from keras_vit.weights.checkpoint import POSEMB
-from keras_vit.models import checks as model_checks
 
 HEAD = ("head/kernel", "head/bias")
 PRE_LOGITS = ("pre_logits/kernel", "pre_logits/bias")
@@ -65,7 +65,8 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
     # NaN or inf is a broken checkpoint (a diverged run, a damaged file),
     # never a weight to train from.
     non_finite = sorted(
-        line for path, value in tensors.items()
+        line
+        for path, value in tensors.items()
         if (line := _non_finite(path, value)) is not None
     )
     zeros, notes, allowed_missing, problems = [], [], set(), []
@@ -137,15 +138,18 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         source, target = value.shape[0], model.grid_size[axis]
         if source != target and value.shape[1] == variables[key].shape[1]:
             tensors[key] = np.asarray(
-                patch_grid.resample_1d_embeddings(value, target, interpolation))
+                patch_grid.resample_1d_embeddings(value, target, interpolation)
+            )
             notes.append(
                 f"{'Column' if axis else 'Row'} position embeddings resampled "
                 f"from {source} to {target} ({interpolation})."
             )
 
     relative = sorted(
-        path for path, value in tensors.items()
-        if path.endswith(RELATIVE) and path in variables
+        path
+        for path, value in tensors.items()
+        if path.endswith(RELATIVE)
+        and path in variables
         and np.shape(value) != tuple(variables[path].shape)
     )
     if relative and np.ndim(tensors[relative[0]]) >= 1:
@@ -164,19 +168,29 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
     # The fused QKV kernel has the same shape for any number of heads: only
     # formats that record it (the original .npz) can tell a mismatch.
     heads = []
-    if checkpoint.num_heads is not None and checkpoint.num_heads != model.num_heads:
-        heads = [f"num_heads: checkpoint {checkpoint.num_heads}, model {model.num_heads}"]
+    if (
+        checkpoint.num_heads is not None
+        and checkpoint.num_heads != model.num_heads
+    ):
+        heads = [
+            f"num_heads: checkpoint {checkpoint.num_heads}, model "
+            f"{model.num_heads}"
+        ]
 
     missing = sorted(set(variables) - set(tensors) - allowed_missing)
     unexpected = sorted(set(tensors) - set(variables))
     unexpected += [f"{name} (source name)" for name in checkpoint.unexpected]
     missing += [f"{name} (source name)" for name in checkpoint.missing]
     common = set(tensors) & set(variables)
-    misshaped = heads + list(checkpoint.misshaped) + sorted(
-        f"{path}: checkpoint {tuple(np.shape(tensors[path]))}, model "
-        f"{tuple(variables[path].shape)}"
-        for path in common
-        if tuple(np.shape(tensors[path])) != tuple(variables[path].shape)
+    misshaped = (
+        heads
+        + list(checkpoint.misshaped)
+        + sorted(
+            f"{path}: checkpoint {tuple(np.shape(tensors[path]))}, model "
+            f"{tuple(variables[path].shape)}"
+            for path in common
+            if tuple(np.shape(tensors[path])) != tuple(variables[path].shape)
+        )
     )
     mistyped = sorted(
         f"{path}: checkpoint {np.asarray(tensors[path]).dtype}, model "
@@ -221,7 +235,9 @@ def _same_size_hint(checkpoint, model):
     saved by a model of `model`'s very size (the usual case), or ''."""
     if checkpoint.source != "keras" or checkpoint.grid_size is not None:
         return ""
-    positions = np.shape(checkpoint.tensors[POSEMB])[1] - checkpoint.num_prefix_tokens
+    positions = (
+        np.shape(checkpoint.tensors[POSEMB])[1] - checkpoint.num_prefix_tokens
+    )
     rows, cols = (int(g) for g in model.grid_size)
     if rows * cols != positions:
         return ""
@@ -266,7 +282,9 @@ def assign(model, values, zeros):
     for path, value in values.items():
         variables[path].assign(value)
     for path in zeros:
-        variables[path].assign(np.zeros(variables[path].shape, variables[path].dtype))
+        variables[path].assign(
+            np.zeros(variables[path].shape, variables[path].dtype)
+        )
 
 
 def resolve(weights, variant=None, cache_dir=None):
@@ -282,7 +300,9 @@ def resolve(weights, variant=None, cache_dir=None):
     Returns:
         `(path, preset)`: the local file and the preset record (or `None`).
     """
-    if not isinstance(weights, (str, bytes)) and not hasattr(weights, "__fspath__"):
+    if not isinstance(weights, (str, bytes)) and not hasattr(
+        weights, "__fspath__"
+    ):
         raise ValueError(
             "`weights` must be None, a preset name or a path to a weights "
             f"file. Received: weights={weights!r}"
@@ -366,7 +386,9 @@ def load_weights(
         "load them into the float model, then quantize it",
     )
     path, _ = resolve(weights, _variant_of(model), cache_dir=cache_dir)
-    checkpoint = reader.read_checkpoint(path, model=model, source_grid=source_grid)
+    checkpoint = reader.read_checkpoint(
+        path, model=model, source_grid=source_grid
+    )
     load_checkpoint(model, checkpoint, interpolation)
     return checkpoint
 

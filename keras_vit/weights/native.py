@@ -31,7 +31,9 @@ WEIGHTS_MEMBER = "model.weights.h5"
 
 def _own_variables(layer):
     # The order Keras's Layer.save_own_variables writes them in.
-    return list(layer._trainable_variables) + list(layer._non_trainable_variables)
+    return list(layer._trainable_variables) + list(
+        layer._non_trainable_variables
+    )
 
 
 def _sublayer(layer, name):
@@ -108,16 +110,20 @@ def _recorded_grid(value, path):
 
 def _config_grid(config, model):
     """The patch grid a `.keras` archive's model config gives, or `None`."""
-    if not isinstance(config, dict) or not isinstance(config.get("config"), dict):
+    if not isinstance(config, dict) or not isinstance(
+        config.get("config"), dict
+    ):
         return None
     args = config["config"]
     image_size, patch_size = args.get("image_size"), args.get("patch_size")
     if isinstance(image_size, int):
         image_size = (image_size, image_size)
     if (
-        not isinstance(image_size, (list, tuple)) or len(image_size) != 2
+        not isinstance(image_size, (list, tuple))
+        or len(image_size) != 2
         or not all(isinstance(s, int) for s in image_size)
-        or not isinstance(patch_size, int) or patch_size < 1
+        or not isinstance(patch_size, int)
+        or patch_size < 1
     ):
         return None
     if args.get("stem") is None:

@@ -8,7 +8,8 @@ Layout (flax parameter paths joined with "/"), as released in
     Transformer/posembed_input/pos_embedding (1, T, D)
     Transformer/encoderblock_{i}/LayerNorm_0/{scale,bias}
     Transformer/encoderblock_{i}/MultiHeadDotProductAttention_1/
-        {query,key,value}/kernel (D, heads, D / heads), .../bias (heads, D / heads)
+        {query,key,value}/kernel (D, heads, D / heads),
+        {query,key,value}/bias (heads, D / heads)
         out/kernel (heads, D / heads, D), out/bias (D,)
     Transformer/encoderblock_{i}/LayerNorm_2/{scale,bias}
     Transformer/encoderblock_{i}/MlpBlock_3/Dense_{0,1}/{kernel,bias}
@@ -33,20 +34,21 @@ import re
 import numpy as np
 
 from keras_vit import files
-from keras_vit import arg_checks
-
+from keras_vit.models import checks as model_checks
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import conv_to_projection
-from keras_vit.models import checks as model_checks
+
 
 def _layer_norm(src, prefix, out, name):
     out[f"{name}/gamma"] = src.take(f"{prefix}/scale", 1)
     out[f"{name}/beta"] = src.take(f"{prefix}/bias", 1)
 
+
 def _dense(src, prefix, out, name):
     out[f"{name}/kernel"] = src.take(f"{prefix}/kernel", 2)
     out[f"{name}/bias"] = src.take(f"{prefix}/bias", 1)
+
 
 def _attention(src, prefix, out, name):
     """Separate (D, heads, d) q/k/v kernels → one fused (D, 3D) kernel.
@@ -70,14 +72,16 @@ def _attention(src, prefix, out, name):
     out[f"{name}/proj/bias"] = src.take(f"{prefix}/out/bias", 1)
     return num_heads
 
+
 def _block_indices(keys, block_prefix):
     indices = set()
     for key in keys:
         if key.startswith(block_prefix):
-            head = key[len(block_prefix):].split("/", 1)[0]
+            head = key[len(block_prefix) :].split("/", 1)[0]
             if head.isdigit():
                 indices.add(int(head))
     return sorted(indices)
+
 
 _UNIT = re.compile(r"^block(\d+)/unit(\d+)/")
 
@@ -91,18 +95,33 @@ def _hybrid_stem(src, out):
     out[f"{stem}/root_norm/gamma"] = src.take("gn_root/scale", 1)
     out[f"{stem}/root_norm/beta"] = src.take("gn_root/bias", 1)
     units = sorted(
-        {(int(m.group(1)), int(m.group(2))) for k in src.keys() if (m := _UNIT.match(k))}
+        {
+            (int(m.group(1)), int(m.group(2)))
+            for k in src.keys()
+            if (m := _UNIT.match(k))
+        }
     )
     for block, unit in units:
-        prefix, name = f"block{block}/unit{unit}", f"{stem}/block{block}_unit{unit}"
+        prefix, name = (
+            f"block{block}/unit{unit}",
+            f"{stem}/block{block}_unit{unit}",
+        )
         for i in (1, 2, 3):
-            out[f"{name}/conv{i}/kernel"] = src.take(f"{prefix}/conv{i}/kernel", 4)
+            out[f"{name}/conv{i}/kernel"] = src.take(
+                f"{prefix}/conv{i}/kernel", 4
+            )
             out[f"{name}/norm{i}/gamma"] = src.take(f"{prefix}/gn{i}/scale", 1)
             out[f"{name}/norm{i}/beta"] = src.take(f"{prefix}/gn{i}/bias", 1)
         if f"{prefix}/conv_proj/kernel" in src:
-            out[f"{name}/proj_conv/kernel"] = src.take(f"{prefix}/conv_proj/kernel", 4)
-            out[f"{name}/proj_norm/gamma"] = src.take(f"{prefix}/gn_proj/scale", 1)
-            out[f"{name}/proj_norm/beta"] = src.take(f"{prefix}/gn_proj/bias", 1)
+            out[f"{name}/proj_conv/kernel"] = src.take(
+                f"{prefix}/conv_proj/kernel", 4
+            )
+            out[f"{name}/proj_norm/gamma"] = src.take(
+                f"{prefix}/gn_proj/scale", 1
+            )
+            out[f"{name}/proj_norm/beta"] = src.take(
+                f"{prefix}/gn_proj/bias", 1
+            )
 
 
 def _convert(src, names, source):
@@ -123,9 +142,12 @@ def _convert(src, names, source):
     for i in _block_indices(src.keys(), block):
         prefix = f"{block}{i}"
         _layer_norm(src, f"{prefix}/{names['ln1']}", out, f"block_{i}/norm1")
-        num_heads = _attention(
-            src, f"{prefix}/{names['mha']}", out, f"block_{i}/attention"
-        ) or num_heads
+        num_heads = (
+            _attention(
+                src, f"{prefix}/{names['mha']}", out, f"block_{i}/attention"
+            )
+            or num_heads
+        )
         _layer_norm(src, f"{prefix}/{names['ln2']}", out, f"block_{i}/norm2")
         mlp = f"{prefix}/{names['mlp']}"
         _dense(src, f"{mlp}/Dense_0", out, f"block_{i}/mlp_fc1")
@@ -137,6 +159,7 @@ def _convert(src, names, source):
     return src.checkpoint(
         out, source, patch_size=patch_size, num_heads=num_heads
     )
+
 
 ORIGINAL_NAMES = {
     "posemb": "Transformer/posembed_input/pos_embedding",
@@ -156,9 +179,11 @@ BIG_VISION_NAMES = {
     "mlp": "MlpBlock_0",
 }
 
+
 def _source(arrays, path):
     arrays, misshaped = unstack_scanned_blocks(arrays)
     return TensorSource(arrays, path, misshaped=misshaped)
+
 
 def read_original(arrays, path):
     """Converts google-research/vision_transformer `.npz` arrays.
@@ -167,6 +192,7 @@ def read_original(arrays, path):
     records none; see the module's docstring)."""
     return _convert(_source(arrays, path), ORIGINAL_NAMES, "original")
 
+
 def read_big_vision(arrays, path):
     """Converts big_vision ViT `.npz` arrays (unstacked or scanned).
 
@@ -174,7 +200,9 @@ def read_big_vision(arrays, path):
     records none; see the module's docstring)."""
     return _convert(_source(arrays, path), BIG_VISION_NAMES, "big_vision")
 
+
 SCANNED = "Transformer/encoderblock/"
+
 
 def unstack_scanned_blocks(arrays):
     """big_vision trains with `nn.scan` over the blocks: one
@@ -198,7 +226,7 @@ def unstack_scanned_blocks(arrays):
                 "axis (a scanned block tensor)"
             )
         else:
-            rest = key[len(SCANNED):]
+            rest = key[len(SCANNED) :]
             for i in range(np.shape(value)[0]):
                 out[f"Transformer/encoderblock_{i}/{rest}"] = value[i]
     return out, misshaped
@@ -223,7 +251,8 @@ def to_original(model):
         raise ValueError(
             "The original .npz layout holds 1D learned position embeddings "
             "only (save the model with model.save or save_weights instead). "
-            f"Received a model with position_embedding={model.position_embedding!r}."
+            "Received a model with "
+            f"position_embedding={model.position_embedding!r}."
         )
     grid = tuple(model.grid_size)
     if model.position_embedding == "learned" and grid[0] != grid[1]:
@@ -259,7 +288,9 @@ def to_original(model):
             out[f"{dst}/{norm}/bias"] = w[f"{src}/{name}/beta"]
         kernels = np.split(w[f"{src}/attention/qkv/kernel"], 3, axis=1)
         biases = np.split(w[f"{src}/attention/qkv/bias"], 3)
-        for part, kernel, bias in zip(("query", "key", "value"), kernels, biases):
+        for part, kernel, bias in zip(
+            ("query", "key", "value"), kernels, biases
+        ):
             out[f"{mha}/{part}/kernel"] = kernel.reshape(dim, heads, -1)
             out[f"{mha}/{part}/bias"] = bias.reshape(heads, -1)
         out[f"{mha}/out/kernel"] = w[f"{src}/attention/proj/kernel"].reshape(

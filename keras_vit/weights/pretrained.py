@@ -46,8 +46,12 @@ def prepare(weights, arguments):
         }
     arguments = {**DEFAULTS, **given}
     variant = registry.find_variant(
-        arguments["patch_size"], arguments["hidden_dim"], arguments["num_layers"],
-        arguments["num_heads"], arguments["mlp_dim"], arguments["stem"],
+        arguments["patch_size"],
+        arguments["hidden_dim"],
+        arguments["num_layers"],
+        arguments["num_heads"],
+        arguments["mlp_dim"],
+        arguments["stem"],
     )
     path, preset = loading.resolve(weights, variant)
     if preset is not None:  # what the checkpoint needs, unless told otherwise
@@ -58,8 +62,10 @@ def prepare(weights, arguments):
         checkpoint = reader.read_checkpoint(path)
     if given.get("image_size") is None:
         given["image_size"] = (
-            preset["image_size"] if preset
-            else checkpoint.image_size if checkpoint
+            preset["image_size"]
+            if preset
+            else checkpoint.image_size
+            if checkpoint
             else None
         )
     if (

@@ -5,7 +5,7 @@
 | `.npz` | NumPy, `allow_pickle=False`; google-research or big_vision layout |
 | `.safetensors` | the safetensors library; timm or Hugging Face naming |
 | `.weights.h5`, `.keras` | keras_vit's own files (h5py; no config executed) |
-| `.pth`, `.pt`, `.bin`, `.ckpt`, `.pkl` | refused: Python pickles can run code |
+| `.pth`, `.pt`, `.bin`, `.ckpt`, `.pkl` | refused: a pickle can run code |
 
 Within a container, the layout is recognised by the names that only it
 uses (e.g. timm's `patch_embed.proj.weight`); nothing is guessed from
@@ -22,8 +22,8 @@ import os
 
 import numpy as np
 
-from keras_vit import files
 from keras_vit import arg_checks
+from keras_vit import files
 from keras_vit.weights import huggingface
 from keras_vit.weights import native
 from keras_vit.weights import original
@@ -61,7 +61,7 @@ def _read_npz(path):
     arrays = files.read_npz(path, "the .npz weights file", name="weights")
     for prefix in ("opt/target/", "params/"):  # flax optimizer / big_vision
         if arrays and all(k.startswith(prefix) for k in arrays):
-            arrays = {k[len(prefix):]: v for k, v in arrays.items()}
+            arrays = {k[len(prefix) :]: v for k, v in arrays.items()}
     if "Transformer/posembed_input/pos_embedding" in arrays or any(
         "MultiHeadDotProductAttention_1" in k for k in arrays
     ):
@@ -88,7 +88,8 @@ def _read_safetensors(path):
             f"(truncated or corrupt?): {e}"
         ) from None
     tensors = {
-        k: v.astype("float32") if v.dtype.kind == "V" or v.dtype.name == "bfloat16"
+        k: v.astype("float32")
+        if v.dtype.kind == "V" or v.dtype.name == "bfloat16"
         else v
         for k, v in tensors.items()
     }

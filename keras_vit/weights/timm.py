@@ -39,7 +39,8 @@ SIGNATURE = "patch_embed.proj.weight"
 
 
 def _conv(src, name):
-    """A PyTorch (out, in, h, w) conv weight as a Keras (h, w, in, out) kernel."""
+    """A PyTorch (out, in, h, w) conv weight as a Keras (h, w, in, out)
+    kernel."""
     weight = src.take(name, 4)
     return None if weight is None else weight.transpose(2, 3, 1, 0)
 
@@ -49,24 +50,35 @@ _BLOCK = re.compile(r"^patch_embed\.backbone\.stages\.(\d+)\.blocks\.(\d+)\.")
 
 
 def _hybrid_stem(src, out):
-    """timm's ResNetV2 backbone of the hybrids (`vit_*_r50_*`, `vit_*_r26_*`)."""
+    """timm's ResNetV2 backbone of the hybrids (`vit_*_r50_*`,
+    `vit_*_r26_*`)."""
     if f"{_BACKBONE}stem.conv.weight" not in src:
         return
     stem = "resnet_stem"
     out[f"{stem}/root_conv/kernel"] = _conv(src, f"{_BACKBONE}stem.conv.weight")
     torch_norm(src, f"{_BACKBONE}stem.norm", out, f"{stem}/root_norm")
     units = sorted(
-        {(int(m.group(1)), int(m.group(2))) for k in src.keys() if (m := _BLOCK.match(k))}
+        {
+            (int(m.group(1)), int(m.group(2)))
+            for k in src.keys()
+            if (m := _BLOCK.match(k))
+        }
     )
     for stage, unit in units:
         prefix = f"{_BACKBONE}stages.{stage}.blocks.{unit}"
         name = f"{stem}/block{stage + 1}_unit{unit + 1}"
         for i in (1, 2, 3):
-            out[f"{name}/conv{i}/kernel"] = _conv(src, f"{prefix}.conv{i}.weight")
+            out[f"{name}/conv{i}/kernel"] = _conv(
+                src, f"{prefix}.conv{i}.weight"
+            )
             torch_norm(src, f"{prefix}.norm{i}", out, f"{name}/norm{i}")
         if f"{prefix}.downsample.conv.weight" in src:
-            out[f"{name}/proj_conv/kernel"] = _conv(src, f"{prefix}.downsample.conv.weight")
-            torch_norm(src, f"{prefix}.downsample.norm", out, f"{name}/proj_norm")
+            out[f"{name}/proj_conv/kernel"] = _conv(
+                src, f"{prefix}.downsample.conv.weight"
+            )
+            torch_norm(
+                src, f"{prefix}.downsample.norm", out, f"{name}/proj_norm"
+            )
 
 
 def read_timm(tensors, path):

@@ -72,11 +72,13 @@ def fake_timm(tmp_path, monkeypatch):
     (tmp_path / "torch.py").write_text(_FAKE_TORCH)
     (tmp_path / "timm.py").write_text(
         "from torch import Model\n__version__ = 'fake'\n"
-        "def create_model(name, pretrained, num_classes): return Model()\n")
+        "def create_model(name, pretrained, num_classes): return Model()\n"
+    )
     for name in ("keras_vit", "tensorflow"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text(
-            f"raise ImportError('the timm peer imported {name}')\n")
+            f"raise ImportError('the timm peer imported {name}')\n"
+        )
     log = tmp_path / "calls.log"
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     monkeypatch.setenv("FAKE_TIMM_LOG", str(log))
@@ -89,36 +91,62 @@ def test_timm_runs_in_the_given_interpreter(tmp_path):
     fake = tmp_path / "python"
     fake.write_text(
         "#!/bin/sh\n"
-        f"echo \"$@\" > {tmp_path}/args\n"
-        "echo 'RESULT {\"images_per_s\": 3.0, \"peak_memory_mb\": 1.0}'\n"
+        f'echo "$@" > {tmp_path}/args\n'
+        'echo \'RESULT {"images_per_s": 3.0, "peak_memory_mb": 1.0}\'\n'
     )
     fake.chmod(0o755)
     row = benchmark.measure_in_subprocess(
-        peer="timm", variant="ViT_S16", mode="train", batch_size=8, timm_python=str(fake))
+        peer="timm",
+        variant="ViT_S16",
+        mode="train",
+        batch_size=8,
+        timm_python=str(fake),
+    )
     assert row == {"images_per_s": 3.0, "peak_memory_mb": 1.0}
     args = (tmp_path / "args").read_text().split()
-    assert args[-7:] == ["vit_small_patch16_224", "train", "8", "5", "2", "1.0", "float32"]
+    assert args[-7:] == [
+        "vit_small_patch16_224",
+        "train",
+        "8",
+        "5",
+        "2",
+        "1.0",
+        "float32",
+    ]
     # The program is a file of the installed package, run by its path (not
     # `-c` with a string, nor `-m`, which would import keras_vit).
     assert args == [timm_runner.PROGRAM, *args[-7:]]
     package = os.path.dirname(os.path.abspath(keras_vit.__file__))
-    assert os.path.isfile(args[0]) and os.path.commonpath([args[0], package]) == package
+    assert (
+        os.path.isfile(args[0])
+        and os.path.commonpath([args[0], package]) == package
+    )
     missing = benchmark.measure_in_subprocess(
-        peer="timm", variant="Ti/16", mode="inference", batch_size=1,
-        timm_python=str(tmp_path / "no_python"))
+        peer="timm",
+        variant="Ti/16",
+        mode="inference",
+        batch_size=1,
+        timm_python=str(tmp_path / "no_python"),
+    )
     assert "error" in missing
 
 
 def test_timm_runs_without_keras_vit_or_tensorflow(fake_timm, monkeypatch):
     # The interpreter of the fixture cannot import either ...
     for name in ("keras_vit", "tensorflow"):
-        blocked = subprocess.run([sys.executable, "-c", f"import {name}"],
-                                 capture_output=True, text=True, cwd=fake_timm.parent)
+        blocked = subprocess.run(
+            [sys.executable, "-c", f"import {name}"],
+            capture_output=True,
+            text=True,
+            cwd=fake_timm.parent,
+        )
         assert f"the timm peer imported {name}" in blocked.stderr
     # ... and the peer, inference and training, runs there all the same.
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0")
     for mode in ("inference", "train"):
-        row = timm_runner.measure("Ti/16", mode, 2, steps=2, warmup=1, python=sys.executable)
+        row = timm_runner.measure(
+            "Ti/16", mode, 2, steps=2, warmup=1, python=sys.executable
+        )
         assert row["images_per_s"] > 0 and row["peak_memory_mb"] > 0, row
         assert row["version"] == "torch fake, timm fake"
     # Training steps call backward: 1 warm-up and 2 timed steps.
@@ -131,16 +159,24 @@ def test_timm_is_timed_by_the_same_rule(fake_timm, monkeypatch):
     # images/s; the bound leaves the 20 ms sleeps room to overshoot).
     log = fake_timm
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0,0.02,0.02,0.5,0.02,0.02")
-    row = timm_runner.measure("Ti/16", "inference", 4, steps=5, warmup=1,
-                              python=sys.executable)
+    row = timm_runner.measure(
+        "Ti/16", "inference", 4, steps=5, warmup=1, python=sys.executable
+    )
     assert 4 / 0.08 < row["images_per_s"] <= 4 / 0.02, row
     assert len(log.read_text().split()) == 1 + 5
     # With min_seconds, calls continue past `steps` until they add up to
     # it (0.3 s of calls of at least 20 ms: at most 15 timed calls).
     log.unlink()
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0.02")
-    timm_runner.measure("Ti/16", "inference", 4, steps=2, warmup=1, python=sys.executable,
-                        min_seconds=0.3)
+    timm_runner.measure(
+        "Ti/16",
+        "inference",
+        4,
+        steps=2,
+        warmup=1,
+        python=sys.executable,
+        min_seconds=0.3,
+    )
     assert 1 + 2 < len(log.read_text().split()) <= 1 + 15
 
 
@@ -151,17 +187,31 @@ def test_peers_compute_in_the_suites_dtype(fake_timm, tmp_path, monkeypatch):
     autocast = tmp_path / "autocast.log"
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0")
     monkeypatch.setenv("FAKE_TIMM_AUTOCAST_LOG", str(autocast))
-    for dtype, expected in (("mixed_bfloat16", "cpu bfloat16 True"),
-                            (None, "cpu float32 False")):
+    for dtype, expected in (
+        ("mixed_bfloat16", "cpu bfloat16 True"),
+        (None, "cpu float32 False"),
+    ):
         row = benchmark.measure_in_subprocess(
-            peer="timm", variant="Ti/16", mode="inference", batch_size=1, steps=2,
-            warmup=0, min_seconds=0, dtype=dtype, timm_python=sys.executable)
+            peer="timm",
+            variant="Ti/16",
+            mode="inference",
+            batch_size=1,
+            steps=2,
+            warmup=0,
+            min_seconds=0,
+            dtype=dtype,
+            timm_python=sys.executable,
+        )
         assert "images_per_s" in row, row
         assert set(autocast.read_text().splitlines()) == {expected}
         autocast.unlink()
     row = benchmark.measure_in_subprocess(
-        peer="onnxruntime", variant="Ti/16", mode="inference", batch_size=1,
-        dtype="mixed_bfloat16")
+        peer="onnxruntime",
+        variant="Ti/16",
+        mode="inference",
+        batch_size=1,
+        dtype="mixed_bfloat16",
+    )
     assert row == {"error": benchmark.ONNX_FLOAT32_ONLY}
 
 
@@ -170,27 +220,33 @@ def test_cores_busy_tells_sleeping_from_spinning(fake_timm, monkeypatch):
     # no core busy, one that spins keeps one.
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0.05")
     measure = lambda: timm_runner.measure(  # noqa: E731
-        "Ti/16", "inference", 1, steps=6, warmup=1, python=sys.executable)
+        "Ti/16", "inference", 1, steps=6, warmup=1, python=sys.executable
+    )
     sleeping = measure()["cores_busy"]
     monkeypatch.setenv("FAKE_TIMM_SPIN", "1")
     spinning = measure()["cores_busy"]
     # (~0.01 and ~1.0 here; the spinner's bound leaves room for a CI whose
     # other test worker keeps both cores busy.)
     assert 0 <= sleeping < 0.1 and 0.25 < spinning <= 1.2, (sleeping, spinning)
-    row = suite._row(("Ti/16", 1e9, "timm", "inference", 1),
-                     [{"images_per_s": 20.0, "peak_memory_mb": 1.0,
-                       "cores_busy": 1.5}], 1e11)
+    row = suite._row(
+        ("Ti/16", 1e9, "timm", "inference", 1),
+        [{"images_per_s": 20.0, "peak_memory_mb": 1.0, "cores_busy": 1.5}],
+        1e11,
+    )
     assert "1.50 cores busy" in suite._format_row(row)
 
 
 def test_a_variant_timm_lacks_is_an_error_row():
     assert timm_runner.measure("B/8x", "inference", 1, 1, 0) == {
-        "error": "no timm model for B/8x"}
+        "error": "no timm model for B/8x"
+    }
 
 
 def _timm_peer():
     """timm_peer.py loaded by its path, as a module of its own."""
-    spec = importlib.util.spec_from_file_location("timm_peer", timm_runner.PROGRAM)
+    spec = importlib.util.spec_from_file_location(
+        "timm_peer", timm_runner.PROGRAM
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -201,14 +257,28 @@ def test_the_timm_peer_checks_its_arguments_where_torch_is_absent():
     # torch or timm: they are imported where the model is made.
     peer = _timm_peer()
     assert not hasattr(peer, "torch") and not hasattr(peer, "timm")
-    args = peer.parse_args(["vit_tiny_patch16_224", "train", "8", "5", "2", "1.0", "bfloat16"])
-    assert args == {"name": "vit_tiny_patch16_224", "mode": "train", "batch": 8, "steps": 5,
-                    "warmup": 2, "min_seconds": 1.0, "compute_dtype": "bfloat16"}
+    args = peer.parse_args(
+        ["vit_tiny_patch16_224", "train", "8", "5", "2", "1.0", "bfloat16"]
+    )
+    assert args == {
+        "name": "vit_tiny_patch16_224",
+        "mode": "train",
+        "batch": 8,
+        "steps": 5,
+        "warmup": 2,
+        "min_seconds": 1.0,
+        "compute_dtype": "bfloat16",
+    }
     good = ["vit", "inference", "1", "1", "0", "0", "float32"]
-    for index, bad, name in ((1, "eval", "mode"), (2, "0", "batch"), (3, "x", "steps"),
-                             (4, "-1", "warmup"), (5, "nan", "min_seconds"),
-                             (6, "float64", "compute_dtype")):
-        argv = [*good[:index], bad, *good[index + 1:]]
+    for index, bad, name in (
+        (1, "eval", "mode"),
+        (2, "0", "batch"),
+        (3, "x", "steps"),
+        (4, "-1", "warmup"),
+        (5, "nan", "min_seconds"),
+        (6, "float64", "compute_dtype"),
+    ):
+        argv = [*good[:index], bad, *good[index + 1 :]]
         with pytest.raises(ValueError, match=f"Received: {name}='{bad}'"):
             peer.parse_args(argv)
     with pytest.raises(ValueError, match="expected 7 arguments"):
@@ -218,10 +288,16 @@ def test_the_timm_peer_checks_its_arguments_where_torch_is_absent():
 def test_the_timm_peers_result_is_what_the_suite_reads(capsys):
     peer = _timm_peer()
     row = peer.result(4, 0.5, 1.5, 100.0, (("torch", "2.5"), ("timm", "1.0")))
-    assert row == {"images_per_s": 8.0, "peak_memory_mb": 100.0, "cores_busy": 1.5,
-                   "version": "torch 2.5, timm 1.0"}
+    assert row == {
+        "images_per_s": 8.0,
+        "peak_memory_mb": 100.0,
+        "cores_busy": 1.5,
+        "version": "torch 2.5, timm 1.0",
+    }
     timing.print_result(row)
-    printed = subprocess.CompletedProcess([], 0, stdout=capsys.readouterr().out, stderr="")
+    printed = subprocess.CompletedProcess(
+        [], 0, stdout=capsys.readouterr().out, stderr=""
+    )
     assert timing.read_result(printed) == row
 
 
@@ -230,17 +306,39 @@ def test_a_bad_argument_to_the_timm_peer_is_its_rows_error(tmp_path):
     # first on the path): the argument is refused before torch is needed.
     (tmp_path / "torch.py").write_text("raise ImportError('imported torch')\n")
     process = subprocess.run(
-        [sys.executable, timm_runner.PROGRAM, "vit", "eval", "1", "1", "0", "0", "float32"],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+        [
+            sys.executable,
+            timm_runner.PROGRAM,
+            "vit",
+            "eval",
+            "1",
+            "1",
+            "0",
+            "0",
+            "float32",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
     assert timing.read_result(process)["error"].startswith(
-        "ValueError: `mode` must be one of ['inference', 'train']. Received: mode='eval'")
+        "ValueError: `mode` must be one of ['inference', 'train']. Received: "
+        "mode='eval'"
+    )
 
 
 def test_the_timm_peer_times_a_real_timm_model():
     # Where torch and timm are installed: the program with the real ones.
     pytest.importorskip("torch")
     pytest.importorskip("timm")
-    row = timm_runner.measure("Ti/16", "inference", 1, steps=1, warmup=0,
-                              python=sys.executable, min_seconds=0.0)
+    row = timm_runner.measure(
+        "Ti/16",
+        "inference",
+        1,
+        steps=1,
+        warmup=0,
+        python=sys.executable,
+        min_seconds=0.0,
+    )
     assert row["images_per_s"] > 0 and row["peak_memory_mb"] > 0, row
     assert row["version"].startswith("torch ") and ", timm " in row["version"]

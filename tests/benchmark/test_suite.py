@@ -15,7 +15,9 @@ from tests.helpers import TINY
 @pytest.mark.slow
 def test_benchmark_measures(capsys, monkeypatch):
     model = keras_vit.ViT(**TINY)
-    result = benchmark.benchmark(model, batch_size=2, steps=2, warmup=1, train=True)
+    result = benchmark.benchmark(
+        model, batch_size=2, steps=2, warmup=1, train=True
+    )
     assert result["inference_images_per_s"] > 0
     assert result["train_images_per_s"] > 0
     for key in ("inference_cores_busy", "train_cores_busy"):
@@ -26,8 +28,11 @@ def test_benchmark_measures(capsys, monkeypatch):
     # and compiling twelve blocks took most of a minute.
     from keras_vit import registry as variants
 
-    monkeypatch.setitem(variants.VARIANTS, "Ti/16",
-                        {**variants.VARIANTS["Ti/16"], "num_layers": 1})
+    monkeypatch.setitem(
+        variants.VARIANTS,
+        "Ti/16",
+        {**variants.VARIANTS["Ti/16"], "num_layers": 1},
+    )
     calls = []
 
     def in_this_process(timm_python=None, **kwargs):
@@ -35,20 +40,54 @@ def test_benchmark_measures(capsys, monkeypatch):
         return throughput.measure(**kwargs)
 
     monkeypatch.setattr(suite, "measure_in_subprocess", in_this_process)
-    assert cli.main(
-        ["benchmark", "--model", "ViT_Ti16", "--image-size", "32",
-         "--batch-size", "2", "--train-batch-size", "2", "--steps", "1",
-         "--warmup", "1", "--min-seconds", "0", "--train", "--remat"]
-    ) == 0
+    assert (
+        cli.main(
+            [
+                "benchmark",
+                "--model",
+                "ViT_Ti16",
+                "--image-size",
+                "32",
+                "--batch-size",
+                "2",
+                "--train-batch-size",
+                "2",
+                "--steps",
+                "1",
+                "--warmup",
+                "1",
+                "--min-seconds",
+                "0",
+                "--train",
+                "--remat",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "GFLOP/s" in out
     rows = [line for line in out.splitlines() if "images/s" in line]
-    assert len(rows) == 2 and all("% of peak" in r and "MB peak" in r for r in rows)
+    assert len(rows) == 2 and all(
+        "% of peak" in r and "MB peak" in r for r in rows
+    )
     assert all("cores busy" in r for r in rows)
     # The flags reach each measurement.
-    assert [(c["variant"], c["mode"], c["batch_size"], c["image_size"], c["remat"],
-             c["steps"], c["warmup"], c["min_seconds"]) for c in calls] == [
-        ("ViT_Ti16", mode, 2, 32, True, 1, 1, 0.0) for mode in ("inference", "train")]
+    assert [
+        (
+            c["variant"],
+            c["mode"],
+            c["batch_size"],
+            c["image_size"],
+            c["remat"],
+            c["steps"],
+            c["warmup"],
+            c["min_seconds"],
+        )
+        for c in calls
+    ] == [
+        ("ViT_Ti16", mode, 2, 32, True, 1, 1, 0.0)
+        for mode in ("inference", "train")
+    ]
 
 
 def test_flop_count_matches_the_known_figures():
@@ -64,7 +103,8 @@ def test_flop_count_matches_the_known_figures():
 
 def test_failing_peers_are_reported_not_fatal():
     row = benchmark.measure_in_subprocess(
-        peer="no_such_peer", variant="Ti/16", mode="inference", batch_size=1)
+        peer="no_such_peer", variant="Ti/16", mode="inference", batch_size=1
+    )
     assert "peer='no_such_peer'" in row["error"]
 
 
@@ -79,14 +119,41 @@ def test_profile_times_every_part(capsys, monkeypatch):
     # depth, and compiling a 12-block training step took most of a minute.
     from keras_vit import registry as variants
 
-    monkeypatch.setitem(variants.VARIANTS, "Ti/16",
-                        {**variants.VARIANTS["Ti/16"], "num_layers": 2})
-    assert cli.main(["benchmark", "--model", "Ti/16", "--image-size", "32",
-                     "--batch-size", "2", "--steps", "1", "--warmup", "1",
-                     "--min-seconds", "0", "--profile"]) == 0
+    monkeypatch.setitem(
+        variants.VARIANTS,
+        "Ti/16",
+        {**variants.VARIANTS["Ti/16"], "num_layers": 2},
+    )
+    assert (
+        cli.main(
+            [
+                "benchmark",
+                "--model",
+                "Ti/16",
+                "--image-size",
+                "32",
+                "--batch-size",
+                "2",
+                "--steps",
+                "1",
+                "--warmup",
+                "1",
+                "--min-seconds",
+                "0",
+                "--profile",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    for part in ("forward, XLA off", "training step", "strided Conv2D",
-                 "dot_product_attention", "MultiHeadAttention", "tf.data pipeline"):
+    for part in (
+        "forward, XLA off",
+        "training step",
+        "strided Conv2D",
+        "dot_product_attention",
+        "MultiHeadAttention",
+        "tf.data pipeline",
+    ):
         assert part in out
     assert "(x2 blocks)" in out
 
@@ -98,35 +165,86 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
     assert throughput._jit_choices("auto", "train") == (True,)
     assert throughput._jit_choices(False, "inference") == (False,)
     # Training as `keras-vit train` runs it: not XLA for bfloat16 on a CPU.
-    assert throughput._jit_choices("auto", "train", "mixed_bfloat16", "cpu") == (False,)
-    assert throughput._jit_choices("auto", "train", "mixed_bfloat16", "gpu") == (True,)
-    row = benchmark.measure(peer="keras_vit", variant="Ti/16", mode="inference",
-                            batch_size=1, steps=1, warmup=1, image_size=32)
+    assert throughput._jit_choices(
+        "auto", "train", "mixed_bfloat16", "cpu"
+    ) == (False,)
+    assert throughput._jit_choices(
+        "auto", "train", "mixed_bfloat16", "gpu"
+    ) == (True,)
+    row = benchmark.measure(
+        peer="keras_vit",
+        variant="Ti/16",
+        mode="inference",
+        batch_size=1,
+        steps=1,
+        warmup=1,
+        image_size=32,
+    )
     assert row["xla"] in (True, False) and row["images_per_s"] > 0
     # Whichever setting is faster is the one reported, with its rate.
     for faster in (True, False):
         rates = {faster: 7.0, not faster: 5.0}
+        # The fake is called in this iteration, with this iteration's rates.
         monkeypatch.setattr(
-            throughput, "benchmark",
-            lambda *a, jit_compile, **k: {"inference_images_per_s": rates[jit_compile],
-                                          "inference_cores_busy": rates[jit_compile] / 10})
-        row = benchmark.measure(peer="keras_vit", variant="Ti/16", mode="inference",
-                                batch_size=1, image_size=32)
+            throughput,
+            "benchmark",
+            lambda *a, jit_compile, **k: {
+                "inference_images_per_s": rates[jit_compile],  # noqa: B023
+                "inference_cores_busy": rates[jit_compile] / 10,  # noqa: B023
+            },
+        )
+        row = benchmark.measure(
+            peer="keras_vit",
+            variant="Ti/16",
+            mode="inference",
+            batch_size=1,
+            image_size=32,
+        )
         # ... and the cores busy of that same measurement.
-        assert (row["xla"], row["images_per_s"], row["cores_busy"]) == (faster, 7.0, 0.7)
-    line = suite._format_row({"variant": "Ti/16", "peer": "keras_vit",
-                              "mode": "inference", "batch": 1,
-                              "fraction_of_peak": 0.5, **row})
+        assert (row["xla"], row["images_per_s"], row["cores_busy"]) == (
+            faster,
+            7.0,
+            0.7,
+        )
+    line = suite._format_row(
+        {
+            "variant": "Ti/16",
+            "peer": "keras_vit",
+            "mode": "inference",
+            "batch": 1,
+            "fraction_of_peak": 0.5,
+            **row,
+        }
+    )
     assert line.endswith("XLA")
 
 
 @pytest.mark.slow
 def test_rounds_interleave_and_report_medians(capsys):
-    assert cli.main(
-        ["benchmark", "--model", "Ti/16", "--image-size", "32", "--batch-size", "2",
-         "--steps", "1", "--warmup", "1", "--min-seconds", "0", "--jit-compile", "off",
-         "--rounds", "2"]
-    ) == 0
+    assert (
+        cli.main(
+            [
+                "benchmark",
+                "--model",
+                "Ti/16",
+                "--image-size",
+                "32",
+                "--batch-size",
+                "2",
+                "--steps",
+                "1",
+                "--warmup",
+                "1",
+                "--min-seconds",
+                "0",
+                "--jit-compile",
+                "off",
+                "--rounds",
+                "2",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out.splitlines()
     assert sum(line.startswith("round 1/2") for line in out) == 1
     assert sum(line.startswith("round 2/2") for line in out) == 1
@@ -138,8 +256,14 @@ def test_rounds_interleave_and_report_medians(capsys):
 
 def test_row_takes_the_median_rate_and_the_largest_memory():
     key = ("Ti/16", 1e9, "keras_vit", "inference", 8)
-    results = [{"images_per_s": r, "peak_memory_mb": m, "xla": x}
-               for r, m, x in ((10.0, 900, True), (30.0, 800, False), (20.0, 700, True))]
+    results = [
+        {"images_per_s": r, "peak_memory_mb": m, "xla": x}
+        for r, m, x in (
+            (10.0, 900, True),
+            (30.0, 800, False),
+            (20.0, 700, True),
+        )
+    ]
     row = suite._row(key, results, peak=1e10)
     assert row["images_per_s"] == 20.0 and row["peak_memory_mb"] == 900
     assert row["xla"] is True and row["images_per_s_range"] == (10.0, 30.0)
@@ -153,14 +277,28 @@ def test_min_seconds_must_be_a_number_at_least_zero(capsys):
         with pytest.raises(ValueError, match="min_seconds"):
             benchmark.run_suite(variants=("Ti/16",), min_seconds=bad)
         with pytest.raises(ValueError, match="min_seconds"):
-            benchmark.measure(peer="keras_vit", variant="Ti/16", mode="inference",
-                              batch_size=1, min_seconds=bad)
+            benchmark.measure(
+                peer="keras_vit",
+                variant="Ti/16",
+                mode="inference",
+                batch_size=1,
+                min_seconds=bad,
+            )
     for mode in ([], ["--profile"]):
-        assert cli.main(["benchmark", "--model", "Ti/16", "--min-seconds", "-1", *mode]) == 2
+        assert (
+            cli.main(
+                ["benchmark", "--model", "Ti/16", "--min-seconds", "-1", *mode]
+            )
+            == 2
+        )
         assert "min_seconds=-1.0" in capsys.readouterr().err
 
 
 def test_runtimes_are_timed_for_inference_only():
     for peer in benchmark.RUNTIMES:
-        with pytest.raises(ValueError, match=f"{peer} is timed for inference only"):
-            benchmark.measure(peer=peer, variant="Ti/16", mode="train", batch_size=1)
+        with pytest.raises(
+            ValueError, match=f"{peer} is timed for inference only"
+        ):
+            benchmark.measure(
+                peer=peer, variant="Ti/16", mode="train", batch_size=1
+            )

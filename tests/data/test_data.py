@@ -35,13 +35,17 @@ def test_train_pipeline_shapes_and_reproducibility(fixed_size):
     if not fixed_size:  # images of unknown size take the per-image path
         ds = tf.data.Dataset.from_generator(
             lambda: zip(images, labels),
-            output_signature=(tf.TensorSpec((None, None, 1), tf.uint8),
-                              tf.TensorSpec((), tf.int64)))
+            output_signature=(
+                tf.TensorSpec((None, None, 1), tf.uint8),
+                tf.TensorSpec((), tf.int64),
+            ),
+        )
     aug = data.Augmentation(random_resized_crop=True, flip=True)
 
     def run(seed):
-        pipe = data.train_pipeline(ds, 3, (16, 16), 8, augmentation=aug, seed=seed,
-                                   deterministic=True)
+        pipe = data.train_pipeline(
+            ds, 3, (16, 16), 8, augmentation=aug, seed=seed, deterministic=True
+        )
         return [(x.numpy(), y.numpy()) for x, y in pipe]
 
     first, again, other = run(1), run(1), run(2)
@@ -54,9 +58,17 @@ def test_train_pipeline_shapes_and_reproducibility(fixed_size):
 
 def test_repeat_makes_whole_epochs():
     ds, _, labels = _examples(n=10)
-    pipe = data.train_pipeline(ds, 3, (10, 14), 4, augmentation=data.NO_AUGMENTATION,
-                               shuffle=False, repeat=True, num_examples=10,
-                               deterministic=True)
+    pipe = data.train_pipeline(
+        ds,
+        3,
+        (10, 14),
+        4,
+        augmentation=data.NO_AUGMENTATION,
+        shuffle=False,
+        repeat=True,
+        num_examples=10,
+        deterministic=True,
+    )
     got = [y.numpy().argmax(1) for _, y in pipe.take(4)]
     # 10 examples, batch 4: each epoch is batches [0:4], [4:8]; then again.
     np.testing.assert_array_equal(got[0], labels[:4])
@@ -64,7 +76,9 @@ def test_repeat_makes_whole_epochs():
 
 
 @pytest.mark.parametrize("fixed_size", [True, False])
-def test_a_stream_started_at_an_epoch_is_that_epoch_of_the_whole_stream(fixed_size):
+def test_a_stream_started_at_an_epoch_is_that_epoch_of_the_whole_stream(
+    fixed_size,
+):
     # What a resumed run relies on: every random choice (shuffle order, crop,
     # flip, RandAugment, MixUp / CutMix) is a function of the seed, the epoch
     # and the position in it, not of what the process drew before. (The
@@ -73,17 +87,33 @@ def test_a_stream_started_at_an_epoch_is_that_epoch_of_the_whole_stream(fixed_si
     if not fixed_size:
         ds = tf.data.Dataset.from_generator(
             lambda: zip(images, labels),
-            output_signature=(tf.TensorSpec((None, None, 3), tf.uint8),
-                              tf.TensorSpec((), tf.int64)))
+            output_signature=(
+                tf.TensorSpec((None, None, 3), tf.uint8),
+                tf.TensorSpec((), tf.int64),
+            ),
+        )
     aug = data.Augmentation(rand_augment=2, mixup=0.4, cutmix=1.0)
 
     def epochs(initial_epoch, count, seed=5):
         pipe = data.train_pipeline(
-            ds, 3, (8, 8), 8, augmentation=aug, seed=seed, deterministic=True,
-            repeat=True, num_examples=24, initial_epoch=initial_epoch)
-        batches = [np.concatenate([x.numpy().ravel(), y.numpy().ravel()])
-                   for x, y in pipe.take(3 * count)]
-        return [np.concatenate(batches[3 * i:3 * i + 3]) for i in range(count)]
+            ds,
+            3,
+            (8, 8),
+            8,
+            augmentation=aug,
+            seed=seed,
+            deterministic=True,
+            repeat=True,
+            num_examples=24,
+            initial_epoch=initial_epoch,
+        )
+        batches = [
+            np.concatenate([x.numpy().ravel(), y.numpy().ravel()])
+            for x, y in pipe.take(3 * count)
+        ]
+        return [
+            np.concatenate(batches[3 * i : 3 * i + 3]) for i in range(count)
+        ]
 
     whole = epochs(0, 3)
     np.testing.assert_array_equal(epochs(2, 1)[0], whole[2])
@@ -94,8 +124,12 @@ def test_a_stream_started_at_an_epoch_is_that_epoch_of_the_whole_stream(fixed_si
 
 
 def _flat(batches):
-    return np.concatenate([np.concatenate([x.numpy().ravel(), y.numpy().ravel()])
-                           for x, y in batches])
+    return np.concatenate(
+        [
+            np.concatenate([x.numpy().ravel(), y.numpy().ravel()])
+            for x, y in batches
+        ]
+    )
 
 
 def test_a_stream_that_is_not_repeated_is_one_epoch_per_iteration():
@@ -108,12 +142,21 @@ def test_a_stream_that_is_not_repeated_is_one_epoch_per_iteration():
 
     def pipe(initial_epoch=0, repeat=False):
         return data.train_pipeline(
-            ds, 3, (8, 8), 8, augmentation=aug, seed=3, deterministic=True,
-            shuffle_buffer=24, repeat=repeat, num_examples=24,
-            initial_epoch=initial_epoch)
+            ds,
+            3,
+            (8, 8),
+            8,
+            augmentation=aug,
+            seed=3,
+            deterministic=True,
+            shuffle_buffer=24,
+            repeat=repeat,
+            num_examples=24,
+            initial_epoch=initial_epoch,
+        )
 
     repeated = list(pipe(repeat=True).take(9))
-    whole = [_flat(repeated[3 * i:3 * i + 3]) for i in range(3)]
+    whole = [_flat(repeated[3 * i : 3 * i + 3]) for i in range(3)]
     once = pipe()
     for epoch in range(3):  # each iteration is the next epoch
         np.testing.assert_array_equal(_flat(once), whole[epoch])
@@ -128,21 +171,38 @@ def test_fit_on_a_stream_that_is_not_repeated_resumes_as_uninterrupted():
 
     def pipe(initial_epoch):
         return data.train_pipeline(
-            ds, 3, (8, 8), 4, augmentation=data.Augmentation(), seed=1,
-            deterministic=True, initial_epoch=initial_epoch)
+            ds,
+            3,
+            (8, 8),
+            4,
+            augmentation=data.Augmentation(),
+            seed=1,
+            deterministic=True,
+            initial_epoch=initial_epoch,
+        )
 
     def model():
         keras.utils.set_random_seed(0)
-        m = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Rescaling(1 / 255),
-                              keras.layers.Flatten(), keras.layers.Dense(3)])
-        m.compile(optimizer=keras.optimizers.SGD(0.1), loss="categorical_crossentropy")
+        m = keras.Sequential(
+            [
+                keras.Input((8, 8, 3)),
+                keras.layers.Rescaling(1 / 255),
+                keras.layers.Flatten(),
+                keras.layers.Dense(3),
+            ]
+        )
+        m.compile(
+            optimizer=keras.optimizers.SGD(0.1), loss="categorical_crossentropy"
+        )
         return m
 
     whole = model()
     whole.fit(pipe(0), epochs=3, verbose=0)
     resumed = model()
     resumed.fit(pipe(0), epochs=2, verbose=0)
-    resumed.fit(pipe(2), initial_epoch=2, epochs=3, verbose=0)  # a new process's
+    resumed.fit(
+        pipe(2), initial_epoch=2, epochs=3, verbose=0
+    )  # a new process's
     for got, want in zip(resumed.weights, whole.weights):
         np.testing.assert_array_equal(got.numpy(), want.numpy())
 
@@ -176,22 +236,44 @@ def test_bad_augmentation_and_sizes():
         data.split_validation(ds, 12, 1.5)
 
 
-@pytest.mark.parametrize("name, value", [
-    ("seed", 2**70), ("seed", -1), ("seed", 1.5), ("shuffle_buffer", 0),
-    ("shuffle_buffer", 2**70), ("batch_size", 2**70), ("num_classes", 0),
-    ("num_classes", 2.0), ("num_examples", 0), ("num_examples", 3),
-    ("initial_epoch", 2**23), ("initial_epoch", -1), ("shuffle", "yes"),
-    ("repeat", 1), ("deterministic", None), ("augmentation", "flip"),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("seed", 2**70),
+        ("seed", -1),
+        ("seed", 1.5),
+        ("shuffle_buffer", 0),
+        ("shuffle_buffer", 2**70),
+        ("batch_size", 2**70),
+        ("num_classes", 0),
+        ("num_classes", 2.0),
+        ("num_examples", 0),
+        ("num_examples", 3),
+        ("initial_epoch", 2**23),
+        ("initial_epoch", -1),
+        ("shuffle", "yes"),
+        ("repeat", 1),
+        ("deterministic", None),
+        ("augmentation", "flip"),
+    ],
+)
 def test_train_pipeline_arguments_are_named(name, value):
     # seed=2**70 and shuffle_buffer=0 were TensorFlow's unnamed errors;
     # num_examples below the batch with repeat looped forever on empty
     # epochs.
     ds, _, _ = _examples()
-    args = dict(dataset=ds, num_classes=3, image_size=(8, 8), batch_size=4,
-                repeat=True, num_examples=12)
+    args = dict(
+        dataset=ds,
+        num_classes=3,
+        image_size=(8, 8),
+        batch_size=4,
+        repeat=True,
+        num_examples=12,
+    )
     args[name] = value
-    with pytest.raises(ValueError, match=re.escape(f"Received: {name}={value!r}")):
+    with pytest.raises(
+        ValueError, match=re.escape(f"Received: {name}={value!r}")
+    ):
         data.train_pipeline(**args)
 
 
@@ -223,7 +305,8 @@ def test_holdout_and_subsets_read_only_their_own_images(tmp_path):
         (tmp_path / label).mkdir()
         for i in range(5):
             Image.new("L", (4, 4), 10 * i + (100 if label == "b" else 0)).save(
-                tmp_path / label / f"{i}.png")
+                tmp_path / label / f"{i}.png"
+            )
     d = data.load(f"folder:{tmp_path}")
     assert d.train_labels.tolist() == [0] * 5 + [1] * 5
     values = [int(x.numpy()[0, 0, 0]) for x, _ in d.train]
@@ -232,14 +315,22 @@ def test_holdout_and_subsets_read_only_their_own_images(tmp_path):
     got_train = [int(x.numpy()[0, 0, 0]) for x, _ in train]
     got_held = [int(x.numpy()[0, 0, 0]) for x, _ in held]
     assert sorted(got_train + got_held) == sorted(values)
-    assert got_held == [int(x.numpy()[0, 0, 0]) for x, _ in d.holdout(0.3, seed=1)[1]]
-    assert got_held != [int(x.numpy()[0, 0, 0]) for x, _ in d.holdout(0.3, seed=2)[1]]
+    assert got_held == [
+        int(x.numpy()[0, 0, 0]) for x, _ in d.holdout(0.3, seed=1)[1]
+    ]
+    assert got_held != [
+        int(x.numpy()[0, 0, 0]) for x, _ in d.holdout(0.3, seed=2)[1]
+    ]
     # Only the chosen files are opened: the others may even be broken.
     (tmp_path / "a" / "0.png").write_bytes(b"")
     (tmp_path / "b" / "4.png").write_bytes(b"")
     broken = data.load(f"folder:{tmp_path}")
     assert [int(y) for _, y in broken.subset([2, 5, 7])] == [0, 1, 1]
-    assert [int(x.numpy()[0, 0, 0]) for x, _ in broken.subset([2, 5, 7])] == [20, 100, 120]
+    assert [int(x.numpy()[0, 0, 0]) for x, _ in broken.subset([2, 5, 7])] == [
+        20,
+        100,
+        120,
+    ]
     # Arrays: the same, by index.
     digits = data.load("digits")
     chosen = [int(y) for _, y in digits.subset([0, 10, 20])]
@@ -248,20 +339,33 @@ def test_holdout_and_subsets_read_only_their_own_images(tmp_path):
 
 def test_validation_split_is_disjoint_and_stable():
     ds, _, _ = _examples(n=20)
-    ids = tf.data.Dataset.range(20).map(lambda i: (tf.zeros((2, 2, 1), tf.uint8), i))
+    ids = tf.data.Dataset.range(20).map(
+        lambda i: (tf.zeros((2, 2, 1), tf.uint8), i)
+    )
     train, val, n_train, n_val = data.split_validation(ids, 20, 0.25, seed=3)
     assert (n_train, n_val) == (15, 5)
     a = sorted(int(y) for _, y in train)
     b = sorted(int(y) for _, y in val)
     assert sorted(a + b) == list(range(20))
-    assert b == sorted(int(y) for _, y in data.split_validation(ids, 20, 0.25, seed=3)[1])
+    assert b == sorted(
+        int(y) for _, y in data.split_validation(ids, 20, 0.25, seed=3)[1]
+    )
 
 
 def test_digits():
     d = data.load("digits")
-    assert (d.num_train, d.num_test, d.num_classes, d.channels) == (1437, 360, 10, 1)
+    assert (d.num_train, d.num_test, d.num_classes, d.channels) == (
+        1437,
+        360,
+        10,
+        1,
+    )
     x, y = next(iter(d.train))
-    assert x.shape == (8, 8, 1) and x.dtype == tf.uint8 and int(x.numpy().max()) <= 255
+    assert (
+        x.shape == (8, 8, 1)
+        and x.dtype == tf.uint8
+        and int(x.numpy().max()) <= 255
+    )
 
 
 def _write_idx(path, array):
@@ -280,8 +384,10 @@ def test_fashion_mnist_from_the_keras_cache(tmp_path, monkeypatch):
     x_train, y_train = rng.integers(0, 256, (6, 28, 28)), np.arange(6) % 10
     x_test, y_test = rng.integers(0, 256, (2, 28, 28)), np.array([3, 4])
     for name, array in (
-        ("train-images-idx3-ubyte.gz", x_train), ("train-labels-idx1-ubyte.gz", y_train),
-        ("t10k-images-idx3-ubyte.gz", x_test), ("t10k-labels-idx1-ubyte.gz", y_test),
+        ("train-images-idx3-ubyte.gz", x_train),
+        ("train-labels-idx1-ubyte.gz", y_train),
+        ("t10k-images-idx3-ubyte.gz", x_test),
+        ("t10k-labels-idx1-ubyte.gz", y_test),
     ):
         _write_idx(folder / name, array)
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
@@ -316,8 +422,12 @@ def test_image_folder(tmp_path):
     (tmp_path / "dogs" / "notes.txt").write_text("not an image")
     d = data.load(f"folder:{tmp_path}")
     assert d.class_names == ["cats", "dogs"] and d.num_train == 6
-    x = np.concatenate([b[0].numpy() for b in data.eval_pipeline(d.train, 2, (8, 8), 6)])
-    y = np.concatenate([b[1].numpy() for b in data.eval_pipeline(d.train, 2, (8, 8), 6)])
+    x = np.concatenate(
+        [b[0].numpy() for b in data.eval_pipeline(d.train, 2, (8, 8), 6)]
+    )
+    y = np.concatenate(
+        [b[1].numpy() for b in data.eval_pipeline(d.train, 2, (8, 8), 6)]
+    )
     assert x.shape == (6, 8, 8, 3)
     np.testing.assert_allclose(x[y.argmax(1) == 0], 40, atol=1)
     with pytest.raises(ValueError, match="at least two class sub-folders"):
@@ -325,25 +435,31 @@ def test_image_folder(tmp_path):
         data.load(f"folder:{tmp_path / 'empty'}")
 
 
-
 def test_image_folder_reads_webp_and_names_a_file_that_is_no_image(tmp_path):
     # tf.io.decode_image reads WebP, which the folder reader skipped; a file
     # that is not an image failed as "Unknown image file format", unnamed.
     from PIL import Image
 
-    pixels = np.random.default_rng(0).integers(0, 256, (6, 5, 3), dtype=np.uint8)
+    pixels = np.random.default_rng(0).integers(
+        0, 256, (6, 5, 3), dtype=np.uint8
+    )
     for label in ("a", "b"):
         (tmp_path / label).mkdir()
         Image.fromarray(pixels).save(tmp_path / label / "0.webp", lossless=True)
     d = data.load(f"folder:{tmp_path}")
     assert d.num_train == 2
     np.testing.assert_array_equal(next(iter(d.train))[0].numpy(), pixels)
-    for name, contents in (("html.jpg", b"<html>404</html>"), ("empty.png", b""),
-                           ("short.gif", b"GI")):
+    for name, contents in (
+        ("html.jpg", b"<html>404</html>"),
+        ("empty.png", b""),
+        ("short.gif", b"GI"),
+    ):
         path = tmp_path / "b" / name
         path.write_bytes(contents)
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match=f"{datasets.NOT_AN_IMAGE}.*{name}"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=f"{datasets.NOT_AN_IMAGE}.*{name}",
+        ):
             for _ in data.load(f"folder:{tmp_path}").train:
                 pass
         path.unlink()
@@ -356,12 +472,18 @@ def test_unlabelled_image_folder(tmp_path):
 
     (tmp_path / "trip" / "day2").mkdir(parents=True)
     for i, where in enumerate(["", "trip", "trip/day2"]):
-        Image.new("RGB", (10, 12), (30 * i,) * 3).save(tmp_path / where / f"{i}.jpg")
+        Image.new("RGB", (10, 12), (30 * i,) * 3).save(
+            tmp_path / where / f"{i}.jpg"
+        )
     (tmp_path / "trip" / "notes.txt").write_text("not an image")
     d = data.load(f"folder:{tmp_path}", labels=False)
     assert d.class_names == ["unlabelled"] and d.num_train == 3
-    x = np.concatenate([b[0].numpy() for b in data.eval_pipeline(d.train, 1, (8, 8), 3)])
-    np.testing.assert_allclose(sorted(x.mean(axis=(1, 2, 3))), [0, 30, 60], atol=2)
+    x = np.concatenate(
+        [b[0].numpy() for b in data.eval_pipeline(d.train, 1, (8, 8), 3)]
+    )
+    np.testing.assert_allclose(
+        sorted(x.mean(axis=(1, 2, 3))), [0, 30, 60], atol=2
+    )
     # With labels the same folder is refused: one sub-folder is no classes.
     with pytest.raises(ValueError, match="at least two class sub-folders"):
         data.load(f"folder:{tmp_path}")
@@ -380,24 +502,43 @@ def test_tensorflow_datasets_names(tmp_path):
 
         def _info(self):
             return self.dataset_info_from_configs(
-                features=tfds.features.FeaturesDict({
-                    "image": tfds.features.Image(shape=(12, 12, 3)),
-                    "label": tfds.features.ClassLabel(names=["a", "b", "c"]),
-                }),
+                features=tfds.features.FeaturesDict(
+                    {
+                        "image": tfds.features.Image(shape=(12, 12, 3)),
+                        "label": tfds.features.ClassLabel(
+                            names=["a", "b", "c"]
+                        ),
+                    }
+                ),
                 supervised_keys=("image", "label"),
             )
 
         def _split_generators(self, dl_manager):
-            return {"train": self._generate_examples(9, 0), "test": self._generate_examples(4, 1)}
+            return {
+                "train": self._generate_examples(9, 0),
+                "test": self._generate_examples(4, 1),
+            }
 
         def _generate_examples(self, n, seed):
             rng = np.random.default_rng(seed)
             for i in range(n):
-                yield i, {"image": rng.integers(0, 256, (12, 12, 3), dtype=np.uint8),
-                          "label": i % 3}
+                yield (
+                    i,
+                    {
+                        "image": rng.integers(
+                            0, 256, (12, 12, 3), dtype=np.uint8
+                        ),
+                        "label": i % 3,
+                    },
+                )
 
     d = data.load("keras_vit_tiny_images", data_dir=str(tmp_path))
-    assert (d.num_train, d.num_test, d.class_names, d.channels) == (9, 4, ["a", "b", "c"], 3)
+    assert (d.num_train, d.num_test, d.class_names, d.channels) == (
+        9,
+        4,
+        ["a", "b", "c"],
+        3,
+    )
     # A held-out fraction is the split's tail, read by split slicing.
     every = [x.numpy().tobytes() for x, _ in d.train]
     train, held, n_train, n_held = d.holdout(0.34)
@@ -428,28 +569,44 @@ def test_tensorflow_datasets_without_labels(tmp_path):
 
         def _info(self):
             return self.dataset_info_from_configs(
-                features=tfds.features.FeaturesDict({
-                    "image": tfds.features.Image(shape=(8, 8, 3)),
-                    "id": tfds.features.Text(),
-                }),
+                features=tfds.features.FeaturesDict(
+                    {
+                        "image": tfds.features.Image(shape=(8, 8, 3)),
+                        "id": tfds.features.Text(),
+                    }
+                ),
             )
 
         def _split_generators(self, dl_manager):
-            return {"train": self._generate_examples(3, 10),
-                    "unlabelled": self._generate_examples(5, 20),
-                    "test": self._generate_examples(2, 30)}
+            return {
+                "train": self._generate_examples(3, 10),
+                "unlabelled": self._generate_examples(5, 20),
+                "test": self._generate_examples(2, 30),
+            }
 
         def _generate_examples(self, n, value):
             for i in range(n):
-                yield i, {"image": np.full((8, 8, 3), value, np.uint8), "id": str(i)}
+                yield (
+                    i,
+                    {
+                        "image": np.full((8, 8, 3), value, np.uint8),
+                        "id": str(i),
+                    },
+                )
 
     name = "keras_vit_unlabelled_images"
-    with pytest.raises(ValueError, match=f"no \\(image, label\\).*dataset='{name}'"):
+    with pytest.raises(
+        ValueError, match=f"no \\(image, label\\).*dataset='{name}'"
+    ):
         data.load(name, data_dir=str(tmp_path))
     assert not list(tmp_path.iterdir())  # refused before preparing anything
     d = data.load(name, data_dir=str(tmp_path), labels=False)
     assert (d.num_train, d.num_test, d.class_names, d.channels) == (
-        8, 2, ["unlabelled"], 3)
+        8,
+        2,
+        ["unlabelled"],
+        3,
+    )
     # Both training splits are read, images only, label 0.
     train = [(int(x[0, 0, 0]), int(y)) for x, y in d.train]
     assert sorted(train) == [(10, 0)] * 3 + [(20, 0)] * 5
@@ -461,33 +618,45 @@ def _image_bytes(format, size=(12, 10), seed=0):
 
     from PIL import Image
 
-    pixels = np.random.default_rng(seed).integers(0, 256, (*size, 3), dtype=np.uint8)
+    pixels = np.random.default_rng(seed).integers(
+        0, 256, (*size, 3), dtype=np.uint8
+    )
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format=format)
     return buffer.getvalue()
 
 
 @pytest.mark.parametrize("format", ["JPEG", "PNG", "GIF", "BMP", "WEBP"])
-def test_an_image_cut_short_is_named_where_the_pipeline_reads_it(tmp_path, format):
+def test_an_image_cut_short_is_named_where_the_pipeline_reads_it(
+    tmp_path, format
+):
     # A file with a valid signature that does not decode (a copy cut short)
     # failed with TensorFlow's "Invalid JPEG data", naming no file.
     for label in ("a", "b"):
         (tmp_path / label).mkdir()
         for i in range(3):
-            (tmp_path / label / f"{i}.png").write_bytes(_image_bytes("PNG", seed=i))
+            (tmp_path / label / f"{i}.png").write_bytes(
+                _image_bytes("PNG", seed=i)
+            )
     whole = _image_bytes(format)
     (tmp_path / "b" / "cut").write_bytes(b"")  # (no image extension: not read)
     bad = tmp_path / "b" / f"cut.{format.lower()}"
-    bad.write_bytes(whole[:len(whole) // 2])
+    bad.write_bytes(whole[: len(whole) // 2])
     d = data.load(f"folder:{tmp_path}")
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=f"{re.escape(datasets.NOT_DECODABLE)}.*{bad}"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=f"{re.escape(datasets.NOT_DECODABLE)}.*{bad}",
+    ):
         for _ in d.train:
             pass
     # Wherever it is read: in a training pipeline, shuffled, in parallel.
-    pipe = data.train_pipeline(d.train, 2, (8, 8), 2, repeat=True, num_examples=7)
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=f"{re.escape(datasets.NOT_DECODABLE)}.*{bad}"):
+    pipe = data.train_pipeline(
+        d.train, 2, (8, 8), 2, repeat=True, num_examples=7
+    )
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=f"{re.escape(datasets.NOT_DECODABLE)}.*{bad}",
+    ):
         for _ in pipe.take(20):
             pass
     # The other files read as before, in order, and only the chosen ones are.
@@ -495,7 +664,8 @@ def test_an_image_cut_short_is_named_where_the_pipeline_reads_it(tmp_path, forma
     assert good == [0, 0, 0, 1, 1, 1]
     # A file that is no image is still named as such.
     bad.write_bytes(b"<html>")
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=f"{datasets.NOT_AN_IMAGE}.*{bad}"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=f"{datasets.NOT_AN_IMAGE}.*{bad}"
+    ):
         for _ in data.load(f"folder:{tmp_path}").train:
             pass

@@ -12,7 +12,9 @@ from PIL import Image
 from keras_vit import cli
 from keras_vit import export
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 
 @pytest.fixture(scope="module")
@@ -22,10 +24,22 @@ def cli_export(trained_model_path, tmp_path_factory):
     labels = folder / "labels.txt"
     labels.write_text("".join(f"digit {d}\n" for d in range(10)))
     out = folder / "vit.tflite"
-    code = cli.main([
-        "export", trained_model_path, "--format", "tflite", "--output", str(out),
-        "--quantize", "dynamic", "--labels", str(labels), "--num-images", "50",
-    ])
+    code = cli.main(
+        [
+            "export",
+            trained_model_path,
+            "--format",
+            "tflite",
+            "--output",
+            str(out),
+            "--quantize",
+            "dynamic",
+            "--labels",
+            str(labels),
+            "--num-images",
+            "50",
+        ]
+    )
     assert code == 0
     return out
 
@@ -39,30 +53,51 @@ def test_export_writes_a_verified_file_and_its_labels(cli_export, capsys):
 
 
 def test_verify_command(cli_export, trained_model_path, capsys):
-    code = cli.main([
-        "verify", str(cli_export), "--reference", trained_model_path,
-        "--num-images", "20", "--runtimes", "xnnpack", "builtin",
-    ])
+    code = cli.main(
+        [
+            "verify",
+            str(cli_export),
+            "--reference",
+            trained_model_path,
+            "--num-images",
+            "20",
+            "--runtimes",
+            "xnnpack",
+            "builtin",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "passed" in out and "top-1 agree" in out and "xnnpack" in out
 
 
-def test_verify_command_fails_with_exit_2(cli_export, trained_model_path, capsys,
-                                         monkeypatch):
+def test_verify_command_fails_with_exit_2(
+    cli_export, trained_model_path, capsys, monkeypatch
+):
     # LiteRT returning NaN, as a file that lost its weights does.
     import numpy as np
 
     from keras_vit.export import runtime
 
     monkeypatch.setattr(
-        runtime, "run_tflite",
-        lambda path, images, *args: np.full((len(images), 10), np.nan, "float32"),
+        runtime,
+        "run_tflite",
+        lambda path, images, *args: np.full(
+            (len(images), 10), np.nan, "float32"
+        ),
     )
-    code = cli.main([
-        "verify", str(cli_export), "--reference", trained_model_path,
-        "--num-images", "10", "--runtimes", "xnnpack",
-    ])
+    code = cli.main(
+        [
+            "verify",
+            str(cli_export),
+            "--reference",
+            trained_model_path,
+            "--num-images",
+            "10",
+            "--runtimes",
+            "xnnpack",
+        ]
+    )
     assert code == 2
     assert "keras-vit: error: Verification failed" in capsys.readouterr().err
 
@@ -71,10 +106,22 @@ def test_export_script_and_builder_name(tmp_path):
     # The export/ entry point, with a builder name instead of a file.
     out = tmp_path / "ti.tflite"
     process = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "export", "export_tflite.py"), "ViT_Ti16",
-         "--image-size", "32", "--num-classes", "3", "--output", str(out),
-         "--num-images", "4"],
-        capture_output=True, text=True, cwd=tmp_path,
+        [
+            sys.executable,
+            os.path.join(ROOT, "export", "export_tflite.py"),
+            "ViT_Ti16",
+            "--image-size",
+            "32",
+            "--num-classes",
+            "3",
+            "--output",
+            str(out),
+            "--num-images",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
     )
     assert process.returncode == 0, process.stderr[-3000:]
@@ -90,13 +137,20 @@ def test_tflite_inference_example_uses_litert_only(cli_export, tmp_path):
     Image.fromarray(images[0]).resize((64, 64)).save(picture)
     script = (
         "import runpy, sys\n"
-        f"sys.argv = ['tflite_inference.py', {str(cli_export)!r}, {str(picture)!r}]\n"
-        f"runpy.run_path({os.path.join(ROOT, 'examples', 'tflite_inference.py')!r}, run_name='__main__')\n"
-        "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules\n"
+        f"sys.argv = ['tflite_inference.py', {str(cli_export)!r}, "
+        f"{str(picture)!r}]\n"
+        "runpy.run_path("
+        f"{os.path.join(ROOT, 'examples', 'tflite_inference.py')!r}, "
+        "run_name='__main__')\n"
+        "assert 'tensorflow' not in sys.modules and 'keras' not in "
+        "sys.modules\n"
         "assert 'keras_vit' not in sys.modules\n"
     )
     process = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert process.returncode == 0, process.stderr[-3000:]
     lines = process.stdout.strip().splitlines()
@@ -108,23 +162,36 @@ def test_tflite_inference_example_uses_litert_only(cli_export, tmp_path):
 
 def test_benchmark_export_prints_a_table(random_model, capsys):
     rows = export.benchmark_export(
-        random_model, quantizations=("none", "dynamic"), threads=(1,), runs=3,
-        warmup=1, tensorflow=False, onnx=False, openvino=False,
+        random_model,
+        quantizations=("none", "dynamic"),
+        threads=(1,),
+        runs=3,
+        warmup=1,
+        tensorflow=False,
+        onnx=False,
+        openvino=False,
     )
     assert {(r["runtime"], r["variant"]) for r in rows} == {
-        ("tflite (xnnpack)", "none"), ("tflite (xnnpack)", "dynamic")
+        ("tflite (xnnpack)", "none"),
+        ("tflite (xnnpack)", "dynamic"),
     }
     out = capsys.readouterr().out
     assert "p50 ms" in out and "p90 ms" in out
 
 
-def test_benchmark_export_times_onnx_runtime_and_openvino_when_installed(random_model):
+def test_benchmark_export_times_onnx_runtime_and_openvino_when_installed(
+    random_model,
+):
     pytest.importorskip("tf2onnx")
     pytest.importorskip("onnxruntime")
     pytest.importorskip("openvino")
     rows = export.benchmark_export(
-        random_model, quantizations=("none",), threads=(1, 2), runs=3,
-        warmup=1, tensorflow=False,
+        random_model,
+        quantizations=("none",),
+        threads=(1, 2),
+        runs=3,
+        warmup=1,
+        tensorflow=False,
     )
     for runtime in ("onnxruntime", "openvino"):
         runtime_rows = [r for r in rows if r["runtime"] == runtime]
@@ -133,18 +200,32 @@ def test_benchmark_export_times_onnx_runtime_and_openvino_when_installed(random_
 
 
 @pytest.mark.slow
-def test_benchmark_export_command_with_keras_and_saved_model(random_model_path, capsys):
-    code = cli.main([
-        "benchmark-export", random_model_path, "--quantize", "none", "--threads", "1",
-        "--runs", "3", "--warmup", "1",
-    ])
+def test_benchmark_export_command_with_keras_and_saved_model(
+    random_model_path, capsys
+):
+    code = cli.main(
+        [
+            "benchmark-export",
+            random_model_path,
+            "--quantize",
+            "none",
+            "--threads",
+            "1",
+            "--runs",
+            "3",
+            "--warmup",
+            "1",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     for runtime in ("keras", "saved_model", "tflite (xnnpack)"):
         assert runtime in out
 
 
-def test_sigterm_during_export_leaves_nothing_behind(random_model_path, tmp_path):
+def test_sigterm_during_export_leaves_nothing_behind(
+    random_model_path, tmp_path
+):
     # `timeout` and `kill` send SIGTERM; the export's hidden temporary file
     # must go with the process, as it does on Ctrl-C.
     import signal
@@ -152,9 +233,20 @@ def test_sigterm_during_export_leaves_nothing_behind(random_model_path, tmp_path
 
     out = tmp_path / "vit.tflite"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "keras_vit.cli", "export", random_model_path,
-         "--format", "tflite", "--output", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "keras_vit.cli",
+            "export",
+            random_model_path,
+            "--format",
+            "tflite",
+            "--output",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 300
     while not any(p.name.startswith(".") for p in tmp_path.iterdir()):
@@ -165,4 +257,3 @@ def test_sigterm_during_export_leaves_nothing_behind(random_model_path, tmp_path
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     assert list(tmp_path.iterdir()) == []
-

@@ -13,43 +13,82 @@ from tests.export.helpers import listing
 
 def test_unknown_quantization(random_model, tmp_path):
     with pytest.raises(ValueError, match=r"quantize='int4'"):
-        export.export_tflite(random_model, tmp_path / "m.tflite", quantize="int4")
+        export.export_tflite(
+            random_model, tmp_path / "m.tflite", quantize="int4"
+        )
     assert listing(tmp_path) == []
 
 
-def test_unknown_format_and_quantization_on_the_command_line(random_model_path, tmp_path, capsys):
+def test_unknown_format_and_quantization_on_the_command_line(
+    random_model_path, tmp_path, capsys
+):
     out = str(tmp_path / "m.tflite")
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["export", random_model_path, "--format", "onnx", "--output", out])
+        cli.main(
+            ["export", random_model_path, "--format", "onnx", "--output", out]
+        )
     assert exit_info.value.code == 2
     assert "invalid choice: 'onnx'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["export", random_model_path, "--format", "tflite", "--output", out,
-                  "--quantize", "int4"])
+        cli.main(
+            [
+                "export",
+                random_model_path,
+                "--format",
+                "tflite",
+                "--output",
+                out,
+                "--quantize",
+                "int4",
+            ]
+        )
     assert exit_info.value.code == 2
     assert listing(tmp_path) == []
 
 
-def test_saved_model_refuses_tflite_only_flags(random_model_path, tmp_path, capsys):
-    code = cli.main(["export", random_model_path, "--format", "saved_model",
-                     "--output", str(tmp_path / "sm"), "--quantize", "int8"])
+def test_saved_model_refuses_tflite_only_flags(
+    random_model_path, tmp_path, capsys
+):
+    code = cli.main(
+        [
+            "export",
+            random_model_path,
+            "--format",
+            "saved_model",
+            "--output",
+            str(tmp_path / "sm"),
+            "--quantize",
+            "int8",
+        ]
+    )
     assert code == 2
-    assert "--quantize applies to --format tflite only" in capsys.readouterr().err
+    assert (
+        "--quantize applies to --format tflite only" in capsys.readouterr().err
+    )
     assert listing(tmp_path) == []
 
 
 @pytest.mark.parametrize("quantize", ["int8", "int16x8"])
-def test_calibrated_modes_need_representative_data(random_model, tmp_path, quantize):
+def test_calibrated_modes_need_representative_data(
+    random_model, tmp_path, quantize
+):
     with pytest.raises(ValueError, match="representative_data=None"):
-        export.export_tflite(random_model, tmp_path / "m.tflite", quantize=quantize)
+        export.export_tflite(
+            random_model, tmp_path / "m.tflite", quantize=quantize
+        )
     assert listing(tmp_path) == []
 
 
 def test_representative_data_of_the_wrong_shape(random_model, tmp_path):
     npz = digits_npz(tmp_path / "small.npz", image_size=16)
-    with pytest.raises(ValueError, match=r"shape \(20, 16, 16, 3\).*\(N, 32, 32, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"shape \(20, 16, 16, 3\).*\(N, 32, 32, 3\)"
+    ):
         export.export_tflite(
-            random_model, tmp_path / "m.tflite", quantize="int8", representative_data=npz
+            random_model,
+            tmp_path / "m.tflite",
+            quantize="int8",
+            representative_data=npz,
         )
     assert listing(tmp_path) == ["small.npz"]
 
@@ -58,19 +97,28 @@ def test_representative_data_out_of_pixel_range(random_model, tmp_path):
     images = np.random.default_rng(0).uniform(0, 1, (4, 32, 32, 3)) * 2 - 1
     with pytest.raises(ValueError, match=r"pixel values in \[0, 255\]"):
         export.export_tflite(
-            random_model, tmp_path / "m.tflite", quantize="int8", representative_data=images
+            random_model,
+            tmp_path / "m.tflite",
+            quantize="int8",
+            representative_data=images,
         )
 
 
 def test_unknown_representative_source(random_model, tmp_path):
-    with pytest.raises(ValueError, match="representative_data='no/such/file.npy'"):
+    with pytest.raises(
+        ValueError, match="representative_data='no/such/file.npy'"
+    ):
         export.export_tflite(
-            random_model, tmp_path / "m.tflite", quantize="int8",
+            random_model,
+            tmp_path / "m.tflite",
+            quantize="int8",
             representative_data="no/such/file.npy",
         )
     with pytest.raises(ValueError, match="does not exist"):
         export.export_tflite(
-            random_model, tmp_path / "m.tflite", quantize="int8",
+            random_model,
+            tmp_path / "m.tflite",
+            quantize="int8",
             representative_data="missing.npz",
         )
     assert listing(tmp_path) == []
@@ -84,16 +132,26 @@ def test_output_in_a_missing_folder(random_model, tmp_path):
 
 
 def test_int_io_needs_int8(random_model, tmp_path):
-    with pytest.raises(ValueError, match="io_dtype='uint8' with quantize='dynamic'"):
-        export.export_tflite(random_model, tmp_path / "m.tflite", quantize="dynamic",
-                             io_dtype="uint8")
+    with pytest.raises(
+        ValueError, match="io_dtype='uint8' with quantize='dynamic'"
+    ):
+        export.export_tflite(
+            random_model,
+            tmp_path / "m.tflite",
+            quantize="dynamic",
+            io_dtype="uint8",
+        )
 
 
 def test_labels_must_match_the_classes(random_model, tmp_path):
     labels = tmp_path / "labels.txt"
     labels.write_text("cat\ndog\n")
-    with pytest.raises(ValueError, match="holds 2 class names but the model has 10"):
-        export.export_tflite(random_model, tmp_path / "m.tflite", labels=str(labels))
+    with pytest.raises(
+        ValueError, match="holds 2 class names but the model has 10"
+    ):
+        export.export_tflite(
+            random_model, tmp_path / "m.tflite", labels=str(labels)
+        )
     assert listing(tmp_path) == ["labels.txt"]
 
 
@@ -106,8 +164,9 @@ def test_model_argument(tmp_path):
         export.load_model(str(tmp_path / "none.keras"), image_size=64)
 
 
-
-def test_a_pretraining_model_is_refused_with_a_pointer_to_its_backbone(tmp_path, capsys):
+def test_a_pretraining_model_is_refused_with_a_pointer_to_its_backbone(
+    tmp_path, capsys
+):
     import keras_vit
     from keras_vit.training import MaskedPatchPrediction
     from tests.export.helpers import TINY_EXPORT
@@ -117,26 +176,45 @@ def test_a_pretraining_model_is_refused_with_a_pointer_to_its_backbone(tmp_path,
     path = str(tmp_path / "model.keras")
     mpp.save(path)
     for model in (mpp, path):
-        with pytest.raises(ValueError, match="pre-training model.*backbone.keras"):
+        with pytest.raises(
+            ValueError, match="pre-training model.*backbone.keras"
+        ):
             export.load_model(model)
-    code = cli.main(["export", path, "--format", "tflite", "--output", str(tmp_path / "m.tflite")])
+    code = cli.main(
+        [
+            "export",
+            path,
+            "--format",
+            "tflite",
+            "--output",
+            str(tmp_path / "m.tflite"),
+        ]
+    )
     assert code != 0
     assert "backbone.keras" in capsys.readouterr().err
     assert listing(tmp_path) == ["model.keras"]
 
 
-def test_failed_verification_leaves_nothing(random_model, tmp_path, monkeypatch):
+def test_failed_verification_leaves_nothing(
+    random_model, tmp_path, monkeypatch
+):
     # LiteRT returning NaN (as a file without its weights does): the
     # verification fails, and the file is not written.
     from keras_vit.export import runtime
 
     monkeypatch.setattr(
-        runtime, "run_tflite",
-        lambda path, images, *args: np.full((len(images), 10), np.nan, "float32"),
+        runtime,
+        "run_tflite",
+        lambda path, images, *args: np.full(
+            (len(images), 10), np.nan, "float32"
+        ),
     )
     with pytest.raises(export.VerificationError, match="Nothing was written"):
         export.export_tflite(
-            random_model, tmp_path / "m.tflite", quantize="dynamic", num_verify_images=8,
+            random_model,
+            tmp_path / "m.tflite",
+            quantize="dynamic",
+            num_verify_images=8,
         )
     assert listing(tmp_path) == []
     assert not os.path.exists(tmp_path / "m.json")

@@ -18,10 +18,16 @@ from keras_vit.export import verification
 
 
 def test_the_old_module_path_still_works_and_says_where_it_went(monkeypatch):
-    monkeypatch.delitem(sys.modules, "keras_vit.export.benchmark", raising=False)
+    monkeypatch.delitem(
+        sys.modules, "keras_vit.export.benchmark", raising=False
+    )
     with pytest.warns(DeprecationWarning, match="keras_vit.export.latency"):
         old = importlib.import_module("keras_vit.export.benchmark")
-    assert old.benchmark_export is latency.benchmark_export is export.benchmark_export
+    assert (
+        old.benchmark_export
+        is latency.benchmark_export
+        is export.benchmark_export
+    )
     for name in ("time_tflite", "time_onnx", "time_openvino", "format_table"):
         assert getattr(old, name) is getattr(latency, name)
 
@@ -30,23 +36,43 @@ def test_keras_vit_export_stays_below_the_benchmark_suite():
     # `keras-vit benchmark` (keras_vit.benchmark) times exports; export must
     # not import it back (the two `benchmark` modules imported each other).
     # Nor its own deprecated shim, `keras_vit.export.benchmark`.
-    code = ("import sys; import keras_vit.export\n"
-            "print(sorted(m for m in sys.modules\n"
-            "             if m.startswith(('keras_vit.benchmark', 'keras_vit.export.benchmark'))))")
-    process = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    code = (
+        "import sys; import keras_vit.export\n"
+        "print(sorted(m for m in sys.modules\n"
+        "             if m.startswith(('keras_vit.benchmark', "
+        "'keras_vit.export.benchmark'))))"
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
     assert process.returncode == 0, process.stderr[-3000:]
     assert process.stdout.strip().splitlines()[-1] == "[]"
 
 
 @pytest.mark.slow
-def test_keras_and_the_saved_model_are_timed_by_their_program(random_model, capsys):
+def test_keras_and_the_saved_model_are_timed_by_their_program(
+    random_model, capsys
+):
     # `keras_vit.export.tf_latency`, in a process of its own per thread count.
-    rows = export.benchmark_export(random_model, quantizations=(), threads=(1,), runs=2,
-                                   warmup=0, onnx=False, openvino=False)
+    rows = export.benchmark_export(
+        random_model,
+        quantizations=(),
+        threads=(1,),
+        runs=2,
+        warmup=0,
+        onnx=False,
+        openvino=False,
+    )
     assert [(r["runtime"], r["variant"], r["threads"]) for r in rows] == [
-        ("keras", "float32", 1), ("saved_model", "float32", 1)]
-    assert all(0 < r["p50_ms"] <= r["p90_ms"] and r["bytes"] > 0 for r in rows), rows
+        ("keras", "float32", 1),
+        ("saved_model", "float32", 1),
+    ]
+    assert all(
+        0 < r["p50_ms"] <= r["p90_ms"] and r["bytes"] > 0 for r in rows
+    ), rows
     table = capsys.readouterr().out
     assert "saved_model" in table and "p90 ms" in table
 
@@ -58,17 +84,34 @@ def test_the_saved_model_check_runs_without_keras_vit(random_model, tmp_path):
     export.export_saved_model(random_model, tmp_path / "sm", verify=False)
     poison = tmp_path / "path" / "keras_vit"
     poison.mkdir(parents=True)
-    (poison / "__init__.py").write_text("raise ImportError('imported keras_vit')\n")
-    images = np.random.default_rng(0).uniform(0, 255, (17, 32, 32, 3)).astype("float32")
+    (poison / "__init__.py").write_text(
+        "raise ImportError('imported keras_vit')\n"
+    )
+    images = (
+        np.random.default_rng(0)
+        .uniform(0, 255, (17, 32, 32, 3))
+        .astype("float32")
+    )
     np.save(tmp_path / "images.npy", images)
     program = verification._SAVED_MODEL_CHECK
     package = os.path.dirname(os.path.abspath(keras_vit.__file__))
-    assert os.path.commonpath([program, package]) == package  # installed with the wheel
+    assert (
+        os.path.commonpath([program, package]) == package
+    )  # installed with the wheel
     process = subprocess.run(
-        [sys.executable, program, str(tmp_path / "sm"), str(tmp_path / "images.npy"),
-         str(tmp_path / "out.npz")],
-        capture_output=True, text=True, cwd=tmp_path,
-        env=dict(os.environ, PYTHONPATH=str(poison.parent), TF_CPP_MIN_LOG_LEVEL="2"),
+        [
+            sys.executable,
+            program,
+            str(tmp_path / "sm"),
+            str(tmp_path / "images.npy"),
+            str(tmp_path / "out.npz"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(
+            os.environ, PYTHONPATH=str(poison.parent), TF_CPP_MIN_LOG_LEVEL="2"
+        ),
     )
     assert process.returncode == 0, process.stderr[-3000:]
     info = json.loads(process.stdout.strip().splitlines()[-1])
@@ -78,7 +121,11 @@ def test_the_saved_model_check_runs_without_keras_vit(random_model, tmp_path):
     with np.load(tmp_path / "out.npz") as out:
         # 17 images: a batch of 16 and one of 1, and one image alone.
         np.testing.assert_allclose(out["serving_default"], expected, atol=1e-5)
-        np.testing.assert_allclose(out["serving_default_single"], expected[:1], atol=1e-5)
-        np.testing.assert_allclose(out["serving_uint8"],
-                                   random_model.predict(np.round(images), verbose=0),
-                                   atol=1e-5)
+        np.testing.assert_allclose(
+            out["serving_default_single"], expected[:1], atol=1e-5
+        )
+        np.testing.assert_allclose(
+            out["serving_uint8"],
+            random_model.predict(np.round(images), verbose=0),
+            atol=1e-5,
+        )

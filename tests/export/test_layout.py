@@ -21,7 +21,9 @@ from keras_vit.export import runtime
 from keras_vit.export import tflite
 from keras_vit.export import verification
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 SCRIPTS = os.path.join(ROOT, "export")
 PACKAGE = os.path.join(ROOT, "keras_vit", "export")
 
@@ -30,12 +32,21 @@ PACKAGE = os.path.join(ROOT, "keras_vit", "export")
 #: the verify entry points -> the formats -> the latency tables -> the
 #: package's face -> the command line).
 LAYERS = {
-    "moved": 0, "graph": 0, "models": 0, "representative": 0, "runtime": 0,
+    "moved": 0,
+    "graph": 0,
+    "models": 0,
+    "representative": 0,
+    "runtime": 0,
     "report": 0,
-    "checks": 1, "metadata": 1,
+    "checks": 1,
+    "metadata": 1,
     "verification": 2,
-    "tflite": 3, "saved_model": 3, "onnx": 3, "openvino": 3,
-    "latency": 4, "tf_latency": 4,
+    "tflite": 3,
+    "saved_model": 3,
+    "onnx": 3,
+    "openvino": 3,
+    "latency": 4,
+    "tf_latency": 4,
     # The deprecated shim of `latency`'s old name.
     "benchmark": 5,
     "__init__": 5,
@@ -50,10 +61,21 @@ LONG_FUNCTIONS_ELSEWHERE = set()
 #: export's metadata; `load_model` and `load_images` (image sources) until
 #: their own homes are settled.
 PUBLIC = {
-    "ExportResult", "IO_DTYPES", "ImageSet", "QUANTIZATIONS",
-    "VerificationError", "VerificationReport", "benchmark_export",
-    "export_onnx", "export_openvino", "export_saved_model", "export_tflite",
-    "load_images", "load_model", "read_metadata", "verify",
+    "ExportResult",
+    "IO_DTYPES",
+    "ImageSet",
+    "QUANTIZATIONS",
+    "VerificationError",
+    "VerificationReport",
+    "benchmark_export",
+    "export_onnx",
+    "export_openvino",
+    "export_saved_model",
+    "export_tflite",
+    "load_images",
+    "load_model",
+    "read_metadata",
+    "verify",
 }
 
 #: Names `keras_vit.export` published before, and their homes now.
@@ -98,7 +120,9 @@ def test_the_public_surface_is_what_the_readme_documents():
             getattr(export, name)
     # Every `keras_vit.export.NAME` the README names exists, as a public
     # name or a module of the package.
-    named = re.findall(r"keras_vit\.export\.(\w+)", _read(os.path.join(ROOT, "README.md")))
+    named = re.findall(
+        r"keras_vit\.export\.(\w+)", _read(os.path.join(ROOT, "README.md"))
+    )
     assert named
     for name in named:
         assert name in PUBLIC or os.path.isfile(
@@ -106,14 +130,23 @@ def test_the_public_surface_is_what_the_readme_documents():
         ), name
 
 
-@pytest.mark.parametrize("module, moved", [
-    (export, MOVED_FROM_EXPORT), (verification, MOVED_FROM_VERIFICATION),
-], ids=["keras_vit.export", "verification"])
-def test_moved_names_still_resolve_with_a_warning_naming_their_home(module, moved):
+@pytest.mark.parametrize(
+    "module, moved",
+    [
+        (export, MOVED_FROM_EXPORT),
+        (verification, MOVED_FROM_VERIFICATION),
+    ],
+    ids=["keras_vit.export", "verification"],
+)
+def test_moved_names_still_resolve_with_a_warning_naming_their_home(
+    module, moved
+):
     for name, (home, new_name) in moved.items():
         assert name not in getattr(module, "__all__", ())
         where = re.escape(f"{home.__name__}.{new_name}")
-        with pytest.warns(DeprecationWarning, match=f"{module.__name__}.{name}`.*{where}"):
+        with pytest.warns(
+            DeprecationWarning, match=f"{module.__name__}.{name}`.*{where}"
+        ):
             value = getattr(module, name)
         assert value is getattr(home, new_name), name
 
@@ -138,8 +171,10 @@ def test_unknown_names_are_attribute_errors_and_modules_still_import():
 
 def _graph(ops, weight_bytes=4000, weight_types=("FLOAT32",), ranges=None):
     return graph_lib.Graph(
-        ops=[graph_lib.Op(name, custom, inputs, (), outputs)
-             for name, custom, inputs, outputs in ops],
+        ops=[
+            graph_lib.Op(name, custom, inputs, (), outputs)
+            for name, custom, inputs, outputs in ops
+        ],
         weight_bytes=weight_bytes,
         weight_types={t: weight_bytes for t in weight_types},
         file_bytes=weight_bytes + 1000,
@@ -150,25 +185,41 @@ def _graph(ops, weight_bytes=4000, weight_types=("FLOAT32",), ranges=None):
 def test_op_checks_name_each_fault():
     float32 = [("FULLY_CONNECTED", False, ("FLOAT32",), ("FLOAT32",))]
     assert checks.op_failures(_graph(float32), "none") == []
-    flex = _graph([*float32, ("FlexExtractImagePatches", True, ("FLOAT32",), ("FLOAT32",)),
-                   ("VAR_HANDLE", False, (), ("RESOURCE",))])
+    flex = _graph(
+        [
+            *float32,
+            ("FlexExtractImagePatches", True, ("FLOAT32",), ("FLOAT32",)),
+            ("VAR_HANDLE", False, (), ("RESOURCE",)),
+        ]
+    )
     failures = checks.op_failures(flex, "none")
     assert len(failures) == 2
-    assert "Flex or custom ops" in failures[0] and "FlexExtractImagePatches (x1)" in failures[0]
+    assert (
+        "Flex or custom ops" in failures[0]
+        and "FlexExtractImagePatches (x1)" in failures[0]
+    )
     assert "VAR_HANDLE x1" in failures[1] and "not frozen" in failures[1]
     # An int8 file with a float op inside, and a constant activation.
     int8 = _graph(
-        [("QUANTIZE", False, ("FLOAT32",), ("INT8",)),
-         ("FULLY_CONNECTED", False, ("INT8",), ("INT8",)),
-         ("NEG", False, ("FLOAT32",), ("FLOAT32",))],
-        weight_types=("INT8",), ranges={"head": 2e-6, "block": 0.5},
+        [
+            ("QUANTIZE", False, ("FLOAT32",), ("INT8",)),
+            ("FULLY_CONNECTED", False, ("INT8",), ("INT8",)),
+            ("NEG", False, ("FLOAT32",), ("FLOAT32",)),
+        ],
+        weight_types=("INT8",),
+        ranges={"head": 2e-6, "block": 0.5},
     )
     failures = checks.op_failures(int8, "int8")
     assert "float ops inside a fully quantized graph: NEG (x1)" in failures
-    assert any(f.startswith("1 quantized activation(s)") and "head" in f for f in failures)
+    assert any(
+        f.startswith("1 quantized activation(s)") and "head" in f
+        for f in failures
+    )
     # The file says int8; the caller said float16.
-    assert any("say quantization 'int8', not 'float16'" in f
-               for f in checks.op_failures(int8, "float16"))
+    assert any(
+        "say quantization 'int8', not 'float16'" in f
+        for f in checks.op_failures(int8, "float16")
+    )
 
 
 def test_weight_checks_compare_bytes_with_parameters():
@@ -177,28 +228,54 @@ def test_weight_checks_compare_bytes_with_parameters():
     (failure,) = checks.weight_failures(100, 1000, "none")
     assert "0.10 bytes/parameter; expected 3.8-4.4 for 'none'" in failure
     assert failure.endswith("the weights are missing")
-    (failure,) = checks.weight_failures(3000, 1000, "float16")  # too many, not missing
+    (failure,) = checks.weight_failures(
+        3000, 1000, "float16"
+    )  # too many, not missing
     assert "3.00 bytes/parameter" in failure and "missing" not in failure
     assert checks.saved_model_weight_failures(4000, 1000, 4000) == []
     (failure,) = checks.saved_model_weight_failures(100, 1000, 4000)
-    assert "100 bytes of variables for 1,000 parameters (4,000 bytes in Keras)" in failure
+    assert (
+        "100 bytes of variables for 1,000 parameters (4,000 bytes in Keras)"
+        in failure
+    )
 
 
 def test_limits_and_comparisons():
     assert checks.tflite_limits("int8") == {"max_abs": None, "top1": 0.95}
-    assert checks.tflite_limits("none", 0.5, 1e-3) == {"max_abs": 1e-3, "top1": 0.5}
+    assert checks.tflite_limits("none", 0.5, 1e-3) == {
+        "max_abs": 1e-3,
+        "top1": 0.5,
+    }
     assert checks.saved_model_limits([])["max_abs"] == 1e-4
     assert checks.saved_model_limits(["bfloat16"])["max_abs"] == 5e-2
-    assert checks.saved_model_limits(["bfloat16"], max_abs=0.1)["max_abs"] == 0.1
+    assert (
+        checks.saved_model_limits(["bfloat16"], max_abs=0.1)["max_abs"] == 0.1
+    )
     expected = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
-    close = checks.compare(expected + 1e-5, expected, labels=np.array([0, 1, 1]),
-                           source="s", runtime="xnnpack")
+    close = checks.compare(
+        expected + 1e-5,
+        expected,
+        labels=np.array([0, 1, 1]),
+        source="s",
+        runtime="xnnpack",
+    )
     assert close.num_images == 3 and close.top1_agreement == 1.0
-    assert close.max_abs == pytest.approx(1e-5) and close.accuracy == pytest.approx(2 / 3)
-    flipped = checks.compare(expected[:, ::-1], expected, source="s", runtime="builtin")
-    broken = checks.compare(np.full_like(expected, np.nan), expected, source="s", runtime="reference")
+    assert close.max_abs == pytest.approx(
+        1e-5
+    ) and close.accuracy == pytest.approx(2 / 3)
+    flipped = checks.compare(
+        expected[:, ::-1], expected, source="s", runtime="builtin"
+    )
+    broken = checks.compare(
+        np.full_like(expected, np.nan),
+        expected,
+        source="s",
+        runtime="reference",
+    )
     assert checks.limit_failures([close], checks.LIMITS["none"]) == []
-    assert checks.limit_failures([flipped, broken], {"max_abs": 1e-4, "top1": 0.5}) == [
+    assert checks.limit_failures(
+        [flipped, broken], {"max_abs": 1e-4, "top1": 0.5}
+    ) == [
         "builtin on s: max |Δ| 0.8 > 0.0001",
         "builtin on s: top-1 agreement 0.0000 < 0.5",
         "reference on s: NaN or infinite outputs",
@@ -212,8 +289,11 @@ def test_runtime_names_its_interpreters():
 
 def _scripts_in_readme():
     """`{script: sub-command}` from export/README.md's table."""
-    rows = re.findall(r"^\| `(\w+\.py)[^`]*` \| `keras-vit ([\w-]+)[^`]*` \|",
-                      _read(os.path.join(SCRIPTS, "README.md")), flags=re.M)
+    rows = re.findall(
+        r"^\| `(\w+\.py)[^`]*` \| `keras-vit ([\w-]+)[^`]*` \|",
+        _read(os.path.join(SCRIPTS, "README.md")),
+        flags=re.M,
+    )
     return dict(rows)
 
 
@@ -222,8 +302,12 @@ def test_every_export_script_is_in_its_readme():
     assert scripts and sorted(_scripts_in_readme()) == scripts
 
 
-@pytest.mark.parametrize("script, command", sorted(_scripts_in_readme().items()))
-def test_export_scripts_are_documented_entry_points(script, command, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    "script, command", sorted(_scripts_in_readme().items())
+)
+def test_export_scripts_are_documented_entry_points(
+    script, command, monkeypatch, capsys
+):
     path = os.path.join(SCRIPTS, script)
     doc = runpy.run_path(path)["__doc__"]
     assert f"python export/{script} " in doc  # an example command line
@@ -240,8 +324,11 @@ def test_export_scripts_are_documented_entry_points(script, command, monkeypatch
 def test_the_export_readme_points_to_the_main_one_and_copies_nothing():
     page = _read(os.path.join(SCRIPTS, "README.md"))
     main = _read(os.path.join(ROOT, "README.md"))
-    copied = [line for line in page.splitlines()
-              if len(line.strip()) > 30 and line.strip() in main]
+    copied = [
+        line
+        for line in page.splitlines()
+        if len(line.strip()) > 30 and line.strip() in main
+    ]
     assert copied == []
     (anchor,) = re.findall(r"\(\.\./README\.md#([\w-]+)\)", page)
     headings = [
@@ -257,10 +344,14 @@ def _export_imports(path):
     function-level import counts: it is still a dependency)."""
     names = set()
     for node in ast.walk(ast.parse(_read(path))):
-        if isinstance(node, ast.ImportFrom) and node.module == "keras_vit.export":
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "keras_vit.export"
+        ):
             # A module of the package, or a name of its face.
             names.update(
-                a.name if os.path.isfile(os.path.join(PACKAGE, f"{a.name}.py"))
+                a.name
+                if os.path.isfile(os.path.join(PACKAGE, f"{a.name}.py"))
                 else "__init__"
                 for a in node.names
             )
@@ -286,7 +377,9 @@ def test_export_modules_import_only_lower_layers():
     upward = [
         f"{module} -> {name}"
         for module in modules
-        for name in sorted(_export_imports(os.path.join(PACKAGE, f"{module}.py")))
+        for name in sorted(
+            _export_imports(os.path.join(PACKAGE, f"{module}.py"))
+        )
         if name != module and LAYERS[name] >= LAYERS[module]
     ]
     assert upward == []
@@ -301,15 +394,25 @@ def _long_functions(path, limit=80):
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             length = node.end_lineno - node.lineno + 1
-            body = lines[node.lineno - 1:node.end_lineno]
-            if length > limit and not any(line.strip().startswith("#") for line in body):
+            body = lines[node.lineno - 1 : node.end_lineno]
+            if length > limit and not any(
+                line.strip().startswith("#") for line in body
+            ):
                 found.append(f"{node.name} ({length})")
     return found
 
 
 def test_export_functions_are_short_or_say_why():
-    paths = [os.path.join(PACKAGE, f) for f in os.listdir(PACKAGE) if f.endswith(".py")]
-    paths += [os.path.join(SCRIPTS, f) for f in os.listdir(SCRIPTS) if f.endswith(".py")]
+    paths = [
+        os.path.join(PACKAGE, f)
+        for f in os.listdir(PACKAGE)
+        if f.endswith(".py")
+    ]
+    paths += [
+        os.path.join(SCRIPTS, f)
+        for f in os.listdir(SCRIPTS)
+        if f.endswith(".py")
+    ]
     long = {
         os.path.relpath(path, ROOT): _long_functions(path)
         for path in sorted(paths)
@@ -318,7 +421,9 @@ def test_export_functions_are_short_or_say_why():
     assert {path: names for path, names in long.items() if names} == {}
 
 
-@pytest.mark.parametrize("script", sorted(f for f in os.listdir(SCRIPTS) if f.endswith(".py")))
+@pytest.mark.parametrize(
+    "script", sorted(f for f in os.listdir(SCRIPTS) if f.endswith(".py"))
+)
 def test_export_scripts_are_thin(script):
     # A docstring, the imports of `keras_vit.cli.main`, and the call.
     tree = ast.parse(_read(os.path.join(SCRIPTS, script)))
@@ -326,4 +431,6 @@ def test_export_scripts_are_thin(script):
     kinds = [type(node).__name__ for node in tree.body[1:]]
     assert kinds == ["Import", "ImportFrom", "If"]
     imported = {a.name for node in tree.body[1:3] for a in node.names}
-    assert imported == {"sys", "main"} and tree.body[2].module == "keras_vit.cli"
+    assert (
+        imported == {"sys", "main"} and tree.body[2].module == "keras_vit.cli"
+    )

@@ -1,4 +1,4 @@
-"""ONNX export (optional: tf2onnx and onnxruntime), used to time ONNX Runtime."""
+"""ONNX export (optional: tf2onnx and onnxruntime), to time ONNX Runtime."""
 
 import os
 
@@ -19,8 +19,12 @@ from keras_vit.export import onnx as onnx_lib  # noqa: E402
 def test_onnx_matches_keras_with_exact_gelu(random_model, tmp_path):
     # tf2onnx has no converter for TensorFlow's Erfc (the exact GELU); the
     # registered one must give Keras's outputs.
-    path = export.export_onnx(random_model, tmp_path / "m.onnx", batch_size=None)
-    x = np.random.default_rng(1).uniform(0, 255, (3, *random_model.input_shape[1:]))
+    path = export.export_onnx(
+        random_model, tmp_path / "m.onnx", batch_size=None
+    )
+    x = np.random.default_rng(1).uniform(
+        0, 255, (3, *random_model.input_shape[1:])
+    )
     x = x.astype("float32")
     got = onnx_lib.run_onnx(path, x)
     np.testing.assert_allclose(got, np.asarray(random_model(x)), atol=1e-4)
@@ -35,8 +39,14 @@ def test_relative_position_embeddings_export_to_onnx(tmp_path):
     model = keras_vit.ViT(**TINY_EXPORT, position_embedding="relative")
     randomize_weights(model, seed=2)
     path = export.export_onnx(model, tmp_path / "rel.onnx", batch_size=None)
-    x = np.random.default_rng(1).uniform(0, 255, (3, 32, 32, 3)).astype("float32")
-    np.testing.assert_allclose(onnx_lib.run_onnx(path, x), np.asarray(model(x)), atol=1e-4)
+    x = (
+        np.random.default_rng(1)
+        .uniform(0, 255, (3, 32, 32, 3))
+        .astype("float32")
+    )
+    np.testing.assert_allclose(
+        onnx_lib.run_onnx(path, x), np.asarray(model(x)), atol=1e-4
+    )
 
 
 def test_bad_output_folder_leaves_nothing(random_model, tmp_path):
@@ -47,11 +57,17 @@ def test_bad_output_folder_leaves_nothing(random_model, tmp_path):
 
 
 @pytest.mark.parametrize("external_data", [False, True])
-def test_a_mismatch_leaves_no_file(random_model, tmp_path, external_data, monkeypatch):
+def test_a_mismatch_leaves_no_file(
+    random_model, tmp_path, external_data, monkeypatch
+):
     target = tmp_path / "m.onnx"
     run = onnx_lib.run_onnx
-    monkeypatch.setattr(onnx_lib, "run_onnx", lambda path, x: run(path, x) + 1e-3)
-    with pytest.raises(export.VerificationError, match="differs from Keras by up to 0.001"):
+    monkeypatch.setattr(
+        onnx_lib, "run_onnx", lambda path, x: run(path, x) + 1e-3
+    )
+    with pytest.raises(
+        export.VerificationError, match="differs from Keras by up to 0.001"
+    ):
         export.export_onnx(random_model, target, external_data=external_data)
     assert os.listdir(tmp_path) == []
 
@@ -62,20 +78,32 @@ def test_bad_arguments_are_refused_by_name(random_model, tmp_path):
     from tf2onnx import constants
 
     newest = max(constants.OPSET_TO_IR_VERSION)
-    for kwargs, message in [({"opset": 7}, "opset=7"),
-                            ({"opset": newest + 1}, f"opset={newest + 1}"),
-                            ({"opset": "17"}, "opset='17'"),
-                            ({"atol": -1.0}, "atol=-1.0"),
-                            ({"verify": "yes"}, "verify='yes'")]:
+    for kwargs, message in [
+        ({"opset": 7}, "opset=7"),
+        ({"opset": newest + 1}, f"opset={newest + 1}"),
+        ({"opset": "17"}, "opset='17'"),
+        ({"atol": -1.0}, "atol=-1.0"),
+        ({"verify": "yes"}, "verify='yes'"),
+    ]:
         with pytest.raises(ValueError, match=message):
             export.export_onnx(random_model, tmp_path / "m.onnx", **kwargs)
     assert os.listdir(tmp_path) == []
-    path = export.export_onnx(random_model, tmp_path / "m.onnx", opset=onnx_lib.MIN_OPSET)
-    x = np.random.default_rng(1).uniform(0, 255, (1, 32, 32, 3)).astype("float32")
-    np.testing.assert_allclose(onnx_lib.run_onnx(path, x), np.asarray(random_model(x)), atol=1e-4)
+    path = export.export_onnx(
+        random_model, tmp_path / "m.onnx", opset=onnx_lib.MIN_OPSET
+    )
+    x = (
+        np.random.default_rng(1)
+        .uniform(0, 255, (1, 32, 32, 3))
+        .astype("float32")
+    )
+    np.testing.assert_allclose(
+        onnx_lib.run_onnx(path, x), np.asarray(random_model(x)), atol=1e-4
+    )
 
 
-def test_weights_are_initializers_with_the_models_values(random_model, tmp_path):
+def test_weights_are_initializers_with_the_models_values(
+    random_model, tmp_path
+):
     # The weights are added after conversion instead of frozen into the
     # graph tf2onnx copies: each must be an initializer holding its value,
     # and the images the only input.
@@ -89,7 +117,8 @@ def test_weights_are_initializers_with_the_models_values(random_model, tmp_path)
     for weight in random_model.weights:
         value = np.asarray(weight.numpy())
         assert any(
-            i.shape == value.shape and np.array_equal(i, value) for i in initializers
+            i.shape == value.shape and np.array_equal(i, value)
+            for i in initializers
         ), weight.path
 
 
@@ -117,38 +146,58 @@ def test_dropout_seed_state_is_not_left_in_the_file(tmp_path):
     # never reads; they must not become (unused) initializers.
     import onnx
 
-    model = keras_vit.ViT(**TINY_EXPORT, dropout_rate=0.1, attention_dropout_rate=0.1)
+    model = keras_vit.ViT(
+        **TINY_EXPORT, dropout_rate=0.1, attention_dropout_rate=0.1
+    )
     path = export.export_onnx(model, tmp_path / "m.onnx")
     graph = onnx.load(path).graph
     used = {name for node in graph.node for name in node.input}
     assert all(t.name in used for t in graph.initializer)
 
 
-def test_external_data_writes_the_weights_beside_the_model(random_model, tmp_path):
-    path = export.export_onnx(random_model, tmp_path / "m.onnx", external_data=True)
+def test_external_data_writes_the_weights_beside_the_model(
+    random_model, tmp_path
+):
+    path = export.export_onnx(
+        random_model, tmp_path / "m.onnx", external_data=True
+    )
     assert sorted(os.listdir(tmp_path)) == ["m.onnx", "m.onnx.data"]
     umask = os.umask(0)
     os.umask(umask)
     for name in ("m.onnx", "m.onnx.data"):  # not onnx's private 0600
         assert os.stat(tmp_path / name).st_mode & 0o777 == 0o666 & ~umask
     sizes = [np.asarray(w.numpy()).nbytes for w in random_model.weights]
-    moved = sum(n for n in sizes if n >= 1024)  # onnx keeps those under 1 KB inline
+    moved = sum(
+        n for n in sizes if n >= 1024
+    )  # onnx keeps those under 1 KB inline
     assert os.path.getsize(tmp_path / "m.onnx.data") >= moved
-    single = export.export_onnx(random_model, tmp_path / "single.onnx", verify=False)
-    assert os.path.getsize(single) - os.path.getsize(path) > 0.9 * moved  # less the references to it
-    x = np.random.default_rng(2).uniform(0, 255, (1, *random_model.input_shape[1:]))
+    single = export.export_onnx(
+        random_model, tmp_path / "single.onnx", verify=False
+    )
+    assert (
+        os.path.getsize(single) - os.path.getsize(path) > 0.9 * moved
+    )  # less the references to it
+    x = np.random.default_rng(2).uniform(
+        0, 255, (1, *random_model.input_shape[1:])
+    )
     got = onnx_lib.run_onnx(path, x.astype("float32"))
     np.testing.assert_allclose(got, np.asarray(random_model(x)), atol=1e-4)
 
 
-def test_large_weights_go_to_external_data_by_default(random_model, tmp_path, monkeypatch):
+def test_large_weights_go_to_external_data_by_default(
+    random_model, tmp_path, monkeypatch
+):
     # Above EXTERNAL_DATA_BYTES (ONNX files stop at 2 GiB; ViT-H/14 has
     # 2.5 GB of weights); a tiny threshold stands in for a huge model.
     export.export_onnx(random_model, tmp_path / "small.onnx")
     assert sorted(os.listdir(tmp_path)) == ["small.onnx"]
     monkeypatch.setattr(onnx_lib, "EXTERNAL_DATA_BYTES", 1000)
     export.export_onnx(random_model, tmp_path / "big.onnx")
-    assert sorted(os.listdir(tmp_path)) == ["big.onnx", "big.onnx.data", "small.onnx"]
+    assert sorted(os.listdir(tmp_path)) == [
+        "big.onnx",
+        "big.onnx.data",
+        "small.onnx",
+    ]
 
 
 def test_weights_over_two_gib_without_external_data_is_a_clear_error(
@@ -157,7 +206,9 @@ def test_weights_over_two_gib_without_external_data_is_a_clear_error(
     # The tiny model's weights reported as 2 GiB stand in for ViT-H/14's.
     monkeypatch.setattr(onnx_lib, "_weights_bytes", lambda proto: 1 << 31)
     with pytest.raises(ValueError, match=r"2\.15 GB.*external_data=False"):
-        export.export_onnx(random_model, tmp_path / "m.onnx", external_data=False)
+        export.export_onnx(
+            random_model, tmp_path / "m.onnx", external_data=False
+        )
     assert os.listdir(tmp_path) == []
 
 
@@ -175,5 +226,11 @@ def test_a_mixed_bfloat16_model_exports_as_float32(tmp_path):
     reference = keras_vit.ViT(**TINY_EXPORT)
     reference.set_weights(mixed.get_weights())
     path = export.export_onnx(mixed, tmp_path / "m.onnx")
-    x = np.random.default_rng(1).uniform(0, 255, (1, 32, 32, 3)).astype("float32")
-    np.testing.assert_allclose(onnx_lib.run_onnx(path, x), np.asarray(reference(x)), atol=1e-4)
+    x = (
+        np.random.default_rng(1)
+        .uniform(0, 255, (1, 32, 32, 3))
+        .astype("float32")
+    )
+    np.testing.assert_allclose(
+        onnx_lib.run_onnx(path, x), np.asarray(reference(x)), atol=1e-4
+    )

@@ -32,7 +32,8 @@ def snapshot(folder):
 
 @pytest.fixture
 def run(random_model_path, tmp_path):
-    """A `keras-vit train` run folder: model.keras, best.keras, backup/, logs/."""
+    """A `keras-vit train` run folder: model.keras, best.keras, backup/,
+    logs/."""
     folder = tmp_path / "runs" / "digits"
     (folder / "backup").mkdir(parents=True)
     (folder / "logs").mkdir()
@@ -50,25 +51,44 @@ def _cli(*args):
 
 # Item 1: a SavedModel over the run folder.
 
+
 @pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
-def test_saved_model_over_the_run_folder_is_refused(run, tmp_path, capsys, overwrite):
+def test_saved_model_over_the_run_folder_is_refused(
+    run, tmp_path, capsys, overwrite
+):
     before = snapshot(tmp_path)
-    code = _cli(run / "model.keras", "--format", "saved_model", "--output", run, *overwrite)
+    code = _cli(
+        run / "model.keras",
+        "--format",
+        "saved_model",
+        "--output",
+        run,
+        *overwrite,
+    )
     assert code == 2
     err = capsys.readouterr().err
-    assert "keras-vit: error: `output` holds an input" in err and "model.keras" in err
+    assert (
+        "keras-vit: error: `output` holds an input" in err
+        and "model.keras" in err
+    )
     assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
-def test_saved_model_over_the_run_folder_is_refused_in_python(run, tmp_path, overwrite):
+def test_saved_model_over_the_run_folder_is_refused_in_python(
+    run, tmp_path, overwrite
+):
     before = snapshot(tmp_path)
     with pytest.raises(ValueError, match="`output` holds an input"):
-        export.export_saved_model(str(run / "model.keras"), run, overwrite=overwrite)
+        export.export_saved_model(
+            str(run / "model.keras"), run, overwrite=overwrite
+        )
     assert snapshot(tmp_path) == before
 
 
-def test_saved_model_over_a_folder_that_is_not_an_export_is_refused(run, tmp_path, capsys):
+def test_saved_model_over_a_folder_that_is_not_an_export_is_refused(
+    run, tmp_path, capsys
+):
     # The model is loaded from elsewhere: the run folder is not an input,
     # but it is not a SavedModel either.
     model = tmp_path / "model.keras"
@@ -83,25 +103,38 @@ def test_saved_model_over_a_folder_that_is_not_an_export_is_refused(run, tmp_pat
 
 
 def test_saved_model_refuses_a_folder_holding_a_data_source_even_with_overwrite(
-        random_model_path, tmp_path):
+    random_model_path, tmp_path
+):
     data = tmp_path / "out" / "photos"
     data.mkdir(parents=True)
     (data / "a.npz").write_bytes(b"not really")
     before = snapshot(tmp_path)
     with pytest.raises(ValueError, match="holds an input.*a.npz"):
-        export.export_saved_model(random_model_path, tmp_path / "out",
-                                  verify_data=str(data / "a.npz"), overwrite=True)
+        export.export_saved_model(
+            random_model_path,
+            tmp_path / "out",
+            verify_data=str(data / "a.npz"),
+            overwrite=True,
+        )
     with pytest.raises(ValueError, match="holds an input.*photos"):
-        export.export_saved_model(random_model_path, tmp_path / "out",
-                                  verify_data=f"folder:{data}", overwrite=True)
+        export.export_saved_model(
+            random_model_path,
+            tmp_path / "out",
+            verify_data=f"folder:{data}",
+            overwrite=True,
+        )
     assert snapshot(tmp_path) == before
 
 
-def test_an_earlier_saved_model_export_with_files_added_is_not_replaced(tmp_path):
+def test_an_earlier_saved_model_export_with_files_added_is_not_replaced(
+    tmp_path,
+):
     folder = tmp_path / "sm"
     (folder / "variables").mkdir(parents=True)
     (folder / "saved_model.pb").write_bytes(b"pb")
-    (folder / "keras_vit.json").write_text('{"format": "saved_model", "keras_vit_version": "0"}')
+    (folder / "keras_vit.json").write_text(
+        '{"format": "saved_model", "keras_vit_version": "0"}'
+    )
     assert saved_model_lib.is_saved_model_export(folder)
     # TF Serving's warm-up requests, added by hand after the export.
     (folder / "assets.extra").mkdir()
@@ -111,16 +144,27 @@ def test_an_earlier_saved_model_export_with_files_added_is_not_replaced(tmp_path
     other.mkdir()
     (other / "saved_model.pb").write_bytes(b"pb")
     assert not saved_model_lib.is_saved_model_export(other)
-    with pytest.raises(ValueError, match="not a SavedModel exported by keras_vit"):
+    with pytest.raises(
+        ValueError, match="not a SavedModel exported by keras_vit"
+    ):
         saved_model_lib.check_output(other)
 
 
 # Item 2: the sidecar over the .tflite file, or over a user's file.
 
-def test_tflite_output_ending_in_json_is_refused(random_model_path, tmp_path, capsys,
-                                                monkeypatch):
+
+def test_tflite_output_ending_in_json_is_refused(
+    random_model_path, tmp_path, capsys, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
-    code = _cli(random_model_path, "--format", "tflite", "--output", "vit.json", "--no-verify")
+    code = _cli(
+        random_model_path,
+        "--format",
+        "tflite",
+        "--output",
+        "vit.json",
+        "--no-verify",
+    )
     assert code == 2
     assert "its own metadata" in capsys.readouterr().err
     with pytest.raises(ValueError, match="output='vit.json'"):
@@ -128,30 +172,55 @@ def test_tflite_output_ending_in_json_is_refused(random_model_path, tmp_path, ca
     assert os.listdir(tmp_path) == []
 
 
-def test_the_sidecar_never_replaces_a_users_json_or_an_input(random_model_path, tmp_path, capsys):
+def test_the_sidecar_never_replaces_a_users_json_or_an_input(
+    random_model_path, tmp_path, capsys
+):
     mine = tmp_path / "vit.json"
     mine.write_text('{"my": "settings"}')
     labels = tmp_path / "names.json"
     labels.write_text("".join(f"c{i}\n" for i in range(10)))
     before = snapshot(tmp_path)
-    code = _cli(random_model_path, "--format", "tflite", "--output", tmp_path / "vit.tflite",
-                "--no-verify")
+    code = _cli(
+        random_model_path,
+        "--format",
+        "tflite",
+        "--output",
+        tmp_path / "vit.tflite",
+        "--no-verify",
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert "metadata" in err and "vit.json" in err and "vit.tflite" in err
     with pytest.raises(ValueError, match="is an input.*names.json"):
-        export.export_tflite(random_model_path, tmp_path / "names.tflite",
-                             labels=str(labels), verify=False, overwrite=True)
+        export.export_tflite(
+            random_model_path,
+            tmp_path / "names.tflite",
+            labels=str(labels),
+            verify=False,
+            overwrite=True,
+        )
     assert snapshot(tmp_path) == before
 
 
 # Item 3: the TFLite bytes over the trained model.
 
+
 def test_tflite_over_the_input_model_is_refused(run, tmp_path, capsys):
     before = snapshot(tmp_path)
     model = run / "model.keras"
     for extra in ([], ["--overwrite"]):
-        assert _cli(model, "--format", "tflite", "--output", model, "--no-verify", *extra) == 2
+        assert (
+            _cli(
+                model,
+                "--format",
+                "tflite",
+                "--output",
+                model,
+                "--no-verify",
+                *extra,
+            )
+            == 2
+        )
         assert "`output` is an input" in capsys.readouterr().err
     # Through a symbolic link too.
     link = tmp_path / "link.keras"
@@ -163,11 +232,23 @@ def test_tflite_over_the_input_model_is_refused(run, tmp_path, capsys):
     assert snapshot(tmp_path) == before
 
 
-def test_tflite_over_another_file_is_refused_unless_overwrite(run, tmp_path, capsys):
+def test_tflite_over_another_file_is_refused_unless_overwrite(
+    run, tmp_path, capsys
+):
     # best.keras is not the input, but it is not a TFLite file either.
     before = snapshot(tmp_path)
     best = run / "best.keras"
-    assert _cli(run / "model.keras", "--format", "tflite", "--output", best, "--no-verify") == 2
+    assert (
+        _cli(
+            run / "model.keras",
+            "--format",
+            "tflite",
+            "--output",
+            best,
+            "--no-verify",
+        )
+        == 2
+    )
     assert "pass overwrite=True (--overwrite)" in capsys.readouterr().err
     with pytest.raises(ValueError, match="not a TFLite file"):
         export.export_tflite(str(run / "model.keras"), best, verify=False)
@@ -175,11 +256,14 @@ def test_tflite_over_another_file_is_refused_unless_overwrite(run, tmp_path, cap
 
 
 def test_tflite_outputs_replace_earlier_exports_and_with_overwrite_other_files(
-        random_model_path, tmp_path):
+    random_model_path, tmp_path
+):
     out = tmp_path / "vit.tflite"
     export.export_tflite(random_model_path, out, verify=False)
     first = snapshot(tmp_path)
-    export.export_tflite(random_model_path, out, verify=False, batch_size=None)  # replaced
+    export.export_tflite(
+        random_model_path, out, verify=False, batch_size=None
+    )  # replaced
     assert sorted(snapshot(tmp_path)) == ["vit.json", "vit.tflite"]
     assert snapshot(tmp_path) != first
     other = tmp_path / "notes.bin"
@@ -188,18 +272,30 @@ def test_tflite_outputs_replace_earlier_exports_and_with_overwrite_other_files(
     assert tflite_lib.is_tflite(other)
 
 
-def test_the_cli_sees_a_weights_file_as_an_input(random_model_path, tmp_path, capsys):
+def test_the_cli_sees_a_weights_file_as_an_input(
+    random_model_path, tmp_path, capsys
+):
     weights = tmp_path / "w.npz"
     weights.write_bytes(b"weights")
     before = snapshot(tmp_path)
-    code = _cli(random_model_path, "--weights", weights, "--format", "tflite",
-                "--output", weights, "--overwrite", "--no-verify")
+    code = _cli(
+        random_model_path,
+        "--weights",
+        weights,
+        "--format",
+        "tflite",
+        "--output",
+        weights,
+        "--overwrite",
+        "--no-verify",
+    )
     assert code == 2
     assert "`output` is an input" in capsys.readouterr().err
     assert snapshot(tmp_path) == before
 
 
 # The other exporters follow the same rule.
+
 
 def test_onnx_and_openvino_outputs_follow_the_rule(random_model_path, tmp_path):
     model_copy = tmp_path / "m.keras"
@@ -210,26 +306,42 @@ def test_onnx_and_openvino_outputs_follow_the_rule(random_model_path, tmp_path):
     (tmp_path / "new.bin").write_bytes(b"mine")
     before = snapshot(tmp_path)
     with pytest.raises(ValueError, match="`output` is an input"):
-        onnx_lib.check_output(str(model_copy), [str(model_copy)], overwrite=True)
+        onnx_lib.check_output(
+            str(model_copy), [str(model_copy)], overwrite=True
+        )
     with pytest.raises(ValueError, match="`weights` is an input"):
-        openvino_lib.check_output(tmp_path / "new.xml", [tmp_path / "new.bin"], overwrite=True)
+        openvino_lib.check_output(
+            tmp_path / "new.xml", [tmp_path / "new.bin"], overwrite=True
+        )
     with pytest.raises(ValueError, match="not an ONNX model"):
         export.export_onnx(str(model_copy), tmp_path / "vit.onnx")
-    with pytest.raises(ValueError, match=r"data.*Received: data=.*new.onnx.data.*beside output"):
+    with pytest.raises(
+        ValueError, match=r"data.*Received: data=.*new.onnx.data.*beside output"
+    ):
         onnx_lib.check_output(tmp_path / "new.onnx")
     with pytest.raises(ValueError, match="not an OpenVINO model"):
         openvino_lib.check_output(tmp_path / "vit.xml")
-    with pytest.raises(ValueError, match=r"Received: weights=.*new.bin.*beside output"):
+    with pytest.raises(
+        ValueError, match=r"Received: weights=.*new.bin.*beside output"
+    ):
         openvino_lib.check_output(tmp_path / "new.xml")
     assert snapshot(tmp_path) == before
     # What the exporters write is recognised as theirs.
     (tmp_path / "t.onnx").write_bytes(b"\x08\x08\x12\x07tf2onnx\x1a\x0b1.17.0")
-    (tmp_path / "t.xml").write_text('<?xml version="1.0"?>\n<net name="x" version="11">\n')
-    assert onnx_lib.check_output(tmp_path / "t.onnx") == str(tmp_path / "t.onnx")
-    assert openvino_lib.check_output(tmp_path / "t.xml") == str(tmp_path / "t.xml")
+    (tmp_path / "t.xml").write_text(
+        '<?xml version="1.0"?>\n<net name="x" version="11">\n'
+    )
+    assert onnx_lib.check_output(tmp_path / "t.onnx") == str(
+        tmp_path / "t.onnx"
+    )
+    assert openvino_lib.check_output(tmp_path / "t.xml") == str(
+        tmp_path / "t.xml"
+    )
 
 
-def test_export_openvino_refuses_a_file_it_did_not_write(random_model_path, tmp_path):
+def test_export_openvino_refuses_a_file_it_did_not_write(
+    random_model_path, tmp_path
+):
     pytest.importorskip("openvino")
     (tmp_path / "vit.bin").write_bytes(b"mine")
     before = snapshot(tmp_path)
@@ -238,45 +350,82 @@ def test_export_openvino_refuses_a_file_it_did_not_write(random_model_path, tmp_
     assert snapshot(tmp_path) == before
 
 
-def test_benchmark_export_checks_its_outputs_before_the_first_export(random_model, tmp_path,
-                                                                     monkeypatch):
+def test_benchmark_export_checks_its_outputs_before_the_first_export(
+    random_model, tmp_path, monkeypatch
+):
     name = random_model.name
     (tmp_path / f"{name}_dynamic.tflite").write_bytes(b"mine")
     before = snapshot(tmp_path)
-    monkeypatch.setattr(tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted"))
+    monkeypatch.setattr(
+        tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted")
+    )
     with pytest.raises(ValueError, match=f"{name}_dynamic.tflite") as info:
-        export.benchmark_export(random_model, quantizations=("none", "dynamic"),
-                                threads=(1,), runs=1, tensorflow=False, onnx=False,
-                                openvino=False, output_dir=tmp_path)
-    assert "overwrite" not in str(info.value)  # benchmark_export has no such option
+        export.benchmark_export(
+            random_model,
+            quantizations=("none", "dynamic"),
+            threads=(1,),
+            runs=1,
+            tensorflow=False,
+            onnx=False,
+            openvino=False,
+            output_dir=tmp_path,
+        )
+    assert "overwrite" not in str(
+        info.value
+    )  # benchmark_export has no such option
     assert snapshot(tmp_path) == before
 
 
 @pytest.mark.slow
-def test_benchmark_export_keeps_its_keras_copy_out_of_output_dir(random_model, tmp_path):
-    # It used to save `<name>.keras` into output_dir, over any file of that name.
+def test_benchmark_export_keeps_its_keras_copy_out_of_output_dir(
+    random_model, tmp_path
+):
+    # It used to save `<name>.keras` into output_dir, over any file of that
+    # name.
     mine = tmp_path / f"{random_model.name}.keras"
     mine.write_bytes(b"my own model")
-    export.benchmark_export(random_model, quantizations=(), threads=(1,), runs=1,
-                            warmup=0, output_dir=tmp_path, onnx=False, openvino=False,
-                            print_fn=None)
+    export.benchmark_export(
+        random_model,
+        quantizations=(),
+        threads=(1,),
+        runs=1,
+        warmup=0,
+        output_dir=tmp_path,
+        onnx=False,
+        openvino=False,
+        print_fn=None,
+    )
     assert mine.read_bytes() == b"my own model"
-    assert sorted(os.listdir(tmp_path)) == [mine.name, f"{random_model.name}_saved_model"]
+    assert sorted(os.listdir(tmp_path)) == [
+        mine.name,
+        f"{random_model.name}_saved_model",
+    ]
 
 
 # Item 10: an unwritable folder fails before the conversion.
 
+
 @pytest.mark.parametrize("fmt", ["tflite", "saved_model"])
-def test_an_unwritable_output_folder_fails_before_the_conversion(random_model_path, tmp_path,
-                                                                 monkeypatch, capsys, fmt):
+def test_an_unwritable_output_folder_fails_before_the_conversion(
+    random_model_path, tmp_path, monkeypatch, capsys, fmt
+):
     folder = tmp_path / "readonly"
     folder.mkdir()
-    monkeypatch.setattr(tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted"))
-    monkeypatch.setattr(saved_model_lib, "build_archive", lambda *a: pytest.fail("converted"))
+    monkeypatch.setattr(
+        tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted")
+    )
+    monkeypatch.setattr(
+        saved_model_lib, "build_archive", lambda *a: pytest.fail("converted")
+    )
     real_access = os.access
     monkeypatch.setattr(
-        os, "access",
-        lambda path, mode, **kw: False if os.fspath(path) == str(folder) else real_access(path, mode, **kw),
+        os,
+        "access",
+        lambda path, mode, **kw: (
+            False
+            if os.fspath(path) == str(folder)
+            else real_access(path, mode, **kw)
+        ),
     )
     out = folder / ("vit.tflite" if fmt == "tflite" else "sm")
     assert _cli(random_model_path, "--format", fmt, "--output", out) == 2
@@ -284,14 +433,19 @@ def test_an_unwritable_output_folder_fails_before_the_conversion(random_model_pa
     assert os.listdir(folder) == []
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
-                    reason="root writes into read-only folders")
-def test_a_read_only_output_folder_fails_before_the_conversion(random_model_path, tmp_path,
-                                                               monkeypatch):
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() == 0,
+    reason="root writes into read-only folders",
+)
+def test_a_read_only_output_folder_fails_before_the_conversion(
+    random_model_path, tmp_path, monkeypatch
+):
     folder = tmp_path / "readonly"
     folder.mkdir()
     folder.chmod(0o555)
-    monkeypatch.setattr(tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted"))
+    monkeypatch.setattr(
+        tflite_lib, "tflite_bytes", lambda *a, **k: pytest.fail("converted")
+    )
     try:
         with pytest.raises(ValueError, match="not writable"):
             export.export_tflite(random_model_path, folder / "vit.tflite")

@@ -49,7 +49,11 @@ def test_images_from_npz(tmp_path):
     np.savez(tmp_path / "single.npz", x=images)
     np.savez(tmp_path / "two.npz", x=images, y=images)
     named = load_images(str(tmp_path / "named.npz"), (8, 8), limit=3)
-    assert named.images.shape == (3, 8, 8, 3) and named.labels.tolist() == [0, 1, 2]
+    assert named.images.shape == (3, 8, 8, 3) and named.labels.tolist() == [
+        0,
+        1,
+        2,
+    ]
     assert load_images(str(tmp_path / "single.npz"), (8, 8)).labels is None
     with pytest.raises(ValueError, match="exactly one"):
         load_images(str(tmp_path / "two.npz"), (8, 8))
@@ -91,16 +95,28 @@ def test_float32_copy_of_mixed_precision_models():
     import keras_vit
     from keras_vit.export import models
 
-    model = keras_vit.ViT(image_size=16, patch_size=8, hidden_dim=8, num_layers=1,
-                          num_heads=2, mlp_dim=16, num_classes=3)
+    model = keras_vit.ViT(
+        image_size=16,
+        patch_size=8,
+        hidden_dim=8,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=16,
+        num_classes=3,
+    )
     assert models.float32_model(model) is model  # nothing to do
     # Any functional model: cloned layer by layer, a nested model included.
     inner_inputs = keras.Input((4,))
-    inner = keras.Model(inner_inputs, keras.layers.Dense(6, dtype="mixed_bfloat16")(inner_inputs))
+    inner = keras.Model(
+        inner_inputs,
+        keras.layers.Dense(6, dtype="mixed_bfloat16")(inner_inputs),
+    )
     inputs = keras.Input((4,))
     outputs = keras.layers.Dense(2, dtype="mixed_float16")(inner(inputs))
     mixed = keras.Model(inputs, outputs)
-    mixed.set_weights([np.full(w.shape, 0.3, "float32") for w in mixed.get_weights()])
+    mixed.set_weights(
+        [np.full(w.shape, 0.3, "float32") for w in mixed.get_weights()]
+    )
     assert models.non_float32_dtypes(mixed) == ["bfloat16", "float16"]
     copy = models.float32_model(mixed)
     assert models.non_float32_dtypes(copy) == []
@@ -116,12 +132,18 @@ def test_grayscale_images_for_one_channel_models(tmp_path):
     gray = load_images("digits", (16, 16), num_channels=1, limit=5)
     rgb = load_images("digits", (16, 16), limit=5)
     assert gray.images.shape == (5, 16, 16, 1)
-    np.testing.assert_allclose(gray.images[..., 0], rgb.images[..., 0], atol=1e-3)
+    np.testing.assert_allclose(
+        gray.images[..., 0], rgb.images[..., 0], atol=1e-3
+    )
     _write_pngs(tmp_path / "photos", 2, size=(16, 16))
-    photos = load_images(f"folder:{tmp_path / 'photos'}", (16, 16), num_channels=1)
+    photos = load_images(
+        f"folder:{tmp_path / 'photos'}", (16, 16), num_channels=1
+    )
     colour = load_images(f"folder:{tmp_path / 'photos'}", (16, 16))
     np.testing.assert_allclose(
-        photos.images[..., 0], colour.images @ np.array([0.299, 0.587, 0.114]), atol=1e-3
+        photos.images[..., 0],
+        colour.images @ np.array([0.299, 0.587, 0.114]),
+        atol=1e-3,
     )
     with pytest.raises(ValueError, match="takes 4 channels"):
         load_images("digits", (16, 16), num_channels=4)

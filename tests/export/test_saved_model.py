@@ -26,7 +26,9 @@ serve_uint8 = loaded.signatures["serving_uint8"]
 out = {
     "batch3": serve(images=tf.constant(images[:3]))["probabilities"].numpy(),
     "batch1": serve(images=tf.constant(images[3:4]))["probabilities"].numpy(),
-    "uint8": serve_uint8(images=tf.constant(images.astype("uint8")))["probabilities"].numpy(),
+    "uint8": serve_uint8(
+        images=tf.constant(images.astype("uint8"))
+    )["probabilities"].numpy(),
 }
 np.savez(out_path, **out)
 print(json.dumps({"keras_vit": "keras_vit" in sys.modules,
@@ -36,12 +38,17 @@ print(json.dumps({"keras_vit": "keras_vit" in sys.modules,
 
 def test_saved_model_reloads_without_keras_vit(random_model, tmp_path):
     result = export.export_saved_model(
-        random_model, tmp_path / "sm", labels=[f"c{i}" for i in range(10)],
+        random_model,
+        tmp_path / "sm",
+        labels=[f"c{i}" for i in range(10)],
         num_verify_images=8,
     )
     print(result.report.summary())
     assert result.report.passed
-    assert {c.runtime for c in result.report.comparisons} == {"serving_default", "serving_uint8"}
+    assert {c.runtime for c in result.report.comparisons} == {
+        "serving_default",
+        "serving_uint8",
+    }
     for c in result.report.comparisons:
         assert c.max_abs <= 1e-4
     # Every weight once: 4 bytes per parameter (Keras's own
@@ -53,17 +60,32 @@ def test_saved_model_reloads_without_keras_vit(random_model, tmp_path):
     assert meta["input"]["shape"] == [None, 32, 32, 3]
     assert sorted(meta["signatures"]) == ["serving_default", "serving_uint8"]
 
-    images = np.random.default_rng(1).integers(0, 256, (4, 32, 32, 3)).astype("float32")
+    images = (
+        np.random.default_rng(1)
+        .integers(0, 256, (4, 32, 32, 3))
+        .astype("float32")
+    )
     np.save(tmp_path / "images.npy", images)
     process = subprocess.run(
-        [sys.executable, "-c", RELOAD, str(tmp_path / "sm"),
-         str(tmp_path / "images.npy"), str(tmp_path / "out.npz")],
-        capture_output=True, text=True, cwd=tmp_path,
+        [
+            sys.executable,
+            "-c",
+            RELOAD,
+            str(tmp_path / "sm"),
+            str(tmp_path / "images.npy"),
+            str(tmp_path / "out.npz"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
     )
     assert process.returncode == 0, process.stderr[-3000:]
     info = json.loads(process.stdout.strip().splitlines()[-1])
-    assert info == {"keras_vit": False, "signatures": ["serving_default", "serving_uint8"]}
+    assert info == {
+        "keras_vit": False,
+        "signatures": ["serving_default", "serving_uint8"],
+    }
     expected = random_model.predict(images, verbose=0)
     out = np.load(tmp_path / "out.npz")
     np.testing.assert_allclose(out["batch3"], expected[:3], atol=1e-5)
@@ -74,7 +96,9 @@ def test_saved_model_reloads_without_keras_vit(random_model, tmp_path):
 def test_saved_model_replaces_an_earlier_export_whole(random_model, tmp_path):
     target = tmp_path / "sm"
     export.export_saved_model(random_model, target, verify=False)
-    (target / "variables" / "stale.txt").write_text("old")  # inside what we wrote
+    (target / "variables" / "stale.txt").write_text(
+        "old"
+    )  # inside what we wrote
     export.export_saved_model(random_model, target, verify=False)
     assert not (target / "variables" / "stale.txt").exists()
     assert (target / "saved_model.pb").exists()
@@ -85,20 +109,29 @@ def test_saved_model_replaces_an_earlier_export_whole(random_model, tmp_path):
     assert os.stat(target).st_mode & 0o777 == 0o777 & ~umask
 
 
-def test_a_folder_that_is_not_an_export_is_replaced_only_with_overwrite(random_model, tmp_path):
+def test_a_folder_that_is_not_an_export_is_replaced_only_with_overwrite(
+    random_model, tmp_path
+):
     target = tmp_path / "sm"
     target.mkdir()
     (target / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="not a SavedModel exported by keras_vit.*overwrite=True"):
+    with pytest.raises(
+        ValueError,
+        match="not a SavedModel exported by keras_vit.*overwrite=True",
+    ):
         export.export_saved_model(random_model, target, verify=False)
     assert os.listdir(target) == ["notes.txt"]
-    export.export_saved_model(random_model, target, verify=False, overwrite=True)
+    export.export_saved_model(
+        random_model, target, verify=False, overwrite=True
+    )
     assert not (target / "notes.txt").exists()
     assert (target / "saved_model.pb").exists()
     assert sorted(os.listdir(tmp_path)) == ["sm"]
 
 
-def test_a_keras_quantized_model_serves_and_is_refused_by_tflite(random_model, tmp_path):
+def test_a_keras_quantized_model_serves_and_is_refused_by_tflite(
+    random_model, tmp_path
+):
     # `model.quantize("int8")` keeps int8 kernels (one byte a weight):
     # SavedModel serves them (verified against Keras, the size check
     # counting bytes as the model holds them); LiteRT's converter cannot take
@@ -106,28 +139,39 @@ def test_a_keras_quantized_model_serves_and_is_refused_by_tflite(random_model, t
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # layers without weights to quantize
         random_model.quantize("int8")
-    result = export.export_saved_model(random_model, tmp_path / "sm", num_verify_images=4)
+    result = export.export_saved_model(
+        random_model, tmp_path / "sm", num_verify_images=4
+    )
     assert result.report.passed, result.report.summary()
     assert result.report.bytes_per_parameter < 3
-    with pytest.raises(ValueError, match="quantized in Keras.*projection.*quantize='dynamic'"):
+    with pytest.raises(
+        ValueError, match="quantized in Keras.*projection.*quantize='dynamic'"
+    ):
         export.export_tflite(random_model, tmp_path / "int8.tflite")
     assert sorted(os.listdir(tmp_path)) == ["sm"]
 
 
-def test_a_mixed_precision_model_verifies_within_its_precision(random_model, tmp_path):
+def test_a_mixed_precision_model_verifies_within_its_precision(
+    random_model, tmp_path
+):
     # A SavedModel keeps the model's mixed policy (serving on GPUs / TPUs),
     # and its bfloat16 rounding differs from Keras's by more than float32's
     # 1e-4 (1.5e-2 on the demo's model): every such export used to fail.
     import keras_vit
 
-    mixed = keras_vit.ViT.from_config({**random_model.get_config(), "dtype": "mixed_bfloat16"})
+    mixed = keras_vit.ViT.from_config(
+        {**random_model.get_config(), "dtype": "mixed_bfloat16"}
+    )
     mixed.set_weights(random_model.get_weights())
-    result = export.export_saved_model(mixed, tmp_path / "sm", num_verify_images=8)
+    result = export.export_saved_model(
+        mixed, tmp_path / "sm", num_verify_images=8
+    )
     assert result.report.passed
     assert result.report.limits["max_abs"] == 5e-2
     # Still the mixed model: it differs from the float32 one, as Keras's does.
     images = export.load_images("digits", (32, 32), limit=8).images
-    report = verification.verify_saved_model(tmp_path / "sm", random_model, data=images,
-                                       raise_on_failure=False)
+    report = verification.verify_saved_model(
+        tmp_path / "sm", random_model, data=images, raise_on_failure=False
+    )
     assert report.limits["max_abs"] == 1e-4
     assert max(c.max_abs for c in report.comparisons) > 1e-4

@@ -35,7 +35,9 @@ def random_exports(random_model_path, tmp_path_factory):
             quantize=q,
             representative_data="digits",
             num_verify_images=50,
-            min_top1_agreement=0.0 if q in ("dynamic", "int8", "int16x8") else None,
+            min_top1_agreement=0.0
+            if q in ("dynamic", "int8", "int16x8")
+            else None,
         )
     return results
 
@@ -84,8 +86,15 @@ def test_xnnpack_takes_the_whole_float_graph(random_exports, quantize):
     # delegated pieces (`qkv[0]` and `tokens[:, 0]` once did, every block).
     report = random_exports[quantize].report
     assert report.xnnpack_partitions == 1
-    assert "XNNPACK delegate: 1 partition(s) (the whole graph)" in report.summary()
-    assert runtime_lib.xnnpack_partitions(random_exports[quantize].path, num_threads=2) == 1
+    assert (
+        "XNNPACK delegate: 1 partition(s) (the whole graph)" in report.summary()
+    )
+    assert (
+        runtime_lib.xnnpack_partitions(
+            random_exports[quantize].path, num_threads=2
+        )
+        == 1
+    )
 
 
 @pytest.mark.parametrize("quantize", ["int8", "int16x8"])
@@ -105,8 +114,13 @@ def test_full_integer_graphs_compute_in_integers(random_exports, quantize):
 
 @pytest.mark.parametrize(
     "quantize, low, high",
-    [("none", 3.9, 4.2), ("float16", 1.95, 2.2), ("dynamic", 0.95, 4.2),
-     ("int8", 0.95, 1.5), ("int16x8", 0.95, 2.0)],
+    [
+        ("none", 3.9, 4.2),
+        ("float16", 1.95, 2.2),
+        ("dynamic", 0.95, 4.2),
+        ("int8", 0.95, 1.5),
+        ("int16x8", 0.95, 2.0),
+    ],
 )
 def test_the_weights_are_in_the_file(random_exports, quantize, low, high):
     report = random_exports[quantize].report
@@ -126,7 +140,11 @@ def test_sidecar_metadata(random_exports):
     assert meta["input"]["shape"] == [1, 32, 32, 3]
     assert meta["input"]["dtype"] == "float32"
     assert meta["input"]["pixel_range"] == [0, 255]
-    assert meta["output"] == {"kind": "probabilities", "shape": [1, 10], "dtype": "float32"}
+    assert meta["output"] == {
+        "kind": "probabilities",
+        "shape": [1, 10],
+        "dtype": "float32",
+    }
     assert meta["keras_vit_version"] == __import__("keras_vit").__version__
     umask = os.umask(0)
     os.umask(umask)
@@ -136,10 +154,17 @@ def test_sidecar_metadata(random_exports):
 
 def test_dynamic_batch(random_model, tmp_path):
     result = export.export_tflite(
-        random_model, tmp_path / "dyn.tflite", batch_size=None, num_verify_images=10
+        random_model,
+        tmp_path / "dyn.tflite",
+        batch_size=None,
+        num_verify_images=10,
     )
     assert result.metadata["input"]["shape"] == [None, 32, 32, 3]
-    images = np.random.default_rng(0).uniform(0, 255, (5, 32, 32, 3)).astype("float32")
+    images = (
+        np.random.default_rng(0)
+        .uniform(0, 255, (5, 32, 32, 3))
+        .astype("float32")
+    )
     np.testing.assert_allclose(
         runtime_lib.run_tflite(result.path, images),
         random_model.predict(images, verbose=0),
@@ -167,7 +192,9 @@ def test_flex_ops_are_refused_by_name(tmp_path):
     x = keras.layers.GlobalAveragePooling1D()(x)
     outputs = keras.layers.Dense(3, activation="softmax")(x)
     model = keras.Model(inputs, outputs, name="flex_model")
-    with pytest.raises(ValueError, match=r"not LiteRT builtins: FlexExtractImagePatches \(x1\)"):
+    with pytest.raises(
+        ValueError, match=r"not LiteRT builtins: FlexExtractImagePatches \(x1\)"
+    ):
         export.export_tflite(model, tmp_path / "flex.tflite")
     assert list(tmp_path.iterdir()) == []
 
@@ -182,10 +209,16 @@ def test_keras_layer_normalization_would_not_quantize_cleanly(tmp_path):
     x = keras.layers.GlobalAveragePooling1D()(x)
     outputs = keras.layers.Dense(3, activation="softmax")(x)
     model = keras.Model(inputs, outputs, name="keras_layer_norm")
-    images = np.random.default_rng(0).uniform(0, 255, (16, 32, 32, 3)).astype("float32")
+    images = (
+        np.random.default_rng(0)
+        .uniform(0, 255, (16, 32, 32, 3))
+        .astype("float32")
+    )
     graph = graph_lib.read_graph(tflite_lib.tflite_bytes(model, "int8", images))
     assert graph.float_ops()["NEG"] == 1
-    with pytest.raises(ValueError, match="16x8-bit not yet supported for op: 'NEG'"):
+    with pytest.raises(
+        ValueError, match="16x8-bit not yet supported for op: 'NEG'"
+    ):
         tflite_lib.tflite_bytes(model, "int16x8", images)
 
 
@@ -193,8 +226,11 @@ def test_verify_checks_the_file_against_its_mode(random_exports, random_model):
     # A float32 file checked as int8: 4 bytes per parameter where about 1
     # is expected, and float ops in what should be an integer graph.
     report = verify_lib.verify_tflite(
-        random_exports["none"].path, random_model, quantization="int8",
-        num_images=4, raise_on_failure=False,
+        random_exports["none"].path,
+        random_model,
+        quantization="int8",
+        num_images=4,
+        raise_on_failure=False,
     )
     assert not report.passed
     text = "\n".join(report.failures)
@@ -203,8 +239,9 @@ def test_verify_checks_the_file_against_its_mode(random_exports, random_model):
     assert "tensor types say quantization 'none'" in text
 
 
-def test_verification_threads_default_to_every_core(random_exports, random_model,
-                                                    monkeypatch):
+def test_verification_threads_default_to_every_core(
+    random_exports, random_model, monkeypatch
+):
     seen = []
     real = runtime_lib.run_tflite
 
@@ -218,7 +255,9 @@ def test_verification_threads_default_to_every_core(random_exports, random_model
     assert verify_lib.verify_tflite(path, random_model, num_images=2).passed
     assert seen and set(seen) == {3}
     seen.clear()
-    assert verify_lib.verify_tflite(path, random_model, num_images=2, num_threads=1).passed
+    assert verify_lib.verify_tflite(
+        path, random_model, num_images=2, num_threads=1
+    ).passed
     assert seen and set(seen) == {1}
 
 
@@ -226,12 +265,20 @@ def test_a_file_without_its_weights_fails_verification(random_model, tmp_path):
     # A known trap (DESIGN.md section 5): converting a Keras 3 model's
     # concrete function writes variable handles, not the weights.
     function = tf.function(lambda x: random_model(x, training=False))
-    concrete = function.get_concrete_function(tf.TensorSpec((1, 32, 32, 3), tf.float32))
-    data = tf.lite.TFLiteConverter.from_concrete_functions([concrete], random_model).convert()
+    concrete = function.get_concrete_function(
+        tf.TensorSpec((1, 32, 32, 3), tf.float32)
+    )
+    data = tf.lite.TFLiteConverter.from_concrete_functions(
+        [concrete], random_model
+    ).convert()
     path = tmp_path / "weightless.tflite"
     path.write_bytes(data)
     report = verify_lib.verify_tflite(
-        path, random_model, num_images=4, runtimes=("builtin",), raise_on_failure=False
+        path,
+        random_model,
+        num_images=4,
+        runtimes=("builtin",),
+        raise_on_failure=False,
     )
     text = "\n".join(report.failures)
     assert "the weights are missing" in text
@@ -240,7 +287,9 @@ def test_a_file_without_its_weights_fails_verification(random_model, tmp_path):
 
 
 @pytest.mark.parametrize("position_embedding", ["learned2d", "relative"])
-def test_position_embedding_ablations_export_with_builtin_ops(tmp_path, position_embedding):
+def test_position_embedding_ablations_export_with_builtin_ops(
+    tmp_path, position_embedding
+):
     # The paper's 2D ablation builds its embedding from two tables, the
     # relative one skews per-offset logits in every block: the file must
     # still be builtin ops only and match Keras.
@@ -250,20 +299,35 @@ def test_position_embedding_ablations_export_with_builtin_ops(tmp_path, position
 
     model = keras_vit.ViT(**TINY_EXPORT, position_embedding=position_embedding)
     randomize_weights(model, seed=4)
-    result = export.export_tflite(model, tmp_path / "m.tflite", num_verify_images=10)
+    result = export.export_tflite(
+        model, tmp_path / "m.tflite", num_verify_images=10
+    )
     assert result.report is not None and not result.report.failures  # verified
     ops = graph_lib.op_histogram(result.path)
     assert "CUSTOM" not in ops and "FLEX" not in " ".join(ops)
     # The relative logits are skewed with reshapes and slices, no GATHER
     # (which XNNPACK does not take).
     assert "GATHER" not in ops
-    images = np.random.default_rng(1).uniform(0, 255, (3, 32, 32, 3)).astype("float32")
+    images = (
+        np.random.default_rng(1)
+        .uniform(0, 255, (3, 32, 32, 3))
+        .astype("float32")
+    )
     np.testing.assert_allclose(
-        np.concatenate([runtime_lib.run_tflite(result.path, images[i:i + 1]) for i in range(3)]),
-        model.predict(images, verbose=0), atol=1e-4)
+        np.concatenate(
+            [
+                runtime_lib.run_tflite(result.path, images[i : i + 1])
+                for i in range(3)
+            ]
+        ),
+        model.predict(images, verbose=0),
+        atol=1e-4,
+    )
 
 
-def test_a_new_models_zero_head_is_refused_for_calibrated_quantization(tmp_path, monkeypatch):
+def test_a_new_models_zero_head_is_refused_for_calibrated_quantization(
+    tmp_path, monkeypatch
+):
     # A new model's head is zero-initialised: its logits are constant, the
     # calibrated range is a single value, and LiteRT's reference kernels
     # abort the whole process on such a file (TF 2.21). Refused, nothing
@@ -272,14 +336,27 @@ def test_a_new_models_zero_head_is_refused_for_calibrated_quantization(tmp_path,
     from tests.export.helpers import TINY_EXPORT
 
     model = keras_vit.ViT(**TINY_EXPORT)
-    images = np.random.default_rng(0).uniform(0, 255, (8, 32, 32, 3)).astype("float32")
+    images = (
+        np.random.default_rng(0)
+        .uniform(0, 255, (8, 32, 32, 3))
+        .astype("float32")
+    )
     for quantize in ("int8", "int16x8"):
-        with pytest.raises(ValueError, match=rf"quantize='{quantize}'.*single value.*head is all zeros"):
-            export.export_tflite(model, tmp_path / f"new_{quantize}.tflite", quantize=quantize,
-                                 representative_data=images)
+        with pytest.raises(
+            ValueError,
+            match=rf"quantize='{quantize}'.*single value.*head is all zeros",
+        ):
+            export.export_tflite(
+                model,
+                tmp_path / f"new_{quantize}.tflite",
+                quantize=quantize,
+                representative_data=images,
+            )
     assert list(tmp_path.iterdir()) == []
     # Float exports of the same model are fine: nothing is quantized.
-    assert export.export_tflite(model, tmp_path / "new.tflite", num_verify_images=4).report.passed
+    assert export.export_tflite(
+        model, tmp_path / "new.tflite", num_verify_images=4
+    ).report.passed
 
     monkeypatch.setattr(graph_lib.Graph, "degenerate_ranges", lambda self: [])
     data = tflite_lib.tflite_bytes(model, "int8", images)
@@ -288,7 +365,9 @@ def test_a_new_models_zero_head_is_refused_for_calibrated_quantization(tmp_path,
     assert any("head" in name for name in graph.degenerate_ranges())
     path = tmp_path / "forced_int8.tflite"
     path.write_bytes(data)
-    report = verify_lib.verify_tflite(path, model, num_images=4, raise_on_failure=False)
+    report = verify_lib.verify_tflite(
+        path, model, num_images=4, raise_on_failure=False
+    )
     assert any("single value" in failure for failure in report.failures)
     assert {c.runtime for c in report.comparisons} == {"xnnpack", "builtin"}
 
@@ -312,13 +391,23 @@ def test_a_mixed_precision_model_exports_as_float32(tmp_path, policy):
     # to fail with Flex ops (bfloat16/float16 arithmetic is not builtin);
     # its file now holds the same weights computing in float32.
     mixed, reference = _mixed_and_float32(policy)
-    result = export.export_tflite(mixed, tmp_path / "m.tflite", num_verify_images=10)
+    result = export.export_tflite(
+        mixed, tmp_path / "m.tflite", num_verify_images=10
+    )
     assert result.report.passed
     assert graph_lib.read_graph(result.path).unsupported_ops() == {}
-    images = np.random.default_rng(0).uniform(0, 255, (4, 32, 32, 3)).astype("float32")
+    images = (
+        np.random.default_rng(0)
+        .uniform(0, 255, (4, 32, 32, 3))
+        .astype("float32")
+    )
     np.testing.assert_allclose(
-        runtime_lib.run_tflite(result.path, images), np.asarray(reference(images)), atol=1e-4
+        runtime_lib.run_tflite(result.path, images),
+        np.asarray(reference(images)),
+        atol=1e-4,
     )
     # The user's model is left as it was, and verifies against the file.
     assert mixed.dtype_policy.name == policy
-    assert verify_lib.verify_tflite(result.path, mixed, data="digits", num_images=10).passed
+    assert verify_lib.verify_tflite(
+        result.path, mixed, data="digits", num_images=10
+    ).passed

@@ -20,42 +20,78 @@ def folder(tmp_path):
 
 def _verify(folder, model, run, monkeypatch):
     monkeypatch.setattr(verification.subprocess, "run", run)
-    images = np.random.default_rng(0).uniform(0, 255, (3, 32, 32, 3)).astype("float32")
-    return verification.verify_saved_model(folder, model, data=images, raise_on_failure=False)
+    images = (
+        np.random.default_rng(0)
+        .uniform(0, 255, (3, 32, 32, 3))
+        .astype("float32")
+    )
+    return verification.verify_saved_model(
+        folder, model, data=images, raise_on_failure=False
+    )
 
 
-def test_a_failed_fresh_process_is_a_failure_with_its_error(folder, random_model, monkeypatch):
+def test_a_failed_fresh_process_is_a_failure_with_its_error(
+    folder, random_model, monkeypatch
+):
     def run(command, **kwargs):
-        return subprocess.CompletedProcess(command, 1, "", "Op type not registered 'Foo'")
+        return subprocess.CompletedProcess(
+            command, 1, "", "Op type not registered 'Foo'"
+        )
 
     report = _verify(folder, random_model, run, monkeypatch)
-    assert "tf.saved_model.load in a fresh process failed:\nOp type not registered 'Foo'" in (
-        report.failures
+    assert (
+        "tf.saved_model.load in a fresh process failed:\nOp type not "
+        "registered 'Foo'" in (report.failures)
     )
     assert report.comparisons == []
-    with pytest.raises(verification.VerificationError, match="fresh process failed"):
-        verification.verify_saved_model(folder, random_model, data=np.zeros((1, 32, 32, 3)))
+    with pytest.raises(
+        verification.VerificationError, match="fresh process failed"
+    ):
+        verification.verify_saved_model(
+            folder, random_model, data=np.zeros((1, 32, 32, 3))
+        )
 
 
-def test_outputs_off_and_keras_vit_imported_are_failures(folder, random_model, monkeypatch):
+def test_outputs_off_and_keras_vit_imported_are_failures(
+    folder, random_model, monkeypatch
+):
     def run(command, **kwargs):
         # The program's last two arguments: the images in, the outputs out.
         images_path, out_path = command[-2:]
         images = np.load(images_path)
         right = verification._reference_outputs(random_model, images)
-        rounded = verification._reference_outputs(random_model, np.round(images))
-        np.savez(out_path, serving_default=right, serving_default_single=right[:1] + 0.5,
-                 serving_uint8=rounded + 0.5, serving_uint8_single=rounded[:1])
-        info = {"signatures": ["serving_default", "serving_uint8"],
-                "output_key": "output_0", "keras_vit_imported": True}
-        return subprocess.CompletedProcess(command, 0, json.dumps(info) + "\n", "")
+        rounded = verification._reference_outputs(
+            random_model, np.round(images)
+        )
+        np.savez(
+            out_path,
+            serving_default=right,
+            serving_default_single=right[:1] + 0.5,
+            serving_uint8=rounded + 0.5,
+            serving_uint8_single=rounded[:1],
+        )
+        info = {
+            "signatures": ["serving_default", "serving_uint8"],
+            "output_key": "output_0",
+            "keras_vit_imported": True,
+        }
+        return subprocess.CompletedProcess(
+            command, 0, json.dumps(info) + "\n", ""
+        )
 
     report = _verify(folder, random_model, run, monkeypatch)
-    assert [c.runtime for c in report.comparisons] == ["serving_default", "serving_uint8"]
+    assert [c.runtime for c in report.comparisons] == [
+        "serving_default",
+        "serving_uint8",
+    ]
     assert report.comparisons[0].max_abs < 1e-6
     assert report.comparisons[1].max_abs == pytest.approx(0.5, abs=1e-6)
     failures = report.failures
     assert "loading the SavedModel imported keras_vit" in failures
     assert "serving_default on a batch of one: max |Δ| 0.5" in failures
-    assert any(f.startswith("serving_uint8 on array: max |Δ| 0.5 >") for f in failures)
-    assert not any(f.startswith("serving_uint8 on a batch of one") for f in failures)
+    assert any(
+        f.startswith("serving_uint8 on array: max |Δ| 0.5 >") for f in failures
+    )
+    assert not any(
+        f.startswith("serving_uint8 on a batch of one") for f in failures
+    )

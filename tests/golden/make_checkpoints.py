@@ -84,30 +84,42 @@ import transformers  # noqa: E402
 from safetensors.numpy import load_file as load_safetensors  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from timm.models.vision_transformer import VisionTransformer  # noqa: E402
-from transformers import (  # noqa: E402
-    ViTConfig,
-    ViTForImageClassification,
-    ViTModel,
-)
+from transformers import ViTConfig  # noqa: E402
+from transformers import ViTForImageClassification  # noqa: E402
+from transformers import ViTModel  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TOL = 1e-6
 
 COMMON = dict(
-    img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=4,
-    mlp_ratio=2, num_classes=5,
+    img_size=32,
+    patch_size=8,
+    embed_dim=32,
+    depth=2,
+    num_heads=4,
+    mlp_ratio=2,
+    num_classes=5,
 )
 TIMM_CONFIGS = {
     "vit_token": dict(COMMON, class_token=True, global_pool="token"),
-    "vit_gap": dict(COMMON, class_token=False, global_pool="avg",
-                    fc_norm=False),
+    "vit_gap": dict(
+        COMMON, class_token=False, global_pool="avg", fc_norm=False
+    ),
 }
 SEEDS = {"vit_token": 1, "vit_gap": 2, "prelogits": 3, "hf": 4}
 PRE_LOGITS_SIZE = 24
 HF_CONFIG = dict(
-    image_size=32, patch_size=8, num_channels=3, hidden_size=32,
-    num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-    hidden_act="gelu", layer_norm_eps=1e-6, qkv_bias=True, num_labels=5,
+    image_size=32,
+    patch_size=8,
+    num_channels=3,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    hidden_act="gelu",
+    layer_norm_eps=1e-6,
+    qkv_bias=True,
+    num_labels=5,
 )
 VERSIONS = {
     "python": sys.version.split()[0],
@@ -156,8 +168,9 @@ def record(filename, description, config=None, arrays=None):
 
 def write_npz(filename, arrays, compressed=False):
     """float32 .npz; weights uncompressed (as the JAX checkpoints are)."""
-    arrays = {k: np.ascontiguousarray(v, dtype=np.float32)
-              for k, v in arrays.items()}
+    arrays = {
+        k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()
+    }
     with open(HERE / filename, "wb") as f:  # exact name, no added suffix
         (np.savez_compressed if compressed else np.savez)(f, **arrays)
     with np.load(HERE / filename, allow_pickle=False) as back:
@@ -229,18 +242,23 @@ def jax_layout(model, layout):
     pre = "params/" if big_vision else ""
     mha, ln2, mlp = (
         ("MultiHeadDotProductAttention_0", "LayerNorm_1", "MlpBlock_0")
-        if big_vision else
-        ("MultiHeadDotProductAttention_1", "LayerNorm_2", "MlpBlock_3"))
+        if big_vision
+        else ("MultiHeadDotProductAttention_1", "LayerNorm_2", "MlpBlock_3")
+    )
 
     out = {
-        pre + "embedding/kernel":
-            sd["patch_embed.proj.weight"].transpose(2, 3, 1, 0),  # HWIO
+        pre + "embedding/kernel": sd["patch_embed.proj.weight"].transpose(
+            2, 3, 1, 0
+        ),  # HWIO
         pre + "embedding/bias": sd["patch_embed.proj.bias"],
     }
     if "cls_token" in sd:
         out[pre + "cls"] = sd["cls_token"]
-    pos_key = ("pos_embedding" if big_vision
-               else "Transformer/posembed_input/pos_embedding")
+    pos_key = (
+        "pos_embedding"
+        if big_vision
+        else "Transformer/posembed_input/pos_embedding"
+    )
     out[pre + pos_key] = sd["pos_embed"]
 
     blocks = []
@@ -252,12 +270,14 @@ def jax_layout(model, layout):
             "LayerNorm_0/bias": sd[b + "norm1.bias"],
         }
         for j, name in enumerate(("query", "key", "value")):
-            w = qkv_w[j * dim:(j + 1) * dim]  # (out, in), out = (heads, hd)
+            w = qkv_w[j * dim : (j + 1) * dim]  # (out, in), out = (heads, hd)
             blk[f"{mha}/{name}/kernel"] = w.T.reshape(dim, heads, head_dim)
-            blk[f"{mha}/{name}/bias"] = (
-                qkv_b[j * dim:(j + 1) * dim].reshape(heads, head_dim))
-        blk[f"{mha}/out/kernel"] = (
-            sd[b + "attn.proj.weight"].T.reshape(heads, head_dim, dim))
+            blk[f"{mha}/{name}/bias"] = qkv_b[j * dim : (j + 1) * dim].reshape(
+                heads, head_dim
+            )
+        blk[f"{mha}/out/kernel"] = sd[b + "attn.proj.weight"].T.reshape(
+            heads, head_dim, dim
+        )
         blk[f"{mha}/out/bias"] = sd[b + "attn.proj.bias"]
         blk[f"{ln2}/scale"] = sd[b + "norm2.weight"]
         blk[f"{ln2}/bias"] = sd[b + "norm2.bias"]
@@ -269,7 +289,8 @@ def jax_layout(model, layout):
     if layout == "big_vision_scan":
         for key in blocks[0]:
             out[pre + "Transformer/encoderblock/" + key] = np.stack(
-                [blk[key] for blk in blocks])
+                [blk[key] for blk in blocks]
+            )
     else:
         for i, blk in enumerate(blocks):
             for key, value in blk.items():
@@ -279,8 +300,9 @@ def jax_layout(model, layout):
     out[pre + "Transformer/encoder_norm/bias"] = sd["norm.bias"]
     out[pre + "head/kernel"] = sd["head.weight"].T
     out[pre + "head/bias"] = sd["head.bias"]
-    return {k: np.ascontiguousarray(v, dtype=np.float32)
-            for k, v in out.items()}
+    return {
+        k: np.ascontiguousarray(v, dtype=np.float32) for k, v in out.items()
+    }
 
 
 def prove_timm_loads(path, config, reference, x, expected_logits, label):
@@ -293,8 +315,10 @@ def prove_timm_loads(path, config, reference, x, expected_logits, label):
         check(torch.equal(v, ref_sd[k]), f"{label}: {k} differs after load")
     d = max_diff(timm_outputs(fresh, x)["logits"], expected_logits)
     check(d <= TOL, f"{label}: logits differ by {d}")
-    print(f"  proof ok: timm load_pretrained({path.name}) reproduces "
-          f"the logits (max diff {d:.1e})")
+    print(
+        f"  proof ok: timm load_pretrained({path.name}) reproduces "
+        f"the logits (max diff {d:.1e})"
+    )
 
 
 def make_timm(name, images, x):
@@ -305,29 +329,46 @@ def make_timm(name, images, x):
     check(np.all(np.isfinite(outputs["logits"])), "finite logits")
     check(float(np.std(outputs["logits"])) > 0.1, "logits too flat")
 
-    timm_config = dict(config, class_name="timm.models.VisionTransformer",
-                       norm_layer="timm LayerNorm (default eps 1e-6)",
-                       act_layer="nn.GELU (exact)")
+    timm_config = dict(
+        config,
+        class_name="timm.models.VisionTransformer",
+        norm_layer="timm LayerNorm (default eps 1e-6)",
+        act_layer="nn.GELU (exact)",
+    )
 
     fname = f"{name}.timm.safetensors"
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(HERE / fname))
-    record(fname, "timm VisionTransformer.state_dict() "
-           "(safetensors.torch.save_file)", timm_config, state)
+    record(
+        fname,
+        "timm VisionTransformer.state_dict() (safetensors.torch.save_file)",
+        timm_config,
+        state,
+    )
 
     fname = f"{name}.npz"
     weights = write_npz(fname, jax_layout(model, "original"))
-    record(fname, "the same weights in the original google-research/"
-           "vision_transformer .npz layout (np.savez, float32); loaded by "
-           "timm's VisionTransformer.load_pretrained", timm_config, weights)
+    record(
+        fname,
+        "the same weights in the original google-research/"
+        "vision_transformer .npz layout (np.savez, float32); loaded by "
+        "timm's VisionTransformer.load_pretrained",
+        timm_config,
+        weights,
+    )
     prove_timm_loads(HERE / fname, config, model, x, outputs["logits"], fname)
 
     fname = f"{name}.expected.npz"
     arrays = write_npz(fname, dict(images=images, **outputs), True)
-    record(fname, "inputs and timm outputs: images = pixel values in "
-           "[0, 255] NHWC (model input images / 127.5 - 1, NCHW); logits "
-           "(no softmax); features = forward_head(forward_features(x), "
-           "pre_logits=True)", timm_config, arrays)
+    record(
+        fname,
+        "inputs and timm outputs: images = pixel values in "
+        "[0, 255] NHWC (model input images / 127.5 - 1, NCHW); logits "
+        "(no softmax); features = forward_head(forward_features(x), "
+        "pre_logits=True)",
+        timm_config,
+        arrays,
+    )
     return model, outputs, weights
 
 
@@ -349,10 +390,13 @@ def make_prelogits(model, outputs, weights, images, x):
     arrays = write_npz(fname, arrays)
 
     f = outputs["features"].astype(np.float64)
-    rep = np.tanh(f @ extra["pre_logits/kernel"].astype(np.float64)
-                  + extra["pre_logits/bias"].astype(np.float64))
-    logits = (rep @ extra["head/kernel"].astype(np.float64)
-              + extra["head/bias"].astype(np.float64))
+    rep = np.tanh(
+        f @ extra["pre_logits/kernel"].astype(np.float64)
+        + extra["pre_logits/bias"].astype(np.float64)
+    )
+    logits = rep @ extra["head/kernel"].astype(np.float64) + extra[
+        "head/bias"
+    ].astype(np.float64)
 
     # Proof that the backbone part is the original layout: timm's loader on
     # a headless fresh model (timm skips pre_logits/*, and the head since
@@ -364,23 +408,45 @@ def make_prelogits(model, outputs, weights, images, x):
     with torch.no_grad():
         d = max_diff(fresh(x), outputs["features"])
     check(d <= TOL, f"{fname}: pooled features differ by {d}")
-    print(f"  proof ok: timm load_pretrained({fname}) on a headless model "
-          f"reproduces the pooled feature (max diff {d:.1e})")
+    print(
+        f"  proof ok: timm load_pretrained({fname}) on a headless model "
+        f"reproduces the pooled feature (max diff {d:.1e})"
+    )
 
-    config = dict(TIMM_CONFIGS["vit_token"], representation_size=24,
-                  note="representation layer: Dense(24) then tanh, "
-                       "then the head Dense(5); timm has no such layer")
-    record(fname, "vit_token's weights (original layout) with pre_logits/"
-           "kernel|bias (32, 24)|(24,) and head/kernel|bias (24, 5)|(5,) "
-           "replaced by random seeded values", config, arrays)
+    config = dict(
+        TIMM_CONFIGS["vit_token"],
+        representation_size=24,
+        note="representation layer: Dense(24) then tanh, "
+        "then the head Dense(5); timm has no such layer",
+    )
+    record(
+        fname,
+        "vit_token's weights (original layout) with pre_logits/"
+        "kernel|bias (32, 24)|(24,) and head/kernel|bias (24, 5)|(5,) "
+        "replaced by random seeded values",
+        config,
+        arrays,
+    )
     fname = "vit_prelogits.expected.npz"
-    arrays = write_npz(fname, dict(
-        images=images, logits=logits, features=outputs["features"],
-        pre_logits=rep), True)
-    record(fname, "images; logits = tanh(f @ pre_kernel + pre_bias) @ "
-           "head_kernel + head_bias in float64 NumPy (stored float32), f = "
-           "timm vit_token's pooled feature (features); pre_logits = the "
-           "tanh output", config, arrays)
+    arrays = write_npz(
+        fname,
+        dict(
+            images=images,
+            logits=logits,
+            features=outputs["features"],
+            pre_logits=rep,
+        ),
+        True,
+    )
+    record(
+        fname,
+        "images; logits = tanh(f @ pre_kernel + pre_bias) @ "
+        "head_kernel + head_bias in float64 NumPy (stored float32), f = "
+        "timm vit_token's pooled feature (features); pre_logits = the "
+        "tanh output",
+        config,
+        arrays,
+    )
 
 
 def make_bigvision(model, outputs, images, x):
@@ -388,16 +454,26 @@ def make_bigvision(model, outputs, images, x):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "vit_bigvision_unstacked.npz"
         np.savez(path, **jax_layout(model, "big_vision"))
-        prove_timm_loads(path, config, model, x, outputs["logits"],
-                         "big_vision unstacked (not kept)")
+        prove_timm_loads(
+            path,
+            config,
+            model,
+            x,
+            outputs["logits"],
+            "big_vision unstacked (not kept)",
+        )
 
     fname = "vit_bigvision.npz"
     weights = write_npz(fname, jax_layout(model, "big_vision_scan"))
     prove_timm_loads(HERE / fname, config, model, x, outputs["logits"], fname)
-    record(fname, "vit_gap's weights in big_vision's layout, stacked (scan) "
-           "blocks with a leading depth axis, params/ prefix; loaded by "
-           "timm's VisionTransformer.load_pretrained",
-           dict(config, class_name="timm.models.VisionTransformer"), weights)
+    record(
+        fname,
+        "vit_gap's weights in big_vision's layout, stacked (scan) "
+        "blocks with a leading depth axis, params/ prefix; loaded by "
+        "timm's VisionTransformer.load_pretrained",
+        dict(config, class_name="timm.models.VisionTransformer"),
+        weights,
+    )
     fname = "vit_bigvision.expected.npz"
     arrays = write_npz(fname, dict(images=images, **outputs), True)
     record(fname, "same as vit_gap.expected.npz", config, arrays)
@@ -422,57 +498,93 @@ def make_hf(images, x):
         # in-memory state_dict() uses other (renamed) ones.
         model.save_pretrained(tmp / "cls")
         model.vit.save_pretrained(tmp / "base")
-        for sub, fname in (("cls", "vit_token.hf.safetensors"),
-                           ("base", "vit_token.hf_base.safetensors")):
+        for sub, fname in (
+            ("cls", "vit_token.hf.safetensors"),
+            ("base", "vit_token.hf_base.safetensors"),
+        ):
             shutil.copyfile(tmp / sub / "model.safetensors", HERE / fname)
         cfg = json.loads((tmp / "cls" / "config.json").read_text())
         cfg.pop("transformers_version", None)
         (HERE / "vit_token.hf.config.json").write_text(
-            json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+            json.dumps(cfg, indent=2, sort_keys=True) + "\n"
+        )
 
         # Proofs: transformers' own loader reproduces the outputs.
         loaded, info = ViTForImageClassification.from_pretrained(
-            tmp / "cls", output_loading_info=True)
+            tmp / "cls", output_loading_info=True
+        )
         check(not any(info.values()), f"hf loading info: {info}")
         base, info = ViTModel.from_pretrained(
-            tmp / "base", add_pooling_layer=False, output_loading_info=True)
+            tmp / "base", add_pooling_layer=False, output_loading_info=True
+        )
         check(not any(info.values()), f"hf base loading info: {info}")
         with torch.no_grad():
             d1 = max_diff(loaded.eval()(pixel_values=x).logits, logits)
-            d2 = max_diff(base.eval()(pixel_values=x).last_hidden_state,
-                          tokens)
+            d2 = max_diff(base.eval()(pixel_values=x).last_hidden_state, tokens)
         check(d1 <= TOL and d2 <= TOL, f"hf reload differs: {d1} {d2}")
-        print(f"  proof ok: from_pretrained reproduces the HF logits "
-              f"({d1:.1e}) and the base model's tokens ({d2:.1e})")
+        print(
+            f"  proof ok: from_pretrained reproduces the HF logits "
+            f"({d1:.1e}) and the base model's tokens ({d2:.1e})"
+        )
 
     cls_keys = load_safetensors(str(HERE / "vit_token.hf.safetensors"))
     base_keys = load_safetensors(str(HERE / "vit_token.hf_base.safetensors"))
-    check("vit.encoder.layer.0.attention.attention.query.weight" in cls_keys,
-          "hf file does not use the Hub's key names")
-    check(set(base_keys) == {k[len("vit."):] for k in cls_keys
-                             if k.startswith("vit.")}, "hf base keys")
+    check(
+        "vit.encoder.layer.0.attention.attention.query.weight" in cls_keys,
+        "hf file does not use the Hub's key names",
+    )
+    check(
+        set(base_keys)
+        == {k[len("vit.") :] for k in cls_keys if k.startswith("vit.")},
+        "hf base keys",
+    )
 
-    hf_config = dict(HF_CONFIG, class_name=
-                     "transformers.ViTForImageClassification(ViTConfig(...))")
-    record("vit_token.hf.safetensors", "Hugging Face ViTForImageClassification"
-           " as save_pretrained writes model.safetensors (the Hub's key "
-           "names)", hf_config, cls_keys)
-    record("vit_token.hf.config.json", "the config.json save_pretrained "
-           "wrote (transformers_version removed)", hf_config)
-    record("vit_token.hf_base.safetensors", "its .vit submodule alone "
-           "(ViTModel naming, no 'vit.' prefix, no pooler: "
-           "ViTForImageClassification builds it with add_pooling_layer="
-           "False)", hf_config, base_keys)
+    hf_config = dict(
+        HF_CONFIG,
+        class_name="transformers.ViTForImageClassification(ViTConfig(...))",
+    )
+    record(
+        "vit_token.hf.safetensors",
+        "Hugging Face ViTForImageClassification"
+        " as save_pretrained writes model.safetensors (the Hub's key "
+        "names)",
+        hf_config,
+        cls_keys,
+    )
+    record(
+        "vit_token.hf.config.json",
+        "the config.json save_pretrained wrote (transformers_version removed)",
+        hf_config,
+    )
+    record(
+        "vit_token.hf_base.safetensors",
+        "its .vit submodule alone "
+        "(ViTModel naming, no 'vit.' prefix, no pooler: "
+        "ViTForImageClassification builds it with add_pooling_layer="
+        "False)",
+        hf_config,
+        base_keys,
+    )
     fname = "vit_token.hf.expected.npz"
-    arrays = write_npz(fname, dict(images=images, logits=logits,
-                                   features=features), True)
-    record(fname, "images; logits = model(pixel_values=x).logits; features "
-           "= model.vit(x).last_hidden_state[:, 0] (after the final "
-           "LayerNorm)", hf_config, arrays)
+    arrays = write_npz(
+        fname, dict(images=images, logits=logits, features=features), True
+    )
+    record(
+        fname,
+        "images; logits = model(pixel_values=x).logits; features "
+        "= model.vit(x).last_hidden_state[:, 0] (after the final "
+        "LayerNorm)",
+        hf_config,
+        arrays,
+    )
     fname = "vit_token.hf_base.expected.npz"
     arrays = write_npz(fname, dict(images=images, features=features), True)
-    record(fname, "images; features of the base model, as in "
-           "vit_token.hf.expected.npz", hf_config, arrays)
+    record(
+        fname,
+        "images; features of the base model, as in vit_token.hf.expected.npz",
+        hf_config,
+        arrays,
+    )
 
 
 def main():
@@ -501,20 +613,24 @@ def main():
 
     manifest_out = {
         "about": "Tiny reference checkpoints made by make_checkpoints.py "
-                 "(developer-side, needs torch/timm/transformers).",
+        "(developer-side, needs torch/timm/transformers).",
         "versions": VERSIONS,
         "inputs": "images: np.random.default_rng(0).integers(0, 256, "
-                  "(4, 32, 32, 3)) as float32; model input "
-                  "torch.from_numpy(images / 127.5 - 1).permute(0, 3, 1, 2)",
+        "(4, 32, 32, 3)) as float32; model input "
+        "torch.from_numpy(images / 127.5 - 1).permute(0, 3, 1, 2)",
         "files": dict(sorted(manifest.items())),
     }
     text = json.dumps(manifest_out, indent=1)
     # One line per array: {"shape": [4, 5], "dtype": "float32"}.
-    text = re.sub(r"\{\s+\"shape\": \[([\d,\s]*)\],\s+\"dtype\": "
-                  r"(\"\w+\")\s+\}",
-                  lambda m: '{"shape": [%s], "dtype": %s}' % (
-                      ", ".join(re.findall(r"\d+", m.group(1))),
-                      m.group(2)), text)
+    text = re.sub(
+        r"\{\s+\"shape\": \[([\d,\s]*)\],\s+\"dtype\": "
+        r"(\"\w+\")\s+\}",
+        lambda m: (
+            '{"shape": [%s], "dtype": %s}'
+            % (", ".join(re.findall(r"\d+", m.group(1))), m.group(2))
+        ),
+        text,
+    )
     (HERE / "manifest.json").write_text(text + "\n")
 
     total = 0

@@ -103,12 +103,14 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ next to the goldens
 import make_checkpoints as base  # noqa: E402  (same folder: sys.path[0])
-
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
-from timm.layers import GroupNormAct, HybridEmbed, StdConv2dSame  # noqa: E402
-from timm.models.resnetv2 import Bottleneck, ResNetV2  # noqa: E402
+from timm.layers import GroupNormAct  # noqa: E402
+from timm.layers import HybridEmbed  # noqa: E402
+from timm.layers import StdConv2dSame  # noqa: E402
+from timm.models.resnetv2 import Bottleneck  # noqa: E402
+from timm.models.resnetv2 import ResNetV2  # noqa: E402
 from timm.models.vision_transformer import VisionTransformer  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -117,13 +119,33 @@ WS_EPS = 1e-8  # timm's _resnetv2: partial(StdConv2dSame, eps=1e-8)
 GN_EPS = 1e-5  # timm's GroupNormAct default (the hybrid factory keeps it)
 GN_GROUPS = 4
 
-VIT = dict(patch_size=1, embed_dim=32, depth=2, num_heads=4, mlp_ratio=2,
-           num_classes=5, class_token=True, global_pool="token")
+VIT = dict(
+    patch_size=1,
+    embed_dim=32,
+    depth=2,
+    num_heads=4,
+    mlp_ratio=2,
+    num_classes=5,
+    class_token=True,
+    global_pool="token",
+)
 CONFIGS = {
-    "hybrid_r2s": dict(img_size=32, layers=(1, 1), stem_chs=16,
-                       channels=(32, 64), grid=(4, 4), stride=8),
-    "hybrid_r4s": dict(img_size=64, layers=(1, 1, 1, 1), stem_chs=16,
-                       channels=(32, 32, 32, 32), grid=(2, 2), stride=32),
+    "hybrid_r2s": dict(
+        img_size=32,
+        layers=(1, 1),
+        stem_chs=16,
+        channels=(32, 64),
+        grid=(4, 4),
+        stride=8,
+    ),
+    "hybrid_r4s": dict(
+        img_size=64,
+        layers=(1, 1, 1, 1),
+        stem_chs=16,
+        channels=(32, 32, 32, 32),
+        grid=(2, 2),
+        stride=32,
+    ),
 }
 SEEDS = {"hybrid_r2s": 21, "hybrid_r4s": 22}
 VERSIONS = {k: v for k, v in base.VERSIONS.items() if k != "transformers"}
@@ -135,8 +157,7 @@ facts = {}
 def check(ok, message):
     """Fail loudly (and unlike ``assert``, also under ``python -O``)."""
     if not ok:
-        raise SystemExit(
-            f"make_hybrid_checkpoints.py: CHECK FAILED: {message}")
+        raise SystemExit(f"make_hybrid_checkpoints.py: CHECK FAILED: {message}")
 
 
 max_diff = base.max_diff
@@ -160,47 +181,79 @@ def new_model(name, seed):
     cfg = CONFIGS[name]
     torch.manual_seed(seed)
     backbone = ResNetV2(  # = timm's _resnetv2(layers, ...) + tiny widths
-        layers=cfg["layers"], channels=cfg["channels"],
-        stem_chs=cfg["stem_chs"], num_classes=0, global_pool="",
-        in_chans=3, preact=False, stem_type="same",
+        layers=cfg["layers"],
+        channels=cfg["channels"],
+        stem_chs=cfg["stem_chs"],
+        num_classes=0,
+        global_pool="",
+        in_chans=3,
+        preact=False,
+        stem_type="same",
         conv_layer=partial(StdConv2dSame, eps=WS_EPS),
-        norm_layer=partial(GroupNormAct, num_groups=GN_GROUPS))
+        norm_layer=partial(GroupNormAct, num_groups=GN_GROUPS),
+    )
     model = VisionTransformer(  # = _create_vision_transformer_hybrid
         img_size=cfg["img_size"],
-        embed_layer=partial(HybridEmbed, backbone=backbone), **VIT).eval()
+        embed_layer=partial(HybridEmbed, backbone=backbone),
+        **VIT,
+    ).eval()
     base.check_activations_and_norms(model, name)
 
     # The structure these goldens claim (see the docstring).
     pe = model.patch_embed
     check(tuple(pe.grid_size) == cfg["grid"], f"{name}: grid {pe.grid_size}")
     check(pe.num_patches == math.prod(cfg["grid"]), f"{name}: num_patches")
-    check(tuple(pe.feature_ratio) == (cfg["stride"],) * 2,
-          f"{name}: stride {pe.feature_ratio}")
+    check(
+        tuple(pe.feature_ratio) == (cfg["stride"],) * 2,
+        f"{name}: stride {pe.feature_ratio}",
+    )
     check(pe.feature_dim == cfg["channels"][-1], f"{name}: feature_dim")
     check(model.pos_embed.shape == (1, 1 + pe.num_patches, 32), "pos_embed")
-    check(tuple(pe.proj.kernel_size) == (1, 1) and pe.proj.bias is not None,
-          "1x1 projection with bias")
+    check(
+        tuple(pe.proj.kernel_size) == (1, 1) and pe.proj.bias is not None,
+        "1x1 projection with bias",
+    )
     check(isinstance(backbone.norm, torch.nn.Identity), "no final norm")
     convs = [m for m in backbone.modules() if isinstance(m, torch.nn.Conv2d)]
-    check(all(isinstance(m, StdConv2dSame) and m.eps == WS_EPS
-              and m.bias is None for m in convs), "StdConv2dSame eps 1e-8")
+    check(
+        all(
+            isinstance(m, StdConv2dSame) and m.eps == WS_EPS and m.bias is None
+            for m in convs
+        ),
+        "StdConv2dSame eps 1e-8",
+    )
     gns = [m for m in backbone.modules() if isinstance(m, torch.nn.GroupNorm)]
-    check(all(isinstance(m, GroupNormAct) and m.eps == GN_EPS
-              and m.num_groups == GN_GROUPS and m.num_channels // GN_GROUPS
-              >= 2 for m in gns), "GroupNorm eps 1e-5, >= 2 channels/group")
+    check(
+        all(
+            isinstance(m, GroupNormAct)
+            and m.eps == GN_EPS
+            and m.num_groups == GN_GROUPS
+            and m.num_channels // GN_GROUPS >= 2
+            for m in gns
+        ),
+        "GroupNorm eps 1e-5, >= 2 channels/group",
+    )
     check(isinstance(backbone.stem.norm.act, torch.nn.ReLU), "stem ReLU")
     for s, stage in enumerate(backbone.stages):
         for u, blk in enumerate(stage.blocks):
             check(isinstance(blk, Bottleneck), "non-preact Bottleneck")
             check((blk.downsample is not None) == (u == 0), "proj in unit 1")
-            check(blk.conv1.stride == (1, 1) and blk.conv3.stride == (1, 1)
-                  and blk.conv2.stride == ((2, 2) if s and not u else (1, 1)),
-                  "stride on conv2")
-            check(isinstance(blk.norm3.act, torch.nn.Identity)
-                  and isinstance(blk.act3, torch.nn.ReLU), "ReLU after add")
+            check(
+                blk.conv1.stride == (1, 1)
+                and blk.conv3.stride == (1, 1)
+                and blk.conv2.stride == ((2, 2) if s and not u else (1, 1)),
+                "stride on conv2",
+            )
+            check(
+                isinstance(blk.norm3.act, torch.nn.Identity)
+                and isinstance(blk.act3, torch.nn.ReLU),
+                "ReLU after add",
+            )
             if blk.downsample is not None:
-                check(isinstance(blk.downsample.norm.act, torch.nn.Identity),
-                      "no ReLU on the shortcut")
+                check(
+                    isinstance(blk.downsample.norm.act, torch.nn.Identity),
+                    "no ReLU on the shortcut",
+                )
     return model
 
 
@@ -220,8 +273,13 @@ def outputs(model, x):
     feat = bb(x)
     check(max_diff(feat, bb.stages(stem)) == 0.0, "backbone = stages(stem)")
     tokens = model.patch_embed(x)
-    check(max_diff(tokens, model.patch_embed.proj(feat).flatten(2)
-                   .transpose(1, 2)) == 0.0, "patch tokens")
+    check(
+        max_diff(
+            tokens, model.patch_embed.proj(feat).flatten(2).transpose(1, 2)
+        )
+        == 0.0,
+        "patch tokens",
+    )
     out["backbone"] = to_numpy(feat.permute(0, 2, 3, 1))
     out["stem"] = to_numpy(stem.permute(0, 2, 3, 1))
     out["patch_tokens"] = to_numpy(tokens)
@@ -241,26 +299,36 @@ def hybrid_layout(model):
     out["conv_root/kernel"] = conv("stem.conv")
     out["gn_root/scale"] = sd[p + "stem.norm.weight"]
     out["gn_root/bias"] = sd[p + "stem.norm.bias"]
-    used = {p + "stem.conv.weight", p + "stem.norm.weight",
-            p + "stem.norm.bias"}
+    used = {
+        p + "stem.conv.weight",
+        p + "stem.norm.weight",
+        p + "stem.norm.bias",
+    }
     bb = model.patch_embed.backbone
     for i, stage in enumerate(bb.stages):
         for j, blk in enumerate(stage.blocks):
             t = f"stages.{i}.blocks.{j}."
             n = f"block{i + 1}/unit{j + 1}/"  # unit1, not BiT's unit01
-            parts = [("conv1", "norm1", "1"), ("conv2", "norm2", "2"),
-                     ("conv3", "norm3", "3")]
+            parts = [
+                ("conv1", "norm1", "1"),
+                ("conv2", "norm2", "2"),
+                ("conv3", "norm3", "3"),
+            ]
             if blk.downsample is not None:
                 parts.append(("downsample.conv", "downsample.norm", "_proj"))
             for c, g, suffix in parts:
                 out[f"{n}conv{suffix}/kernel"] = conv(t + c)
                 out[f"{n}gn{suffix}/scale"] = sd[p + t + g + ".weight"]
                 out[f"{n}gn{suffix}/bias"] = sd[p + t + g + ".bias"]
-                used |= {p + t + c + ".weight", p + t + g + ".weight",
-                         p + t + g + ".bias"}
+                used |= {
+                    p + t + c + ".weight",
+                    p + t + g + ".weight",
+                    p + t + g + ".bias",
+                }
     check(used == {k for k in sd if k.startswith(p)}, "backbone keys")
-    return {k: np.ascontiguousarray(v, dtype=np.float32)
-            for k, v in out.items()}
+    return {
+        k: np.ascontiguousarray(v, dtype=np.float32) for k, v in out.items()
+    }
 
 
 def prove_timm_loads(path, name, reference, x, expected_logits):
@@ -272,11 +340,14 @@ def prove_timm_loads(path, name, reference, x, expected_logits):
         check(torch.equal(v, ref_sd[k]), f"{path.name}: {k} differs")
     d = max_diff(base.timm_outputs(fresh, x)["logits"], expected_logits)
     check(d <= TOL, f"{path.name}: logits differ by {d}")
-    print(f"  proof ok: timm load_pretrained({path.name}) reproduces the "
-          f"logits (max diff {d:.1e})")
+    print(
+        f"  proof ok: timm load_pretrained({path.name}) reproduces the "
+        f"logits (max diff {d:.1e})"
+    )
 
 
 # ---- independent float64 NumPy reference of the backbone (NHWC, HWIO) ----
+
 
 def np_pad(x, k, s, mode, value):
     """Pad H and W of NHWC x for a k x k window with stride s."""
@@ -295,22 +366,31 @@ def np_windows(x, k, s):
     oh, ow = (h - k) // s + 1, (w - k) // s + 1
     for dy in range(k):
         for dx in range(k):
-            yield dy, dx, x[:, dy:dy + s * (oh - 1) + 1:s,
-                            dx:dx + s * (ow - 1) + 1:s, :]
+            yield (
+                dy,
+                dx,
+                x[
+                    :,
+                    dy : dy + s * (oh - 1) + 1 : s,
+                    dx : dx + s * (ow - 1) + 1 : s,
+                    :,
+                ],
+            )
 
 
 def np_std_conv(x, w, s, opt):
     w = w.astype(np.float64)
     mean = w.mean(axis=(0, 1, 2), keepdims=True)
     if opt["ws"] == "timm":
-        w = (w - mean) / np.sqrt(w.var(axis=(0, 1, 2), keepdims=True)
-                                 + WS_EPS)
+        w = (w - mean) / np.sqrt(w.var(axis=(0, 1, 2), keepdims=True) + WS_EPS)
     else:  # the original JAX code
         w = (w - mean) / (w.std(axis=(0, 1, 2), keepdims=True) + 1e-5)
     k = w.shape[0]
     x = np_pad(x, k, s, opt["pad"], 0.0)
-    return sum(np.einsum("nhwc,cd->nhwd", patch, w[dy, dx])
-               for dy, dx, patch in np_windows(x, k, s))
+    return sum(
+        np.einsum("nhwc,cd->nhwd", patch, w[dy, dx])
+        for dy, dx, patch in np_windows(x, k, s)
+    )
 
 
 def np_group_norm(x, scale, bias, opt):
@@ -339,17 +419,25 @@ def np_backbone(w, images, num_stages, opt):
             b = f"block{s}/unit{u}/"
             stride = 2 if (s > 1 and u == 1) else 1
 
+            # Called only in this unit, whose prefix `b` is.
             def gn(y, name):
-                return np_group_norm(y, w[f"{b}{name}/scale"],
-                                     w[f"{b}{name}/bias"], opt)
+                return np_group_norm(
+                    y,
+                    w[f"{b}{name}/scale"],  # noqa: B023
+                    w[f"{b}{name}/bias"],  # noqa: B023
+                    opt,
+                )
 
             shortcut = x
             if f"{b}conv_proj/kernel" in w:
-                shortcut = gn(np_std_conv(x, w[f"{b}conv_proj/kernel"],
-                                          stride, opt), "gn_proj")
+                shortcut = gn(
+                    np_std_conv(x, w[f"{b}conv_proj/kernel"], stride, opt),
+                    "gn_proj",
+                )
             y = relu(gn(np_std_conv(x, w[f"{b}conv1/kernel"], 1, opt), "gn1"))
-            y = relu(gn(np_std_conv(y, w[f"{b}conv2/kernel"], stride, opt),
-                        "gn2"))
+            y = relu(
+                gn(np_std_conv(y, w[f"{b}conv2/kernel"], stride, opt), "gn2")
+            )
             y = gn(np_std_conv(y, w[f"{b}conv3/kernel"], 1, opt), "gn3")
             x = relu(y + shortcut)
             u += 1
@@ -364,33 +452,45 @@ def prove_numpy(name, weights, images, out):
     d_stem = max_diff(stem, out["stem"])
     d_feat = max_diff(feat, out["backbone"])
     kernel = weights["embedding/kernel"][0, 0].astype(np.float64)
-    tokens = (feat.reshape(feat.shape[0], -1, feat.shape[-1]) @ kernel
-              + weights["embedding/bias"])
+    tokens = (
+        feat.reshape(feat.shape[0], -1, feat.shape[-1]) @ kernel
+        + weights["embedding/bias"]
+    )
     d_tok = max_diff(tokens, out["patch_tokens"])
-    check(d_stem <= 1e-5 and d_feat <= 1e-5 * max(scale, 1)
-          and d_tok <= 1e-4, f"{name}: NumPy reference differs: stem "
-          f"{d_stem}, backbone {d_feat} (max |x| {scale}), tokens {d_tok}")
-    print(f"  proof ok: float64 NumPy backbone from {name}.npz matches timm "
-          f"(stem {d_stem:.1e}, backbone {d_feat:.1e}, max |backbone| "
-          f"{scale:.1f}, patch tokens {d_tok:.1e})")
+    check(
+        d_stem <= 1e-5 and d_feat <= 1e-5 * max(scale, 1) and d_tok <= 1e-4,
+        f"{name}: NumPy reference differs: stem "
+        f"{d_stem}, backbone {d_feat} (max |x| {scale}), tokens {d_tok}",
+    )
+    print(
+        f"  proof ok: float64 NumPy backbone from {name}.npz matches timm "
+        f"(stem {d_stem:.1e}, backbone {d_feat:.1e}, max |backbone| "
+        f"{scale:.1f}, patch tokens {d_tok:.1e})"
+    )
 
     # Negative controls: the goldens tell these variants apart.
     variants = {
-        "symmetric (PyTorch-style) padding instead of TF SAME":
-            dict(timm_opt, pad="symmetric"),
-        "original JAX weight standardisation (w-m)/(std+1e-5)":
-            dict(timm_opt, ws="jax"),
-        "GroupNorm eps 1e-6 (Flax default) instead of 1e-5":
-            dict(timm_opt, gn_eps=1e-6),
+        "symmetric (PyTorch-style) padding instead of TF SAME": dict(
+            timm_opt, pad="symmetric"
+        ),
+        "original JAX weight standardisation (w-m)/(std+1e-5)": dict(
+            timm_opt, ws="jax"
+        ),
+        "GroupNorm eps 1e-6 (Flax default) instead of 1e-5": dict(
+            timm_opt, gn_eps=1e-6
+        ),
     }
     diffs = {}
     for label, opt in variants.items():
-        d = max_diff(np_backbone(weights, images, n_stages, opt)[1],
-                     out["backbone"])
+        d = max_diff(
+            np_backbone(weights, images, n_stages, opt)[1], out["backbone"]
+        )
         diffs[label] = float(f"{d:.3g}")
         print(f"    variant {label}: backbone max diff {d:.2e}")
-    check(diffs["symmetric (PyTorch-style) padding instead of TF SAME"]
-          > 1e-2, "padding variant not detected")
+    check(
+        diffs["symmetric (PyTorch-style) padding instead of TF SAME"] > 1e-2,
+        "padding variant not detected",
+    )
     return diffs
 
 
@@ -402,41 +502,67 @@ def make(name):
     out = outputs(model, x)
     check(np.all(np.isfinite(out["logits"])), "finite logits")
     check(float(np.std(out["logits"])) > 0.1, "logits too flat")
-    check(out["backbone"].shape == (4, *cfg["grid"], cfg["channels"][-1]),
-          f"backbone shape {out['backbone'].shape}")
+    check(
+        out["backbone"].shape == (4, *cfg["grid"], cfg["channels"][-1]),
+        f"backbone shape {out['backbone'].shape}",
+    )
 
     config = dict(
-        img_size=cfg["img_size"], in_chans=3,
+        img_size=cfg["img_size"],
+        in_chans=3,
         backbone=dict(
             class_name="timm.models.resnetv2.ResNetV2",
-            layers=list(cfg["layers"]), channels=list(cfg["channels"]),
-            stem_chs=cfg["stem_chs"], bottle_ratio=0.25,
+            layers=list(cfg["layers"]),
+            channels=list(cfg["channels"]),
+            stem_chs=cfg["stem_chs"],
+            bottle_ratio=0.25,
             mid_channels=[c // 4 for c in cfg["channels"]],
-            preact=False, stem_type="same", num_classes=0, global_pool="",
+            preact=False,
+            stem_type="same",
+            num_classes=0,
+            global_pool="",
             conv_layer="StdConv2dSame(eps=1e-8), bias=False",
             norm_layer=f"GroupNormAct(num_groups={GN_GROUPS}, eps=1e-5)",
-            act_layer="ReLU", output_channels=cfg["channels"][-1],
-            output_stride=cfg["stride"], output_grid=list(cfg["grid"])),
-        vit=dict(VIT, class_name="timm.models.VisionTransformer",
-                 embed_layer="timm.layers.HybridEmbed(backbone, "
-                             "patch_size=1): Conv2d 1x1 with bias",
-                 num_patches=math.prod(cfg["grid"]),
-                 num_tokens=1 + math.prod(cfg["grid"]),
-                 norm_layer="LayerNorm eps 1e-6", act_layer="exact GELU",
-                 qkv_bias=True))
+            act_layer="ReLU",
+            output_channels=cfg["channels"][-1],
+            output_stride=cfg["stride"],
+            output_grid=list(cfg["grid"]),
+        ),
+        vit=dict(
+            VIT,
+            class_name="timm.models.VisionTransformer",
+            embed_layer="timm.layers.HybridEmbed(backbone, "
+            "patch_size=1): Conv2d 1x1 with bias",
+            num_patches=math.prod(cfg["grid"]),
+            num_tokens=1 + math.prod(cfg["grid"]),
+            norm_layer="LayerNorm eps 1e-6",
+            act_layer="exact GELU",
+            qkv_bias=True,
+        ),
+    )
 
     fname = f"{name}.timm.safetensors"
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(HERE / fname))
-    record(fname, "timm VisionTransformer.state_dict() of the hybrid "
-           "(safetensors.torch.save_file)", config, state)
+    record(
+        fname,
+        "timm VisionTransformer.state_dict() of the hybrid "
+        "(safetensors.torch.save_file)",
+        config,
+        state,
+    )
 
     fname = f"{name}.npz"
     weights = base.write_npz(fname, hybrid_layout(model))
-    record(fname, "the same weights in the original google-research/"
-           "vision_transformer hybrid .npz layout (np.savez, float32, "
-           "kernels HWIO, GroupNorm scale/bias (C,)); loaded by timm's "
-           "VisionTransformer.load_pretrained", config, weights)
+    record(
+        fname,
+        "the same weights in the original google-research/"
+        "vision_transformer hybrid .npz layout (np.savez, float32, "
+        "kernels HWIO, GroupNorm scale/bias (C,)); loaded by timm's "
+        "VisionTransformer.load_pretrained",
+        config,
+        weights,
+    )
     prove_timm_loads(HERE / fname, name, model, x, out["logits"])
     diffs = prove_numpy(name, weights, images, out)
 
@@ -445,17 +571,22 @@ def make(name):
     if name != "hybrid_r2s":  # the stem is the same; keep the files small
         del keep["stem"]
     arrays = base.write_npz(fname, keep, True)
-    record(fname, "inputs and timm outputs: images = pixel values in "
-           "[0, 255] NHWC (model input images / 127.5 - 1, NCHW); logits "
-           "(no softmax); features = forward_head(forward_features(x), "
-           "pre_logits=True); backbone = patch_embed.backbone(x) in NHWC "
-           "(before the 1x1 projection); patch_tokens = patch_embed(x) "
-           "(flattened row-major over h, w)" + (
-               "; stem = backbone.stem(x) in NHWC" if "stem" in keep
-               else ""), config, arrays)
+    record(
+        fname,
+        "inputs and timm outputs: images = pixel values in "
+        "[0, 255] NHWC (model input images / 127.5 - 1, NCHW); logits "
+        "(no softmax); features = forward_head(forward_features(x), "
+        "pre_logits=True); backbone = patch_embed.backbone(x) in NHWC "
+        "(before the 1x1 projection); patch_tokens = patch_embed(x) "
+        "(flattened row-major over h, w)"
+        + ("; stem = backbone.stem(x) in NHWC" if "stem" in keep else ""),
+        config,
+        arrays,
+    )
     facts[name] = {
-        "backbone_params": sum(p.numel() for p in
-                               model.patch_embed.backbone.parameters()),
+        "backbone_params": sum(
+            p.numel() for p in model.patch_embed.backbone.parameters()
+        ),
         "total_params": sum(p.numel() for p in model.parameters()),
         "num_tokens": 1 + model.patch_embed.num_patches,
         "stem_shape_nhwc": list(out["stem"].shape[1:]),
@@ -474,25 +605,31 @@ def main():
 
     manifest_out = {
         "about": "Tiny hybrid (ResNetV2 + ViT) reference checkpoints made by "
-                 "make_hybrid_checkpoints.py (developer-side, needs "
-                 "torch/timm); its docstring spells out the computation.",
+        "make_hybrid_checkpoints.py (developer-side, needs "
+        "torch/timm); its docstring spells out the computation.",
         "versions": VERSIONS,
         "inputs": "images: np.random.default_rng(0).integers(0, 256, "
-                  "(4, S, S, 3)) as float32 with S = img_size (32 for "
-                  "hybrid_r2s, 64 for hybrid_r4s); model input "
-                  "torch.from_numpy(images / 127.5 - 1).permute(0, 3, 1, 2)",
+        "(4, S, S, 3)) as float32 with S = img_size (32 for "
+        "hybrid_r2s, 64 for hybrid_r4s); model input "
+        "torch.from_numpy(images / 127.5 - 1).permute(0, 3, 1, 2)",
         "facts": facts,
         "files": dict(sorted(manifest.items())),
     }
     text = json.dumps(manifest_out, indent=1)
-    text = re.sub(r"\{\s+\"shape\": \[([\d,\s]*)\],\s+\"dtype\": "
-                  r"(\"\w+\")\s+\}",
-                  lambda m: '{"shape": [%s], "dtype": %s}' % (
-                      ", ".join(re.findall(r"\d+", m.group(1))),
-                      m.group(2)), text)
-    text = re.sub(r"\[\s+([\d,\s]+?)\s+\]",  # short int lists on one line
-                  lambda m: "[%s]" % ", ".join(re.findall(r"\d+",
-                                                          m.group(1))), text)
+    text = re.sub(
+        r"\{\s+\"shape\": \[([\d,\s]*)\],\s+\"dtype\": "
+        r"(\"\w+\")\s+\}",
+        lambda m: (
+            '{"shape": [%s], "dtype": %s}'
+            % (", ".join(re.findall(r"\d+", m.group(1))), m.group(2))
+        ),
+        text,
+    )
+    text = re.sub(
+        r"\[\s+([\d,\s]+?)\s+\]",  # short int lists on one line
+        lambda m: "[%s]" % ", ".join(re.findall(r"\d+", m.group(1))),
+        text,
+    )
     (HERE / "hybrid_manifest.json").write_text(text + "\n")
 
     total = 0

@@ -39,30 +39,60 @@ def _randomize(model, seed):
 
 
 def main():
-    images = np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3)).astype("float32")
+    images = (
+        np.random.default_rng(0)
+        .integers(0, 256, (2, 32, 32, 3))
+        .astype("float32")
+    )
     vit = keras_vit.ViT(
-        image_size=32, patch_size=8, hidden_dim=16, num_layers=2, num_heads=2,
-        mlp_dim=32, num_classes=5, representation_size=8, name="saved_vit",
+        image_size=32,
+        patch_size=8,
+        hidden_dim=16,
+        num_layers=2,
+        num_heads=2,
+        mlp_dim=32,
+        num_classes=5,
+        representation_size=8,
+        name="saved_vit",
     )
     hybrid = keras_vit.ViT(
-        image_size=32, patch_size=1, hidden_dim=16, num_layers=1, num_heads=2,
-        mlp_dim=32, num_classes=3, pooling="gap",
-        stem={"block_units": [1], "width": 4, "groups": 4}, name="saved_hybrid",
+        image_size=32,
+        patch_size=1,
+        hidden_dim=16,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=32,
+        num_classes=3,
+        pooling="gap",
+        stem={"block_units": [1], "width": 4, "groups": 4},
+        name="saved_hybrid",
     )
     backbone = keras_vit.ViT(
-        image_size=32, patch_size=8, hidden_dim=16, num_layers=1, num_heads=2,
-        mlp_dim=32, include_top=False, name="mpp_backbone",
+        image_size=32,
+        patch_size=8,
+        hidden_dim=16,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=32,
+        include_top=False,
+        name="mpp_backbone",
     )
     mpp = keras_vit.training.MaskedPatchPrediction(backbone, seed=1)
     mpp(images[:1])
     outputs = {"images": images}
-    for key, model, seed in (("vit", vit, 1), ("hybrid", hybrid, 2), ("mpp", mpp, 3)):
+    for key, model, seed in (
+        ("vit", vit, 1),
+        ("hybrid", hybrid, 2),
+        ("mpp", mpp, 3),
+    ):
         _randomize(model, seed)
         model.save(os.path.join(HERE, f"saved_{key}.keras"))
     outputs["vit"] = vit.predict(images, verbose=0)
     outputs["hybrid"] = hybrid.predict(images, verbose=0)
     outputs["mpp_tokens"] = backbone.predict(images, verbose=0)
-    np.savez_compressed(os.path.join(HERE, "saved_models.expected.npz"), **outputs)
+    np.savez_compressed(
+        os.path.join(HERE, "saved_models.expected.npz"), **outputs
+    )
 
 
 if __name__ == "__main__":

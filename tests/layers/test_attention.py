@@ -17,7 +17,8 @@ def _reference_weights(layer):
         "proj_bias": layer.proj.bias.numpy(),
         "relative": (
             layer.relative_position_embedding.numpy()
-            if layer.relative_positions else None
+            if layer.relative_positions
+            else None
         ),
     }
 
@@ -51,9 +52,14 @@ def test_qkv_initialisation_is_xavier_per_projection():
 @pytest.mark.parametrize("tokens", [1, 2, 6])
 def test_relative_positions_match_numpy_reference_and_config(tokens):
     x = np.random.default_rng(0).normal(size=(2, tokens, 12)).astype("float32")
-    layer = keras_vit.layers.MultiHeadSelfAttention(num_heads=3, relative_positions=tokens)
+    layer = keras_vit.layers.MultiHeadSelfAttention(
+        num_heads=3, relative_positions=tokens
+    )
     layer(x)
-    assert tuple(layer.relative_position_embedding.shape) == (2 * tokens - 1, 12)
+    assert tuple(layer.relative_position_embedding.shape) == (
+        2 * tokens - 1,
+        12,
+    )
     randomize_weights(layer, scale=0.3)
     out, weights = layer(x, return_attention_scores=True)
     ref = _reference_weights(layer)
@@ -63,7 +69,9 @@ def test_relative_positions_match_numpy_reference_and_config(tokens):
     np.testing.assert_allclose(weights.numpy(), ref_weights, atol=1e-5)
     # The relative term matters: without it the outputs differ.
     if tokens > 1:
-        plain, _ = reference.attention(x.astype("float64"), {**ref, "relative": None}, 3)
+        plain, _ = reference.attention(
+            x.astype("float64"), {**ref, "relative": None}, 3
+        )
         assert np.abs(plain - ref_out).max() > 1e-2
     assert_config_round_trip(layer, x)
     assert_output_shape_matches(layer, x)
@@ -81,14 +89,24 @@ def test_a_built_layer_refuses_another_length_or_width_by_name():
     # Once built, other inputs failed deep in a reshape (InvalidArgumentError).
     layer = keras_vit.layers.MultiHeadSelfAttention(2, relative_positions=5)
     layer(np.zeros((1, 5, 8), "float32"))
-    with pytest.raises(ValueError, match=r"axis 1 of input shape to have value 5.*\(1, 7, 8\)"):
+    with pytest.raises(
+        ValueError, match=r"axis 1 of input shape to have value 5.*\(1, 7, 8\)"
+    ):
         layer(np.zeros((1, 7, 8), "float32"))
     block = keras_vit.layers.TransformerBlock(2, 8, relative_positions=5)
     block(np.zeros((1, 5, 8), "float32"))
-    with pytest.raises(ValueError, match=r"axis 1 of input shape to have value 5.*\(1, 3, 8\)"):
+    with pytest.raises(
+        ValueError, match=r"axis 1 of input shape to have value 5.*\(1, 3, 8\)"
+    ):
         block(np.zeros((1, 3, 8), "float32"))
     plain = keras_vit.layers.MultiHeadSelfAttention(2)
     plain(np.zeros((1, 5, 8), "float32"))
-    assert plain(np.zeros((2, 9, 8), "float32")).shape == (2, 9, 8)  # any length
-    with pytest.raises(ValueError, match=r"axis -1 of input shape to have value 8"):
+    assert plain(np.zeros((2, 9, 8), "float32")).shape == (
+        2,
+        9,
+        8,
+    )  # any length
+    with pytest.raises(
+        ValueError, match=r"axis -1 of input shape to have value 8"
+    ):
         plain(np.zeros((1, 5, 6), "float32"))

@@ -31,14 +31,18 @@ def _model(name, dtype=None):
     elif name == "StdConv2D":
         x = L.StdConv2D(8, 3, strides=2, padding="same", dtype=dtype)(x)
     elif name == "ResNetBottleneck":
-        x = L.ResNetBottleneck(16, strides=2, projection=True, groups=4, dtype=dtype)(x)
+        x = L.ResNetBottleneck(
+            16, strides=2, projection=True, groups=4, dtype=dtype
+        )(x)
     elif name == "ResNetStem":
         x = L.ResNetStem([1], width=4, groups=4, dtype=dtype)(x)
     else:
         x = L.Patches(4, dtype=dtype)(x)
         x = L.PatchEncoder(16, dtype=dtype)(x)  # (B, 17, 16) tokens
         if name == "TransformerBlock":
-            x = L.TransformerBlock(2, 32, dropout_rate=0.1, drop_path_rate=0.1, dtype=dtype)(x)
+            x = L.TransformerBlock(
+                2, 32, dropout_rate=0.1, drop_path_rate=0.1, dtype=dtype
+            )(x)
         elif name == "MultiHeadSelfAttention":
             x = L.MultiHeadSelfAttention(2, dropout_rate=0.1, dtype=dtype)(x)
         elif name == "LayerNorm":
@@ -53,8 +57,17 @@ def _model(name, dtype=None):
     return keras.Model(images, outputs)
 
 
-NAMES = ["Patches", "PatchEncoder", "TransformerBlock", "MultiHeadSelfAttention",
-         "LayerNorm", "TokenPooling", "StdConv2D", "ResNetBottleneck", "ResNetStem"]
+NAMES = [
+    "Patches",
+    "PatchEncoder",
+    "TransformerBlock",
+    "MultiHeadSelfAttention",
+    "LayerNorm",
+    "TokenPooling",
+    "StdConv2D",
+    "ResNetBottleneck",
+    "ResNetStem",
+]
 
 
 def test_every_public_layer_is_covered():
@@ -76,15 +89,19 @@ def test_keras_file_round_trip_in_safe_mode(name, tmp_path):
 @pytest.mark.parametrize("name", NAMES)
 def test_xla_fit_step(name):
     model = _model(name)
-    model.compile(keras.optimizers.Adam(1e-2),
-                  keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  jit_compile=True)
+    model.compile(
+        keras.optimizers.Adam(1e-2),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=True,
+    )
     x = rng.uniform(0, 1, (4, 16, 16, 3)).astype("float32")
     before = [w.numpy().copy() for w in model.trainable_weights]
     history = model.fit(x, np.arange(4) % 3, epochs=2, batch_size=4, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
-    assert any(not np.array_equal(b, w.numpy())
-               for b, w in zip(before, model.trainable_weights))
+    assert any(
+        not np.array_equal(b, w.numpy())
+        for b, w in zip(before, model.trainable_weights)
+    )
 
 
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
@@ -101,42 +118,106 @@ def test_mixed_precision_forward(name, policy):
 #: Per public layer: cases of (constructor arguments, an input shape, the
 #: output shape). The first case's arguments are the layer's required ones.
 LAYERS = {
-    "Patches": [({"patch_size": 4}, (2, 8, 8, 3), (2, 4, 48)),
-                ({"patch_size": 4, "flatten": False}, (2, 8, 8, 3), (2, 2, 2, 48))],
-    "PatchEncoder": [({"hidden_dim": 8}, (2, 4, 12), (2, 5, 8)),
-                     ({"hidden_dim": 8}, (2, 2, 2, 12), (2, 5, 8)),
-                     # 2D embeddings of a flat sequence need its grid.
-                     ({"hidden_dim": 8, "position_embedding": "learned2d",
-                       "class_token": False, "grid_size": (2, 2)},
-                      (2, 4, 12), (2, 4, 8)),
-                     ({"hidden_dim": 8, "position_embedding": "sincos2d",
-                       "grid_size": (2, 2)}, (2, 4, 12), (2, 5, 8))],
-    "TransformerBlock": [({"num_heads": 2, "mlp_dim": 8}, (2, 5, 8), (2, 5, 8)),
-                         ({"num_heads": 2, "mlp_dim": 8, "dropout_rate": 0.1,
-                           "attention_dropout_rate": 0.1, "drop_path_rate": 0.1},
-                          (2, 5, 8), (2, 5, 8)),
-                         ({"num_heads": 2, "mlp_dim": 8, "dropout_rate": 0.1,
-                           "attention_dropout_rate": 0.1, "drop_path_rate": 0.1,
-                           "remat": True}, (2, 5, 8), (2, 5, 8)),
-                         ({"num_heads": 2, "mlp_dim": 8, "relative_positions": 5},
-                          (2, 5, 8), (2, 5, 8))],
-    "MultiHeadSelfAttention": [({"num_heads": 2}, (2, 5, 8), (2, 5, 8)),
-                               ({"num_heads": 2, "dropout_rate": 0.1,
-                                 "relative_positions": 5}, (2, 5, 8), (2, 5, 8))],
+    "Patches": [
+        ({"patch_size": 4}, (2, 8, 8, 3), (2, 4, 48)),
+        ({"patch_size": 4, "flatten": False}, (2, 8, 8, 3), (2, 2, 2, 48)),
+    ],
+    "PatchEncoder": [
+        ({"hidden_dim": 8}, (2, 4, 12), (2, 5, 8)),
+        ({"hidden_dim": 8}, (2, 2, 2, 12), (2, 5, 8)),
+        # 2D embeddings of a flat sequence need its grid.
+        (
+            {
+                "hidden_dim": 8,
+                "position_embedding": "learned2d",
+                "class_token": False,
+                "grid_size": (2, 2),
+            },
+            (2, 4, 12),
+            (2, 4, 8),
+        ),
+        (
+            {
+                "hidden_dim": 8,
+                "position_embedding": "sincos2d",
+                "grid_size": (2, 2),
+            },
+            (2, 4, 12),
+            (2, 5, 8),
+        ),
+    ],
+    "TransformerBlock": [
+        ({"num_heads": 2, "mlp_dim": 8}, (2, 5, 8), (2, 5, 8)),
+        (
+            {
+                "num_heads": 2,
+                "mlp_dim": 8,
+                "dropout_rate": 0.1,
+                "attention_dropout_rate": 0.1,
+                "drop_path_rate": 0.1,
+            },
+            (2, 5, 8),
+            (2, 5, 8),
+        ),
+        (
+            {
+                "num_heads": 2,
+                "mlp_dim": 8,
+                "dropout_rate": 0.1,
+                "attention_dropout_rate": 0.1,
+                "drop_path_rate": 0.1,
+                "remat": True,
+            },
+            (2, 5, 8),
+            (2, 5, 8),
+        ),
+        (
+            {"num_heads": 2, "mlp_dim": 8, "relative_positions": 5},
+            (2, 5, 8),
+            (2, 5, 8),
+        ),
+    ],
+    "MultiHeadSelfAttention": [
+        ({"num_heads": 2}, (2, 5, 8), (2, 5, 8)),
+        (
+            {"num_heads": 2, "dropout_rate": 0.1, "relative_positions": 5},
+            (2, 5, 8),
+            (2, 5, 8),
+        ),
+    ],
     "LayerNorm": [({}, (2, 5, 8), (2, 5, 8))],
-    "TokenPooling": [({}, (2, 5, 8), (2, 8)),
-                     ({"pooling": "gap", "num_prefix_tokens": 0}, (2, 5, 8), (2, 8))],
-    "StdConv2D": [({"filters": 4, "kernel_size": 3}, (2, 8, 8, 3), (2, 6, 6, 4)),
-                  ({"filters": 4, "kernel_size": 3, "strides": 2, "padding": "same"},
-                   (2, 8, 8, 3), (2, 4, 4, 4))],
-    "ResNetBottleneck": [({"filters": 16, "groups": 4}, (2, 4, 4, 16), (2, 4, 4, 16)),
-                         ({"filters": 16, "strides": 2, "projection": True,
-                           "groups": 4}, (2, 8, 8, 3), (2, 4, 4, 16))],
-    "ResNetStem": [({"block_units": [1, 1], "width": 4, "groups": 4},
-                    (2, 16, 16, 3), (2, 2, 2, 32))],
+    "TokenPooling": [
+        ({}, (2, 5, 8), (2, 8)),
+        ({"pooling": "gap", "num_prefix_tokens": 0}, (2, 5, 8), (2, 8)),
+    ],
+    "StdConv2D": [
+        ({"filters": 4, "kernel_size": 3}, (2, 8, 8, 3), (2, 6, 6, 4)),
+        (
+            {"filters": 4, "kernel_size": 3, "strides": 2, "padding": "same"},
+            (2, 8, 8, 3),
+            (2, 4, 4, 4),
+        ),
+    ],
+    "ResNetBottleneck": [
+        ({"filters": 16, "groups": 4}, (2, 4, 4, 16), (2, 4, 4, 16)),
+        (
+            {"filters": 16, "strides": 2, "projection": True, "groups": 4},
+            (2, 8, 8, 3),
+            (2, 4, 4, 16),
+        ),
+    ],
+    "ResNetStem": [
+        (
+            {"block_units": [1, 1], "width": 4, "groups": 4},
+            (2, 16, 16, 3),
+            (2, 2, 2, 32),
+        )
+    ],
 }
 CASES = [(name, *case) for name, cases in LAYERS.items() for case in cases]
-CASE_IDS = [f"{name}-{i}" for name, cases in LAYERS.items() for i in range(len(cases))]
+CASE_IDS = [
+    f"{name}-{i}" for name, cases in LAYERS.items() for i in range(len(cases))
+]
 
 
 def test_every_public_layer_has_cases():
@@ -146,7 +227,8 @@ def test_every_public_layer_has_cases():
 def _float_arguments(cls):
     """The constructor arguments of `cls` whose default is a float."""
     return [
-        name for name, p in inspect.signature(cls.__init__).parameters.items()
+        name
+        for name, p in inspect.signature(cls.__init__).parameters.items()
         if isinstance(p.default, float)
     ]
 
@@ -159,7 +241,9 @@ def test_float_arguments_must_be_finite_and_in_range(name):
     assert floats or name in ("Patches", "PatchEncoder", "TokenPooling")
     for argument in floats:
         for value in (math.inf, -math.inf, math.nan, 1e39):
-            with pytest.raises(ValueError, match=re.escape(f"Received: {argument}={value!r}")):
+            with pytest.raises(
+                ValueError, match=re.escape(f"Received: {argument}={value!r}")
+            ):
                 cls(**required, **{argument: value})
 
 
@@ -169,7 +253,9 @@ def test_integer_dtype_policies_are_refused(name):
     cls = getattr(L, name)
     required = LAYERS[name][0][0]
     for dtype in ("int32", "uint8", keras.DTypePolicy("int32")):
-        with pytest.raises(ValueError, match=r"`dtype` must be a floating.*dtype="):
+        with pytest.raises(
+            ValueError, match=r"`dtype` must be a floating.*dtype="
+        ):
             cls(**required, dtype=dtype)
     keras.config.set_dtype_policy("int32")  # the conftest fixture restores it
     with pytest.raises(ValueError, match=r"global policy.*dtype=None"):
@@ -182,7 +268,9 @@ def _unknown(shape):
 
 
 @pytest.mark.parametrize("name, kwargs, shape, out_shape", CASES, ids=CASE_IDS)
-def test_traces_with_unknown_batch_and_token_counts(name, kwargs, shape, out_shape):
+def test_traces_with_unknown_batch_and_token_counts(
+    name, kwargs, shape, out_shape
+):
     import tensorflow as tf
 
     layer = getattr(L, name)(**kwargs)
@@ -190,8 +278,11 @@ def test_traces_with_unknown_batch_and_token_counts(name, kwargs, shape, out_sha
     expected = keras.ops.convert_to_numpy(layer(x))
     assert expected.shape == out_shape
     for training in (False, True):
-        fn = tf.function(lambda t: layer(t, training=training),
-                         input_signature=[tf.TensorSpec(_unknown(shape), "float32")])
+        # Traced and called in this iteration, with this `training`.
+        fn = tf.function(
+            lambda t: layer(t, training=training),  # noqa: B023
+            input_signature=[tf.TensorSpec(_unknown(shape), "float32")],
+        )
         out = fn(x).numpy()
         assert out.shape == out_shape
         if not training:
@@ -200,9 +291,13 @@ def test_traces_with_unknown_batch_and_token_counts(name, kwargs, shape, out_sha
     # layer's compute_output_shape.
     fresh = getattr(L, name)(**kwargs)
     if name == "PatchEncoder" and "grid_size" not in kwargs:
-        fresh = L.PatchEncoder(**kwargs, grid_size=(2, 2))  # learned: needs the grid
+        fresh = L.PatchEncoder(
+            **kwargs, grid_size=(2, 2)
+        )  # learned: needs the grid
     symbolic = fresh(keras.Input(batch_shape=_unknown(shape)))
-    assert tuple(symbolic.shape) == tuple(fresh.compute_output_shape(_unknown(shape)))
+    assert tuple(symbolic.shape) == tuple(
+        fresh.compute_output_shape(_unknown(shape))
+    )
     assert keras.ops.convert_to_numpy(fresh(x)).shape == out_shape
 
 
@@ -212,7 +307,9 @@ def test_an_unknown_last_dimension_is_refused_by_name(name):
         return
     kwargs, shape, _ = LAYERS[name][0]
     batch_shape = (*_unknown(shape)[:-1], None)
-    with pytest.raises(ValueError, match=r"needs inputs whose last dimension.*known"):
+    with pytest.raises(
+        ValueError, match=r"needs inputs whose last dimension.*known"
+    ):
         getattr(L, name)(**kwargs)(keras.Input(batch_shape=batch_shape))
 
 
@@ -227,8 +324,12 @@ def run_keras_layer_test(name, kwargs, shape, out_shape):
     compute_output_spec against the output, a compiled training step, and
     mixed_float16 (output dtypes, float32 variables)."""
     _KerasHarness().run_layer_test(
-        getattr(L, name), kwargs, input_shape=shape, expected_output_shape=out_shape,
-        expected_output_dtype="float32", supports_masking=False,
+        getattr(L, name),
+        kwargs,
+        input_shape=shape,
+        expected_output_shape=out_shape,
+        expected_output_dtype="float32",
+        supports_masking=False,
     )
 
 
@@ -260,8 +361,13 @@ def test_keras_layer_test_harness_on_jax():
     # jit_compile); remat with dropout crashed it (UnexpectedTracerError).
     pytest.importorskip("jax")
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
-    process = subprocess.run([sys.executable, "-c", JAX_HARNESS], capture_output=True,
-                             text=True, env=env, timeout=900)
+    process = subprocess.run(
+        [sys.executable, "-c", JAX_HARNESS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert process.returncode == 0, process.stderr[-3000:]
     result = json.loads(process.stdout.strip().splitlines()[-1])
     assert result == {"backend": "jax", "failures": {}}

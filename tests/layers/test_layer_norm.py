@@ -17,7 +17,9 @@ def test_matches_hand_computation_and_keras():
     layer.set_weights([gamma, beta])
     # mean 3, var (4 + 1 + 0 + 9) / 4 = 3.5
     normed = (x - 3.0) / np.sqrt(3.5 + 1e-6)
-    np.testing.assert_allclose(layer(x).numpy(), normed * gamma + beta, rtol=1e-6)
+    np.testing.assert_allclose(
+        layer(x).numpy(), normed * gamma + beta, rtol=1e-6
+    )
 
     ref = keras.layers.LayerNormalization(epsilon=1e-6)
     ref.build(x.shape)
@@ -61,8 +63,10 @@ def test_closed_form_gradient_matches_autodiff_of_keras_layer_norm():
     # differentiation of Keras's own layer, for the input and both weights,
     # also when the rows have a large mean (as ViT residual streams do).
     rng = np.random.default_rng(0)
-    x = (rng.normal(size=(3, 5, 64)) * rng.uniform(0.1, 4.0, (3, 5, 1))
-         + rng.normal(0.0, 20.0, (3, 5, 1))).astype("float32")
+    x = (
+        rng.normal(size=(3, 5, 64)) * rng.uniform(0.1, 4.0, (3, 5, 1))
+        + rng.normal(0.0, 20.0, (3, 5, 1))
+    ).astype("float32")
     upstream = rng.normal(size=x.shape).astype("float32")
     gamma = rng.normal(size=64).astype("float32")
     beta = rng.normal(size=64).astype("float32")
@@ -72,7 +76,8 @@ def test_closed_form_gradient_matches_autodiff_of_keras_layer_norm():
         layer.build(x.shape)
         layer.set_weights([gamma, beta])
     for got, want, name in zip(
-        _gradients(ours, x, upstream), _gradients(ref, x, upstream),
+        _gradients(ours, x, upstream),
+        _gradients(ref, x, upstream),
         ("inputs", "gamma", "beta"),
     ):
         scale = np.abs(want.numpy()).max()
@@ -94,5 +99,7 @@ def test_a_built_layer_refuses_another_width_by_name():
     layer = keras_vit.layers.LayerNorm()
     layer(np.zeros((2, 3, 8), "float32"))
     assert layer(np.zeros((5, 8), "float32")).shape == (5, 8)  # any rank
-    with pytest.raises(ValueError, match=r"axis -1 of input shape to have value 8"):
+    with pytest.raises(
+        ValueError, match=r"axis -1 of input shape to have value 8"
+    ):
         layer(np.zeros((2, 3, 9), "float32"))

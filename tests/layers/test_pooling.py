@@ -36,7 +36,9 @@ def test_token_pooling_traces_with_an_unknown_token_count():
     tokens = np.arange(2 * 4 * 3, dtype="float32").reshape(2, 4, 3)
     for width in (3, None):
         layer = keras_vit.layers.TokenPooling("token")
-        fn = tf.function(layer, input_signature=[tf.TensorSpec((None, None, width))])
+        fn = tf.function(
+            layer, input_signature=[tf.TensorSpec((None, None, width))]
+        )
         np.testing.assert_array_equal(fn(tokens).numpy(), tokens[:, 0])
     symbolic = keras_vit.layers.TokenPooling()(keras.Input((None, 3)))
     assert symbolic.shape == (None, 3)
@@ -46,11 +48,16 @@ def test_gap_with_no_token_after_the_prefix_is_refused():
     # The mean of no tokens is NaN: refused, named, eagerly and symbolically.
     for tokens, prefix in ((1, 1), (3, 5), (2, 2)):
         layer = keras_vit.layers.TokenPooling("gap", num_prefix_tokens=prefix)
-        match = rf"num_prefix_tokens={prefix} for tokens of shape \(2, {tokens}, 3\)"
+        match = (
+            rf"num_prefix_tokens={prefix} for tokens of shape "
+            rf"\(2, {tokens}, 3\)"
+        )
         with pytest.raises(ValueError, match=match):
             layer(np.ones((2, tokens, 3), "float32"))
         with pytest.raises(ValueError, match=f"num_prefix_tokens={prefix}"):
-            keras_vit.layers.TokenPooling("gap", prefix)(keras.Input((tokens, 3)))
+            keras_vit.layers.TokenPooling("gap", prefix)(
+                keras.Input((tokens, 3))
+            )
     # Built on enough tokens, then called on too few.
     layer = keras_vit.layers.TokenPooling("gap", num_prefix_tokens=1)
     layer(np.ones((2, 4, 3), "float32"))
@@ -60,17 +67,30 @@ def test_gap_with_no_token_after_the_prefix_is_refused():
         keras_vit.layers.TokenPooling("token")(np.ones((2, 0, 3), "float32"))
 
 
-def test_too_few_tokens_are_refused_when_their_count_is_known_only_at_run_time():
+def test_too_few_tokens_are_refused_when_their_count_is_known_only_at_run_time():  # noqa: E501
     # Traced over (B, None, D), "gap" of no patch tokens returned NaN and
     # "token" of no token an empty batch, silently.
     import tensorflow as tf
 
-    for pooling, prefix, tokens in (("gap", 3, 3), ("gap", 1, 0), ("token", 1, 0)):
+    for pooling, prefix, tokens in (
+        ("gap", 3, 3),
+        ("gap", 1, 0),
+        ("token", 1, 0),
+    ):
         layer = keras_vit.layers.TokenPooling(pooling, num_prefix_tokens=prefix)
-        fn = tf.function(layer, input_signature=[tf.TensorSpec((None, None, 3))])
-        np.testing.assert_allclose(fn(np.ones((2, 4, 3), "float32")).numpy(), 1.0)
+        fn = tf.function(
+            layer, input_signature=[tf.TensorSpec((None, None, 3))]
+        )
+        np.testing.assert_allclose(
+            fn(np.ones((2, 4, 3), "float32")).numpy(), 1.0
+        )
         # (TensorFlow's message escapes the quotes.)
-        received = f"num_prefix_tokens={prefix} for " if pooling == "gap" else ""
-        match = rf"pooling=.*{pooling}.*Received: {received}a token count of\] \[{tokens}\]"
+        received = (
+            f"num_prefix_tokens={prefix} for " if pooling == "gap" else ""
+        )
+        match = (
+            rf"pooling=.*{pooling}.*Received: {received}a token count of\] "
+            rf"\[{tokens}\]"
+        )
         with pytest.raises(tf.errors.InvalidArgumentError, match=match):
             fn(np.ones((2, tokens, 3), "float32"))

@@ -33,7 +33,9 @@ def test_same_padding_is_tensorflows_asymmetric_padding():
     # sees rows -2..4 of the input.
     x = np.zeros((1, 8, 8, 1), "float32")
     x[0, 0, 0, 0] = 1.0
-    conv = keras_vit.layers.StdConv2D(1, 7, strides=2, padding="same", epsilon=1e-8)
+    conv = keras_vit.layers.StdConv2D(
+        1, 7, strides=2, padding="same", epsilon=1e-8
+    )
     conv.build(x.shape)
     kernel = np.zeros((7, 7, 1, 1), "float32")
     kernel[2, 2] = 1.0  # picks input pixel (2*i - 2 + 2) = 2*i
@@ -45,7 +47,12 @@ def test_same_padding_is_tensorflows_asymmetric_padding():
 
 def test_stem_stride_and_channels():
     stem = keras_vit.layers.ResNetStem(block_units=(3, 4, 9))
-    assert stem.compute_output_shape((None, 224, 224, 3)) == (None, 14, 14, 1024)
+    assert stem.compute_output_shape((None, 224, 224, 3)) == (
+        None,
+        14,
+        14,
+        1024,
+    )
     assert stem.stride == 16
     four = keras_vit.layers.ResNetStem(block_units=(2, 2, 2, 2))
     assert four.compute_output_shape((None, 224, 224, 3)) == (None, 7, 7, 2048)
@@ -53,7 +60,9 @@ def test_stem_stride_and_channels():
 
 
 def test_small_stem_runs_and_round_trips():
-    stem = keras_vit.layers.ResNetStem(block_units=(1, 2), width=8, groups=4, name="stem")
+    stem = keras_vit.layers.ResNetStem(
+        block_units=(1, 2), width=8, groups=4, name="stem"
+    )
     x = rng.uniform(-1, 1, size=(2, 32, 32, 3)).astype("float32")
     out = stem(x)
     assert out.shape == (2, 4, 4, 64)

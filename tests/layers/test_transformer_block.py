@@ -42,8 +42,12 @@ def test_symbolic_call_with_attention_scores():
 
 def test_dropout_only_in_training():
     x = rng.normal(size=(4, 5, 16)).astype("float32")
-    layer = _block(dropout_rate=0.5, attention_dropout_rate=0.5, drop_path_rate=0.5)
-    np.testing.assert_array_equal(layer(x).numpy(), layer(x, training=False).numpy())
+    layer = _block(
+        dropout_rate=0.5, attention_dropout_rate=0.5, drop_path_rate=0.5
+    )
+    np.testing.assert_array_equal(
+        layer(x).numpy(), layer(x, training=False).numpy()
+    )
     assert not np.allclose(layer(x, training=True).numpy(), layer(x).numpy())
 
 

@@ -8,9 +8,26 @@ from keras_vit.data import datasets
 
 #: Flags a tiny, fast run needs.
 TINY_FLAGS = [
-    "--model", "Ti/16", "--image-size", "16", "--patch-size", "4", "--hidden-dim", "16",
-    "--num-heads", "2", "--mlp-dim", "16", "--num-layers", "1", "--epochs", "1",
-    "--mixed-precision", "off", "--verbose", "0",
+    "--model",
+    "Ti/16",
+    "--image-size",
+    "16",
+    "--patch-size",
+    "4",
+    "--hidden-dim",
+    "16",
+    "--num-heads",
+    "2",
+    "--mlp-dim",
+    "16",
+    "--num-layers",
+    "1",
+    "--epochs",
+    "1",
+    "--mixed-precision",
+    "off",
+    "--verbose",
+    "0",
 ]
 
 BAD_TRAIN_FLAGS = [
@@ -48,25 +65,47 @@ BAD_TRAIN_FLAGS = [
     (["--dropout", "1"], "dropout_rate=1.0"),
     (["--hidden-dim", "0"], "hidden_dim=0"),
     (["--num-layers", "0"], "num_layers=0"),
-    (["--objective", "masked-patches", "--corrupt-rate", "nan"], "corrupt_rate=nan"),
+    (
+        ["--objective", "masked-patches", "--corrupt-rate", "nan"],
+        "corrupt_rate=nan",
+    ),
     (["--objective", "masked-patches", "--mask-rate", "inf"], "mask_rate=inf"),
-    (["--objective", "masked-patches", "--replace-rate", "-0.1"], "replace_rate=-0.1"),
+    (
+        ["--objective", "masked-patches", "--replace-rate", "-0.1"],
+        "replace_rate=-0.1",
+    ),
     (["--objective", "masked-patches", "--color-bits", "0"], "bits=0"),
 ]
 
 
-@pytest.mark.parametrize("flags, received", BAD_TRAIN_FLAGS,
-                         ids=[" ".join(f) for f, _ in BAD_TRAIN_FLAGS])
-def test_train_refuses_a_number_that_cannot_be_right(tmp_path, capsys, flags, received):
+@pytest.mark.parametrize(
+    "flags, received",
+    BAD_TRAIN_FLAGS,
+    ids=[" ".join(f) for f, _ in BAD_TRAIN_FLAGS],
+)
+def test_train_refuses_a_number_that_cannot_be_right(
+    tmp_path, capsys, flags, received
+):
     # NaN and infinite values were taken: a NaN weight decay trained into a
     # traceback that advised a lower learning rate. A bad model size failed
     # after the run folder was made.
     output = tmp_path / "run"
-    code = cli.main(["train", "--dataset", "digits", "--output", str(output),
-                     *TINY_FLAGS, *flags])
+    code = cli.main(
+        [
+            "train",
+            "--dataset",
+            "digits",
+            "--output",
+            str(output),
+            *TINY_FLAGS,
+            *flags,
+        ]
+    )
     error = capsys.readouterr().err
     assert code == 2, error[-2000:]
-    assert error.startswith("keras-vit: error: ") and error.count("\n") == 1, error
+    assert error.startswith("keras-vit: error: ") and error.count("\n") == 1, (
+        error
+    )
     assert f"Received: {received}" in error or f" {received}" in error, error
     assert not output.exists()  # nothing was written
 
@@ -81,13 +120,21 @@ BAD_FEW_SHOT_FLAGS = [
 ]
 
 
-@pytest.mark.parametrize("flags, received", BAD_FEW_SHOT_FLAGS,
-                         ids=[" ".join(f) for f, _ in BAD_FEW_SHOT_FLAGS])
-def test_few_shot_refuses_a_number_that_cannot_be_right(capsys, flags, received):
+@pytest.mark.parametrize(
+    "flags, received",
+    BAD_FEW_SHOT_FLAGS,
+    ids=[" ".join(f) for f, _ in BAD_FEW_SHOT_FLAGS],
+)
+def test_few_shot_refuses_a_number_that_cannot_be_right(
+    capsys, flags, received
+):
     code = cli.main(["few-shot", "ViT_Ti16", "--dataset", "digits", *flags])
     error = capsys.readouterr().err
     assert code == 2, error[-2000:]
-    assert error.startswith("keras-vit: error: ") and f"Received: {received}" in error, error
+    assert (
+        error.startswith("keras-vit: error: ")
+        and f"Received: {received}" in error
+    ), error
 
 
 def _folder(tmp_path, cut):
@@ -100,14 +147,16 @@ def _folder(tmp_path, cut):
     for label in ("a", "b"):
         (folder / label).mkdir(parents=True)
         for i in range(2):
-            pixels = np.random.default_rng(i).integers(0, 256, (16, 16, 3), dtype=np.uint8)
+            pixels = np.random.default_rng(i).integers(
+                0, 256, (16, 16, 3), dtype=np.uint8
+            )
             buffer = io.BytesIO()
             Image.fromarray(pixels).save(buffer, format="PNG")
             data = buffer.getvalue()
             (folder / label / f"{i}.png").write_bytes(data)
     if cut:
         data = (folder / "b" / "1.png").read_bytes()
-        (folder / "b" / "1.png").write_bytes(data[:len(data) // 2])
+        (folder / "b" / "1.png").write_bytes(data[: len(data) // 2])
     return folder, folder / "b" / "1.png"
 
 
@@ -115,15 +164,38 @@ def test_a_cut_short_image_stops_train_and_few_shot_naming_it(tmp_path, capsys):
     # TensorFlow's "Invalid PNG data" named no file; the image passes the
     # check of its first bytes, and fails only when the pipeline decodes it.
     folder, bad = _folder(tmp_path, cut=True)
-    code = cli.main(["train", "--dataset", f"folder:{folder}", "--output",
-                     str(tmp_path / "run"), "--batch-size", "2", *TINY_FLAGS])
+    code = cli.main(
+        [
+            "train",
+            "--dataset",
+            f"folder:{folder}",
+            "--output",
+            str(tmp_path / "run"),
+            "--batch-size",
+            "2",
+            *TINY_FLAGS,
+        ]
+    )
     error = capsys.readouterr().err
     assert code == 2
     assert error == f"keras-vit: error: {datasets.NOT_DECODABLE} {bad}\n"
     # few-shot reads it as a shot (held out: a/0, b/0; drawn: a/1, b/1).
-    code = cli.main(["few-shot", "ViT_Ti16", "--image-size", "32", "--dataset",
-                     f"folder:{folder}", "--test-fraction", "0.5", "--shots", "1",
-                     "--seeds", "1"])
+    code = cli.main(
+        [
+            "few-shot",
+            "ViT_Ti16",
+            "--image-size",
+            "32",
+            "--dataset",
+            f"folder:{folder}",
+            "--test-fraction",
+            "0.5",
+            "--shots",
+            "1",
+            "--seeds",
+            "1",
+        ]
+    )
     error = capsys.readouterr().err
     assert code == 2
     assert error == f"keras-vit: error: {datasets.NOT_DECODABLE} {bad}\n"
@@ -140,21 +212,46 @@ def test_every_config_field_has_a_flag_whose_default_is_the_fields():
     parser = cli.build_parser()
     required = ["--dataset", "digits", "--output", "runs/x"]
     train = parser._subparsers._group_actions[0].choices["train"]
-    flags = {option for action in train._actions for option in action.option_strings}
+    flags = {
+        option for action in train._actions for option in action.option_strings
+    }
     for field in dataclasses.fields(TrainConfig):
         options = field.metadata.get("options")
-        names = [flag for flag, *_ in options] if options else [
-            "crop_min_area" if field.name == "crop_area" else field.name]
+        names = (
+            [flag for flag, *_ in options]
+            if options
+            else ["crop_min_area" if field.name == "crop_area" else field.name]
+        )
         for name in names:
             assert "--" + name.replace("_", "-") in flags, field.name
     args = parser.parse_args(["train", *required])
     assert args.verbose == TrainConfig.verbose
     assert train_command.config_from_args(args) == TrainConfig(
-        dataset="digits", output="runs/x")
+        dataset="digits", output="runs/x"
+    )
     # Each flag reaches its field.
-    args = parser.parse_args(["train", *required, "--momentum", "0.5", "--verbose", "2",
-                              "--optimizer", "sgd", "--flip", "off", "--jit-compile", "on"])
+    args = parser.parse_args(
+        [
+            "train",
+            *required,
+            "--momentum",
+            "0.5",
+            "--verbose",
+            "2",
+            "--optimizer",
+            "sgd",
+            "--flip",
+            "off",
+            "--jit-compile",
+            "on",
+        ]
+    )
     config = train_command.config_from_args(args)
-    assert (config.momentum, config.verbose, config.optimizer, config.flip,
-            config.jit_compile) == (0.5, 2, "sgd", False, True)
+    assert (
+        config.momentum,
+        config.verbose,
+        config.optimizer,
+        config.flip,
+        config.jit_compile,
+    ) == (0.5, 2, "sgd", False, True)
     config.check()

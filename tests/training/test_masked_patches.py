@@ -19,22 +19,27 @@ SMALL = dict(TINY, hidden_dim=32, mlp_dim=64)
 
 def test_mean_color_classes_by_hand():
     image = np.zeros((1, 8, 8, 3), "float32")
-    image[0, :4, :4] = 255.0                     # white: levels (7, 7, 7)
-    image[0, :4, 4:, 0] = 255.0                  # red: (7, 0, 0)
-    image[0, 4:, :4, 1] = 255.0                  # green in half the tile:
-    image[0, 4:, :2, 1] = 0.0                    #   mean 127.5 -> level 4
-    image[0, 4:, 4:] = 31.9                      # 31.9 / 255 * 8 = 1.0008 -> 1
+    image[0, :4, :4] = 255.0  # white: levels (7, 7, 7)
+    image[0, :4, 4:, 0] = 255.0  # red: (7, 0, 0)
+    image[0, 4:, :4, 1] = 255.0  # green in half the tile:
+    image[0, 4:, :2, 1] = 0.0  #   mean 127.5 -> level 4
+    image[0, 4:, 4:] = 31.9  # 31.9 / 255 * 8 = 1.0008 -> 1
     classes = np.asarray(mean_color_classes(image, 4))
     np.testing.assert_array_equal(classes, [[511, 448, 4 * 8, 64 + 8 + 1]])
     # 1 bit per channel, 8 classes: green's mean 127.5 is level 1 (2 * 0.5),
     # 31.9 level 0. [-1, 1] pixels (a model without preprocessing) give the
     # same classes as the [0, 255] image.
-    np.testing.assert_array_equal(mean_color_classes(image, 4, bits=1), [[7, 4, 2, 0]])
     np.testing.assert_array_equal(
-        mean_color_classes(image / 127.5 - 1, 4, value_range=(-1, 1)), classes)
+        mean_color_classes(image, 4, bits=1), [[7, 4, 2, 0]]
+    )
+    np.testing.assert_array_equal(
+        mean_color_classes(image / 127.5 - 1, 4, value_range=(-1, 1)), classes
+    )
     # One channel (the red one), tiles of 4 x 8: white + red -> 7; green
     # (no red) + 31.9 -> mean 15.95 -> level 0.
-    np.testing.assert_array_equal(mean_color_classes(image[..., :1], (4, 8)), [[7, 0]])
+    np.testing.assert_array_equal(
+        mean_color_classes(image[..., :1], (4, 8)), [[7, 0]]
+    )
 
 
 def test_mean_color_classes_rejects_bad_input():
@@ -52,7 +57,10 @@ def test_arguments_are_checked():
         (dict(backbone="vit"), "backbone='vit'"),
         (dict(corrupt_rate=0.0), "corrupt_rate=0.0"),
         (dict(mask_rate=1.2), "mask_rate=1.2"),
-        (dict(mask_rate=0.8, replace_rate=0.3), "mask_rate=0.8 and replace_rate=0.3"),
+        (
+            dict(mask_rate=0.8, replace_rate=0.3),
+            "mask_rate=0.8 and replace_rate=0.3",
+        ),
         (dict(bits=9), "bits=9"),
     ]:
         with pytest.raises(ValueError, match=message):
@@ -64,7 +72,10 @@ def test_corruption_counts_and_kinds():
     mpp.build()
     batch, n, width = 64, 50, SMALL["hidden_dim"]
     # Every patch token distinct, so each output row says where it came from.
-    tokens = np.arange(batch * n * width, dtype="float32").reshape(batch, n, width) + 10.0
+    tokens = (
+        np.arange(batch * n * width, dtype="float32").reshape(batch, n, width)
+        + 10.0
+    )
     out, corrupted = mpp._corrupt(keras.ops.convert_to_tensor(tokens))
     out, corrupted = np.asarray(out), np.asarray(corrupted)
     assert (corrupted.sum(axis=1) == 25).all()  # exactly half of every image
@@ -77,7 +88,9 @@ def test_corruption_counts_and_kinds():
     replaced = ~masked & ~kept & np.array([tuple(r) in pool for r in rows])
     assert (masked | kept | replaced).all()  # nothing else happens to a patch
     shares = np.array([masked.mean(), replaced.mean(), kept.mean()])
-    np.testing.assert_allclose(shares, [0.8, 0.1, 0.1], atol=0.03)  # 1,600 patches
+    np.testing.assert_allclose(
+        shares, [0.8, 0.1, 0.1], atol=0.03
+    )  # 1,600 patches
     # Fresh draws at each call.
     _, again = mpp._corrupt(keras.ops.convert_to_tensor(tokens))
     assert (np.asarray(again) != corrupted).any()
@@ -85,10 +98,17 @@ def test_corruption_counts_and_kinds():
 
 def test_a_replaced_patch_is_always_another_patch():
     # Two patches, both replaced: each can only become the other.
-    mpp = MaskedPatchPrediction(keras_vit.ViT(**SMALL), corrupt_rate=1.0, mask_rate=0.0,
-                                replace_rate=1.0, seed=0)
+    mpp = MaskedPatchPrediction(
+        keras_vit.ViT(**SMALL),
+        corrupt_rate=1.0,
+        mask_rate=0.0,
+        replace_rate=1.0,
+        seed=0,
+    )
     mpp.build()
-    tokens = np.arange(2 * SMALL["hidden_dim"], dtype="float32").reshape(1, 2, -1)
+    tokens = np.arange(2 * SMALL["hidden_dim"], dtype="float32").reshape(
+        1, 2, -1
+    )
     for _ in range(20):
         out, _ = mpp._corrupt(keras.ops.convert_to_tensor(tokens))
         np.testing.assert_array_equal(np.asarray(out)[0], tokens[0, ::-1])
@@ -115,15 +135,21 @@ def test_loss_counts_corrupted_patches_only():
     first_right = np.stack([half[0], flipped[1]])
     assert loss(first_right, np.array([3, 4]), np.array([1.0, 0.0])) < 1e-6
     assert loss(first_right, None, np.array([0.0, 2.0])) > 40
-    np.testing.assert_allclose(loss(first_right, None, np.array([1.0, 1.0])),
-                               loss(first_right), rtol=1e-6)
+    np.testing.assert_allclose(
+        loss(first_right, None, np.array([1.0, 1.0])),
+        loss(first_right),
+        rtol=1e-6,
+    )
 
 
 def test_forward_outputs():
     mpp = MaskedPatchPrediction(keras_vit.ViT(**SMALL), seed=0)
     images = random_images((3, 32, 32, 3))
     out = mpp(images)
-    assert tuple(out["logits"].shape) == (3, 16, 512) and out["logits"].dtype == "float32"
+    assert (
+        tuple(out["logits"].shape) == (3, 16, 512)
+        and out["logits"].dtype == "float32"
+    )
     assert tuple(out["corrupted"].shape) == (3, 16)
     np.testing.assert_array_equal(out["targets"], mean_color_classes(images, 8))
     # The backbone's classifier takes no part, so it is not trained.
@@ -135,12 +161,26 @@ def test_forward_outputs():
     assert len(trainable) == len(mpp.weights) - 2
 
 
-@pytest.mark.parametrize("kwargs, tile", [
-    (dict(dtype="mixed_bfloat16"), 8),
-    (dict(image_size=32, patch_size=1, stem={"block_units": [1, 1], "width": 8,
-                                             "root_width": 16, "groups": 4}), 8),
-    (dict(include_preprocessing=False, pooling="gap"), 8),
-])
+@pytest.mark.parametrize(
+    "kwargs, tile",
+    [
+        (dict(dtype="mixed_bfloat16"), 8),
+        (
+            dict(
+                image_size=32,
+                patch_size=1,
+                stem={
+                    "block_units": [1, 1],
+                    "width": 8,
+                    "root_width": 16,
+                    "groups": 4,
+                },
+            ),
+            8,
+        ),
+        (dict(include_preprocessing=False, pooling="gap"), 8),
+    ],
+)
 def test_other_backbones(kwargs, tile):
     backbone = keras_vit.ViT(**{**SMALL, **kwargs})
     mpp = MaskedPatchPrediction(backbone)
@@ -150,15 +190,29 @@ def test_other_backbones(kwargs, tile):
         images = images / 127.5 - 1
         assert mpp.value_range == (-1.0, 1.0)
     out = mpp(images)
-    assert tuple(out["logits"].shape) == (2, 16, 512) and out["logits"].dtype == "float32"
+    assert (
+        tuple(out["logits"].shape) == (2, 16, 512)
+        and out["logits"].dtype == "float32"
+    )
 
 
 def _one_colour_images(count, seed):
     # Each image one colour of 8, with noise that keeps its class: a masked
     # patch carries no colour, so only the other patches can tell it.
     rng = np.random.default_rng(seed)
-    palette = np.array([[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0],
-                        [0, 255, 255], [255, 0, 255], [255, 255, 255], [40, 40, 40]], "float32")
+    palette = np.array(
+        [
+            [255, 0, 0],
+            [0, 255, 0],
+            [0, 0, 255],
+            [255, 255, 0],
+            [0, 255, 255],
+            [255, 0, 255],
+            [255, 255, 255],
+            [40, 40, 40],
+        ],
+        "float32",
+    )
     images = palette[rng.integers(0, len(palette), count)][:, None, None, :]
     noise = rng.uniform(-8, 8, (count, 32, 32, 3))
     return np.clip(images + noise, 0, 255).astype("float32")
@@ -169,12 +223,19 @@ def test_pretraining_learns_the_task_and_fine_tunes(tmp_path):
     keras.utils.set_random_seed(0)
     images = _one_colour_images(512, seed=0)
     mpp = MaskedPatchPrediction(keras_vit.ViT(**SMALL), seed=0)
-    mpp.compile(optimizer=make_optimizer("adamw", 3e-3, 0.05, warmup_steps=10,
-                                         total_steps=8 * 16))
+    mpp.compile(
+        optimizer=make_optimizer(
+            "adamw", 3e-3, 0.05, warmup_steps=10, total_steps=8 * 16
+        )
+    )
     before = mpp.evaluate(images, batch_size=64, verbose=0, return_dict=True)
     mpp.fit(images, batch_size=32, epochs=8, verbose=0)
-    after = mpp.evaluate(_one_colour_images(256, seed=1), batch_size=64, verbose=0,
-                         return_dict=True)
+    after = mpp.evaluate(
+        _one_colour_images(256, seed=1),
+        batch_size=64,
+        verbose=0,
+        return_dict=True,
+    )
     # 8 colours: a guess is right 1 time in 8; the other patches tell.
     assert before["patch_accuracy"] < 0.2
     assert after["patch_accuracy"] > 0.9, after
@@ -184,20 +245,29 @@ def test_pretraining_learns_the_task_and_fine_tunes(tmp_path):
     path = tmp_path / "mpp.keras"
     mpp.save(path)
     loaded = keras.saving.load_model(path)
-    assert isinstance(loaded, MaskedPatchPrediction) and loaded.get_config() == mpp.get_config()
+    assert (
+        isinstance(loaded, MaskedPatchPrediction)
+        and loaded.get_config() == mpp.get_config()
+    )
     for a, b in zip(mpp.weights, loaded.weights):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
     # The backbone fine-tunes like any checkpoint: a new head, its encoder.
     keras_vit.weights.save_npz(mpp.backbone, str(tmp_path / "mpp.npz"))
     with pytest.warns(UserWarning, match="head"):
-        model = keras_vit.ViT(**{**SMALL, "num_classes": 3}, weights=str(tmp_path / "mpp.npz"))
+        model = keras_vit.ViT(
+            **{**SMALL, "num_classes": 3}, weights=str(tmp_path / "mpp.npz")
+        )
     for name in ("patch_encoder", "block_1", "encoder_norm"):
-        for a, b in zip(model.get_layer(name).weights, mpp.backbone.get_layer(name).weights):
+        for a, b in zip(
+            model.get_layer(name).weights, mpp.backbone.get_layer(name).weights
+        ):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-MIRRORED = TWO_DEVICES + """
+MIRRORED = (
+    TWO_DEVICES
+    + """
     from keras_vit.training import MaskedPatchPrediction, make_optimizer
 
     rng = np.random.default_rng(0)
@@ -209,8 +279,8 @@ MIRRORED = TWO_DEVICES + """
             backbone = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
                                      num_layers=1, num_heads=2, mlp_dim=16)
             # Every patch masked: no random draws, so both runs see one task.
-            mpp = MaskedPatchPrediction(backbone, corrupt_rate=1.0, mask_rate=1.0,
-                                        replace_rate=0.0)
+            mpp = MaskedPatchPrediction(backbone, corrupt_rate=1.0,
+                                        mask_rate=1.0, replace_rate=0.0)
             # Plain SGD, no clipping: the update is proportional to the
             # gradient, so a wrongly scaled loss would show.
             mpp.compile(make_optimizer("sgd", 0.5, total_steps=4, clipnorm=None,
@@ -220,6 +290,7 @@ MIRRORED = TWO_DEVICES + """
         losses[name] = [strategy.num_replicas_in_sync, history.history["loss"]]
     print(json.dumps(losses))
 """
+)
 
 
 def test_mirrored_strategy_over_two_devices_matches_one_device():
@@ -229,7 +300,9 @@ def test_mirrored_strategy_over_two_devices_matches_one_device():
 def test_dropout_follows_the_training_flag():
     # All patches masked: no random draws left but the backbone's dropout.
     backbone = keras_vit.ViT(**{**SMALL, "dropout_rate": 0.5})
-    mpp = MaskedPatchPrediction(backbone, corrupt_rate=1.0, mask_rate=1.0, replace_rate=0.0)
+    mpp = MaskedPatchPrediction(
+        backbone, corrupt_rate=1.0, mask_rate=1.0, replace_rate=0.0
+    )
     images = random_images((2, 32, 32, 3))
     a, b = (np.asarray(mpp(images, training=False)["logits"]) for _ in range(2))
     np.testing.assert_array_equal(a, b)

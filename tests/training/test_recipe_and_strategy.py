@@ -13,29 +13,42 @@ def test_warmup_then_cosine_and_linear_decay():
     values = [float(cosine(s)) for s in (0, 5, 10, 60, 110, 200)]
     np.testing.assert_allclose(values, [0, 5e-4, 1e-3, 5e-4, 0, 0], atol=1e-9)
     linear = recipe.WarmupDecay(1e-3, 10, 110, decay="linear", end=1e-4)
-    np.testing.assert_allclose(float(linear(35)), 1e-4 + 0.9e-3 * 0.75, rtol=1e-6)
+    np.testing.assert_allclose(
+        float(linear(35)), 1e-4 + 0.9e-3 * 0.75, rtol=1e-6
+    )
     config = linear.get_config()
     assert recipe.WarmupDecay(**config).get_config() == config
     with pytest.raises(ValueError, match="warmup_steps"):
         recipe.WarmupDecay(1e-3, 10, 10)
     with pytest.raises(ValueError, match="decay='step'"):
         recipe.WarmupDecay(1e-3, 1, 10, decay="step")
-    for end in (float("nan"), float("inf"), -1e-4):  # NaN was a NaN learning rate
+    for end in (
+        float("nan"),
+        float("inf"),
+        -1e-4,
+    ):  # NaN was a NaN learning rate
         with pytest.raises(ValueError, match=f"Received: end={end}"):
             recipe.WarmupDecay(1e-3, 1, 10, end=end)
 
 
 def test_adamw_decays_weights_but_not_biases_norms_or_embeddings():
-    optimizer = recipe.make_optimizer("adamw", 0.1, weight_decay=0.5, total_steps=10)
+    optimizer = recipe.make_optimizer(
+        "adamw", 0.1, weight_decay=0.5, total_steps=10
+    )
     assert isinstance(optimizer, keras.optimizers.AdamW)
     assert optimizer.global_clipnorm == 1.0
     kernel = keras.Variable(np.ones((2, 2), "float32"), name="kernel")
     bias = keras.Variable(np.ones(2, "float32"), name="bias")
-    posemb = keras.Variable(np.ones((1, 3, 2), "float32"), name="position_embedding")
+    posemb = keras.Variable(
+        np.ones((1, 3, 2), "float32"), name="position_embedding"
+    )
     step = recipe.WarmupDecay(0.1, 0, 10)(0)
     optimizer.apply_gradients(
-        [(np.zeros((2, 2), "float32"), kernel), (np.zeros(2, "float32"), bias),
-         (np.zeros((1, 3, 2), "float32"), posemb)]
+        [
+            (np.zeros((2, 2), "float32"), kernel),
+            (np.zeros(2, "float32"), bias),
+            (np.zeros((1, 3, 2), "float32"), posemb),
+        ]
     )
     # Zero gradients: only the decoupled decay moves weights, by lr * wd.
     np.testing.assert_allclose(kernel.numpy(), 1 - float(step) * 0.5, rtol=1e-6)
@@ -44,7 +57,9 @@ def test_adamw_decays_weights_but_not_biases_norms_or_embeddings():
 
 
 def test_sgd_for_fine_tuning():
-    optimizer = recipe.make_optimizer("sgd", 0.01, total_steps=100, warmup_steps=5)
+    optimizer = recipe.make_optimizer(
+        "sgd", 0.01, total_steps=100, warmup_steps=5
+    )
     assert isinstance(optimizer, keras.optimizers.SGD)
     assert optimizer.momentum == 0.9
     with pytest.raises(ValueError, match="optimizer='lamb'"):
@@ -54,7 +69,10 @@ def test_sgd_for_fine_tuning():
 def test_mixed_precision_policies():
     assert recipe.dtype_policy("auto", "tpu") == "mixed_bfloat16"
     assert recipe.dtype_policy("auto", "gpu") == "mixed_float16"
-    assert recipe.dtype_policy("auto", "cpu", cpu_bfloat16=True) == "mixed_bfloat16"
+    assert (
+        recipe.dtype_policy("auto", "cpu", cpu_bfloat16=True)
+        == "mixed_bfloat16"
+    )
     assert recipe.dtype_policy("auto", "cpu", cpu_bfloat16=False) == "float32"
     assert recipe.dtype_policy("off", "gpu") == "float32"
     assert recipe.dtype_policy("float16", "cpu") == "mixed_float16"
@@ -71,7 +89,9 @@ def test_auto_xla_is_off_where_tensorflow_kernels_are_faster():
     assert recipe.auto_jit_compile("cpu", 1, "mixed_float16")
     assert not recipe.auto_jit_compile("cpu", 2, "float32")
     assert not recipe.auto_jit_compile("cpu", 1, "mixed_bfloat16")
-    assert not recipe.auto_jit_compile("cpu", 1, keras.DTypePolicy("mixed_bfloat16"))
+    assert not recipe.auto_jit_compile(
+        "cpu", 1, keras.DTypePolicy("mixed_bfloat16")
+    )
     assert not recipe.auto_jit_compile("cpu", 1, "bfloat16")
 
 
@@ -88,7 +108,9 @@ def _tf_config(workers, task=0, chief=False):
     cluster = {"worker": [f"localhost:{2000 + i}" for i in range(workers)]}
     if chief:
         cluster["chief"] = ["localhost:1999"]
-    return json.dumps({"cluster": cluster, "task": {"type": "worker", "index": task}})
+    return json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": task}}
+    )
 
 
 @pytest.mark.parametrize(
@@ -100,7 +122,13 @@ def _tf_config(workers, task=0, chief=False):
         ("auto", "my-tpu", {}, 0, "tpu"),
         ("auto", None, {"TPU_NAME": "grpc://10.0.0.2:8470"}, 0, "tpu"),
         ("auto", None, {"TF_CONFIG": _tf_config(2)}, 0, "multi_worker"),
-        ("auto", None, {"TF_CONFIG": _tf_config(1, chief=True)}, 8, "multi_worker"),
+        (
+            "auto",
+            None,
+            {"TF_CONFIG": _tf_config(1, chief=True)},
+            8,
+            "multi_worker",
+        ),
         ("auto", None, {"TF_CONFIG": _tf_config(1)}, 2, "mirrored"),
         ("auto", "my-tpu", {"TF_CONFIG": _tf_config(2)}, 8, "tpu"),
         ("mirrored", None, {}, 0, "mirrored"),
@@ -126,7 +154,11 @@ def test_bad_strategy_settings():
 
 class _Resolver:
     def __init__(self, cluster, task_type, task_id):
-        self._cluster, self.task_type, self.task_id = cluster, task_type, task_id
+        self._cluster, self.task_type, self.task_id = (
+            cluster,
+            task_type,
+            task_id,
+        )
 
     def cluster_spec(self):
         class Spec:

@@ -16,8 +16,12 @@ from tests.training.test_train import tiny_config
 
 def _dead_pid():
     """The id of a process that has ended."""
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(done.stdout)
 
 
@@ -42,15 +46,20 @@ def test_what_a_writer_killed_mid_write_left_goes_with_the_next_write(tmp_path):
     assert len(left) == 1 and left[0].startswith(".model.weights.h5.tmp-")
     # Leftovers of live processes (this one's parent, init) and of other
     # machines (which cannot be asked) stay.
-    kept = [_leftover(tmp_path, "a", os.getppid()), _leftover(tmp_path, "b", 1),
-            _leftover(tmp_path, "c", _dead_pid(), host="0123abcd")]
+    kept = [
+        _leftover(tmp_path, "a", os.getppid()),
+        _leftover(tmp_path, "b", 1),
+        _leftover(tmp_path, "c", _dead_pid(), host="0123abcd"),
+    ]
     for name in kept:
         (tmp_path / name).write_bytes(b"partial")
     files.write_text(str(tmp_path / "other.txt"), "hello")
     assert sorted(os.listdir(tmp_path)) == sorted(["other.txt", *kept])
 
 
-def test_a_folder_writer_killed_between_its_renames_is_completed(tmp_path, monkeypatch):
+def test_a_folder_writer_killed_between_its_renames_is_completed(
+    tmp_path, monkeypatch
+):
     target = tmp_path / "saved_model"
     target.mkdir()
     (target / "v").write_text("old")
@@ -76,8 +85,9 @@ def test_a_folder_writer_killed_between_its_renames_is_completed(tmp_path, monke
     # the complete new folder into place and removes the rest.
     pid = _dead_pid()
     new = tmp_path / _leftover(tmp_path, "saved_model", pid)
-    old = tmp_path / _leftover(tmp_path, "saved_model", pid, suffix=".old").replace(
-        "abcd_123", "efgh_456")
+    old = tmp_path / _leftover(
+        tmp_path, "saved_model", pid, suffix=".old"
+    ).replace("abcd_123", "efgh_456")
     new.mkdir()
     (new / "v").write_text("new")
     (old / "previous").mkdir(parents=True)
@@ -99,7 +109,8 @@ HOLD = """
             print("training", flush=True)
             time.sleep(600)
 
-    train(TrainConfig(**{{**TINY, "output": {output!r}, "epochs": 1}}), callbacks=[Hold()])
+    train(TrainConfig(**{{**TINY, "output": {output!r}, "epochs": 1}}),
+          callbacks=[Hold()])
 """
 
 
@@ -112,12 +123,26 @@ def test_a_second_run_into_a_folder_is_refused_while_the_first_runs(tmp_path):
     config = tiny_config(tmp_path, epochs=1)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO}
     first = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(HOLD.format(output=config.output))],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(HOLD.format(output=config.output)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
     try:
-        assert first.stdout.readline() == "training\n", first.stderr.read()[-3000:]
-        with pytest.raises(ValueError, match=f"Another run is writing into the output "
-                                             f"folder \\(process {first.pid} on .*output="):
+        assert first.stdout.readline() == "training\n", first.stderr.read()[
+            -3000:
+        ]
+        with pytest.raises(
+            ValueError,
+            match=f"Another run is writing into the output "
+            f"folder \\(process {first.pid} on .*output=",
+        ):
             train(config)
     finally:
         first.kill()  # SIGKILL: the lock goes with the process
@@ -125,7 +150,9 @@ def test_a_second_run_into_a_folder_is_refused_while_the_first_runs(tmp_path):
     # A killed run leaves no stale lock, and what it was writing goes.
     backup = os.path.join(config.output, "backup")
     os.makedirs(backup, exist_ok=True)
-    left = os.path.join(backup, _leftover(backup, "epoch-0001.weights.h5", first.pid))
+    left = os.path.join(
+        backup, _leftover(backup, "epoch-0001.weights.h5", first.pid)
+    )
     open(left, "wb").write(b"partial")
     result = train(config)
     assert result.initial_epoch == 0 and len(result.history["loss"]) == 1
@@ -147,7 +174,11 @@ def test_the_log_holds_the_epochs_of_the_backup_once(tmp_path):
     open(log, "w").write(header + "\n")  # killed after the backup: no row
     resumed = train(tiny_config(tmp_path, epochs=2))
     lines = open(log).read().splitlines()
-    assert lines[:2] == [header, row] and len(lines) == 3 and lines[2].startswith("1,")
+    assert (
+        lines[:2] == [header, row]
+        and len(lines) == 3
+        and lines[2].startswith("1,")
+    )
     assert lines[2].split(",")[2] == repr(resumed.history["loss"][1])
     open(log, "a").write(lines[2] + "\n")  # a row of an epoch to be redone
     train(tiny_config(tmp_path, epochs=2))
@@ -162,12 +193,18 @@ def test_a_run_does_not_overwrite_a_folder_it_did_not_write(tmp_path):
 
     config = tiny_config(tmp_path, epochs=1)
     os.makedirs(config.output)
-    mine = {"config.json": '{"my": "project"}', "model.keras": "my model",
-            "notes.txt": "kept"}
+    mine = {
+        "config.json": '{"my": "project"}',
+        "model.keras": "my model",
+        "notes.txt": "kept",
+    }
     for name, text in mine.items():
         open(os.path.join(config.output, name), "w").write(text)
-    with pytest.raises(ValueError, match=r"not a keras_vit run's.*config\.json, "
-                                         r"model\.keras\. .*output="):
+    with pytest.raises(
+        ValueError,
+        match=r"not a keras_vit run's.*config\.json, "
+        r"model\.keras\. .*output=",
+    ):
         train(config)
     for name, text in mine.items():
         assert open(os.path.join(config.output, name)).read() == text
@@ -193,7 +230,14 @@ def test_a_config_json_as_runs_write_it_today_loads_to_resume():
     path = os.path.join(os.path.dirname(__file__), "flat_config.json")
     assert train_module._is_run_config(path)
     config = load_config(path)
-    assert (config.model, config.dataset, config.epochs, config.model_kwargs) == (
-        "Ti/16", "digits", 2, {"hidden_dim": 16, "num_heads": 2})
-    assert config.crop_area == [0.35, 1.0] and config.augmentation().crop_area == (0.35, 1.0)
+    assert (
+        config.model,
+        config.dataset,
+        config.epochs,
+        config.model_kwargs,
+    ) == ("Ti/16", "digits", 2, {"hidden_dim": 16, "num_heads": 2})
+    assert config.crop_area == [
+        0.35,
+        1.0,
+    ] and config.augmentation().crop_area == (0.35, 1.0)
     config.check()

@@ -16,14 +16,21 @@ from keras_vit.training import NonFiniteLossError
 from keras_vit.training import TrainConfig
 from keras_vit.training import train
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 TINY = dict(
     model="Ti/16",
     dataset="digits",
     image_size=16,
     patch_size=4,
-    model_kwargs={"hidden_dim": 32, "num_heads": 2, "mlp_dim": 64, "num_layers": 2},
+    model_kwargs={
+        "hidden_dim": 32,
+        "num_heads": 2,
+        "mlp_dim": 64,
+        "num_layers": 2,
+    },
     batch_size=32,
     learning_rate=3e-3,
     weight_decay=0.01,
@@ -45,8 +52,15 @@ def test_a_tiny_vit_learns_digits(tmp_path):
     assert result.test_metrics["accuracy"] > 0.6
     assert result.history["loss"][-1] < result.history["loss"][0]
     out = config.output
-    for name in ("model.keras", "best.keras", "config.json", "history.json",
-                 "log.csv", "curves.png", "backup/state.json"):
+    for name in (
+        "model.keras",
+        "best.keras",
+        "config.json",
+        "history.json",
+        "log.csv",
+        "curves.png",
+        "backup/state.json",
+    ):
         assert os.path.isfile(os.path.join(out, name)), name
     assert os.listdir(os.path.join(out, "logs"))  # TensorBoard
     with open(os.path.join(out, "curves.png"), "rb") as f:
@@ -54,13 +68,17 @@ def test_a_tiny_vit_learns_digits(tmp_path):
     with open(os.path.join(out, "history.json")) as f:
         saved = json.load(f)
     assert len(saved["history"]["val_accuracy"]) == 12
-    assert saved["test"]["accuracy"] == pytest.approx(result.test_metrics["accuracy"])
+    assert saved["test"]["accuracy"] == pytest.approx(
+        result.test_metrics["accuracy"]
+    )
     with open(os.path.join(out, "config.json")) as f:
         run_config = json.load(f)
     assert run_config["resolved"]["strategy"] == "default"
     assert run_config["resolved"]["model"]["hidden_dim"] == 32
     # The saved model is the trained one.
-    model = keras.saving.load_model(os.path.join(out, "model.keras"), safe_mode=True)
+    model = keras.saving.load_model(
+        os.path.join(out, "model.keras"), safe_mode=True
+    )
     np.testing.assert_allclose(
         model.get_layer("head").kernel.numpy(),
         result.model.get_layer("head").kernel.numpy(),
@@ -69,7 +87,7 @@ def test_a_tiny_vit_learns_digits(tmp_path):
     # optimizer and learning-rate schedule are keras_vit's).
     check = _run(f"""
         import keras, keras_vit
-        model = keras.saving.load_model({os.path.join(out, 'model.keras')!r})
+        model = keras.saving.load_model({os.path.join(out, "model.keras")!r})
         print(type(model.optimizer).__name__, model.count_params())
     """)
     assert check.returncode == 0, check.stderr[-2000:]
@@ -77,10 +95,14 @@ def test_a_tiny_vit_learns_digits(tmp_path):
     # A rerun of a finished run resumes after its last epoch: no training.
     again = train(config)
     assert again.initial_epoch == 12
-    assert again.test_metrics["accuracy"] == pytest.approx(result.test_metrics["accuracy"])
+    assert again.test_metrics["accuracy"] == pytest.approx(
+        result.test_metrics["accuracy"]
+    )
 
 
-def test_masked_patch_prediction_runs_resumes_and_hands_on_its_backbone(tmp_path):
+def test_masked_patch_prediction_runs_resumes_and_hands_on_its_backbone(
+    tmp_path,
+):
     from keras_vit.models.vit import ViT
     from keras_vit.training import MaskedPatchPrediction
     from keras_vit.training.train import build_model
@@ -95,44 +117,81 @@ def test_masked_patch_prediction_runs_resumes_and_hands_on_its_backbone(tmp_path
     out = config.output
     for name in ("model.keras", "best.keras", "backbone.keras", "curves.png"):
         assert os.path.isfile(os.path.join(out, name)), name
-    saved = keras.saving.load_model(os.path.join(out, "model.keras"), safe_mode=True)
+    saved = keras.saving.load_model(
+        os.path.join(out, "model.keras"), safe_mode=True
+    )
     assert isinstance(saved, MaskedPatchPrediction)
-    backbone = keras.saving.load_model(os.path.join(out, "backbone.keras"), safe_mode=True)
+    backbone = keras.saving.load_model(
+        os.path.join(out, "backbone.keras"), safe_mode=True
+    )
     assert isinstance(backbone, ViT) and not backbone.include_top
     trained = {w.path: w.numpy() for w in result.model.backbone.weights}
     for w in backbone.weights:
         np.testing.assert_array_equal(w.numpy(), trained[w.path])
     # A rerun with another objective or model cannot resume this backup:
     # refused, naming what differs, before anything runs or is written.
-    written = {name: os.path.getmtime(os.path.join(out, name))
-               for name in ("config.json", "backup/state.json")}
-    with pytest.raises(ValueError, match="objective='masked_patches' there, "
-                                         "'classification' here.*output="):
+    written = {
+        name: os.path.getmtime(os.path.join(out, name))
+        for name in ("config.json", "backup/state.json")
+    }
+    with pytest.raises(
+        ValueError,
+        match="objective='masked_patches' there, "
+        "'classification' here.*output=",
+    ):
         train(tiny_config(tmp_path, epochs=3))
-    with pytest.raises(ValueError, match="model_kwargs=.*'hidden_dim': 32.*there, "
-                                         ".*'hidden_dim': 48.*here"):
-        train(tiny_config(tmp_path, epochs=3, objective="masked_patches",
-                          model_kwargs={**TINY["model_kwargs"], "hidden_dim": 48}))
+    with pytest.raises(
+        ValueError,
+        match="model_kwargs=.*'hidden_dim': 32.*there, "
+        ".*'hidden_dim': 48.*here",
+    ):
+        train(
+            tiny_config(
+                tmp_path,
+                epochs=3,
+                objective="masked_patches",
+                model_kwargs={**TINY["model_kwargs"], "hidden_dim": 48},
+            )
+        )
     # Nor one that holds out other images (or draws them with another seed):
     # it would train on images it validated on.
-    with pytest.raises(ValueError, match="validation_split=0.0 there, 0.2 here"):
-        train(tiny_config(tmp_path, epochs=3, objective="masked_patches",
-                          validation_split=0.2))
+    with pytest.raises(
+        ValueError, match="validation_split=0.0 there, 0.2 here"
+    ):
+        train(
+            tiny_config(
+                tmp_path,
+                epochs=3,
+                objective="masked_patches",
+                validation_split=0.2,
+            )
+        )
     with pytest.raises(ValueError, match="seed=0 there, 1 here"):
-        train(tiny_config(tmp_path, epochs=3, objective="masked_patches", seed=1))
-    assert written == {name: os.path.getmtime(os.path.join(out, name)) for name in written}
+        train(
+            tiny_config(tmp_path, epochs=3, objective="masked_patches", seed=1)
+        )
+    assert written == {
+        name: os.path.getmtime(os.path.join(out, name)) for name in written
+    }
     # A longer rerun resumes after the second epoch.
     longer = train(tiny_config(tmp_path, epochs=3, objective="masked_patches"))
-    assert longer.initial_epoch == 2 and len(longer.history["patch_accuracy"]) == 3
+    assert (
+        longer.initial_epoch == 2 and len(longer.history["patch_accuracy"]) == 3
+    )
     # A rerun of the finished run scores the same test patches the same way
     # (the corruption's draws no longer depend on what the process drew).
     again = train(tiny_config(tmp_path, epochs=3, objective="masked_patches"))
     assert again.initial_epoch == 3
     assert again.test_metrics == pytest.approx(longer.test_metrics, rel=1e-6)
     # Fine-tuning starts from the pre-trained backbone; the head is new.
-    tune = tiny_config(tmp_path, output=str(tmp_path / "tune"),
-                       weights=os.path.join(out, "backbone.keras"))
-    with pytest.warns(UserWarning, match="no classification head.*zero-initialised"):
+    tune = tiny_config(
+        tmp_path,
+        output=str(tmp_path / "tune"),
+        weights=os.path.join(out, "backbone.keras"),
+    )
+    with pytest.warns(
+        UserWarning, match="no classification head.*zero-initialised"
+    ):
         model = build_model(tune, 10)
     final = {w.path: w.numpy() for w in longer.model.backbone.weights}
     for w in model.weights:
@@ -153,26 +212,47 @@ def test_masked_patch_prediction_from_an_unlabelled_folder(tmp_path):
     for i, image in enumerate(x[:64]):
         where = folder / "more" if i % 2 else folder
         Image.fromarray(image.astype("uint8")).save(where / f"{i}.png")
-    config = tiny_config(tmp_path, dataset=f"folder:{folder}", epochs=1,
-                         objective="masked_patches", batch_size=16,
-                         masked_patches={"corrupt_rate": 0.25, "bits": 2})
+    config = tiny_config(
+        tmp_path,
+        dataset=f"folder:{folder}",
+        epochs=1,
+        objective="masked_patches",
+        batch_size=16,
+        masked_patches={"corrupt_rate": 0.25, "bits": 2},
+    )
     result = train(config)
     assert np.isfinite(result.history["loss"]).all()
     # The options reach the model, and its saved file.
     saved = keras.saving.load_model(tmp_path / "run" / "model.keras")
     for model in (result.model, saved):
-        assert (model.corrupt_rate, model.mask_rate, model.bits) == (0.25, 0.8, 2)
+        assert (model.corrupt_rate, model.mask_rate, model.bits) == (
+            0.25,
+            0.8,
+            2,
+        )
         assert model.color_head.units == 4**3
     assert result.test_metrics == {}  # a folder has no test split
     with pytest.raises(ValueError, match="at least two class sub-folders"):
-        train(tiny_config(tmp_path, dataset=f"folder:{folder}", epochs=1,
-                          output=str(tmp_path / "labelled")))
+        train(
+            tiny_config(
+                tmp_path,
+                dataset=f"folder:{folder}",
+                epochs=1,
+                output=str(tmp_path / "labelled"),
+            )
+        )
 
 
 def test_xla_compiled_training_with_augmentation(tmp_path):
     config = tiny_config(
-        tmp_path, epochs=1, jit_compile=True, random_resized_crop=True,
-        flip=True, mixup=0.2, cutmix=1.0, steps_per_execution=4,
+        tmp_path,
+        epochs=1,
+        jit_compile=True,
+        random_resized_crop=True,
+        flip=True,
+        mixup=0.2,
+        cutmix=1.0,
+        steps_per_execution=4,
         label_smoothing=0.1,
     )
     result = train(config)
@@ -196,7 +276,9 @@ def test_bad_input_is_refused_before_training(tmp_path):
         train(tiny_config(tmp_path, model="ViT_X"))
     with pytest.raises(ValueError, match="strategy='horovod'"):
         train(tiny_config(tmp_path, strategy="horovod"))
-    with pytest.raises(ValueError, match="Unknown dataset.*'no_such_dataset_xyz'"):
+    with pytest.raises(
+        ValueError, match="Unknown dataset.*'no_such_dataset_xyz'"
+    ):
         train(tiny_config(tmp_path, dataset="no_such_dataset_xyz"))
     with pytest.raises(ValueError, match="image folder does not exist"):
         train(tiny_config(tmp_path, dataset="folder:/no/such/folder"))
@@ -210,19 +292,38 @@ def test_bad_input_is_refused_before_training(tmp_path):
         train(tiny_config(tmp_path, mixup=-1))
     with pytest.raises(ValueError, match="objective='contrastive'"):
         train(tiny_config(tmp_path, objective="contrastive"))
-    with pytest.raises(ValueError, match="mixup=0.2 with objective='masked_patches'"):
+    with pytest.raises(
+        ValueError, match="mixup=0.2 with objective='masked_patches'"
+    ):
         train(tiny_config(tmp_path, objective="masked_patches", mixup=0.2))
-    with pytest.raises(ValueError, match="masked_patches=.*objective='classification'"):
+    with pytest.raises(
+        ValueError, match="masked_patches=.*objective='classification'"
+    ):
         train(tiny_config(tmp_path, masked_patches={"bits": 2}))
-    with pytest.raises(ValueError, match="option 'mask_ratio'.*masked_patches="):
-        train(tiny_config(tmp_path, objective="masked_patches",
-                          masked_patches={"mask_ratio": 0.5}))
+    with pytest.raises(
+        ValueError, match="option 'mask_ratio'.*masked_patches="
+    ):
+        train(
+            tiny_config(
+                tmp_path,
+                objective="masked_patches",
+                masked_patches={"mask_ratio": 0.5},
+            )
+        )
     with pytest.raises(ValueError, match="mask_rate=0.95 and replace_rate=0.1"):
-        train(tiny_config(tmp_path, objective="masked_patches",
-                          masked_patches={"mask_rate": 0.95}))
+        train(
+            tiny_config(
+                tmp_path,
+                objective="masked_patches",
+                masked_patches={"mask_rate": 0.95},
+            )
+        )
     with pytest.raises(ValueError, match="bits=9"):
-        train(tiny_config(tmp_path, objective="masked_patches",
-                          masked_patches={"bits": 9}))
+        train(
+            tiny_config(
+                tmp_path, objective="masked_patches", masked_patches={"bits": 9}
+            )
+        )
 
     # Numbers that cannot be right, each named (NaN and inf were taken), and
     # settings found bad only when the model or the schedule is made: all
@@ -246,7 +347,10 @@ def test_bad_input_is_refused_before_training(tmp_path):
         (dict(verbose=3), "verbose=3"),
         (dict(warmup_steps=-5), "warmup_steps=-5"),
         (dict(warmup_steps=10**6), "warmup_steps=1000000"),
-        (dict(model_kwargs={**TINY["model_kwargs"], "dropout_rate": nan}), "dropout_rate=nan"),
+        (
+            dict(model_kwargs={**TINY["model_kwargs"], "dropout_rate": nan}),
+            "dropout_rate=nan",
+        ),
     ):
         with pytest.raises(ValueError, match=re.escape(received)):
             train(tiny_config(tmp_path, **bad))
@@ -254,12 +358,16 @@ def test_bad_input_is_refused_before_training(tmp_path):
     class ThreeReplicas:
         num_replicas_in_sync = 3
 
-    with pytest.raises(ValueError, match="divisible by the 3 replicas.*batch_size=32"):
+    with pytest.raises(
+        ValueError, match="divisible by the 3 replicas.*batch_size=32"
+    ):
         train(tiny_config(tmp_path), strategy=ThreeReplicas())
     assert not os.path.exists(tmp_path / "run")  # nothing was written
 
 
-def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_backup(tmp_path):
+def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_backup(
+    tmp_path,
+):
     class Poison(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             if epoch == 1:
@@ -274,10 +382,19 @@ def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_backup(tmp_pat
 
 
 def _run(script, env_extra=None, **kwargs):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO, **(env_extra or {})}
+    env = {
+        **os.environ,
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "PYTHONPATH": REPO,
+        **(env_extra or {}),
+    }
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script)],
-        capture_output=True, text=True, env=env, cwd=REPO, **kwargs,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        **kwargs,
     )
 
 
@@ -316,7 +433,8 @@ RUN = """
     if where and where.startswith("backup:"):  # right after the backup
         from keras_vit.training import callbacks
 
-        back_up, kill_at = callbacks.Backup.on_epoch_end, int(where[len("backup:"):])
+        back_up = callbacks.Backup.on_epoch_end
+        kill_at = int(where[len("backup:"):])
 
         def on_epoch_end(self, epoch, logs=None):
             back_up(self, epoch, logs)
@@ -327,23 +445,38 @@ RUN = """
         where = None
     config = TrainConfig(**{{**TINY, **{settings!r}, "output": {output!r}}})
     result = train(config, callbacks=[Kill(where)] if where else [])
-    np.save({weights!r}, np.concatenate([w.numpy().ravel() for w in result.model.weights]))
+    np.save({weights!r},
+            np.concatenate([w.numpy().ravel() for w in result.model.weights]))
     print("initial_epoch", result.initial_epoch)
 """
 
 #: Every source of randomness of a run on.
 RANDOM = dict(
-    epochs=3, shuffle=True, random_resized_crop=True, flip=True, mixup=0.2,
-    cutmix=1.0, rand_augment=1, deterministic=True, validation_split=0.1,
-    model_kwargs={**TINY["model_kwargs"], "dropout_rate": 0.1, "drop_path_rate": 0.1},
+    epochs=3,
+    shuffle=True,
+    random_resized_crop=True,
+    flip=True,
+    mixup=0.2,
+    cutmix=1.0,
+    rand_augment=1,
+    deterministic=True,
+    validation_split=0.1,
+    model_kwargs={
+        **TINY["model_kwargs"],
+        "dropout_rate": 0.1,
+        "drop_path_rate": 0.1,
+    },
 )
 
 
 def _run_until(output, weights, kills=(), **settings):
     """Runs `RUN` into `output`, killed at each of `kills` in turn, then to
     the end; returns the final run's stdout."""
-    script = RUN.format(settings={**RANDOM, **settings}, output=str(output),
-                        weights=str(weights))
+    script = RUN.format(
+        settings={**RANDOM, **settings},
+        output=str(output),
+        weights=str(weights),
+    )
     for kill in kills:
         killed = _run(script, env_extra={"KERAS_VIT_KILL": kill})
         assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
@@ -368,22 +501,29 @@ def test_a_killed_and_resumed_run_equals_an_uninterrupted_one_bitwise(tmp_path):
         out = _run_until(tmp_path / name, tmp_path / f"{name}.npy", kills)
         assert "initial_epoch" in out and "initial_epoch 0" not in out, name
         np.testing.assert_array_equal(
-            np.load(tmp_path / f"{name}.npy"), np.load(tmp_path / "straight.npy"),
-            err_msg=name)
+            np.load(tmp_path / f"{name}.npy"),
+            np.load(tmp_path / "straight.npy"),
+            err_msg=name,
+        )
         # The log holds every epoch once, as the uninterrupted run's does.
-        assert ((tmp_path / name / "log.csv").read_text()
-                == (tmp_path / "straight" / "log.csv").read_text()), name
+        assert (tmp_path / name / "log.csv").read_text() == (
+            tmp_path / "straight" / "log.csv"
+        ).read_text(), name
         with open(tmp_path / name / "history.json") as f:
             assert len(json.load(f)["history"]["loss"]) == 3
         best, straight_best = (
             keras.saving.load_model(tmp_path / run / "best.keras")
-            for run in (name, "straight"))
+            for run in (name, "straight")
+        )
         for got, want in zip(best.weights, straight_best.weights, strict=True):
-            np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=name)
+            np.testing.assert_array_equal(
+                got.numpy(), want.numpy(), err_msg=name
+            )
         # No temporary file is left behind.
         for folder in (tmp_path / name, tmp_path / name / "backup"):
-            assert [f for f in os.listdir(folder) if f.startswith(".")] == [".lock"] * (
-                folder.name == name), name
+            assert [f for f in os.listdir(folder) if f.startswith(".")] == [
+                ".lock"
+            ] * (folder.name == name), name
 
 
 def test_a_kill_during_a_backup_write_leaves_the_last_backup(tmp_path):
@@ -417,7 +557,9 @@ TWO_DEVICES = """
     ]
 """
 
-MIRRORED = TWO_DEVICES + """
+MIRRORED = (
+    TWO_DEVICES
+    + """
     from keras_vit.training import recipe
 
     rng = np.random.default_rng(0)
@@ -428,7 +570,8 @@ MIRRORED = TWO_DEVICES + """
         keras.utils.set_random_seed(1)
         with strategy.scope():
             model = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
-                                  num_layers=1, num_heads=2, mlp_dim=16, num_classes=5)
+                                  num_layers=1, num_heads=2, mlp_dim=16,
+                                  num_classes=5)
             model.compile(recipe.make_optimizer("adamw", 1e-2, total_steps=4),
                           keras.losses.CategoricalCrossentropy())
         ds = tf.data.Dataset.from_tensor_slices((images, labels)).batch(16)
@@ -436,6 +579,7 @@ MIRRORED = TWO_DEVICES + """
         losses[name] = [strategy.num_replicas_in_sync, history.history["loss"]]
     print(json.dumps(losses))
 """
+)
 
 
 def assert_two_devices_match_one(script, rtol=1e-5):
@@ -467,22 +611,64 @@ def test_multi_worker_training_on_localhost(tmp_path, objective):
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     output = str(tmp_path / "mw")
     command = [
-        sys.executable, "-m", "keras_vit.cli", "train", "--dataset", "digits",
-        "--model", "Ti/16", "--image-size", "16", "--patch-size", "4",
-        "--hidden-dim", "32", "--num-heads", "2", "--mlp-dim", "64",
-        "--num-layers", "1", "--epochs", "2", "--batch-size", "32",
-        "--strategy", "multi_worker", "--mixed-precision", "off",
-        "--output", output, "--verbose", "0", "--objective", objective,
+        sys.executable,
+        "-m",
+        "keras_vit.cli",
+        "train",
+        "--dataset",
+        "digits",
+        "--model",
+        "Ti/16",
+        "--image-size",
+        "16",
+        "--patch-size",
+        "4",
+        "--hidden-dim",
+        "32",
+        "--num-heads",
+        "2",
+        "--mlp-dim",
+        "64",
+        "--num-layers",
+        "1",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "32",
+        "--strategy",
+        "multi_worker",
+        "--mixed-precision",
+        "off",
+        "--output",
+        output,
+        "--verbose",
+        "0",
+        "--objective",
+        objective,
     ]
     procs = []
     for index in range(2):
-        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-        env = {**os.environ, "TF_CONFIG": tf_config, "TF_CPP_MIN_LOG_LEVEL": "3",
-               "PYTHONPATH": REPO}
-        procs.append(subprocess.Popen(command, env=env, cwd=REPO,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        tf_config = json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        )
+        env = {
+            **os.environ,
+            "TF_CONFIG": tf_config,
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+            "PYTHONPATH": REPO,
+        }
+        procs.append(
+            subprocess.Popen(
+                command,
+                env=env,
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outs = [p.communicate(timeout=600) for p in procs]
-    for proc, (out, err) in zip(procs, outs):
+    for proc, (_, err) in zip(procs, outs):
         assert proc.returncode == 0, err[-3000:]
     metric = "patch_accuracy" if objective == "masked-patches" else "accuracy"
     assert f"test {metric}" in outs[0][0]
@@ -492,7 +678,11 @@ def test_multi_worker_training_on_localhost(tmp_path, objective):
     assert os.path.isfile(os.path.join(output, "model.keras"))
     # Only the chief wrote into the run folder; the worker's temporary
     # folder is gone.
-    leftovers = [d for d in os.listdir(tempfile_dir()) if d.startswith("keras_vit_worker_")]
+    leftovers = [
+        d
+        for d in os.listdir(tempfile_dir())
+        if d.startswith("keras_vit_worker_")
+    ]
     assert leftovers == []
 
 
@@ -518,8 +708,12 @@ def test_a_float16_run_resumes_its_optimizer_state(tmp_path):
     # (A step whose scaled gradients overflow is skipped and not counted.)
     assert steps - 5 < step(first) <= steps
     with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)  # no "Skipping variable loading"
-        resumed = train(tiny_config(tmp_path, epochs=2, mixed_precision="float16"))
+        warnings.simplefilter(
+            "error", UserWarning
+        )  # no "Skipping variable loading"
+        resumed = train(
+            tiny_config(tmp_path, epochs=2, mixed_precision="float16")
+        )
     assert resumed.initial_epoch == 1
     assert steps < step(resumed) <= step(first) + steps  # not restarted at 0
     # On other hardware (float32 here), the step and moments carry on too.
@@ -536,15 +730,26 @@ def _compiled(policy, optimizer="adamw", steps=3):
     model.optimizer.build(model.trainable_variables)
     if steps:
         rng = np.random.default_rng(0)
-        model.fit(rng.normal(size=(8 * steps, 4)), rng.normal(size=(8 * steps, 3)),
-                  batch_size=8, verbose=0)
+        model.fit(
+            rng.normal(size=(8 * steps, 4)),
+            rng.normal(size=(8 * steps, 3)),
+            batch_size=8,
+            verbose=0,
+        )
     return model
 
 
-@pytest.mark.parametrize("saved, resumed", [("mixed_float16", "float32"),
-                                            ("float32", "mixed_float16"),
-                                            ("mixed_float16", "mixed_float16")])
-def test_a_backup_restores_the_optimizer_across_the_loss_scale_wrapper(tmp_path, saved, resumed):
+@pytest.mark.parametrize(
+    "saved, resumed",
+    [
+        ("mixed_float16", "float32"),
+        ("float32", "mixed_float16"),
+        ("mixed_float16", "mixed_float16"),
+    ],
+)
+def test_a_backup_restores_the_optimizer_across_the_loss_scale_wrapper(
+    tmp_path, saved, resumed
+):
     from keras_vit.training.callbacks import load_backup
 
     def inner(model):
@@ -556,15 +761,20 @@ def test_a_backup_restores_the_optimizer_across_the_loss_scale_wrapper(tmp_path,
     target = _compiled(resumed, steps=0)
     load_backup(target, path)
     assert int(target.optimizer.iterations.numpy()) == 3
-    for got, want in zip(inner(target).variables, inner(source).variables, strict=True):
+    for got, want in zip(
+        inner(target).variables, inner(source).variables, strict=True
+    ):
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     for got, want in zip(target.weights, source.weights, strict=True):
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     if resumed == saved == "mixed_float16":  # the loss scale too
         assert float(target.optimizer.dynamic_scale.numpy()) == float(
-            source.optimizer.dynamic_scale.numpy())
+            source.optimizer.dynamic_scale.numpy()
+        )
     # A backup whose optimizer state cannot fit is refused, not skipped.
-    with pytest.raises(ValueError, match="optimizer state does not fit.*backup="):
+    with pytest.raises(
+        ValueError, match="optimizer state does not fit.*backup="
+    ):
         load_backup(_compiled(resumed, optimizer="sgd", steps=0), path)
 
 
@@ -576,8 +786,15 @@ def test_every_random_draw_of_a_model_is_seeded_by_the_epoch(tmp_path):
     from keras_vit.training.callbacks import seed_state_variables
     from keras_vit.training.train import build_model
 
-    config = tiny_config(tmp_path, objective="masked_patches", model_kwargs={
-        **TINY["model_kwargs"], "dropout_rate": 0.1, "drop_path_rate": 0.1})
+    config = tiny_config(
+        tmp_path,
+        objective="masked_patches",
+        model_kwargs={
+            **TINY["model_kwargs"],
+            "dropout_rate": 0.1,
+            "drop_path_rate": 0.1,
+        },
+    )
     model = build_model(config, 1)
     states = seed_state_variables(model)
     assert any(v is model._seed_generator.state for v in states)
@@ -608,8 +825,10 @@ OWN_FIT = """
     keras.utils.set_random_seed(1)
     with strategy.scope():
         model = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
-                              num_layers=1, num_heads=2, mlp_dim=16, num_classes=5)
-        model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+                              num_layers=1, num_heads=2, mlp_dim=16,
+                              num_classes=5)
+        model.compile("adam", "sparse_categorical_crossentropy",
+                      metrics=["accuracy"])
     ds = tf.data.Dataset.from_tensor_slices((images, labels)).batch(16)
     history = model.fit(ds, epochs=2, verbose=0)
     loss, accuracy = model.evaluate(ds, verbose=0)
@@ -639,13 +858,24 @@ def test_a_users_own_fit_of_a_vit_under_multi_worker_mirrored_strategy():
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", textwrap.dedent(OWN_FIT)],
-            env={**env, "TF_CONFIG": json.dumps(
-                {"cluster": cluster, "task": {"type": "worker", "index": index}})},
-            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            env={
+                **env,
+                "TF_CONFIG": json.dumps(
+                    {
+                        "cluster": cluster,
+                        "task": {"type": "worker", "index": index},
+                    }
+                ),
+            },
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for index in range(2)
     ]
     outs = [p.communicate(timeout=300) for p in procs]
-    for proc, (out, err) in zip(procs, outs):
+    for proc, (_, err) in zip(procs, outs):
         assert proc.returncode == 0, err[-3000:]
     losses = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
     assert losses[0] == losses[1]  # one model, trained in step

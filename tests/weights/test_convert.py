@@ -15,11 +15,22 @@ from tests.weights.test_golden_parity import golden
 
 @pytest.fixture
 def tiny_variant(monkeypatch):
-    numbers = {k: TINY[k] for k in ("patch_size", "hidden_dim", "num_layers", "num_heads", "mlp_dim")}
+    numbers = {
+        k: TINY[k]
+        for k in (
+            "patch_size",
+            "hidden_dim",
+            "num_layers",
+            "num_heads",
+            "mlp_dim",
+        )
+    }
     monkeypatch.setitem(registry.VARIANTS, "Tiny/8", numbers)
 
 
-@pytest.mark.parametrize("source", ["vit_token.npz", "vit_token.timm.safetensors"])
+@pytest.mark.parametrize(
+    "source", ["vit_token.npz", "vit_token.timm.safetensors"]
+)
 @pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
 def test_convert_command(tmp_path, capsys, tiny_variant, source, suffix):
     output = str(tmp_path / f"converted{suffix}")
@@ -45,17 +56,49 @@ def test_convert_with_an_explicit_builder(tmp_path):
     # The golden model is not a released variant; naming one whose numbers
     # differ is refused with the usual listing, and nothing is written.
     output = str(tmp_path / "x.weights.h5")
-    assert cli.main(["convert", golden("vit_token.npz"), "--output", output, "--model", "ViT_Ti16"]) == 2
+    assert (
+        cli.main(
+            [
+                "convert",
+                golden("vit_token.npz"),
+                "--output",
+                output,
+                "--model",
+                "ViT_Ti16",
+            ]
+        )
+        == 2
+    )
     assert os.listdir(tmp_path) == []
 
 
 def test_convert_errors(tmp_path, capsys, tiny_variant):
     missing = str(tmp_path / "no_such_folder" / "x.weights.h5")
-    assert cli.main(["convert", golden("vit_token.npz"), "--output", missing]) == 2
-    assert "folder to write `output` into does not exist" in capsys.readouterr().err
-    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(tmp_path / "x.h5")]) == 2
+    assert (
+        cli.main(["convert", golden("vit_token.npz"), "--output", missing]) == 2
+    )
+    assert (
+        "folder to write `output` into does not exist"
+        in capsys.readouterr().err
+    )
+    assert (
+        cli.main(
+            [
+                "convert",
+                golden("vit_token.npz"),
+                "--output",
+                str(tmp_path / "x.h5"),
+            ]
+        )
+        == 2
+    )
     assert "must end in .weights.h5 or .keras" in capsys.readouterr().err
-    assert cli.main(["convert", "model.pth", "--output", str(tmp_path / "x.keras")]) == 2
+    assert (
+        cli.main(
+            ["convert", "model.pth", "--output", str(tmp_path / "x.keras")]
+        )
+        == 2
+    )
     assert "safetensors" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
 
@@ -75,18 +118,56 @@ def _assert_golden_logits(path):
 def test_a_checkpoint_of_its_own_size_converts(tmp_path, capsys):
     # The golden ViT is no released variant (one's own trained model, say):
     # it was refused. The original .npz records every number, heads included.
-    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(tmp_path / "a.keras")]) == 0
+    assert (
+        cli.main(
+            [
+                "convert",
+                golden("vit_token.npz"),
+                "--output",
+                str(tmp_path / "a.keras"),
+            ]
+        )
+        == 0
+    )
     _assert_golden_logits(tmp_path / "a.keras")
     # timm's fused QKV does not record the heads: they are asked for.
     timm_file = golden("vit_token.timm.safetensors")
-    assert cli.main(["convert", timm_file, "--output", str(tmp_path / "b.keras")]) == 2
-    assert "its num_heads (this format does not record it)" in capsys.readouterr().err
+    assert (
+        cli.main(["convert", timm_file, "--output", str(tmp_path / "b.keras")])
+        == 2
+    )
+    assert (
+        "its num_heads (this format does not record it)"
+        in capsys.readouterr().err
+    )
     assert not (tmp_path / "b.keras").exists()
-    assert cli.main(["convert", timm_file, "--output", str(tmp_path / "b.keras"),
-                     "--num-heads", str(TINY["num_heads"])]) == 0
+    assert (
+        cli.main(
+            [
+                "convert",
+                timm_file,
+                "--output",
+                str(tmp_path / "b.keras"),
+                "--num-heads",
+                str(TINY["num_heads"]),
+            ]
+        )
+        == 0
+    )
     _assert_golden_logits(tmp_path / "b.keras")
-    assert cli.main(["convert", timm_file, "--output", str(tmp_path / "c.keras"),
-                     "--num-heads", "0"]) == 2
+    assert (
+        cli.main(
+            [
+                "convert",
+                timm_file,
+                "--output",
+                str(tmp_path / "c.keras"),
+                "--num-heads",
+                "0",
+            ]
+        )
+        == 2
+    )
     assert "num_heads=0" in capsys.readouterr().err
 
 
@@ -95,7 +176,9 @@ def test_a_checkpoint_with_other_heads_is_refused():
     # 4-head checkpoint into a 2-head model of the same width used to
     # succeed, computing something else.
     with pytest.raises(ValueError, match="num_heads: checkpoint 4, model 2"):
-        keras_vit.ViT(**{**TINY, "num_heads": 2}, weights=golden("vit_token.npz"))
+        keras_vit.ViT(
+            **{**TINY, "num_heads": 2}, weights=golden("vit_token.npz")
+        )
 
 
 def test_presets_command(capsys):
@@ -126,48 +209,92 @@ def test_save_npz_errors(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_convert_takes_the_grid_of_a_non_square_checkpoint(tmp_path, capsys, tiny_variant):
+def test_convert_takes_the_grid_of_a_non_square_checkpoint(
+    tmp_path, capsys, tiny_variant
+):
     # The .npz records no grid and its releases are square: one of a 2x4
     # grid (8 positions) could not be converted at all ("Pass the grid
     # explicitly", with no way to).
     wide = keras_vit.ViT(**{**TINY, "image_size": (16, 32)})
     with np.load(golden("vit_token.npz")) as data:
         arrays = {k: data[k] for k in data.files}
-    arrays["Transformer/posembed_input/pos_embedding"] = (
-        wide.get_layer("patch_encoder").pos_embedding.numpy())
+    arrays["Transformer/posembed_input/pos_embedding"] = wide.get_layer(
+        "patch_encoder"
+    ).pos_embedding.numpy()
     source = str(tmp_path / "wide.npz")
     np.savez(source, **arrays)
     output = str(tmp_path / "wide.keras")
     assert cli.main(["convert", source, "--output", output]) == 2
     err = capsys.readouterr().err
-    assert "8 patch positions, not a square grid" in err and "--source-grid" in err
-    assert cli.main(["convert", source, "--output", output, "--source-grid", "2", "4"]) == 0
+    assert (
+        "8 patch positions, not a square grid" in err and "--source-grid" in err
+    )
+    assert (
+        cli.main(
+            ["convert", source, "--output", output, "--source-grid", "2", "4"]
+        )
+        == 0
+    )
     model = keras.saving.load_model(output, safe_mode=True)
     assert model.image_size == (16, 32) and model.grid_size == (2, 4)
     np.testing.assert_array_equal(
         model.get_layer("patch_encoder").pos_embedding.numpy(),
-        arrays["Transformer/posembed_input/pos_embedding"])
-    assert cli.main(["convert", source, "--output", output, "--source-grid", "3", "3",
-                     "--overwrite"]) == 2
+        arrays["Transformer/posembed_input/pos_embedding"],
+    )
+    assert (
+        cli.main(
+            [
+                "convert",
+                source,
+                "--output",
+                output,
+                "--source-grid",
+                "3",
+                "3",
+                "--overwrite",
+            ]
+        )
+        == 2
+    )
     assert "Received: source_grid=(3, 3)" in capsys.readouterr().err
 
 
-def test_an_existing_output_is_replaced_only_when_asked(tmp_path, capsys, tiny_variant):
+def test_an_existing_output_is_replaced_only_when_asked(
+    tmp_path, capsys, tiny_variant
+):
     # A converted .keras cannot be told from a trained one: replacing it
     # unasked could destroy a trained model.
     output = tmp_path / "model.keras"
     output.write_bytes(b"a trained model")
-    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(output)]) == 2
+    assert (
+        cli.main(["convert", golden("vit_token.npz"), "--output", str(output)])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "--overwrite" in err
     # Said as it is for convert (it was "not an export of this kind written
     # by keras_vit": a converted file is refused too).
-    assert "`output` names an existing file, and writing there would delete it" in err
+    assert (
+        "`output` names an existing file, and writing there would delete it"
+        in err
+    )
     assert "export" not in err
     assert output.read_bytes() == b"a trained model"
-    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(output),
-                     "--overwrite"]) == 0
-    assert keras.saving.load_model(str(output), safe_mode=True).count_params() > 0
+    assert (
+        cli.main(
+            [
+                "convert",
+                golden("vit_token.npz"),
+                "--output",
+                str(output),
+                "--overwrite",
+            ]
+        )
+        == 0
+    )
+    assert (
+        keras.saving.load_model(str(output), safe_mode=True).count_params() > 0
+    )
     # The input is never the output, overwrite or not.
     source = tmp_path / "vit.npz"
     source.write_bytes(open(golden("vit_token.npz"), "rb").read())
@@ -181,25 +308,37 @@ def test_outputs_that_name_a_folder_are_refused(tmp_path, capsys, tiny_variant):
     # os.replace onto a folder raised IsADirectoryError, a traceback.
     folder = tmp_path / "out.keras"
     folder.mkdir()
-    assert cli.main(["convert", golden("vit_token.npz"), "--output", str(folder)]) == 2
+    assert (
+        cli.main(["convert", golden("vit_token.npz"), "--output", str(folder)])
+        == 2
+    )
     assert "names an existing folder" in capsys.readouterr().err
     (tmp_path / "out.npz").mkdir()
     with pytest.raises(ValueError, match="names an existing folder"):
-        keras_vit.weights.save_npz(keras_vit.ViT(**TINY), str(tmp_path / "out.npz"))
+        keras_vit.weights.save_npz(
+            keras_vit.ViT(**TINY), str(tmp_path / "out.npz")
+        )
     assert sorted(os.listdir(tmp_path)) == ["out.keras", "out.npz"]
     assert os.listdir(folder) == [] and os.listdir(tmp_path / "out.npz") == []
 
 
-def test_convert_reports_every_tensor_of_the_wrong_rank(tmp_path, capsys, tiny_variant):
+def test_convert_reports_every_tensor_of_the_wrong_rank(
+    tmp_path, capsys, tiny_variant
+):
     with np.load(golden("vit_token.npz")) as data:
         arrays = {k: data[k] for k in data.files}
     arrays["Transformer/encoder_norm/scale"] = np.zeros((1, 32), "float32")
     arrays["head/bias"] = np.zeros((1, 5), "float32")
     source = str(tmp_path / "bad.npz")
     np.savez(source, **arrays)
-    assert cli.main(["convert", source, "--output", str(tmp_path / "bad.keras")]) == 2
+    assert (
+        cli.main(["convert", source, "--output", str(tmp_path / "bad.keras")])
+        == 2
+    )
     err = capsys.readouterr().err
-    assert err.startswith(f"keras-vit: error: {source} holds tensors of the wrong rank")
+    assert err.startswith(
+        f"keras-vit: error: {source} holds tensors of the wrong rank"
+    )
     assert "Transformer/encoder_norm/scale (source name): shape (1, 32)" in err
     assert "head/bias (source name): shape (1, 5)" in err
     assert os.listdir(tmp_path) == ["bad.npz"]

@@ -40,10 +40,25 @@ CASES = [
     # weights file, expected outputs, model arguments, source format
     ("vit_token.npz", "vit_token.expected.npz", {}, "original"),
     ("vit_token.timm.safetensors", "vit_token.expected.npz", {}, "timm"),
-    ("vit_token.hf.safetensors", "vit_token.hf.expected.npz", {}, "huggingface"),
+    (
+        "vit_token.hf.safetensors",
+        "vit_token.hf.expected.npz",
+        {},
+        "huggingface",
+    ),
     ("vit_gap.npz", "vit_gap.expected.npz", {"pooling": "gap"}, "original"),
-    ("vit_gap.timm.safetensors", "vit_gap.expected.npz", {"pooling": "gap"}, "timm"),
-    ("vit_bigvision.npz", "vit_bigvision.expected.npz", {"pooling": "gap"}, "big_vision"),
+    (
+        "vit_gap.timm.safetensors",
+        "vit_gap.expected.npz",
+        {"pooling": "gap"},
+        "timm",
+    ),
+    (
+        "vit_bigvision.npz",
+        "vit_bigvision.expected.npz",
+        {"pooling": "gap"},
+        "big_vision",
+    ),
     ("vit_prelogits.npz", "vit_prelogits.expected.npz", {}, "original"),
 ]
 
@@ -77,7 +92,9 @@ def test_prelogits_layer_is_taken_from_the_checkpoint():
 )
 def test_huggingface_features(weights):
     ref = expected("vit_token.hf_base.expected.npz")
-    model = keras_vit.ViT.from_preset(golden(weights), **{**TINY, "include_top": False})
+    model = keras_vit.ViT.from_preset(
+        golden(weights), **{**TINY, "include_top": False}
+    )
     np.testing.assert_allclose(
         model.predict(ref["images"], verbose=0), ref["features"], atol=1e-4
     )
@@ -116,7 +133,9 @@ def test_huggingface_transformers5_names(tmp_path):
 
 def test_load_weights_into_an_existing_model():
     model = keras_vit.ViT(**TINY)
-    checkpoint = keras_vit.load_weights(model, golden("vit_token.timm.safetensors"))
+    checkpoint = keras_vit.load_weights(
+        model, golden("vit_token.timm.safetensors")
+    )
     assert checkpoint.num_classes == 5 and checkpoint.patch_size == 8
     ref = expected("vit_token.expected.npz")
     np.testing.assert_allclose(

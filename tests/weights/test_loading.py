@@ -39,8 +39,12 @@ def _copy_npz(tmp_path, edit, name="edited.npz", source="vit_token.npz"):
 
 
 def test_new_class_count_drops_the_head_and_says_so_once():
-    with pytest.warns(UserWarning, match="5 classes and the model's 7") as record:
-        model = keras_vit.ViT.from_preset(golden("vit_prelogits.npz"), **{**TINY, "num_classes": 7})
+    with pytest.warns(
+        UserWarning, match="5 classes and the model's 7"
+    ) as record:
+        model = keras_vit.ViT.from_preset(
+            golden("vit_prelogits.npz"), **{**TINY, "num_classes": 7}
+        )
     assert len([r for r in record if "classes" in str(r.message)]) == 1
     assert "pre-logits" in str(record[0].message)
     # As for fine-tuning in the paper: no pre-logits, a zero head ...
@@ -50,21 +54,29 @@ def test_new_class_count_drops_the_head_and_says_so_once():
     ref = expected("vit_prelogits.expected.npz")
     body = keras_vit.ViT(**{**TINY, "include_top": False})
     body.set_weights(model.get_weights()[:-2])
-    np.testing.assert_allclose(body.predict(ref["images"], verbose=0), ref["features"], atol=1e-4)
+    np.testing.assert_allclose(
+        body.predict(ref["images"], verbose=0), ref["features"], atol=1e-4
+    )
 
 
 def test_include_top_false_skips_the_head_silently():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model = keras_vit.ViT.from_preset(golden("vit_token.npz"), **{**TINY, "include_top": False})
+        model = keras_vit.ViT.from_preset(
+            golden("vit_token.npz"), **{**TINY, "include_top": False}
+        )
     ref = expected("vit_token.expected.npz")
-    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["features"], atol=1e-4)
+    np.testing.assert_allclose(
+        model.predict(ref["images"], verbose=0), ref["features"], atol=1e-4
+    )
 
 
 def test_new_resolution_starts_from_resampled_position_embeddings():
     checkpoint = keras_vit.weights.read_checkpoint(golden("vit_token.npz"))
     with pytest.warns(UserWarning, match="4x4 to a 6x8 patch grid"):
-        model = keras_vit.ViT.from_preset(golden("vit_token.npz"), **{**TINY, "image_size": (48, 64)})
+        model = keras_vit.ViT.from_preset(
+            golden("vit_token.npz"), **{**TINY, "image_size": (48, 64)}
+        )
     posemb = model.get_layer("patch_encoder").pos_embedding.numpy()
     source = checkpoint.tensors["patch_encoder/position_embedding"]
     expected_posemb = keras_vit.patch_grid.resample_position_embeddings(
@@ -86,24 +98,34 @@ def test_new_resolution_starts_from_resampled_position_embeddings():
 
 def test_resolution_defaults_to_the_checkpoints():
     kwargs = {k: v for k, v in TINY.items() if k != "image_size"}
-    model = keras_vit.ViT.from_preset(golden("vit_token.timm.safetensors"), **kwargs)
+    model = keras_vit.ViT.from_preset(
+        golden("vit_token.timm.safetensors"), **kwargs
+    )
     assert model.image_size == (32, 32)
 
 
 def test_interpolation_is_an_argument():
     model = keras_vit.ViT(**{**TINY, "image_size": 64})
     with pytest.warns(UserWarning, match="bicubic"):
-        keras_vit.load_weights(model, golden("vit_token.npz"), interpolation="bicubic")
+        keras_vit.load_weights(
+            model, golden("vit_token.npz"), interpolation="bicubic"
+        )
     checkpoint = keras_vit.weights.read_checkpoint(golden("vit_token.npz"))
     np.testing.assert_allclose(
         model.get_layer("patch_encoder").pos_embedding.numpy(),
-        np.asarray(keras_vit.patch_grid.resample_position_embeddings(
-            checkpoint.tensors["patch_encoder/position_embedding"], 8,
-            interpolation="bicubic")),
+        np.asarray(
+            keras_vit.patch_grid.resample_position_embeddings(
+                checkpoint.tensors["patch_encoder/position_embedding"],
+                8,
+                interpolation="bicubic",
+            )
+        ),
         atol=1e-6,
     )
     with pytest.raises(ValueError, match="interpolation='cubic'"):
-        keras_vit.load_weights(model, golden("vit_token.npz"), interpolation="cubic")
+        keras_vit.load_weights(
+            model, golden("vit_token.npz"), interpolation="cubic"
+        )
 
 
 # === All or nothing ===
@@ -117,7 +139,9 @@ def test_architecture_mismatch_lists_everything_and_changes_nothing():
     message = str(info.value)
     assert "nothing was loaded" in message
     assert "block_2/mlp_fc1/kernel" in message  # missing (3 blocks vs 2)
-    assert "block_0/mlp_fc1/kernel: checkpoint (32, 64), model (32, 48)" in message
+    assert (
+        "block_0/mlp_fc1/kernel: checkpoint (32, 64), model (32, 48)" in message
+    )
     assert "mlp_dim=64" in message and "mlp_dim=48" in message
     _assert_unchanged(model, before)
 
@@ -131,11 +155,16 @@ def test_a_keras_quantized_model_takes_and_writes_no_float_checkpoint(tmp_path):
         warnings.simplefilter("ignore")  # layers without weights to quantize
         model.quantize("int8")
     before = _snapshot(model)
-    with pytest.raises(ValueError, match="quantized in Keras.*into the float model, "
-                                         "then quantize it.*model='vit'"):
+    with pytest.raises(
+        ValueError,
+        match="quantized in Keras.*into the float model, "
+        "then quantize it.*model='vit'",
+    ):
         keras_vit.load_weights(model, golden("vit_token.npz"))
     _assert_unchanged(model, before)
-    with pytest.raises(ValueError, match="quantized in Keras.*original .npz layout"):
+    with pytest.raises(
+        ValueError, match="quantized in Keras.*original .npz layout"
+    ):
         keras_vit.weights.save_npz(model, str(tmp_path / "int8.npz"))
     assert not os.listdir(tmp_path)
 
@@ -165,7 +194,9 @@ def test_class_token_mismatch_is_refused():
         keras_vit.ViT.from_preset(golden("vit_gap.npz"), **TINY)  # token model
 
 
-@pytest.mark.parametrize("name", ["vit_token.npz", "vit_token.timm.safetensors"])
+@pytest.mark.parametrize(
+    "name", ["vit_token.npz", "vit_token.timm.safetensors"]
+)
 def test_truncated_file_names_the_path(tmp_path, name):
     path = str(tmp_path / name)
     with open(golden(name), "rb") as src, open(path, "wb") as dst:
@@ -182,7 +213,9 @@ def test_npz_is_read_without_pickles(tmp_path):
         keras_vit.ViT.from_preset(path, **TINY)
 
 
-@pytest.mark.parametrize("name", ["model.pth", "pytorch_model.bin", "x.pt", "y.ckpt"])
+@pytest.mark.parametrize(
+    "name", ["model.pth", "pytorch_model.bin", "x.pt", "y.ckpt"]
+)
 def test_pytorch_pickles_are_refused(name):
     with pytest.raises(ValueError, match="safetensors"):
         keras_vit.ViT.from_preset(name, **TINY)
@@ -220,9 +253,13 @@ def test_native_files_round_trip_and_fine_tune(tmp_path, suffix):
         source.save_weights(path)
     ref = expected("vit_token.expected.npz")
     model = keras_vit.ViT.from_preset(path, **TINY)
-    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
+    np.testing.assert_allclose(
+        model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4
+    )
     with pytest.warns(UserWarning, match="5 classes and the model's 3"):
-        tuned = keras_vit.ViT.from_preset(path, **{**TINY, "num_classes": 3, "image_size": 48})
+        tuned = keras_vit.ViT.from_preset(
+            path, **{**TINY, "num_classes": 3, "image_size": 48}
+        )
     np.testing.assert_array_equal(tuned.get_layer("head").kernel.numpy(), 0.0)
     np.testing.assert_array_equal(
         tuned.get_layer("block_0").attention.qkv.kernel.numpy(),
@@ -266,13 +303,20 @@ def _posemb(model):
 
 
 def _resampled(model, grid, source_grid):
-    return np.asarray(keras_vit.patch_grid.resample_position_embeddings(
-        _posemb(model), grid, source_grid, interpolation="bilinear_align_corners"))
+    return np.asarray(
+        keras_vit.patch_grid.resample_position_embeddings(
+            _posemb(model),
+            grid,
+            source_grid,
+            interpolation="bilinear_align_corners",
+        )
+    )
 
 
 @pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
 def test_native_file_on_a_grid_of_the_same_size_and_another_shape_is_resampled(
-        tmp_path, suffix):
+    tmp_path, suffix
+):
     # A 4x4 grid into image_size=(16, 64), a 2x8 grid: 16 positions either
     # way, so the embeddings were copied, the geometry scrambled, silently.
     from tests.helpers import randomize_weights
@@ -281,18 +325,30 @@ def test_native_file_on_a_grid_of_the_same_size_and_another_shape_is_resampled(
     randomize_weights(source)
     path = _save(source, str(tmp_path / f"model{suffix}"))
     with pytest.warns(UserWarning, match="from a 4x4 to a 2x8 patch grid"):
-        wide = keras_vit.ViT.from_preset(path, **{**TINY, "image_size": (16, 64)})
-    np.testing.assert_allclose(_posemb(wide), _resampled(source, (2, 8), (4, 4)), atol=1e-6)
+        wide = keras_vit.ViT.from_preset(
+            path, **{**TINY, "image_size": (16, 64)}
+        )
+    np.testing.assert_allclose(
+        _posemb(wide), _resampled(source, (2, 8), (4, 4)), atol=1e-6
+    )
     # A non-square source loads at any size ("not a square number" before).
     with pytest.warns(UserWarning, match="from a 2x8 to a 4x4 patch grid"):
-        square = keras_vit.ViT.from_preset(_save(wide, str(tmp_path / f"wide{suffix}")), **TINY)
-    np.testing.assert_allclose(_posemb(square), _resampled(wide, (4, 4), (2, 8)), atol=1e-6)
+        square = keras_vit.ViT.from_preset(
+            _save(wide, str(tmp_path / f"wide{suffix}")), **TINY
+        )
+    np.testing.assert_allclose(
+        _posemb(square), _resampled(wide, (4, 4), (2, 8)), atol=1e-6
+    )
 
 
-def test_keras_load_weights_refuses_a_grid_of_the_same_size_and_another_shape(tmp_path):
+def test_keras_load_weights_refuses_a_grid_of_the_same_size_and_another_shape(
+    tmp_path,
+):
     path = _save(keras_vit.ViT(**TINY), str(tmp_path / "model.weights.h5"))
     wide = keras_vit.ViT(**{**TINY, "image_size": (16, 64)})
-    with pytest.raises(ValueError, match="saved on a 4x4 patch grid and the layer has 2x8"):
+    with pytest.raises(
+        ValueError, match="saved on a 4x4 patch grid and the layer has 2x8"
+    ):
         wide.load_weights(path)
 
 
@@ -309,26 +365,38 @@ def test_native_file_without_a_grid_record(tmp_path, suffix):
         # The archive's config.json records image_size and patch_size.
         with pytest.warns(UserWarning, match="from a 2x8 to a 4x4"):
             keras_vit.load_weights(model, path)
-        np.testing.assert_allclose(_posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6)
+        np.testing.assert_allclose(
+            _posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6
+        )
         return
     # A .weights.h5 alone says nothing of its grid: refused, never guessed
     # (it was taken to be the model's 4x4, and copied).
-    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*does not record "
-                                         r"the patch grid.*source_grid=\(rows, cols\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)nothing was loaded.*does not record "
+        r"the patch grid.*source_grid=\(rows, cols\)",
+    ):
         keras_vit.load_weights(model, path)
     _assert_unchanged(model, before)
     with pytest.raises(ValueError, match="does not record the patch grid"):
         keras_vit.ViT.from_preset(path, **{**TINY, "image_size": (16, 64)})
-    with pytest.raises(ValueError, match=r"hold 16 patch positions, and a 3x3 grid "
-                                         r"holds 9. Received: source_grid=\(3, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"hold 16 patch positions, and a 3x3 grid "
+        r"holds 9. Received: source_grid=\(3, 3\)",
+    ):
         keras_vit.load_weights(model, path, source_grid=(3, 3))
     _assert_unchanged(model, before)
     with pytest.warns(UserWarning, match="from a 2x8 to a 4x4"):
         keras_vit.load_weights(model, path, source_grid=(2, 8))
-    np.testing.assert_allclose(_posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6)
+    np.testing.assert_allclose(
+        _posemb(model), _resampled(source, (4, 4), (2, 8)), atol=1e-6
+    )
 
 
-def test_a_file_without_a_grid_record_says_how_to_load_it_into_its_own_size(tmp_path):
+def test_a_file_without_a_grid_record_says_how_to_load_it_into_its_own_size(
+    tmp_path,
+):
     # Refused by design (its grid cannot be known), but the message gave no
     # way out for the usual case: the file of a model of this very size.
     from tests.helpers import randomize_weights
@@ -341,8 +409,10 @@ def test_a_file_without_a_grid_record_says_how_to_load_it_into_its_own_size(tmp_
     with pytest.raises(ValueError) as info:
         keras_vit.load_weights(model, path)
     message = str(info.value)
-    assert (f"keras_vit.load_weights(model, {path!r}, source_grid=(2, 8))"
-            in message), message
+    assert (
+        f"keras_vit.load_weights(model, {path!r}, source_grid=(2, 8))"
+        in message
+    ), message
     assert f"model.load_weights({path!r})" in message, message
     # Both ways load it as it was saved.
     keras_vit.load_weights(model, path, source_grid=(2, 8))
@@ -353,13 +423,22 @@ def test_a_file_without_a_grid_record_says_how_to_load_it_into_its_own_size(tmp_
             np.testing.assert_array_equal(got.numpy(), want.numpy())
     # Not suggested to a model whose grid could not be the file's.
     with pytest.raises(ValueError) as info:
-        keras_vit.load_weights(keras_vit.ViT(**{**TINY, "image_size": 48}), path)
+        keras_vit.load_weights(
+            keras_vit.ViT(**{**TINY, "image_size": 48}), path
+        )
     assert "this very size" not in str(info.value)
 
 
-HYBRID = dict(patch_size=1, hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16,
-              num_classes=3, image_size=32,
-              stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4})
+HYBRID = dict(
+    patch_size=1,
+    hidden_dim=16,
+    num_layers=1,
+    num_heads=2,
+    mlp_dim=16,
+    num_classes=3,
+    image_size=32,
+    stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4},
+)
 
 
 def test_a_hybrid_native_file_loads_and_fine_tunes(tmp_path):
@@ -370,32 +449,44 @@ def test_a_hybrid_native_file_loads_and_fine_tunes(tmp_path):
         bigger = keras_vit.ViT.from_preset(path, **{**HYBRID, "image_size": 64})
     np.testing.assert_array_equal(
         bigger.get_layer("resnet_stem").weights[-1].numpy(),
-        source.get_layer("resnet_stem").weights[-1].numpy())
+        source.get_layer("resnet_stem").weights[-1].numpy(),
+    )
 
 
-def test_an_older_hybrid_keras_file_takes_its_grid_from_its_own_config(tmp_path):
+def test_an_older_hybrid_keras_file_takes_its_grid_from_its_own_config(
+    tmp_path,
+):
     # A stem's feature map depends on the stem, which is not rebuilt from
     # the archive: the config gives the grid when it is the model's config,
     # and otherwise the grid is not known.
     hybrid = HYBRID
-    path = _drop_grid_record(_save(keras_vit.ViT(**hybrid), str(tmp_path / "h.keras")))
+    path = _drop_grid_record(
+        _save(keras_vit.ViT(**hybrid), str(tmp_path / "h.keras"))
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         keras_vit.load_weights(keras_vit.ViT(**hybrid), path)
     with pytest.raises(ValueError, match="does not record the patch grid"):
-        keras_vit.load_weights(keras_vit.ViT(**{**hybrid, "image_size": 64}), path)
+        keras_vit.load_weights(
+            keras_vit.ViT(**{**hybrid, "image_size": 64}), path
+        )
 
 
 def test_source_grid_must_agree_with_the_file(tmp_path):
     path = _save(keras_vit.ViT(**TINY), str(tmp_path / "model.weights.h5"))
     model = keras_vit.ViT(**TINY)
     before = _snapshot(model)
-    with pytest.raises(ValueError, match=r"records a 4x4 patch grid.*"
-                                         r"Received: source_grid=\(2, 8\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"records a 4x4 patch grid.*"
+        r"Received: source_grid=\(2, 8\)",
+    ):
         keras_vit.load_weights(model, path, source_grid=(2, 8))
     sincos = {**TINY, "position_embedding": "sincos2d"}
     path = _save(keras_vit.ViT(**sincos), str(tmp_path / "sincos.weights.h5"))
-    with pytest.raises(ValueError, match="has none. Received: source_grid=\\(4, 4\\)"):
+    with pytest.raises(
+        ValueError, match="has none. Received: source_grid=\\(4, 4\\)"
+    ):
         keras_vit.load_weights(keras_vit.ViT(**sincos), path, source_grid=4)
     _assert_unchanged(model, before)
 
@@ -409,7 +500,9 @@ def test_a_native_head_bias_without_its_kernel(tmp_path):
         del file["layers/dense/vars/0"]
     model = keras_vit.ViT(**TINY)
     before = _snapshot(model)
-    with pytest.raises(ValueError, match=r"missing from the checkpoint \(1\):\n    head/kernel"):
+    with pytest.raises(
+        ValueError, match=r"missing from the checkpoint \(1\):\n    head/kernel"
+    ):
         keras_vit.load_weights(model, path)
     _assert_unchanged(model, before)
 
@@ -418,36 +511,58 @@ def test_a_non_square_npz_needs_its_grid(tmp_path):
     # The .npz records no grid; its releases (and readers) are square.
     wide = keras_vit.ViT(**{**TINY, "image_size": (16, 32)})  # 2x4
     posemb = _posemb(wide)
-    path = _copy_npz(tmp_path, lambda a: a.update(
-        {"Transformer/posembed_input/pos_embedding": posemb}))
+    path = _copy_npz(
+        tmp_path,
+        lambda a: a.update(
+            {"Transformer/posembed_input/pos_embedding": posemb}
+        ),
+    )
     model = keras_vit.ViT(**TINY)
     before = _snapshot(model)
-    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*8 patch positions, "
-                                         "not a square grid.*source_grid"):
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)nothing was loaded.*8 patch positions, "
+        "not a square grid.*source_grid",
+    ):
         keras_vit.load_weights(model, path)
     _assert_unchanged(model, before)
     with pytest.warns(UserWarning, match="from a 2x4 to a 4x4"):
         keras_vit.load_weights(model, path, source_grid=(2, 4))
-    np.testing.assert_allclose(_posemb(model), _resampled(wide, (4, 4), (2, 4)), atol=1e-6)
+    np.testing.assert_allclose(
+        _posemb(model), _resampled(wide, (4, 4), (2, 4)), atol=1e-6
+    )
     # save_npz would write a 2x8 grid its readers take to be 4x4: refused.
-    with pytest.raises(ValueError, match=r"records no patch grid.*2x8.*"
-                                         r"Received a model with image_size=\(16, 64\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"records no patch grid.*2x8.*"
+        r"Received a model with image_size=\(16, 64\)",
+    ):
         keras_vit.weights.save_npz(
-            keras_vit.ViT(**{**TINY, "image_size": (16, 64)}), str(tmp_path / "wide.npz"))
+            keras_vit.ViT(**{**TINY, "image_size": (16, 64)}),
+            str(tmp_path / "wide.npz"),
+        )
     assert not (tmp_path / "wide.npz").exists()
 
 
 # === A broken head is not a fine-tuning case ===
 
 
-@pytest.mark.parametrize("kernel, bias, num_classes", [
-    ((32, 5), (7,), 5),   # the bias alone of another size
-    ((32, 7), (5,), 7),   # the kernel alone
-    ((31, 7), (7,), 5),   # a 7-class head for 31 features, in a 32-wide model
-    (None, (5,), 5),      # a bias and no kernel
-])
+@pytest.mark.parametrize(
+    "kernel, bias, num_classes",
+    [
+        ((32, 5), (7,), 5),  # the bias alone of another size
+        ((32, 7), (5,), 7),  # the kernel alone
+        (
+            (31, 7),
+            (7,),
+            5,
+        ),  # a 7-class head for 31 features, in a 32-wide model
+        (None, (5,), 5),  # a bias and no kernel
+    ],
+)
 def test_a_head_whose_tensors_disagree_is_a_broken_checkpoint(
-        tmp_path, kernel, bias, num_classes):
+    tmp_path, kernel, bias, num_classes
+):
     # Each once loaded with "the checkpoint's head has N classes" (or "no
     # classification head") and a zeroed head.
     def edit(arrays):
@@ -469,10 +584,14 @@ def test_a_head_whose_tensors_disagree_is_a_broken_checkpoint(
         assert "missing from the checkpoint (2):\n    head/kernel\n" in message
         assert "head/kernel (source name)" in message
     else:
-        for name, shape, want in (("kernel", kernel, (32, num_classes)),
-                                  ("bias", bias, (num_classes,))):
+        for name, shape, want in (
+            ("kernel", kernel, (32, num_classes)),
+            ("bias", bias, (num_classes,)),
+        ):
             if shape != want:
-                assert f"head/{name}: checkpoint {shape}, model {want}" in message
+                assert (
+                    f"head/{name}: checkpoint {shape}, model {want}" in message
+                )
     _assert_unchanged(model, before)
 
 
@@ -492,37 +611,63 @@ def test_tensors_of_the_wrong_rank_are_reported_together(tmp_path):
         keras_vit.load_weights(model, path)
     message = str(info.value)
     assert "nothing was loaded" in message and path in message
-    assert ("Transformer/encoder_norm/scale (source name): shape (2, 32), "
-            "expected 1 dimensions") in message
-    assert "embedding/kernel (source name): shape (8, 8, 3), expected 4" in message
-    assert "Transformer/encoderblock_0/LayerNorm_0/bias (source name)" in message
+    assert (
+        "Transformer/encoder_norm/scale (source name): shape (2, 32), "
+        "expected 1 dimensions"
+    ) in message
+    assert (
+        "embedding/kernel (source name): shape (8, 8, 3), expected 4" in message
+    )
+    assert (
+        "Transformer/encoderblock_0/LayerNorm_0/bias (source name)" in message
+    )
     _assert_unchanged(model, before)
 
 
 def test_a_0d_tensor_in_a_big_vision_file(tmp_path):
     # A scanned (depth-stacked) tensor with no depth axis: an IndexError.
     key = "params/Transformer/encoderblock/MlpBlock_0/Dense_0/bias"
-    path = _copy_npz(tmp_path, lambda a: a.update({
-        key: np.float32(0), "params/Transformer/encoder_norm/scale": np.float32(1),
-    }), source="vit_bigvision.npz")
+    path = _copy_npz(
+        tmp_path,
+        lambda a: a.update(
+            {
+                key: np.float32(0),
+                "params/Transformer/encoder_norm/scale": np.float32(1),
+            }
+        ),
+        source="vit_bigvision.npz",
+    )
     model = keras_vit.ViT(**{**TINY, "pooling": "gap", "class_token": False})
     before = _snapshot(model)
     with pytest.raises(ValueError, match="nothing was loaded") as info:
         keras_vit.load_weights(model, path)
     message = str(info.value)
     assert path in message
-    assert "Transformer/encoderblock/MlpBlock_0/Dense_0/bias (source name): shape ()" in message
-    assert "Transformer/encoder_norm/scale (source name): shape (), expected 1" in message
+    assert (
+        "Transformer/encoderblock/MlpBlock_0/Dense_0/bias (source name): shape "
+        "()" in message
+    )
+    assert (
+        "Transformer/encoder_norm/scale (source name): shape (), expected 1"
+        in message
+    )
     _assert_unchanged(model, before)
 
 
 def test_a_tensor_of_strings_is_reported_with_the_file(tmp_path):
-    path = _copy_npz(tmp_path, lambda a: a.update(
-        {"Transformer/encoder_norm/bias": np.array(["x"] * 32)}))
+    path = _copy_npz(
+        tmp_path,
+        lambda a: a.update(
+            {"Transformer/encoder_norm/bias": np.array(["x"] * 32)}
+        ),
+    )
     model = keras_vit.ViT(**TINY)
     before = _snapshot(model)
-    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*not numbers.*"
-                                         r"encoder_norm/beta: checkpoint <U1, model float32"):
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)nothing was loaded.*not numbers.*"
+        r"encoder_norm/beta: checkpoint <U1, model float32",
+    ):
         keras_vit.load_weights(model, path)
     _assert_unchanged(model, before)
 
@@ -530,27 +675,40 @@ def test_a_tensor_of_strings_is_reported_with_the_file(tmp_path):
 def _poison(arrays, key, values=(np.nan, np.inf, -np.inf)):
     """Puts NaN / inf into the first values of tensor `key`."""
     value = np.array(arrays[key], copy=True)
-    value.reshape(-1)[:len(values)] = values
+    value.reshape(-1)[: len(values)] = values
     arrays[key] = value
 
 
-@pytest.mark.parametrize("source", ["npz", "timm", "huggingface", "weights.h5", "keras"])
+@pytest.mark.parametrize(
+    "source", ["npz", "timm", "huggingface", "weights.h5", "keras"]
+)
 def test_non_finite_tensors_are_listed_and_nothing_is_loaded(tmp_path, source):
     # NaN and inf loaded silently: a diverged run's or a damaged file's
     # weights give NaN for every image.
     import safetensors.numpy
 
     if source == "npz":
-        path = _copy_npz(tmp_path, lambda a: (
-            _poison(a, "Transformer/encoder_norm/scale", (np.nan,)),
-            _poison(a, "embedding/kernel", (np.inf, np.nan, -np.inf))))
-        broken = ["encoder_norm/gamma: 1 NaN of 32 values",
-                  "patch_encoder/projection/kernel: 1 NaN, 2 inf of"]
+        path = _copy_npz(
+            tmp_path,
+            lambda a: (
+                _poison(a, "Transformer/encoder_norm/scale", (np.nan,)),
+                _poison(a, "embedding/kernel", (np.inf, np.nan, -np.inf)),
+            ),
+        )
+        broken = [
+            "encoder_norm/gamma: 1 NaN of 32 values",
+            "patch_encoder/projection/kernel: 1 NaN, 2 inf of",
+        ]
     elif source in ("timm", "huggingface"):
-        name = ("vit_token.timm.safetensors" if source == "timm"
-                else "vit_token.hf.safetensors")
+        name = (
+            "vit_token.timm.safetensors"
+            if source == "timm"
+            else "vit_token.hf.safetensors"
+        )
         arrays = safetensors.numpy.load_file(golden(name))
-        key = sorted(k for k in arrays if "norm" in k and k.endswith("bias"))[-1]
+        key = sorted(k for k in arrays if "norm" in k and k.endswith("bias"))[
+            -1
+        ]
         _poison(arrays, key, (np.nan, np.nan))
         path = str(tmp_path / name)
         safetensors.numpy.save_file(arrays, path)
@@ -593,8 +751,12 @@ def test_non_finite_tensors_are_listed_and_nothing_is_loaded(tmp_path, source):
         # convert writes nothing.
         from keras_vit.weights import convert
 
-        path = _copy_npz(tmp_path, lambda a: _poison(a, "head/bias"), name="head.npz")
-        with pytest.raises(ValueError, match=r"(?s)not finite.*head/bias: 1 NaN, 2 inf"):
+        path = _copy_npz(
+            tmp_path, lambda a: _poison(a, "head/bias"), name="head.npz"
+        )
+        with pytest.raises(
+            ValueError, match=r"(?s)not finite.*head/bias: 1 NaN, 2 inf"
+        ):
             keras_vit.ViT.from_preset(path, **{**TINY, "num_classes": 3})
         output = tmp_path / "converted.keras"
         with pytest.raises(ValueError, match="not finite"):
@@ -628,7 +790,9 @@ def _malformed_h5(path):
     return path
 
 
-@pytest.mark.parametrize("damage", ["npy_as_npz", "keras_member", "h5_group", "h5_strings"])
+@pytest.mark.parametrize(
+    "damage", ["npy_as_npz", "keras_member", "h5_group", "h5_strings"]
+)
 def test_malformed_files_are_named_and_change_nothing(tmp_path, capsys, damage):
     model = keras_vit.ViT(**TINY)
     before = _snapshot(model)
@@ -637,9 +801,13 @@ def test_malformed_files_are_named_and_change_nothing(tmp_path, capsys, damage):
         with open(path, "wb") as file:
             np.save(file, np.zeros(3))
     elif damage == "keras_member":
-        path = _corrupt_keras_member(_save(keras_vit.ViT(**TINY), str(tmp_path / "m.keras")))
+        path = _corrupt_keras_member(
+            _save(keras_vit.ViT(**TINY), str(tmp_path / "m.keras"))
+        )
     elif damage == "h5_group":
-        path = _malformed_h5(_save(keras_vit.ViT(**TINY), str(tmp_path / "m.weights.h5")))
+        path = _malformed_h5(
+            _save(keras_vit.ViT(**TINY), str(tmp_path / "m.weights.h5"))
+        )
     else:
         import h5py
 
@@ -654,7 +822,10 @@ def test_malformed_files_are_named_and_change_nothing(tmp_path, capsys, damage):
     if damage == "npy_as_npz":  # and on the command line
         from keras_vit import cli
 
-        assert cli.main(["convert", path, "--output", str(tmp_path / "x.keras")]) == 2
+        assert (
+            cli.main(["convert", path, "--output", str(tmp_path / "x.keras")])
+            == 2
+        )
         err = capsys.readouterr().err
         assert err.startswith("keras-vit: error: ") and path in err
         assert "not a .npz archive" in err
@@ -672,7 +843,9 @@ def test_preset_table():
         assert preset["url"].startswith("https://")
         assert preset["builder"] is not None
     assert [p["name"] for p in keras_vit.list_presets("ViT_Ti16")] == [
-        "augreg_in21k", "augreg_in21k_ft_in1k", "augreg_in21k_ft_in1k_384"
+        "augreg_in21k",
+        "augreg_in21k_ft_in1k",
+        "augreg_in21k_ft_in1k_384",
     ]
     with pytest.raises(ValueError, match="model='ViT_X'"):
         keras_vit.list_presets("ViT_X")
@@ -722,12 +895,23 @@ def local_preset(tmp_path, monkeypatch):
     shutil.copy(golden("vit_token.npz"), source)
     with open(source, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
-    numbers = {k: TINY[k] for k in ("patch_size", "hidden_dim", "num_layers", "num_heads", "mlp_dim")}
+    numbers = {
+        k: TINY[k]
+        for k in (
+            "patch_size",
+            "hidden_dim",
+            "num_layers",
+            "num_heads",
+            "mlp_dim",
+        )
+    }
     monkeypatch.setitem(registry.VARIANTS, "Tiny/8", numbers)
     preset = preset_record(
         "Tiny/8", "tiny_test", "file://" + source, 32, 5, sha256=digest
     )
-    monkeypatch.setattr(registry_presets, "PRESETS", [*registry.PRESETS, preset])
+    monkeypatch.setattr(
+        registry_presets, "PRESETS", [*registry.PRESETS, preset]
+    )
     monkeypatch.setattr(presets, "CACHE_DIR", str(tmp_path / "cache"))
     return preset
 
@@ -738,11 +922,13 @@ def test_preset_downloads_once_checks_sha256_and_loads(local_preset, tmp_path):
     )
     assert model.image_size == (32, 32)  # the preset's resolution
     ref = expected("vit_token.expected.npz")
-    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
+    np.testing.assert_allclose(
+        model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4
+    )
     cached = tmp_path / "cache" / "models" / "keras_vit" / "Tiny8-tiny_test.npz"
     assert cached.exists()
     # Cached: later calls do not fetch again.
-    os.remove(local_preset["url"][len("file://"):])
+    os.remove(local_preset["url"][len("file://") :])
     assert presets.download(local_preset) == str(cached)
     keras_vit.ViT.from_variant("Tiny/8", weights="tiny_test", num_classes=5)
 
@@ -764,7 +950,9 @@ def test_preset_unreachable_is_a_clear_error(tmp_path):
 
 
 def test_preset_names_are_checked_against_the_variant():
-    with pytest.raises(ValueError, match="exists for variants .*'H/14'.*not for S/16"):
+    with pytest.raises(
+        ValueError, match="exists for variants .*'H/14'.*not for S/16"
+    ):
         keras_vit.ViT_S16(weights="in21k")
 
 
@@ -789,16 +977,27 @@ def test_learned2d_native_file_fine_tunes_at_another_resolution(tmp_path):
     # A taller image: the rows are resampled, the columns kept.
     height = TINY["image_size"] * 2
     with pytest.warns(UserWarning, match="Row position embeddings resampled"):
-        tall = keras_vit.ViT.from_preset(path, **{**kwargs, "image_size": (height, TINY["image_size"])})
-    encoder, original = tall.get_layer("patch_encoder"), source.get_layer("patch_encoder")
-    np.testing.assert_array_equal(encoder.pos_embedding_x.numpy(), original.pos_embedding_x.numpy())
+        tall = keras_vit.ViT.from_preset(
+            path, **{**kwargs, "image_size": (height, TINY["image_size"])}
+        )
+    encoder, original = (
+        tall.get_layer("patch_encoder"),
+        source.get_layer("patch_encoder"),
+    )
+    np.testing.assert_array_equal(
+        encoder.pos_embedding_x.numpy(), original.pos_embedding_x.numpy()
+    )
     np.testing.assert_allclose(
         encoder.pos_embedding_y.numpy(),
         keras_vit.patch_grid.resample_position_embeddings(
-            original.pos_embedding_y.numpy(), (tall.grid_size[0], 1),
-            source_grid=(source.grid_size[0], 1), num_prefix_tokens=0,
-            interpolation="bilinear_align_corners"),
-        atol=1e-6)
+            original.pos_embedding_y.numpy(),
+            (tall.grid_size[0], 1),
+            source_grid=(source.grid_size[0], 1),
+            num_prefix_tokens=0,
+            interpolation="bilinear_align_corners",
+        ),
+        atol=1e-6,
+    )
     # The original .npz layout has no place for them.
     with pytest.raises(ValueError, match="position_embedding='learned2d'"):
         keras_vit.weights.save_npz(source, str(tmp_path / "model.npz"))
@@ -809,40 +1008,62 @@ def test_relative_native_file_loads_at_its_resolution_only(tmp_path):
     kwargs = {**TINY, "position_embedding": "relative"}
     source, path = _saved_and_reloaded(kwargs, tmp_path)
     # 1D offsets along the sequence have no meaning on another grid.
-    with pytest.raises(ValueError, match=r"(?s)nothing was loaded.*17 tokens.*takes 37"):
-        keras_vit.ViT.from_preset(path, **{**kwargs, "image_size": (TINY["image_size"], 72)})
+    with pytest.raises(
+        ValueError, match=r"(?s)nothing was loaded.*17 tokens.*takes 37"
+    ):
+        keras_vit.ViT.from_preset(
+            path, **{**kwargs, "image_size": (TINY["image_size"], 72)}
+        )
     with pytest.raises(ValueError, match="position_embedding='relative'"):
         keras_vit.weights.save_npz(source, str(tmp_path / "model.npz"))
     assert not (tmp_path / "model.npz").exists()
     # A checkpoint with absolute embeddings: the error names both sides.
-    keras_vit.weights.save_npz(keras_vit.ViT(**TINY), str(tmp_path / "learned.npz"))
-    with pytest.raises(ValueError, match=r"(?s)position_embedding='relative'.*"
-                       r"missing.*block_0/attention/relative_position_embedding.*"
-                       r"unexpected.*patch_encoder/position_embedding"):
+    keras_vit.weights.save_npz(
+        keras_vit.ViT(**TINY), str(tmp_path / "learned.npz")
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)position_embedding='relative'.*"
+        r"missing.*block_0/attention/relative_position_embedding.*"
+        r"unexpected.*patch_encoder/position_embedding",
+    ):
         keras_vit.ViT.from_preset(str(tmp_path / "learned.npz"), **kwargs)
 
 
-# === Loading after construction: from_preset, and the deprecated ViT(weights=) ===
+# === Loading after construction: from_preset, the deprecated ViT(weights=) ===
 
 
 def test_from_preset_builds_for_the_weights_then_loads_them():
     ref = expected("vit_prelogits.expected.npz")
     # The resolution and the pre-logits layer come from the checkpoint.
-    model = keras_vit.ViT.from_preset(golden("vit_prelogits.npz"), **{**TINY, "image_size": None})
-    assert model.image_size == (TINY["image_size"],) * 2 and model.representation_size is not None
-    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
+    model = keras_vit.ViT.from_preset(
+        golden("vit_prelogits.npz"), **{**TINY, "image_size": None}
+    )
+    assert (
+        model.image_size == (TINY["image_size"],) * 2
+        and model.representation_size is not None
+    )
+    np.testing.assert_allclose(
+        model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4
+    )
     with pytest.raises(ValueError, match="first argument.*Received: weights="):
-        keras_vit.ViT.from_preset(golden("vit_prelogits.npz"), weights="other.npz", **TINY)
+        keras_vit.ViT.from_preset(
+            golden("vit_prelogits.npz"), weights="other.npz", **TINY
+        )
     # The arguments' own errors come before any file is read.
     with pytest.raises(ValueError, match="hidden_dim=18 and num_heads=4"):
-        keras_vit.ViT.from_preset("missing.npz", **{**TINY, "hidden_dim": 18, "num_heads": 4})
+        keras_vit.ViT.from_preset(
+            "missing.npz", **{**TINY, "hidden_dim": 18, "num_heads": 4}
+        )
 
 
-def test_the_constructors_weights_argument_is_a_deprecated_path_to_from_preset():
+def test_the_constructors_weights_argument_is_a_deprecated_path_to_from_preset():  # noqa: E501
     ref = expected("vit_prelogits.expected.npz")
     with pytest.warns(DeprecationWarning, match=r"ViT\.from_preset"):
         model = keras_vit.ViT(weights=golden("vit_prelogits.npz"), **TINY)
-    np.testing.assert_allclose(model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4)
+    np.testing.assert_allclose(
+        model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4
+    )
     # Builders and from_variant load after construction: no deprecation.
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)

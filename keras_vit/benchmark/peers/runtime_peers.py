@@ -21,23 +21,31 @@ def time_onnxruntime(model, batch_size, steps, warmup, min_seconds=0.0):
     """The median seconds per batch and the cores busy of `model` exported
     to ONNX at `batch_size` and run by ONNX Runtime (float32)."""
     with tempfile.TemporaryDirectory() as folder:
-        path = onnx_lib.export_onnx(model, os.path.join(folder, "model.onnx"),
-                                    batch_size=batch_size)
+        path = onnx_lib.export_onnx(
+            model, os.path.join(folder, "model.onnx"), batch_size=batch_size
+        )
         session = onnx_lib.session(path, num_threads=os.cpu_count())
     name = session.get_inputs()[0].name
     x = _pixels(model, batch_size)
-    return timing.seconds_and_cores(lambda: session.run(None, {name: x}), steps, warmup,
-                                    min_seconds)
+    return timing.seconds_and_cores(
+        lambda: session.run(None, {name: x}), steps, warmup, min_seconds
+    )
 
 
-def time_openvino(model, batch_size, steps, warmup, min_seconds=0.0,
-                  compute_dtype="float32"):
+def time_openvino(
+    model, batch_size, steps, warmup, min_seconds=0.0, compute_dtype="float32"
+):
     """The median seconds per batch and the cores busy of `model` exported
     to OpenVINO IR at `batch_size` and run by OpenVINO Runtime, computing
     in `compute_dtype`."""
     with tempfile.TemporaryDirectory() as folder:
-        path = openvino_lib.export_openvino(model, os.path.join(folder, "model.xml"),
-                                            batch_size=batch_size)
-        compiled = openvino_lib.compile_openvino(path, compute_dtype, os.cpu_count())
+        path = openvino_lib.export_openvino(
+            model, os.path.join(folder, "model.xml"), batch_size=batch_size
+        )
+        compiled = openvino_lib.compile_openvino(
+            path, compute_dtype, os.cpu_count()
+        )
     x = _pixels(model, batch_size)
-    return timing.seconds_and_cores(lambda: compiled(x), steps, warmup, min_seconds)
+    return timing.seconds_and_cores(
+        lambda: compiled(x), steps, warmup, min_seconds
+    )

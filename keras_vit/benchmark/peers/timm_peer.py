@@ -26,9 +26,21 @@ import os
 import sys
 
 #: keras_vit/timing.py, two folders up from this file.
-TIMING = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
-                      "timing.py")
-ARGUMENTS = ("name", "mode", "batch", "steps", "warmup", "min_seconds", "compute_dtype")
+TIMING = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)),
+    os.pardir,
+    os.pardir,
+    "timing.py",
+)
+ARGUMENTS = (
+    "name",
+    "mode",
+    "batch",
+    "steps",
+    "warmup",
+    "min_seconds",
+    "compute_dtype",
+)
 MODES = ("inference", "train")
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 
@@ -47,7 +59,9 @@ def _number(name, text, kind, low):
     except ValueError:
         value = None
     if value is None or not value >= low:  # `not >=`: NaN is refused too
-        raise ValueError(f"`{name}` must be a number >= {low}. Received: {name}={text!r}")
+        raise ValueError(
+            f"`{name}` must be a number >= {low}. Received: {name}={text!r}"
+        )
     return value
 
 
@@ -56,22 +70,29 @@ def parse_args(argv):
     of `ARGUMENTS`, with the numbers as numbers; a `ValueError` naming the
     argument otherwise."""
     if len(argv) != len(ARGUMENTS):
-        raise ValueError(f"expected {len(ARGUMENTS)} arguments, "
-                         f"{' '.join(a.upper() for a in ARGUMENTS)}. Received: argv={argv!r}")
+        raise ValueError(
+            f"expected {len(ARGUMENTS)} arguments, "
+            f"{' '.join(a.upper() for a in ARGUMENTS)}. Received: argv={argv!r}"
+        )
     args = dict(zip(ARGUMENTS, argv))
     for name, choices in (("mode", MODES), ("compute_dtype", COMPUTE_DTYPES)):
         if args[name] not in choices:
-            raise ValueError(f"`{name}` must be one of {list(choices)}. "
-                             f"Received: {name}={args[name]!r}")
+            raise ValueError(
+                f"`{name}` must be one of {list(choices)}. "
+                f"Received: {name}={args[name]!r}"
+            )
     args["batch"] = _number("batch", args["batch"], int, 1)
     args["steps"] = _number("steps", args["steps"], int, 1)
     args["warmup"] = _number("warmup", args["warmup"], int, 0)
-    args["min_seconds"] = _number("min_seconds", args["min_seconds"], float, 0.0)
+    args["min_seconds"] = _number(
+        "min_seconds", args["min_seconds"], float, 0.0
+    )
     return args
 
 
 def result(batch, seconds, cores, peak_memory_mb, versions):
-    """The measurement as the suite reads it back (`keras_vit.timing.read_result`)."""
+    """The measurement as the suite reads it back
+    (`keras_vit.timing.read_result`)."""
     return {
         "images_per_s": batch / seconds,
         "peak_memory_mb": peak_memory_mb,
@@ -89,8 +110,9 @@ def make_step(name, mode, batch, compute):
     x = torch.rand(batch, 3, 224, 224)
 
     def precision():
-        return torch.autocast("cpu", dtype=getattr(torch, compute),
-                              enabled=compute != "float32")
+        return torch.autocast(
+            "cpu", dtype=getattr(torch, compute), enabled=compute != "float32"
+        )
 
     if mode == "inference":
         model.eval()
@@ -115,18 +137,28 @@ def make_step(name, mode, batch, compute):
 
 
 def main(argv):
-    """Times `make_step(...)` as the suite times every peer; prints the result."""
+    """Times `make_step(...)` as the suite times every peer; prints it."""
     args = parse_args(argv)
     import timm
     import torch
 
     timing = load_timing()
     torch.set_num_threads(os.cpu_count())
-    step = make_step(args["name"], args["mode"], args["batch"], args["compute_dtype"])
-    seconds, cores = timing.seconds_and_cores(step, args["steps"], args["warmup"],
-                                              args["min_seconds"])
-    timing.print_result(result(args["batch"], seconds, cores, timing.peak_rss_mb(),
-                               (("torch", torch.__version__), ("timm", timm.__version__))))
+    step = make_step(
+        args["name"], args["mode"], args["batch"], args["compute_dtype"]
+    )
+    seconds, cores = timing.seconds_and_cores(
+        step, args["steps"], args["warmup"], args["min_seconds"]
+    )
+    timing.print_result(
+        result(
+            args["batch"],
+            seconds,
+            cores,
+            timing.peak_rss_mb(),
+            (("torch", torch.__version__), ("timm", timm.__version__)),
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Reloads a SavedModel with TensorFlow alone and runs both its signatures.
 
-    python .../keras_vit/export/standalone/saved_model_check.py SAVED_MODEL IMAGES.npy OUT.npz
+    python .../keras_vit/export/standalone/saved_model_check.py \\
+        SAVED_MODEL IMAGES.npy OUT.npz
 
 Run by `keras_vit.export.verify_saved_model` by its path, in a fresh
 interpreter: it imports TensorFlow, NumPy and the standard library, never
@@ -32,11 +33,15 @@ def main(argv=None):
     for name, dtype in SIGNATURES:
         fn = loaded.signatures[name]
         x = images if dtype == tf.float32 else np.round(images).astype("uint8")
-        chunks = [fn(images=tf.constant(x[i:i + 16], dtype))
-                  for i in range(0, len(x), 16)]
+        chunks = [
+            fn(images=tf.constant(x[i : i + 16], dtype))
+            for i in range(0, len(x), 16)
+        ]
         key = sorted(chunks[0])[0]
         arrays[name] = np.concatenate([c[key].numpy() for c in chunks])
-        arrays[name + "_single"] = fn(images=tf.constant(x[:1], dtype))[key].numpy()
+        arrays[name + "_single"] = fn(images=tf.constant(x[:1], dtype))[
+            key
+        ].numpy()
         result["output_key"] = key
     result["keras_vit_imported"] = "keras_vit" in sys.modules
     np.savez(out_path, **arrays)
