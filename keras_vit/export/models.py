@@ -24,9 +24,9 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
             preset's unique name.
         weights: `None`, a preset name or a weights file, loaded into the
             model (see `keras_vit.load_weights`). Defaults to `None`.
-        image_size: int or `(height, width)`, for a builder or variant name
+        image_size: int or `(height, width)`, for a name or a checkpoint
             only. Defaults to `None`: the builder's (or the weights').
-        num_classes: int, for a builder or variant name only. Defaults to
+        num_classes: int, for a name or a checkpoint only. Defaults to
             `None`: the weights' class count, else 1000.
 
     Returns:
@@ -80,8 +80,8 @@ def _no_shape_overrides(model, image_size, num_classes):
     ):
         if value is not None:
             raise ValueError(
-                f"`{arg}` applies to a builder or variant name only, not to "
-                f"a built model or a .keras file. Received: {arg}={value!r} "
+                f"`{arg}` applies to a builder, variant or preset name or a "
+                f"checkpoint, not to a built model. Received: {arg}={value!r} "
                 f"for model={getattr(model, 'name', model)!r}"
             )
 

@@ -142,11 +142,13 @@ def test_export_flags_of_impossible_values(
     [
         (
             ["--image-size", "64"],
-            "`image_size` applies to a builder or variant name only",
+            "`image_size` applies to a builder, variant or preset name or a "
+            "checkpoint, not to a .keras file",
         ),
         (
             ["--num-classes", "3"],
-            "`num_classes` applies to a builder or variant name only",
+            "`num_classes` applies to a builder, variant or preset name or a "
+            "checkpoint, not to a .keras file",
         ),
         (
             ["--num-calibration-images", "10"],
