@@ -293,19 +293,71 @@ def few_shot(
     if not isinstance(dataset, data.Dataset):
         dataset = data.load(dataset, data_dir=data_dir)
     num_classes = dataset.num_classes
-    labels = dataset.train_labels
-    if (
-        labels is None
-    ):  # a tensorflow_datasets split: one pass over it for the labels
-        labels = np.concatenate(
-            list(
-                dataset.train.map(lambda image, label: label)
-                .batch(4096)
-                .as_numpy_iterator()
-            )
-        )
+    labels = _train_labels(dataset)
     # The examples the shots are drawn from (indices into the training split).
-    pool = np.arange(len(labels))
+    pool, test = _test_split(dataset, len(labels), test_fraction)
+    chosen, draws = _draw_shots(labels, pool, num_classes, shots, seeds)
+    features = _features(
+        features_of, dataset.subset(chosen), num_classes, batch_size
+    )[0]
+    test_features, test_labels = _features(
+        features_of, test, num_classes, batch_size
+    )
+    result = _score(
+        draws,
+        features,
+        labels[chosen],
+        test_features,
+        test_labels,
+        num_classes,
+        l2_reg,
+    )
+    result.dataset = dataset.name
+    return result
+
+
+def _draw_shots(labels, pool, num_classes, shots, seeds):
+    """`(chosen, draws)`: the training examples any draw takes (sorted
+    indices into the training split), and per seed `{shots: indices into
+    chosen}`, the examples of `pool` drawn."""
+    draws = [
+        {
+            k: pool[i]
+            for k, i in sample_shots(
+                labels[pool], num_classes, shots, seed
+            ).items()
+        }
+        for seed in range(seeds)
+    ]
+    chosen = np.unique(np.concatenate([draw[shots[-1]] for draw in draws]))
+    # Only the drawn images' features are computed: the draws index them
+    # within `chosen`.
+    draws = [
+        {k: np.searchsorted(chosen, i) for k, i in draw.items()}
+        for draw in draws
+    ]
+    return chosen, draws
+
+
+def _train_labels(dataset):
+    """The labels of `dataset`'s training split, in order."""
+    if dataset.train_labels is not None:
+        return dataset.train_labels
+    # A tensorflow_datasets split: one pass over it for the labels.
+    return np.concatenate(
+        list(
+            dataset.train.map(lambda image, label: label)
+            .batch(4096)
+            .as_numpy_iterator()
+        )
+    )
+
+
+def _test_split(dataset, num_train, test_fraction):
+    """`(pool, test)`: the indices of the training examples the shots are
+    drawn from, and the `(image, label)` pairs to test on (the dataset's
+    test split, or `test_fraction` of its training images held out)."""
+    pool = np.arange(num_train)
     test = dataset.test
     if test is None:
         if test_fraction is None:
@@ -328,7 +380,7 @@ def few_shot(
                 f"test_fraction={test_fraction!r}"
             )
         pool, held = holdout_indices(
-            len(labels), test_fraction, name="test_fraction"
+            num_train, test_fraction, name="test_fraction"
         )
         test = dataset.subset(held)
     elif test_fraction is not None:
@@ -337,38 +389,7 @@ def few_shot(
             f"without one. Received: test_fraction={test_fraction!r} for "
             f"dataset={dataset.name!r}"
         )
-    draws = [
-        {
-            k: pool[i]
-            for k, i in sample_shots(
-                labels[pool], num_classes, shots, seed
-            ).items()
-        }
-        for seed in range(seeds)
-    ]
-    chosen = np.unique(np.concatenate([draw[shots[-1]] for draw in draws]))
-    # Features of the drawn images only; the draws index them within `chosen`.
-    features = _features(
-        features_of, dataset.subset(chosen), num_classes, batch_size
-    )[0]
-    draws = [
-        {k: np.searchsorted(chosen, i) for k, i in draw.items()}
-        for draw in draws
-    ]
-    test_features, test_labels = _features(
-        features_of, test, num_classes, batch_size
-    )
-    result = _score(
-        draws,
-        features,
-        labels[chosen],
-        test_features,
-        test_labels,
-        num_classes,
-        l2_reg,
-    )
-    result.dataset = dataset.name
-    return result
+    return pool, test
 
 
 def _features(model, pairs, num_classes, batch_size):

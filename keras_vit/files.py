@@ -85,6 +85,15 @@ def check_output_path(
             f"overwrite={overwrite!r}"
         )
     path = os.fspath(path)
+    _check_writable_place(path, name, directory)
+    _check_not_an_input(path, name, inputs)
+    _check_replaceable(path, name, overwrite, replaceable, replaces)
+    return path
+
+
+def _check_writable_place(path, name, directory):
+    """Raises unless `path`'s folder exists and is writable and `path` is
+    not a file where a folder is wanted (or the reverse)."""
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise ValueError(
@@ -106,6 +115,11 @@ def check_output_path(
             f"`{name}` names an existing folder, but the output is a file. "
             f"Received: {name}={path!r}"
         )
+
+
+def _check_not_an_input(path, name, inputs):
+    """Raises if `path` is, holds, or (existing) is inside one of
+    `inputs`."""
     for source in inputs:
         if _holds(path, source):
             what = "is" if _same(path, source) else "holds"
@@ -120,31 +134,36 @@ def check_output_path(
             "writing it would destroy what is being read. Choose another "
             f"path. Received: {name}={path!r}"
         )
+
+
+def _check_replaceable(path, name, overwrite, replaceable, replaces):
+    """Raises if something exists at `path` that neither `overwrite` nor
+    `replaceable` lets the writer replace."""
     exists = os.path.isfile(path) or (os.path.isdir(path) and os.listdir(path))
     if (
-        exists
-        and not overwrite
-        and not (replaceable is not None and replaceable(path))
+        not exists
+        or overwrite
+        or (replaceable is not None and replaceable(path))
     ):
-        kind = "folder" if os.path.isdir(path) else "file"
-        hint = (
-            ""
-            if overwrite is None
-            else ", or pass overwrite=True (--overwrite) to replace it anyway"
+        return
+    kind = "folder" if os.path.isdir(path) else "file"
+    hint = (
+        ""
+        if overwrite is None
+        else ", or pass overwrite=True (--overwrite) to replace it anyway"
+    )
+    if replaceable is None:
+        what = f"`{name}` names an existing {kind}"
+    else:
+        what = (
+            f"`{name}` names an existing {kind} that is not "
+            f"{replaces or 'an earlier output of this kind'} (the only "
+            "kind replaced unasked)"
         )
-        if replaceable is None:
-            what = f"`{name}` names an existing {kind}"
-        else:
-            what = (
-                f"`{name}` names an existing {kind} that is not "
-                f"{replaces or 'an earlier output of this kind'} (the only "
-                "kind replaced unasked)"
-            )
-        raise ValueError(
-            f"{what}, and writing there would delete it. Choose another "
-            f"path, or remove it first{hint}. Received: {name}={path!r}"
-        )
-    return path
+    raise ValueError(
+        f"{what}, and writing there would delete it. Choose another "
+        f"path, or remove it first{hint}. Received: {name}={path!r}"
+    )
 
 
 def check_companion_path(path, output, name, **kwargs):

@@ -96,6 +96,23 @@ def resample_position_embeddings(
     )
     antialias = arg_checks.boolean("antialias", antialias)
     target_grid = _grid_size("target_grid", target_grid)
+    posemb, squeeze, source_grid = _checked_posemb(
+        posemb, num_prefix_tokens, source_grid
+    )
+    dim = posemb.shape[2]
+    prefix = posemb[:, :num_prefix_tokens]
+    grid = ops.reshape(posemb[:, num_prefix_tokens:], (1, *source_grid, dim))
+    grid = _resize_grid(
+        grid, source_grid, target_grid, interpolation, antialias
+    )
+    grid = ops.reshape(grid, (1, -1, dim))
+    out = ops.concatenate([prefix, grid], axis=1)
+    return out[0] if squeeze else out
+
+
+def _checked_posemb(posemb, num_prefix_tokens, source_grid):
+    """`(posemb, squeeze, source_grid)`: `posemb` as a `(1, T, D)` float
+    tensor, whether it was `(T, D)`, and its checked grid."""
     posemb = _float_tensor("posemb", posemb)
     squeeze = len(posemb.shape) == 2
     if squeeze:
@@ -105,7 +122,7 @@ def resample_position_embeddings(
             "`posemb` must have shape (1, T, D) or (T, D). "
             f"Received: posemb.shape={tuple(posemb.shape)}"
         )
-    num_tokens, dim = posemb.shape[1], posemb.shape[2]
+    num_tokens = posemb.shape[1]
     if num_prefix_tokens > num_tokens:
         raise ValueError(
             f"`num_prefix_tokens` must be at most the {num_tokens} positions "
@@ -121,44 +138,45 @@ def resample_position_embeddings(
             f"Received: source_grid={source_grid}, "
             f"num_prefix_tokens={num_prefix_tokens}"
         )
+    return posemb, squeeze, source_grid
+
+
+def _resize_grid(grid, source_grid, target_grid, interpolation, antialias):
+    """The `(1, h, w, D)` embeddings `grid` resized from `source_grid` to
+    `target_grid` (computed in float32, returned in `grid`'s dtype)."""
     static = all(isinstance(g, int) for g in target_grid)
+    if static and target_grid == source_grid:
+        return grid
+    dtype = grid.dtype
+    grid = ops.cast(grid, "float32")
+    if static and interpolation == "bilinear_align_corners":
+        rows = _align_corners_matrix(source_grid[0], target_grid[0])
+        cols = _align_corners_matrix(source_grid[1], target_grid[1])
+        grid = ops.einsum("ah,bw,nhwd->nabd", rows, cols, grid)
+    elif static:
+        grid = ops.image.resize(
+            grid,
+            target_grid,
+            interpolation=interpolation,
+            antialias=antialias,
+        )
+    elif interpolation == "bilinear_align_corners":
+        raise ValueError(
+            "interpolation='bilinear_align_corners' needs a target grid "
+            "known before the graph runs. Received: target_grid="
+            f"{target_grid}"
+        )
+    else:
+        # A grid known only when the graph runs (a model called at a
+        # resolution decided at run time): keras.ops.image.resize takes
+        # Python sizes only, TensorFlow's resize (which it wraps) takes
+        # tensors.
+        import tensorflow as tf
 
-    prefix = posemb[:, :num_prefix_tokens]
-    grid = ops.reshape(posemb[:, num_prefix_tokens:], (1, *source_grid, dim))
-    if not static or target_grid != source_grid:
-        dtype = grid.dtype
-        grid = ops.cast(grid, "float32")
-        if static and interpolation == "bilinear_align_corners":
-            rows = _align_corners_matrix(source_grid[0], target_grid[0])
-            cols = _align_corners_matrix(source_grid[1], target_grid[1])
-            grid = ops.einsum("ah,bw,nhwd->nabd", rows, cols, grid)
-        elif static:
-            grid = ops.image.resize(
-                grid,
-                target_grid,
-                interpolation=interpolation,
-                antialias=antialias,
-            )
-        elif interpolation == "bilinear_align_corners":
-            raise ValueError(
-                "interpolation='bilinear_align_corners' needs a target grid "
-                "known before the graph runs. Received: target_grid="
-                f"{target_grid}"
-            )
-        else:
-            # A grid known only when the graph runs (a model called at a
-            # resolution decided at run time): keras.ops.image.resize takes
-            # Python sizes only, TensorFlow's resize (which it wraps) takes
-            # tensors.
-            import tensorflow as tf
-
-            grid = tf.image.resize(
-                grid, target_grid, method=interpolation, antialias=antialias
-            )
-        grid = ops.cast(grid, dtype)
-    grid = ops.reshape(grid, (1, -1, dim))
-    out = ops.concatenate([prefix, grid], axis=1)
-    return out[0] if squeeze else out
+        grid = tf.image.resize(
+            grid, target_grid, method=interpolation, antialias=antialias
+        )
+    return ops.cast(grid, dtype)
 
 
 def resample_1d_embeddings(embeddings, length, interpolation="bilinear"):

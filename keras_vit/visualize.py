@@ -543,13 +543,28 @@ def inspect(model, images, output, names=None, inputs=()):
     Returns:
         The list of files written.
     """
-    import html
     import os
 
     plt = extras.pyplot("inspect")
 
     model_checks.require_vit(model, "inspect")
     images = np.asarray(images, dtype="float32")
+    names = _file_name_parts(names, images)
+    planned = _figure_names(model, names)
+    _check_figures_folder(output, planned, inputs)
+    os.makedirs(output, exist_ok=True)
+    written = _write_figures(plt, model, images, names, planned, output)
+    _write_index(model, output, written)
+    return [os.path.join(output, name) for name, _ in written] + [
+        os.path.join(output, "index.html")
+    ]
+
+
+def _file_name_parts(names, images):
+    """`names` (or `image0`, `image1`, ...) as one distinct file-name part
+    per image."""
+    import os
+
     if names is None:
         names = [f"image{i}" for i in range(len(images))]
     names = [str(name) for name in names]
@@ -565,9 +580,14 @@ def inspect(model, images, output, names=None, inputs=()):
             f"path separators). Received: names={names!r} for {len(images)} "
             "images"
         )
-    planned = _figure_names(model, names)
-    _check_figures_folder(output, planned, inputs)
-    os.makedirs(output, exist_ok=True)
+    return names
+
+
+def _write_figures(plt, model, images, names, planned, output):
+    """Writes `inspect`'s figures into `output`; returns their `(file name,
+    caption)` pairs, in order."""
+    import os
+
     written = []
 
     def save(fig, name, caption):
@@ -612,6 +632,14 @@ def inspect(model, images, output, names=None, inputs=()):
             "embedding_filters.png",
             "Principal components of the patch-embedding filters",
         )
+    return written
+
+
+def _write_index(model, output, written):
+    """Writes `output`'s `index.html`, the figures `written` together."""
+    import html
+    import os
+
     body = "\n".join(
         f'<figure><img src="{html.escape(name)}"><figcaption>'
         f"{html.escape(caption)}"
@@ -631,9 +659,6 @@ def inspect(model, images, output, names=None, inputs=()):
             file.write(page)
 
     files.atomic_write(os.path.join(output, "index.html"), write_page)
-    return [os.path.join(output, name) for name, _ in written] + [
-        os.path.join(output, "index.html")
-    ]
 
 
 def load_images(paths, image_size, num_channels=3):

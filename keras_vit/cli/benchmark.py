@@ -9,6 +9,14 @@ def add_parser(sub):
         help="images/s, peak memory and %% of the machine's peak, next to "
         "peers",
     )
+    _add_model_arguments(bench)
+    _add_timing_arguments(bench)
+    _add_compute_arguments(bench)
+    bench.set_defaults(run=run)
+
+
+def _add_model_arguments(bench):
+    """What is timed: models, batch sizes, training, peers."""
     bench.add_argument(
         "--model",
         nargs="+",
@@ -50,6 +58,10 @@ def add_parser(sub):
     bench.add_argument(
         "--image-size", type=int, default=None, help="keras_vit only"
     )
+
+
+def _add_timing_arguments(bench):
+    """How long each measurement runs."""
     bench.add_argument(
         "--steps",
         type=int,
@@ -74,6 +86,10 @@ def add_parser(sub):
         help="repeat every measurement this many times, rounds "
         "interleaved, and report medians (for noisy machines)",
     )
+
+
+def _add_compute_arguments(bench):
+    """How the model computes (XLA, dtype, rematerialisation), or a profile."""
     bench.add_argument(
         "--jit-compile",
         choices=["auto", "on", "off"],
@@ -98,7 +114,6 @@ def add_parser(sub):
         action="store_true",
         help="instead: time the parts of the model and their alternatives",
     )
-    bench.set_defaults(run=run)
 
 
 def run(args):

@@ -337,9 +337,70 @@ def train_pipeline(
         A `tf.data.Dataset` of `(images, labels)`: float32
         `(batch, H, W, 3)` in [0, 255] and float32 `(batch, num_classes)`.
     """
-    import keras
+    # Long: the docstring states the epoch contract a resumed run relies on
+    # and twelve arguments; the body is the checks, then three named steps.
     import tensorflow as tf
 
+    (
+        num_classes,
+        image_size,
+        batch_size,
+        aug,
+        shuffle_buffer,
+        seed,
+        num_examples,
+        initial_epoch,
+    ) = _check_train_arguments(
+        dataset,
+        num_classes,
+        image_size,
+        batch_size,
+        augmentation,
+        shuffle,
+        shuffle_buffer,
+        seed,
+        deterministic,
+        repeat,
+        num_examples,
+        initial_epoch,
+    )
+    options = tf.data.Options()
+    options.deterministic = bool(deterministic)
+    ds = _epoch_stream(
+        dataset.with_options(options),
+        options,
+        shuffle=shuffle,
+        shuffle_buffer=shuffle_buffer,
+        seed=seed,
+        repeat=repeat,
+        num_examples=num_examples,
+        batch_size=batch_size,
+        initial_epoch=initial_epoch,
+    )
+    fixed_size = dataset.element_spec[0].shape.is_fully_defined()
+    ds = _augmented_batches(
+        ds, fixed_size, seed, aug, image_size, num_classes, batch_size
+    )
+    return _mixed(ds, aug, fixed_size).prefetch(tf.data.AUTOTUNE)
+
+
+def _check_train_arguments(
+    dataset,
+    num_classes,
+    image_size,
+    batch_size,
+    augmentation,
+    shuffle,
+    shuffle_buffer,
+    seed,
+    deterministic,
+    repeat,
+    num_examples,
+    initial_epoch,
+):
+    """`train_pipeline`'s arguments checked, in order: the normalised
+    `(num_classes, image_size, batch_size, augmentation, shuffle_buffer,
+    seed, num_examples, initial_epoch)`."""
     _check_dataset(dataset)
     num_classes = arg_checks.positive_int("num_classes", num_classes)
     image_size = arg_checks.size_2d("image_size", image_size)
@@ -383,9 +444,34 @@ def train_pipeline(
         _MAX_EPOCH,
         why="the stream's positions are int64",
     )
-    options = tf.data.Options()
-    options.deterministic = bool(deterministic)
-    source = dataset.with_options(options)
+    return (
+        num_classes,
+        image_size,
+        batch_size,
+        aug,
+        shuffle_buffer,
+        seed,
+        num_examples,
+        initial_epoch,
+    )
+
+
+def _epoch_stream(
+    source,
+    options,
+    *,
+    shuffle,
+    shuffle_buffer,
+    seed,
+    repeat,
+    num_examples,
+    batch_size,
+    initial_epoch,
+):
+    """The `(position, example)` pairs of epoch `initial_epoch` and the
+    next ones, each epoch shuffled by its own seed (see `train_pipeline`
+    for when the next epoch starts)."""
+    import tensorflow as tf
 
     def epoch_of(epoch):
         ds = source
@@ -425,7 +511,17 @@ def train_pipeline(
             lambda _: counter.assign_add(1)
         )
     # (The options of `source` do not reach past `flat_map`.)
-    ds = epochs.flat_map(epoch_of).with_options(options)
+    return epochs.flat_map(epoch_of).with_options(options)
+
+
+def _augmented_batches(
+    ds, fixed_size, seed, aug, image_size, num_classes, batch_size
+):
+    """`(images, labels, seeds)` batches of the `(position, example)`
+    stream `ds`, cropped or resized, flipped and RandAugmented, each by its
+    own seed (per batch if `fixed_size`, else per image)."""
+    import keras
+    import tensorflow as tf
 
     def augment(position, example):
         pair = _example_seed(seed, position)
@@ -456,7 +552,6 @@ def train_pipeline(
         def rand_augment(x, key):
             return keyed_rand_augment(x, _fold(key, _RAND_AUGMENT))
 
-    fixed_size = dataset.element_spec[0].shape.is_fully_defined()
     if fixed_size:
         # Same-sized images (in-memory datasets): batch first, then crop,
         # resize and flip whole batches with vectorised ops, several times
@@ -485,36 +580,43 @@ def train_pipeline(
                 num_parallel_calls=tf.data.AUTOTUNE,
             )
         ds = ds.batch(batch_size, drop_remainder=True)
+    return ds
+
+
+def _mixed(ds, aug, fixed_size):
+    """The `(images, labels)` batches of the `(images, labels, seeds)`
+    batches `ds`, MixUp or CutMix applied (half the batches each when both
+    are on)."""
+    import keras
+    import tensorflow as tf
+
     mixers = []
     if aug.mixup:
         mixers.append((keras.layers.MixUp(alpha=aug.mixup), _MIXUP))
     if aug.cutmix:
         mixers.append((keras.layers.CutMix(factor=aug.cutmix), _CUTMIX))
-    if mixers:
-        mixers = [(_keyed(layer), where) for layer, where in mixers]
+    if not mixers:
+        return ds.map(lambda images, labels, seeds: (images, labels))
+    mixers = [(_keyed(layer), where) for layer, where in mixers]
 
-        def mix(images, labels, seeds):
-            # The batch's seed (per image: its first image's).
-            key = seeds if fixed_size else seeds[0]
-            data = {"images": images, "labels": labels}
-            calls = [
-                lambda data, m=m, w=w: m(data, _fold(key, w)) for m, w in mixers
-            ]
-            if len(calls) == 1:
-                data = calls[0](data)
-            else:  # half the batches each, as timm does with both on
-                data = tf.cond(
-                    tf.random.stateless_uniform([], seed=_fold(key, _CHOICE))
-                    < 0.5,
-                    lambda: calls[0](data),
-                    lambda: calls[1](data),
-                )
-            return data["images"], data["labels"]
+    def mix(images, labels, seeds):
+        # The batch's seed (per image: its first image's).
+        key = seeds if fixed_size else seeds[0]
+        data = {"images": images, "labels": labels}
+        calls = [
+            lambda data, m=m, w=w: m(data, _fold(key, w)) for m, w in mixers
+        ]
+        if len(calls) == 1:
+            data = calls[0](data)
+        else:  # half the batches each, as timm does with both on
+            data = tf.cond(
+                tf.random.stateless_uniform([], seed=_fold(key, _CHOICE)) < 0.5,
+                lambda: calls[0](data),
+                lambda: calls[1](data),
+            )
+        return data["images"], data["labels"]
 
-        ds = ds.map(mix, num_parallel_calls=tf.data.AUTOTUNE)
-    else:
-        ds = ds.map(lambda images, labels, seeds: (images, labels))
-    return ds.prefetch(tf.data.AUTOTUNE)
+    return ds.map(mix, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def eval_pipeline(

@@ -158,6 +158,8 @@ def benchmark_export(
 
     >>> benchmark_export("runs/digits/model.keras", threads=(1, 2))
     """
+    # Long: its docstring documents eleven arguments; the body is the
+    # steps: check, load, export and time each runtime, print.
     threads, runs, onnx, openvino = _check_arguments(
         quantizations,
         threads,
@@ -189,41 +191,59 @@ def benchmark_export(
         if tensorflow:
             rows += _tensorflow_rows(model, tmp, folder, threads, runs, warmup)
         if onnx:
-            path = onnx_lib.export_onnx(
-                model, os.path.join(folder, f"{model.name}.onnx")
-            )
-            rows += _rows(
-                "onnxruntime",
-                "float32",
-                threads,
-                os.path.getsize(path),
-                lambda t: time_onnx(path, t, runs, warmup),
-            )
+            rows += _onnx_rows(model, folder, threads, runs, warmup)
         if openvino:
-            path = openvino_lib.export_openvino(
-                model, os.path.join(folder, f"{model.name}.xml")
-            )
-            size = os.path.getsize(path) + os.path.getsize(
-                path[: -len(".xml")] + ".bin"
-            )
-            rows += _rows(
-                "openvino",
-                "float32",
-                threads,
-                size,
-                lambda t: time_openvino(path, t, runs, warmup),
-            )
-        for q, path in files.items():
-            # `_rows` calls the lambda before the loop moves on.
-            rows += _rows(
-                "tflite (xnnpack)",
-                q,
-                threads,
-                os.path.getsize(path),
-                lambda t: time_tflite(path, t, runs, warmup),  # noqa: B023
-            )
+            rows += _openvino_rows(model, folder, threads, runs, warmup)
+        rows += _tflite_rows(files, threads, runs, warmup)
     if print_fn is not None:
         print_fn(format_table(rows, model))
+    return rows
+
+
+def _onnx_rows(model, folder, threads, runs, warmup):
+    """Exports `model` to ONNX in `folder` and times it with ONNX Runtime."""
+    path = onnx_lib.export_onnx(
+        model, os.path.join(folder, f"{model.name}.onnx")
+    )
+    return _rows(
+        "onnxruntime",
+        "float32",
+        threads,
+        os.path.getsize(path),
+        lambda t: time_onnx(path, t, runs, warmup),
+    )
+
+
+def _openvino_rows(model, folder, threads, runs, warmup):
+    """Exports `model` to OpenVINO IR in `folder` and times it with OpenVINO
+    Runtime (the size is the `.xml` and `.bin` together)."""
+    path = openvino_lib.export_openvino(
+        model, os.path.join(folder, f"{model.name}.xml")
+    )
+    size = os.path.getsize(path) + os.path.getsize(
+        path[: -len(".xml")] + ".bin"
+    )
+    return _rows(
+        "openvino",
+        "float32",
+        threads,
+        size,
+        lambda t: time_openvino(path, t, runs, warmup),
+    )
+
+
+def _tflite_rows(files, threads, runs, warmup):
+    """Times each TFLite variant in `files` (quantization -> path)."""
+    rows = []
+    for q, path in files.items():
+        # `_rows` calls the lambda before the loop moves on.
+        rows += _rows(
+            "tflite (xnnpack)",
+            q,
+            threads,
+            os.path.getsize(path),
+            lambda t: time_tflite(path, t, runs, warmup),  # noqa: B023
+        )
     return rows
 
 

@@ -173,7 +173,6 @@ def export_openvino(
     )
     x = x.astype("float32")
     expected = np.asarray(model(x, training=False))
-    weights = output[: -len(".xml")] + ".bin"
     # Written in a private folder beside `output`, checked there, then
     # moved into place: weights first, graph last.
     folder = tempfile.mkdtemp(
@@ -182,14 +181,14 @@ def export_openvino(
         suffix=".tmp",
     )
     try:
-        keras_graph = os.path.join(folder, "keras.xml")
-        model.export(keras_graph, format="openvino", verbose=False)
-        graph = openvino.Core().read_model(keras_graph)
-        if batch_size is not None:
-            graph.reshape([batch_size, height, width, channels])
-        tmp = os.path.join(folder, os.path.basename(output))
-        openvino.save_model(graph, tmp, compress_to_fp16=False)
-        del graph
+        tmp = _save_ir(
+            openvino,
+            model,
+            folder,
+            output,
+            batch_size,
+            (height, width, channels),
+        )
         if verify:
             error = float(np.max(np.abs(run_openvino(tmp, x) - expected)))
             if not error <= atol:
@@ -198,12 +197,34 @@ def export_openvino(
                     f"{error:.3g} "
                     f"(limit {atol:g}); {output!r} was not written."
                 )
-        tmp_weights = tmp[: -len(".xml")] + ".bin"
-        mode = 0o666 & ~files._umask()
-        for path in (tmp_weights, tmp):
-            os.chmod(path, mode)
-        os.replace(tmp_weights, weights)
-        os.replace(tmp, output)
+        _move_into_place(tmp, output)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return output
+
+
+def _save_ir(openvino, model, folder, output, batch_size, input_shape):
+    """Saves `model` as OpenVINO IR in `folder` under `output`'s name
+    (float32 weights; inputs `(batch_size, *input_shape)`, the batch
+    dynamic if `batch_size` is `None`); returns the `.xml` path."""
+    keras_graph = os.path.join(folder, "keras.xml")
+    model.export(keras_graph, format="openvino", verbose=False)
+    graph = openvino.Core().read_model(keras_graph)
+    if batch_size is not None:
+        graph.reshape([batch_size, *input_shape])
+    tmp = os.path.join(folder, os.path.basename(output))
+    openvino.save_model(graph, tmp, compress_to_fp16=False)
+    del graph
+    return tmp
+
+
+def _move_into_place(tmp, output):
+    """Moves the IR at `tmp` (and its `.bin`) to `output`, weights first,
+    with the permissions of a new file."""
+    weights = output[: -len(".xml")] + ".bin"
+    tmp_weights = tmp[: -len(".xml")] + ".bin"
+    mode = 0o666 & ~files._umask()
+    for path in (tmp_weights, tmp):
+        os.chmod(path, mode)
+    os.replace(tmp_weights, weights)
+    os.replace(tmp, output)

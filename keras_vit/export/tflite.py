@@ -362,8 +362,9 @@ def export_tflite(
     >>> export_tflite("runs/digits/model.keras", "vit_int8.tflite",
     ...               quantize="int8", representative_data="digits")
     """
-    # Over 80 lines for its docstring (thirteen arguments); the body is the
-    # steps: check, load, calibrate, convert, verify and write, metadata.
+    # Long: over 80 lines for its docstring (thirteen arguments); the body
+    # is the steps: check, load, calibrate, convert, verify and write,
+    # metadata.
     (
         quantize,
         io_dtype,

@@ -252,21 +252,18 @@ def verify_tflite(
     >>> report = verify_tflite("vit.tflite", "runs/digits/model.keras")
     >>> print(report.summary())
     """
-    num_images = arg_checks.positive_int("num_images", num_images)
-    check_limits(min_top1_agreement, max_abs)
-    arg_checks.boolean("raise_on_failure", raise_on_failure)
-    num_threads = arg_checks.optional_positive_int("num_threads", num_threads)
-    runtimes = _check_runtimes(runtimes)
-    _sources(data)
-    if (
-        quantization is not None
-        and quantization not in checks.BYTES_PER_PARAMETER
-    ):
-        raise ValueError(
-            "`quantization` must be one of "
-            f"{list(checks.BYTES_PER_PARAMETER)}. "
-            f"Received: quantization={quantization!r}"
-        )
+    # Long: its docstring documents ten arguments; the body is the steps:
+    # check, read the graph, load the reference, compare, judge.
+    num_images, num_threads, runtimes = _check_tflite_arguments(
+        data,
+        num_images,
+        quantization,
+        runtimes,
+        min_top1_agreement,
+        max_abs,
+        num_threads,
+        raise_on_failure,
+    )
     graph = graph_lib.read_graph(path)
     if quantization is None:
         quantization = graph_lib.detect_quantization(graph)
@@ -290,6 +287,36 @@ def verify_tflite(
     if report.failures and raise_on_failure:
         raise VerificationError("Verification failed.\n" + report.summary())
     return report
+
+
+def _check_tflite_arguments(
+    data,
+    num_images,
+    quantization,
+    runtimes,
+    min_top1_agreement,
+    max_abs,
+    num_threads,
+    raise_on_failure,
+):
+    """`verify_tflite`'s arguments checked: the normalised `(num_images,
+    num_threads, runtimes)`."""
+    num_images = arg_checks.positive_int("num_images", num_images)
+    check_limits(min_top1_agreement, max_abs)
+    arg_checks.boolean("raise_on_failure", raise_on_failure)
+    num_threads = arg_checks.optional_positive_int("num_threads", num_threads)
+    runtimes = _check_runtimes(runtimes)
+    _sources(data)
+    if (
+        quantization is not None
+        and quantization not in checks.BYTES_PER_PARAMETER
+    ):
+        raise ValueError(
+            "`quantization` must be one of "
+            f"{list(checks.BYTES_PER_PARAMETER)}. "
+            f"Received: quantization={quantization!r}"
+        )
+    return num_images, num_threads, runtimes
 
 
 # Run by `verify_saved_model` by its path, in a fresh interpreter: TensorFlow

@@ -34,44 +34,7 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     given_heads = kwargs.pop("num_heads", None)
     num_heads = given_heads or checkpoint.num_heads
     if model is None:
-        matches = [
-            name
-            for name, v in registry.VARIANTS.items()
-            if v["hidden_dim"] == checkpoint.hidden_dim
-            and v["num_layers"] == checkpoint.num_layers
-            and v["mlp_dim"] == checkpoint.mlp_dim
-            and v["patch_size"] == checkpoint.patch_size
-            and num_heads in (None, v["num_heads"])
-        ]
-        own = (
-            not matches
-            and num_heads is not None
-            and checkpoint.patch_size
-            and not checkpoint.stem_units
-        )
-        if own:  # a ViT of its own size: the checkpoint gives every number
-            variant = dict(
-                patch_size=checkpoint.patch_size,
-                hidden_dim=checkpoint.hidden_dim,
-                num_layers=checkpoint.num_layers,
-                num_heads=num_heads,
-                mlp_dim=checkpoint.mlp_dim,
-            )
-        elif len(matches) != 1:
-            raise ValueError(
-                f"Cannot tell which ViT variant {checkpoint.path} is "
-                f"({checkpoint.describe()}). Pass the model, e.g. "
-                "model='ViT_B16'"
-                + (
-                    ""
-                    if num_heads or checkpoint.stem_units
-                    else ", or for a ViT of this size its num_heads (this "
-                    "format does not record it)"
-                )
-                + "."
-            )
-        else:
-            variant = matches[0]
+        variant = _variant_of(checkpoint, num_heads)
     else:
         variant = registry.resolve(model).variant  # raises, listing the choices
     args = {
@@ -95,6 +58,48 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
 
     load_checkpoint(vit, checkpoint)
     return vit
+
+
+def _variant_of(checkpoint, num_heads):
+    """The variant name whose numbers `checkpoint` has, else (a ViT of
+    another size) a dict of the checkpoint's own numbers."""
+    matches = [
+        name
+        for name, v in registry.VARIANTS.items()
+        if v["hidden_dim"] == checkpoint.hidden_dim
+        and v["num_layers"] == checkpoint.num_layers
+        and v["mlp_dim"] == checkpoint.mlp_dim
+        and v["patch_size"] == checkpoint.patch_size
+        and num_heads in (None, v["num_heads"])
+    ]
+    own = (
+        not matches
+        and num_heads is not None
+        and checkpoint.patch_size
+        and not checkpoint.stem_units
+    )
+    if own:  # a ViT of its own size: the checkpoint gives every number
+        return dict(
+            patch_size=checkpoint.patch_size,
+            hidden_dim=checkpoint.hidden_dim,
+            num_layers=checkpoint.num_layers,
+            num_heads=num_heads,
+            mlp_dim=checkpoint.mlp_dim,
+        )
+    if len(matches) != 1:
+        raise ValueError(
+            f"Cannot tell which ViT variant {checkpoint.path} is "
+            f"({checkpoint.describe()}). Pass the model, e.g. "
+            "model='ViT_B16'"
+            + (
+                ""
+                if num_heads or checkpoint.stem_units
+                else ", or for a ViT of this size its num_heads (this "
+                "format does not record it)"
+            )
+            + "."
+        )
+    return matches[0]
 
 
 def convert(

@@ -69,8 +69,32 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         for path, value in tensors.items()
         if (line := _non_finite(path, value)) is not None
     )
-    zeros, notes, allowed_missing, problems = [], [], set(), []
+    zeros, notes, allowed_missing = _apply_head_rules(
+        model, checkpoint, tensors
+    )
+    problems = []
+    notes += _resample_grids(
+        model, checkpoint, tensors, variables, interpolation, problems
+    )
+    problems += _relative_problems(model, tensors, variables)
+    sections = _mismatches(
+        checkpoint, tensors, variables, allowed_missing, model.num_heads
+    )
+    sections.append(("not finite (NaN or inf)", non_finite))
+    if problems or any(items for _, items in sections):
+        _refuse(model, checkpoint, problems, sections)
+    values = {
+        path: np.asarray(value, dtype=variables[path].dtype)
+        for path, value in tensors.items()
+    }
+    return values, zeros, notes
 
+
+def _apply_head_rules(model, checkpoint, tensors):
+    """Drops from `tensors` the head `model` does not take; returns
+    `(zeros, notes, allowed_missing)`: the head paths to zero, messages for
+    the user, and the paths the checkpoint may lack."""
+    zeros, notes, allowed_missing = [], [], set()
     has_head = "head/kernel" in tensors or "head/bias" in tensors
     head_classes = checkpoint.head_classes
     if not model.include_top:
@@ -102,7 +126,16 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             "not loaded, and the new head is zero-initialised (as for "
             "fine-tuning in the paper)."
         )
+    return zeros, notes, allowed_missing
 
+
+def _resample_grids(
+    model, checkpoint, tensors, variables, interpolation, problems
+):
+    """Resamples in `tensors` the position embeddings of another patch grid
+    to `model`'s; returns the notes for the user (and appends to `problems`
+    when the checkpoint's grid is not known)."""
+    notes = []
     posemb = tensors.get(POSEMB)
     if (
         posemb is not None
@@ -144,7 +177,12 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
                 f"{'Column' if axis else 'Row'} position embeddings resampled "
                 f"from {source} to {target} ({interpolation})."
             )
+    return notes
 
+
+def _relative_problems(model, tensors, variables):
+    """The problem (a list of one, or none) of relative position embeddings
+    for another sequence length, which are never resampled."""
     relative = sorted(
         path
         for path, value in tensors.items()
@@ -152,29 +190,30 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         and path in variables
         and np.shape(value) != tuple(variables[path].shape)
     )
-    if relative and np.ndim(tensors[relative[0]]) >= 1:
-        source = (np.shape(tensors[relative[0]])[0] + 1) // 2
-        target = (variables[relative[0]].shape[0] + 1) // 2
-        problems.append(
-            f"They hold relative position embeddings for sequences of "
-            f"{source} tokens and the model {model.name!r} takes {target} "
-            f"(patch grid {model.grid_size[0]}x{model.grid_size[1]}, "
-            f"class_token={model.class_token}). position_embedding="
-            "'relative' counts offsets along the token sequence, whose "
-            "meaning another grid changes, so they are not resampled: load "
-            "them into a model of the checkpoint's resolution."
-        )
+    if not relative or np.ndim(tensors[relative[0]]) < 1:
+        return []
+    source = (np.shape(tensors[relative[0]])[0] + 1) // 2
+    target = (variables[relative[0]].shape[0] + 1) // 2
+    return [
+        f"They hold relative position embeddings for sequences of "
+        f"{source} tokens and the model {model.name!r} takes {target} "
+        f"(patch grid {model.grid_size[0]}x{model.grid_size[1]}, "
+        f"class_token={model.class_token}). position_embedding="
+        "'relative' counts offsets along the token sequence, whose "
+        "meaning another grid changes, so they are not resampled: load "
+        "them into a model of the checkpoint's resolution."
+    ]
 
+
+def _mismatches(checkpoint, tensors, variables, allowed_missing, num_heads):
+    """The `(title, items)` sections of what does not fit: missing,
+    unexpected, mis-shaped and mistyped tensors."""
     # The fused QKV kernel has the same shape for any number of heads: only
     # formats that record it (the original .npz) can tell a mismatch.
     heads = []
-    if (
-        checkpoint.num_heads is not None
-        and checkpoint.num_heads != model.num_heads
-    ):
+    if checkpoint.num_heads is not None and checkpoint.num_heads != num_heads:
         heads = [
-            f"num_heads: checkpoint {checkpoint.num_heads}, model "
-            f"{model.num_heads}"
+            f"num_heads: checkpoint {checkpoint.num_heads}, model {num_heads}"
         ]
 
     missing = sorted(set(variables) - set(tensors) - allowed_missing)
@@ -198,36 +237,35 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         for path in common
         if not _castable(tensors[path], variables[path].dtype)
     )
-    if missing or unexpected or misshaped or mistyped or non_finite or problems:
-        lines = [
-            f"The weights in {checkpoint.path} ({checkpoint.source} format) "
-            f"do not fit the model {model.name!r}; nothing was loaded.",
-            f"  checkpoint: {checkpoint.describe()}",
-            f"  model:      hidden_dim={model.hidden_dim}, "
-            f"num_layers={model.num_layers}, mlp_dim={model.mlp_dim}, "
-            f"num_heads={model.num_heads}, "
-            f"patch_size={model.patch_size}, class_token={model.class_token}, "
-            f"num_classes={model.num_classes}, "
-            f"representation_size={model.representation_size}, "
-            f"position_embedding={model.position_embedding!r}",
-        ]
-        lines += [f"  {problem}" for problem in problems]
-        for title, items in (
-            ("missing from the checkpoint", missing),
-            ("unexpected in the checkpoint", unexpected),
-            ("shape mismatches", misshaped),
-            ("not numbers of the model's kind", mistyped),
-            ("not finite (NaN or inf)", non_finite),
-        ):
-            if items:
-                lines.append(f"  {title} ({len(items)}):")
-                lines += [f"    {item}" for item in items]
-        raise ValueError("\n".join(lines))
-    values = {
-        path: np.asarray(value, dtype=variables[path].dtype)
-        for path, value in tensors.items()
-    }
-    return values, zeros, notes
+    return [
+        ("missing from the checkpoint", missing),
+        ("unexpected in the checkpoint", unexpected),
+        ("shape mismatches", misshaped),
+        ("not numbers of the model's kind", mistyped),
+    ]
+
+
+def _refuse(model, checkpoint, problems, sections):
+    """Raises the `ValueError` that lists everything that keeps the
+    checkpoint from loading into `model`."""
+    lines = [
+        f"The weights in {checkpoint.path} ({checkpoint.source} format) "
+        f"do not fit the model {model.name!r}; nothing was loaded.",
+        f"  checkpoint: {checkpoint.describe()}",
+        f"  model:      hidden_dim={model.hidden_dim}, "
+        f"num_layers={model.num_layers}, mlp_dim={model.mlp_dim}, "
+        f"num_heads={model.num_heads}, "
+        f"patch_size={model.patch_size}, class_token={model.class_token}, "
+        f"num_classes={model.num_classes}, "
+        f"representation_size={model.representation_size}, "
+        f"position_embedding={model.position_embedding!r}",
+    ]
+    lines += [f"  {problem}" for problem in problems]
+    for title, items in sections:
+        if items:
+            lines.append(f"  {title} ({len(items)}):")
+            lines += [f"    {item}" for item in items]
+    raise ValueError("\n".join(lines))
 
 
 def _same_size_hint(checkpoint, model):
