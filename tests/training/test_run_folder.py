@@ -290,3 +290,19 @@ def test_a_rerun_compares_its_settings_with_either_form(
     config.run.seed = 1
     with pytest.raises(ValueError, match="seed=0 there, 1 here"):
         train_module._check_resumable(config)
+
+
+@pytest.mark.parametrize("form", ["flat", "nested"])
+def test_exports_find_the_class_names_in_either_form(tmp_path, form):
+    # keras_vit.export reads the run's dataset from its config.json to name
+    # the classes; it read the flat form's top-level "dataset" only.
+    import shutil
+
+    from keras_vit.export.metadata import training_run_class_names
+
+    here = os.path.dirname(__file__)
+    shutil.copy(
+        os.path.join(here, f"{form}_config.json"), tmp_path / "config.json"
+    )
+    names = training_run_class_names(str(tmp_path / "model.keras"))
+    assert names == [str(d) for d in range(10)]  # digits
