@@ -282,10 +282,10 @@ def train(config, callbacks=(), strategy=None):
     temporary folders that are removed afterwards. The folder is locked
     while the run writes there (`RunLock`): a second run into it is refused.
 
-    A rerun with the same `output` resumes after the last completed epoch
+    A rerun with the same `run.output` resumes after the last completed epoch
     and trains on what the uninterrupted run would have: every epoch's
     shuffle, augmentation, dropout and masking draws are seeded from
-    `(seed, epoch)`. With `deterministic=True` a killed and resumed run
+    `(seed, epoch)`. With `run.deterministic` a killed and resumed run
     ends with the same weights, bit for bit, as an uninterrupted one on the
     same machine.
 
