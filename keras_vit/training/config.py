@@ -378,6 +378,21 @@ def flatten(data):
     return flat
 
 
+def _flat_attribute(name):
+    """`(section, field)` for a deprecated flat attribute, with its warning
+    (for the caller's caller: `TrainConfig.__getattr__`'s), else `None`."""
+    if name not in FLAT or name in SECTIONS:
+        return None
+    section, field = FLAT[name]
+    warnings.warn(
+        f"TrainConfig.{name} is deprecated and will be removed in the next "
+        f"release; it is TrainConfig.{section}.{field}.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return section, field
+
+
 @dataclasses.dataclass(init=False)
 class TrainConfig:
     """Everything a run needs, by section; `keras-vit train`'s flags are
@@ -467,32 +482,19 @@ class TrainConfig:
 
     def __getattr__(self, name):
         # Only for names that are not the sections (found before this).
-        if name in FLAT and name not in SECTIONS:
-            section, field = FLAT[name]
-            warnings.warn(
-                f"TrainConfig.{name} is deprecated and will be removed in "
-                f"the next release; it is TrainConfig.{section}.{field}.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if section in self.__dict__:
-                return getattr(self.__dict__[section], field)
+        place = _flat_attribute(name)
+        if place and place[0] in self.__dict__:
+            return getattr(self.__dict__[place[0]], place[1])
         raise AttributeError(
             f"{type(self).__name__!r} object has no attribute {name!r}"
         )
 
     def __setattr__(self, name, value):
-        if name in FLAT and name not in SECTIONS:
-            section, field = FLAT[name]
-            warnings.warn(
-                f"TrainConfig.{name} is deprecated and will be removed in "
-                f"the next release; it is TrainConfig.{section}.{field}.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            setattr(getattr(self, section), field, value)
-            return
-        object.__setattr__(self, name, value)
+        place = _flat_attribute(name)
+        if place:  # into the section (not a stray attribute nothing reads)
+            setattr(getattr(self, place[0]), place[1], value)
+        else:
+            object.__setattr__(self, name, value)
 
     def check(self):
         """Raises `ValueError` for any bad setting, before anything runs."""

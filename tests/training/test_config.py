@@ -99,8 +99,11 @@ def test_the_nested_form_does_not_warn():
 
 def test_flat_attributes_warn_and_reach_their_section():
     config = TrainConfig(**NESTED.__dict__)
-    with pytest.warns(DeprecationWarning, match=r"TrainConfig\.run\.epochs"):
+    with pytest.warns(
+        DeprecationWarning, match=r"TrainConfig\.run\.epochs"
+    ) as record:
         assert config.epochs == 3
+    assert record[0].filename == __file__  # points at the caller
     with pytest.warns(DeprecationWarning, match="TrainConfig.run.output"):
         assert config.output == "runs/x"
     # A write reaches the section (a plain attribute would be ignored).
