@@ -333,7 +333,8 @@ FLAT = {s.flat: (s.section, s.name) for s in settings()}
 def _nest(data):
     """`{section: {field: value}}` from a dict of sections (as dicts or
     section objects) and flat names, and the flat names it had; raises
-    `TypeError` for a name that is neither."""
+    `ValueError` for a section given as anything else, `TypeError` for a
+    name that is neither."""
     nested, flat_names = {}, []
     for key, value in data.items():
         cls = SECTIONS.get(key)
