@@ -18,52 +18,59 @@ about 45 s; 9 epochs reach about 0.88 test accuracy. Rerunning with the same
 """
 
 import argparse
+import dataclasses
 import os
 import time
 
 import numpy as np
 
 from keras_vit import visualize
+from keras_vit.data import Augmentation
 from keras_vit.data import datasets
+from keras_vit.training import DataConfig
+from keras_vit.training import ModelConfig
+from keras_vit.training import OptimizerConfig
+from keras_vit.training import RunConfig
+from keras_vit.training import ScaleConfig
 from keras_vit.training import TrainConfig
 from keras_vit.training import train
 
 DEMO = TrainConfig(
-    model="Ti/16",
-    dataset="fashion_mnist",
-    output="runs/demo",
-    epochs=9,
-    batch_size=128,
-    image_size=28,
-    patch_size=7,
-    model_kwargs={
-        "hidden_dim": 96,
-        "num_layers": 6,
-        "num_heads": 4,
-        "mlp_dim": 192,
-    },
-    learning_rate=3e-3,
-    weight_decay=0.05,
-    random_resized_crop=False,
-    flip=True,
+    model=ModelConfig(
+        "Ti/16",
+        image_size=28,
+        patch_size=7,
+        kwargs={
+            "hidden_dim": 96,
+            "num_layers": 6,
+            "num_heads": 4,
+            "mlp_dim": 192,
+        },
+    ),
+    data=DataConfig("fashion_mnist", batch_size=128),
+    augmentation=Augmentation(random_resized_crop=False, flip=True),
+    optimizer=OptimizerConfig(learning_rate=3e-3, weight_decay=0.05),
+    run=RunConfig(output="runs/demo", epochs=9, verbose=2),
     # float32 on every CPU: at width 96 bfloat16 does not pay even where the
     # CPU has AVX-512 BF16 (a step took 78 ms without XLA and 75 with,
     # against 64 in float32 with XLA), and the demo's figures stay those of
     # float32 on every machine.
-    mixed_precision="off",
-    jit_compile=True,
-    steps_per_execution=32,
-    verbose=2,
+    scale=ScaleConfig(
+        mixed_precision="off", jit_compile=True, steps_per_execution=32
+    ),
 )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", default=DEMO.output)
-    parser.add_argument("--epochs", type=int, default=DEMO.epochs)
+    parser.add_argument("--output", default=DEMO.run.output)
+    parser.add_argument("--epochs", type=int, default=DEMO.run.epochs)
     args = parser.parse_args()
-    config = TrainConfig(
-        **{**DEMO.__dict__, "output": args.output, "epochs": args.epochs}
+    config = dataclasses.replace(
+        DEMO,
+        run=dataclasses.replace(
+            DEMO.run, output=args.output, epochs=args.epochs
+        ),
     )
     start = time.time()
     result = train(config)
@@ -82,7 +89,7 @@ def main():
         .lower()
         for c in (0, 7, 9)
     ]
-    figures = os.path.join(config.output, "figures")
+    figures = os.path.join(config.run.output, "figures")
     visualize.inspect(model, images, figures, names)
     print()
     print("keras_vit demo: a ViT trained from scratch on Fashion-MNIST")
@@ -93,20 +100,20 @@ def main():
         "patches of "
         f"{model.patch_size}x{model.patch_size} px"
     )
-    if result.initial_epoch >= config.epochs:
+    if result.initial_epoch >= config.run.epochs:
         print(
-            f"  training:  already done in {config.output} (delete it to train "
-            "again)"
+            f"  training:  already done in {config.run.output} (delete it to "
+            "train again)"
         )
     else:
         print(
-            f"  training:  {config.epochs} epochs, strategy "
+            f"  training:  {config.run.epochs} epochs, strategy "
             f"{result.strategy_kind}, "
             f"{minutes:.1f} min on this machine"
         )
     print(
-        f"  outputs:   {config.output} (model.keras, curves.png, history.json, "
-        "logs/)"
+        f"  outputs:   {config.run.output} (model.keras, curves.png, "
+        "history.json, logs/)"
     )
     print(
         f"  figures:   {figures}/index.html (attention rollout, attention "

@@ -25,11 +25,17 @@ the same model from scratch with the same budget, for comparison.
 """
 
 import argparse
+import dataclasses
 import os
 
 import numpy as np
 
 import keras_vit
+from keras_vit.data import Augmentation
+from keras_vit.training import DataConfig
+from keras_vit.training import ModelConfig
+from keras_vit.training import OptimizerConfig
+from keras_vit.training import RunConfig
 from keras_vit.training import TrainConfig
 from keras_vit.training import train
 
@@ -88,27 +94,25 @@ def main():
     parser.add_argument("--output", default="runs/finetune")
     args = parser.parse_args()
 
-    fine_tune = dict(
-        optimizer="sgd",
+    # SGD (momentum 0.9, its default), cosine decay, clipping at norm 1.
+    fine_tune = OptimizerConfig(
+        "sgd",
         learning_rate=args.learning_rate,
         weight_decay=0.0,
         decay="cosine",
         clipnorm=1.0,
-        flip=False,
-        verbose=2,
     )
     if not args.offline:
         if args.weights is None:
             parser.error("--weights is required (or use --offline)")
         config = TrainConfig(
-            model=args.model,
-            weights=args.weights,
-            dataset=args.dataset,
-            image_size=args.image_size,
-            epochs=args.epochs,
-            batch_size=args.batch_size,
-            output=args.output,
-            **fine_tune,
+            model=ModelConfig(
+                args.model, weights=args.weights, image_size=args.image_size
+            ),
+            data=DataConfig(args.dataset, batch_size=args.batch_size),
+            augmentation=Augmentation(flip=False),
+            optimizer=fine_tune,
+            run=RunConfig(output=args.output, epochs=args.epochs, verbose=2),
         )
         result = train(config)
         print(f"test accuracy: {result.test_metrics['accuracy']:.4f}")
@@ -118,27 +122,28 @@ def main():
     checkpoint = os.path.join(args.output, "pretrained.npz")
     if not os.path.exists(checkpoint):
         pretrain_offline(checkpoint)
-    digits = dict(
-        model="Ti/16",
-        dataset="digits",
-        image_size=32,
-        patch_size=4,
-        model_kwargs=SMALL,
-        epochs=args.epochs,
-        batch_size=64,
-        random_resized_crop=False,
-        **{**fine_tune, "learning_rate": 0.03},
-    )
-    tuned = train(
-        TrainConfig(
-            weights=checkpoint,
-            output=os.path.join(args.output, "tuned"),
-            **digits,
+
+    def digits(output, weights=None):
+        return TrainConfig(
+            model=ModelConfig(
+                "Ti/16",
+                weights=weights,
+                image_size=32,
+                patch_size=4,
+                kwargs=SMALL,
+            ),
+            data=DataConfig("digits", batch_size=64),
+            augmentation=Augmentation(random_resized_crop=False, flip=False),
+            optimizer=dataclasses.replace(fine_tune, learning_rate=0.03),
+            run=RunConfig(
+                output=os.path.join(args.output, output),
+                epochs=args.epochs,
+                verbose=2,
+            ),
         )
-    )
-    scratch = train(
-        TrainConfig(output=os.path.join(args.output, "scratch"), **digits)
-    )
+
+    tuned = train(digits("tuned", weights=checkpoint))
+    scratch = train(digits("scratch"))
     print(
         f"digits test accuracy, fine-tuned from the checkpoint: "
         f"{tuned.test_metrics['accuracy']:.4f}"

@@ -18,6 +18,13 @@ The same run from the command line:
 
 import argparse
 
+from keras_vit.data import Augmentation
+from keras_vit.training import DataConfig
+from keras_vit.training import ModelConfig
+from keras_vit.training import ObjectiveConfig
+from keras_vit.training import OptimizerConfig
+from keras_vit.training import RunConfig
+from keras_vit.training import ScaleConfig
 from keras_vit.training import TrainConfig
 from keras_vit.training import train
 
@@ -29,23 +36,23 @@ def main():
     parser.add_argument("--epochs", type=int, default=100)
     args = parser.parse_args()
     config = TrainConfig(
-        model="S/16",
-        dataset="cifar10",
-        data_dir=args.data_dir,
-        output=args.output,
-        epochs=args.epochs,
-        batch_size=256,
-        image_size=64,
-        patch_size=8,
-        model_kwargs={"drop_path_rate": 0.1},
-        learning_rate=1e-3,
-        weight_decay=0.05,
-        label_smoothing=0.1,
-        rand_augment=2,
-        mixup=0.8,
-        cutmix=1.0,
-        validation_split=0.02,
-        strategy="default",
+        model=ModelConfig(
+            "S/16",
+            image_size=64,
+            patch_size=8,
+            kwargs={"drop_path_rate": 0.1},
+        ),
+        data=DataConfig(
+            "cifar10",
+            data_dir=args.data_dir,
+            batch_size=256,
+            validation_split=0.02,
+        ),
+        augmentation=Augmentation(rand_augment=2, mixup=0.8, cutmix=1.0),
+        optimizer=OptimizerConfig(learning_rate=1e-3, weight_decay=0.05),
+        objective=ObjectiveConfig(label_smoothing=0.1),
+        run=RunConfig(output=args.output, epochs=args.epochs),
+        scale=ScaleConfig(strategy="default"),
     )
     result = train(config)
     print(f"test accuracy: {result.test_metrics['accuracy']:.4f}")

@@ -24,6 +24,11 @@ To try it on one machine, use two terminals and localhost ports.
 
 import argparse
 
+from keras_vit.training import DataConfig
+from keras_vit.training import ModelConfig
+from keras_vit.training import OptimizerConfig
+from keras_vit.training import RunConfig
+from keras_vit.training import ScaleConfig
 from keras_vit.training import TrainConfig
 from keras_vit.training import train
 
@@ -35,22 +40,21 @@ def main():
     parser.add_argument("--epochs", type=int, default=10)
     args = parser.parse_args()
     config = TrainConfig(
-        model="Ti/16",
-        dataset=args.dataset,
-        output=args.output,
-        epochs=args.epochs,
-        batch_size=256,
-        image_size=28,
-        patch_size=7,
-        model_kwargs={
-            "hidden_dim": 96,
-            "num_layers": 6,
-            "num_heads": 4,
-            "mlp_dim": 192,
-        },
-        learning_rate=2e-3,
-        weight_decay=0.05,
-        strategy="auto",
+        model=ModelConfig(
+            "Ti/16",
+            image_size=28,
+            patch_size=7,
+            kwargs={
+                "hidden_dim": 96,
+                "num_layers": 6,
+                "num_heads": 4,
+                "mlp_dim": 192,
+            },
+        ),
+        data=DataConfig(args.dataset, batch_size=256),
+        optimizer=OptimizerConfig(learning_rate=2e-3, weight_decay=0.05),
+        run=RunConfig(output=args.output, epochs=args.epochs),
+        scale=ScaleConfig(strategy="auto"),
     )
     result = train(config)
     print(

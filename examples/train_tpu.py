@@ -24,6 +24,11 @@ embeddings are resampled from the 224 px checkpoint).
 
 import argparse
 
+from keras_vit.training import DataConfig
+from keras_vit.training import ModelConfig
+from keras_vit.training import OptimizerConfig
+from keras_vit.training import RunConfig
+from keras_vit.training import ScaleConfig
 from keras_vit.training import TrainConfig
 from keras_vit.training import train
 
@@ -40,23 +45,24 @@ def main():
     parser.add_argument("--weights", default="augreg_in21k")
     args = parser.parse_args()
     config = TrainConfig(
-        model="ViT_B16",
-        weights=args.weights,
-        dataset="oxford_flowers102",
-        data_dir=args.data_dir,
-        output=args.output,
-        image_size=384,
-        epochs=20,
-        batch_size=512,
-        optimizer="sgd",
-        learning_rate=0.01,
-        warmup_steps=100,
-        decay="cosine",
-        weight_decay=0.0,
-        strategy="tpu",
-        tpu=args.tpu,
-        mixed_precision="bfloat16",
-        steps_per_execution=32,
+        model=ModelConfig("ViT_B16", weights=args.weights, image_size=384),
+        data=DataConfig(
+            "oxford_flowers102", data_dir=args.data_dir, batch_size=512
+        ),
+        optimizer=OptimizerConfig(
+            "sgd",
+            learning_rate=0.01,
+            warmup_steps=100,
+            decay="cosine",
+            weight_decay=0.0,
+        ),
+        run=RunConfig(output=args.output, epochs=20),
+        scale=ScaleConfig(
+            strategy="tpu",
+            tpu=args.tpu,
+            mixed_precision="bfloat16",
+            steps_per_execution=32,
+        ),
     )
     result = train(config)
     print(f"test accuracy: {result.test_metrics['accuracy']:.4f}")

@@ -108,7 +108,7 @@ def build(model, weights=None, **kwargs):
 
     The one place where a model's name is turned into a model:
     `keras-vit`'s `--model`, `keras_vit.export`'s `model=` and
-    `TrainConfig.model` all come here.
+    `TrainConfig.model.name` all come here.
 
     Args:
         model: a builder name (`"ViT_B16"`), a variant (`"B/16"`), a

@@ -17,13 +17,13 @@ POSITION_EMBEDDINGS = ("learned", "learned2d", "sincos2d", "none")
 #: biases in the attention instead.
 MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
 
-#: `keras_vit.training.recipe.make_optimizer` / `TrainConfig.optimizer`.
+#: `keras_vit.training.recipe.make_optimizer` / `TrainConfig.optimizer.name`.
 OPTIMIZERS = ("adamw", "sgd")
 
 #: Learning-rate decays after the warm-up (`recipe.WarmupDecay`).
 DECAYS = ("cosine", "linear")
 
-#: `TrainConfig.mixed_precision` (`recipe.dtype_policy`).
+#: `TrainConfig.scale.mixed_precision` (`recipe.dtype_policy`).
 MIXED_PRECISION = ("auto", "off", "bfloat16", "float16")
 
 #: `tf.distribute` strategies `keras_vit.training.make_strategy` makes.

@@ -86,7 +86,7 @@ def test_train_flags_reach_the_model(monkeypatch, tmp_path):
     def fake_train(config):
         configs.append(config)
         return keras_vit.training.TrainResult(
-            None, {}, {"accuracy": 0.5}, config.output, "default", 0
+            None, {}, {"accuracy": 0.5}, config.run.output, "default", 0
         )
 
     monkeypatch.setattr(keras_vit.training, "train", fake_train)
@@ -106,12 +106,12 @@ def test_train_flags_reach_the_model(monkeypatch, tmp_path):
         ]
     )
     (config,) = configs
-    assert config.model_kwargs == {
+    assert config.model.kwargs == {
         "hidden_dim": 32,
         "pooling": "gap",
         "position_embedding": "learned2d",
     }
-    assert config.objective == "classification"
+    assert config.objective.name == "classification"
     cli.main(
         [
             "train",
@@ -123,8 +123,8 @@ def test_train_flags_reach_the_model(monkeypatch, tmp_path):
             "masked-patches",
         ]
     )
-    assert configs[-1].objective == "masked_patches"
-    assert configs[-1].masked_patches == {}  # the paper's options
+    assert configs[-1].objective.name == "masked_patches"
+    assert configs[-1].objective.masked_patches == {}  # the paper's options
     configs[-1].check()
     cli.main(
         [
@@ -143,7 +143,7 @@ def test_train_flags_reach_the_model(monkeypatch, tmp_path):
             "2",
         ]
     )
-    assert configs[-1].masked_patches == {
+    assert configs[-1].objective.masked_patches == {
         "corrupt_rate": 0.25,
         "replace_rate": 0.0,
         "bits": 2,
@@ -195,7 +195,7 @@ def test_a_file_that_is_no_image_is_named_in_one_line(
     (tmp_path / "b" / "page.jpg").write_text("<html>")
 
     def reading_train(config):
-        for _ in data.load(config.dataset).train:
+        for _ in data.load(config.data.dataset).train:
             pass
 
     monkeypatch.setattr(keras_vit.training, "train", reading_train)

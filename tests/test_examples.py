@@ -8,6 +8,7 @@ small sizes. (`examples/tflite_inference.py` is run in
 tests/export/test_cli.py; `examples/demo.py` is `make demo`.)
 """
 
+import dataclasses
 import os
 import re
 import runpy
@@ -18,11 +19,15 @@ import pytest
 
 import keras_vit
 from keras_vit.registry import find_preset
-from keras_vit.training import TrainConfig
 from keras_vit.training import TrainResult
 from keras_vit.training.train import build_model
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples")
+
+# The examples write the config in sections, not in the deprecated flat form.
+pytestmark = pytest.mark.filterwarnings(
+    "error:.*TrainConfig.*deprecated:DeprecationWarning"
+)
 
 
 def _load(name):
@@ -37,7 +42,7 @@ def captured(monkeypatch):
     def fake_train(config, *args, **kwargs):
         configs.append(config)
         return TrainResult(
-            None, {}, {"accuracy": 0.5}, config.output, "default", 0
+            None, {}, {"accuracy": 0.5}, config.run.output, "default", 0
         )
 
     monkeypatch.setattr(keras_vit.training, "train", fake_train)
@@ -52,9 +57,8 @@ def _run_main(name, argv, monkeypatch):
 
 def _model_of(config, num_classes):
     # The model the run would train, without downloading its weights.
-    return build_model(
-        TrainConfig(**{**config.__dict__, "weights": None}), num_classes
-    )
+    model = dataclasses.replace(config.model, weights=None)
+    return build_model(dataclasses.replace(config, model=model), num_classes)
 
 
 def test_train_cifar10_asks_for_s16_on_8x8_patches(
@@ -67,12 +71,14 @@ def test_train_cifar10_asks_for_s16_on_8x8_patches(
     )
     (config,) = captured
     config.check()
-    assert (config.dataset, config.epochs, config.output) == (
+    assert (config.data.dataset, config.run.epochs, config.run.output) == (
         "cifar10",
         3,
         str(tmp_path),
     )
-    assert config.mixup and config.cutmix and config.rand_augment
+    augmentation = config.augmentation
+    assert augmentation.mixup and augmentation.cutmix
+    assert augmentation.rand_augment
     model = _model_of(config, 10)
     assert (
         model.hidden_dim == 384 and model.num_layers == 12
@@ -89,7 +95,8 @@ def test_train_multi_worker_lets_tf_config_choose(
     _run_main("train_multi_worker.py", ["--output", str(tmp_path)], monkeypatch)
     (config,) = captured
     config.check()
-    assert config.strategy == "auto" and config.dataset == "fashion_mnist"
+    assert config.scale.strategy == "auto"
+    assert config.data.dataset == "fashion_mnist"
     assert tuple(_model_of(config, 10).grid_size) == (4, 4)
 
 
@@ -108,12 +115,13 @@ def test_train_tpu_fine_tunes_b16_at_384(captured, monkeypatch, tmp_path):
     )
     (config,) = captured
     config.check()
-    assert (config.strategy, config.tpu, config.mixed_precision) == (
+    scale = config.scale
+    assert (scale.strategy, scale.tpu, scale.mixed_precision) == (
         "tpu",
         "my-tpu",
         "bfloat16",
     )
-    assert find_preset("B/16", config.weights)["image_size"] == 224
+    assert find_preset("B/16", config.model.weights)["image_size"] == 224
     model = _model_of(config, 102)  # oxford_flowers102
     assert tuple(model.grid_size) == (24, 24) and model.hidden_dim == 768
 
@@ -133,12 +141,13 @@ def test_finetune_online_names_a_preset(captured, monkeypatch, tmp_path):
     )
     (config,) = captured
     config.check()
-    assert (config.optimizer, config.decay, config.clipnorm) == (
+    optimizer = config.optimizer
+    assert (optimizer.name, optimizer.decay, optimizer.clipnorm) == (
         "sgd",
         "cosine",
         1.0,
     )
-    assert find_preset("Ti/16", config.weights) is not None
+    assert find_preset("Ti/16", config.model.weights) is not None
     assert tuple(_model_of(config, 102).grid_size) == (24, 24)  # 384 px
 
 

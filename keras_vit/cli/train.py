@@ -1,14 +1,14 @@
 """`keras-vit train`: `keras_vit.training.train` from the command line.
 
-Its flags are made from `TrainConfig`'s fields, one flag per field (or per
-entry of a dict field: `--hidden-dim` sets `model_kwargs["hidden_dim"]`),
-with the field's default, choices and help (see
-`keras_vit.training.config`): nothing here restates them.
+Its flags are made from the fields of `TrainConfig`'s sections
+(`keras_vit.training.config.settings`), one flag per field, named by its
+flat name (`--epochs` sets `run.epochs`), or per entry of a dict field
+(`--hidden-dim` sets `model.kwargs["hidden_dim"]`), with the field's
+default, choices and help: nothing here restates them.
 """
 
-import dataclasses
-
 from keras_vit.training.config import TrainConfig
+from keras_vit.training.config import settings
 
 #: What an "on" / "off" or "auto" / "on" / "off" flag means.
 _TEXT = {"on": True, "off": False, "auto": "auto"}
@@ -28,7 +28,7 @@ def _text(value):
 def _add_field(parser, field):
     meta = field.metadata
     kind = meta["kind"]
-    default = TrainConfig.__dataclass_fields__[field.name].default
+    default = field.default
     extra = {"help": meta["help"]} if meta["help"] else {}
     if meta["required"]:
         extra["required"] = True
@@ -52,13 +52,13 @@ def _add_field(parser, field):
             )
         return
     if kind == "store_true":
-        parser.add_argument(_flag(field.name), action="store_true", **extra)
+        parser.add_argument(_flag(field.flat), action="store_true", **extra)
         return
     if kind in ("switch", "choice_text", "dashes"):
         choices = meta["choices"] or (True, False)
         spell = (lambda c: c.replace("_", "-")) if kind == "dashes" else _text
         parser.add_argument(
-            _flag(field.name),
+            _flag(field.flat),
             choices=[spell(c) for c in choices],
             default=spell(default),
             **extra,
@@ -69,14 +69,14 @@ def _add_field(parser, field):
             "--crop-min-area",
             type=float,
             default=default[0],
-            dest=field.name,
+            dest=field.flat,
             metavar="CROP_MIN_AREA",
             **extra,
         )
         return
     type_ = meta["type"] or field.type
     parser.add_argument(
-        _flag(field.name),
+        _flag(field.flat),
         type=type_ if type_ is not str else None,
         choices=meta["choices"],
         default=default,
@@ -88,7 +88,7 @@ def add_parser(sub):
     parser = sub.add_parser(
         "train", help="train a ViT (any tf.distribute strategy)"
     )
-    for field in dataclasses.fields(TrainConfig):
+    for field in settings():
         _add_field(parser, field)
     parser.set_defaults(run=run)
 
@@ -103,7 +103,7 @@ def _value(field, args):
             for flag, key, *_ in meta["options"]
             if getattr(args, flag) is not None
         }
-    value = getattr(args, field.name)
+    value = getattr(args, field.flat)
     if kind in ("switch", "choice_text"):
         by_text = {_text(c): c for c in (meta["choices"] or (True, False))}
         return by_text[value]
@@ -116,12 +116,10 @@ def _value(field, args):
 
 def config_from_args(args):
     """The `TrainConfig` that `keras-vit train`'s parsed `args` ask for."""
-    return TrainConfig(
-        **{
-            field.name: _value(field, args)
-            for field in dataclasses.fields(TrainConfig)
-        }
-    )
+    sections = {}
+    for field in settings():
+        sections.setdefault(field.section, {})[field.name] = _value(field, args)
+    return TrainConfig(**sections)
 
 
 def run(args):

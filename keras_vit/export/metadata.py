@@ -38,6 +38,7 @@ import os
 
 from keras_vit import files
 from keras_vit.export import models
+from keras_vit.training.config import flatten
 
 SAVED_MODEL_METADATA = "keras_vit.json"
 
@@ -86,7 +87,7 @@ def training_run_class_names(model_path):
     """Class names of the training run a `.keras` file came from, or `None`.
 
     `keras-vit train` writes `config.json` next to `model.keras` and
-    `best.keras`; its `dataset` names the classes for `digits`,
+    `best.keras`; its dataset names the classes for `digits`,
     `fashion_mnist` and `folder:PATH` (the sub-folder names). Other
     datasets' names are not looked up (that may need the network).
     """
@@ -99,7 +100,8 @@ def training_run_class_names(model_path):
         return None
     try:
         with open(config_path, encoding="utf-8") as file:
-            dataset = json.load(file).get("dataset")
+            # Nested (`data.dataset`), or flat as earlier versions wrote it.
+            dataset = flatten(json.load(file)).get("dataset")
     except (OSError, ValueError, AttributeError):
         return None
     from keras_vit.data import datasets

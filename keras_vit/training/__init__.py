@@ -1,6 +1,12 @@
 """Training with `tf.distribute`: strategy, recipe, resumable runs."""
 
 from keras_vit.training.callbacks import NonFiniteLossError
+from keras_vit.training.config import DataConfig
+from keras_vit.training.config import ModelConfig
+from keras_vit.training.config import ObjectiveConfig
+from keras_vit.training.config import OptimizerConfig
+from keras_vit.training.config import RunConfig
+from keras_vit.training.config import ScaleConfig
 from keras_vit.training.config import TrainConfig
 from keras_vit.training.masked_patches import MaskedPatchPrediction
 from keras_vit.training.masked_patches import mean_color_classes
@@ -12,8 +18,14 @@ from keras_vit.training.train import TrainResult
 from keras_vit.training.train import train
 
 __all__ = [
+    "DataConfig",
     "MaskedPatchPrediction",
+    "ModelConfig",
     "NonFiniteLossError",
+    "ObjectiveConfig",
+    "OptimizerConfig",
+    "RunConfig",
+    "ScaleConfig",
     "TrainConfig",
     "TrainResult",
     "WarmupDecay",

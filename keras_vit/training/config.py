@@ -1,18 +1,46 @@
-"""`TrainConfig`: everything a training run needs, and where the flags of
-`keras-vit train` come from.
+"""`TrainConfig`: everything a training run needs, nested by concern, and
+where the flags of `keras-vit train` come from.
+
+A run's settings come in seven sections, one per question a reader asks of
+a run, in the order `train` answers them:
+
+- `model` (`ModelConfig`): which network, at which size, from which weights.
+- `data` (`DataConfig`): which images, how many at a time, in which order,
+  and what is held out.
+- `augmentation` (`keras_vit.data.Augmentation` itself, not a restatement
+  of it): what the pipeline does to each image and batch.
+- `optimizer` (`OptimizerConfig`): how the weights move (the optimizer, its
+  learning-rate schedule, weight decay, momentum, clipping).
+- `objective` (`ObjectiveConfig`): what is learned (classification, with
+  its label smoothing, or masked patch prediction, with its options);
+  label smoothing is the loss's, not the optimizer's.
+- `run` (`RunConfig`): where the run writes, for how long, drawn from
+  which seed, how reproducibly, how talkatively.
+- `scale` (`ScaleConfig`): where and how fast it computes (strategy,
+  precision, XLA, steps per call); these may change between a run and its
+  resumption, so they are kept apart from what a backup is made for.
+
+Old flat arguments (`TrainConfig(epochs=3)`) still work for one release,
+with one `DeprecationWarning` naming the new place of each one used; so do
+reads and writes of the old flat attributes that are not section names
+(`config.epochs` is `config.run.epochs`). `TrainConfig.from_dict` reads
+both forms silently (a run folder's `config.json` of an earlier version).
 
 This module imports neither Keras nor TensorFlow (the command line builds
-its parser from `TrainConfig`'s fields). Each field's metadata holds its
-`help` for the command line, and how its flag is spelled when it is not
-`--field-name VALUE` (`kind`): `"switch"` (`on` / `off`), `"store_true"`,
-`"dashes"` (choices spelled with `-`), `"choice_text"` (choices given as
-text: `auto`, `on`, `off`, numbers), `"crop_area"` (the smallest area only)
-and `"options"` (a dict whose entries have flags of their own, `options`).
+its parser from the sections' fields: `settings`). Each field's metadata
+holds its `help` for the command line, the old flat name (`flat`, which is
+also the flag's name; the field's own name by default), and how its flag
+is spelled when it is not `--flat-name VALUE` (`kind`): `"switch"` (`on` /
+`off`), `"store_true"`, `"dashes"` (choices spelled with `-`),
+`"choice_text"` (choices given as text: `auto`, `on`, `off`, numbers),
+`"crop_area"` (the smallest area only) and `"options"` (a dict whose
+entries have flags of their own, `options`).
 """
 
 import dataclasses
 import json
 import os
+import warnings
 
 from keras_vit import arg_checks
 from keras_vit import registry
@@ -26,81 +54,53 @@ from keras_vit.options import POOLINGS
 from keras_vit.options import STRATEGIES
 
 
-def _field(
-    default,
+def _metadata(
     help=None,
     *,
+    flat=None,
     type=None,
     choices=None,
     kind=None,
     required=False,
     options=(),
 ):
-    """A `TrainConfig` field: its default and its flag's description."""
-    metadata = dict(
+    """A field's flag: its help, old flat name and spelling."""
+    return dict(
         help=help,
+        flat=flat,
         type=type,
         choices=choices,
         kind=kind,
         required=required,
         options=options,
     )
+
+
+def _field(default, help=None, **metadata):
+    """A section's field: its default and its flag's description."""
+    metadata = _metadata(help, **metadata)
     if callable(default):
         return dataclasses.field(default_factory=default, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 
 @dataclasses.dataclass
-class TrainConfig:
-    """Everything a run needs; `keras-vit train`'s flags are made from its
-    fields (their help, defaults and choices: `keras_vit.cli.train`).
+class ModelConfig:
+    """The network: `name` is a builder name (`"ViT_Ti16"`) or a variant
+    (`"S/16"`); `image_size`, `patch_size` and `kwargs` (any
+    `keras_vit.ViT` argument, e.g. `{"hidden_dim": 96}`) override it;
+    `weights` is a preset or a file to start from."""
 
-    Model: `model` is a builder name (`"ViT_Ti16"`) or a variant (`"S/16"`);
-    `image_size`, `patch_size` and `model_kwargs` (any `keras_vit.ViT`
-    argument, e.g. `{"hidden_dim": 96}`) override it; `weights` is a preset
-    or a file to start from.
-
-    Data: `dataset` is `"fashion_mnist"`, `"digits"`, `"folder:PATH"` or a
-    `tensorflow_datasets` name (`data_dir` for its files).
-    `validation_split` holds out a fraction of the training split for
-    per-epoch validation and the best checkpoint.
-
-    Recipe: see `keras_vit.training.recipe`; `warmup_steps=None` warms up
-    for 5% of the steps. Augmentation: see `keras_vit.data.Augmentation`.
-
-    Objective: `"classification"` (labels, the model's head) or
-    `"masked_patches"`, the paper's self-supervised masked patch prediction
-    (`keras_vit.training.MaskedPatchPrediction`): labels are not used (an
-    image folder needs no class sub-folders), the backbone is built without
-    a head, metrics are `loss` and `patch_accuracy`, and the backbone is
-    also saved as `backbone.keras`, to fine-tune with `weights=`.
-    `masked_patches` overrides the objective's options (`corrupt_rate`,
-    `mask_rate`, `replace_rate`, `bits`; the paper's by default).
-
-    Scale: `strategy` (`auto`, `default`, `mirrored`, `multi_worker`,
-    `tpu`), `tpu`, `mixed_precision` (`auto`, `off`, `bfloat16`,
-    `float16`), `steps_per_execution` (`None`: 1, 32 on TPUs),
-    `jit_compile` (XLA; `"auto"`: on, but on CPUs for several replicas,
-    where XLA has no collectives, and for bfloat16, where TensorFlow's
-    oneDNN kernels are faster: `recipe.auto_jit_compile`).
-    """
-
-    model: str = _field("ViT_Ti16", "builder (ViT_Ti16) or variant (S/16)")
-    dataset: str = _field(
-        "fashion_mnist",
-        "fashion_mnist, digits, folder:PATH or a tensorflow_datasets name",
-        required=True,
+    name: str = _field(
+        "ViT_Ti16", "builder (ViT_Ti16) or variant (S/16)", flat="model"
     )
-    output: str = _field(
-        "runs/vit", "run folder (rerun to resume)", required=True
-    )
-    epochs: int = _field(10)
-    batch_size: int = _field(128, "global batch")
+    weights: str = _field(None, "preset or checkpoint to start from")
     image_size: object = _field(None, type=int)
     patch_size: int = _field(None)
-    model_kwargs: dict = _field(
+    kwargs: dict = _field(
         dict,
         "any keras_vit.ViT argument",
+        flat="model_kwargs",
         kind="options",
         options=(
             # flag, ViT argument, type, choices, help
@@ -121,59 +121,83 @@ class TrainConfig:
             ("drop_path", "drop_path_rate", float, None, None),
         ),
     )
-    weights: str = _field(None, "preset or checkpoint to start from")
+
+
+@dataclasses.dataclass
+class DataConfig:
+    """The images: `dataset` is `"fashion_mnist"`, `"digits"`,
+    `"folder:PATH"` or a `tensorflow_datasets` name (`data_dir` for its
+    files); `validation_split` holds out a fraction of the training split
+    for per-epoch validation and the best checkpoint; `batch_size` is the
+    global batch."""
+
+    dataset: str = _field(
+        "fashion_mnist",
+        "fashion_mnist, digits, folder:PATH or a tensorflow_datasets name",
+        required=True,
+    )
     data_dir: str = _field(None, "tensorflow_datasets folder (gs:// for TPUs)")
     validation_split: float = _field(
         0.0, "share of the training split held out to validate on"
     )
-    optimizer: str = _field("adamw", choices=OPTIMIZERS)
+    batch_size: int = _field(128, "global batch")
+    shuffle: bool = _field(True, kind="switch")
+
+
+#: The flags of `Augmentation`'s fields (`keras_vit.data` knows nothing of
+#: the command line), by field.
+_AUGMENTATION_FLAGS = dict(
+    random_resized_crop=_metadata(
+        "random resized (Inception) crops", kind="switch"
+    ),
+    crop_area=_metadata(
+        "smallest crop, as a fraction of the image", kind="crop_area"
+    ),
+    flip=_metadata("random horizontal flips", kind="switch"),
+    rand_augment=_metadata("RandAugment ops per image (0: off)"),
+    rand_augment_magnitude=_metadata("RandAugment's magnitude, in [0, 1]"),
+    mixup=_metadata("MixUp alpha (0: off)"),
+    cutmix=_metadata("CutMix alpha (0: off)"),
+)
+
+
+@dataclasses.dataclass
+class OptimizerConfig:
+    """How the weights move (`keras_vit.training.recipe`): `name` is
+    `"adamw"` or `"sgd"` (with `momentum`); `learning_rate` is the peak,
+    reached after `warmup_steps` (`None`: 5% of the steps), then `decay`;
+    gradients are clipped at the global norm `clipnorm` (`None`: not)."""
+
+    name: str = _field("adamw", flat="optimizer", choices=OPTIMIZERS)
     learning_rate: float = _field(1e-3, "the peak, after the warm-up")
     weight_decay: float = _field(0.1)
     warmup_steps: int = _field(None, "default: 5%% of the steps")
     decay: str = _field("cosine", choices=DECAYS)
-    label_smoothing: float = _field(0.0)
     clipnorm: float = _field(1.0, "clip gradients at this global norm")
     momentum: float = _field(0.9, "SGD's momentum (adamw: unused)")
-    random_resized_crop: bool = _field(
-        True, "random resized (Inception) crops", kind="switch"
-    )
-    crop_area: tuple = _field(
-        (0.35, 1.0),
-        "smallest crop, as a fraction of the image",
-        kind="crop_area",
-    )
-    flip: bool = _field(True, "random horizontal flips", kind="switch")
-    rand_augment: int = _field(0, "RandAugment ops per image (0: off)")
-    mixup: float = _field(0.0, "MixUp alpha (0: off)")
-    cutmix: float = _field(0.0, "CutMix alpha (0: off)")
-    shuffle: bool = _field(True, kind="switch")
-    seed: int = _field(0, "draws the initialisation, shuffle and augmentation")
-    deterministic: bool = _field(
-        False,
-        "deterministic kernels too (a killed and resumed run ends "
-        "bit for bit as an uninterrupted one)",
-        kind="store_true",
-    )
-    strategy: str = _field("auto", choices=STRATEGIES)
-    tpu: str = _field(None, "TPU name or address (default: TPU_NAME)")
-    mixed_precision: str = _field("auto", choices=MIXED_PRECISION)
-    steps_per_execution: int = _field(None, "default: 1, 32 on TPUs")
-    jit_compile: object = _field(
-        "auto", "XLA", choices=("auto", True, False), kind="choice_text"
-    )
-    verbose: object = _field(
-        "auto",
-        "progress output (Keras's fit verbose)",
-        choices=("auto", 0, 1, 2),
-        kind="choice_text",
-    )
-    objective: str = _field(
+
+
+@dataclasses.dataclass
+class ObjectiveConfig:
+    """What is learned: `name` is `"classification"` (labels, the model's
+    head, `label_smoothing`) or `"masked_patches"`, the paper's
+    self-supervised masked patch prediction
+    (`keras_vit.training.MaskedPatchPrediction`): labels are not used (an
+    image folder needs no class sub-folders), the backbone is built without
+    a head, metrics are `loss` and `patch_accuracy`, and the backbone is
+    also saved as `backbone.keras`, to fine-tune with `weights=`.
+    `masked_patches` overrides the objective's options (`corrupt_rate`,
+    `mask_rate`, `replace_rate`, `bits`; the paper's by default)."""
+
+    name: str = _field(
         "classification",
         "masked-patches: the paper's self-supervised pre-training (no labels; "
         "writes backbone.keras to fine-tune from)",
+        flat="objective",
         choices=OBJECTIVES,
         kind="dashes",
     )
+    label_smoothing: float = _field(0.0)
     masked_patches: dict = _field(
         dict,
         "masked patch prediction's options",
@@ -211,110 +235,378 @@ class TrainConfig:
         ),
     )
 
-    def augmentation(self):
-        return Augmentation(
-            random_resized_crop=self.random_resized_crop,
-            crop_area=(  # a list once read back from config.json
-                tuple(self.crop_area)
-                if isinstance(self.crop_area, list)
-                else self.crop_area
-            ),
-            flip=self.flip,
-            rand_augment=self.rand_augment,
-            mixup=self.mixup,
-            cutmix=self.cutmix,
+
+@dataclasses.dataclass
+class RunConfig:
+    """The run itself: its folder (`output`; a rerun resumes it), its
+    length, its seed (the initialisation, shuffle, augmentation, dropout and
+    masking draws), whether kernels are deterministic too, and `verbose`
+    (Keras's `fit` verbose)."""
+
+    output: str = _field(
+        "runs/vit", "run folder (rerun to resume)", required=True
+    )
+    epochs: int = _field(10)
+    seed: int = _field(0, "draws the initialisation, shuffle and augmentation")
+    deterministic: bool = _field(
+        False,
+        "deterministic kernels too (a killed and resumed run ends "
+        "bit for bit as an uninterrupted one)",
+        kind="store_true",
+    )
+    verbose: object = _field(
+        "auto",
+        "progress output (Keras's fit verbose)",
+        choices=("auto", 0, 1, 2),
+        kind="choice_text",
+    )
+
+
+@dataclasses.dataclass
+class ScaleConfig:
+    """Where and how fast it computes: `strategy` (`auto`, `default`,
+    `mirrored`, `multi_worker`, `tpu`), `tpu`, `mixed_precision` (`auto`,
+    `off`, `bfloat16`, `float16`), `steps_per_execution` (`None`: 1, 32 on
+    TPUs), `jit_compile` (XLA; `"auto"`: on, but on CPUs for several
+    replicas, where XLA has no collectives, and for bfloat16, where
+    TensorFlow's oneDNN kernels are faster: `recipe.auto_jit_compile`)."""
+
+    strategy: str = _field("auto", choices=STRATEGIES)
+    tpu: str = _field(None, "TPU name or address (default: TPU_NAME)")
+    mixed_precision: str = _field("auto", choices=MIXED_PRECISION)
+    steps_per_execution: int = _field(None, "default: 1, 32 on TPUs")
+    jit_compile: object = _field(
+        "auto", "XLA", choices=("auto", True, False), kind="choice_text"
+    )
+
+
+#: The sections of a `TrainConfig`, in order, and their classes.
+SECTIONS = {
+    "model": ModelConfig,
+    "data": DataConfig,
+    "augmentation": Augmentation,
+    "optimizer": OptimizerConfig,
+    "objective": ObjectiveConfig,
+    "run": RunConfig,
+    "scale": ScaleConfig,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One field of one section, as the command line sees it."""
+
+    section: str
+    name: str
+    flat: str  # the old flat name; also the flag's (`--flat-name`)
+    default: object
+    type: object
+    metadata: dict
+
+
+def settings():
+    """Every field of every section, in order (`Setting`s)."""
+    found = []
+    for section, cls in SECTIONS.items():
+        for field in dataclasses.fields(cls):
+            metadata = field.metadata or _AUGMENTATION_FLAGS[field.name]
+            default = field.default
+            if default is dataclasses.MISSING:
+                default = field.default_factory()
+            found.append(
+                Setting(
+                    section,
+                    field.name,
+                    metadata["flat"] or field.name,
+                    default,
+                    field.type,
+                    metadata,
+                )
+            )
+    return found
+
+
+#: Each old flat name's place: `{"epochs": ("run", "epochs"), ...}`.
+FLAT = {s.flat: (s.section, s.name) for s in settings()}
+
+
+def _nest(data):
+    """`{section: {field: value}}` from a dict of sections (as dicts or
+    section objects) and flat names, and the flat names it had; raises
+    `ValueError` for a section given as anything else, `TypeError` for a
+    name that is neither."""
+    nested, flat_names = {}, []
+    for key, value in data.items():
+        cls = SECTIONS.get(key)
+        if cls is not None and value is None:  # the section's defaults
+            continue
+        if cls is not None and isinstance(value, cls):
+            value = {
+                f.name: getattr(value, f.name)
+                for f in dataclasses.fields(value)
+            }
+        if cls is not None and isinstance(value, dict):
+            nested.setdefault(key, {}).update(value)
+        elif key in FLAT:  # `model`, `optimizer`, `objective` too: a name
+            flat_names.append(key)
+        elif cls is not None:
+            raise ValueError(
+                f"`{key}` must be a {cls.__name__} or a dict of its fields. "
+                f"Received: {key}={value!r}"
+            )
+        else:
+            raise TypeError(
+                f"TrainConfig got an unexpected keyword argument {key!r}"
+            )
+    for key in flat_names:  # after the sections, which they override
+        section, name = FLAT[key]
+        nested.setdefault(section, {})[name] = data[key]
+    return nested, flat_names
+
+
+def flatten(data):
+    """The flat form (`{"epochs": 10, ...}`) of a config dict in either
+    form, as `config.json` holds it, without checking it: a field no
+    section has keeps its `"section.field"` name."""
+    flat = {}
+    places = {place: name for name, place in FLAT.items()}
+    for key, value in data.items():
+        if key in SECTIONS and isinstance(value, dict):
+            for name, inner in value.items():
+                flat[places.get((key, name), f"{key}.{name}")] = inner
+        else:
+            flat[key] = value
+    return flat
+
+
+def _flat_attribute(name):
+    """`(section, field)` for a deprecated flat attribute, with its warning
+    (for the caller's caller: `TrainConfig.__getattr__`'s), else `None`."""
+    if name not in FLAT or name in SECTIONS:
+        return None
+    section, field = FLAT[name]
+    warnings.warn(
+        f"TrainConfig.{name} is deprecated and will be removed in the next "
+        f"release; it is TrainConfig.{section}.{field}.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return section, field
+
+
+@dataclasses.dataclass(init=False)
+class TrainConfig:
+    """Everything a run needs, by section; `keras-vit train`'s flags are
+    made from the sections' fields (their help, defaults and choices:
+    `keras_vit.cli.train`).
+
+    Args:
+        model: a `ModelConfig` (or a dict of its fields).
+        data: a `DataConfig` (or a dict).
+        augmentation: a `keras_vit.data.Augmentation` (or a dict).
+        optimizer: an `OptimizerConfig` (or a dict).
+        objective: an `ObjectiveConfig` (or a dict).
+        run: a `RunConfig` (or a dict).
+        scale: a `ScaleConfig` (or a dict).
+        **flat: deprecated: the flat names of earlier versions
+            (`epochs=3` for `run=RunConfig(epochs=3)`), set on top of the
+            sections given.
+
+    Example:
+
+    ```python
+    config = TrainConfig(
+        model=ModelConfig("S/16", image_size=64, patch_size=8),
+        data=DataConfig("cifar10", batch_size=256),
+        run=RunConfig(output="runs/c10", epochs=100),
+    )
+    ```
+    """
+
+    model: ModelConfig
+    data: DataConfig
+    augmentation: Augmentation
+    optimizer: OptimizerConfig
+    objective: ObjectiveConfig
+    run: RunConfig
+    scale: ScaleConfig
+
+    def __init__(
+        self,
+        model=None,
+        data=None,
+        augmentation=None,
+        optimizer=None,
+        objective=None,
+        run=None,
+        scale=None,
+        **flat,
+    ):
+        given = dict(
+            model=model,
+            data=data,
+            augmentation=augmentation,
+            optimizer=optimizer,
+            objective=objective,
+            run=run,
+            scale=scale,
         )
+        nested, flat_names = _nest({**given, **flat})
+        if flat_names:
+            places = ", ".join(
+                f"{name} -> {'.'.join(FLAT[name])}" for name in flat_names
+            )
+            warnings.warn(
+                "Flat TrainConfig arguments are deprecated and will be "
+                "removed in the next release; each has a section now: "
+                f"{places}.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        self._assign(nested)
+
+    def _assign(self, nested):
+        for section, cls in SECTIONS.items():
+            values = dict(nested.get(section, {}))
+            if isinstance(values.get("crop_area"), list):  # from JSON
+                values["crop_area"] = tuple(values["crop_area"])
+            object.__setattr__(self, section, cls(**values))
+
+    @classmethod
+    def from_dict(cls, data):
+        """A `TrainConfig` from a dict in either form (a run's
+        `config.json`: nested, or flat as earlier versions wrote it),
+        without a deprecation warning."""
+        config = cls()
+        config._assign(_nest(data)[0])
+        return config
+
+    def __getattr__(self, name):
+        # Only for names that are not the sections (found before this).
+        place = _flat_attribute(name)
+        if place and place[0] in self.__dict__:
+            return getattr(self.__dict__[place[0]], place[1])
+        raise AttributeError(
+            f"{type(self).__name__!r} object has no attribute {name!r}"
+        )
+
+    def __setattr__(self, name, value):
+        place = _flat_attribute(name)
+        if place:  # into the section (not a stray attribute nothing reads)
+            setattr(getattr(self, place[0]), place[1], value)
+        else:
+            object.__setattr__(self, name, value)
 
     def check(self):
         """Raises `ValueError` for any bad setting, before anything runs."""
-        if registry.resolve(self.model).preset and self.weights is not None:
+        model, data, run = self.model, self.data, self.run
+        if registry.resolve(model.name).preset and model.weights is not None:
             raise ValueError(  # (resolve raises for an unknown name)
-                f"The model {self.model!r} is a preset, its own weights. "
-                f"Received: weights={self.weights!r}"
+                f"The model {model.name!r} is a preset, its own weights. "
+                f"Received: weights={model.weights!r}"
             )
-        arg_checks.positive_int("epochs", self.epochs)
-        arg_checks.positive_int("batch_size", self.batch_size)
-        if self.image_size is not None:
-            arg_checks.size_2d("image_size", self.image_size)
-        if self.patch_size is not None:
-            arg_checks.positive_int("patch_size", self.patch_size)
-        if not isinstance(self.output, str) or not self.output:
+        if model.image_size is not None:
+            arg_checks.size_2d("image_size", model.image_size)
+        if model.patch_size is not None:
+            arg_checks.positive_int("patch_size", model.patch_size)
+        arg_checks.positive_int("batch_size", data.batch_size)
+        arg_checks.rate("validation_split", data.validation_split)
+        arg_checks.boolean("shuffle", data.shuffle)
+        # Augmentation checks itself when it is made (again: it may have
+        # been changed since).
+        dataclasses.replace(self.augmentation)
+        self._check_optimizer()
+        self._check_objective()
+        arg_checks.positive_int("epochs", run.epochs)
+        if not isinstance(run.output, str) or not run.output:
             raise ValueError(
-                f"`output` must be a folder. Received: output={self.output!r}"
+                f"`output` must be a folder. Received: output={run.output!r}"
             )
-        if os.path.exists(self.output) and not os.path.isdir(self.output):
+        if os.path.exists(run.output) and not os.path.isdir(run.output):
             raise ValueError(
                 "The output folder is an existing file. Received: "
-                f"output={self.output!r}"
+                f"output={run.output!r}"
             )
-        arg_checks.rate("validation_split", self.validation_split)
-        arg_checks.one_of("optimizer", self.optimizer, OPTIMIZERS)
-        arg_checks.one_of("decay", self.decay, DECAYS)
-        arg_checks.positive_float("learning_rate", self.learning_rate)
-        arg_checks.non_negative_float("weight_decay", self.weight_decay)
-        if self.warmup_steps is not None:
-            arg_checks.non_negative_int("warmup_steps", self.warmup_steps)
-        arg_checks.rate("label_smoothing", self.label_smoothing)
-        if self.clipnorm is not None:
-            arg_checks.positive_float("clipnorm", self.clipnorm)
-        arg_checks.rate("momentum", self.momentum)
-        arg_checks.boolean("shuffle", self.shuffle)
-        arg_checks.non_negative_int("seed", self.seed)
-        if self.seed >= 2**32:  # what keras.utils.set_random_seed takes
+        arg_checks.non_negative_int("seed", run.seed)
+        if run.seed >= 2**32:  # what keras.utils.set_random_seed takes
             raise ValueError(
-                f"`seed` must be below 2**32. Received: seed={self.seed!r}"
+                f"`seed` must be below 2**32. Received: seed={run.seed!r}"
             )
-        arg_checks.boolean("deterministic", self.deterministic)
-        arg_checks.one_of("strategy", self.strategy, STRATEGIES)
+        arg_checks.boolean("deterministic", run.deterministic)
+        arg_checks.one_of("verbose", run.verbose, ("auto", 0, 1, 2))
+        self._check_scale()
+
+    def _check_optimizer(self):
+        optimizer = self.optimizer
+        arg_checks.one_of("optimizer", optimizer.name, OPTIMIZERS)
+        arg_checks.one_of("decay", optimizer.decay, DECAYS)
+        arg_checks.positive_float("learning_rate", optimizer.learning_rate)
+        arg_checks.non_negative_float("weight_decay", optimizer.weight_decay)
+        if optimizer.warmup_steps is not None:
+            arg_checks.non_negative_int("warmup_steps", optimizer.warmup_steps)
+        if optimizer.clipnorm is not None:
+            arg_checks.positive_float("clipnorm", optimizer.clipnorm)
+        arg_checks.rate("momentum", optimizer.momentum)
+
+    def _check_scale(self):
+        scale = self.scale
+        arg_checks.one_of("strategy", scale.strategy, STRATEGIES)
         arg_checks.one_of(
-            "mixed_precision", self.mixed_precision, MIXED_PRECISION
+            "mixed_precision", scale.mixed_precision, MIXED_PRECISION
         )
         arg_checks.one_of(
-            "jit_compile", self.jit_compile, ("auto", True, False)
+            "jit_compile", scale.jit_compile, ("auto", True, False)
         )
-        if self.steps_per_execution is not None:
+        if scale.steps_per_execution is not None:
             arg_checks.positive_int(
-                "steps_per_execution", self.steps_per_execution
+                "steps_per_execution", scale.steps_per_execution
             )
-        arg_checks.one_of("verbose", self.verbose, ("auto", 0, 1, 2))
-        self.augmentation()  # validates the augmentation settings
-        arg_checks.one_of("objective", self.objective, OBJECTIVES)
-        if self.masked_patches:
+
+    def _check_objective(self):
+        objective = self.objective
+        arg_checks.rate("label_smoothing", objective.label_smoothing)
+        arg_checks.one_of("objective", objective.name, OBJECTIVES)
+        options = objective.masked_patches
+        if options:
             from keras_vit.training import masked_patches
 
-            if self.objective != "masked_patches":
+            if objective.name != "masked_patches":
                 raise ValueError(
                     "`masked_patches` sets the options of masked patch "
                     "prediction, which this run does not train. Received: "
-                    f"masked_patches={self.masked_patches!r} with "
-                    f"objective={self.objective!r}"
+                    f"masked_patches={options!r} with "
+                    f"objective={objective.name!r}"
                 )
-            unknown = sorted(
-                set(self.masked_patches) - set(masked_patches.OPTIONS)
-            )
+            unknown = sorted(set(options) - set(masked_patches.OPTIONS))
             if unknown:
                 raise ValueError(
                     "Unknown masked patch prediction option "
                     f"{', '.join(map(repr, unknown))}. Expected some of "
                     f"{', '.join(masked_patches.OPTIONS)}. Received: "
-                    f"masked_patches={self.masked_patches!r}"
+                    f"masked_patches={options!r}"
                 )
-            masked_patches.check_options(**self.masked_patches)
-        if self.objective == "masked_patches":
-            for name in ("mixup", "cutmix", "label_smoothing"):
-                if getattr(self, name):
+            masked_patches.check_options(**options)
+        if objective.name == "masked_patches":
+            for section, name in (
+                (self.augmentation, "mixup"),
+                (self.augmentation, "cutmix"),
+                (objective, "label_smoothing"),
+            ):
+                if getattr(section, name):
                     raise ValueError(
                         "Masked patch prediction uses no labels, so "
                         f"`{name}` (which mixes or smooths labels) has no "
                         "place in it. Received: "
-                        f"{name}={getattr(self, name)!r} "
+                        f"{name}={getattr(section, name)!r} "
                         "with objective='masked_patches'"
                     )
 
 
 def load_config(path):
-    """A `TrainConfig` from a run's `config.json` (to rerun or resume it)."""
+    """A `TrainConfig` from a run's `config.json` (to rerun or resume it),
+    in the nested form this version writes or the flat one of earlier
+    versions."""
     with open(path) as file:
         data = json.load(file)
     data.pop("resolved", None)
-    return TrainConfig(**data)
+    return TrainConfig.from_dict(data)

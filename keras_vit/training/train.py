@@ -24,6 +24,7 @@ from keras_vit.training import callbacks as run_callbacks
 from keras_vit.training import recipe
 from keras_vit.training import strategy as run_strategy
 from keras_vit.training.config import TrainConfig  # noqa: F401 - its old home
+from keras_vit.training.config import flatten
 from keras_vit.training.config import load_config  # noqa: F401 - its old home
 
 
@@ -46,19 +47,20 @@ def build_model(config, num_classes, dtype=None):
     from keras_vit import builders
     from keras_vit.training.masked_patches import MaskedPatchPrediction
 
-    kwargs = dict(config.model_kwargs)
-    if config.image_size is not None:
-        kwargs["image_size"] = config.image_size
-    if config.patch_size is not None:
-        kwargs["patch_size"] = config.patch_size
-    kwargs.update(num_classes=num_classes, weights=config.weights, dtype=dtype)
-    masked = config.objective == "masked_patches"
+    spec = config.model
+    kwargs = dict(spec.kwargs)
+    if spec.image_size is not None:
+        kwargs["image_size"] = spec.image_size
+    if spec.patch_size is not None:
+        kwargs["patch_size"] = spec.patch_size
+    kwargs.update(num_classes=num_classes, weights=spec.weights, dtype=dtype)
+    masked = config.objective.name == "masked_patches"
     if masked:
         kwargs["include_top"] = False
-    model = builders.build(config.model, **kwargs)
+    model = builders.build(spec.name, **kwargs)
     if masked:
         model = MaskedPatchPrediction(
-            model, seed=config.seed, **config.masked_patches
+            model, seed=config.run.seed, **config.objective.masked_patches
         )
         model.build()
     return model
@@ -67,8 +69,8 @@ def build_model(config, num_classes, dtype=None):
 def _output_dirs(config, chief):
     """The run's folder, or a temporary one for a non-chief worker."""
     if chief:
-        os.makedirs(config.output, exist_ok=True)
-        return config.output, None
+        os.makedirs(config.run.output, exist_ok=True)
+        return config.run.output, None
     temporary = tempfile.mkdtemp(prefix="keras_vit_worker_")
     return temporary, temporary
 
@@ -165,7 +167,8 @@ def _plot_history(history, path):
 #: What a rerun into a run's folder must keep to resume it: what its backup
 #: was made for (the model and optimizer variables) and its data (the
 #: validation split, which the seed draws: another one would train on
-#: images validated on so far).
+#: images validated on so far). By their flat names (`config.flatten`), so
+#: that a `config.json` of either form compares with the run's settings.
 RESUME_SETTINGS = (
     "model",
     "image_size",
@@ -202,15 +205,14 @@ def _is_run_config(path):
             data = json.load(file)
     except (OSError, ValueError):
         return False
-    return (
-        isinstance(data, dict)
-        and isinstance(data.get("resolved"), dict)
-        and all(key in data for key in ("model", "dataset", "output"))
-    )
+    if not isinstance(data, dict) or not isinstance(data.get("resolved"), dict):
+        return False
+    flat = flatten(data)  # either form: nested, or flat as runs wrote it
+    return all(key in flat for key in ("model", "dataset", "output"))
 
 
 def _check_run_folder(config):
-    """Raises if `config.output` holds files a run writes that no run wrote.
+    """Raises if `config.run.output` holds files a run writes that no run wrote.
 
     A run writes `RUN_ENTRIES` into its folder, replacing what is there;
     in a folder that is not a run's (no keras_vit `config.json`) they are
@@ -219,7 +221,7 @@ def _check_run_folder(config):
     files in the folder are never touched, and a run's own folder is
     resumed.
     """
-    folder = config.output
+    folder = config.run.output
     if not os.path.isdir(folder):
         return
     if _is_run_config(os.path.join(folder, "config.json")):
@@ -236,7 +238,7 @@ def _check_run_folder(config):
 
 
 def _check_resumable(config):
-    """Raises if `config.output` holds a backup made with other settings.
+    """Raises if `config.run.output` holds a backup made with other settings.
 
     A rerun resumes from the backup; with another model, dataset, objective
     or optimizer its variables would not fit (or not mean the same), and
@@ -245,14 +247,14 @@ def _check_resumable(config):
     what differs. Epochs, the recipe's numbers, augmentation, the precision
     and the strategy may change.
     """
-    path = os.path.join(config.output, "config.json")
-    if not run_callbacks.read_backup(os.path.join(config.output, "backup")):
+    path = os.path.join(config.run.output, "config.json")
+    if not run_callbacks.read_backup(os.path.join(config.run.output, "backup")):
         return
     if not os.path.isfile(path):
         return
     with open(path) as file:
-        previous = json.load(file)
-    current = json.loads(json.dumps(dataclasses.asdict(config)))
+        previous = flatten(json.load(file))  # either form
+    current = flatten(json.loads(json.dumps(dataclasses.asdict(config))))
     differ = [
         f"{name}={previous.get(name)!r} there, {current[name]!r} here"
         for name in RESUME_SETTINGS
@@ -263,14 +265,14 @@ def _check_resumable(config):
             "The output folder holds a run made with other settings, and a "
             "rerun resumes it: " + "; ".join(differ) + ". Use another "
             "`output`, or the run's settings. Received: "
-            f"output={config.output!r}"
+            f"output={config.run.output!r}"
         )
 
 
 def train(config, callbacks=(), strategy=None):
     """Trains (or resumes training) a ViT as `config` says.
 
-    Writes into `config.output`: `backup/` (resumable state, kept after the
+    Writes into `config.run.output`: `backup/` (resumable state, kept after the
     run), `best.keras` (best validation accuracy, or training accuracy
     without validation; for masked patch prediction, patch accuracy),
     `model.keras` (the final model; for masked patch prediction also
@@ -280,10 +282,10 @@ def train(config, callbacks=(), strategy=None):
     temporary folders that are removed afterwards. The folder is locked
     while the run writes there (`RunLock`): a second run into it is refused.
 
-    A rerun with the same `output` resumes after the last completed epoch
+    A rerun with the same `run.output` resumes after the last completed epoch
     and trains on what the uninterrupted run would have: every epoch's
     shuffle, augmentation, dropout and masking draws are seeded from
-    `(seed, epoch)`. With `deterministic=True` a killed and resumed run
+    `(seed, epoch)`. With `run.deterministic` a killed and resumed run
     ends with the same weights, bit for bit, as an uninterrupted one on the
     same machine.
 
@@ -291,7 +293,7 @@ def train(config, callbacks=(), strategy=None):
         config: a `TrainConfig`.
         callbacks: extra `keras.callbacks.Callback`s, run after keras_vit's.
         strategy: a `tf.distribute.Strategy` to use instead of the one
-            `config.strategy` names. Defaults to `None`.
+            `config.scale.strategy` names. Defaults to `None`.
 
     Returns:
         A `TrainResult`.
@@ -320,7 +322,7 @@ def train(config, callbacks=(), strategy=None):
             model=model,
             history=history,
             test_metrics=test_metrics,
-            output=config.output,
+            output=config.run.output,
             strategy_kind=setup.kind,
             initial_epoch=backup.initial_epoch,
         )
@@ -348,27 +350,30 @@ class _Setup:
 def _set_up(config, strategy):
     """Step 1: the strategy, the seeds and the precision."""
     if strategy is None:
-        strategy, kind = run_strategy.make_strategy(config.strategy, config.tpu)
+        strategy, kind = run_strategy.make_strategy(
+            config.scale.strategy, config.scale.tpu
+        )
     else:
         kind = run_strategy.kind_of(strategy)
     replicas = strategy.num_replicas_in_sync
-    if config.batch_size % replicas:
+    batch_size = config.data.batch_size
+    if batch_size % replicas:
         raise ValueError(
             f"`batch_size` is the global batch and must be divisible by the "
-            f"{replicas} replicas. Received: batch_size={config.batch_size}"
+            f"{replicas} replicas. Received: batch_size={batch_size}"
         )
     chief = run_strategy.is_chief(strategy)
-    if chief and os.path.isdir(config.output):
-        RunLock(config.output).acquire().release()  # refused now if held
+    if chief and os.path.isdir(config.run.output):
+        RunLock(config.run.output).acquire().release()  # refused now if held
     device = run_strategy.device_kind(kind)
     # The run is reproducible from its seed: initialisation, shuffling and
     # augmentation; `deterministic` also makes TensorFlow's kernels so.
-    keras.utils.set_random_seed(config.seed)
-    if config.deterministic:
+    keras.utils.set_random_seed(config.run.seed)
+    if config.run.deterministic:
         import tensorflow as tf
 
         tf.config.experimental.enable_op_determinism()
-    policy = recipe.dtype_policy(config.mixed_precision, device)
+    policy = recipe.dtype_policy(config.scale.mixed_precision, device)
     return _Setup(strategy, kind, replicas, chief, device, policy)
 
 
@@ -386,23 +391,23 @@ class _Data:
 
 def _load_data(config):
     """Step 2: the dataset and its validation hold-out."""
-    masked = config.objective == "masked_patches"
+    masked = config.objective.name == "masked_patches"
     data = data_datasets.load(
-        config.dataset, config.data_dir, labels=not masked
+        config.data.dataset, config.data.data_dir, labels=not masked
     )
     train_split, num_train = data.train, data.num_train
     validation_split = None
-    if config.validation_split:
+    if config.data.validation_split:
         train_split, validation_split, num_train, _ = data.holdout(
-            config.validation_split, seed=config.seed
+            config.data.validation_split, seed=config.run.seed
         )
-    if num_train is not None and num_train < config.batch_size:
+    if num_train is not None and num_train < config.data.batch_size:
         raise ValueError(
             f"`batch_size` is larger than the {num_train} training examples. "
-            f"Received: batch_size={config.batch_size}"
+            f"Received: batch_size={config.data.batch_size}"
         )
     steps_per_epoch = (
-        None if num_train is None else num_train // config.batch_size
+        None if num_train is None else num_train // config.data.batch_size
     )
     return _Data(
         data.num_classes,
@@ -417,31 +422,31 @@ def _load_data(config):
 def _build_and_compile(config, setup, data):
     """Step 3: the model and its optimizer, compiled in the strategy's
     scope; sets `setup.steps_per_execution` and `setup.jit_compile`."""
-    masked = config.objective == "masked_patches"
+    masked = config.objective.name == "masked_patches"
     with setup.strategy.scope():
         model = build_model(config, data.num_classes, dtype=setup.policy)
-        total_steps = (data.steps_per_epoch or 1000) * config.epochs
+        total_steps = (data.steps_per_epoch or 1000) * config.run.epochs
         warmup = (
-            config.warmup_steps
-            if config.warmup_steps is not None
+            config.optimizer.warmup_steps
+            if config.optimizer.warmup_steps is not None
             else max(1, int(0.05 * total_steps))
         )
         optimizer = recipe.make_optimizer(
-            config.optimizer,
-            config.learning_rate,
-            config.weight_decay,
+            config.optimizer.name,
+            config.optimizer.learning_rate,
+            config.optimizer.weight_decay,
             warmup,
             total_steps,
-            config.decay,
-            config.clipnorm,
-            config.momentum,
+            config.optimizer.decay,
+            config.optimizer.clipnorm,
+            config.optimizer.momentum,
         )
-        steps_per_execution = config.steps_per_execution or (
+        steps_per_execution = config.scale.steps_per_execution or (
             32 if setup.kind == "tpu" else 1
         )
         if data.steps_per_epoch:
             steps_per_execution = min(steps_per_execution, data.steps_per_epoch)
-        jit = config.jit_compile
+        jit = config.scale.jit_compile
         if jit == "auto":
             jit = recipe.auto_jit_compile(
                 setup.device, setup.replicas, setup.policy
@@ -450,7 +455,7 @@ def _build_and_compile(config, setup, data):
         if not masked:
             objective = dict(
                 loss=keras.losses.CategoricalCrossentropy(
-                    label_smoothing=config.label_smoothing
+                    label_smoothing=config.objective.label_smoothing
                 ),
                 metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
             )
@@ -491,7 +496,9 @@ def _resume(config, setup, model, out_dir):
     # Every worker resumes from the chief's backup (the run folder must be
     # readable by all of them: shared storage or gs://), so that all start
     # the same epoch with the same weights.
-    backup = run_callbacks.read_backup(os.path.join(config.output, "backup"))
+    backup = run_callbacks.read_backup(
+        os.path.join(config.run.output, "backup")
+    )
     if backup:
         with setup.strategy.scope():
             run_callbacks.load_backup(model, backup[1])
@@ -506,17 +513,17 @@ def _resume(config, setup, model, out_dir):
 
 def _pipelines(config, setup, data, model, backup):
     """Step 5: the `tf.data` pipelines (train, validation) and the size."""
-    vit = model.backbone if config.objective == "masked_patches" else model
+    vit = model.backbone if config.objective.name == "masked_patches" else model
     size = vit.image_size
     train_ds = data_pipeline.train_pipeline(
         data.train,
         data.num_classes,
         size,
-        config.batch_size,
-        augmentation=config.augmentation(),
-        shuffle=config.shuffle,
-        seed=config.seed,
-        deterministic=config.deterministic,
+        config.data.batch_size,
+        augmentation=config.augmentation,
+        shuffle=config.data.shuffle,
+        seed=config.run.seed,
+        deterministic=config.run.deterministic,
         # One endless stream cut into epochs by steps_per_epoch, so an
         # epoch never runs out of data halfway; it starts at the epoch the
         # run resumes at, with that epoch's draws. (Of unknown size, each
@@ -528,7 +535,11 @@ def _pipelines(config, setup, data, model, backup):
     static = setup.kind == "tpu"
     val_ds = (
         data_pipeline.eval_pipeline(
-            data.validation, data.num_classes, size, config.batch_size, static
+            data.validation,
+            data.num_classes,
+            size,
+            config.data.batch_size,
+            static,
         )
         if data.validation is not None
         else None
@@ -540,7 +551,9 @@ def _callbacks(config, model, out_dir, pipelines, backup):
     """Step 6: keras_vit's callbacks (seeds, best model, backup, NaN stop,
     TensorBoard); the backup is the third."""
     monitor = (
-        "patch_accuracy" if config.objective == "masked_patches" else "accuracy"
+        "patch_accuracy"
+        if config.objective.name == "masked_patches"
+        else "accuracy"
     )
     monitor = (
         f"val_{monitor}" if pipelines["validation"] is not None else monitor
@@ -548,7 +561,7 @@ def _callbacks(config, model, out_dir, pipelines, backup):
     history = backup.history
     best_so_far = max(history[monitor]) if history.get(monitor) else None
     return [
-        run_callbacks.EpochSeeds(config.seed),
+        run_callbacks.EpochSeeds(config.run.seed),
         # Before the backup: a kill between the two repeats the epoch,
         # which writes best.keras again (after the backup, the epoch's
         # best model would be lost).
@@ -565,7 +578,7 @@ def _callbacks(config, model, out_dir, pipelines, backup):
 def _write_config(config, setup, model, out_dir, backup):
     """The chief's `config.json` (with what `auto` settings resolved to),
     and the log of the epochs the backup holds, no more, no less."""
-    vit = model.backbone if config.objective == "masked_patches" else model
+    vit = model.backbone if config.objective.name == "masked_patches" else model
     write_config = dataclasses.asdict(config)
     write_config.update(
         resolved={
@@ -586,21 +599,21 @@ def _fit_and_evaluate(config, model, data, pipelines, backup, callbacks):
     """Step 7: trains from the backup's epoch; the history and the test
     split's metrics."""
     initial_epoch = backup.initial_epoch
-    if initial_epoch < config.epochs:
-        if initial_epoch and config.verbose:
+    if initial_epoch < config.run.epochs:
+        if initial_epoch and config.run.verbose:
             print(
                 f"Resuming from the backup in {backup.folder}: "
-                f"{initial_epoch} of {config.epochs} epochs done."
+                f"{initial_epoch} of {config.run.epochs} epochs done."
             )
         model.fit(
             pipelines["train"],
-            epochs=config.epochs,
+            epochs=config.run.epochs,
             initial_epoch=initial_epoch,
             steps_per_epoch=data.steps_per_epoch,
             validation_data=pipelines["validation"],
             callbacks=callbacks,
             shuffle=False,  # the pipeline shuffles
-            verbose=config.verbose,
+            verbose=config.run.verbose,
         )
     history = callbacks[2].history  # the Backup's
     test_metrics = {}
@@ -609,11 +622,11 @@ def _fit_and_evaluate(config, model, data, pipelines, backup, callbacks):
             data.test,
             data.num_classes,
             pipelines["size"],
-            config.batch_size,
+            config.data.batch_size,
             pipelines["static"],
         )
         # The same draws (masked patches) however the run got here.
-        run_callbacks.seed_model(model, config.seed, config.epochs)
+        run_callbacks.seed_model(model, config.run.seed, config.run.epochs)
         test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0)
         test_metrics = {k: float(v) for k, v in test_metrics.items()}
     return history, test_metrics
@@ -624,7 +637,9 @@ def _save(config, setup, model, out_dir, history, test_metrics):
     run_callbacks.atomic_write(
         os.path.join(out_dir, "model.keras"), lambda p: model.save(p)
     )
-    if config.objective == "masked_patches":  # what fine-tuning starts from
+    if (
+        config.objective.name == "masked_patches"
+    ):  # what fine-tuning starts from
         run_callbacks.atomic_write(
             os.path.join(out_dir, "backbone.keras"),
             lambda p: model.backbone.save(p),

@@ -203,11 +203,13 @@ def test_a_cut_short_image_stops_train_and_few_shot_naming_it(tmp_path, capsys):
 
 def test_every_config_field_has_a_flag_whose_default_is_the_fields():
     # `--momentum` was missing, and `--verbose` defaulted to 1 where
-    # `TrainConfig.verbose` defaults to "auto".
-    import dataclasses
-
+    # `TrainConfig.verbose` defaults to "auto". The flags keep the flat
+    # names of the config's fields, now in sections.
     from keras_vit.cli import train as train_command
     from keras_vit.training import TrainConfig
+    from keras_vit.training.config import DataConfig
+    from keras_vit.training.config import RunConfig
+    from keras_vit.training.config import settings
 
     parser = cli.build_parser()
     required = ["--dataset", "digits", "--output", "runs/x"]
@@ -215,19 +217,21 @@ def test_every_config_field_has_a_flag_whose_default_is_the_fields():
     flags = {
         option for action in train._actions for option in action.option_strings
     }
-    for field in dataclasses.fields(TrainConfig):
+    fields = settings()
+    assert len(fields) == 37  # the flat config's 36 and RandAugment's factor
+    for field in fields:
         options = field.metadata.get("options")
         names = (
             [flag for flag, *_ in options]
             if options
-            else ["crop_min_area" if field.name == "crop_area" else field.name]
+            else ["crop_min_area" if field.flat == "crop_area" else field.flat]
         )
         for name in names:
             assert "--" + name.replace("_", "-") in flags, field.name
     args = parser.parse_args(["train", *required])
-    assert args.verbose == TrainConfig.verbose
+    assert args.verbose == RunConfig.verbose
     assert train_command.config_from_args(args) == TrainConfig(
-        dataset="digits", output="runs/x"
+        data=DataConfig(dataset="digits"), run=RunConfig(output="runs/x")
     )
     # Each flag reaches its field.
     args = parser.parse_args(
@@ -244,14 +248,40 @@ def test_every_config_field_has_a_flag_whose_default_is_the_fields():
             "off",
             "--jit-compile",
             "on",
+            "--hidden-dim",
+            "48",
+            "--crop-min-area",
+            "0.5",
+            "--color-bits",
+            "2",
+            "--objective",
+            "masked-patches",
+            "--rand-augment-magnitude",
+            "0.25",
         ]
     )
     config = train_command.config_from_args(args)
     assert (
-        config.momentum,
-        config.verbose,
-        config.optimizer,
-        config.flip,
-        config.jit_compile,
-    ) == (0.5, 2, "sgd", False, True)
+        config.optimizer.momentum,
+        config.run.verbose,
+        config.optimizer.name,
+        config.augmentation.flip,
+        config.scale.jit_compile,
+        config.model.kwargs,
+        config.augmentation.crop_area,
+        config.objective.masked_patches,
+        config.objective.name,
+        config.augmentation.rand_augment_magnitude,
+    ) == (
+        0.5,
+        2,
+        "sgd",
+        False,
+        True,
+        {"hidden_dim": 48},
+        (0.5, 1.0),
+        {"bits": 2},
+        "masked_patches",
+        0.25,
+    )
     config.check()

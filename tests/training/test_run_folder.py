@@ -1,5 +1,6 @@
 """A run folder has one writer, and what a killed writer left is cleaned up."""
 
+import json
 import os
 import signal
 import subprocess
@@ -109,7 +110,8 @@ HOLD = """
             print("training", flush=True)
             time.sleep(600)
 
-    train(TrainConfig(**{{**TINY, "output": {output!r}, "epochs": 1}}),
+    train(TrainConfig.from_dict(
+              {{**TINY, "output": {output!r}, "epochs": 1}}),
           callbacks=[Hold()])
 """
 
@@ -126,7 +128,7 @@ def test_a_second_run_into_a_folder_is_refused_while_the_first_runs(tmp_path):
         [
             sys.executable,
             "-c",
-            textwrap.dedent(HOLD.format(output=config.output)),
+            textwrap.dedent(HOLD.format(output=config.run.output)),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -148,7 +150,7 @@ def test_a_second_run_into_a_folder_is_refused_while_the_first_runs(tmp_path):
         first.kill()  # SIGKILL: the lock goes with the process
         first.communicate()
     # A killed run leaves no stale lock, and what it was writing goes.
-    backup = os.path.join(config.output, "backup")
+    backup = os.path.join(config.run.output, "backup")
     os.makedirs(backup, exist_ok=True)
     left = os.path.join(
         backup, _leftover(backup, "epoch-0001.weights.h5", first.pid)
@@ -192,14 +194,14 @@ def test_a_run_does_not_overwrite_a_folder_it_did_not_write(tmp_path):
     from keras_vit.training import train
 
     config = tiny_config(tmp_path, epochs=1)
-    os.makedirs(config.output)
+    os.makedirs(config.run.output)
     mine = {
         "config.json": '{"my": "project"}',
         "model.keras": "my model",
         "notes.txt": "kept",
     }
     for name, text in mine.items():
-        open(os.path.join(config.output, name), "w").write(text)
+        open(os.path.join(config.run.output, name), "w").write(text)
     with pytest.raises(
         ValueError,
         match=r"not a keras_vit run's.*config\.json, "
@@ -207,20 +209,21 @@ def test_a_run_does_not_overwrite_a_folder_it_did_not_write(tmp_path):
     ):
         train(config)
     for name, text in mine.items():
-        assert open(os.path.join(config.output, name)).read() == text
-    assert sorted(os.listdir(config.output)) == sorted(mine)
+        assert open(os.path.join(config.run.output, name)).read() == text
+    assert sorted(os.listdir(config.run.output)) == sorted(mine)
     # A folder with none of a run's files is trained into; its own files
     # stay, and a rerun resumes it.
-    os.remove(os.path.join(config.output, "config.json"))
-    os.remove(os.path.join(config.output, "model.keras"))
+    os.remove(os.path.join(config.run.output, "config.json"))
+    os.remove(os.path.join(config.run.output, "model.keras"))
     assert train(config).initial_epoch == 0
-    assert open(os.path.join(config.output, "notes.txt")).read() == "kept"
+    assert open(os.path.join(config.run.output, "notes.txt")).read() == "kept"
     assert train(tiny_config(tmp_path, epochs=2)).initial_epoch == 1
 
 
 def test_a_config_json_as_runs_write_it_today_loads_to_resume():
-    # tests/training/flat_config.json is a run's config.json in today's flat
-    # form; a later config layout must keep reading it (a rerun resumes).
+    # tests/training/flat_config.json is a run's config.json in the flat
+    # form of earlier versions; a later config layout must keep reading it
+    # (a rerun resumes).
     import importlib
 
     from keras_vit.training.config import load_config
@@ -231,13 +234,75 @@ def test_a_config_json_as_runs_write_it_today_loads_to_resume():
     assert train_module._is_run_config(path)
     config = load_config(path)
     assert (
-        config.model,
-        config.dataset,
-        config.epochs,
-        config.model_kwargs,
+        config.model.name,
+        config.data.dataset,
+        config.run.epochs,
+        config.model.kwargs,
     ) == ("Ti/16", "digits", 2, {"hidden_dim": 16, "num_heads": 2})
-    assert config.crop_area == [
-        0.35,
-        1.0,
-    ] and config.augmentation().crop_area == (0.35, 1.0)
+    assert config.augmentation.crop_area == (0.35, 1.0)  # a list in JSON
     config.check()
+
+
+def test_a_nested_config_json_loads_to_the_same_settings_as_the_flat_one():
+    # tests/training/nested_config.json is flat_config.json's run as this
+    # version writes it (sections).
+    import importlib
+
+    from keras_vit.training.config import load_config
+
+    train_module = importlib.import_module("keras_vit.training.train")
+    here = os.path.dirname(__file__)
+    nested = os.path.join(here, "nested_config.json")
+    assert train_module._is_run_config(nested)
+    with open(nested) as f:
+        assert json.load(f)["run"]["epochs"] == 2
+    assert load_config(nested) == load_config(
+        os.path.join(here, "flat_config.json")
+    )
+
+
+@pytest.mark.parametrize("form", ["flat", "nested"])
+def test_a_rerun_compares_its_settings_with_either_form(
+    tmp_path, monkeypatch, form
+):
+    # A run folder of an earlier version holds a flat config.json: a rerun
+    # with the same settings resumes it (no "other settings" refusal), and
+    # one with another seed is refused, naming it, whichever form it holds.
+    import importlib
+    import shutil
+
+    from keras_vit.training.config import load_config
+
+    train_module = importlib.import_module("keras_vit.training.train")
+    here = os.path.dirname(__file__)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(
+        os.path.join(here, f"{form}_config.json"), folder / "config.json"
+    )
+    monkeypatch.setattr(  # as if the folder held a backup
+        train_module.run_callbacks, "read_backup", lambda path: ({}, None)
+    )
+    config = load_config(os.path.join(here, "flat_config.json"))
+    config.run.output = str(folder)
+    train_module._check_run_folder(config)
+    train_module._check_resumable(config)
+    config.run.seed = 1
+    with pytest.raises(ValueError, match="seed=0 there, 1 here"):
+        train_module._check_resumable(config)
+
+
+@pytest.mark.parametrize("form", ["flat", "nested"])
+def test_exports_find_the_class_names_in_either_form(tmp_path, form):
+    # keras_vit.export reads the run's dataset from its config.json to name
+    # the classes; it read the flat form's top-level "dataset" only.
+    import shutil
+
+    from keras_vit.export.metadata import training_run_class_names
+
+    here = os.path.dirname(__file__)
+    shutil.copy(
+        os.path.join(here, f"{form}_config.json"), tmp_path / "config.json"
+    )
+    names = training_run_class_names(str(tmp_path / "model.keras"))
+    assert names == [str(d) for d in range(10)]  # digits

@@ -42,7 +42,10 @@ TINY = dict(
 
 
 def tiny_config(tmp_path, **kwargs):
-    return TrainConfig(**{**TINY, "output": str(tmp_path / "run"), **kwargs})
+    # TINY and the overrides by their flat names (`TrainConfig.from_dict`).
+    return TrainConfig.from_dict(
+        {**TINY, "output": str(tmp_path / "run"), **kwargs}
+    )
 
 
 def test_a_tiny_vit_learns_digits(tmp_path):
@@ -51,7 +54,7 @@ def test_a_tiny_vit_learns_digits(tmp_path):
     # Chance is 0.1.
     assert result.test_metrics["accuracy"] > 0.6
     assert result.history["loss"][-1] < result.history["loss"][0]
-    out = config.output
+    out = config.run.output
     for name in (
         "model.keras",
         "best.keras",
@@ -74,6 +77,10 @@ def test_a_tiny_vit_learns_digits(tmp_path):
     with open(os.path.join(out, "config.json")) as f:
         run_config = json.load(f)
     assert run_config["resolved"]["strategy"] == "default"
+    # The nested form, section by section.
+    assert run_config["run"]["epochs"] == 12 and "epochs" not in run_config
+    assert run_config["model"]["name"] == "Ti/16"
+    assert run_config["augmentation"]["crop_area"] == [0.35, 1.0]
     assert run_config["resolved"]["model"]["hidden_dim"] == 32
     # The saved model is the trained one.
     model = keras.saving.load_model(
@@ -114,7 +121,7 @@ def test_masked_patch_prediction_runs_resumes_and_hands_on_its_backbone(
     assert len(history) == 2 and history[-1] > history[0]
     assert result.history["loss"][-1] < result.history["loss"][0]
     assert set(result.test_metrics) == {"loss", "patch_accuracy"}
-    out = config.output
+    out = config.run.output
     for name in ("model.keras", "best.keras", "backbone.keras", "curves.png"):
         assert os.path.isfile(os.path.join(out, name)), name
     saved = keras.saving.load_model(
@@ -265,7 +272,7 @@ def test_bfloat16_training_on_a_cpu_runs_without_xla(tmp_path):
     config = tiny_config(tmp_path, epochs=1, mixed_precision="bfloat16")
     result = train(config)
     assert np.isfinite(result.history["loss"]).all()
-    with open(os.path.join(config.output, "config.json")) as f:
+    with open(os.path.join(config.run.output, "config.json")) as f:
         resolved = json.load(f)["resolved"]
     assert resolved["dtype_policy"] == "mixed_bfloat16"
     assert resolved["jit_compile"] is False
@@ -377,7 +384,7 @@ def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_backup(
     config = tiny_config(tmp_path, epochs=3)
     with pytest.raises(NonFiniteLossError, match="epoch 2.*backup"):
         train(config, callbacks=[Poison()])
-    with open(os.path.join(config.output, "backup", "state.json")) as f:
+    with open(os.path.join(config.run.output, "backup", "state.json")) as f:
         assert json.load(f)["epoch"] == 1
 
 
@@ -443,7 +450,8 @@ RUN = """
 
         callbacks.Backup.on_epoch_end = on_epoch_end
         where = None
-    config = TrainConfig(**{{**TINY, **{settings!r}, "output": {output!r}}})
+    config = TrainConfig.from_dict(
+        {{**TINY, **{settings!r}, "output": {output!r}}})
     result = train(config, callbacks=[Kill(where)] if where else [])
     np.save({weights!r},
             np.concatenate([w.numpy().ravel() for w in result.model.weights]))

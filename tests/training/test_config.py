@@ -1,0 +1,138 @@
+"""`TrainConfig`'s sections, and the flat form of earlier versions."""
+
+import dataclasses
+import json
+import warnings
+
+import pytest
+
+from keras_vit.data import Augmentation
+from keras_vit.training import TrainConfig
+from keras_vit.training.config import FLAT
+from keras_vit.training.config import DataConfig
+from keras_vit.training.config import ModelConfig
+from keras_vit.training.config import ObjectiveConfig
+from keras_vit.training.config import OptimizerConfig
+from keras_vit.training.config import RunConfig
+from keras_vit.training.config import ScaleConfig
+from keras_vit.training.config import flatten
+
+NESTED = TrainConfig(
+    model=ModelConfig("S/16", image_size=32, patch_size=8),
+    data=DataConfig("digits", batch_size=32),
+    augmentation=Augmentation(crop_area=(0.5, 1.0), mixup=0.2),
+    optimizer=OptimizerConfig("sgd", learning_rate=0.01),
+    objective=ObjectiveConfig(label_smoothing=0.1),
+    run=RunConfig(output="runs/x", epochs=3),
+    scale=ScaleConfig(mixed_precision="off"),
+)
+
+#: `NESTED` by the flat names of earlier versions.
+FLAT_NESTED = dict(
+    model="S/16",
+    image_size=32,
+    patch_size=8,
+    dataset="digits",
+    batch_size=32,
+    crop_area=(0.5, 1.0),
+    mixup=0.2,
+    optimizer="sgd",
+    learning_rate=0.01,
+    label_smoothing=0.1,
+    output="runs/x",
+    epochs=3,
+    mixed_precision="off",
+)
+
+
+def test_the_config_is_its_sections():
+    assert [f.name for f in dataclasses.fields(TrainConfig)] == [
+        "model",
+        "data",
+        "augmentation",
+        "optimizer",
+        "objective",
+        "run",
+        "scale",
+    ]
+    assert NESTED.run.epochs == 3 and NESTED.model.name == "S/16"
+    # Sections as dicts are the same config; replace works section-wise.
+    assert NESTED == TrainConfig(
+        **json.loads(json.dumps(dataclasses.asdict(NESTED)))
+    )
+    longer = dataclasses.replace(
+        NESTED, run=dataclasses.replace(NESTED.run, epochs=5)
+    )
+    assert longer.run.epochs == 5 and longer.model == NESTED.model
+    NESTED.check()
+
+
+def test_flat_arguments_warn_once_naming_each_new_place():
+    with pytest.warns(DeprecationWarning) as record:
+        config = TrainConfig(**FLAT_NESTED)
+    assert len(record) == 1
+    message = str(record[0].message)
+    for name, place in (
+        ("model", "model.name"),
+        ("optimizer", "optimizer.name"),
+        ("epochs", "run.epochs"),
+        ("crop_area", "augmentation.crop_area"),
+        ("label_smoothing", "objective.label_smoothing"),
+        ("mixed_precision", "scale.mixed_precision"),
+    ):
+        assert f"{name} -> {place}" in message
+    assert record[0].filename == __file__  # points at the caller
+    assert config == NESTED
+    # Flat names set on top of the sections given (the demo's pattern).
+    with pytest.warns(DeprecationWarning, match=r"epochs -> run\.epochs\.$"):
+        again = TrainConfig(**{**NESTED.__dict__, "epochs": 7})
+    assert again.run.epochs == 7 and again.model == NESTED.model
+
+
+def test_the_nested_form_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        TrainConfig(run=RunConfig(epochs=2), data={"dataset": "digits"})
+        TrainConfig.from_dict(FLAT_NESTED)  # an earlier run's config.json
+        assert NESTED.run.output == "runs/x"
+
+
+def test_flat_attributes_warn_and_reach_their_section():
+    config = TrainConfig(**NESTED.__dict__)
+    with pytest.warns(
+        DeprecationWarning, match=r"TrainConfig\.run\.epochs"
+    ) as record:
+        assert config.epochs == 3
+    assert record[0].filename == __file__  # points at the caller
+    with pytest.warns(DeprecationWarning, match="TrainConfig.run.output"):
+        assert config.output == "runs/x"
+    # A write reaches the section (a plain attribute would be ignored).
+    with pytest.warns(DeprecationWarning, match="TrainConfig.run.epochs"):
+        config.epochs = 4
+    assert config.run.epochs == 4 and "epochs" not in vars(config)
+    with pytest.raises(AttributeError, match="'no_such'"):
+        config.no_such  # noqa: B018
+
+
+def test_bad_sections_and_names_are_refused():
+    with pytest.raises(ValueError, match="Received: data='digits'"):
+        TrainConfig(data="digits")
+    with pytest.raises(TypeError, match="'epoch'"):
+        TrainConfig(epoch=3)
+    # Augmentation checks itself when made, and check() again after a change.
+    with pytest.raises(ValueError, match="mixup=-1"):
+        TrainConfig(augmentation={"mixup": -1})
+    config = TrainConfig(**NESTED.__dict__)
+    config.augmentation.cutmix = -2
+    with pytest.raises(ValueError, match="cutmix=-2"):
+        config.check()
+
+
+def test_flatten_reads_either_form():
+    nested = json.loads(json.dumps(dataclasses.asdict(NESTED)))
+    flat = flatten(nested)
+    assert set(flat) == set(FLAT)
+    assert {k: flat[k] for k in FLAT_NESTED} == json.loads(
+        json.dumps(FLAT_NESTED)
+    )
+    assert flatten(flat) == flat
