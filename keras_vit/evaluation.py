@@ -32,11 +32,15 @@ import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit.models import checks as model_checks
+from keras_vit.options import FEW_SHOT_L2_REG
+from keras_vit.options import FEW_SHOT_SEEDS
+from keras_vit.options import FEW_SHOT_SHOTS
 
-#: The shots per class of big_vision's standard evaluator.
-SHOTS = (1, 5, 10, 25)
-#: Its L2 penalty.
-L2_REG = 2.0**10
+#: The shots per class of big_vision's standard evaluator, its draws and
+#: its L2 penalty (`keras_vit.options`, which the command line reads too).
+SHOTS = FEW_SHOT_SHOTS
+SEEDS = FEW_SHOT_SEEDS
+L2_REG = FEW_SHOT_L2_REG
 #: The constant feature that stands for the bias.
 BIAS_FEATURE = 100.0
 
@@ -150,7 +154,7 @@ def linear_few_shot(
     test_labels,
     num_classes,
     shots=SHOTS,
-    seeds=3,
+    seeds=SEEDS,
     l2_reg=L2_REG,
 ):
     """Few-shot accuracies of features already computed.
@@ -250,7 +254,7 @@ def few_shot(
     model,
     dataset,
     shots=SHOTS,
-    seeds=3,
+    seeds=SEEDS,
     l2_reg=L2_REG,
     data_dir=None,
     batch_size=64,

@@ -54,3 +54,9 @@ PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime", "openvino")
 
 #: Peers that run keras_vit's own model exported, for inference only.
 RUNTIMES = ("onnxruntime", "openvino")
+
+#: The linear few-shot evaluation's defaults (big_vision's standard
+#: evaluator): shots per class, random draws, and the L2 penalty.
+FEW_SHOT_SHOTS = (1, 5, 10, 25)
+FEW_SHOT_SEEDS = 3
+FEW_SHOT_L2_REG = 2.0**10

@@ -1,5 +1,9 @@
 """`keras-vit few-shot`: the paper's linear few-shot evaluation."""
 
+from keras_vit.options import FEW_SHOT_L2_REG
+from keras_vit.options import FEW_SHOT_SEEDS
+from keras_vit.options import FEW_SHOT_SHOTS
+
 
 def add_parser(sub):
     parser = sub.add_parser(
@@ -26,17 +30,22 @@ def add_parser(sub):
         "--shots",
         type=int,
         nargs="+",
-        default=[1, 5, 10, 25],
-        help="examples per class (default 1 5 10 25)",
+        default=list(FEW_SHOT_SHOTS),
+        help="examples per class (default "
+        + " ".join(map(str, FEW_SHOT_SHOTS))
+        + ")",
     )
     parser.add_argument(
-        "--seeds", type=int, default=3, help="random draws (default 3)"
+        "--seeds",
+        type=int,
+        default=FEW_SHOT_SEEDS,
+        help=f"random draws (default {FEW_SHOT_SEEDS})",
     )
     parser.add_argument(
         "--l2-reg",
         type=float,
-        default=1024.0,
-        help="L2 penalty (default 2^10, big_vision's)",
+        default=FEW_SHOT_L2_REG,
+        help=f"L2 penalty (default {FEW_SHOT_L2_REG:g}, big_vision's)",
     )
     parser.add_argument(
         "--weights",
