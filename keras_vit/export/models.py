@@ -107,12 +107,13 @@ def float32_model(model):
     LiteRT and ONNX Runtime on CPU take float32 graphs (ONNX Runtime has no
     bfloat16 kernels; LiteRT's own `quantize="float16"` is the phone's
     reduced precision), so a model trained under a mixed policy
-    (`mixed_bfloat16` on a TPU, `mixed_float16` on a GPU) is exported as
-    the same model computing in float32. Mixed policies keep the variables
-    in float32, so the copy holds exactly the trained values; it computes
-    more precisely than the original, not less. A keras_vit model is
-    rebuilt from its config with `dtype="float32"`; any other functional or
-    sequential model is cloned layer by layer with `dtype="float32"`.
+    (`mixed_bfloat16` on a TPU or a recent GPU, `mixed_float16` on an
+    older GPU) is exported as the same model computing in float32. Mixed
+    policies keep the variables in float32, so the copy holds exactly the
+    trained values; it computes more precisely than the original, not
+    less. A keras_vit model is rebuilt from its config with
+    `dtype="float32"`; any other functional or sequential model is cloned
+    layer by layer with `dtype="float32"`.
 
     Raises:
         ValueError: if the model cannot be rebuilt (a subclassed model).

@@ -266,14 +266,23 @@ class RunConfig:
 class ScaleConfig:
     """Where and how fast it computes: `strategy` (`auto`, `default`,
     `mirrored`, `multi_worker`, `tpu`), `tpu`, `mixed_precision` (`auto`,
-    `off`, `bfloat16`, `float16`), `steps_per_execution` (`None`: 1, 32 on
+    `off`, `bfloat16`, `float16`; `auto` is bfloat16 on TPUs and on GPUs of
+    compute capability 8.0 or more, float16 on older GPUs, and on CPUs
+    bfloat16 where native, else float32: `recipe.dtype_policy`),
+    `steps_per_execution` (`None`: 1, 32 on
     TPUs), `jit_compile` (XLA; `"auto"`: on, but on CPUs for several
     replicas, where XLA has no collectives, and for bfloat16, where
     TensorFlow's oneDNN kernels are faster: `recipe.auto_jit_compile`)."""
 
     strategy: str = _field("auto", choices=STRATEGIES)
     tpu: str = _field(None, "TPU name or address (default: TPU_NAME)")
-    mixed_precision: str = _field("auto", choices=MIXED_PRECISION)
+    mixed_precision: str = _field(
+        "auto",
+        "auto: bfloat16 on TPUs and on GPUs of compute capability 8.0 or "
+        "more (Ampere and later), float16 on older GPUs, and on CPUs "
+        "bfloat16 where native (AVX-512 BF16, AMX), else off (float32)",
+        choices=MIXED_PRECISION,
+    )
     steps_per_execution: int = _field(None, "default: 1, 32 on TPUs")
     jit_compile: object = _field(
         "auto", "XLA", choices=("auto", True, False), kind="choice_text"

@@ -3,7 +3,7 @@
 Defaults follow the paper (Section 4.1, Appendix B.1): Adam with
 beta1 0.9, beta2 0.999 and decoupled weight decay 0.1, a linear warm-up
 then decay, gradient clipping at global norm 1; SGD with momentum 0.9 and
-cosine decay for fine-tuning.
+cosine decay for fine-tuning (`TrainConfig.fine_tune`).
 """
 
 import math
@@ -188,29 +188,68 @@ def cpu_has_bfloat16(cpuinfo="/proc/cpuinfo"):
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def dtype_policy(mixed_precision, device_kind, cpu_bfloat16=None):
+#: The lowest CUDA compute capability whose GPUs compute bfloat16 natively
+#: (Ampere, 8.0): `dtype_policy`'s `"auto"` picks bfloat16 there (no loss
+#: scaling) and float16 on older GPUs.
+GPU_BFLOAT16_CAPABILITY = (8, 0)
+
+
+def gpu_compute_capability():
+    """The lowest CUDA compute capability of the visible GPUs, as
+    `(major, minor)` (`tf.config.experimental.get_device_details`), or
+    `None` when there are none or TensorFlow does not say."""
+    import tensorflow as tf
+
+    found = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        try:
+            details = tf.config.experimental.get_device_details(gpu)
+        except (ValueError, RuntimeError):
+            return None
+        capability = details.get("compute_capability")
+        if capability is None:
+            return None  # one GPU of unknown kind: not the lowest known
+        found.append(tuple(capability))
+    return min(found) if found else None
+
+
+def dtype_policy(
+    mixed_precision, device_kind, cpu_bfloat16=None, gpu_capability=None
+):
     """The Keras dtype policy for a `--mixed-precision` choice.
 
-    `"auto"` is bfloat16 on TPUs, float16 on GPUs (Keras scales the loss),
-    and on CPUs bfloat16 where the CPU computes it natively (AVX-512 BF16 or
-    AMX) and float32 elsewhere: without those instructions bfloat16 is
-    emulated and slower (half the speed of float32 measured on an AVX-512
-    CPU without BF16), while with them a ViT-B/16 training step at batch 8
-    ran 1.7x faster than float32 (2.81 vs 1.66 images/s, without XLA: see
-    `auto_jit_compile`). `"off"` is float32.
+    `"auto"` is bfloat16 on TPUs; on GPUs, bfloat16 where every GPU has
+    compute capability 8.0 or more (Ampere and later: A100, H100, RTX 30xx
+    and later), which computes it natively and needs no loss scaling, and
+    float16 on older GPUs (Volta, Turing: Keras scales the loss), also when
+    the capability is unknown; on CPUs, bfloat16 where the CPU computes it
+    natively (AVX-512 BF16 or AMX) and float32 elsewhere: without those
+    instructions bfloat16 is emulated and slower (half the speed of float32
+    measured on an AVX-512 CPU without BF16), while with them a ViT-B/16
+    training step at batch 8 ran 1.7x faster than float32 (2.81 vs 1.66
+    images/s, without XLA: see `auto_jit_compile`). `"off"` is float32.
 
     Args:
         mixed_precision: `"auto"`, `"off"`, `"bfloat16"` or `"float16"`.
         device_kind: `"tpu"`, `"gpu"` or `"cpu"`.
         cpu_bfloat16: whether the CPU has native bfloat16. Defaults to
             `None`: read `/proc/cpuinfo`.
+        gpu_capability: the lowest compute capability of the GPUs, as
+            `(major, minor)`. Defaults to `None`: ask TensorFlow
+            (`gpu_compute_capability`).
     """
     mixed_precision = arg_checks.one_of(
         "mixed_precision", mixed_precision, MIXED_PRECISION
     )
     if mixed_precision == "auto":
         if device_kind == "gpu":
-            mixed_precision = "float16"
+            if gpu_capability is None:
+                gpu_capability = gpu_compute_capability()
+            native = (
+                gpu_capability is not None
+                and tuple(gpu_capability) >= GPU_BFLOAT16_CAPABILITY
+            )
+            mixed_precision = "bfloat16" if native else "float16"
         elif device_kind == "tpu":
             mixed_precision = "bfloat16"
         else:

@@ -68,7 +68,6 @@ def test_sgd_for_fine_tuning():
 
 def test_mixed_precision_policies():
     assert recipe.dtype_policy("auto", "tpu") == "mixed_bfloat16"
-    assert recipe.dtype_policy("auto", "gpu") == "mixed_float16"
     assert (
         recipe.dtype_policy("auto", "cpu", cpu_bfloat16=True)
         == "mixed_bfloat16"
@@ -78,6 +77,57 @@ def test_mixed_precision_policies():
     assert recipe.dtype_policy("float16", "cpu") == "mixed_float16"
     with pytest.raises(ValueError, match="mixed_precision='fp8'"):
         recipe.dtype_policy("fp8", "cpu")
+
+
+@pytest.mark.parametrize(
+    "capability, expected",
+    [
+        ((7, 0), "mixed_float16"),  # V100: float16 with loss scaling
+        ((7, 5), "mixed_float16"),  # T4
+        ((8, 0), "mixed_bfloat16"),  # A100: native bfloat16
+        ((8, 6), "mixed_bfloat16"),  # RTX 30xx
+        ((9, 0), "mixed_bfloat16"),  # H100
+        ([8, 9], "mixed_bfloat16"),  # as a list, too
+    ],
+)
+def test_auto_precision_on_gpus_follows_the_compute_capability(
+    capability, expected
+):
+    assert (
+        recipe.dtype_policy("auto", "gpu", gpu_capability=capability)
+        == expected
+    )
+    # An explicit choice is kept whatever the GPU.
+    assert (
+        recipe.dtype_policy("float16", "gpu", gpu_capability=capability)
+        == "mixed_float16"
+    )
+
+
+def test_auto_precision_reads_the_lowest_gpu_capability(monkeypatch):
+    import tensorflow as tf
+
+    details = {"gpu:0": {"compute_capability": (9, 0)}}
+    gpus = ["gpu:0"]
+    monkeypatch.setattr(
+        tf.config, "list_physical_devices", lambda kind=None: list(gpus)
+    )
+    monkeypatch.setattr(
+        tf.config.experimental, "get_device_details", lambda d: details[d]
+    )
+    assert recipe.gpu_compute_capability() == (9, 0)
+    assert recipe.dtype_policy("auto", "gpu") == "mixed_bfloat16"
+    # A V100 next to an H100: the lowest decides, float16 for both.
+    details["gpu:1"] = {"compute_capability": (7, 0)}
+    gpus.append("gpu:1")
+    assert recipe.gpu_compute_capability() == (7, 0)
+    assert recipe.dtype_policy("auto", "gpu") == "mixed_float16"
+    # A GPU of unknown capability, or none: float16, which every GPU runs.
+    details["gpu:1"] = {}
+    assert recipe.gpu_compute_capability() is None
+    assert recipe.dtype_policy("auto", "gpu") == "mixed_float16"
+    gpus.clear()
+    assert recipe.gpu_compute_capability() is None
 
 
 def test_auto_xla_is_off_where_tensorflow_kernels_are_faster():
