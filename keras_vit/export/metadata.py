@@ -39,6 +39,7 @@ import os
 from keras_vit import files
 from keras_vit.export import models
 from keras_vit.training.config import flatten
+from keras_vit.training.train import read_class_names
 
 SAVED_MODEL_METADATA = "keras_vit.json"
 
@@ -86,16 +87,25 @@ def read_labels(path):
 def training_run_class_names(model_path):
     """Class names of the training run a `.keras` file came from, or `None`.
 
-    `keras-vit train` writes `config.json` next to `model.keras` and
-    `best.keras`; its dataset names the classes for `digits`,
-    `fashion_mnist` and `folder:PATH` (the sub-folder names). Other
-    datasets' names are not looked up (that may need the network).
+    `keras-vit train` writes `class_names.json` (the names it trained on,
+    in the order of the model's outputs) and `config.json` next to
+    `model.keras` and `best.keras`; the names are read from
+    `class_names.json`. For a run written before that file existed they
+    are derived from its `config.json`'s dataset, as then: for `digits`,
+    `fashion_mnist` and `folder:PATH` (the sub-folder names as they are
+    now). Other datasets' names are not looked up (that may need the
+    network).
+
+    Raises:
+        ValueError: if the run's `class_names.json` is not a list of names.
     """
     if not isinstance(model_path, (str, os.PathLike)):
         return None
-    config_path = os.path.join(
-        os.path.dirname(os.fspath(model_path)), "config.json"
-    )
+    folder = os.path.dirname(os.fspath(model_path))
+    recorded = read_class_names(folder)
+    if recorded is not None:
+        return recorded
+    config_path = os.path.join(folder, "config.json")
     if not os.path.isfile(config_path):
         return None
     try:
@@ -111,12 +121,12 @@ def training_run_class_names(model_path):
     if dataset == "fashion_mnist":
         return list(datasets.FASHION_MNIST_CLASSES)
     if isinstance(dataset, str) and dataset.startswith("folder:"):
-        folder = dataset[len("folder:") :]
-        if os.path.isdir(folder):
+        images = dataset[len("folder:") :]
+        if os.path.isdir(images):
             return sorted(
                 d
-                for d in os.listdir(folder)
-                if os.path.isdir(os.path.join(folder, d))
+                for d in os.listdir(images)
+                if os.path.isdir(os.path.join(images, d))
             )
     return None
 

@@ -187,6 +187,7 @@ RESUME_SETTINGS = (
 #: hidden temporary files of its atomic writes).
 RUN_ENTRIES = (
     "config.json",
+    "class_names.json",
     "history.json",
     "log.csv",
     "curves.png",
@@ -196,6 +197,42 @@ RUN_ENTRIES = (
     "backup",
     "logs",
 )
+
+
+#: The file of a run folder that names its classes, in the order of the
+#: model's outputs (a JSON list of strings), written when the run starts:
+#: exports and predictions read the names from it, not from the dataset,
+#: which may have changed since.
+CLASS_NAMES_FILE = "class_names.json"
+
+
+def read_class_names(folder):
+    """The class names a run recorded in `folder` (`CLASS_NAMES_FILE`), or
+    `None` if it has none (a run of an earlier version, or a masked patch
+    prediction run, which has no classes).
+
+    Raises:
+        ValueError: if the file is there but is not a JSON list of names.
+    """
+    path = os.path.join(os.fspath(folder), CLASS_NAMES_FILE)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            names = json.load(file)
+    except (OSError, ValueError) as error:  # JSONDecodeError, UnicodeError
+        names = error
+    if not (
+        isinstance(names, list)
+        and names
+        and all(isinstance(name, str) for name in names)
+    ):
+        raise ValueError(
+            "The run's class names file is not a JSON list of names "
+            f"({names!r}); pass the names (`labels`) instead. Received: "
+            f"{path!r}"
+        )
+    return names
 
 
 def _is_run_config(path):
@@ -276,8 +313,12 @@ def train(config, callbacks=(), strategy=None):
     run), `best.keras` (best validation accuracy, or training accuracy
     without validation; for masked patch prediction, patch accuracy),
     `model.keras` (the final model; for masked patch prediction also
-    `backbone.keras`, its ViT), `config.json`,
-    `history.json`, `log.csv`, `curves.png` and TensorBoard `logs/`. In a
+    `backbone.keras`, its ViT), `config.json`, `class_names.json` (when
+    the run starts: the dataset's class names in the order of the model's
+    outputs, which exports and predictions read; not for masked patch
+    prediction), `history.json`, `log.csv`, `curves.png` and TensorBoard
+    `logs/`. A rerun that resumes a run whose dataset's classes have
+    changed since is refused. In a
     multi-worker run only the chief writes there; other workers write to
     temporary folders that are removed afterwards. The folder is locked
     while the run writes there (`RunLock`): a second run into it is refused.
@@ -309,11 +350,11 @@ def train(config, callbacks=(), strategy=None):
     out_dir, temporary = _output_dirs(config, setup.chief)
     lock = RunLock(out_dir).acquire() if setup.chief else None
     try:
-        backup = _resume(config, setup, model, out_dir)
+        backup = _resume(config, setup, model, out_dir, data)
         pipelines = _pipelines(config, setup, data, model, backup)
         run_files = _callbacks(config, model, out_dir, pipelines, backup)
         if setup.chief:
-            _write_config(config, setup, model, out_dir, backup)
+            _write_config(config, setup, model, out_dir, backup, data)
         history, test_metrics = _fit_and_evaluate(
             config, model, data, pipelines, backup, [*run_files, *callbacks]
         )
@@ -382,6 +423,7 @@ class _Data:
     """The splits a run trains, validates and tests on (`_load_data`)."""
 
     num_classes: int
+    class_names: list
     train: object
     validation: object
     test: object
@@ -411,6 +453,7 @@ def _load_data(config):
     )
     return _Data(
         data.num_classes,
+        None if masked else list(data.class_names),
         train_split,
         validation_split,
         data.test,
@@ -472,6 +515,29 @@ def _build_and_compile(config, setup, data):
     return model
 
 
+def _check_class_names(config, data):
+    """Raises if the run folder's backup was trained on other classes.
+
+    A resumed run trains on its dataset's classes as they are now; if the
+    folder's class sub-folders were renamed, added or removed since the run
+    started, its labels would mean something else than the model learned
+    so far, silently.
+    """
+    folder = config.run.output
+    if data.class_names is None or not run_callbacks.read_backup(
+        os.path.join(folder, "backup")
+    ):
+        return
+    recorded = read_class_names(folder)
+    if recorded is not None and recorded != data.class_names:
+        raise ValueError(
+            "The output folder holds a run trained on other classes, and a "
+            f"rerun resumes it: {recorded!r} there, {data.class_names!r} "
+            "in the dataset now. Use another `output`, or the run's "
+            f"classes. Received: output={folder!r}"
+        )
+
+
 @dataclasses.dataclass
 class _Backup:
     """What a run resumes from (`_resume`)."""
@@ -483,7 +549,7 @@ class _Backup:
     log: str
 
 
-def _resume(config, setup, model, out_dir):
+def _resume(config, setup, model, out_dir, data):
     """Step 4 (in the locked folder): the backup's state, loaded."""
     backup_dir = os.path.join(out_dir, "backup")
     if setup.chief:
@@ -493,6 +559,7 @@ def _resume(config, setup, model, out_dir):
         # Another run may have written the folder since the first check.
         _check_run_folder(config)
         _check_resumable(config)
+        _check_class_names(config, data)
     # Every worker resumes from the chief's backup (the run folder must be
     # readable by all of them: shared storage or gs://), so that all start
     # the same epoch with the same weights.
@@ -575,9 +642,10 @@ def _callbacks(config, model, out_dir, pipelines, backup):
     ]
 
 
-def _write_config(config, setup, model, out_dir, backup):
+def _write_config(config, setup, model, out_dir, backup, data):
     """The chief's `config.json` (with what `auto` settings resolved to),
-    and the log of the epochs the backup holds, no more, no less."""
+    its `class_names.json` and the log of the epochs the backup holds, no
+    more, no less."""
     vit = model.backbone if config.objective.name == "masked_patches" else model
     write_config = dataclasses.asdict(config)
     write_config.update(
@@ -591,6 +659,10 @@ def _write_config(config, setup, model, out_dir, backup):
         }
     )
     run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)
+    if data.class_names is not None:
+        run_callbacks.write_json(
+            os.path.join(out_dir, CLASS_NAMES_FILE), data.class_names
+        )
     if backup.found:
         run_callbacks.write_csv(backup.log, backup.history)
 
