@@ -469,10 +469,12 @@ def _build_and_compile(config, setup, data):
     with setup.strategy.scope():
         model = build_model(config, data.num_classes, dtype=setup.policy)
         total_steps = (data.steps_per_epoch or 1000) * config.run.epochs
+        # 5% of the steps by default, at least one, but none for a run of
+        # one step (a tiny folder: its one step is the decay's start).
         warmup = (
             config.optimizer.warmup_steps
             if config.optimizer.warmup_steps is not None
-            else max(1, int(0.05 * total_steps))
+            else min(max(1, int(0.05 * total_steps)), total_steps - 1)
         )
         optimizer = recipe.make_optimizer(
             config.optimizer.name,
