@@ -25,7 +25,6 @@ the same model from scratch with the same budget, for comparison.
 """
 
 import argparse
-import dataclasses
 import os
 
 import numpy as np
@@ -75,6 +74,11 @@ def pretrain_offline(path, epochs=1):
     print(f"pre-trained checkpoint written to {path} (original .npz format)")
 
 
+def _given(**fields):
+    """The fields whose flags were given (not `None`)."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -89,30 +93,26 @@ def main():
     parser.add_argument("--dataset", default="oxford_flowers102")
     parser.add_argument("--image-size", type=int, default=384)
     parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--learning-rate", type=float, default=0.01)
+    # Not given: the recipe's (`TrainConfig.fine_tune`).
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--output", default="runs/finetune")
     args = parser.parse_args()
 
-    # SGD (momentum 0.9, its default), cosine decay, clipping at norm 1.
-    fine_tune = OptimizerConfig(
-        "sgd",
-        learning_rate=args.learning_rate,
-        weight_decay=0.0,
-        decay="cosine",
-        clipnorm=1.0,
-    )
     if not args.offline:
         if args.weights is None:
             parser.error("--weights is required (or use --offline)")
-        config = TrainConfig(
-            model=ModelConfig(
-                args.model, weights=args.weights, image_size=args.image_size
-            ),
-            data=DataConfig(args.dataset, batch_size=args.batch_size),
-            augmentation=Augmentation(flip=False),
-            optimizer=fine_tune,
-            run=RunConfig(output=args.output, epochs=args.epochs, verbose=2),
+        # The paper's recipe: SGD (momentum 0.9), no weight decay, cosine
+        # decay, clipping at norm 1, at 384 px; the flags given over it.
+        config = TrainConfig.fine_tune(
+            args.model,
+            weights=args.weights,
+            dataset=args.dataset,
+            image_size=args.image_size,
+            output=args.output,
+            data=_given(batch_size=args.batch_size),
+            optimizer=_given(learning_rate=args.learning_rate),
+            run={"epochs": args.epochs, "verbose": 2},
         )
         result = train(config)
         print(f"test accuracy: {result.test_metrics['accuracy']:.4f}")
@@ -122,6 +122,15 @@ def main():
     checkpoint = os.path.join(args.output, "pretrained.npz")
     if not os.path.exists(checkpoint):
         pretrain_offline(checkpoint)
+
+    # SGD (momentum 0.9, its default), cosine decay, clipping at norm 1.
+    fine_tune = OptimizerConfig(
+        "sgd",
+        learning_rate=0.03,
+        weight_decay=0.0,
+        decay="cosine",
+        clipnorm=1.0,
+    )
 
     def digits(output, weights=None):
         return TrainConfig(
@@ -134,7 +143,7 @@ def main():
             ),
             data=DataConfig("digits", batch_size=64),
             augmentation=Augmentation(random_resized_crop=False, flip=False),
-            optimizer=dataclasses.replace(fine_tune, learning_rate=0.03),
+            optimizer=fine_tune,
             run=RunConfig(
                 output=os.path.join(args.output, output),
                 epochs=args.epochs,
