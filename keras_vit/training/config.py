@@ -308,26 +308,27 @@ SECTIONS = {
 #: - `pretrain`: the fields' defaults, as they are: the paper's pre-training
 #:   optimizer (Section 4.1, Appendix B.1: Adam, beta 0.9 / 0.999, weight
 #:   decay 0.1, decoupled and not on biases, norms or embeddings; linear
-#:   warm-up; clipping at global norm 1), with cosine decay, at a small
-#:   batch (128) for 10 epochs, with random resized crops and flips: for
-#:   training from scratch.
+#:   warm-up; clipping at global norm 1), with cosine decay and a peak
+#:   learning rate of 0.001, at a small batch (128, the paper's is 4096)
+#:   for 10 epochs, with random resized crops and flips: for training from
+#:   scratch.
 #: - `fine_tune`: the paper's fine-tuning recipe (Appendix B.1.1): SGD with
 #:   momentum 0.9, no weight decay, clipping at global norm 1, cosine decay
 #:   after a linear warm-up, a learning rate from the paper's grid
 #:   {0.001, 0.003, 0.01, 0.03}, at a higher resolution (384 px) than
 #:   pre-training (the position embeddings are resampled and a new head is
 #:   zero-initialised when weights are loaded into a model of another size
-#:   or class count), with Inception crops and flips and no other
-#:   regularisation (no RandAugment, MixUp, CutMix or label smoothing).
-#:   Chosen for small data, not the paper's: the paper fine-tunes at batch
-#:   512 for thousands of steps (about 10k, millions of images) on TPUs;
-#:   here the batch is 64 (a folder of a few hundred images per class gives
-#:   a 512 batch too few steps, and B/16 at 384 px and batch 512 does not
-#:   fit one GPU), the learning rate 0.003 (0.024 scaled linearly to batch
-#:   512, inside the paper's grid), 10 epochs (a budget of minutes on one
-#:   GPU, not a tuned value) and 10% of the training images held out
-#:   (`validation_split`: an image folder has no test split, and the best
-#:   model is chosen on it).
+#:   or class count), and no regularisation but the package's default
+#:   random resized crops and flips (no RandAugment, MixUp, CutMix, label
+#:   smoothing or weight decay). Chosen for small data, not the paper's:
+#:   the paper fine-tunes at batch 512 for thousands of steps (about 10k,
+#:   millions of images) on TPUs; here the batch is 64 (a folder of a few
+#:   hundred images per class gives a 512 batch too few steps, and B/16 at
+#:   384 px and batch 512 does not fit one GPU), the learning rate 0.003
+#:   (0.024 scaled linearly to batch 512, inside the paper's grid), 10
+#:   epochs (a budget of minutes on one GPU, not a tuned value) and 10% of
+#:   the training images held out (`validation_split`: an image folder has
+#:   no test split, and the best model is chosen on it).
 RECIPES = {
     "pretrain": {},
     "fine_tune": {
@@ -569,7 +570,8 @@ class TrainConfig:
             recipe: `"pretrain"` or `"fine_tune"`.
             **sections: any of the seven sections, as a dict of some of
                 its fields (set over the recipe's, which the others keep)
-                or as a section object (taken as it is, all its fields).
+                or as a section object (taken as it is, all its fields);
+                `None` is the recipe's section.
 
         Raises:
             ValueError: for an unknown recipe, or a `fine_tune` one without
@@ -585,6 +587,8 @@ class TrainConfig:
                     f"TrainConfig.from_recipe got an unexpected keyword "
                     f"argument {key!r}"
                 )
+            if value is None:  # the recipe's section
+                continue
             if isinstance(value, dict):
                 nested.setdefault(key, {}).update(value)
             else:

@@ -433,6 +433,8 @@ class _Data:
 
 def _load_data(config):
     """Step 2: the dataset and its validation hold-out."""
+    import tensorflow as tf
+
     masked = config.objective.name == "masked_patches"
     data = data_datasets.load(
         config.data.dataset, config.data.data_dir, labels=not masked
@@ -440,8 +442,13 @@ def _load_data(config):
     train_split, num_train = data.train, data.num_train
     validation_split = None
     if config.data.validation_split:
-        train_split, validation_split, num_train, _ = data.holdout(
+        train_split, validation_split, num_train, num_held = data.holdout(
             config.data.validation_split, seed=config.run.seed
+        )
+        # Its size, known: an image folder's selection has none, and Keras
+        # then warned "Your input ran out of data" after every validation.
+        validation_split = validation_split.apply(
+            tf.data.experimental.assert_cardinality(num_held)
         )
     if num_train is not None and num_train < config.data.batch_size:
         raise ValueError(

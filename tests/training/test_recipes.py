@@ -1,6 +1,7 @@
 """Named recipes: the paper's fine-tuning one is one switch away."""
 
 import json
+import warnings
 
 import pytest
 
@@ -67,6 +68,14 @@ def test_the_fine_tune_recipe_takes_overrides():
         "vit_ti16_augreg_in21k", dataset="digits", image_size=32
     )
     preset.check()
+    assert (
+        TrainConfig.from_recipe(
+            "fine_tune", optimizer=None, model={"weights": "w.npz"}
+        ).optimizer
+        == TrainConfig.fine_tune(
+            "ViT_Ti16", weights="w.npz", dataset="digits"
+        ).optimizer
+    )
     with pytest.raises(ValueError, match="weights=None"):
         TrainConfig.fine_tune("ViT_B16", dataset="digits")
     with pytest.raises(ValueError, match="recipe='finetune'"):
@@ -147,30 +156,10 @@ def test_fine_tuning_from_nothing_is_refused_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.slow
-def test_the_recipe_fine_tunes_a_checkpoint_end_to_end(tmp_path, monkeypatch):
-    import keras_vit
-    from keras_vit import training
-    from keras_vit.training import recipe
-
-    tiny = dict(hidden_dim=16, num_heads=2, mlp_dim=16, num_layers=1)
-    # "Pre-trained": 16 px, 3 classes; fine-tuned at 32 px on 2 classes (the
-    # position embeddings resampled, a new head).
-    pretrained = keras_vit.ViT(
-        image_size=16, patch_size=4, num_classes=3, **tiny
-    )
-    checkpoint = str(tmp_path / "pretrained.weights.h5")
-    pretrained.save_weights(checkpoint)
-    folder = _image_folder(tmp_path / "photos")
-    runs = []
-    real_train = training.train
-
-    def kept_train(config):
-        runs.append(real_train(config))
-        return runs[-1]
-
-    monkeypatch.setattr(training, "train", kept_train)
-    code = cli.main(
+def _fine_tune_tiny(tmp_path, checkpoint, folder, tiny):
+    """`keras-vit train --recipe fine-tune` of a tiny model, a few flags
+    over the recipe."""
+    return cli.main(
         [
             "train",
             "--recipe",
@@ -200,7 +189,38 @@ def test_the_recipe_fine_tunes_a_checkpoint_end_to_end(tmp_path, monkeypatch):
             "0",
         ]
     )
+
+
+@pytest.mark.slow
+def test_the_recipe_fine_tunes_a_checkpoint_end_to_end(tmp_path, monkeypatch):
+    import keras_vit
+    from keras_vit import training
+    from keras_vit.training import recipe
+
+    tiny = dict(hidden_dim=16, num_heads=2, mlp_dim=16, num_layers=1)
+    # "Pre-trained": 16 px, 3 classes; fine-tuned at 32 px on 2 classes (the
+    # position embeddings resampled, a new head).
+    pretrained = keras_vit.ViT(
+        image_size=16, patch_size=4, num_classes=3, **tiny
+    )
+    checkpoint = str(tmp_path / "pretrained.weights.h5")
+    pretrained.save_weights(checkpoint)
+    folder = _image_folder(tmp_path / "photos")
+    runs = []
+    real_train = training.train
+
+    def kept_train(config):
+        runs.append(real_train(config))
+        return runs[-1]
+
+    monkeypatch.setattr(training, "train", kept_train)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = _fine_tune_tiny(tmp_path, checkpoint, folder, tiny)
     assert code == 0
+    # The held-out images are counted: Keras warned "Your input ran out of
+    # data" after each validation of an image folder's hold-out.
+    assert not [w for w in caught if "ran out of data" in str(w.message)]
     (result,) = runs
     optimizer = result.model.optimizer  # as the run built it
     assert type(optimizer) is recipe.SGD
