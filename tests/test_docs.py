@@ -457,7 +457,7 @@ def test_fine_tuning_with_keras(tmp_path, monkeypatch):
     # preset must exist).
     monkeypatch.chdir(tmp_path)
     _photo_folder(tmp_path)
-    source = _snippet('optimizer = keras_vit.training.make_optimizer("sgd"')
+    source = _snippet('"sgd", 0.01, 0.0, warmup_steps=steps // 10')
     assert keras_vit.registry.find_preset("B/16", "augreg_in21k") is not None
     built = {}
 
