@@ -11,6 +11,7 @@ is_run_or_marked`).
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import os
 import re
@@ -628,3 +629,18 @@ def test_few_shot(capsys):
     assert five_shot == after["result"].mean(5) and 0.0 <= five_shot <= 1.0
     # Separable features: far above 4-class chance (0.25) at 25 shots.
     assert linear.mean(25) > 0.9
+
+
+def test_griffe_extension_fences_doctest_examples():
+    # mkdocs.yml's extension: the docstrings' `>>>` lines become code.
+    pytest.importorskip("griffe")
+    spec = importlib.util.spec_from_file_location(
+        "griffe_examples", os.path.join(DOCS, "griffe_examples.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = "Example:\n\n>>> x = 1\n>>> x\n1\n\nAfter."
+    assert module.fence_examples(text) == (
+        "Example:\n\n```pycon\n>>> x = 1\n>>> x\n1\n```\n\nAfter."
+    )
+    assert module.fence_examples("No examples.") == "No examples."
