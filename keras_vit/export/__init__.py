@@ -16,12 +16,13 @@
   dependencies), checked against Keras; used to time ONNX Runtime.
 - `export_openvino(model, "vit.xml")`: OpenVINO IR through Keras (optional
   dependency `openvino`), checked against Keras; used to time OpenVINO
-  Runtime, the fastest CPU runtime measured here.
+  Runtime.
 
 The command line is `keras-vit export`, `keras-vit verify` and
 `keras-vit benchmark-export`.
 
-`__all__` is what the README documents. The parts have their own modules:
+`__all__` is what the API reference (docs/api/export.md) documents. The
+parts have their own modules:
 `tflite` (`tflite_bytes`: a model as TFLite bytes), `saved_model`, `onnx`,
 `openvino`, `verification` (`verify_tflite`, `verify_saved_model`),
 `checks` (`LIMITS`), `runtime` (`run_tflite`, `INTERPRETERS`), `report`,

@@ -16,7 +16,8 @@ class StdConv2D(keras.layers.Conv2D):
     2019). The stored kernel is the raw one, as in the checkpoints.
 
     Args:
-        filters, kernel_size, strides, padding: as `keras.layers.Conv2D`.
+        *args: `filters`, `kernel_size`, `strides`, `padding`, as
+            `keras.layers.Conv2D` takes them.
         epsilon: float, added to the variance. Defaults to `1e-8` (timm's
             port of the hybrids; the original code adds `1e-5` to the
             standard deviation, a difference below 1e-4 relative).

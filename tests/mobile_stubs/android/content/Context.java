@@ -1,0 +1,7 @@
+package android.content;
+
+import android.content.res.AssetManager;
+
+public abstract class Context {
+    public abstract AssetManager getAssets();
+}

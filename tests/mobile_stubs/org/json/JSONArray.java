@@ -1,0 +1,6 @@
+package org.json;
+
+public class JSONArray {
+    public int length() { return 0; }
+    public String getString(int index) throws JSONException { return null; }
+}

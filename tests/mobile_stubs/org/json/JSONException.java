@@ -1,0 +1,5 @@
+package org.json;
+
+public class JSONException extends RuntimeException {
+    public JSONException(String s) { super(s); }
+}

@@ -1,0 +1,5 @@
+package org.tensorflow.lite;
+
+public interface Delegate {
+    long getNativeHandle();
+}
