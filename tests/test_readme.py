@@ -262,6 +262,42 @@ def test_the_presets_table_is_the_registrys():
     assert f"lists all {len(registry.PRESETS)}" in _readme()
 
 
+def test_the_versions_it_states_are_the_distributions():
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as file:
+        project = tomllib.load(file)["project"]
+    pythons = [
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
+    floors = dict(
+        re.fullmatch(r"([\w-]+)>=([\d.]+)", d).groups()
+        for d in project["dependencies"]
+    )
+    stated = (
+        f"Python\n{pythons[0]}–{pythons[-1]}, TensorFlow ≥ "
+        f"{floors['tensorflow']},\nKeras ≥ {floors['keras']}."
+    )
+    assert project["requires-python"] == f">={pythons[0]}"
+    assert stated.replace("\n", " ") in _readme().replace("\n", " ")
+
+
+def test_every_preset_the_readme_names_exists():
+    readme = _readme()
+    unique = set(re.findall(r"\b(vit_\w+_in1k\w*|vit_\w+_in21k)\b", readme))
+    assert {
+        "vit_b16_augreg_in21k_ft_in1k",
+        "vit_ti16_augreg_in21k_ft_in1k",
+    } <= unique
+    assert unique and all(registry.named_preset(n) for n in unique), unique
+    for builder, short in re.findall(
+        r"(ViT_\w+)\(weights=\"(\w+)\"", readme
+    ) + re.findall(r"--model (ViT_\w+) --weights (\w+)", readme):
+        variant = registry.BUILDERS[builder]
+        assert registry.find_preset(variant, short), (builder, short)
+
+
 @NEEDS_DOCS
 def test_relative_links_lead_to_files():
     links = re.findall(r"\]\(([^)#:]+)\)", _readme())
@@ -292,6 +328,7 @@ def test_classifying_a_photo_in_python(tiny_releases, capsys):
     lines = [line for line in out.splitlines() if line.endswith("%")]
     names = keras_vit.imagenet_class_names()
     assert len(names) == 1000 and len(lines) == 3
+    assert names[:2] == ["tench", "goldfish"]  # as its comment says
     assert lines[0].startswith(f"{names[FAVOURED]}: ")
 
 
