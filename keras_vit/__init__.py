@@ -25,6 +25,7 @@ from keras_vit.builders import ViT_R50_L32
 from keras_vit.builders import ViT_S16
 from keras_vit.builders import ViT_S32
 from keras_vit.builders import ViT_Ti16
+from keras_vit.data.sample_images import sample_image_path
 from keras_vit.layers import LayerNorm
 from keras_vit.layers import MultiHeadSelfAttention
 from keras_vit.layers import PatchEncoder
@@ -70,6 +71,7 @@ __all__ = [
     "ops",
     "patch_grid",
     "registry",
+    "sample_image_path",
     "data",
     "evaluation",
     "training",

@@ -171,6 +171,11 @@ def test_the_wheel_works_alone_in_a_fresh_environment(tmp_path):
         )
         metadata = email.message_from_bytes(wheel.read(metadata_name))
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+        # The README's quickstart photo and its licence travel with it.
+        assert {
+            "keras_vit/data/samples/cat.jpg",
+            "keras_vit/data/samples/README.md",
+        } <= set(names)
     assert metadata["Name"] == "keras-vision-transformer"
     assert metadata["License-Expression"] == "Apache-2.0"
     assert set(metadata.get_all("Provides-Extra")) >= {
@@ -196,6 +201,8 @@ model = keras_vit.ViT(image_size=16, patch_size=8, hidden_dim=16, num_layers=1,
                       num_heads=2, mlp_dim=32, num_classes=3)
 out = model.predict(np.zeros((2, 16, 16, 3), "float32"), verbose=0)
 assert out.shape == (2, 3), out.shape
+import os
+assert os.path.isfile(keras_vit.sample_image_path("cat"))
 missing = [m for m in keras_vit.extras.EXTRAS if importlib.util.find_spec(m)]
 assert not missing, missing
 try:

@@ -19,6 +19,7 @@ from keras_vit.registry.presets import get_preset
 from keras_vit.registry.presets import list_presets
 from keras_vit.registry.presets import named_preset
 from keras_vit.registry.presets import preset_names
+from keras_vit.registry.presets import presets_table
 from keras_vit.registry.variants import BUILDER_OF
 from keras_vit.registry.variants import BUILDERS
 from keras_vit.registry.variants import HYBRID_STEMS
@@ -47,5 +48,6 @@ __all__ = [
     "model_name",
     "named_preset",
     "preset_names",
+    "presets_table",
     "resolve",
 ]

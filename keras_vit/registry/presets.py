@@ -32,6 +32,13 @@ Each record holds every fact about its checkpoint (`FIELDS`):
   `{"mean": (r, g, b), "std": (r, g, b)}` on `[0, 1]` pixels.
 - `license`: the licence of the weights as their publisher states it (an
   SPDX identifier), or `None` where it is not known.
+- `top1`, `top1_source`: the checkpoint's ImageNet-1k top-1 accuracy (%)
+  as published, and where: google-research/vision_transformer's README
+  where it states a figure for this very file, else timm's
+  `results/results-imagenet.csv` for timm's copy of the same file (the
+  same URL in timm's pretrained configurations). `None` where nobody
+  publishes one: the ImageNet-21k checkpoints (no ImageNet-1k head) and
+  the checkpoints neither states a figure for.
 
 URLs: google-research/vision_transformer's bucket (original, AugReg and SAM
 `.npz`, Apache-2.0), and the Hugging Face Hub (timm's `augreg2` and
@@ -58,6 +65,8 @@ FIELDS = (
     "vit_arguments",
     "normalization",
     "license",
+    "top1",
+    "top1_source",
 )
 
 # fmt: off
@@ -80,6 +89,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_b16_in21k_ft_in1k_384",
@@ -96,6 +107,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 84.212,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b32_in21k",
@@ -115,6 +128,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_b32_in21k_ft_in1k_384",
@@ -131,6 +146,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_l16_in21k",
@@ -150,6 +167,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_l16_in21k_ft_in1k_384",
@@ -166,6 +185,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_l32_in21k",
@@ -185,6 +206,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_l32_in21k_ft_in1k_384",
@@ -201,6 +224,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 81.508,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_h14_in21k",
@@ -220,6 +245,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_b16_in21k_ft_in1k",
@@ -236,6 +263,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 81.2,
+        "top1_source": 'google-research/vision_transformer README',
     },
     {
         "unique_name": "vit_l16_in21k_ft_in1k",
@@ -252,6 +281,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 82.7,
+        "top1_source": 'google-research/vision_transformer README',
     },
     {
         "unique_name": "vit_ti16_augreg_in21k",
@@ -268,6 +299,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_ti16_augreg_in21k_ft_in1k",
@@ -286,6 +319,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 75.452,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_ti16_augreg_in21k_ft_in1k_384",
@@ -304,6 +339,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 78.22,
+        "top1_source": 'google-research/vision_transformer README',
     },
     {
         "unique_name": "vit_s32_augreg_in21k",
@@ -320,6 +357,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_s32_augreg_in21k_ft_in1k",
@@ -338,6 +377,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 76.01,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_s32_augreg_in21k_ft_in1k_384",
@@ -356,6 +397,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 80.476,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_s16_augreg_in21k",
@@ -372,6 +415,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_s16_augreg_in21k_ft_in1k",
@@ -390,6 +435,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 81.402,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_s16_augreg_in21k_ft_in1k_384",
@@ -408,6 +455,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 83.73,
+        "top1_source": 'google-research/vision_transformer README',
     },
     {
         "unique_name": "vit_b32_augreg_in21k",
@@ -424,6 +473,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_b32_augreg_in21k_ft_in1k",
@@ -442,6 +493,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 80.732,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b32_augreg_in21k_ft_in1k_384",
@@ -460,6 +513,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 83.358,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b16_augreg_in21k",
@@ -476,6 +531,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_b16_augreg_in21k_ft_in1k",
@@ -494,6 +551,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 84.534,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b16_augreg_in21k_ft_in1k_384",
@@ -512,6 +571,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 86.01,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b8_augreg_in21k",
@@ -528,6 +589,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_b8_augreg_in21k_ft_in1k",
@@ -546,6 +609,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 85.838,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_l16_augreg_in21k",
@@ -562,6 +627,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_l16_augreg_in21k_ft_in1k",
@@ -580,6 +647,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 85.856,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_l16_augreg_in21k_ft_in1k_384",
@@ -598,6 +667,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 87.096,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_s16_augreg_in1k",
@@ -614,6 +685,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 78.842,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_s16_augreg_in1k_384",
@@ -630,6 +703,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 81.13,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b32_augreg_in1k",
@@ -646,6 +721,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 74.908,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b32_augreg_in1k_384",
@@ -662,6 +739,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 78.75,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b16_augreg_in1k",
@@ -678,6 +757,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 79.154,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b16_augreg_in1k_384",
@@ -694,6 +775,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 81.102,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b16_sam_in1k",
@@ -712,6 +795,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 80.246,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b32_sam_in1k",
@@ -730,6 +815,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 73.704,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_r50_b16_in21k",
@@ -749,6 +836,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_r50_b16_in21k_ft_in1k_384",
@@ -765,6 +854,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 84.988,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_r26_s32_augreg_in21k",
@@ -781,6 +872,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_r26_s32_augreg_in21k_ft_in1k",
@@ -799,6 +892,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 81.856,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_r26_s32_augreg_in21k_ft_in1k_384",
@@ -817,6 +912,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 84.066,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_r50_l32_augreg_in21k",
@@ -833,6 +930,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_r50_l32_augreg_in21k_ft_in1k",
@@ -851,6 +950,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 84.434,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_r50_l32_augreg_in21k_ft_in1k_384",
@@ -869,6 +970,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 86.188,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b16_augreg2_in21k_ft_in1k",
@@ -887,6 +990,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 85.108,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b8_augreg2_in21k_ft_in1k",
@@ -905,6 +1010,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": 86.252,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
     },
     {
         "unique_name": "vit_b16_hf_in21k_ft_in1k",
@@ -924,6 +1031,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
     {
         "unique_name": "vit_l16_hf_in21k_ft_in1k",
@@ -943,6 +1052,8 @@ PRESETS = [
         "vit_arguments": {},
         "normalization": None,
         "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
     },
 ]
 # fmt: on
@@ -1040,3 +1151,56 @@ def list_presets(model=None):
             f"preset's unique name. Received: model={model!r}"
         )
     return out
+
+
+#: The columns of `presets_table`.
+TABLE_HEADER = (
+    "preset",
+    "resolution",
+    "parameters",
+    "file size (≈ parameters × 4 B)",
+    "ImageNet-1k top-1, as published",
+    "weights' licence",
+)
+
+
+def _top1_cell(preset):
+    if preset["top1"] is None:
+        return "—"
+    source = (
+        "Google" if "vision_transformer" in preset["top1_source"] else "timm"
+    )
+    return f"{preset['top1']:.2f}% ({source})"
+
+
+def presets_table(num_classes=None):
+    """The presets as a Markdown table (the README's is this one).
+
+    Args:
+        num_classes: only the presets with this many classes (`1000`: the
+            ImageNet-1k classifiers). Defaults to `None`: all.
+
+    Returns:
+        The table's lines, header first: `TABLE_HEADER`'s columns; the
+        file size is the float32 estimate (parameters × 4 bytes, not the
+        published file's size), the top-1 the record's `top1` with who
+        reports it (`top1_source`: Google's README or timm's evaluation),
+        `—` where none is published.
+    """
+    lines = [
+        "| " + " | ".join(TABLE_HEADER) + " |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for p in PRESETS:
+        if num_classes is not None and p["num_classes"] != num_classes:
+            continue
+        cells = (
+            f"`{p['unique_name']}`",
+            f"{p['image_size']} px",
+            f"{p['params'] / 1e6:.1f}M",
+            f"{p['params'] * 4 / 1e6:,.0f} MB",
+            _top1_cell(p),
+            p["license"] or "—",
+        )
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
