@@ -518,10 +518,6 @@ def test_training_precision_table_agrees_with_the_code():
     assert recipe.dtype_policy("auto", "cpu", cpu_bfloat16=False) == "float32"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the compute-capability rule of branch i24-train",
-)
 def test_training_gpu_precision_agrees_with_the_code():
     from keras_vit.training import recipe
 

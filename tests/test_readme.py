@@ -50,17 +50,10 @@ NEEDS_CLI = pytest.mark.xfail(
     reason="needs `keras-vit predict` and keras_vit.imagenet_class_names() "
     "from branch i24-cli",
 )
-NEEDS_TRAIN = pytest.mark.xfail(
-    strict=True, reason="needs `keras-vit train --recipe` from branch i24-train"
-)
 NEEDS_TRAIN_AND_CLI = pytest.mark.xfail(
     strict=True,
     reason="needs `keras-vit train --recipe` from branch i24-train and "
     "`keras-vit predict` from branch i24-cli",
-)
-NEEDS_DOCS = pytest.mark.xfail(
-    strict=True,
-    reason="needs docs/ and benchmarks/results/ from branch i24-docs",
 )
 
 #: B/16 as the tests build it: the README's names, a tiny model.
@@ -298,14 +291,12 @@ def test_every_preset_the_readme_names_exists():
         assert registry.find_preset(variant, short), (builder, short)
 
 
-@NEEDS_DOCS
 def test_relative_links_lead_to_files():
     links = re.findall(r"\]\(([^)#:]+)\)", _readme())
     missing = [link for link in links if not os.path.exists(ROOT + "/" + link)]
     assert links and not missing, missing
 
 
-@NEEDS_DOCS
 def test_the_performance_table_is_its_results_files():
     readme = _readme()
     (results,) = re.findall(r"\]\((benchmarks/results/[^)]+\.md)\)", readme)
@@ -366,7 +357,6 @@ def test_fine_tuning_then_predicting_and_exporting(tiny_releases, capsys):
 # 3. At scale: what `auto` picks.
 
 
-@NEEDS_TRAIN
 def test_the_at_scale_command_is_the_fine_tuning_one_with_a_bigger_batch():
     (install, command) = _commands(_block("at scale"))
     _check_pip(install)
@@ -398,10 +388,6 @@ def test_mixed_precision_auto_on_tpus_and_cpus_is_what_the_readme_says():
     assert "bfloat16 on TPUs and on GPUs of compute" in _readme()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs recipe.dtype_policy(gpu_capability=) from branch i24-train",
-)
 def test_mixed_precision_auto_on_gpus_is_what_the_readme_says():
     from keras_vit.training.recipe import dtype_policy
 
