@@ -48,7 +48,22 @@ def _extra_names(extra):
 def test_the_distribution_has_its_own_name():
     # PyPI's keras-vit is another package that also imports as keras_vit.
     assert PROJECT["name"] == extras.DISTRIBUTION == "keras-vision-transformer"
-    assert PROJECT["scripts"]["keras-vit"] == "keras_vit.cli:main"
+    assert PROJECT["scripts"]["keras-vit"] == "keras_vit_cli:main"
+
+
+def test_every_package_of_the_tree_is_packaged():
+    # The list is written out (`find` cannot name the launcher, installed
+    # from keras_vit/_launcher/ as the top-level keras_vit_cli).
+    setuptools = PYPROJECT["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"keras_vit_cli": "keras_vit/_launcher"}
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / "keras_vit").rglob("__init__.py")
+    }
+    found = {
+        "keras_vit_cli" if p == "keras_vit._launcher" else p for p in found
+    }
+    assert sorted(setuptools["packages"]) == sorted(found)
 
 
 def test_the_core_is_what_running_a_model_needs():
@@ -210,3 +225,33 @@ print("ok", keras_vit.__version__)
     assert out.split()[-2:] == ["ok", keras_vit.__version__]
     out = _run([str(env_dir / "bin" / "keras-vit"), "--version"], tmp_path)
     assert keras_vit.__version__ in out
+    # The console script lists without TensorFlow: quiet and quick.
+    for argv in (["--help"], ["presets"], ["models"]):
+        done = subprocess.run(
+            [
+                str(env_dir / "bin" / "python"),
+                "-X",
+                "importtime",
+                "-c",
+                "import sys, keras_vit_cli; sys.exit(keras_vit_cli.main())",
+                *argv,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, (argv, done.stderr[-3000:])
+        imported = {
+            line.split("|")[-1].strip()
+            for line in done.stderr.splitlines()
+            if line.startswith("import time:")
+        }
+        assert not imported & {"tensorflow", "keras"}, argv
+        assert not [
+            n
+            for n in done.stderr.splitlines()
+            if not n.startswith("import time:")
+        ], done.stderr[-3000:]
+    out = _run([str(env_dir / "bin" / "keras-vit"), "presets"], tmp_path)
+    assert "vit_b16_augreg_in21k_ft_in1k" in out
