@@ -186,6 +186,9 @@ def test_the_wheel_works_alone_in_a_fresh_environment(tmp_path):
         )
         metadata = email.message_from_bytes(wheel.read(metadata_name))
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+        assert "keras_vit/data/imagenet_class_names.txt" in names
+        assert "keras_vit_cli/__init__.py" in names
+        assert not [n for n in names if "_launcher" in n]
     assert metadata["Name"] == "keras-vision-transformer"
     assert metadata["License-Expression"] == "Apache-2.0"
     assert set(metadata.get_all("Provides-Extra")) >= {
@@ -219,6 +222,7 @@ except keras_vit.extras.MissingExtraError as error:
     assert '[train]' in str(error), error
 else:
     raise AssertionError("digits without scikit-learn")
+assert keras_vit.imagenet_class_names()[0] == "tench"
 print("ok", keras_vit.__version__)
 """
     out = _run([str(python), "-c", program], tmp_path)

@@ -30,6 +30,7 @@ from keras_vit.cli import export
 from keras_vit.cli import few_shot
 from keras_vit.cli import inspection
 from keras_vit.cli import models
+from keras_vit.cli import predict
 from keras_vit.cli import presets
 from keras_vit.cli import train
 from keras_vit.version import __version__
@@ -58,6 +59,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     models.add_parser(sub)
     presets.add_parser(sub)
+    predict.add_parser(sub)
     convert.add_parser(sub)
     train.add_parser(sub)
     export.add_parsers(sub)  # export, verify, benchmark-export
