@@ -148,7 +148,12 @@ def test_imagenet_class_names():
     [
         ("ViT_X", "photo", "Received: model='ViT_X'"),
         ("model", "missing.png", "does not exist. Received: image="),
-        ("model", "junk.png", "Could not read the image"),
+        (
+            "model",
+            "junk.png",
+            "Could not read the image: Not a JPEG, PNG, GIF, BMP or WebP "
+            "image. Received: image=",
+        ),
         ("nowhere.tflite", "photo", "Received: model='nowhere.tflite'"),
     ],
 )
