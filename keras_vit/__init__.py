@@ -25,6 +25,7 @@ from keras_vit.builders import ViT_R50_L32
 from keras_vit.builders import ViT_S16
 from keras_vit.builders import ViT_S32
 from keras_vit.builders import ViT_Ti16
+from keras_vit.data.imagenet import imagenet_class_names
 from keras_vit.data.sample_images import sample_image_path
 from keras_vit.layers import LayerNorm
 from keras_vit.layers import MultiHeadSelfAttention
@@ -65,6 +66,7 @@ __all__ = [
     "ViT_S32",
     "ViT_Ti16",
     "__version__",
+    "imagenet_class_names",
     "layers",
     "list_presets",
     "load_weights",

@@ -225,6 +225,19 @@ def boolean(name, value):
     return value
 
 
+def verbosity(name, value):
+    """A Keras progress verbosity: `0` (silent), `1` (a progress bar) or `2`
+    (one line at the end); `"auto"` is `1`, as in Keras's `Model.predict`.
+    Returns the int, or raises."""
+    if isinstance(value, str) and value == "auto":
+        return 1
+    if isinstance(value, bool) or value not in (0, 1, 2):
+        raise ValueError(
+            f"`{name}` must be 0, 1, 2 or 'auto'. Received: {name}={value!r}"
+        )
+    return int(value)
+
+
 def one_of(name, value, choices):
     """Returns `value` if it is one of `choices`, or raises."""
     if not any(

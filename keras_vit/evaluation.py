@@ -259,6 +259,7 @@ def few_shot(
     data_dir=None,
     batch_size=64,
     test_fraction=None,
+    verbose="auto",
 ):
     """The paper's linear few-shot evaluation of a model's representation.
 
@@ -277,6 +278,9 @@ def few_shot(
             (an image folder): the share of its images held out to test on
             (a fixed random choice), the few shots drawn from the others.
             Defaults to `None`.
+        verbose: the progress of the feature extraction, as Keras's
+            `predict` shows it: `0` (none), `1` (a progress bar), `2` (a
+            line when done) or `"auto"` (`1`). Defaults to `"auto"`.
 
     Returns:
         A `FewShotResult`.
@@ -292,6 +296,7 @@ def few_shot(
     shots, seeds = _check(shots, seeds)
     l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
     batch_size = arg_checks.positive_int("batch_size", batch_size)
+    verbose = arg_checks.verbosity("verbose", verbose)
     model = load_model(model)
     features_of = representation_model(model)
     if not isinstance(dataset, data.Dataset):
@@ -302,10 +307,10 @@ def few_shot(
     pool, test = _test_split(dataset, len(labels), test_fraction)
     chosen, draws = _draw_shots(labels, pool, num_classes, shots, seeds)
     features = _features(
-        features_of, dataset.subset(chosen), num_classes, batch_size
+        features_of, dataset.subset(chosen), num_classes, batch_size, verbose
     )[0]
     test_features, test_labels = _features(
-        features_of, test, num_classes, batch_size
+        features_of, test, num_classes, batch_size, verbose
     )
     result = _score(
         draws,
@@ -396,17 +401,28 @@ def _test_split(dataset, num_train, test_fraction):
     return pool, test
 
 
-def _features(model, pairs, num_classes, batch_size):
-    """`(features, labels)` of a dataset of `(image, label)`, in order."""
+def _features(model, pairs, num_classes, batch_size, verbose=0):
+    """`(features, labels)` of a dataset of `(image, label)`, in order, with
+    a Keras progress bar of the batches at `verbose` 1 or 2."""
+    import keras
+
     from keras_vit import data
     from keras_vit.data.images import model_pixels
 
     height, width, channels = model.input_shape[1:]
-    features, labels = [], []
-    for images, onehot in data.eval_pipeline(
+    batches = data.eval_pipeline(
         pairs, num_classes, (height, width), batch_size
-    ).as_numpy_iterator():
+    )
+    known = int(batches.cardinality())
+    progress = keras.utils.Progbar(
+        known if known >= 0 else None, verbose=verbose
+    )
+    features, labels = [], []
+    for step, (images, onehot) in enumerate(batches.as_numpy_iterator(), 1):
         images = model_pixels(images, channels)
         features.append(np.asarray(model.predict_on_batch(images), "float32"))
         labels.append(np.argmax(onehot, axis=-1))
+        progress.update(step, finalize=step == known)
+    if known < 0:
+        progress.update(len(features), finalize=True)
     return np.concatenate(features), np.concatenate(labels)

@@ -21,9 +21,11 @@ EXTRAS = {
     "tensorflow_datasets": "train",
     "matplotlib": "train",
     "sklearn": "train",
+    "tensorboard": "train",
     "ai_edge_litert": "export",
     "tf2onnx": "onnx",
     "onnxruntime": "onnx",
+    "onnx": "onnx",
     "openvino": "openvino",
 }
 

@@ -242,3 +242,24 @@ def test_an_image_folder_is_tested_on_a_held_out_share(tmp_path):
     )
     held, shots = read
     assert len(held) == 6 and 4 <= len(shots) <= 14 and not held & shots
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verbose", [0, "auto"])
+def test_few_shot_shows_progress_unless_asked_not_to(capsys, verbose):
+    model = keras_vit.ViT(**TINY)
+    result = evaluation.few_shot(
+        model, "digits", shots=1, seeds=1, batch_size=128, verbose=verbose
+    )
+    out = capsys.readouterr().out
+    assert result.accuracy[1]
+    # Keras's bar: the steps done of the steps there are (360 test images
+    # in 3 batches of 128; 10 shots in 1).
+    assert ("3/3" in out and "1/1" in out) == (verbose != 0), out
+    if verbose == 0:
+        assert out == ""
+
+
+def test_few_shot_refuses_a_bad_verbose():
+    with pytest.raises(ValueError, match="Received: verbose=3"):
+        evaluation.few_shot(keras_vit.ViT(**TINY), "digits", verbose=3)

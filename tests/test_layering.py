@@ -40,6 +40,9 @@ RANKS = {
     "keras_vit.evaluation": 6,
     "keras_vit.benchmark": 6,
     "keras_vit.cli": 7,
+    # The console script (installed as the top-level `keras_vit_cli`),
+    # which imports the command line with importlib.
+    "keras_vit._launcher": 8,
 }
 
 #: Deprecated aliases of moved modules, kept one release: each imports its

@@ -48,7 +48,22 @@ def _extra_names(extra):
 def test_the_distribution_has_its_own_name():
     # PyPI's keras-vit is another package that also imports as keras_vit.
     assert PROJECT["name"] == extras.DISTRIBUTION == "keras-vision-transformer"
-    assert PROJECT["scripts"]["keras-vit"] == "keras_vit.cli:main"
+    assert PROJECT["scripts"]["keras-vit"] == "keras_vit_cli:main"
+
+
+def test_every_package_of_the_tree_is_packaged():
+    # The list is written out (`find` cannot name the launcher, installed
+    # from keras_vit/_launcher/ as the top-level keras_vit_cli).
+    setuptools = PYPROJECT["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"keras_vit_cli": "keras_vit/_launcher"}
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / "keras_vit").rglob("__init__.py")
+    }
+    found = {
+        "keras_vit_cli" if p == "keras_vit._launcher" else p for p in found
+    }
+    assert sorted(setuptools["packages"]) == sorted(found)
 
 
 def test_the_core_is_what_running_a_model_needs():
@@ -176,6 +191,9 @@ def test_the_wheel_works_alone_in_a_fresh_environment(tmp_path):
             "keras_vit/data/samples/cat.jpg",
             "keras_vit/data/samples/README.md",
         } <= set(names)
+        assert "keras_vit/data/imagenet_class_names.txt" in names
+        assert "keras_vit_cli/__init__.py" in names
+        assert not [n for n in names if "_launcher" in n]
     assert metadata["Name"] == "keras-vision-transformer"
     assert metadata["License-Expression"] == "Apache-2.0"
     assert set(metadata.get_all("Provides-Extra")) >= {
@@ -211,9 +229,40 @@ except keras_vit.extras.MissingExtraError as error:
     assert '[train]' in str(error), error
 else:
     raise AssertionError("digits without scikit-learn")
+assert keras_vit.imagenet_class_names()[0] == "tench"
 print("ok", keras_vit.__version__)
 """
     out = _run([str(python), "-c", program], tmp_path)
     assert out.split()[-2:] == ["ok", keras_vit.__version__]
     out = _run([str(env_dir / "bin" / "keras-vit"), "--version"], tmp_path)
     assert keras_vit.__version__ in out
+    # The console script lists without TensorFlow: quiet and quick.
+    for argv in (["--help"], ["presets"], ["models"]):
+        done = subprocess.run(
+            [
+                str(env_dir / "bin" / "python"),
+                "-X",
+                "importtime",
+                "-c",
+                "import sys, keras_vit_cli; sys.exit(keras_vit_cli.main())",
+                *argv,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, (argv, done.stderr[-3000:])
+        imported = {
+            line.split("|")[-1].strip()
+            for line in done.stderr.splitlines()
+            if line.startswith("import time:")
+        }
+        assert not imported & {"tensorflow", "keras"}, argv
+        assert not [
+            n
+            for n in done.stderr.splitlines()
+            if not n.startswith("import time:")
+        ], done.stderr[-3000:]
+    out = _run([str(env_dir / "bin" / "keras-vit"), "presets"], tmp_path)
+    assert "vit_b16_augreg_in21k_ft_in1k" in out

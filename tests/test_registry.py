@@ -536,6 +536,18 @@ def test_builders_are_made_from_the_registry():
     )
 
 
+def test_the_builders_parameter_counts_are_those_of_their_models():
+    import keras
+
+    assert list(registry.variants.PARAMS) == list(registry.BUILDERS)
+    for name, params in registry.variants.PARAMS.items():
+        # Counted from the variables' shapes, none allocated (ViT-H/14
+        # alone would take 2.5 GB).
+        with keras.StatelessScope(initialize_variables=False):
+            counted = builders.get_builder(name)().count_params()
+        assert counted == params, name
+
+
 def test_build_names(tmp_path):
     small = dict(image_size=32, num_layers=1, num_classes=3)
     model = builders.build("ViT_Ti16", **small)

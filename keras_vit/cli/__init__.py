@@ -1,11 +1,18 @@
 """The `keras-vit` command line: one module per command.
 
-`build_parser()` assembles the commands' parsers; `main(argv)` runs one.
-Building the parser imports neither Keras nor TensorFlow (the flags' choices
-come from `keras_vit.options`): each command imports what it needs when it
-runs. Before a command runs, TensorFlow is imported with its C++ start-up
-log lines (oneDNN, CPU features, CUDA) held back, unless `--verbose` comes
-before the command (`_quiet_tensorflow`).
+`build_parser()` assembles the commands' parsers, the one definition of
+every command's arguments; `main(argv)` runs one. Building the parser
+imports neither Keras nor TensorFlow (the flags' choices come from
+`keras_vit.options`), and neither do the listing commands
+(`LIGHT_COMMANDS`): each other command imports what it needs when it runs.
+Before such a command runs, TensorFlow is imported with its C++ start-up
+log lines (oneDNN, CPU features, CUDA) and its Python warnings held back,
+unless `--verbose` comes before the command (`quiet_tensorflow`).
+
+The installed `keras-vit` is `keras_vit_cli.main` (keras_vit/_launcher/),
+which builds this parser without running `keras_vit/__init__.py`, so that
+`keras-vit --help` or `keras-vit presets` answers at once;
+`python -m keras_vit.cli` imports the whole library first.
 """
 
 import argparse
@@ -23,9 +30,14 @@ from keras_vit.cli import export
 from keras_vit.cli import few_shot
 from keras_vit.cli import inspection
 from keras_vit.cli import models
+from keras_vit.cli import predict
 from keras_vit.cli import presets
 from keras_vit.cli import train
 from keras_vit.version import __version__
+
+#: The commands that import neither Keras nor TensorFlow (`None`: no command,
+#: which prints the help).
+LIGHT_COMMANDS = frozenset({None, "models", "presets"})
 
 
 def build_parser():
@@ -40,13 +52,14 @@ def build_parser():
         "--verbose",
         action="store_true",
         dest="tensorflow_logs",
-        help="show TensorFlow's C++ start-up log lines (oneDNN, CPU "
-        "features, CUDA); before the command (`keras-vit --verbose "
+        help="show TensorFlow's C++ log lines (oneDNN, CPU features, "
+        "CUDA) and Python warnings; before the command (`keras-vit --verbose "
         "train ...`: train's own --verbose sets its progress output)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     models.add_parser(sub)
     presets.add_parser(sub)
+    predict.add_parser(sub)
     convert.add_parser(sub)
     train.add_parser(sub)
     export.add_parsers(sub)  # export, verify, benchmark-export
@@ -62,8 +75,8 @@ def main(argv=None):
     if getattr(args, "run", None) is None:
         parser.print_help()
         return 0
-    if not args.tensorflow_logs:
-        _quiet_tensorflow()
+    if args.command not in LIGHT_COMMANDS and not args.tensorflow_logs:
+        quiet_tensorflow()
     try:
         with _terminate_cleanly():
             args.run(args)
@@ -79,17 +92,19 @@ def main(argv=None):
     return 0
 
 
-def _quiet_tensorflow():
-    """Imports TensorFlow without its C++ start-up log lines.
+def quiet_tensorflow():
+    """Imports TensorFlow without its C++ start-up log lines or its Python
+    warnings.
 
     TensorFlow's C++ start-up chatter (oneDNN, CPU features, CUDA) is noise
-    for a command line. `TF_CPP_MIN_LOG_LEVEL=2` holds back its later log
-    lines (set here unless the user set it), but not those it writes while
-    it is imported, before its logging is set up (TF 2.21): those are
+    for a command line. `TF_CPP_MIN_LOG_LEVEL=3` holds back its later C++
+    log lines (set here unless the user set it), but not those it writes
+    while it is imported, before its logging is set up (TF 2.21): those are
     written to a temporary file instead of stderr, and shown only if the
-    import fails. Does nothing if TensorFlow is imported already.
+    import fails. Its Python logger (absl's) is set to show errors only.
+    Does nothing if TensorFlow is imported already.
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if "tensorflow" in sys.modules:
         return
     sys.stderr.flush()
@@ -97,7 +112,7 @@ def _quiet_tensorflow():
     with tempfile.TemporaryFile() as held:
         os.dup2(held.fileno(), 2)
         try:
-            import tensorflow  # noqa: F401
+            import tensorflow
         except BaseException:
             os.dup2(saved, 2)
             held.seek(0)
@@ -106,6 +121,7 @@ def _quiet_tensorflow():
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+    tensorflow.get_logger().setLevel("ERROR")
 
 
 def _not_an_image(error):

@@ -36,6 +36,7 @@ def add_parser(sub):
         action="store_true",
         help="replace an existing file at --output (never the input)",
     )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(run=run)
 
 
@@ -49,6 +50,7 @@ def run(args):
         num_heads=args.num_heads,
         source_grid=args.source_grid,
         overwrite=args.overwrite,
+        verbose=0 if args.quiet else "auto",
     )
     print(
         f"{args.input} -> {args.output}: {model.name}, "

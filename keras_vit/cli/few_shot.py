@@ -61,6 +61,11 @@ def add_parser(sub):
         help="for a dataset without a test split (an image folder): "
         "the share of its images held out to test on",
     )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar while the features are computed",
+    )
     parser.set_defaults(run=run)
 
 
@@ -78,5 +83,6 @@ def run(args):
         data_dir=args.data_dir,
         batch_size=args.batch_size,
         test_fraction=args.test_fraction,
+        verbose=0 if args.quiet else "auto",
     )
     print(result.summary())

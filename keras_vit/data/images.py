@@ -24,6 +24,18 @@ def model_pixels(images, num_channels):
     return images
 
 
+def _reason(message):
+    """The reader's own words in a TensorFlow error's `message` (its
+    assertion's data, `NOT_AN_IMAGE` or `NOT_DECODABLE` without the colon),
+    else the message's first line."""
+    from keras_vit.data import datasets
+
+    for known in (datasets.NOT_AN_IMAGE, datasets.NOT_DECODABLE):
+        if known in message:
+            return known.rstrip(":")
+    return message.splitlines()[0]
+
+
 def load_image_files(paths, image_size, num_channels=3):
     """Reads image files as float32 `(N, H, W, num_channels)` pixels in
     [0, 255], resized to `image_size` `(H, W)` as `eval_pipeline` resizes
@@ -43,7 +55,7 @@ def load_image_files(paths, image_size, num_channels=3):
         try:
             image = datasets.read_image(tf.constant(str(path)))
         except (tf.errors.OpError, ValueError) as error:
-            reason = getattr(error, "message", str(error)).splitlines()[0]
+            reason = _reason(getattr(error, "message", str(error)))
             raise ValueError(
                 f"Could not read the image: {reason}. Received: image={path!r}"
             ) from None

@@ -233,6 +233,7 @@ def _verify(args):
             ),
             quantization=args.quantization,
             min_top1_agreement=args.min_top1_agreement,
+            verbose=0 if args.quiet else "auto",
         )
     reference = _load(args, model=args.reference)
     report = export.verify(args.exported, reference, data=data, **kwargs)
@@ -386,6 +387,11 @@ def _add_verify(subparsers):
         help=f"LiteRT interpreters to run (default: {' '.join(RUNTIMES)})",
     )
     v.add_argument("--min-top1-agreement", type=_fraction, default=None)
+    v.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar of a .tflite file's runs",
+    )
     v.set_defaults(run=_verify)
 
 

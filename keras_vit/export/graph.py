@@ -11,6 +11,8 @@ import collections
 import dataclasses
 import os
 
+from keras_vit import extras
+
 #: Ops that only move values between float and integer at a model's edges.
 CONVERSION_OPS = ("QUANTIZE", "DEQUANTIZE")
 
@@ -102,8 +104,15 @@ class Graph:
         )
 
 
+def _schema():
+    """LiteRT's flatbuffer schema (`ai_edge_litert`, the `export` extra)."""
+    return extras.require(
+        "ai_edge_litert.schema_py_generated", "Reading a .tflite file's graph"
+    )
+
+
 def _type_names():
-    from ai_edge_litert import schema_py_generated as schema
+    schema = _schema()
 
     return {
         value: key
@@ -113,7 +122,7 @@ def _type_names():
 
 
 def _builtin_names():
-    from ai_edge_litert import schema_py_generated as schema
+    schema = _schema()
 
     return {
         value: key
@@ -140,7 +149,7 @@ def read_graph(model):
     >>> graph.histogram().most_common(3)
     [('FULLY_CONNECTED', 12), ('ADD', 11), ('MUL', 10)]
     """
-    from ai_edge_litert import schema_py_generated as schema
+    schema = _schema()
 
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)

@@ -23,6 +23,7 @@ import tempfile
 import numpy as np
 
 from keras_vit import arg_checks
+from keras_vit import extras
 from keras_vit import files
 from keras_vit.export import models
 from keras_vit.export.report import VerificationError
@@ -33,14 +34,9 @@ MIN_OPSET = 9
 
 
 def _require(module):
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as error:
-        raise ImportError(
-            f"ONNX export needs `{module}`: pip install tf2onnx onnxruntime"
-        ) from error
+    """`module` (tf2onnx, onnx, onnxruntime), or `MissingExtraError` naming
+    the `onnx` extra."""
+    return extras.require(module, "ONNX export")
 
 
 def available():
@@ -58,9 +54,7 @@ def _tf2onnx_constants():
 
 
 def _tf2onnx_version():
-    import tf2onnx
-
-    return tf2onnx.__version__
+    return _require("tf2onnx").__version__
 
 
 @functools.cache
@@ -116,8 +110,9 @@ def _convert(model, spec, opset):
     """
     import keras
     import tensorflow as tf
-    import tf2onnx
-    from onnx import numpy_helper
+
+    tf2onnx = _require("tf2onnx")
+    numpy_helper = _require("onnx.numpy_helper")
 
     _patch_tf2onnx()
     weights = list(model.variables)
@@ -156,7 +151,7 @@ def _weights_bytes(proto):
 
 def _save(proto, path, external_data):
     """Writes `proto` to `path`, weights beside it as `<name>.data` if asked."""
-    import onnx
+    onnx = _require("onnx")
 
     size = _weights_bytes(proto)
     if external_data is None:

@@ -12,8 +12,8 @@ precision OpenVINO computes in is chosen when it compiles the model
 in bfloat16 on CPUs with AVX-512 BF16 or AMX, even for a float32 model, so
 the precision is always given here.
 
-Optional: needs `openvino` (`pip install openvino`), not a required
-dependency of keras_vit.
+Optional: needs `openvino` (`pip install "keras-vision-transformer[openvino]"`),
+not a required dependency of keras_vit.
 """
 
 import os
@@ -23,6 +23,7 @@ import tempfile
 import numpy as np
 
 from keras_vit import arg_checks
+from keras_vit import extras
 from keras_vit import files
 from keras_vit.export import models
 from keras_vit.export.report import VerificationError
@@ -33,13 +34,8 @@ PRECISIONS = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 
 
 def _require():
-    try:
-        import openvino
-    except ImportError as error:
-        raise ImportError(
-            "OpenVINO export needs `openvino`: pip install openvino"
-        ) from error
-    return openvino
+    """`openvino`, or `MissingExtraError` naming the `openvino` extra."""
+    return extras.require("openvino", "OpenVINO export")
 
 
 def available():

@@ -18,6 +18,7 @@ import os
 
 import numpy as np
 
+from keras_vit import extras
 from keras_vit.options import INTERPRETERS
 
 
@@ -35,8 +36,11 @@ def load_interpreter(path, runtime="xnnpack", num_threads=None):
     Raises:
         ValueError: for an unknown `runtime`, or a file LiteRT cannot load.
     """
-    from ai_edge_litert.interpreter import Interpreter
-    from ai_edge_litert.interpreter import OpResolverType
+    litert = extras.require(
+        "ai_edge_litert.interpreter", "Running a .tflite file (LiteRT)"
+    )
+    Interpreter = litert.Interpreter
+    OpResolverType = litert.OpResolverType
 
     if runtime not in INTERPRETERS:
         raise ValueError(

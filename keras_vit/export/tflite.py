@@ -444,6 +444,7 @@ def _write_verified(
                 report = verify_lib.verify_tflite(
                     tmp,
                     model,
+                    verbose=0,  # the export prints its report
                     data=sources,
                     num_images=num_images,
                     quantization=quantize,

@@ -165,19 +165,34 @@ def _tflite_report(path, graph, quantization, model, limits):
 
 
 def _compare_tflite(
-    report, path, model, image_sets, runtimes, num_threads, skip_reference=False
+    report,
+    path,
+    model,
+    image_sets,
+    runtimes,
+    num_threads,
+    skip_reference=False,
+    verbose=0,
 ):
     """Step 3: the file's outputs with each LiteRT runtime against Keras's
     on each of `image_sets`, added to `report` (a runtime that cannot run
     the file is a failure). `skip_reference` leaves out the reference
-    kernels, which abort the process on a degenerate quantized range."""
+    kernels, which abort the process on a degenerate quantized range.
+    `verbose`: a Keras progress bar of the runs (a runtime on an image
+    set)."""
+    import keras
+
     report.xnnpack_partitions = runtime.xnnpack_partitions(path)
+    if skip_reference:
+        runtimes = [name for name in runtimes if name != "reference"]
+    progress = keras.utils.Progbar(
+        len(image_sets) * len(runtimes), verbose=verbose, unit_name="run"
+    )
     for images in image_sets:
         expected = _reference_outputs(model, images.images)
         labels = images.labels
         for name in runtimes:
-            if name == "reference" and skip_reference:
-                continue
+            progress.add(1)
             n = len(expected)
             if name == "reference" and report.limits.get("top1") is None:
                 n = min(n, REFERENCE_KERNEL_IMAGES)
@@ -212,6 +227,7 @@ def verify_tflite(
     max_abs=None,
     num_threads=None,
     raise_on_failure=True,
+    verbose="auto",
 ):
     """Verifies a `.tflite` file against the Keras model it came from.
 
@@ -240,6 +256,9 @@ def verify_tflite(
             no faster, and the reference kernels run on one thread).
         raise_on_failure: bool, whether a failure raises. Defaults to
             `True`.
+        verbose: a Keras progress bar of the runs (each runtime on each
+            image set): `0` (none), `1` (a bar), `2` (a line when done) or
+            `"auto"` (`1`). Defaults to `"auto"`.
 
     Returns:
         A `VerificationReport`.
@@ -264,6 +283,7 @@ def verify_tflite(
         num_threads,
         raise_on_failure,
     )
+    verbose = arg_checks.verbosity("verbose", verbose)
     graph = graph_lib.read_graph(path)
     if quantization is None:
         quantization = graph_lib.detect_quantization(graph)
@@ -282,6 +302,7 @@ def verify_tflite(
             runtimes,
             threads,
             skip_reference=bool(graph.degenerate_ranges()),
+            verbose=verbose,
         )
     _check_limits(report, limits)
     if report.failures and raise_on_failure:

@@ -131,6 +131,25 @@ BUILDERS = {
 #: variant name -> its builder's name, for the variants that have one.
 BUILDER_OF = {variant: builder for builder, variant in BUILDERS.items()}
 
+#: builder name -> the parameter count of the model it builds by default
+#: (224 x 224 input, 1000-class head), which `keras-vit models` lists
+#: without building models (tests/test_registry.py counts the built ones).
+PARAMS = {
+    "ViT_Ti16": 5_717_416,
+    "ViT_S16": 22_050_664,
+    "ViT_S32": 22_878_952,
+    "ViT_B8": 86_576_872,
+    "ViT_B16": 86_567_656,
+    "ViT_B32": 88_224_232,
+    "ViT_L16": 304_326_632,
+    "ViT_L32": 306_535_400,
+    "ViT_H14": 632_045_800,
+    "ViT_R50_B16": 98_659_112,
+    "ViT_R50_L32": 328_994_856,
+    "ViT_R26_B32": 101_383_976,
+    "ViT_R26_S32": 36_431_912,
+}
+
 
 def model_name(variant):
     """The default name of a model of `variant`: `"B/16"` -> `"vit_b16"`."""

@@ -17,6 +17,7 @@ import tempfile
 
 import keras
 
+from keras_vit import extras
 from keras_vit import files
 from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
@@ -135,11 +136,16 @@ def _lock(file):
     fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
-def _plot_history(history, path):
-    import matplotlib
+#: The optional modules a run needs (the `train` extra), checked before it
+#: starts: the learning curves are drawn only at its end.
+_RUN_NEEDS = {
+    "matplotlib": "Training's learning curves (curves.png)",
+    "tensorboard": "Training's TensorBoard logs",
+}
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+
+def _plot_history(history, path):
+    plt = extras.pyplot(_RUN_NEEDS["matplotlib"])
 
     metrics = [
         k for k in history if not k.startswith("val_") and k != "learning_rate"
@@ -340,6 +346,8 @@ def train(config, callbacks=(), strategy=None):
         A `TrainResult`.
     """
     config.check()
+    for module, feature in _RUN_NEEDS.items():
+        extras.require(module, feature)
     _check_run_folder(config)
     _check_resumable(config)
     setup = _set_up(config, strategy)

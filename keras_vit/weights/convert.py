@@ -1,5 +1,7 @@
 """Converting a released checkpoint into keras_vit's own file."""
 
+import keras
+
 from keras_vit import files
 from keras_vit import registry
 from keras_vit.weights import reader
@@ -109,6 +111,7 @@ def convert(
     num_heads=None,
     source_grid=None,
     overwrite=False,
+    verbose="auto",
 ):
     """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
 
@@ -131,6 +134,9 @@ def convert(
             `output_path` (a converted checkpoint cannot be told from a
             trained model, so none is replaced unless asked). The input is
             never replaced. Defaults to `False`.
+        verbose: a Keras progress bar of the three steps (read, build and
+            load, write): `0` (none), `1` (a bar), `2` (a line when done)
+            or `"auto"` (`1`). Defaults to `"auto"`.
 
     Returns:
         The converted `keras_vit.ViT`.
@@ -148,16 +154,22 @@ def convert(
             f"{input_path!r} is already a keras_vit file; load it with "
             "keras.saving.load_model or model.load_weights."
         )
-    checkpoint = reader.read_checkpoint(input_path, source_grid=source_grid)
-    if num_heads is not None:
-        from keras_vit import arg_checks
+    from keras_vit import arg_checks
 
+    if num_heads is not None:
         num_heads = arg_checks.positive_int("num_heads", num_heads)
+    progress = keras.utils.Progbar(
+        3, verbose=arg_checks.verbosity("verbose", verbose), unit_name="step"
+    )
+    checkpoint = reader.read_checkpoint(input_path, source_grid=source_grid)
+    progress.update(1)
     vit = model_for_checkpoint(checkpoint, model, num_heads=num_heads)
+    progress.update(2)
     suffix = ".keras" if output_path.endswith(".keras") else ".weights.h5"
     with files.atomic_file(output_path, suffix=suffix) as temporary:
         if suffix == ".keras":
             vit.save(temporary)
         else:
             vit.save_weights(temporary, overwrite=True)
+    progress.update(3, finalize=True)
     return vit

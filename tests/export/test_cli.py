@@ -257,3 +257,25 @@ def test_sigterm_during_export_leaves_nothing_behind(
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_verify_shows_its_runs_unless_quiet(
+    random_tflite_path, random_model_path, capsys, quiet
+):
+    argv = [
+        "verify",
+        str(random_tflite_path),
+        "--reference",
+        random_model_path,
+        "--num-images",
+        "4",
+        "--runtimes",
+        "xnnpack",
+        "builtin",
+    ]
+    assert cli.main(argv + (["--quiet"] if quiet else [])) == 0
+    out = capsys.readouterr().out
+    # Keras's progress bar: two runtimes on one image set.
+    assert ("2/2" in out) is not quiet, out
+    assert "passed" in out

@@ -342,3 +342,16 @@ def test_convert_reports_every_tensor_of_the_wrong_rank(
     assert "Transformer/encoder_norm/scale (source name): shape (1, 32)" in err
     assert "head/bias (source name): shape (1, 5)" in err
     assert os.listdir(tmp_path) == ["bad.npz"]
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_convert_shows_its_steps_unless_quiet(
+    tmp_path, capsys, tiny_variant, quiet
+):
+    output = str(tmp_path / "converted.weights.h5")
+    argv = ["convert", golden("vit_token.npz"), "--output", output]
+    assert cli.main(argv + (["--quiet"] if quiet else [])) == 0
+    out = capsys.readouterr().out
+    # Keras's progress bar: read, build and load, write.
+    assert ("3/3" in out) is not quiet, out
+    assert out.strip().splitlines()[-1].startswith(golden("vit_token.npz"))

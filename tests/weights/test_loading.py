@@ -1068,3 +1068,12 @@ def test_the_constructors_weights_argument_is_a_deprecated_path_to_from_preset()
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         keras_vit.ViT.from_variant("Ti/16", image_size=32, num_classes=3)
+
+
+def test_a_download_shows_keras_progress_bar(local_preset, capsys):
+    # keras.utils.get_file draws it (the bar is Keras's, not ours).
+    path = presets.download(local_preset)
+    out = capsys.readouterr().out
+    assert f"Downloading data from {local_preset['url']}" in out
+    size = os.path.getsize(path)
+    assert f"{size}/{size}" in out, out

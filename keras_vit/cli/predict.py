@@ -1,0 +1,234 @@
+"""`keras-vit predict`: the top classes of images, for any model keras_vit
+builds, trains or exports.
+
+MODEL is a builder or preset name (`vit_b16_augreg_in21k_ft_in1k`, or
+`ViT_B16 --weights NAME`), a `.keras` file, a training run's folder (its
+`model.keras`), a SavedModel folder or a `.tflite` file that keras_vit
+exported (run with LiteRT; their metadata JSON gives the input size and the
+class names). Images are read and resized with `keras_vit.data.images`.
+"""
+
+import json
+import os
+
+from keras_vit.cli._table import print_table
+
+
+def add_parser(sub):
+    parser = sub.add_parser(
+        "predict",
+        help="print the top classes of images",
+        description="The top classes of each image, with probabilities.",
+    )
+    parser.add_argument(
+        "model",
+        help="a preset or builder name, a .keras file, a training run's "
+        "folder, or a SavedModel folder or .tflite file exported by keras_vit",
+    )
+    parser.add_argument("images", nargs="+", metavar="IMAGE")
+    parser.add_argument(
+        "--top", type=int, default=5, help="classes per image (default: 5)"
+    )
+    parser.add_argument(
+        "--weights",
+        default=None,
+        help="preset or checkpoint, with a builder name",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON instead of a table"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args):
+    if args.top < 1:
+        raise ValueError(f"--top must be 1 or more. Received: top={args.top!r}")
+    for image in args.images:
+        if not os.path.isfile(image):
+            raise ValueError(
+                f"The image file does not exist. Received: image={image!r}"
+            )
+    predictor = load_predictor(args.model, args.weights)
+    probabilities = predictor.predict(args.images)
+    results = top_classes(
+        probabilities, predictor.class_names, args.images, args.top
+    )
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    rows = [
+        (r["image"], rank, c["class"], f"{c['probability']:.4f}")
+        for r in results
+        for rank, c in enumerate(r["top"], 1)
+    ]
+    print_table(("image", "rank", "class", "probability"), rows)
+
+
+def top_classes(probabilities, class_names, images, top):
+    """`[{"image", "top": [{"class", "index", "probability"}, ...]}, ...]`,
+    the `top` most probable classes of each image, most probable first."""
+    import numpy as np
+
+    results = []
+    for image, row in zip(images, probabilities):
+        order = np.argsort(-row, kind="stable")[:top]
+        results.append(
+            {
+                "image": image,
+                "top": [
+                    {
+                        "class": class_names[i],
+                        "index": int(i),
+                        "probability": float(row[i]),
+                    }
+                    for i in order
+                ],
+            }
+        )
+    return results
+
+
+class Predictor:
+    """A model's class probabilities for image files (`predict(paths)`),
+    its input `(height, width, channels)` and `class_names`."""
+
+    def __init__(self, run, input_spec, class_names, kind):
+        if kind == "features":
+            raise ValueError(
+                "The model has no classifier head (include_top=False): it "
+                "returns features, not classes. Received: a feature extractor"
+            )
+        self._run = run
+        self.input_spec = input_spec
+        self.class_names = class_names
+        self.kind = kind
+
+    def predict(self, paths):
+        import numpy as np
+
+        from keras_vit.data.images import load_image_files
+
+        height, width, channels = self.input_spec
+        pixels = load_image_files(paths, (height, width), channels)
+        outputs = np.asarray(self._run(pixels), dtype="float64")
+        if self.kind == "logits":
+            outputs = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
+            outputs /= outputs.sum(axis=-1, keepdims=True)
+        return outputs
+
+
+def load_predictor(model, weights=None):
+    """A `Predictor` for `model` (see the module docstring)."""
+    path = os.fspath(model)
+    if os.path.isdir(path):
+        from keras_vit.export import metadata
+
+        if os.path.isfile(metadata.sidecar_path(path)):
+            return _saved_model(path, weights)
+        if os.path.isfile(os.path.join(path, "model.keras")):
+            return _keras(os.path.join(path, "model.keras"), weights)
+        raise ValueError(
+            "The folder is neither a SavedModel exported by keras_vit (no "
+            "keras_vit.json) nor a training run (no model.keras). Received: "
+            f"model={path!r}"
+        )
+    if path.endswith(".tflite"):
+        return _tflite(path, weights)
+    if path.endswith(".keras"):
+        return _keras(path, weights)
+    return _named(path, weights)
+
+
+def _keras(path, weights):
+    from keras_vit.export import metadata
+    from keras_vit.export import models
+
+    model = models.load_model(path, weights)
+    return Predictor(
+        lambda x: model.predict(x, verbose=0),
+        models.input_spec(model),
+        metadata.class_names(model, model_source=path),
+        models.output_kind(model),
+    )
+
+
+def _named(name, weights):
+    from keras_vit.export import models
+
+    model = models.load_model(name, weights)
+    return Predictor(
+        lambda x: model.predict(x, verbose=0),
+        models.input_spec(model),
+        named_class_names(name, weights, model),
+        models.output_kind(model),
+    )
+
+
+def named_class_names(name, weights, model):
+    """The class names of a model built from a name: ImageNet-1k's for a
+    preset of 1000 classes (all of them are ImageNet-1k's), else
+    `keras_vit.export.metadata.class_names`'s."""
+    from keras_vit import registry
+    from keras_vit.data.imagenet import imagenet_class_names
+    from keras_vit.export import metadata
+
+    resolved = registry.resolve(name)
+    preset = resolved.preset
+    if preset is None and isinstance(weights, str):
+        preset = registry.find_preset(resolved.variant, weights)
+    if preset is not None and preset["num_classes"] == 1000:
+        return imagenet_class_names()
+    return metadata.class_names(model)
+
+
+def _exported(path, weights, fmt):
+    """The metadata of an export at `path` (a `.tflite` file or SavedModel
+    folder), checked."""
+    from keras_vit.export import metadata
+
+    if weights is not None:
+        raise ValueError(
+            "An exported model holds its weights; --weights applies to a "
+            f"builder name or a .keras file. Received: weights={weights!r}"
+        )
+    if not os.path.exists(path):
+        raise ValueError(f"The model does not exist. Received: model={path!r}")
+    found = metadata.read_metadata(path)
+    if found is None or found.get("format") != fmt:
+        raise ValueError(
+            f"Expected an export of keras_vit with its metadata "
+            f"({metadata.sidecar_path(path)}). Received: model={path!r}"
+        )
+    return found
+
+
+def _input_spec(found):
+    spec = found["input"]
+    return spec["height"], spec["width"], spec["channels"]
+
+
+def _tflite(path, weights):
+    from keras_vit.export import runtime
+
+    found = _exported(path, weights, "tflite")
+    return Predictor(
+        lambda x: runtime.run_tflite(path, x),
+        _input_spec(found),
+        found["class_names"],
+        found["output"]["kind"],
+    )
+
+
+def _saved_model(path, weights):
+    import tensorflow as tf
+
+    from keras_vit.export import saved_model
+
+    found = _exported(path, weights, "saved_model")
+    serve = tf.saved_model.load(path).signatures[saved_model.FLOAT_SIGNATURE]
+    return Predictor(
+        lambda x: serve(images=tf.constant(x))[found["output_key"]].numpy(),
+        _input_spec(found),
+        found["class_names"],
+        found["output"]["kind"],
+    )

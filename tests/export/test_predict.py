@@ -1,0 +1,192 @@
+"""`keras-vit predict`: the top classes of images for a `.keras` file, a
+training run, a SavedModel, a `.tflite` file and a preset name."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_vit
+from keras_vit import cli
+from keras_vit.cli import predict
+from keras_vit.data.images import load_image_files
+from tests.helpers import random_images
+
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """Three PNG photos of other sizes than the model's 32 x 32."""
+    folder = tmp_path_factory.mktemp("photos")
+    paths = []
+    for i, size in enumerate([(40, 48), (32, 32), (64, 20)]):
+        pixels = random_images((1, *size, 3), seed=10 + i)[0].astype("uint8")
+        path = str(folder / f"photo{i}.png")
+        tf.io.write_file(path, tf.io.encode_png(pixels))
+        paths.append(path)
+    return paths
+
+
+def _expected(model_path, paths):
+    model = keras.saving.load_model(model_path)
+    pixels = load_image_files(paths, (32, 32), 3)
+    return model.predict(pixels, verbose=0)
+
+
+def _predict_json(capsys, *argv):
+    assert cli.main(["predict", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _check(results, expected, paths, class_names):
+    assert [r["image"] for r in results] == paths
+    for result, row in zip(results, expected):
+        top = result["top"]
+        assert top[0]["index"] == int(np.argmax(row))
+        assert top[0]["class"] == class_names[int(np.argmax(row))]
+        got = [c["probability"] for c in top]
+        assert got == sorted(got, reverse=True)
+        np.testing.assert_allclose(
+            got, np.sort(row)[::-1][: len(top)], atol=1e-4
+        )
+
+
+def test_a_keras_file(random_model_path, images, capsys):
+    results = _predict_json(capsys, random_model_path, *images, "--top", "3")
+    assert [len(r["top"]) for r in results] == [3, 3, 3]
+    names = [f"class_{i}" for i in range(10)]
+    _check(results, _expected(random_model_path, images), images, names)
+
+
+def test_a_training_run_folder_names_its_classes(
+    random_model_path, images, tmp_path, capsys
+):
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(random_model_path, run / "model.keras")
+    (run / "config.json").write_text('{"data": {"dataset": "digits"}}')
+    results = _predict_json(capsys, str(run), *images, "--top", "10")
+    names = [str(d) for d in range(10)]
+    _check(results, _expected(random_model_path, images), images, names)
+
+
+def test_the_table(random_model_path, images, capsys):
+    assert (
+        cli.main(["predict", random_model_path, images[0], "--top", "2"]) == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["image", "rank", "class", "probability"]
+    assert [line.split()[:2] for line in lines[1:]] == [
+        [images[0], "1"],
+        [images[0], "2"],
+    ]
+
+
+@pytest.mark.slow
+def test_a_saved_model_and_a_tflite_export(
+    random_model_path, images, tmp_path, capsys
+):
+    from keras_vit import export
+
+    labels = [f"label{i}" for i in range(10)]
+    saved = str(tmp_path / "serving")
+    export.export_saved_model(random_model_path, saved, labels=labels)
+    tflite = str(tmp_path / "vit.tflite")
+    export.export_tflite(random_model_path, tflite, labels=labels)
+    expected = _expected(random_model_path, images)
+    for model in (saved, tflite):
+        _check(_predict_json(capsys, model, *images), expected, images, labels)
+
+
+def test_a_preset_of_imagenet_names_imagenet_classes():
+    model = keras_vit.ViT(
+        image_size=32,
+        patch_size=8,
+        hidden_dim=16,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=32,
+        num_classes=1000,
+    )
+    imagenet = keras_vit.imagenet_class_names()
+    name = "vit_ti16_augreg_in21k_ft_in1k"
+    assert predict.named_class_names(name, None, model) == imagenet
+    assert (
+        predict.named_class_names("ViT_Ti16", "augreg_in21k_ft_in1k", model)
+        == imagenet
+    )
+    # Without ImageNet-1k weights the classes have no names.
+    assert predict.named_class_names("ViT_Ti16", None, model)[:2] == [
+        "class_0",
+        "class_1",
+    ]
+
+
+def test_imagenet_class_names():
+    names = keras_vit.imagenet_class_names()
+    assert len(names) == 1000
+    assert names[:3] == ["tench", "goldfish", "great_white_shark"]
+    assert names[-1] == "toilet_tissue"
+    # The duplicated first lemmas, at Keras's decode_predictions indices.
+    assert names[134] == names[517] == "crane"
+    assert names[638] == names[639] == "maillot"
+    ids = keras_vit.data.imagenet.imagenet_wordnet_ids()
+    assert ids == sorted(ids) and ids[0] == "n01440764"
+
+
+@pytest.mark.parametrize(
+    "model, image, message",
+    [
+        ("ViT_X", "photo", "Received: model='ViT_X'"),
+        ("model", "missing.png", "does not exist. Received: image="),
+        (
+            "model",
+            "junk.png",
+            "Could not read the image: Not a JPEG, PNG, GIF, BMP or WebP "
+            "image. Received: image=",
+        ),
+        ("nowhere.tflite", "photo", "Received: model='nowhere.tflite'"),
+    ],
+)
+def test_errors_say_what_was_received(
+    random_model_path, images, tmp_path, capsys, model, image, message
+):
+    (tmp_path / "junk.png").write_text("not an image")
+    model = random_model_path if model == "model" else model
+    image = images[0] if image == "photo" else str(tmp_path / image)
+    assert cli.main(["predict", model, image]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith("keras-vit: error: ") and message in line
+
+
+@pytest.mark.slow
+def test_the_command_prints_only_its_table(random_model_path, images):
+    launcher = os.path.join(ROOT, "keras_vit", "_launcher", "__init__.py")
+    script = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('l', {launcher!r})\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "sys.exit(module.main(sys.argv[1:]))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script, "predict", random_model_path, *images],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-3000:]
+    assert len(done.stdout.splitlines()) == 1 + 3 * 5
