@@ -44,17 +44,6 @@ BLOCKS = {
     "citation": ("bibtex", "@inproceedings{dosovitskiy2021vit,"),
 }
 
-#: The blocks only the other issue-24 branches make runnable.
-NEEDS_CLI = pytest.mark.xfail(
-    strict=True,
-    reason="needs `keras-vit predict` and keras_vit.imagenet_class_names() "
-    "from branch i24-cli",
-)
-NEEDS_TRAIN_AND_CLI = pytest.mark.xfail(
-    strict=True,
-    reason="needs `keras-vit train --recipe` from branch i24-train and "
-    "`keras-vit predict` from branch i24-cli",
-)
 
 #: B/16 as the tests build it: the README's names, a tiny model.
 TINY_B16 = dict(
@@ -314,7 +303,6 @@ def test_the_performance_table_is_its_results_files():
 # 1. Classify a photo.
 
 
-@NEEDS_CLI
 def test_classifying_a_photo_in_python(tiny_releases, capsys):
     exec(compile(_block("classify in python"), README, "exec"), {})
     out = capsys.readouterr().out
@@ -325,7 +313,6 @@ def test_classifying_a_photo_in_python(tiny_releases, capsys):
     assert lines[0].startswith(f"{names[FAVOURED]}: ")
 
 
-@NEEDS_CLI
 def test_classifying_a_photo_in_the_shell(tiny_releases, capsys):
     (printed,) = _run_shell(_block("classify in the shell"), capsys)
     assert os.path.isfile("cat.jpg")
@@ -335,7 +322,6 @@ def test_classifying_a_photo_in_the_shell(tiny_releases, capsys):
 # 2. Fine-tune, predict, export; 4. TFLite.
 
 
-@NEEDS_TRAIN_AND_CLI
 @pytest.mark.slow
 def test_fine_tuning_then_predicting_and_exporting(tiny_releases, capsys):
     _run_shell(_block("fine-tune"), capsys, fetch=_fetch_flowers)
