@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_vit import arg_checks
+from keras_vit.layers import _attention_core
 from keras_vit.layers import _dropout
 
 
@@ -155,22 +156,32 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             ops.reshape(key, (batch, tokens, self.num_heads, self.head_dim)),
             (0, 2, 3, 1),
         )
-        logits = ops.matmul(query, key)
-        if self.relative_positions is not None:
-            logits = logits + self._relative_logits(query, batch)
-        weights = ops.softmax(ops.cast(logits, "float32"), axis=-1)
-        dropped = _dropout.seeded_dropout(
-            self.attention_dropout,
-            ops.cast(weights, self.compute_dtype),
-            dropout_seed,
-            training,
-        )
-        out = ops.matmul(dropped, value)  # (B, heads, T, d)
+        if training and self._recomputes_probabilities():
+            out, weights = _attention_core.attend(query, key, value)
+        else:
+            logits = ops.matmul(query, key)
+            if self.relative_positions is not None:
+                logits = logits + self._relative_logits(query, batch)
+            weights = ops.softmax(ops.cast(logits, "float32"), axis=-1)
+            dropped = _dropout.seeded_dropout(
+                self.attention_dropout,
+                ops.cast(weights, self.compute_dtype),
+                dropout_seed,
+                training,
+            )
+            out = ops.matmul(dropped, value)  # (B, heads, T, d)
         out = ops.reshape(ops.transpose(out, (0, 2, 1, 3)), (-1, dim))
         out = ops.reshape(self.proj(out), (batch, tokens, dim))
         if return_attention_scores:
             return out, weights
         return out
+
+    def _recomputes_probabilities(self):
+        """Whether training steps use `_attention_core.attend`, which keeps
+        no `(B, heads, T, T)` tensor for the backward pass: without
+        attention dropout (its mask would have to be kept) and relative
+        positions. Inference keeps the plain graph (the TFLite export's)."""
+        return self.dropout_rate == 0 and self.relative_positions is None
 
     def _relative_logits(self, query, batch):
         """The paper's relative attention: `(B, heads, T, T)` logits of the

@@ -1,0 +1,130 @@
+"""What a training step keeps between its forward and backward passes.
+
+`_attention_core.attend` and `_gelu.gelu` compute the same functions as the
+plain ops with backward passes that keep less: these tests hold the
+gradients to automatic differentiation's, and read a training step's graph
+to check that no `(B, heads, T, T)` attention tensor and no extra MLP-wide
+GELU tensor is kept for the backward pass.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import ops
+
+import keras_vit
+from keras_vit.layers import _attention_core
+from keras_vit.layers import _gelu
+
+
+def _plain_attention(query, key, value):
+    weights = ops.softmax(ops.matmul(query, key), axis=-1)
+    return ops.matmul(weights, value), weights
+
+
+def _gradients(fn, inputs, cotangents):
+    inputs = [tf.constant(x) for x in inputs]
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        outputs = fn(*inputs)
+        loss = sum(
+            tf.reduce_sum(tf.cast(o, "float32") * c)
+            for o, c in zip(outputs, cotangents)
+            if c is not None
+        )
+    return outputs, tape.gradient(loss, inputs)
+
+
+@pytest.mark.parametrize("through_weights", [False, True])
+def test_attention_gradients_equal_autodiff(through_weights):
+    rng = np.random.default_rng(0)
+    query = rng.normal(size=(2, 3, 7, 4)).astype("float32")
+    key = rng.normal(size=(2, 3, 4, 7)).astype("float32")
+    value = rng.normal(size=(2, 3, 7, 4)).astype("float32")
+    cotangents = [
+        rng.normal(size=(2, 3, 7, 4)).astype("float32"),
+        rng.normal(size=(2, 3, 7, 7)).astype("float32")
+        if through_weights
+        else None,
+    ]
+    inputs = (query, key, value)
+    want, want_grads = _gradients(_plain_attention, inputs, cotangents)
+    got, got_grads = _gradients(_attention_core.attend, inputs, cotangents)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    for a, b in zip(got_grads, want_grads):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_in_bfloat16_keeps_a_float32_softmax():
+    rng = np.random.default_rng(1)
+    inputs = [
+        tf.constant(rng.normal(size=s), "bfloat16")
+        for s in ((1, 2, 5, 4), (1, 2, 4, 5), (1, 2, 5, 4))
+    ]
+    outputs, weights = _attention_core.attend(*inputs)
+    assert outputs.dtype == "bfloat16" and weights.dtype == "float32"
+    np.testing.assert_allclose(np.sum(weights, axis=-1), 1.0, rtol=1e-6)
+
+
+def test_gelu_value_and_gradient_equal_the_exact_gelu():
+    x = np.linspace(-6, 6, 97).astype("float32").reshape(1, -1)
+    cotangent = np.random.default_rng(2).normal(size=x.shape).astype("float32")
+    exact = lambda t: (ops.gelu(t, approximate=False),)  # noqa: E731
+    want, (want_grad,) = _gradients(exact, (x,), [cotangent])
+    got, (got_grad,) = _gradients(lambda t: (_gelu.gelu(t),), (x,), [cotangent])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got_grad, want_grad, rtol=1e-5, atol=1e-6)
+
+
+def _kept_for_backward(model, images):
+    """Shapes of the forward tensors a training step's gradient reads."""
+    labels = tf.zeros((images.shape[0],), "int32")
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss = tf.reduce_mean(
+                tf.keras.losses.sparse_categorical_crossentropy(y, logits)
+            )
+        return tape.gradient(loss, model.trainable_variables)
+
+    graph = step.get_concrete_function(images, labels).graph
+
+    def backward(op):
+        return "gradient" in op.name.lower()
+
+    kept = []
+    for op in graph.get_operations():
+        if backward(op):
+            continue
+        for tensor in op.outputs:
+            if any(backward(c) for c in tensor.consumers()):
+                if tensor.shape.rank:
+                    kept.append((op.type, tuple(tensor.shape.as_list())))
+    return kept
+
+
+@pytest.mark.parametrize("attention_dropout_rate", [0.0, 0.1])
+def test_a_training_step_keeps_no_attention_matrix(attention_dropout_rate):
+    model = keras_vit.ViT(
+        image_size=16,
+        patch_size=4,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        mlp_dim=40,
+        num_classes=3,
+        attention_dropout_rate=attention_dropout_rate,
+    )
+    kept = _kept_for_backward(model, tf.zeros((2, 16, 16, 3)))
+    square = [k for k in kept if k[1][-2:] == (17, 17)]  # T x T, T = 17
+    mlp_wide = [k for k in kept if k[1][-1] == 40 and k[0] != "ReadVariableOp"]
+    if attention_dropout_rate:
+        # Dropout's mask must be kept: the plain graph, which keeps them.
+        assert square
+    else:
+        assert not square, square
+    # Per block: the GELU's input and its output (mlp_fc2's input).
+    assert len(mlp_wide) == 2 * 2, mlp_wide
