@@ -17,6 +17,16 @@ POSITION_EMBEDDINGS = ("learned", "learned2d", "sincos2d", "none")
 #: biases in the attention instead.
 MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
 
+#: `PatchEncoder(position_embedding_tokens=...)` / `ViT(...)`: which tokens
+#: get a position embedding: all (the paper's: the class token's entry
+#: first) or the patches only (DeiT III, DINOv2; timm's `no_embed_class`).
+POSITION_EMBEDDING_TOKENS = ("all", "patches")
+
+#: The MLP activation of `TransformerBlock(activation=...)` / `ViT(...)`:
+#: exact (erf) GELU, the paper's; GELU's tanh approximation (big_vision's
+#: default, SigLIP); OpenAI CLIP's "quick GELU", `x * sigmoid(1.702 x)`.
+ACTIVATIONS = ("gelu", "gelu_tanh", "quick_gelu")
+
 #: `keras_vit.training.recipe.make_optimizer` / `TrainConfig.optimizer.name`.
 OPTIMIZERS = ("adamw", "sgd")
 

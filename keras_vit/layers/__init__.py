@@ -2,6 +2,7 @@
 
 from keras_vit.layers.attention import MultiHeadSelfAttention
 from keras_vit.layers.layer_norm import LayerNorm
+from keras_vit.layers.layer_scale import LayerScale
 from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
 from keras_vit.layers.pooling import TokenPooling
@@ -12,6 +13,7 @@ from keras_vit.layers.transformer_block import TransformerBlock
 
 __all__ = [
     "LayerNorm",
+    "LayerScale",
     "MultiHeadSelfAttention",
     "PatchEncoder",
     "Patches",

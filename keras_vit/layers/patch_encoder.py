@@ -59,6 +59,8 @@ class PatchEncoder(keras.layers.Layer):
         interpolation: how learned embeddings are resampled to another grid:
             `"bilinear"`, `"bicubic"`, `"nearest"` or `"area"`. Defaults to
             `"bilinear"`.
+        patch_bias: bool, whether the patch projection has a bias (CLIP's
+            has none). Defaults to `True`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -83,6 +85,7 @@ class PatchEncoder(keras.layers.Layer):
         class_token=True,
         position_embedding="learned",
         interpolation="bilinear",
+        patch_bias=True,
         **kwargs,
     ):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
@@ -110,6 +113,7 @@ class PatchEncoder(keras.layers.Layer):
         self.interpolation = arg_checks.one_of(
             "interpolation", interpolation, patch_grid.INTERPOLATIONS
         )
+        self.patch_bias = arg_checks.boolean("patch_bias", patch_bias)
         self.num_prefix_tokens = int(self.class_token)
         self._num_patches = (
             None
@@ -120,6 +124,7 @@ class PatchEncoder(keras.layers.Layer):
         self.projection = keras.layers.Dense(
             self.hidden_dim,
             kernel_initializer="lecun_normal",
+            use_bias=self.patch_bias,
             name="projection",
             dtype=self.dtype_policy,
         )
@@ -377,6 +382,7 @@ class PatchEncoder(keras.layers.Layer):
                 "class_token": self.class_token,
                 "position_embedding": self.position_embedding,
                 "interpolation": self.interpolation,
+                "patch_bias": self.patch_bias,
             }
         )
         return config

@@ -12,6 +12,8 @@ import dataclasses
 import keras
 
 from keras_vit import arg_checks
+from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
+from keras_vit.options import ACTIVATIONS
 from keras_vit.options import MODEL_POSITION_EMBEDDINGS
 from keras_vit.options import POOLINGS
 
@@ -47,6 +49,12 @@ class ViTConfig:
     num_channels: int
     stem: object
     remat: bool
+    activation: str
+    layer_scale_init: object
+    qk_norm: bool
+    patch_bias: bool
+    norm_pre: bool
+    fc_norm: bool
 
     def to_dict(self):
         """The fields as `ViT` arguments (the activation serialized)."""
@@ -106,7 +114,24 @@ DEFAULTS = {
     "num_channels": 3,
     "stem": None,
     "remat": False,
+    "activation": "gelu",
+    "layer_scale_init": None,
+    "qk_norm": False,
+    "patch_bias": True,
+    "norm_pre": False,
+    "fc_norm": False,
 }
+
+#: The architecture options that go beyond the paper's ViT (DeiT, DeiT III,
+#: DINOv2, CLIP, SigLIP); each is off at its default.
+OPTIONS = (
+    "activation",
+    "layer_scale_init",
+    "qk_norm",
+    "patch_bias",
+    "norm_pre",
+    "fc_norm",
+)
 
 
 def vit_config(**arguments):
@@ -122,7 +147,9 @@ def vit_config(**arguments):
             + ", ".join(f"{name}={arguments[name]!r}" for name in unknown)
         )
     arguments = {**DEFAULTS, **arguments}
-    return _checked(**arguments)
+    options = {name: arguments.pop(name) for name in OPTIONS}
+    config = _checked(**arguments)
+    return dataclasses.replace(config, **_options(config, **options))
 
 
 def _checked(
@@ -185,7 +212,31 @@ def _checked(
         num_channels=arg_checks.positive_int("num_channels", num_channels),
         stem=stem,
         remat=arg_checks.boolean("remat", remat),
+        **{name: DEFAULTS[name] for name in OPTIONS},
     )
+
+
+def _options(
+    config, activation, layer_scale_init, qk_norm, patch_bias, norm_pre, fc_norm
+):
+    """The checked values of the `OPTIONS`, for `config` (the rest)."""
+    fc_norm = arg_checks.boolean("fc_norm", fc_norm)
+    if fc_norm and config.pooling != "gap":
+        raise ValueError(
+            "fc_norm=True (the final LayerNorm after pooling) is for "
+            "pooling='gap'. Received: "
+            f"fc_norm=True and pooling={config.pooling!r}"
+        )
+    if layer_scale_init is not None:
+        layer_scale_init = _check_scale("layer_scale_init", layer_scale_init)
+    return {
+        "activation": arg_checks.one_of("activation", activation, ACTIVATIONS),
+        "layer_scale_init": layer_scale_init,
+        "qk_norm": arg_checks.boolean("qk_norm", qk_norm),
+        "patch_bias": arg_checks.boolean("patch_bias", patch_bias),
+        "norm_pre": arg_checks.boolean("norm_pre", norm_pre),
+        "fc_norm": fc_norm,
+    }
 
 
 def _width_and_heads(hidden_dim, num_heads):

@@ -33,7 +33,7 @@ ARCHITECTURE_ARGUMENTS = tuple(
 )
 
 #: The layers after the final LayerNorm, in call order (those present).
-HEAD_LAYERS = ("pooling", "pre_logits", "head", "predictions")
+HEAD_LAYERS = ("pooling", "fc_norm", "pre_logits", "head", "predictions")
 
 _weights_loader = None
 
@@ -151,6 +151,26 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
             stored, trading more compute for less memory on large models;
             with dropout too, the same training as without. Defaults to
             `False`.
+        activation: the MLP activation of every block: `"gelu"` (exact,
+            the paper's), `"gelu_tanh"` (its tanh approximation) or
+            `"quick_gelu"` (`x * sigmoid(1.702 x)`, OpenAI CLIP's).
+            Defaults to `"gelu"`.
+        layer_scale_init: `None`, or a float: every block's two residual
+            branches are scaled per channel by learned `LayerScale`s
+            initialised to it (CaiT, DeiT III, DINOv2: timm's
+            `init_values`). Defaults to `None`.
+        qk_norm: bool, whether every attention layer-normalises its
+            queries and keys per head (timm's `qk_norm`). Defaults to
+            `False`.
+        patch_bias: bool, whether the patch projection has a bias (CLIP's
+            has none). Defaults to `True`.
+        norm_pre: bool, whether a LayerNorm (`norm_pre`) comes before the
+            blocks, after the position embeddings (CLIP's `ln_pre`).
+            Defaults to `False`.
+        fc_norm: bool, with `pooling="gap"`: the final LayerNorm is
+            applied after pooling (layer `fc_norm`) instead of to the
+            tokens before (timm's `fc_norm`); `forward_features` then gives
+            the tokens unnormalised. Defaults to `False`.
         weights: deprecated: use `ViT.from_preset(weights, ...)` or a
             builder's `weights=` (`keras_vit.ViT_B16(weights=...)`), which
             load after construction. Still accepted for one release, with a
@@ -205,11 +225,19 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         num_channels=3,
         stem=None,
         remat=False,
+        activation="gelu",
+        layer_scale_init=None,
+        qk_norm=False,
+        patch_bias=True,
+        norm_pre=False,
+        fc_norm=False,
         weights=None,
         dtype=None,
         name="vit",
         **kwargs,
     ):
+        # Long: the signature lists every argument (the constructor's
+        # defaults are `DEFAULTS`, a test checks); the body is the steps.
         arguments = {
             key: value
             for key, value in locals().items()
@@ -563,12 +591,17 @@ def _make_layers(config, grid, stem_layer, dtype):
         grid_size=grid,
         class_token=config.class_token,
         position_embedding="none" if relative else config.position_embedding,
+        patch_bias=config.patch_bias,
         name="patch_encoder",
         dtype=dtype,
     )
     layers["embedding_dropout"] = keras.layers.Dropout(
         config.dropout_rate, name="embedding_dropout", dtype=dtype
     )
+    if config.norm_pre:
+        layers["norm_pre"] = LayerNorm(
+            config.layer_norm_epsilon, name="norm_pre", dtype=dtype
+        )
     layers["blocks"] = [
         TransformerBlock(
             config.num_heads,
@@ -585,14 +618,18 @@ def _make_layers(config, grid, stem_layer, dtype):
                 if relative
                 else None
             ),
+            activation=config.activation,
+            layer_scale_init=config.layer_scale_init,
+            qk_norm=config.qk_norm,
             name=f"block_{i}",
             dtype=dtype,
         )
         for i in range(config.num_layers)
     ]
-    layers["encoder_norm"] = LayerNorm(
-        config.layer_norm_epsilon, name="encoder_norm", dtype=dtype
-    )
+    if not config.fc_norm:  # else the same norm comes after the pooling
+        layers["encoder_norm"] = LayerNorm(
+            config.layer_norm_epsilon, name="encoder_norm", dtype=dtype
+        )
     layers.update(_make_head(config, dtype))
     return layers
 
@@ -603,6 +640,10 @@ def _make_head(config, dtype):
     if config.pooling is not None:
         layers["pooling"] = TokenPooling(
             config.pooling, int(config.class_token), name="pooling", dtype=dtype
+        )
+    if config.fc_norm:
+        layers["fc_norm"] = LayerNorm(
+            config.layer_norm_epsilon, name="fc_norm", dtype=dtype
         )
     if not config.include_top:
         return layers
@@ -644,6 +685,8 @@ def _call_layers(layers, images, training=None, patch_hook=None):
         tokens, grid = layers["patch_encoder"].project(x)
         x = layers["patch_encoder"].add_positions(patch_hook(tokens), grid)
     x = layers["embedding_dropout"](x, training=training)
+    if "norm_pre" in layers:
+        x = layers["norm_pre"](x)
     block_outputs, attention_weights = [], []
     for block in layers["blocks"]:
         # Always the (tokens, weights) form: Keras's graph check reads a
@@ -653,7 +696,8 @@ def _call_layers(layers, images, training=None, patch_hook=None):
         x, weights = block(x, training=training, return_attention_scores=True)
         block_outputs.append(x)
         attention_weights.append(weights)
-    x = layers["encoder_norm"](x)
+    if "encoder_norm" in layers:
+        x = layers["encoder_norm"](x)
     for name in HEAD_LAYERS:
         if name in layers:
             x = layers[name](x)

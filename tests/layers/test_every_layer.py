@@ -47,6 +47,8 @@ def _model(name, dtype=None):
             x = L.MultiHeadSelfAttention(2, dropout_rate=0.1, dtype=dtype)(x)
         elif name == "LayerNorm":
             x = L.LayerNorm(dtype=dtype)(x)
+        elif name == "LayerScale":
+            x = L.LayerScale(0.5, dtype=dtype)(x)
         elif name == "TokenPooling":
             x = L.TokenPooling("token", dtype=dtype)(x)
     if len(x.shape) == 4:
@@ -63,6 +65,7 @@ NAMES = [
     "TransformerBlock",
     "MultiHeadSelfAttention",
     "LayerNorm",
+    "LayerScale",
     "TokenPooling",
     "StdConv2D",
     "ResNetBottleneck",
@@ -176,6 +179,17 @@ LAYERS = {
             (2, 5, 8),
             (2, 5, 8),
         ),
+        (
+            {
+                "num_heads": 2,
+                "mlp_dim": 8,
+                "activation": "quick_gelu",
+                "layer_scale_init": 0.1,
+                "qk_norm": True,
+            },
+            (2, 5, 8),
+            (2, 5, 8),
+        ),
     ],
     "MultiHeadSelfAttention": [
         ({"num_heads": 2}, (2, 5, 8), (2, 5, 8)),
@@ -184,8 +198,10 @@ LAYERS = {
             (2, 5, 8),
             (2, 5, 8),
         ),
+        ({"num_heads": 2, "qk_norm": True}, (2, 5, 8), (2, 5, 8)),
     ],
     "LayerNorm": [({}, (2, 5, 8), (2, 5, 8))],
+    "LayerScale": [({}, (2, 5, 8), (2, 5, 8))],
     "TokenPooling": [
         ({}, (2, 5, 8), (2, 8)),
         ({"pooling": "gap", "num_prefix_tokens": 0}, (2, 5, 8), (2, 8)),
