@@ -156,10 +156,18 @@ def vit(images, model):
     x = x @ enc.projection.kernel.numpy()
     if model.patch_bias:
         x = x + enc.projection.bias.numpy()
+    learned = model.position_embedding == "learned"
+    if learned and model.position_embedding_tokens == "patches":
+        x = x + enc.pos_embedding.numpy()  # (DINOv2's, DeiT III's)
+    # [class, registers..., patches], timm's order.
+    prefix = []
     if model.class_token:
-        cls = np.broadcast_to(enc.cls.numpy(), (x.shape[0], 1, x.shape[2]))
-        x = np.concatenate([cls, x], axis=1)
-    if model.position_embedding == "learned":
+        prefix.append(enc.cls.numpy())
+    if model.num_register_tokens:
+        prefix.append(enc.registers.numpy())
+    prefix = [np.broadcast_to(p, (x.shape[0], *p.shape[1:])) for p in prefix]
+    x = np.concatenate([*prefix, x], axis=1)
+    if learned and model.position_embedding_tokens == "all":
         x = x + enc.pos_embedding.numpy()
     eps = model.layer_norm_epsilon
 

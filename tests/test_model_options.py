@@ -45,6 +45,10 @@ def _tiny(**kwargs):
     ids=lambda kwargs: "-".join(f"{k}={v}" for k, v in kwargs.items()),
 )
 def test_matches_numpy_reference(kwargs):
+    _check_reference(kwargs)
+
+
+def _check_reference(kwargs):
     model = _tiny(**kwargs)
     randomize_weights(model, scale=0.3)
     images = random_images((2, *model.image_size, 3))
@@ -108,6 +112,12 @@ def test_options_round_trip_through_config_and_keras_file(tmp_path):
         ({"patch_bias": "no"}, "patch_bias='no'"),
         ({"norm_pre": None}, "norm_pre=None"),
         ({"fc_norm": True}, "fc_norm=True and pooling='token'"),
+        ({"num_register_tokens": -1}, "num_register_tokens=-1"),
+        ({"num_register_tokens": 1.5}, "num_register_tokens=1.5"),
+        (
+            {"position_embedding_tokens": "class"},
+            "position_embedding_tokens='class'",
+        ),
     ],
 )
 def test_bad_options_name_the_argument_and_value(kwargs, match):
@@ -132,3 +142,152 @@ def test_block_options_match_the_reference(activation):
     )
     np.testing.assert_allclose(out.numpy(), ref_out, atol=1e-4)
     np.testing.assert_allclose(weights.numpy(), ref_weights, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"position_embedding_tokens": "patches"},
+        {"position_embedding_tokens": "patches", "pooling": "gap"},
+        {"num_register_tokens": 3},
+        {"num_register_tokens": 2, "pooling": "gap"},
+        {"num_register_tokens": 2, "class_token": False, "pooling": "gap"},
+        {"num_register_tokens": 4, "position_embedding_tokens": "patches"},
+        {"num_register_tokens": 1, "position_embedding": "relative"},
+    ],
+    ids=lambda kwargs: "-".join(f"{k}={v}" for k, v in kwargs.items()),
+)
+def test_prefix_token_options_match_numpy_reference(kwargs):
+    _check_reference(kwargs)
+
+
+def test_prefix_tokens_are_counted_in_one_place():
+    model = _tiny(num_register_tokens=3, include_top=False, pooling=None)
+    assert model.num_prefix_tokens == 4
+    tokens = model(random_images((1, 32, 32, 3)))
+    assert tokens.shape == (1, 4 + 16, 16)
+    names = {w.path: w for w in model.weights}
+    assert names["patch_encoder/register_tokens"].shape == (1, 3, 16)
+    # The learned position embeddings cover the prefix too, or the
+    # patches only.
+    assert names["patch_encoder/position_embedding"].shape == (1, 20, 16)
+    patches = _tiny(num_register_tokens=3, position_embedding_tokens="patches")
+    posemb = patches.get_layer("patch_encoder").pos_embedding
+    assert posemb.shape == (1, 16, 16)
+    # position_embeddings() still has an entry (zeros) per prefix token.
+    full = patches.get_layer("patch_encoder").position_embeddings()
+    assert full.shape == (1, 20, 16)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(full)[0, :4], 0)
+    out = _tiny(num_register_tokens=2).intermediates_model()(
+        random_images((1, 32, 32, 3))
+    )
+    assert out["attention_weights"][0].shape == (1, 2, 19, 19)
+
+
+def test_gap_with_registers_averages_the_patches_only():
+    model = _tiny(num_register_tokens=2, pooling="gap", include_top=False)
+    randomize_weights(model)
+    images = random_images((2, 32, 32, 3))
+    tokens = model.forward_features(images).numpy()
+    assert model.num_prefix_tokens == 2  # no class token with "gap"
+    np.testing.assert_allclose(
+        model(images).numpy(), tokens[:, 2:].mean(1), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"num_register_tokens": 2},
+        {"num_register_tokens": 2, "position_embedding_tokens": "patches"},
+    ],
+)
+def test_prefix_options_resample_to_another_grid(kwargs, tmp_path):
+    model = _tiny(**kwargs)
+    randomize_weights(model)
+    path = os.path.join(tmp_path, "m.weights.h5")
+    model.save_weights(path)
+    big = _tiny(**kwargs, image_size=(48, 64))
+    with pytest.warns(UserWarning, match="resampled from a 4x4 to a 6x8"):
+        keras_vit.load_weights(big, path)
+    encoder = big.get_layer("patch_encoder")
+    expected = keras_vit.patch_grid.resample_position_embeddings(
+        model.get_layer("patch_encoder").pos_embedding.numpy(),
+        (6, 8),
+        source_grid=(4, 4),
+        num_prefix_tokens=encoder.position_prefix_tokens,
+        interpolation="bilinear_align_corners",  # the loader's default
+    )
+    np.testing.assert_allclose(
+        encoder.pos_embedding.numpy(), np.asarray(expected), atol=1e-6
+    )
+    np.testing.assert_array_equal(
+        encoder.registers.numpy(),
+        model.get_layer("patch_encoder").registers.numpy(),
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"num_register_tokens": 2},
+        {"num_register_tokens": 2, "pooling": "gap"},  # registers, no class
+        {"num_register_tokens": 3, "position_embedding_tokens": "patches"},
+    ],
+)
+def test_maps_over_patches_leave_the_registers_out(kwargs):
+    from keras_vit import visualize
+
+    model = _tiny(**kwargs, image_size=(32, 48))
+    randomize_weights(model, scale=0.3)
+    images = random_images((2, 32, 48, 3))
+    result = visualize.attention_rollout(model, images, registers=True)
+    assert result.maps.shape == (2, 4, 6)
+    np.testing.assert_allclose(result.maps.sum(axis=(1, 2)), 1.0, atol=1e-6)
+    assert result.class_attention.shape == (2, 2, 2, 4, 6)
+    prefix, registers = model.num_prefix_tokens, model.num_register_tokens
+    matrix = visualize.rollout(
+        visualize.attention_weights(model, images), prefix
+    )
+    rows = matrix[:, 0] if model.class_token else matrix[:, prefix:].mean(1)
+    np.testing.assert_allclose(
+        result.register_rollout, rows[:, prefix - registers : prefix]
+    )
+    assert visualize.attention_rollout(model, images).register_rollout is None
+    distances = visualize.mean_attention_distance(model, images)
+    assert distances.shape == (2, 2) and np.all(distances > 0)
+    similarity = visualize.position_embedding_similarity(model)
+    assert similarity.shape == (4, 6, 4, 6)
+    np.testing.assert_allclose(
+        similarity.reshape(24, 24).diagonal(), 1.0, atol=1e-6
+    )
+
+
+def test_a_checkpoint_of_prefix_options_builds_its_own_model():
+    from keras_vit.weights import convert
+
+    model = _tiny(
+        num_register_tokens=3,
+        position_embedding_tokens="patches",
+        classifier_activation=None,
+    )
+    randomize_weights(model)
+    # As a format that records no grid (timm's) reads into: square grids.
+    checkpoint = keras_vit.weights.Checkpoint(
+        tensors={w.path: w.numpy() for w in model.weights},
+        source="timm",
+        path="m.safetensors",
+        patch_size=8,
+        position_embedding_tokens="patches",  # as its reader would say
+    )
+    assert checkpoint.num_prefix_tokens == 4
+    assert checkpoint.position_prefix_tokens == 0
+    built = convert.model_for_checkpoint(
+        checkpoint, num_heads=2, classifier_activation=None
+    )
+    assert built.num_register_tokens == 3
+    assert built.position_embedding_tokens == "patches"
+    images = random_images((2, 32, 32, 3))
+    np.testing.assert_allclose(
+        built(images).numpy(), model(images).numpy(), atol=1e-6
+    )

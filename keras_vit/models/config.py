@@ -16,6 +16,7 @@ from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
 from keras_vit.options import ACTIVATIONS
 from keras_vit.options import MODEL_POSITION_EMBEDDINGS
 from keras_vit.options import POOLINGS
+from keras_vit.options import POSITION_EMBEDDING_TOKENS
 
 #: The resolution of a `ViT` whose arguments (and weights) give none.
 DEFAULT_IMAGE_SIZE = 224
@@ -55,6 +56,8 @@ class ViTConfig:
     patch_bias: bool
     norm_pre: bool
     fc_norm: bool
+    position_embedding_tokens: str
+    num_register_tokens: int
 
     def to_dict(self):
         """The fields as `ViT` arguments (the activation serialized)."""
@@ -66,6 +69,12 @@ class ViTConfig:
             self.classifier_activation
         )
         return config
+
+    @property
+    def num_prefix_tokens(self):
+        """The tokens before the patch tokens: the class token (if any),
+        then the register tokens."""
+        return int(self.class_token) + self.num_register_tokens
 
     def token_grid(self, feature_size):
         """The `(rows, columns)` token grid of a `feature_size` map (the
@@ -120,6 +129,8 @@ DEFAULTS = {
     "patch_bias": True,
     "norm_pre": False,
     "fc_norm": False,
+    "position_embedding_tokens": "all",
+    "num_register_tokens": 0,
 }
 
 #: The architecture options that go beyond the paper's ViT (DeiT, DeiT III,
@@ -131,6 +142,8 @@ OPTIONS = (
     "patch_bias",
     "norm_pre",
     "fc_norm",
+    "position_embedding_tokens",
+    "num_register_tokens",
 )
 
 
@@ -217,7 +230,15 @@ def _checked(
 
 
 def _options(
-    config, activation, layer_scale_init, qk_norm, patch_bias, norm_pre, fc_norm
+    config,
+    activation,
+    layer_scale_init,
+    qk_norm,
+    patch_bias,
+    norm_pre,
+    fc_norm,
+    position_embedding_tokens,
+    num_register_tokens,
 ):
     """The checked values of the `OPTIONS`, for `config` (the rest)."""
     fc_norm = arg_checks.boolean("fc_norm", fc_norm)
@@ -236,6 +257,14 @@ def _options(
         "patch_bias": arg_checks.boolean("patch_bias", patch_bias),
         "norm_pre": arg_checks.boolean("norm_pre", norm_pre),
         "fc_norm": fc_norm,
+        "position_embedding_tokens": arg_checks.one_of(
+            "position_embedding_tokens",
+            position_embedding_tokens,
+            POSITION_EMBEDDING_TOKENS,
+        ),
+        "num_register_tokens": arg_checks.non_negative_int(
+            "num_register_tokens", num_register_tokens
+        ),
     }
 
 

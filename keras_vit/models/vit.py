@@ -171,6 +171,17 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
             applied after pooling (layer `fc_norm`) instead of to the
             tokens before (timm's `fc_norm`); `forward_features` then gives
             the tokens unnormalised. Defaults to `False`.
+        position_embedding_tokens: `"all"` (the paper's: with
+            `position_embedding="learned"` the class and register tokens
+            have an entry too) or `"patches"` (only the patches get a
+            position embedding: DeiT III, DINOv2, timm's `no_embed_class`).
+            Defaults to `"all"`.
+        num_register_tokens: int, learned register tokens (Darcet et al.,
+            2023, DINOv2 with registers) after the class token, before the
+            patches (timm's order); they are not pooled (`"gap"` averages
+            the patches only) and maps over patches leave them out.
+            `model.num_prefix_tokens` counts the tokens before the patches.
+            Defaults to `0`.
         weights: deprecated: use `ViT.from_preset(weights, ...)` or a
             builder's `weights=` (`keras_vit.ViT_B16(weights=...)`), which
             load after construction. Still accepted for one release, with a
@@ -231,6 +242,8 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         patch_bias=True,
         norm_pre=False,
         fc_norm=False,
+        position_embedding_tokens="all",
+        num_register_tokens=0,
         weights=None,
         dtype=None,
         name="vit",
@@ -340,8 +353,9 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
 
     @property
     def num_prefix_tokens(self):
-        """Tokens before the patch tokens: 1 with a class token, else 0."""
-        return int(self.class_token)
+        """Tokens before the patch tokens: the class token (if any), then
+        the register tokens; every count of tokens goes through it."""
+        return self.vit_config.num_prefix_tokens
 
     def forward_features(
         self,
@@ -592,6 +606,8 @@ def _make_layers(config, grid, stem_layer, dtype):
         class_token=config.class_token,
         position_embedding="none" if relative else config.position_embedding,
         patch_bias=config.patch_bias,
+        num_register_tokens=config.num_register_tokens,
+        position_embedding_tokens=config.position_embedding_tokens,
         name="patch_encoder",
         dtype=dtype,
     )
@@ -614,7 +630,7 @@ def _make_layers(config, grid, stem_layer, dtype):
             layer_norm_epsilon=config.layer_norm_epsilon,
             remat=config.remat,
             relative_positions=(
-                grid[0] * grid[1] + int(config.class_token)
+                grid[0] * grid[1] + config.num_prefix_tokens
                 if relative
                 else None
             ),
@@ -639,7 +655,10 @@ def _make_head(config, dtype):
     layers = {}
     if config.pooling is not None:
         layers["pooling"] = TokenPooling(
-            config.pooling, int(config.class_token), name="pooling", dtype=dtype
+            config.pooling,
+            config.num_prefix_tokens,
+            name="pooling",
+            dtype=dtype,
         )
     if config.fc_norm:
         layers["fc_norm"] = LayerNorm(

@@ -148,6 +148,16 @@ LAYERS = {
             (2, 4, 12),
             (2, 5, 8),
         ),
+        (
+            {
+                "hidden_dim": 8,
+                "num_register_tokens": 2,
+                "position_embedding_tokens": "patches",
+                "patch_bias": False,
+            },
+            (2, 2, 2, 12),
+            (2, 7, 8),
+        ),
     ],
     "TransformerBlock": [
         ({"num_heads": 2, "mlp_dim": 8}, (2, 5, 8), (2, 5, 8)),
