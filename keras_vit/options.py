@@ -10,6 +10,10 @@ choices: the modules that use them import them from here.
 #: `keras_vit.layers.TokenPooling` / `ViT(pooling=...)`.
 POOLINGS = ("token", "gap")
 
+#: `ViT(pooling=...)`: `TokenPooling`'s, and multihead attention pooling
+#: (`keras_vit.layers.AttentionPooling`, SigLIP's MAP head).
+MODEL_POOLINGS = (*POOLINGS, "map")
+
 #: `keras_vit.layers.PatchEncoder(position_embedding=...)`.
 POSITION_EMBEDDINGS = ("learned", "learned2d", "sincos2d", "none")
 

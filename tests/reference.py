@@ -104,6 +104,29 @@ def block(x, w, num_heads, eps=1e-6, activation="gelu"):
     return x + y, weights
 
 
+def map_head(x, layer, num_heads, eps=1e-6, activation="gelu"):
+    """Multihead attention pooling (big_vision's MAPHead) of `(B, T, D)`
+    tokens by a keras_vit AttentionPooling `layer`'s weights."""
+
+    def dense(name, a):
+        sub = getattr(layer, name)
+        return a @ sub.kernel.numpy() + sub.bias.numpy()
+
+    b, t, d = x.shape
+    hd = d // num_heads
+    probe = layer.probe.numpy().reshape(1, d)
+    q = dense("query", probe).reshape(num_heads, hd)
+    kv = dense("key_value", x)
+    k = kv[..., :d].reshape(b, t, num_heads, hd)
+    v = kv[..., d:].reshape(b, t, num_heads, hd)
+    weights = softmax(np.einsum("hc,bthc->bht", q, k) / math.sqrt(hd))
+    out = np.einsum("bht,bthc->bhc", weights, v).reshape(b, d)
+    out = dense("proj", out)
+    y = layer_norm(out, layer.norm.gamma.numpy(), layer.norm.beta.numpy(), eps)
+    y = dense("mlp_fc2", ACTIVATIONS[activation](dense("mlp_fc1", y)))
+    return out + y, weights
+
+
 def block_weights(layer):
     """The weights of a keras_vit TransformerBlock, by meaning."""
 
@@ -184,7 +207,15 @@ def vit(images, model):
         )
     if not model.fc_norm:
         x = norm(x, "encoder_norm")
-    if model.pooling == "token":
+    if model.pooling == "map":
+        x, _ = map_head(
+            x,
+            model.get_layer("pooling"),
+            model.num_heads,
+            eps,
+            model.activation,
+        )
+    elif model.pooling == "token":
         x = x[:, 0]
     elif model.pooling == "gap":
         x = x[:, model.num_prefix_tokens :].mean(1)

@@ -41,6 +41,9 @@ def _tiny(**kwargs):
         {"pooling": "gap", "fc_norm": True},
         {"layer_scale_init": 0.5},
         ALL_OPTIONS,
+        {"pooling": "map"},
+        {"pooling": "map", "class_token": True, "num_register_tokens": 2},
+        {"pooling": "map", "include_top": False, **ALL_OPTIONS},
     ],
     ids=lambda kwargs: "-".join(f"{k}={v}" for k, v in kwargs.items()),
 )
@@ -291,3 +294,56 @@ def test_a_checkpoint_of_prefix_options_builds_its_own_model():
     np.testing.assert_allclose(
         built(images).numpy(), model(images).numpy(), atol=1e-6
     )
+
+
+def test_map_pooling_attends_from_one_probe_with_the_models_heads():
+    model = _tiny(pooling="map", image_size=(16, 24))
+    pool = model.get_layer("pooling")
+    assert isinstance(pool, keras_vit.layers.AttentionPooling)
+    assert model.class_token is False  # as SigLIP's
+    paths = {w.path: w.shape for w in model.weights}
+    assert paths["pooling/probe"] == (1, 1, 16)
+    assert paths["pooling/key_value/kernel"] == (16, 32)
+    assert paths["pooling/mlp_fc1/kernel"] == (16, 32)
+    randomize_weights(model, scale=0.3)
+    tokens = model.forward_features(random_images((2, 16, 24, 3)))
+    features, weights = pool(tokens, return_attention_scores=True)
+    assert features.shape == (2, 16) and weights.shape == (2, 2, 6)
+    np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-6)
+    _, expected = reference.map_head(tokens.numpy().astype("float64"), pool, 2)
+    np.testing.assert_allclose(weights.numpy(), expected, atol=1e-5)
+
+
+def test_map_pooling_round_trips_and_trains(tmp_path):
+    model = _tiny(pooling="map", layer_scale_init=0.1)
+    randomize_weights(model)
+    path = os.path.join(tmp_path, "vit.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert loaded.get_config() == model.get_config()
+    images = random_images((4, 32, 32, 3))
+    np.testing.assert_array_equal(loaded(images).numpy(), model(images).numpy())
+    loaded.compile("adam", "sparse_categorical_crossentropy")
+    before = loaded.get_layer("pooling").probe.numpy().copy()
+    loaded.fit(images, np.arange(4) % 5, epochs=1, verbose=0)
+    assert not np.array_equal(before, loaded.get_layer("pooling").probe.numpy())
+
+
+def test_the_new_tokens_and_scales_get_no_weight_decay():
+    from keras_vit.training import recipe
+
+    model = _tiny(num_register_tokens=2, pooling="map", layer_scale_init=0.1)
+    optimizer = recipe.make_optimizer(weight_decay=0.1)
+    optimizer.build(model.trainable_variables)
+    decayed = {
+        w.path
+        for w in model.trainable_variables
+        if optimizer._use_weight_decay(w)
+    }
+    for path in (
+        "patch_encoder/register_tokens",
+        "pooling/probe",
+        "block_0/ls1/gamma",
+    ):
+        assert path not in decayed
+    assert "pooling/key_value/kernel" in decayed

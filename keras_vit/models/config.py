@@ -14,8 +14,8 @@ import keras
 from keras_vit import arg_checks
 from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
 from keras_vit.options import ACTIVATIONS
+from keras_vit.options import MODEL_POOLINGS
 from keras_vit.options import MODEL_POSITION_EMBEDDINGS
-from keras_vit.options import POOLINGS
 from keras_vit.options import POSITION_EMBEDDING_TOKENS
 
 #: The resolution of a `ViT` whose arguments (and weights) give none.
@@ -281,14 +281,14 @@ def _width_and_heads(hidden_dim, num_heads):
 
 def _pooling(include_top, pooling, class_token):
     include_top = arg_checks.boolean("include_top", include_top)
-    pooling = arg_checks.one_of("pooling", pooling, (*POOLINGS, None))
+    pooling = arg_checks.one_of("pooling", pooling, (*MODEL_POOLINGS, None))
     if include_top and pooling is None:
         raise ValueError(
-            "A model with include_top=True needs pooling='token' or "
-            "'gap'. Received: pooling=None"
+            "A model with include_top=True needs pooling='token', 'gap' or "
+            "'map'. Received: pooling=None"
         )
-    if class_token is None:  # the paper's GAP models have none
-        class_token = pooling != "gap"
+    if class_token is None:  # the paper's GAP models have none, nor SigLIP
+        class_token = pooling not in ("gap", "map")
     class_token = arg_checks.boolean("class_token", class_token)
     if pooling == "token" and not class_token:
         raise ValueError(

@@ -13,6 +13,7 @@ import warnings
 import keras
 
 from keras_vit import arg_checks
+from keras_vit.layers.attention_pooling import AttentionPooling
 from keras_vit.layers.layer_norm import LayerNorm
 from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
@@ -103,11 +104,15 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         include_top: bool, whether to end with the classification head.
             Defaults to `True`.
         pooling: `"token"` (the class token's output), `"gap"` (mean of the
-            patch tokens), or `None` (with `include_top=False` only: return
-            all tokens, `(B, T, D)`). Defaults to `"token"`.
+            patch tokens), `"map"` (multihead attention pooling: a learned
+            probe attends over all the tokens, then an MLP, with the
+            model's heads and `mlp_dim`: SigLIP's MAP head,
+            `keras_vit.layers.AttentionPooling`), or `None` (with
+            `include_top=False` only: return all tokens, `(B, T, D)`).
+            Defaults to `"token"`.
         class_token: bool, whether to prepend a class token. Defaults to
-            `None`: `True` unless `pooling="gap"` (the paper's GAP models
-            have none).
+            `None`: `True` unless `pooling="gap"` or `"map"` (the paper's
+            GAP models have none, nor SigLIP's).
         position_embedding: `"learned"` (1D learned, the paper's),
             `"learned2d"` (learned row and column embeddings, the paper's
             2D ablation), `"relative"` (the paper's relative-position
@@ -653,7 +658,16 @@ def _make_layers(config, grid, stem_layer, dtype):
 def _make_head(config, dtype):
     """The layers after the final LayerNorm, by name."""
     layers = {}
-    if config.pooling is not None:
+    if config.pooling == "map":
+        layers["pooling"] = AttentionPooling(
+            config.num_heads,
+            config.mlp_dim,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            activation=config.activation,
+            name="pooling",
+            dtype=dtype,
+        )
+    elif config.pooling is not None:
         layers["pooling"] = TokenPooling(
             config.pooling,
             config.num_prefix_tokens,

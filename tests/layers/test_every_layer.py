@@ -49,6 +49,8 @@ def _model(name, dtype=None):
             x = L.LayerNorm(dtype=dtype)(x)
         elif name == "LayerScale":
             x = L.LayerScale(0.5, dtype=dtype)(x)
+        elif name == "AttentionPooling":
+            x = L.AttentionPooling(2, 32, dtype=dtype)(x)
         elif name == "TokenPooling":
             x = L.TokenPooling("token", dtype=dtype)(x)
     if len(x.shape) == 4:
@@ -60,6 +62,7 @@ def _model(name, dtype=None):
 
 
 NAMES = [
+    "AttentionPooling",
     "Patches",
     "PatchEncoder",
     "TransformerBlock",
@@ -212,6 +215,14 @@ LAYERS = {
     ],
     "LayerNorm": [({}, (2, 5, 8), (2, 5, 8))],
     "LayerScale": [({}, (2, 5, 8), (2, 5, 8))],
+    "AttentionPooling": [
+        ({"num_heads": 2, "mlp_dim": 8}, (2, 5, 8), (2, 8)),
+        (
+            {"num_heads": 4, "mlp_dim": 8, "activation": "gelu_tanh"},
+            (2, 3, 8),
+            (2, 8),
+        ),
+    ],
     "TokenPooling": [
         ({}, (2, 5, 8), (2, 8)),
         ({"pooling": "gap", "num_prefix_tokens": 0}, (2, 5, 8), (2, 8)),
