@@ -186,6 +186,8 @@ def vit(images, model):
     prefix = []
     if model.class_token:
         prefix.append(enc.cls.numpy())
+    if model.distillation:  # DeiT's, after the class token
+        prefix.append(enc.dist.numpy())
     if model.num_register_tokens:
         prefix.append(enc.registers.numpy())
     prefix = [np.broadcast_to(p, (x.shape[0], *p.shape[1:])) for p in prefix]
@@ -207,6 +209,18 @@ def vit(images, model):
         )
     if not model.fc_norm:
         x = norm(x, "encoder_norm")
+    if model.distillation and model.pooling == "token":
+        cls, dist = x[:, 0], x[:, 1]
+        if not model.include_top:
+            return (cls + dist) / 2
+        head, head_dist = model.get_layer("head"), model.get_layer("head_dist")
+        x = (
+            cls @ head.kernel.numpy()
+            + head.bias.numpy()
+            + dist @ head_dist.kernel.numpy()
+            + head_dist.bias.numpy()
+        ) / 2
+        return softmax(x) if model.classifier_activation == "softmax" else x
     if model.pooling == "map":
         x, _ = map_head(
             x,

@@ -347,3 +347,65 @@ def test_the_new_tokens_and_scales_get_no_weight_decay():
     ):
         assert path not in decayed
     assert "pooling/key_value/kernel" in decayed
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"distillation": True},
+        {"distillation": True, "classifier_activation": None},
+        {"distillation": True, "include_top": False},
+        {"distillation": True, "num_register_tokens": 2},
+        {
+            "distillation": True,
+            "position_embedding_tokens": "patches",
+            "layer_scale_init": 0.2,
+        },
+    ],
+    ids=lambda kwargs: "-".join(f"{k}={v}" for k, v in kwargs.items()),
+)
+def test_distillation_matches_numpy_reference(kwargs):
+    _check_reference(kwargs)
+
+
+def test_distillation_token_and_head_and_both_outputs_in_training():
+    model = _tiny(distillation=True, classifier_activation=None)
+    assert model.num_prefix_tokens == 2
+    paths = {w.path for w in model.weights}
+    assert {"patch_encoder/distillation_token", "head_dist/kernel"} <= paths
+    randomize_weights(model)
+    images = random_images((2, 32, 32, 3))
+    averaged = model(images).numpy()
+    # Dropout-free, so training only changes the output's form.
+    np.testing.assert_array_equal(model(images, training=True), averaged)
+    model.distilled_training = True
+    cls, dist = model(images, training=True)
+    np.testing.assert_allclose((cls + dist) / 2, averaged, atol=1e-6)
+    assert not np.allclose(cls, dist)
+    np.testing.assert_array_equal(model(images).numpy(), averaged)
+    with pytest.raises(ValueError, match="distilled_training=True"):
+        _tiny().distilled_training = True
+    # fit with one label trains both heads (on their mean).
+    model.distilled_training = False
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(True))
+    before = model.get_layer("head_dist").kernel.numpy().copy()
+    model.fit(images, np.array([0, 1]), epochs=1, verbose=0)
+    assert not np.array_equal(before, model.get_layer("head_dist").kernel)
+
+
+def test_distillation_round_trips_and_is_checked(tmp_path):
+    model = _tiny(distillation=True, num_register_tokens=1)
+    randomize_weights(model)
+    path = os.path.join(tmp_path, "vit.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert loaded.get_config() == model.get_config()
+    images = random_images((2, 32, 32, 3))
+    np.testing.assert_array_equal(loaded(images).numpy(), model(images).numpy())
+    for kwargs, match in (
+        ({"pooling": "gap"}, "pooling='gap'"),
+        ({"representation_size": 8}, "representation_size=8"),
+        ({"distillation": "yes"}, "distillation='yes'"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            _tiny(**{"distillation": True, **kwargs})

@@ -58,6 +58,7 @@ class ViTConfig:
     fc_norm: bool
     position_embedding_tokens: str
     num_register_tokens: int
+    distillation: bool
 
     def to_dict(self):
         """The fields as `ViT` arguments (the activation serialized)."""
@@ -73,8 +74,12 @@ class ViTConfig:
     @property
     def num_prefix_tokens(self):
         """The tokens before the patch tokens: the class token (if any),
-        then the register tokens."""
-        return int(self.class_token) + self.num_register_tokens
+        the distillation token (if any), then the register tokens."""
+        return (
+            int(self.class_token)
+            + int(self.distillation)
+            + self.num_register_tokens
+        )
 
     def token_grid(self, feature_size):
         """The `(rows, columns)` token grid of a `feature_size` map (the
@@ -131,6 +136,7 @@ DEFAULTS = {
     "fc_norm": False,
     "position_embedding_tokens": "all",
     "num_register_tokens": 0,
+    "distillation": False,
 }
 
 #: The architecture options that go beyond the paper's ViT (DeiT, DeiT III,
@@ -144,6 +150,7 @@ OPTIONS = (
     "fc_norm",
     "position_embedding_tokens",
     "num_register_tokens",
+    "distillation",
 )
 
 
@@ -239,8 +246,24 @@ def _options(
     fc_norm,
     position_embedding_tokens,
     num_register_tokens,
+    distillation,
 ):
     """The checked values of the `OPTIONS`, for `config` (the rest)."""
+    distillation = arg_checks.boolean("distillation", distillation)
+    if distillation and not (
+        config.class_token and config.pooling in ("token", None)
+    ):
+        raise ValueError(
+            "distillation=True (DeiT's distillation token and head) needs "
+            "a class token and pooling='token' (or None). Received: "
+            f"distillation=True, pooling={config.pooling!r} and "
+            f"class_token={config.class_token}"
+        )
+    if distillation and config.representation_size is not None:
+        raise ValueError(
+            "distillation=True has no pre-logits layer. Received: "
+            f"representation_size={config.representation_size}"
+        )
     fc_norm = arg_checks.boolean("fc_norm", fc_norm)
     if fc_norm and config.pooling != "gap":
         raise ValueError(
@@ -265,6 +288,7 @@ def _options(
         "num_register_tokens": arg_checks.non_negative_int(
             "num_register_tokens", num_register_tokens
         ),
+        "distillation": distillation,
     }
 
 

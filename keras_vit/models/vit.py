@@ -11,6 +11,7 @@ import dataclasses
 import warnings
 
 import keras
+from keras import ops
 
 from keras_vit import arg_checks
 from keras_vit.layers.attention_pooling import AttentionPooling
@@ -34,7 +35,14 @@ ARCHITECTURE_ARGUMENTS = tuple(
 )
 
 #: The layers after the final LayerNorm, in call order (those present).
-HEAD_LAYERS = ("pooling", "fc_norm", "pre_logits", "head", "predictions")
+HEAD_LAYERS = (
+    "pooling",
+    "fc_norm",
+    "pre_logits",
+    "head",
+    "head_dist",
+    "predictions",
+)
 
 _weights_loader = None
 
@@ -187,6 +195,18 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
             the patches only) and maps over patches leave them out.
             `model.num_prefix_tokens` counts the tokens before the patches.
             Defaults to `0`.
+        distillation: bool, DeiT's distillation: a learned distillation
+            token after the class token (before any registers) and a second
+            head (`head_dist`) on its output. The model's output is then
+            the mean of the two heads' logits (through
+            `classifier_activation`), as DeiT's at inference; with
+            `include_top=False` and `pooling="token"`, the mean of the two
+            tokens' features. For a distillation loss set
+            `model.distilled_training = True`: then `model(images,
+            training=True)` returns the pair `(class_head, distillation_head)`
+            (timm's `set_distilled_training`); `fit` with one label needs it
+            `False`, the default. Needs `pooling="token"` (or `None`).
+            Defaults to `False`.
         weights: deprecated: use `ViT.from_preset(weights, ...)` or a
             builder's `weights=` (`keras_vit.ViT_B16(weights=...)`), which
             load after construction. Still accepted for one release, with a
@@ -249,6 +269,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         fc_norm=False,
         position_embedding_tokens="all",
         num_register_tokens=0,
+        distillation=False,
         weights=None,
         dtype=None,
         name="vit",
@@ -302,6 +323,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         self.vit_config = config
         self._stem_name = None if stem_layer is None else stem_layer.name
         self._grid_size = grid
+        self._distilled_training = False
         if load is not None:
             load(self)
 
@@ -350,6 +372,36 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         model = cls(**arguments, **others)
         load(model)
         return model
+
+    @property
+    def distilled_training(self):
+        """With `distillation=True`: whether `model(images, training=True)`
+        returns both heads' outputs, `(class_head, distillation_head)`, for
+        a distillation loss, instead of their mean (timm's
+        `distilled_training`). Not saved; defaults to `False`."""
+        return self._distilled_training
+
+    @distilled_training.setter
+    def distilled_training(self, value):
+        value = arg_checks.boolean("distilled_training", value)
+        if value and not (self.distillation and self.include_top):
+            raise ValueError(
+                "distilled_training=True needs a model with "
+                "distillation=True and include_top=True. Received: "
+                f"distilled_training=True for distillation="
+                f"{self.distillation}, include_top={self.include_top}"
+            )
+        self._distilled_training = value
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        if training and getattr(self, "_distilled_training", False):
+            return _call_layers(
+                self._layer_table(),
+                inputs,
+                training=training,
+                distilled_pair=True,
+            )["output"]
+        return super().call(inputs, training=training, mask=mask, **kwargs)
 
     @property
     def grid_size(self):
@@ -612,6 +664,7 @@ def _make_layers(config, grid, stem_layer, dtype):
         position_embedding="none" if relative else config.position_embedding,
         patch_bias=config.patch_bias,
         num_register_tokens=config.num_register_tokens,
+        distillation_token=config.distillation,
         position_embedding_tokens=config.position_embedding_tokens,
         name="patch_encoder",
         dtype=dtype,
@@ -691,6 +744,13 @@ def _make_head(config, dtype):
     layers["head"] = keras.layers.Dense(
         config.num_classes, kernel_initializer="zeros", name="head", dtype=dtype
     )
+    if config.distillation:
+        layers["head_dist"] = keras.layers.Dense(
+            config.num_classes,
+            kernel_initializer="zeros",
+            name="head_dist",
+            dtype=dtype,
+        )
     layers["predictions"] = keras.layers.Activation(
         config.classifier_activation or "linear",
         name="predictions",
@@ -699,13 +759,37 @@ def _make_head(config, dtype):
     return layers
 
 
-def _call_layers(layers, images, training=None, patch_hook=None):
+def _call_head(layers, x, distilled_pair=False):
+    """The head layers present in `layers` on the final tokens `x`. With
+    a distillation token: the class and the distillation token each
+    through their head, their mean (or, `distilled_pair`, both)."""
+    if not layers["patch_encoder"].distillation_token or "pooling" not in (
+        layers
+    ):
+        for name in HEAD_LAYERS:
+            if name in layers:
+                x = layers[name](x)
+        return x
+    cls = layers["pooling"](x)
+    dist = ops.reshape(x[:, 1:2], (-1, x.shape[-1]))  # (see TokenPooling)
+    if "head" not in layers:
+        return (cls + dist) / 2
+    cls, dist = layers["head"](cls), layers["head_dist"](dist)
+    if distilled_pair:
+        return layers["predictions"](cls), layers["predictions"](dist)
+    return layers["predictions"]((cls + dist) / 2)
+
+
+def _call_layers(
+    layers, images, training=None, patch_hook=None, distilled_pair=False
+):
     """Runs the ViT graph over `layers`, a dict of the model's layers
     (`_make_layers`, `ViT._layer_table`); it stops at the last one present,
     so without the head layers the output is the normalised tokens.
 
     Returns a dict: `"output"`, `"block_outputs"`, `"attention_weights"`.
-    `patch_hook`: see `ViT.forward_features`."""
+    `patch_hook`: see `ViT.forward_features`; `distilled_pair`: see
+    `_call_head`."""
     x = images
     if "rescaling" in layers:
         x = layers["rescaling"](x)
@@ -731,9 +815,7 @@ def _call_layers(layers, images, training=None, patch_hook=None):
         attention_weights.append(weights)
     if "encoder_norm" in layers:
         x = layers["encoder_norm"](x)
-    for name in HEAD_LAYERS:
-        if name in layers:
-            x = layers[name](x)
+    x = _call_head(layers, x, distilled_pair)
     return {
         "block_outputs": block_outputs,
         "attention_weights": attention_weights,

@@ -80,9 +80,18 @@ class Checkpoint:
         return 0 if shape is None else shape[1]
 
     @property
+    def distillation(self):
+        return "patch_encoder/distillation_token" in self.tensors
+
+    @property
     def num_prefix_tokens(self):
-        """The tokens before the patches: class, then registers."""
-        return int(self.class_token) + self.num_register_tokens
+        """The tokens before the patches: class, distillation, then
+        registers."""
+        return (
+            int(self.class_token)
+            + int(self.distillation)
+            + self.num_register_tokens
+        )
 
     @property
     def position_prefix_tokens(self):
@@ -250,6 +259,8 @@ class Checkpoint:
         parts.append(f"class_token={self.class_token}")
         if self.num_register_tokens:
             parts.append(f"num_register_tokens={self.num_register_tokens}")
+        if self.distillation:
+            parts.append("distillation=True")
         if self.num_classes is not None:
             parts.append(f"num_classes={self.num_classes}")
         if self.representation_size is not None:

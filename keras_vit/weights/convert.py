@@ -45,6 +45,8 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
         "class_token": checkpoint.class_token,
         "pooling": "token" if checkpoint.class_token else "gap",
     }
+    if checkpoint.distillation:
+        args["distillation"] = True
     if checkpoint.num_register_tokens:
         args["num_register_tokens"] = checkpoint.num_register_tokens
     if "patch_encoder/position_embedding" not in checkpoint.tensors:
