@@ -409,3 +409,62 @@ def test_distillation_round_trips_and_is_checked(tmp_path):
     ):
         with pytest.raises(ValueError, match=match):
             _tiny(**{"distillation": True, **kwargs})
+
+
+JAX_SCRIPT = r"""
+import json, sys
+import numpy as np
+import keras
+import keras_vit
+
+folder = sys.argv[1]
+outputs = {}
+for name, config in json.load(open(f"{folder}/configs.json")).items():
+    model = keras_vit.ViT(**config)
+    model.load_weights(f"{folder}/{name}.weights.h5")
+    images = np.load(f"{folder}/images.npy")
+    outputs[name] = np.asarray(model.predict(images, verbose=0)).tolist()
+    model.compile("adam", "sparse_categorical_crossentropy")
+    model.fit(images, np.arange(len(images)) % 5, epochs=1, verbose=0)
+print(json.dumps({"backend": keras.backend.backend(), "outputs": outputs}))
+"""
+
+
+@pytest.mark.slow
+def test_the_options_compute_the_same_on_jax(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    pytest.importorskip("jax")
+    configs = {
+        "token": {**TINY, **ALL_OPTIONS, "num_register_tokens": 2},
+        "distilled": {
+            **TINY,
+            "distillation": True,
+            "position_embedding_tokens": "patches",
+        },
+        "map": {**TINY, "pooling": "map", "activation": "gelu_tanh"},
+        "gap": {**TINY, "pooling": "gap", "fc_norm": True},
+    }
+    images = random_images((2, 32, 32, 3))
+    np.save(tmp_path / "images.npy", images)
+    expected = {}
+    for name, config in configs.items():
+        model = keras_vit.ViT(**config)
+        randomize_weights(model, scale=0.2)
+        model.save_weights(tmp_path / f"{name}.weights.h5")
+        expected[name] = model.predict(images, verbose=0)
+    (tmp_path / "configs.json").write_text(json.dumps(configs))
+    process = subprocess.run(
+        [sys.executable, "-c", JAX_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    assert result["backend"] == "jax"
+    for name, out in expected.items():
+        np.testing.assert_allclose(result["outputs"][name], out, atol=1e-5)
