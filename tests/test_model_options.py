@@ -468,3 +468,13 @@ def test_the_options_compute_the_same_on_jax(tmp_path):
     assert result["backend"] == "jax"
     for name, out in expected.items():
         np.testing.assert_allclose(result["outputs"][name], out, atol=1e-5)
+
+
+def test_masked_patch_prediction_predicts_the_patches_only():
+    from keras_vit.training import MaskedPatchPrediction
+
+    backbone = _tiny(num_register_tokens=2, distillation=True)
+    assert backbone.num_prefix_tokens == 4
+    out = MaskedPatchPrediction(backbone)(random_images((2, 32, 32, 3)))
+    assert tuple(out["logits"].shape) == (2, 16, 512)
+    assert tuple(out["corrupted"].shape) == (2, 16)
