@@ -224,9 +224,10 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
 
     Returns:
         With `include_top=True`: `(B, num_classes)` probabilities (or logits
-        with `classifier_activation=None`), float32. Otherwise the pooled
-        `(B, hidden_dim)` feature, or the `(B, T, hidden_dim)` tokens after
-        the final LayerNorm with `pooling=None`.
+        with `classifier_activation=None`), float32 (with `distillation`,
+        of the two heads' mean logits; see `distilled_training`). Otherwise
+        the pooled `(B, hidden_dim)` feature, or the `(B, T, hidden_dim)`
+        tokens after the final LayerNorm with `pooling=None`.
 
     Example:
 
@@ -443,9 +444,12 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
                 corrupts them there). Defaults to `None`.
 
         Returns:
-            The `(B, T, hidden_dim)` tokens after the final LayerNorm (the
-            class token first when there is one). With `return_attention`
-            or `return_block_outputs`, a dict: `"features"` (those tokens),
+            The `(B, T, hidden_dim)` tokens after the final LayerNorm
+            (before it with `fc_norm=True`, as timm's): the
+            `num_prefix_tokens` prefix tokens first (class, distillation,
+            registers: those the model has), then the patches. With
+            `return_attention` or `return_block_outputs`, a dict:
+            `"features"` (those tokens),
             `"attention_weights"` (a list of `num_layers` float32
             `(B, num_heads, T, T)` tensors, rows summing to 1) and
             `"block_outputs"` (a list of `num_layers` `(B, T, hidden_dim)`
