@@ -10,12 +10,26 @@ choices: the modules that use them import them from here.
 #: `keras_vit.layers.TokenPooling` / `ViT(pooling=...)`.
 POOLINGS = ("token", "gap")
 
+#: `ViT(pooling=...)`: `TokenPooling`'s, and multihead attention pooling
+#: (`keras_vit.layers.AttentionPooling`, SigLIP's MAP head).
+MODEL_POOLINGS = (*POOLINGS, "map")
+
 #: `keras_vit.layers.PatchEncoder(position_embedding=...)`.
 POSITION_EMBEDDINGS = ("learned", "learned2d", "sincos2d", "none")
 
 #: `ViT(position_embedding=...)`: the encoder's, and relative position
 #: biases in the attention instead.
 MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
+
+#: `PatchEncoder(position_embedding_tokens=...)` / `ViT(...)`: which tokens
+#: get a position embedding: all (the paper's: the class token's entry
+#: first) or the patches only (DeiT III, DINOv2; timm's `no_embed_class`).
+POSITION_EMBEDDING_TOKENS = ("all", "patches")
+
+#: The MLP activation of `TransformerBlock(activation=...)` / `ViT(...)`:
+#: exact (erf) GELU, the paper's; GELU's tanh approximation (big_vision's
+#: default, SigLIP); OpenAI CLIP's "quick GELU", `x * sigmoid(1.702 x)`.
+ACTIVATIONS = ("gelu", "gelu_tanh", "quick_gelu")
 
 #: `keras_vit.training.recipe.make_optimizer` / `TrainConfig.optimizer.name`.
 OPTIMIZERS = ("adamw", "sgd")

@@ -90,11 +90,19 @@ def rollout(
     return result
 
 
-def token_map(matrix, grid, num_prefix_tokens=1):
+def token_map(matrix, grid, num_prefix_tokens=1, class_token=None):
     """The patch map of a `(B, T, T)` attention-like matrix.
 
     With a class token: its row over the patch tokens. Without (GAP
-    models): the mean over all query tokens.
+    models): the mean over the patch queries. Other prefix tokens
+    (registers) are left out of the map.
+
+    Args:
+        matrix: `(B, T, T)`, `T = num_prefix_tokens + grid_h * grid_w`.
+        grid: `(grid_h, grid_w)`.
+        num_prefix_tokens: int, tokens before the patches. Defaults to `1`.
+        class_token: bool, whether token 0 is a class token. Defaults to
+            `None`: whether there are prefix tokens.
 
     Returns:
         `(B, grid_h, grid_w)`.
@@ -103,10 +111,12 @@ def token_map(matrix, grid, num_prefix_tokens=1):
     grid, num_prefix_tokens = _token_layout(
         matrix.shape[-1], grid, num_prefix_tokens
     )
-    if num_prefix_tokens:
+    if class_token is None:
+        class_token = num_prefix_tokens > 0
+    if arg_checks.boolean("class_token", class_token):
         row = matrix[:, 0, num_prefix_tokens:]
     else:
-        row = matrix.mean(axis=1)
+        row = matrix[:, num_prefix_tokens:, num_prefix_tokens:].mean(axis=1)
     return row.reshape(row.shape[0], *grid)
 
 
@@ -211,22 +221,35 @@ class Rollout:
             attention of the class token to the patches in each layer and
             head (the mean over query tokens for GAP models).
         grid: `(grid_h, grid_w)`.
+        register_rollout: with `attention_rollout(..., registers=True)`, the
+            `(B, num_register_tokens)` rollout of the class token to each
+            register token (the mean over patch queries without a class
+            token), the same row as the maps' before they are normalised
+            (a row sums to 1 over all tokens); else `None`.
     """
 
-    def __init__(self, maps, class_attention, grid):
+    def __init__(self, maps, class_attention, grid, register_rollout=None):
         self.maps = maps
         self.class_attention = class_attention
         self.grid = grid
+        self.register_rollout = register_rollout
 
 
-def attention_rollout(model, images, head_fusion="mean", discard_ratio=0.0):
+def attention_rollout(
+    model, images, head_fusion="mean", discard_ratio=0.0, registers=False
+):
     """Where the model looks: attention rollout for each image.
+
+    The maps are over the patches: register tokens are left out of them
+    (`registers=True` gives their share apart).
 
     Args:
         model: a `keras_vit.ViT`.
         images: `(B, H, W, C)` images as the model takes them.
         head_fusion: `"mean"`, `"max"` or `"min"`. Defaults to `"mean"`.
         discard_ratio: float in [0, 1), see `rollout`. Defaults to `0.0`.
+        registers: bool, whether to also give the rollout to each register
+            token (`Rollout.register_rollout`). Defaults to `False`.
 
     Returns:
         A `Rollout`: per-image maps on the token grid (upsample to the image
@@ -237,18 +260,28 @@ def attention_rollout(model, images, head_fusion="mean", discard_ratio=0.0):
     >>> result = keras_vit.visualize.attention_rollout(model, images)
     >>> fig = keras_vit.visualize.plot_rollout(images[0], result.maps[0])
     """
+    registers = arg_checks.boolean("registers", registers)
     attentions = attention_weights(model, images)  # (checks that it is a ViT)
     prefix = model.num_prefix_tokens
     matrix = rollout(attentions, prefix, head_fusion, discard_ratio)
-    maps = token_map(matrix, model.grid_size, prefix)
+    cls = model.class_token
+    maps = token_map(matrix, model.grid_size, prefix, cls)
     maps = maps / maps.sum(axis=(1, 2), keepdims=True)
     per_layer = []
     for attention in attentions:
         heads = []
         for h in range(attention.shape[1]):
-            heads.append(token_map(attention[:, h], model.grid_size, prefix))
+            heads.append(
+                token_map(attention[:, h], model.grid_size, prefix, cls)
+            )
         per_layer.append(np.stack(heads, axis=1))
-    return Rollout(maps, np.stack(per_layer), tuple(model.grid_size))
+    register_rollout = None
+    if registers:  # [class, registers..., patches]
+        rows = matrix[:, 0] if cls else matrix[:, prefix:].mean(axis=1)
+        register_rollout = rows[:, prefix - model.num_register_tokens : prefix]
+    return Rollout(
+        maps, np.stack(per_layer), tuple(model.grid_size), register_rollout
+    )
 
 
 def mean_attention_distance(model, images):

@@ -15,6 +15,21 @@ def gelu(x):
     return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
 
 
+def gelu_tanh(x):
+    return (
+        0.5
+        * x
+        * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    )
+
+
+def quick_gelu(x):
+    return x / (1.0 + np.exp(-1.702 * x))
+
+
+ACTIVATIONS = {"gelu": gelu, "gelu_tanh": gelu_tanh, "quick_gelu": quick_gelu}
+
+
 def layer_norm(x, gamma, beta, eps=1e-6):
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
@@ -53,6 +68,9 @@ def attention(x, w, num_heads):
         return a.reshape(b, t, num_heads, hd).transpose(0, 2, 1, 3)
 
     q, k, v = heads(q), heads(k), heads(v)
+    if w.get("q_norm") is not None:  # QK-norm: over each head's width
+        q = layer_norm(q, *w["q_norm"], w.get("eps", 1e-6))
+        k = layer_norm(k, *w["k_norm"], w.get("eps", 1e-6))
     logits = q @ k.transpose(0, 1, 3, 2)
     if w.get("relative") is not None:
         # The paper's relative attention (App. D.4): the query against the
@@ -68,17 +86,45 @@ def attention(x, w, num_heads):
     return out @ w["proj_kernel"] + w["proj_bias"], weights
 
 
-def block(x, w, num_heads, eps=1e-6):
+def block(x, w, num_heads, eps=1e-6, activation="gelu"):
+    """`w` as `block_weights` gives; `ls1` / `ls2` (LayerScale) optional."""
     y, weights = attention(
-        layer_norm(x, w["ln1_gamma"], w["ln1_beta"], eps), w, num_heads
+        layer_norm(x, w["ln1_gamma"], w["ln1_beta"], eps),
+        {**w, "eps": eps},
+        num_heads,
     )
+    if w.get("ls1") is not None:
+        y = y * w["ls1"]
     x = x + y
     y = layer_norm(x, w["ln2_gamma"], w["ln2_beta"], eps)
-    y = (
-        gelu(y @ w["fc1_kernel"] + w["fc1_bias"]) @ w["fc2_kernel"]
-        + w["fc2_bias"]
-    )
+    y = ACTIVATIONS[activation](y @ w["fc1_kernel"] + w["fc1_bias"])
+    y = y @ w["fc2_kernel"] + w["fc2_bias"]
+    if w.get("ls2") is not None:
+        y = y * w["ls2"]
     return x + y, weights
+
+
+def map_head(x, layer, num_heads, eps=1e-6, activation="gelu"):
+    """Multihead attention pooling (big_vision's MAPHead) of `(B, T, D)`
+    tokens by a keras_vit AttentionPooling `layer`'s weights."""
+
+    def dense(name, a):
+        sub = getattr(layer, name)
+        return a @ sub.kernel.numpy() + sub.bias.numpy()
+
+    b, t, d = x.shape
+    hd = d // num_heads
+    probe = layer.probe.numpy().reshape(1, d)
+    q = dense("query", probe).reshape(num_heads, hd)
+    kv = dense("key_value", x)
+    k = kv[..., :d].reshape(b, t, num_heads, hd)
+    v = kv[..., d:].reshape(b, t, num_heads, hd)
+    weights = softmax(np.einsum("hc,bthc->bht", q, k) / math.sqrt(hd))
+    out = np.einsum("bht,bthc->bhc", weights, v).reshape(b, d)
+    out = dense("proj", out)
+    y = layer_norm(out, layer.norm.gamma.numpy(), layer.norm.beta.numpy(), eps)
+    y = dense("mlp_fc2", ACTIVATIONS[activation](dense("mlp_fc1", y)))
+    return out + y, weights
 
 
 def block_weights(layer):
@@ -108,6 +154,18 @@ def block_weights(layer):
             if layer.relative_positions
             else None
         ),
+        "q_norm": (
+            (get(a.q_norm, "gamma"), get(a.q_norm, "beta"))
+            if layer.qk_norm
+            else None
+        ),
+        "k_norm": (
+            (get(a.k_norm, "gamma"), get(a.k_norm, "beta"))
+            if layer.qk_norm
+            else None
+        ),
+        "ls1": (get(layer.ls1, "gamma") if layer.layer_scale_init else None),
+        "ls2": (get(layer.ls2, "gamma") if layer.layer_scale_init else None),
     }
 
 
@@ -118,25 +176,65 @@ def vit(images, model):
         x = x / 127.5 - 1.0
     x = patches(x, model.patch_size)
     enc = model.get_layer("patch_encoder")
-    x = x @ enc.projection.kernel.numpy() + enc.projection.bias.numpy()
+    x = x @ enc.projection.kernel.numpy()
+    if model.patch_bias:
+        x = x + enc.projection.bias.numpy()
+    learned = model.position_embedding == "learned"
+    if learned and model.position_embedding_tokens == "patches":
+        x = x + enc.pos_embedding.numpy()  # (DINOv2's, DeiT III's)
+    # [class, registers..., patches], timm's order.
+    prefix = []
     if model.class_token:
-        cls = np.broadcast_to(enc.cls.numpy(), (x.shape[0], 1, x.shape[2]))
-        x = np.concatenate([cls, x], axis=1)
-    if model.position_embedding == "learned":
+        prefix.append(enc.cls.numpy())
+    if model.distillation:  # DeiT's, after the class token
+        prefix.append(enc.dist.numpy())
+    if model.num_register_tokens:
+        prefix.append(enc.registers.numpy())
+    prefix = [np.broadcast_to(p, (x.shape[0], *p.shape[1:])) for p in prefix]
+    x = np.concatenate([*prefix, x], axis=1)
+    if learned and model.position_embedding_tokens == "all":
         x = x + enc.pos_embedding.numpy()
+    eps = model.layer_norm_epsilon
+
+    def norm(x, name):
+        layer = model.get_layer(name)
+        return layer_norm(x, layer.gamma.numpy(), layer.beta.numpy(), eps)
+
+    if model.norm_pre:
+        x = norm(x, "norm_pre")
     for i in range(model.num_layers):
         layer = model.get_layer(f"block_{i}")
         x, _ = block(
-            x, block_weights(layer), model.num_heads, model.layer_norm_epsilon
+            x, block_weights(layer), model.num_heads, eps, model.activation
         )
-    norm = model.get_layer("encoder_norm")
-    x = layer_norm(
-        x, norm.gamma.numpy(), norm.beta.numpy(), model.layer_norm_epsilon
-    )
-    if model.pooling == "token":
+    if not model.fc_norm:
+        x = norm(x, "encoder_norm")
+    if model.distillation and model.pooling == "token":
+        cls, dist = x[:, 0], x[:, 1]
+        if not model.include_top:
+            return (cls + dist) / 2
+        head, head_dist = model.get_layer("head"), model.get_layer("head_dist")
+        x = (
+            cls @ head.kernel.numpy()
+            + head.bias.numpy()
+            + dist @ head_dist.kernel.numpy()
+            + head_dist.bias.numpy()
+        ) / 2
+        return softmax(x) if model.classifier_activation == "softmax" else x
+    if model.pooling == "map":
+        x, _ = map_head(
+            x,
+            model.get_layer("pooling"),
+            model.num_heads,
+            eps,
+            model.activation,
+        )
+    elif model.pooling == "token":
         x = x[:, 0]
     elif model.pooling == "gap":
         x = x[:, model.num_prefix_tokens :].mean(1)
+    if model.fc_norm:
+        x = norm(x, "fc_norm")
     if not model.include_top:
         return x
     if model.representation_size:

@@ -6,6 +6,7 @@ from keras import ops
 
 from keras_vit import arg_checks
 from keras_vit import patch_grid
+from keras_vit.options import POSITION_EMBEDDING_TOKENS
 from keras_vit.options import POSITION_EMBEDDINGS
 
 #: The entry next to a `PatchEncoder`'s variables in a Keras weights file
@@ -59,14 +60,29 @@ class PatchEncoder(keras.layers.Layer):
         interpolation: how learned embeddings are resampled to another grid:
             `"bilinear"`, `"bicubic"`, `"nearest"` or `"area"`. Defaults to
             `"bilinear"`.
+        patch_bias: bool, whether the patch projection has a bias (CLIP's
+            has none). Defaults to `True`.
+        num_register_tokens: int, learned register tokens (Darcet et al.,
+            2023) placed after the class token (and the distillation
+            token), before the patches, as timm orders them. Defaults to
+            `0`.
+        distillation_token: bool, whether a learned distillation token
+            (DeiT) follows the class token. Defaults to `False`.
+        position_embedding_tokens: which tokens get a position embedding:
+            `"all"` (the paper's: 1D learned embeddings have an entry for
+            each prefix token too) or `"patches"` (the patches only, the
+            prefix tokens added without one: DeiT III, DINOv2, timm's
+            `no_embed_class`). 2D and sine-cosine embeddings never give
+            the prefix tokens one. Defaults to `"all"`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
         patches: `(B, N, F)` or `(B, grid_h, grid_w, F)` flattened patches.
 
     Returns:
-        `(B, N + 1, hidden_dim)` tokens (`(B, N, hidden_dim)` without a
-        class token).
+        `(B, num_prefix_tokens + N, hidden_dim)` tokens: the class token,
+        the distillation token, the register tokens (those the layer has),
+        then the patches.
 
     Example:
 
@@ -83,6 +99,10 @@ class PatchEncoder(keras.layers.Layer):
         class_token=True,
         position_embedding="learned",
         interpolation="bilinear",
+        patch_bias=True,
+        num_register_tokens=0,
+        distillation_token=False,
+        position_embedding_tokens="all",
         **kwargs,
     ):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
@@ -110,7 +130,23 @@ class PatchEncoder(keras.layers.Layer):
         self.interpolation = arg_checks.one_of(
             "interpolation", interpolation, patch_grid.INTERPOLATIONS
         )
-        self.num_prefix_tokens = int(self.class_token)
+        self.patch_bias = arg_checks.boolean("patch_bias", patch_bias)
+        self.num_register_tokens = arg_checks.non_negative_int(
+            "num_register_tokens", num_register_tokens
+        )
+        self.distillation_token = arg_checks.boolean(
+            "distillation_token", distillation_token
+        )
+        self.position_embedding_tokens = arg_checks.one_of(
+            "position_embedding_tokens",
+            position_embedding_tokens,
+            POSITION_EMBEDDING_TOKENS,
+        )
+        self.num_prefix_tokens = (
+            int(self.class_token)
+            + int(self.distillation_token)
+            + self.num_register_tokens
+        )
         self._num_patches = (
             None
             if self.grid_size is None
@@ -120,6 +156,7 @@ class PatchEncoder(keras.layers.Layer):
         self.projection = keras.layers.Dense(
             self.hidden_dim,
             kernel_initializer="lecun_normal",
+            use_bias=self.patch_bias,
             name="projection",
             dtype=self.dtype_policy,
         )
@@ -194,11 +231,23 @@ class PatchEncoder(keras.layers.Layer):
                 initializer="zeros",
                 name="class_token",
             )
+        if self.distillation_token:  # timm's init (std 1e-6 for tokens)
+            self.dist = self.add_weight(
+                shape=(1, 1, self.hidden_dim),
+                initializer=keras.initializers.RandomNormal(stddev=1e-6),
+                name="distillation_token",
+            )
+        if self.num_register_tokens:
+            self.registers = self.add_weight(
+                shape=(1, self.num_register_tokens, self.hidden_dim),
+                initializer=keras.initializers.RandomNormal(stddev=1e-6),
+                name="register_tokens",
+            )
         if self.position_embedding == "learned":
             self.pos_embedding = self.add_weight(
                 shape=(
                     1,
-                    self.num_prefix_tokens + self._num_patches,
+                    self.position_prefix_tokens + self._num_patches,
                     self.hidden_dim,
                 ),
                 initializer=keras.initializers.RandomNormal(stddev=0.02),
@@ -239,7 +288,7 @@ class PatchEncoder(keras.layers.Layer):
                     ops.convert_to_tensor(posemb),
                     grid,
                     source_grid=self.grid_size,
-                    num_prefix_tokens=self.num_prefix_tokens,
+                    num_prefix_tokens=self.position_prefix_tokens,
                     interpolation=self.interpolation,
                 )
             return ops.cast(posemb, dtype)
@@ -249,8 +298,8 @@ class PatchEncoder(keras.layers.Layer):
             posemb = patch_grid.sincos_2d_position_embedding(
                 grid[0], grid[1], self.hidden_dim
             )
-        if self.class_token:  # the class token gets no position signal
-            posemb = ops.pad(posemb, [[1, 0], [0, 0]])
+        if self.position_prefix_tokens:  # prefix tokens get no position
+            posemb = ops.pad(posemb, [[self.position_prefix_tokens, 0], [0, 0]])
         return ops.cast(posemb[None], dtype)
 
     def _learned_2d(self, grid):
@@ -280,17 +329,28 @@ class PatchEncoder(keras.layers.Layer):
             ops.concatenate([x, y], axis=-1), (-1, self.hidden_dim)
         )
 
+    @property
+    def position_prefix_tokens(self):
+        """The prefix tokens that the added position embeddings have an
+        entry for (zeros where not learned): all with
+        `position_embedding_tokens="all"`, none with `"patches"`."""
+        if self.position_embedding_tokens == "patches":
+            return 0
+        return self.num_prefix_tokens
+
     def position_embeddings(self, grid=None):
         """The embeddings added to the tokens, `(1, T, hidden_dim)` float32
-        (the class token's entry first, zeros unless learned in 1D), on
-        `grid` (defaults to the layer's own); `None` for
+        (the prefix tokens' entries first, zeros unless learned in 1D for
+        them), on `grid` (defaults to the layer's own); `None` for
         `position_embedding="none"`."""
         if self.position_embedding == "none":
             return None
         grid = (
             self.grid_size if grid is None else arg_checks.size_2d("grid", grid)
         )
-        return self._position_embedding(grid, "float32")
+        posemb = self._position_embedding(grid, "float32")
+        missing = self.num_prefix_tokens - self.position_prefix_tokens
+        return ops.pad(posemb, [[0, 0], [missing, 0], [0, 0]])
 
     def call(self, patches):
         tokens, grid = self.project(patches)
@@ -323,16 +383,27 @@ class PatchEncoder(keras.layers.Layer):
         return self.projection(patches), grid
 
     def add_positions(self, tokens, grid):
-        """The second half of `call`: prepends the class token (if any) and
-        adds the position embeddings for `grid` to `(B, N, hidden_dim)`
-        patch tokens."""
-        if self.class_token:
-            cls = ops.cast(self.cls, tokens.dtype)
-            cls = ops.broadcast_to(
-                cls, (ops.shape(tokens)[0], 1, self.hidden_dim)
+        """The second half of `call`: prepends the prefix tokens (class,
+        distillation, registers: those the layer has) and adds the position
+        embeddings for `grid` to `(B, N, hidden_dim)` patch tokens."""
+        positions = self.position_embedding != "none"
+        if positions and not self.position_prefix_tokens:
+            tokens = tokens + self._position_embedding(grid, tokens.dtype)
+        prefix = [
+            ops.broadcast_to(
+                ops.cast(weight, tokens.dtype),
+                (ops.shape(tokens)[0], weight.shape[1], self.hidden_dim),
             )
-            tokens = ops.concatenate([cls, tokens], axis=1)
-        if self.position_embedding != "none":
+            for weight, present in (
+                (getattr(self, "cls", None), self.class_token),
+                (getattr(self, "dist", None), self.distillation_token),
+                (getattr(self, "registers", None), self.num_register_tokens),
+            )
+            if present
+        ]
+        if prefix:
+            tokens = ops.concatenate([*prefix, tokens], axis=1)
+        if positions and self.position_prefix_tokens:
             tokens = tokens + self._position_embedding(grid, tokens.dtype)
         return tokens
 
@@ -377,6 +448,10 @@ class PatchEncoder(keras.layers.Layer):
                 "class_token": self.class_token,
                 "position_embedding": self.position_embedding,
                 "interpolation": self.interpolation,
+                "patch_bias": self.patch_bias,
+                "num_register_tokens": self.num_register_tokens,
+                "distillation_token": self.distillation_token,
+                "position_embedding_tokens": self.position_embedding_tokens,
             }
         )
         return config

@@ -12,8 +12,11 @@ import dataclasses
 import keras
 
 from keras_vit import arg_checks
+from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
+from keras_vit.options import ACTIVATIONS
+from keras_vit.options import MODEL_POOLINGS
 from keras_vit.options import MODEL_POSITION_EMBEDDINGS
-from keras_vit.options import POOLINGS
+from keras_vit.options import POSITION_EMBEDDING_TOKENS
 
 #: The resolution of a `ViT` whose arguments (and weights) give none.
 DEFAULT_IMAGE_SIZE = 224
@@ -47,6 +50,15 @@ class ViTConfig:
     num_channels: int
     stem: object
     remat: bool
+    activation: str
+    layer_scale_init: object
+    qk_norm: bool
+    patch_bias: bool
+    norm_pre: bool
+    fc_norm: bool
+    position_embedding_tokens: str
+    num_register_tokens: int
+    distillation: bool
 
     def to_dict(self):
         """The fields as `ViT` arguments (the activation serialized)."""
@@ -58,6 +70,16 @@ class ViTConfig:
             self.classifier_activation
         )
         return config
+
+    @property
+    def num_prefix_tokens(self):
+        """The tokens before the patch tokens: the class token (if any),
+        the distillation token (if any), then the register tokens."""
+        return (
+            int(self.class_token)
+            + int(self.distillation)
+            + self.num_register_tokens
+        )
 
     def token_grid(self, feature_size):
         """The `(rows, columns)` token grid of a `feature_size` map (the
@@ -106,7 +128,30 @@ DEFAULTS = {
     "num_channels": 3,
     "stem": None,
     "remat": False,
+    "activation": "gelu",
+    "layer_scale_init": None,
+    "qk_norm": False,
+    "patch_bias": True,
+    "norm_pre": False,
+    "fc_norm": False,
+    "position_embedding_tokens": "all",
+    "num_register_tokens": 0,
+    "distillation": False,
 }
+
+#: The architecture options that go beyond the paper's ViT (DeiT, DeiT III,
+#: DINOv2, CLIP, SigLIP); each is off at its default.
+OPTIONS = (
+    "activation",
+    "layer_scale_init",
+    "qk_norm",
+    "patch_bias",
+    "norm_pre",
+    "fc_norm",
+    "position_embedding_tokens",
+    "num_register_tokens",
+    "distillation",
+)
 
 
 def vit_config(**arguments):
@@ -122,7 +167,9 @@ def vit_config(**arguments):
             + ", ".join(f"{name}={arguments[name]!r}" for name in unknown)
         )
     arguments = {**DEFAULTS, **arguments}
-    return _checked(**arguments)
+    options = {name: arguments.pop(name) for name in OPTIONS}
+    config = _checked(**arguments)
+    return dataclasses.replace(config, **_options(config, **options))
 
 
 def _checked(
@@ -185,7 +232,64 @@ def _checked(
         num_channels=arg_checks.positive_int("num_channels", num_channels),
         stem=stem,
         remat=arg_checks.boolean("remat", remat),
+        **{name: DEFAULTS[name] for name in OPTIONS},
     )
+
+
+def _options(
+    config,
+    activation,
+    layer_scale_init,
+    qk_norm,
+    patch_bias,
+    norm_pre,
+    fc_norm,
+    position_embedding_tokens,
+    num_register_tokens,
+    distillation,
+):
+    """The checked values of the `OPTIONS`, for `config` (the rest)."""
+    distillation = arg_checks.boolean("distillation", distillation)
+    if distillation and not (
+        config.class_token and config.pooling in ("token", None)
+    ):
+        raise ValueError(
+            "distillation=True (DeiT's distillation token and head) needs "
+            "a class token and pooling='token' (or None). Received: "
+            f"distillation=True, pooling={config.pooling!r} and "
+            f"class_token={config.class_token}"
+        )
+    if distillation and config.representation_size is not None:
+        raise ValueError(
+            "distillation=True has no pre-logits layer. Received: "
+            f"representation_size={config.representation_size}"
+        )
+    fc_norm = arg_checks.boolean("fc_norm", fc_norm)
+    if fc_norm and config.pooling != "gap":
+        raise ValueError(
+            "fc_norm=True (the final LayerNorm after pooling) is for "
+            "pooling='gap'. Received: "
+            f"fc_norm=True and pooling={config.pooling!r}"
+        )
+    if layer_scale_init is not None:
+        layer_scale_init = _check_scale("layer_scale_init", layer_scale_init)
+    return {
+        "activation": arg_checks.one_of("activation", activation, ACTIVATIONS),
+        "layer_scale_init": layer_scale_init,
+        "qk_norm": arg_checks.boolean("qk_norm", qk_norm),
+        "patch_bias": arg_checks.boolean("patch_bias", patch_bias),
+        "norm_pre": arg_checks.boolean("norm_pre", norm_pre),
+        "fc_norm": fc_norm,
+        "position_embedding_tokens": arg_checks.one_of(
+            "position_embedding_tokens",
+            position_embedding_tokens,
+            POSITION_EMBEDDING_TOKENS,
+        ),
+        "num_register_tokens": arg_checks.non_negative_int(
+            "num_register_tokens", num_register_tokens
+        ),
+        "distillation": distillation,
+    }
 
 
 def _width_and_heads(hidden_dim, num_heads):
@@ -201,14 +305,14 @@ def _width_and_heads(hidden_dim, num_heads):
 
 def _pooling(include_top, pooling, class_token):
     include_top = arg_checks.boolean("include_top", include_top)
-    pooling = arg_checks.one_of("pooling", pooling, (*POOLINGS, None))
+    pooling = arg_checks.one_of("pooling", pooling, (*MODEL_POOLINGS, None))
     if include_top and pooling is None:
         raise ValueError(
-            "A model with include_top=True needs pooling='token' or "
-            "'gap'. Received: pooling=None"
+            "A model with include_top=True needs pooling='token', 'gap' or "
+            "'map'. Received: pooling=None"
         )
-    if class_token is None:  # the paper's GAP models have none
-        class_token = pooling != "gap"
+    if class_token is None:  # the paper's GAP models have none, nor SigLIP
+        class_token = pooling not in ("gap", "map")
     class_token = arg_checks.boolean("class_token", class_token)
     if pooling == "token" and not class_token:
         raise ValueError(

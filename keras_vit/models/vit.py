@@ -11,8 +11,10 @@ import dataclasses
 import warnings
 
 import keras
+from keras import ops
 
 from keras_vit import arg_checks
+from keras_vit.layers.attention_pooling import AttentionPooling
 from keras_vit.layers.layer_norm import LayerNorm
 from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
@@ -33,7 +35,14 @@ ARCHITECTURE_ARGUMENTS = tuple(
 )
 
 #: The layers after the final LayerNorm, in call order (those present).
-HEAD_LAYERS = ("pooling", "pre_logits", "head", "predictions")
+HEAD_LAYERS = (
+    "pooling",
+    "fc_norm",
+    "pre_logits",
+    "head",
+    "head_dist",
+    "predictions",
+)
 
 _weights_loader = None
 
@@ -103,11 +112,15 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         include_top: bool, whether to end with the classification head.
             Defaults to `True`.
         pooling: `"token"` (the class token's output), `"gap"` (mean of the
-            patch tokens), or `None` (with `include_top=False` only: return
-            all tokens, `(B, T, D)`). Defaults to `"token"`.
+            patch tokens), `"map"` (multihead attention pooling: a learned
+            probe attends over all the tokens, then an MLP, with the
+            model's heads and `mlp_dim`: SigLIP's MAP head,
+            `keras_vit.layers.AttentionPooling`), or `None` (with
+            `include_top=False` only: return all tokens, `(B, T, D)`).
+            Defaults to `"token"`.
         class_token: bool, whether to prepend a class token. Defaults to
-            `None`: `True` unless `pooling="gap"` (the paper's GAP models
-            have none).
+            `None`: `True` unless `pooling="gap"` or `"map"` (the paper's
+            GAP models have none, nor SigLIP's).
         position_embedding: `"learned"` (1D learned, the paper's),
             `"learned2d"` (learned row and column embeddings, the paper's
             2D ablation), `"relative"` (the paper's relative-position
@@ -151,6 +164,49 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
             stored, trading more compute for less memory on large models;
             with dropout too, the same training as without. Defaults to
             `False`.
+        activation: the MLP activation of every block: `"gelu"` (exact,
+            the paper's), `"gelu_tanh"` (its tanh approximation) or
+            `"quick_gelu"` (`x * sigmoid(1.702 x)`, OpenAI CLIP's).
+            Defaults to `"gelu"`.
+        layer_scale_init: `None`, or a float: every block's two residual
+            branches are scaled per channel by learned `LayerScale`s
+            initialised to it (CaiT, DeiT III, DINOv2: timm's
+            `init_values`). Defaults to `None`.
+        qk_norm: bool, whether every attention layer-normalises its
+            queries and keys per head (timm's `qk_norm`). Defaults to
+            `False`.
+        patch_bias: bool, whether the patch projection has a bias (CLIP's
+            has none). Defaults to `True`.
+        norm_pre: bool, whether a LayerNorm (`norm_pre`) comes before the
+            blocks, after the position embeddings (CLIP's `ln_pre`).
+            Defaults to `False`.
+        fc_norm: bool, with `pooling="gap"`: the final LayerNorm is
+            applied after pooling (layer `fc_norm`) instead of to the
+            tokens before (timm's `fc_norm`); `forward_features` then gives
+            the tokens unnormalised. Defaults to `False`.
+        position_embedding_tokens: `"all"` (the paper's: with
+            `position_embedding="learned"` the class and register tokens
+            have an entry too) or `"patches"` (only the patches get a
+            position embedding: DeiT III, DINOv2, timm's `no_embed_class`).
+            Defaults to `"all"`.
+        num_register_tokens: int, learned register tokens (Darcet et al.,
+            2023, DINOv2 with registers) after the class token, before the
+            patches (timm's order); they are not pooled (`"gap"` averages
+            the patches only) and maps over patches leave them out.
+            `model.num_prefix_tokens` counts the tokens before the patches.
+            Defaults to `0`.
+        distillation: bool, DeiT's distillation: a learned distillation
+            token after the class token (before any registers) and a second
+            head (`head_dist`) on its output. The model's output is then
+            the mean of the two heads' logits (through
+            `classifier_activation`), as DeiT's at inference; with
+            `include_top=False` and `pooling="token"`, the mean of the two
+            tokens' features. For a distillation loss set
+            `model.distilled_training = True`: then `model(images,
+            training=True)` returns the pair `(class_head, distillation_head)`
+            (timm's `set_distilled_training`); `fit` with one label needs it
+            `False`, the default. Needs `pooling="token"` (or `None`).
+            Defaults to `False`.
         weights: deprecated: use `ViT.from_preset(weights, ...)` or a
             builder's `weights=` (`keras_vit.ViT_B16(weights=...)`), which
             load after construction. Still accepted for one release, with a
@@ -168,9 +224,10 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
 
     Returns:
         With `include_top=True`: `(B, num_classes)` probabilities (or logits
-        with `classifier_activation=None`), float32. Otherwise the pooled
-        `(B, hidden_dim)` feature, or the `(B, T, hidden_dim)` tokens after
-        the final LayerNorm with `pooling=None`.
+        with `classifier_activation=None`), float32 (with `distillation`,
+        of the two heads' mean logits; see `distilled_training`). Otherwise
+        the pooled `(B, hidden_dim)` feature, or the `(B, T, hidden_dim)`
+        tokens after the final LayerNorm with `pooling=None`.
 
     Example:
 
@@ -205,11 +262,22 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         num_channels=3,
         stem=None,
         remat=False,
+        activation="gelu",
+        layer_scale_init=None,
+        qk_norm=False,
+        patch_bias=True,
+        norm_pre=False,
+        fc_norm=False,
+        position_embedding_tokens="all",
+        num_register_tokens=0,
+        distillation=False,
         weights=None,
         dtype=None,
         name="vit",
         **kwargs,
     ):
+        # Long: the signature lists every argument (the constructor's
+        # defaults are `DEFAULTS`, a test checks); the body is the steps.
         arguments = {
             key: value
             for key, value in locals().items()
@@ -256,6 +324,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         self.vit_config = config
         self._stem_name = None if stem_layer is None else stem_layer.name
         self._grid_size = grid
+        self._distilled_training = False
         if load is not None:
             load(self)
 
@@ -306,14 +375,45 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         return model
 
     @property
+    def distilled_training(self):
+        """With `distillation=True`: whether `model(images, training=True)`
+        returns both heads' outputs, `(class_head, distillation_head)`, for
+        a distillation loss, instead of their mean (timm's
+        `distilled_training`). Not saved; defaults to `False`."""
+        return self._distilled_training
+
+    @distilled_training.setter
+    def distilled_training(self, value):
+        value = arg_checks.boolean("distilled_training", value)
+        if value and not (self.distillation and self.include_top):
+            raise ValueError(
+                "distilled_training=True needs a model with "
+                "distillation=True and include_top=True. Received: "
+                f"distilled_training=True for distillation="
+                f"{self.distillation}, include_top={self.include_top}"
+            )
+        self._distilled_training = value
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        if training and getattr(self, "_distilled_training", False):
+            return _call_layers(
+                self._layer_table(),
+                inputs,
+                training=training,
+                distilled_pair=True,
+            )["output"]
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    @property
     def grid_size(self):
         """The `(grid_h, grid_w)` token grid at the model's resolution."""
         return self._grid_size
 
     @property
     def num_prefix_tokens(self):
-        """Tokens before the patch tokens: 1 with a class token, else 0."""
-        return int(self.class_token)
+        """Tokens before the patch tokens: the class token (if any), then
+        the register tokens; every count of tokens goes through it."""
+        return self.vit_config.num_prefix_tokens
 
     def forward_features(
         self,
@@ -344,9 +444,12 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
                 corrupts them there). Defaults to `None`.
 
         Returns:
-            The `(B, T, hidden_dim)` tokens after the final LayerNorm (the
-            class token first when there is one). With `return_attention`
-            or `return_block_outputs`, a dict: `"features"` (those tokens),
+            The `(B, T, hidden_dim)` tokens after the final LayerNorm
+            (before it with `fc_norm=True`, as timm's): the
+            `num_prefix_tokens` prefix tokens first (class, distillation,
+            registers: those the model has), then the patches. With
+            `return_attention` or `return_block_outputs`, a dict:
+            `"features"` (those tokens),
             `"attention_weights"` (a list of `num_layers` float32
             `(B, num_heads, T, T)` tensors, rows summing to 1) and
             `"block_outputs"` (a list of `num_layers` `(B, T, hidden_dim)`
@@ -563,12 +666,20 @@ def _make_layers(config, grid, stem_layer, dtype):
         grid_size=grid,
         class_token=config.class_token,
         position_embedding="none" if relative else config.position_embedding,
+        patch_bias=config.patch_bias,
+        num_register_tokens=config.num_register_tokens,
+        distillation_token=config.distillation,
+        position_embedding_tokens=config.position_embedding_tokens,
         name="patch_encoder",
         dtype=dtype,
     )
     layers["embedding_dropout"] = keras.layers.Dropout(
         config.dropout_rate, name="embedding_dropout", dtype=dtype
     )
+    if config.norm_pre:
+        layers["norm_pre"] = LayerNorm(
+            config.layer_norm_epsilon, name="norm_pre", dtype=dtype
+        )
     layers["blocks"] = [
         TransformerBlock(
             config.num_heads,
@@ -581,18 +692,22 @@ def _make_layers(config, grid, stem_layer, dtype):
             layer_norm_epsilon=config.layer_norm_epsilon,
             remat=config.remat,
             relative_positions=(
-                grid[0] * grid[1] + int(config.class_token)
+                grid[0] * grid[1] + config.num_prefix_tokens
                 if relative
                 else None
             ),
+            activation=config.activation,
+            layer_scale_init=config.layer_scale_init,
+            qk_norm=config.qk_norm,
             name=f"block_{i}",
             dtype=dtype,
         )
         for i in range(config.num_layers)
     ]
-    layers["encoder_norm"] = LayerNorm(
-        config.layer_norm_epsilon, name="encoder_norm", dtype=dtype
-    )
+    if not config.fc_norm:  # else the same norm comes after the pooling
+        layers["encoder_norm"] = LayerNorm(
+            config.layer_norm_epsilon, name="encoder_norm", dtype=dtype
+        )
     layers.update(_make_head(config, dtype))
     return layers
 
@@ -600,9 +715,25 @@ def _make_layers(config, grid, stem_layer, dtype):
 def _make_head(config, dtype):
     """The layers after the final LayerNorm, by name."""
     layers = {}
-    if config.pooling is not None:
+    if config.pooling == "map":
+        layers["pooling"] = AttentionPooling(
+            config.num_heads,
+            config.mlp_dim,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            activation=config.activation,
+            name="pooling",
+            dtype=dtype,
+        )
+    elif config.pooling is not None:
         layers["pooling"] = TokenPooling(
-            config.pooling, int(config.class_token), name="pooling", dtype=dtype
+            config.pooling,
+            config.num_prefix_tokens,
+            name="pooling",
+            dtype=dtype,
+        )
+    if config.fc_norm:
+        layers["fc_norm"] = LayerNorm(
+            config.layer_norm_epsilon, name="fc_norm", dtype=dtype
         )
     if not config.include_top:
         return layers
@@ -617,6 +748,13 @@ def _make_head(config, dtype):
     layers["head"] = keras.layers.Dense(
         config.num_classes, kernel_initializer="zeros", name="head", dtype=dtype
     )
+    if config.distillation:
+        layers["head_dist"] = keras.layers.Dense(
+            config.num_classes,
+            kernel_initializer="zeros",
+            name="head_dist",
+            dtype=dtype,
+        )
     layers["predictions"] = keras.layers.Activation(
         config.classifier_activation or "linear",
         name="predictions",
@@ -625,13 +763,37 @@ def _make_head(config, dtype):
     return layers
 
 
-def _call_layers(layers, images, training=None, patch_hook=None):
+def _call_head(layers, x, distilled_pair=False):
+    """The head layers present in `layers` on the final tokens `x`. With
+    a distillation token: the class and the distillation token each
+    through their head, their mean (or, `distilled_pair`, both)."""
+    if not layers["patch_encoder"].distillation_token or "pooling" not in (
+        layers
+    ):
+        for name in HEAD_LAYERS:
+            if name in layers:
+                x = layers[name](x)
+        return x
+    cls = layers["pooling"](x)
+    dist = ops.reshape(x[:, 1:2], (-1, x.shape[-1]))  # (see TokenPooling)
+    if "head" not in layers:
+        return (cls + dist) / 2
+    cls, dist = layers["head"](cls), layers["head_dist"](dist)
+    if distilled_pair:
+        return layers["predictions"](cls), layers["predictions"](dist)
+    return layers["predictions"]((cls + dist) / 2)
+
+
+def _call_layers(
+    layers, images, training=None, patch_hook=None, distilled_pair=False
+):
     """Runs the ViT graph over `layers`, a dict of the model's layers
     (`_make_layers`, `ViT._layer_table`); it stops at the last one present,
     so without the head layers the output is the normalised tokens.
 
     Returns a dict: `"output"`, `"block_outputs"`, `"attention_weights"`.
-    `patch_hook`: see `ViT.forward_features`."""
+    `patch_hook`: see `ViT.forward_features`; `distilled_pair`: see
+    `_call_head`."""
     x = images
     if "rescaling" in layers:
         x = layers["rescaling"](x)
@@ -644,6 +806,8 @@ def _call_layers(layers, images, training=None, patch_hook=None):
         tokens, grid = layers["patch_encoder"].project(x)
         x = layers["patch_encoder"].add_positions(patch_hook(tokens), grid)
     x = layers["embedding_dropout"](x, training=training)
+    if "norm_pre" in layers:
+        x = layers["norm_pre"](x)
     block_outputs, attention_weights = [], []
     for block in layers["blocks"]:
         # Always the (tokens, weights) form: Keras's graph check reads a
@@ -653,10 +817,9 @@ def _call_layers(layers, images, training=None, patch_hook=None):
         x, weights = block(x, training=training, return_attention_scores=True)
         block_outputs.append(x)
         attention_weights.append(weights)
-    x = layers["encoder_norm"](x)
-    for name in HEAD_LAYERS:
-        if name in layers:
-            x = layers[name](x)
+    if "encoder_norm" in layers:
+        x = layers["encoder_norm"](x)
+    x = _call_head(layers, x, distilled_pair)
     return {
         "block_outputs": block_outputs,
         "attention_weights": attention_weights,

@@ -127,6 +127,9 @@ NO_DECAY = [
     "class_token",
     "position_embedding",
     "mask_token",
+    "register_tokens",
+    "distillation_token",
+    "probe",
 ]
 
 

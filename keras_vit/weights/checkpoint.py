@@ -46,6 +46,9 @@ class Checkpoint:
             have and this file lacks.
         misshaped: `"name (source name): ..."` lines for the tensors of the
             file whose rank is not the format's (they are not converted).
+        position_embedding_tokens: `"all"` or `"patches"` when the reader
+            knows whether the 1D position embeddings have entries for the
+            prefix tokens (see `position_prefix_tokens`), else `None`.
     """
 
     tensors: dict
@@ -57,6 +60,7 @@ class Checkpoint:
     unexpected: list = dataclasses.field(default_factory=list)
     missing: list = dataclasses.field(default_factory=list)
     misshaped: list = dataclasses.field(default_factory=list)
+    position_embedding_tokens: str = None
 
     def _shape(self, path, ndim):
         """The shape of tensor `path` if it has `ndim` dimensions, else
@@ -71,8 +75,42 @@ class Checkpoint:
         return "patch_encoder/class_token" in self.tensors
 
     @property
+    def num_register_tokens(self):
+        shape = self._shape("patch_encoder/register_tokens", 3)
+        return 0 if shape is None else shape[1]
+
+    @property
+    def distillation(self):
+        return "patch_encoder/distillation_token" in self.tensors
+
+    @property
     def num_prefix_tokens(self):
-        return int(self.class_token)
+        """The tokens before the patches: class, distillation, then
+        registers."""
+        return (
+            int(self.class_token)
+            + int(self.distillation)
+            + self.num_register_tokens
+        )
+
+    @property
+    def position_prefix_tokens(self):
+        """The entries before the patches' in the 1D position embeddings:
+        `num_prefix_tokens`, or 0 when they cover the patches only
+        (`position_embedding_tokens="patches"`): as the reader says, else
+        from the grid a keras_vit file records, else `num_prefix_tokens`
+        (a count alone does not say it: 9 entries are a 3x3 grid, or a
+        class token and 2x4)."""
+        posemb = self._shape(POSEMB, 3)
+        prefix = self.num_prefix_tokens
+        if posemb is None or not prefix:
+            return prefix
+        if self.position_embedding_tokens is not None:
+            return 0 if self.position_embedding_tokens == "patches" else prefix
+        if self.grid_size is not None and self.source == "keras":
+            cells = int(self.grid_size[0]) * int(self.grid_size[1])
+            return 0 if posemb[1] == cells else prefix
+        return prefix
 
     @property
     def hidden_dim(self):
@@ -147,7 +185,7 @@ class Checkpoint:
         posemb = self.tensors.get(POSEMB)
         if posemb is None or np.ndim(posemb) != 3:
             return None
-        positions = np.shape(posemb)[1] - self.num_prefix_tokens
+        positions = np.shape(posemb)[1] - self.position_prefix_tokens
         how = (
             "Pass the grid it was trained on: "
             "keras_vit.load_weights(model, path, source_grid=(rows, cols))"
@@ -219,6 +257,10 @@ class Checkpoint:
         if self.stem_units:
             parts.append(f"stem block_units={self.stem_units}")
         parts.append(f"class_token={self.class_token}")
+        if self.num_register_tokens:
+            parts.append(f"num_register_tokens={self.num_register_tokens}")
+        if self.distillation:
+            parts.append("distillation=True")
         if self.num_classes is not None:
             parts.append(f"num_classes={self.num_classes}")
         if self.representation_size is not None:

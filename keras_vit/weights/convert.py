@@ -47,8 +47,14 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
         "class_token": checkpoint.class_token,
         "pooling": "token" if checkpoint.class_token else "gap",
     }
+    if checkpoint.distillation:
+        args["distillation"] = True
+    if checkpoint.num_register_tokens:
+        args["num_register_tokens"] = checkpoint.num_register_tokens
     if "patch_encoder/position_embedding" not in checkpoint.tensors:
         args["position_embedding"] = "none"
+    elif checkpoint.num_prefix_tokens and not checkpoint.position_prefix_tokens:
+        args["position_embedding_tokens"] = "patches"
     args.update(kwargs)
     if isinstance(variant, dict):
         vit = ViT(**variant, **args)

@@ -140,7 +140,8 @@ def _resample_grids(
     if (
         posemb is not None
         and POSEMB in variables
-        and checkpoint.class_token == model.class_token
+        and checkpoint.position_prefix_tokens
+        == model.get_layer("patch_encoder").position_prefix_tokens
         and np.ndim(posemb) == 3
     ):
         target = tuple(model.grid_size)
@@ -155,7 +156,7 @@ def _resample_grids(
                     posemb,
                     target,
                     source_grid=source,
-                    num_prefix_tokens=checkpoint.num_prefix_tokens,
+                    num_prefix_tokens=checkpoint.position_prefix_tokens,
                     interpolation=interpolation,
                 )
             )
@@ -256,6 +257,7 @@ def _refuse(model, checkpoint, problems, sections):
         f"num_layers={model.num_layers}, mlp_dim={model.mlp_dim}, "
         f"num_heads={model.num_heads}, "
         f"patch_size={model.patch_size}, class_token={model.class_token}, "
+        f"num_register_tokens={model.num_register_tokens}, "
         f"num_classes={model.num_classes}, "
         f"representation_size={model.representation_size}, "
         f"position_embedding={model.position_embedding!r}",
@@ -274,7 +276,8 @@ def _same_size_hint(checkpoint, model):
     if checkpoint.source != "keras" or checkpoint.grid_size is not None:
         return ""
     positions = (
-        np.shape(checkpoint.tensors[POSEMB])[1] - checkpoint.num_prefix_tokens
+        np.shape(checkpoint.tensors[POSEMB])[1]
+        - checkpoint.position_prefix_tokens
     )
     rows, cols = (int(g) for g in model.grid_size)
     if rows * cols != positions:

@@ -140,7 +140,7 @@ def _source_grid(checkpoint, grid):
             f"embeddings, and {checkpoint.path} has none. Received: "
             f"source_grid={grid}"
         )
-    positions = np.shape(posemb)[1] - checkpoint.num_prefix_tokens
+    positions = np.shape(posemb)[1] - checkpoint.position_prefix_tokens
     if grid[0] * grid[1] != positions:
         raise ValueError(
             f"The position embeddings in {checkpoint.path} hold {positions} "

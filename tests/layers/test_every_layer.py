@@ -47,6 +47,10 @@ def _model(name, dtype=None):
             x = L.MultiHeadSelfAttention(2, dropout_rate=0.1, dtype=dtype)(x)
         elif name == "LayerNorm":
             x = L.LayerNorm(dtype=dtype)(x)
+        elif name == "LayerScale":
+            x = L.LayerScale(0.5, dtype=dtype)(x)
+        elif name == "AttentionPooling":
+            x = L.AttentionPooling(2, 32, dtype=dtype)(x)
         elif name == "TokenPooling":
             x = L.TokenPooling("token", dtype=dtype)(x)
     if len(x.shape) == 4:
@@ -58,11 +62,13 @@ def _model(name, dtype=None):
 
 
 NAMES = [
+    "AttentionPooling",
     "Patches",
     "PatchEncoder",
     "TransformerBlock",
     "MultiHeadSelfAttention",
     "LayerNorm",
+    "LayerScale",
     "TokenPooling",
     "StdConv2D",
     "ResNetBottleneck",
@@ -145,6 +151,16 @@ LAYERS = {
             (2, 4, 12),
             (2, 5, 8),
         ),
+        (
+            {
+                "hidden_dim": 8,
+                "num_register_tokens": 2,
+                "position_embedding_tokens": "patches",
+                "patch_bias": False,
+            },
+            (2, 2, 2, 12),
+            (2, 7, 8),
+        ),
     ],
     "TransformerBlock": [
         ({"num_heads": 2, "mlp_dim": 8}, (2, 5, 8), (2, 5, 8)),
@@ -176,6 +192,17 @@ LAYERS = {
             (2, 5, 8),
             (2, 5, 8),
         ),
+        (
+            {
+                "num_heads": 2,
+                "mlp_dim": 8,
+                "activation": "quick_gelu",
+                "layer_scale_init": 0.1,
+                "qk_norm": True,
+            },
+            (2, 5, 8),
+            (2, 5, 8),
+        ),
     ],
     "MultiHeadSelfAttention": [
         ({"num_heads": 2}, (2, 5, 8), (2, 5, 8)),
@@ -184,8 +211,18 @@ LAYERS = {
             (2, 5, 8),
             (2, 5, 8),
         ),
+        ({"num_heads": 2, "qk_norm": True}, (2, 5, 8), (2, 5, 8)),
     ],
     "LayerNorm": [({}, (2, 5, 8), (2, 5, 8))],
+    "LayerScale": [({}, (2, 5, 8), (2, 5, 8))],
+    "AttentionPooling": [
+        ({"num_heads": 2, "mlp_dim": 8}, (2, 5, 8), (2, 8)),
+        (
+            {"num_heads": 4, "mlp_dim": 8, "activation": "gelu_tanh"},
+            (2, 3, 8),
+            (2, 8),
+        ),
+    ],
     "TokenPooling": [
         ({}, (2, 5, 8), (2, 8)),
         ({"pooling": "gap", "num_prefix_tokens": 0}, (2, 5, 8), (2, 8)),
