@@ -6,8 +6,6 @@
 
 import time
 
-import tensorflow as tf
-
 from keras_vit import timing
 from keras_vit.layers.resnet_stem import ResNetStem
 
@@ -18,6 +16,10 @@ def peak_flops(seconds=2.0, size=2048, dtype="float32"):
     A `size x size` matmul in `dtype` (TensorFlow, all cores) repeated for
     about `seconds`; the best of several rounds.
     """
+    # Here, not at the top: `model_flops` also runs where TensorFlow is not
+    # installed (benchmarks/gpu_h200.py, on Keras's JAX backend).
+    import tensorflow as tf
+
     a = tf.random.normal((size, size), dtype=dtype)
     b = tf.random.normal((size, size), dtype=dtype)
     matmul = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)))

@@ -27,6 +27,7 @@ from keras_vit.benchmark.throughput import RUNTIMES
 from keras_vit.benchmark.throughput import compute_dtype
 from keras_vit.benchmark.throughput import variant_name
 from keras_vit.models import ViT
+from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 
 
 def measure_in_subprocess(timm_python=None, **kwargs):
@@ -35,8 +36,6 @@ def measure_in_subprocess(timm_python=None, **kwargs):
     in `timm_python` (default: this interpreter)."""
     if kwargs.get("peer") == "timm":
         variant = variant_name(kwargs["variant"])
-        if kwargs.get("image_size") not in (None, 224):
-            return {"error": "peers are timed at 224 px only"}
         return timm_runner.measure(
             variant,
             kwargs["mode"],
@@ -46,6 +45,7 @@ def measure_in_subprocess(timm_python=None, **kwargs):
             timm_python,
             kwargs.get("min_seconds", MIN_SECONDS),
             compute_dtype(kwargs.get("dtype")),
+            kwargs.get("image_size") or DEFAULT_IMAGE_SIZE,
         )
     if (
         kwargs.get("peer") == "onnxruntime"
@@ -83,7 +83,13 @@ def run_suite(
     printer=print,
     min_seconds=MIN_SECONDS,
 ):
-    """Measures every (peer, variant, mode, batch) and prints a table.
+    """Measures every (peer, variant, image size, mode, batch) and prints a
+    table, then a summary (`summary_lines`).
+
+    `image_size` is one size or several (`[224, 384, 512]`: the scaling
+    curve); every peer builds its model at each (timm's `img_size`,
+    keras-hub's `image_shape`, the runtimes export keras_vit's model at
+    it). `None`: the variants' 224 px.
 
     With `rounds` > 1 every measurement is repeated that many times, the
     rounds interleaved (all of round 1, then all of round 2, ...), and the
@@ -102,35 +108,58 @@ def run_suite(
     """
     rounds = arg_checks.positive_int("rounds", rounds)
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
+    sizes = _image_sizes(image_size)
     peak = _print_peak(compute_dtype(dtype), printer)
-    plan = _plan(variants, peers, inference_batches, train_batches, image_size)
+    plan = _plan(variants, peers, inference_batches, train_batches, sizes)
+    settings = {
+        "steps": steps,
+        "warmup": warmup,
+        "dtype": dtype,
+        "jit_compile": jit_compile,
+        "remat": remat,
+        "timm_python": timm_python,
+        "min_seconds": min_seconds,
+    }
     samples = {key: [] for key in plan}
     for index in range(rounds):
+        prefix = f"round {index + 1}/{rounds} " if rounds > 1 else ""
         for key in plan:
-            variant, _, peer, mode, batch = key
+            variant, size, _, _, peer, mode, batch = key
             result = measure_in_subprocess(
                 peer=peer,
                 variant=variant,
                 mode=mode,
                 batch_size=batch,
-                steps=steps,
-                warmup=warmup,
-                dtype=dtype,
-                jit_compile=jit_compile,
-                remat=remat,
-                image_size=image_size,
-                timm_python=timm_python,
-                min_seconds=min_seconds,
+                image_size=size,
+                **settings,
             )
             samples[key].append(result)
-            prefix = f"round {index + 1}/{rounds} " if rounds > 1 else ""
             printer(prefix + _format_row(_row(key, [result], peak)))
     rows = [_row(key, samples[key], peak) for key in plan]
     if rounds > 1:
         printer(f"median of {rounds} interleaved rounds:")
         for row in rows:
             printer(_format_row(row))
+    for line in summary_lines(rows):
+        printer(line)
     return rows
+
+
+def _image_sizes(image_size):
+    """`run_suite`'s `image_size` (`None`, one size or several) as a tuple
+    of sizes (`(None,)`: the variants' own)."""
+    if image_size is None or isinstance(image_size, int):
+        image_size = (image_size,)
+    sizes = tuple(image_size)
+    if not sizes:
+        raise ValueError(
+            f"`image_size` must name at least one size. "
+            f"Received: image_size={image_size!r}"
+        )
+    return tuple(
+        None if size is None else arg_checks.positive_int("image_size", size)
+        for size in sizes
+    )
 
 
 def _print_peak(compute, printer):
@@ -150,31 +179,35 @@ def _print_peak(compute, printer):
     return peak
 
 
-def _plan(variants, peers, inference_batches, train_batches, image_size):
-    """The suite's measurements, as `(variant, flops, peer, mode, batch)`;
-    the runtimes (`RUNTIMES`) are timed for inference only."""
+def _plan(variants, peers, inference_batches, train_batches, sizes):
+    """The suite's measurements, as `(variant, image size, tokens, flops,
+    peer, mode, batch)`; the runtimes (`RUNTIMES`) are timed for inference
+    only. Each size is keras_vit's model's (the variant's own for `None`)."""
     plan = []
-    kwargs = {"image_size": image_size} if image_size else {}
     for variant in variants:
-        with keras.StatelessScope(initialize_variables=False):
-            flops = flops_lib.model_flops(
-                ViT.from_variant(variant_name(variant), **kwargs)
-            )
-        for peer in peers:
-            modes = [("inference", b) for b in inference_batches]
-            if peer not in RUNTIMES:
-                modes += [("train", b) for b in train_batches]
-            plan += [
-                (variant, flops, peer, mode, batch) for mode, batch in modes
-            ]
+        for size in sizes:
+            kwargs = {"image_size": size} if size else {}
+            with keras.StatelessScope(initialize_variables=False):
+                model = ViT.from_variant(variant_name(variant), **kwargs)
+                flops = flops_lib.model_flops(model)
+            grid = model.grid_size
+            tokens = grid[0] * grid[1] + model.num_prefix_tokens
+            shape = (variant, model.input_shape[1], tokens, flops)
+            for peer in peers:
+                modes = [("inference", b) for b in inference_batches]
+                if peer not in RUNTIMES:
+                    modes += [("train", b) for b in train_batches]
+                plan += [(*shape, peer, mode, batch) for mode, batch in modes]
     return plan
 
 
 def _row(key, results, peak):
     """One table row from a measurement's results over the rounds."""
-    variant, flops, peer, mode, batch = key
+    variant, size, tokens, flops, peer, mode, batch = key
     row = {
         "variant": variant,
+        "image_size": size,
+        "tokens": tokens,
         "peer": peer,
         "mode": mode,
         "batch": batch,
@@ -195,10 +228,75 @@ def _row(key, results, peak):
     return row
 
 
+def summary_lines(rows):
+    """The table's summary, as lines: for each peer, keras_vit's images/s
+    and peak memory over the peer's at each image size (images/s above 1:
+    keras_vit faster; memory below 1: keras_vit smaller); then, for each
+    peer and keras_vit timed at several sizes, how the seconds per image
+    grow against the tokens, from the smallest size (exponent 1: as the
+    tokens, 2: as their square). Rows with an error are left out."""
+    good = {
+        (r["variant"], r["mode"], r["batch"], r["peer"], r["image_size"]): r
+        for r in rows
+        if "images_per_s" in r
+    }
+    groups = {}
+    for variant, mode, batch, peer, size in good:
+        groups.setdefault((variant, mode, batch, peer), []).append(size)
+    lines = []
+    for key, sizes in groups.items():
+        variant, mode, batch, peer = key
+        pairs = [
+            (s, good[(variant, mode, batch, "keras_vit", s)], good[key + (s,)])
+            for s in sizes
+            if (variant, mode, batch, "keras_vit", s) in good
+        ]
+        if peer == "keras_vit" or not pairs:
+            continue
+        speed = ", ".join(
+            f"{s} px {a['images_per_s'] / b['images_per_s']:.2f}x"
+            for s, a, b in pairs
+        )
+        memory = ", ".join(
+            f"{s} px {a['peak_memory_mb'] / b['peak_memory_mb']:.2f}x"
+            for s, a, b in pairs
+        )
+        lines.append(
+            f"keras_vit / {peer}, {variant} {mode} batch {batch}: "
+            f"images/s {speed}; peak memory {memory}"
+        )
+    for (variant, mode, batch, peer), sizes in groups.items():
+        if len(sizes) > 1:
+            curve = [good[(variant, mode, batch, peer, s)] for s in sizes]
+            lines.append(_growth_line(curve))
+    return lines
+
+
+def _growth_line(curve):
+    """How one peer's seconds per image grow with the tokens over `curve`,
+    its rows at several sizes, against its smallest."""
+    curve = sorted(curve, key=lambda r: r["tokens"])
+    base = curve[0]
+    parts = []
+    for row in curve[1:]:
+        cost = base["images_per_s"] / row["images_per_s"]
+        tokens = row["tokens"] / base["tokens"]
+        exponent = np.log(cost) / np.log(tokens) if tokens > 1 else np.nan
+        parts.append(
+            f"{row['image_size']} px {cost:.2f}x for {tokens:.2f}x tokens "
+            f"(exponent {exponent:.2f})"
+        )
+    return (
+        f"cost growth, {base['peer']} {base['variant']} {base['mode']} batch "
+        f"{base['batch']}, seconds per image against {base['image_size']} px: "
+        + ", ".join(parts)
+    )
+
+
 def _format_row(row):
     head = (
-        f"{row['variant']:>8} {row['peer']:>12} {row['mode']:>9} "
-        f"batch {row['batch']:>3}"
+        f"{row['variant']:>8} {row['image_size']:>4} px {row['peer']:>12} "
+        f"{row['mode']:>9} batch {row['batch']:>3}"
     )
     if "error" in row:
         return f"{head}  n/a ({row['error']})"

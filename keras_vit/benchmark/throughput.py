@@ -18,6 +18,7 @@ from keras_vit.benchmark.peers import keras_hub_peer
 from keras_vit.benchmark.peers import runtime_peers
 from keras_vit.benchmark.peers import timm_runner
 from keras_vit.models import ViT
+from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 from keras_vit.options import PEERS
 from keras_vit.options import RUNTIMES
 from keras_vit.training import recipe
@@ -150,7 +151,8 @@ def measure(
     image_size=None,
     min_seconds=MIN_SECONDS,
 ):
-    """One measurement in this process: images/s and peak memory (MB).
+    """One measurement in this process: images/s and peak memory (MB), of
+    `peer`'s model built for `image_size` px images (default: 224).
 
     Each is the median call over at least `steps` calls and `min_seconds`
     of them (`keras_vit.timing.latencies`)."""
@@ -158,8 +160,6 @@ def measure(
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
     variant = variant_name(variant)
     jit_choices = _jit_choices(jit_compile, mode, dtype)
-    if peer != "keras_vit" and image_size not in (None, 224):
-        raise ValueError("peers are timed at 224 px only")
     if peer == "timm":
         return timm_runner.measure(
             variant,
@@ -169,13 +169,24 @@ def measure(
             warmup,
             min_seconds=min_seconds,
             compute_dtype=compute_dtype(dtype),
+            image_size=image_size or DEFAULT_IMAGE_SIZE,
         )
     if peer in RUNTIMES:
         return _measure_runtime(
-            peer, variant, mode, batch_size, steps, warmup, dtype, min_seconds
+            peer,
+            variant,
+            mode,
+            batch_size,
+            steps,
+            warmup,
+            dtype,
+            min_seconds,
+            image_size,
         )
     if peer == "keras_hub":
-        model = keras_hub_peer.model(variant, dtype)
+        model = keras_hub_peer.model(
+            variant, dtype, image_size or DEFAULT_IMAGE_SIZE
+        )
     else:
         model = _keras_vit_model(variant, dtype, remat, image_size)
     if mode == "inference":
@@ -210,15 +221,24 @@ def measure(
 
 
 def _measure_runtime(
-    peer, variant, mode, batch_size, steps, warmup, dtype, min_seconds
+    peer,
+    variant,
+    mode,
+    batch_size,
+    steps,
+    warmup,
+    dtype,
+    min_seconds,
+    image_size=None,
 ):
     """`measure` for ONNX Runtime and OpenVINO Runtime, which time keras_vit's
-    float32 model exported (`keras_vit.benchmark.peers.runtime_peers`)."""
+    float32 model, built for `image_size` px, exported
+    (`keras_vit.benchmark.peers.runtime_peers`)."""
     if mode != "inference":
         raise ValueError(f"{peer} is timed for inference only")
     if peer == "onnxruntime" and compute_dtype(dtype) != "float32":
         raise ValueError(ONNX_FLOAT32_ONLY)
-    model = _keras_vit_model(variant, None, False)
+    model = _keras_vit_model(variant, None, False, image_size)
     if peer == "onnxruntime":
         seconds, cores = runtime_peers.time_onnxruntime(
             model, batch_size, steps, warmup, min_seconds

@@ -56,7 +56,13 @@ def _add_model_arguments(bench):
         "and timm; default: this one)",
     )
     bench.add_argument(
-        "--image-size", type=int, default=None, help="keras_vit only"
+        "--image-size",
+        type=int,
+        nargs="+",
+        default=None,
+        help="image sizes, e.g. 224 384 512: keras_vit and every peer are "
+        "timed at each, and a summary says how the cost grows with the "
+        "tokens (default: 224; --profile: the last)",
     )
 
 
@@ -129,7 +135,7 @@ def run(args):
                 batch_size=args.batch_size[-1],
                 steps=args.steps,
                 warmup=args.warmup,
-                image_size=args.image_size,
+                image_size=args.image_size and args.image_size[-1],
                 **timing,
             )
         return
@@ -138,6 +144,7 @@ def run(args):
         f"keras-vit benchmark: {', '.join(args.model)}; inference batches "
         f"{args.batch_size}"
         + (f", training batches {args.train_batch_size}" if args.train else "")
+        + (f"; image sizes {args.image_size}" if args.image_size else "")
         + f"; dtype policy {args.dtype or 'float32'}; XLA {args.jit_compile}"
         + ("; remat on" if args.remat else "")
         + (f"; {args.rounds} interleaved rounds" if args.rounds > 1 else "")

@@ -178,10 +178,32 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # delegate, and it cut every block out of the delegate (TFLite
         # float32 Ti/16 at batch 1: 29 ms -> 14 ms with 2 threads).
         query, key, value = ops.split(self.qkv(rows), 3, axis=-1)
+        heads = (batch, tokens, self.num_heads, self.head_dim)
         if self.qk_norm:  # over each head's width: (B, T, heads, d)
-            heads = (batch, tokens, self.num_heads, self.head_dim)
             query = self.q_norm(ops.reshape(query, heads))
             key = self.k_norm(ops.reshape(key, heads))
+        if self._fuses(training, return_attention_scores):
+            out = ops.dot_product_attention(
+                *(ops.reshape(x, heads) for x in (query, key, value)),
+                scale=self.head_dim**-0.5,
+            )  # (B, T, heads, d)
+            out = ops.reshape(out, (-1, dim))
+        else:
+            out, weights = self._attention(
+                query, key, value, batch, tokens, training, dropout_seed
+            )
+            out = ops.reshape(ops.transpose(out, (0, 2, 1, 3)), (-1, dim))
+        out = ops.reshape(self.proj(out), (batch, tokens, dim))
+        if return_attention_scores:
+            return out, weights
+        return out
+
+    def _attention(
+        self, query, key, value, batch, tokens, training, dropout_seed
+    ):
+        """Softmax attention of the `(B·T, D)` (or `(B, T, heads, d)`)
+        queries, keys and values: `(B, heads, T, d)` outputs and the
+        float32 `(B, heads, T, T)` weights."""
         query = self._heads(
             query * ops.cast(self.head_dim**-0.5, query.dtype), batch, tokens
         )
@@ -191,24 +213,33 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             (0, 2, 3, 1),
         )
         if training and self._recomputes_probabilities():
-            out, weights = _attention_core.attend(query, key, value)
-        else:
-            logits = ops.matmul(query, key)
-            if self.relative_positions is not None:
-                logits = logits + self._relative_logits(query, batch)
-            weights = ops.softmax(ops.cast(logits, "float32"), axis=-1)
-            dropped = _dropout.seeded_dropout(
-                self.attention_dropout,
-                ops.cast(weights, self.compute_dtype),
-                dropout_seed,
-                training,
-            )
-            out = ops.matmul(dropped, value)  # (B, heads, T, d)
-        out = ops.reshape(ops.transpose(out, (0, 2, 1, 3)), (-1, dim))
-        out = ops.reshape(self.proj(out), (batch, tokens, dim))
-        if return_attention_scores:
-            return out, weights
-        return out
+            return _attention_core.attend(query, key, value)
+        logits = ops.matmul(query, key)
+        if self.relative_positions is not None:
+            logits = logits + self._relative_logits(query, batch)
+        weights = ops.softmax(ops.cast(logits, "float32"), axis=-1)
+        dropped = _dropout.seeded_dropout(
+            self.attention_dropout,
+            ops.cast(weights, self.compute_dtype),
+            dropout_seed,
+            training,
+        )
+        return ops.matmul(dropped, value), weights  # (B, heads, T, d)
+
+    def _fuses(self, training, return_attention_scores):
+        """Whether this call uses `keras.ops.dot_product_attention`, the
+        backend's fused attention (on the JAX backend on a GPU: cuDNN's
+        flash attention in bfloat16 and float16, XLA's otherwise): on the
+        JAX backend only, where no weights are asked for, without relative
+        positions and without attention dropout in training. TensorFlow
+        keeps the plain graph, so its exports, XNNPACK partition and
+        goldens do not change."""
+        return (
+            keras.backend.backend() == "jax"
+            and not return_attention_scores
+            and self.relative_positions is None
+            and not (training and self.dropout_rate > 0)
+        )
 
     def _recomputes_probabilities(self):
         """Whether training steps use `_attention_core.attend`, which keeps

@@ -26,7 +26,11 @@ import contextlib, os, time, types
 __version__ = "fake"
 _sleeps = [float(s) for s in os.environ["FAKE_TIMM_SLEEPS"].split(",")]
 def set_num_threads(n): pass
-def rand(*shape): return shape
+def rand(*shape):
+    if os.environ.get("FAKE_TIMM_SHAPE_LOG"):
+        with open(os.environ["FAKE_TIMM_SHAPE_LOG"], "a") as log:
+            log.write(f"{shape}\\n")
+    return shape
 def randint(low, high, shape): return shape
 inference_mode = contextlib.nullcontext
 float32, bfloat16 = "float32", "bfloat16"
@@ -72,7 +76,12 @@ def fake_timm(tmp_path, monkeypatch):
     (tmp_path / "torch.py").write_text(_FAKE_TORCH)
     (tmp_path / "timm.py").write_text(
         "from torch import Model\n__version__ = 'fake'\n"
-        "def create_model(name, pretrained, num_classes): return Model()\n"
+        "import os\n"
+        "def create_model(name, pretrained, num_classes, img_size):\n"
+        "    if os.environ.get('FAKE_TIMM_SHAPE_LOG'):\n"
+        "        with open(os.environ['FAKE_TIMM_SHAPE_LOG'], 'a') as log:\n"
+        "            log.write(f'{name} img_size={img_size}\\n')\n"
+        "    return Model()\n"
     )
     for name in ("keras_vit", "tensorflow"):
         (tmp_path / name).mkdir()
@@ -104,7 +113,7 @@ def test_timm_runs_in_the_given_interpreter(tmp_path):
     )
     assert row == {"images_per_s": 3.0, "peak_memory_mb": 1.0}
     args = (tmp_path / "args").read_text().split()
-    assert args[-7:] == [
+    assert args[-8:] == [
         "vit_small_patch16_224",
         "train",
         "8",
@@ -112,10 +121,21 @@ def test_timm_runs_in_the_given_interpreter(tmp_path):
         "2",
         "1.0",
         "float32",
+        "224",
     ]
     # The program is a file of the installed package, run by its path (not
     # `-c` with a string, nor `-m`, which would import keras_vit).
-    assert args == [timm_runner.PROGRAM, *args[-7:]]
+    assert args == [timm_runner.PROGRAM, *args[-8:]]
+    # --image-size reaches timm too (it builds its model at that size).
+    benchmark.measure_in_subprocess(
+        peer="timm",
+        variant="ViT_S16",
+        mode="inference",
+        batch_size=1,
+        image_size=384,
+        timm_python=str(fake),
+    )
+    assert (tmp_path / "args").read_text().split()[-1] == "384"
     package = os.path.dirname(os.path.abspath(keras_vit.__file__))
     assert (
         os.path.isfile(args[0])
@@ -151,6 +171,28 @@ def test_timm_runs_without_keras_vit_or_tensorflow(fake_timm, monkeypatch):
         assert row["version"] == "torch fake, timm fake"
     # Training steps call backward: 1 warm-up and 2 timed steps.
     assert fake_timm.read_text().split().count("backward") == 3
+
+
+def test_timm_builds_its_model_and_inputs_at_the_image_size(
+    fake_timm, tmp_path, monkeypatch
+):
+    shapes = tmp_path / "shapes.log"
+    monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0")
+    monkeypatch.setenv("FAKE_TIMM_SHAPE_LOG", str(shapes))
+    row = timm_runner.measure(
+        "B/16",
+        "train",
+        2,
+        steps=1,
+        warmup=0,
+        python=sys.executable,
+        image_size=384,
+    )
+    assert "images_per_s" in row, row
+    assert shapes.read_text().splitlines() == [
+        "vit_base_patch16_224 img_size=384",
+        "(2, 3, 384, 384)",
+    ]
 
 
 def test_timm_is_timed_by_the_same_rule(fake_timm, monkeypatch):
@@ -229,7 +271,7 @@ def test_cores_busy_tells_sleeping_from_spinning(fake_timm, monkeypatch):
     # other test worker keeps both cores busy.)
     assert 0 <= sleeping < 0.1 and 0.25 < spinning <= 1.2, (sleeping, spinning)
     row = suite._row(
-        ("Ti/16", 1e9, "timm", "inference", 1),
+        ("Ti/16", 224, 197, 1e9, "timm", "inference", 1),
         [{"images_per_s": 20.0, "peak_memory_mb": 1.0, "cores_busy": 1.5}],
         1e11,
     )
@@ -258,7 +300,16 @@ def test_the_timm_peer_checks_its_arguments_where_torch_is_absent():
     peer = _timm_peer()
     assert not hasattr(peer, "torch") and not hasattr(peer, "timm")
     args = peer.parse_args(
-        ["vit_tiny_patch16_224", "train", "8", "5", "2", "1.0", "bfloat16"]
+        [
+            "vit_tiny_patch16_224",
+            "train",
+            "8",
+            "5",
+            "2",
+            "1.0",
+            "bfloat16",
+            "384",
+        ]
     )
     assert args == {
         "name": "vit_tiny_patch16_224",
@@ -268,8 +319,9 @@ def test_the_timm_peer_checks_its_arguments_where_torch_is_absent():
         "warmup": 2,
         "min_seconds": 1.0,
         "compute_dtype": "bfloat16",
+        "image_size": 384,
     }
-    good = ["vit", "inference", "1", "1", "0", "0", "float32"]
+    good = ["vit", "inference", "1", "1", "0", "0", "float32", "224"]
     for index, bad, name in (
         (1, "eval", "mode"),
         (2, "0", "batch"),
@@ -277,12 +329,13 @@ def test_the_timm_peer_checks_its_arguments_where_torch_is_absent():
         (4, "-1", "warmup"),
         (5, "nan", "min_seconds"),
         (6, "float64", "compute_dtype"),
+        (7, "0", "image_size"),
     ):
         argv = [*good[:index], bad, *good[index + 1 :]]
         with pytest.raises(ValueError, match=f"Received: {name}='{bad}'"):
             peer.parse_args(argv)
-    with pytest.raises(ValueError, match="expected 7 arguments"):
-        peer.parse_args(good[:6])
+    with pytest.raises(ValueError, match="expected 8 arguments"):
+        peer.parse_args(good[:7])
 
 
 def test_the_timm_peers_result_is_what_the_suite_reads(capsys):
@@ -316,6 +369,7 @@ def test_a_bad_argument_to_the_timm_peer_is_its_rows_error(tmp_path):
             "0",
             "0",
             "float32",
+            "224",
         ],
         capture_output=True,
         text=True,

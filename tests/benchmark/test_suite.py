@@ -209,6 +209,7 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
     line = suite._format_row(
         {
             "variant": "Ti/16",
+            "image_size": 32,
             "peer": "keras_vit",
             "mode": "inference",
             "batch": 1,
@@ -255,7 +256,7 @@ def test_rounds_interleave_and_report_medians(capsys):
 
 
 def test_row_takes_the_median_rate_and_the_largest_memory():
-    key = ("Ti/16", 1e9, "keras_vit", "inference", 8)
+    key = ("Ti/16", 224, 197, 1e9, "keras_vit", "inference", 8)
     results = [
         {"images_per_s": r, "peak_memory_mb": m, "xla": x}
         for r, m, x in (
@@ -302,3 +303,147 @@ def test_runtimes_are_timed_for_inference_only():
             benchmark.measure(
                 peer=peer, variant="Ti/16", mode="train", batch_size=1
             )
+
+
+def _fake_rate(peer, image_size, mode):
+    """images/s of the fake peers: keras_vit twice timm's at 32 px, its
+    seconds per image growing as the tokens (5 -> 17 from 32 to 64 px:
+    3.4x), timm's as their square."""
+    tokens = (image_size // 16) ** 2 + 1
+    if peer == "keras_vit":
+        return 5 * 100.0 / tokens
+    return 5**2 * 50.0 / tokens**2
+
+
+def test_every_peer_is_timed_at_every_image_size(capsys, monkeypatch):
+    calls = []
+
+    def fake(timm_python=None, **kwargs):
+        calls.append(kwargs)
+        rate = _fake_rate(kwargs["peer"], kwargs["image_size"], kwargs["mode"])
+        return {"images_per_s": rate, "peak_memory_mb": 10.0 * rate}
+
+    monkeypatch.setattr(suite, "measure_in_subprocess", fake)
+    monkeypatch.setattr(suite.flops_lib, "peak_flops", lambda **k: 1e12)
+    assert (
+        cli.main(
+            [
+                "benchmark",
+                "--model",
+                "Ti/16",
+                "--image-size",
+                "32",
+                "64",
+                "--batch-size",
+                "2",
+                "--train",
+                "--train-batch-size",
+                "4",
+                "--peers",
+                "timm",
+                "onnxruntime",
+            ]
+        )
+        == 0
+    )
+    # Each peer at each size; the runtime for inference only.
+    assert sorted(
+        (c["peer"], c["image_size"], c["mode"], c["batch_size"]) for c in calls
+    ) == sorted(
+        [(p, s, "inference", 2) for p in PEERS3 for s in (32, 64)]
+        + [(p, s, "train", 4) for p in PEERS3[:2] for s in (32, 64)]
+    )
+    out = capsys.readouterr().out
+    assert "image sizes [32, 64]" in out
+    table = [line for line in out.splitlines() if "MB peak" in line]
+    assert len(table) == 10
+    assert sum(" 32 px " in line for line in table) == 5
+    assert sum(" 64 px " in line for line in table) == 5
+    summary = out.splitlines()
+    # keras_vit 2x timm at 32 px; at 64 px 2 x 17 / 5 = 6.8x.
+    assert (
+        "keras_vit / timm, Ti/16 train batch 4: images/s 32 px 2.00x, "
+        "64 px 6.80x; peak memory 32 px 2.00x, 64 px 6.80x" in summary
+    )
+    assert any(
+        line.startswith("keras_vit / onnxruntime, Ti/16 inference batch 2: ")
+        for line in summary
+    )
+    growth = [line for line in summary if line.startswith("cost growth")]
+    assert len(growth) == 5
+    assert (
+        "cost growth, keras_vit Ti/16 train batch 4, seconds per image "
+        "against 32 px: 64 px 3.40x for 3.40x tokens (exponent 1.00)"
+    ) in growth
+    assert (
+        "cost growth, timm Ti/16 train batch 4, seconds per image "
+        "against 32 px: 64 px 11.56x for 3.40x tokens (exponent 2.00)"
+    ) in growth
+
+
+PEERS3 = ("keras_vit", "timm", "onnxruntime")
+
+
+def test_the_summary_leaves_out_failed_rows_and_single_sizes():
+    row = {
+        "variant": "B/16",
+        "mode": "inference",
+        "batch": 1,
+        "image_size": 224,
+        "tokens": 197,
+        "images_per_s": 4.0,
+        "peak_memory_mb": 100.0,
+    }
+    rows = [
+        {**row, "peer": "keras_vit"},
+        {**row, "peer": "timm", "images_per_s": 2.0, "peak_memory_mb": 200.0},
+        {**row, "peer": "keras_hub", "error": "not installed"},
+    ]
+    for r in rows[2:]:
+        del r["images_per_s"]
+    assert suite.summary_lines(rows) == [
+        "keras_vit / timm, B/16 inference batch 1: images/s 224 px 2.00x; "
+        "peak memory 224 px 0.50x"
+    ]
+
+
+def test_image_sizes_are_checked():
+    assert suite._image_sizes(None) == (None,)
+    assert suite._image_sizes(384) == (384,)
+    assert suite._image_sizes([224, 384]) == (224, 384)
+    for bad in ([], [224, 0]):
+        with pytest.raises(ValueError, match="image_size"):
+            suite._image_sizes(bad)
+
+
+def test_keras_hub_and_the_runtimes_build_at_the_image_size(monkeypatch):
+    built = []
+
+    def keras_hub_model(variant, dtype, image_size):
+        built.append(("keras_hub", image_size))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(throughput.keras_hub_peer, "model", keras_hub_model)
+    with pytest.raises(RuntimeError, match="stop here"):
+        benchmark.measure(
+            peer="keras_hub",
+            variant="Ti/16",
+            mode="inference",
+            batch_size=1,
+            image_size=48,
+        )
+
+    def onnx(model, batch_size, steps, warmup, min_seconds):
+        built.append(("onnxruntime", model.input_shape[1]))
+        return 1.0, 1.0
+
+    monkeypatch.setattr(throughput.runtime_peers, "time_onnxruntime", onnx)
+    row = benchmark.measure(
+        peer="onnxruntime",
+        variant="Ti/16",
+        mode="inference",
+        batch_size=1,
+        image_size=48,
+    )
+    assert row["images_per_s"] == 1.0
+    assert built == [("keras_hub", 48), ("onnxruntime", 48)]

@@ -1,13 +1,14 @@
 r"""The timm peer of `keras-vit benchmark`: one measurement of a timm ViT.
 
     python .../keras_vit/benchmark/peers/timm_peer.py \
-        NAME MODE BATCH STEPS WARMUP MIN_SECONDS COMPUTE_DTYPE
+        NAME MODE BATCH STEPS WARMUP MIN_SECONDS COMPUTE_DTYPE IMAGE_SIZE
 
-NAME is timm's model name, MODE `inference` or `train` (AdamW steps on
-random labels), COMPUTE_DTYPE `float32` or a dtype that matmuls and
-convolutions run in under `torch.autocast` (Keras's mixed precision,
-PyTorch's way: float32 weights, softmax and norms in float32). Prints one
-line, `RESULT {json}`: images/s, peak memory (MB), CPU cores busy and the
+NAME is timm's model name, built for IMAGE_SIZE px images (`img_size`),
+MODE `inference` or `train` (AdamW steps on random labels),
+COMPUTE_DTYPE `float32` or a dtype that matmuls and convolutions run in
+under `torch.autocast` (Keras's mixed precision, PyTorch's way: float32
+weights, softmax and norms in float32). Prints one line, `RESULT {json}`:
+images/s, peak memory (MB), CPU cores busy and the
 versions of torch and timm. Bad arguments are a `ValueError` whose last
 line on stderr the suite reports in the peer's row.
 
@@ -40,6 +41,7 @@ ARGUMENTS = (
     "warmup",
     "min_seconds",
     "compute_dtype",
+    "image_size",
 )
 MODES = ("inference", "train")
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
@@ -84,6 +86,7 @@ def parse_args(argv):
     args["batch"] = _number("batch", args["batch"], int, 1)
     args["steps"] = _number("steps", args["steps"], int, 1)
     args["warmup"] = _number("warmup", args["warmup"], int, 0)
+    args["image_size"] = _number("image_size", args["image_size"], int, 1)
     args["min_seconds"] = _number(
         "min_seconds", args["min_seconds"], float, 0.0
     )
@@ -101,13 +104,16 @@ def result(batch, seconds, cores, peak_memory_mb, versions):
     }
 
 
-def make_step(name, mode, batch, compute):
-    """One call of timm's model `name`: a forward pass or a training step."""
+def make_step(name, mode, batch, compute, image_size=224):
+    """One call of timm's model `name` built for `image_size` px images: a
+    forward pass or a training step."""
     import timm
     import torch
 
-    model = timm.create_model(name, pretrained=False, num_classes=1000)
-    x = torch.rand(batch, 3, 224, 224)
+    model = timm.create_model(
+        name, pretrained=False, num_classes=1000, img_size=image_size
+    )
+    x = torch.rand(batch, 3, image_size, image_size)
 
     def precision():
         return torch.autocast(
@@ -145,7 +151,11 @@ def main(argv):
     timing = load_timing()
     torch.set_num_threads(os.cpu_count())
     step = make_step(
-        args["name"], args["mode"], args["batch"], args["compute_dtype"]
+        args["name"],
+        args["mode"],
+        args["batch"],
+        args["compute_dtype"],
+        args["image_size"],
     )
     seconds, cores = timing.seconds_and_cores(
         step, args["steps"], args["warmup"], args["min_seconds"]

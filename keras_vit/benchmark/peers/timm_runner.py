@@ -42,10 +42,11 @@ def measure(
     python=None,
     min_seconds=0.0,
     compute_dtype="float32",
+    image_size=224,
 ):
-    """One measurement of timm's model of `variant` in the interpreter
-    `python` (default: this one): the program's result, or `{"error": why}`.
-    """
+    """One measurement of timm's model of `variant`, built for `image_size`
+    px images, in the interpreter `python` (default: this one): the
+    program's result, or `{"error": why}`."""
     if variant not in TIMM_NAMES:
         return {"error": f"no timm model for {variant}"}
     try:
@@ -60,6 +61,7 @@ def measure(
                 str(warmup),
                 str(min_seconds),
                 compute_dtype,
+                str(image_size),
             ],
             capture_output=True,
             text=True,

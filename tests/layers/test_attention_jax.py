@@ -1,0 +1,74 @@
+"""On the JAX backend, attention without weights asked for runs
+`keras.ops.dot_product_attention` (cuDNN's flash attention on a GPU) and
+computes what the plain path computes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+# Run on the JAX backend in a process of its own (the backend is chosen at
+# import). The weights-returning call takes the plain path; the other one,
+# counted, the fused op.
+SCRIPT = r"""
+import json
+import keras
+import numpy as np
+from keras import ops
+from keras_vit.layers import MultiHeadSelfAttention
+
+calls = []
+fused = ops.dot_product_attention
+def counted(*args, **kwargs):
+    calls.append(1)
+    return fused(*args, **kwargs)
+ops.dot_product_attention = counted
+
+result = {"backend": keras.backend.backend(), "diffs": {}}
+x = np.random.default_rng(0).normal(size=(2, 17, 32)).astype("float32")
+for qk_norm in (False, True):
+    layer = MultiHeadSelfAttention(num_heads=4, qk_norm=qk_norm)
+    for training in (False, True):
+        before = len(calls)
+        out = layer(x, training=training)
+        assert len(calls) == before + 1, "no fused call"
+        plain, _ = layer(x, training=training, return_attention_scores=True)
+        assert len(calls) == before + 1, "weights asked: fused"
+        diff = float(np.max(np.abs(ops.convert_to_numpy(out - plain))))
+        result["diffs"][f"qk_norm={qk_norm} training={training}"] = diff
+# Gradients agree too (the fused op's against the recomputing path's).
+import jax
+layer = MultiHeadSelfAttention(num_heads=4)
+layer.build(x.shape)
+def loss(weights, scores):
+    outputs, _ = layer.stateless_call(
+        weights, [], x, training=True, return_attention_scores=scores
+    )
+    return ops.sum(ops.square(outputs[0] if scores else outputs))
+weights = [v.value for v in layer.trainable_variables]
+grads = [jax.grad(loss)(weights, scores) for scores in (False, True)]
+result["grad_diff"] = max(
+    float(np.max(np.abs(a - b))) for a, b in zip(*grads)
+)
+print(json.dumps(result))
+"""
+
+
+def test_fused_attention_on_jax_equals_the_plain_path():
+    pytest.importorskip("jax")
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    assert result["backend"] == "jax"
+    assert len(result["diffs"]) == 4
+    assert max(result["diffs"].values()) < 1e-5, result
+    assert result["grad_diff"] < 1e-5, result
