@@ -19,7 +19,10 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
             (a ViT of another size, such as one's own) a `ViT` of the
             checkpoint's own numbers; the original `.npz` records its number
             of heads, the fused-QKV formats need `num_heads=`.
-        **kwargs: other `keras_vit.ViT` arguments.
+        **kwargs: other `keras_vit.ViT` arguments: those no file records
+            (`activation="quick_gelu"` for OpenAI's CLIP,
+            `layer_norm_epsilon=1e-5` for CLIP's), or to override what the
+            checkpoint implies (`architecture(checkpoint)`).
 
     Returns:
         The model, with the checkpoint loaded (head and resolution as in
@@ -39,23 +42,7 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
         variant = _variant_of(checkpoint, num_heads)
     else:
         variant = registry.resolve(model).variant  # raises, listing the choices
-    args = {
-        "image_size": checkpoint.image_size,
-        "include_top": checkpoint.num_classes is not None,
-        "num_classes": checkpoint.num_classes or 1000,
-        "representation_size": checkpoint.representation_size,
-        "class_token": checkpoint.class_token,
-        "pooling": "token" if checkpoint.class_token else "gap",
-    }
-    if checkpoint.distillation:
-        args["distillation"] = True
-    if checkpoint.num_register_tokens:
-        args["num_register_tokens"] = checkpoint.num_register_tokens
-    if "patch_encoder/position_embedding" not in checkpoint.tensors:
-        args["position_embedding"] = "none"
-    elif checkpoint.num_prefix_tokens and not checkpoint.position_prefix_tokens:
-        args["position_embedding_tokens"] = "patches"
-    args.update(kwargs)
+    args = {**architecture(checkpoint), **kwargs}
     if isinstance(variant, dict):
         vit = ViT(**variant, **args)
     else:  # (a recorded head count that differs is refused when loading)
@@ -66,6 +53,44 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
 
     load_checkpoint(vit, checkpoint)
     return vit
+
+
+#: The LayerScale init value a model for a checkpoint with LayerScale is
+#: built with (the files record none; the loaded scales replace it): DINOv2's
+#: and CaiT's. DeiT III used 1e-6; pass `layer_scale_init=` to record it.
+LAYER_SCALE_INIT = 1e-5
+
+
+def architecture(checkpoint):
+    """The `keras_vit.ViT` arguments (beyond the variant's numbers) that
+    `checkpoint`'s tensors imply: head, resolution, pooling, prefix tokens
+    and the options of the modern families. What no file records (the
+    activation, the LayerNorm epsilon, the number of heads of the fused-QKV
+    formats) is not among them."""
+    args = {
+        "image_size": checkpoint.image_size,
+        "include_top": checkpoint.num_classes is not None,
+        "num_classes": checkpoint.num_classes or 1000,
+        "representation_size": checkpoint.representation_size,
+        "class_token": checkpoint.class_token,
+        "pooling": checkpoint.pooling,
+    }
+    if checkpoint.distillation:
+        args["distillation"] = True
+    if checkpoint.num_register_tokens:
+        args["num_register_tokens"] = checkpoint.num_register_tokens
+    if "patch_encoder/position_embedding" not in checkpoint.tensors:
+        args["position_embedding"] = "none"
+    elif checkpoint.num_prefix_tokens and not checkpoint.position_prefix_tokens:
+        args["position_embedding_tokens"] = "patches"
+    if checkpoint.layer_scale:
+        args["layer_scale_init"] = LAYER_SCALE_INIT
+    for option in ("qk_norm", "norm_pre", "fc_norm"):
+        if getattr(checkpoint, option):
+            args[option] = True
+    if not checkpoint.patch_bias:
+        args["patch_bias"] = False
+    return args
 
 
 def _variant_of(checkpoint, num_heads):
