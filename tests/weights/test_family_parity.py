@@ -149,3 +149,74 @@ def test_a_source_grid_says_which_tokens_have_position_embeddings(
     checkpoint = read_checkpoint(path, source_grid=(3, 4))
     assert checkpoint.position_embedding_tokens == tokens
     assert checkpoint.position_grid == (3, 4)
+
+
+#: The tiny golden of each published family preset.
+PRESET_OF = {
+    "deit_distilled": "vit_s16_deit_distilled_in1k",
+    "deit3": "vit_s16_deit3_in21k_ft_in1k",
+    "dinov2": "vit_s14_dinov2_lvd142m_518",
+    "dinov2_reg": "vit_s14_dinov2_reg4_lvd142m_518",
+    "clip": "vit_b16_clip_openai",
+    "siglip": "vit_b16_siglip_webli",
+}
+
+
+@pytest.fixture
+def tiny_family_preset(tmp_path, monkeypatch):
+    """`make(name)`: the published preset of the family, its variant's
+    numbers and URL swapped for the tiny golden's (a local file)."""
+    from keras_vit import registry
+    from keras_vit.registry import presets as registry_presets
+    from keras_vit.weights import presets
+
+    monkeypatch.setitem(
+        registry.VARIANTS,
+        "Fam/4",
+        dict(
+            patch_size=4, hidden_dim=16, num_layers=2, num_heads=2, mlp_dim=32
+        ),
+    )
+    monkeypatch.setattr(presets, "CACHE_DIR", str(tmp_path / "cache"))
+
+    def make(name):
+        published = registry.get_preset(PRESET_OF[name])
+        path, expected = files(name)
+        head = expected["logits"].shape[1] if published["num_classes"] else None
+        preset = {
+            **published,
+            "unique_name": f"vit_fam4_{published['name']}",
+            "variant": "Fam/4",
+            "url": "file://" + path,
+            "image_size": 16,
+            "num_classes": head,
+        }
+        monkeypatch.setattr(
+            registry_presets, "PRESETS", [*registry_presets.PRESETS, preset]
+        )
+        return preset, expected
+
+    return make
+
+
+@pytest.mark.parametrize("name", sorted(PRESET_OF))
+def test_a_family_presets_arguments_give_timms_outputs(
+    tiny_family_preset, name
+):
+    preset, expected = tiny_family_preset(name)
+    images = expected["images"]
+    kwargs = {}
+    if preset["normalization"] is not None:
+        # [-1, 1] inputs, as the goldens were made; the preset's own
+        # normalisation is not what include_preprocessing does.
+        with pytest.raises(ValueError, match="include_preprocessing=False"):
+            keras_vit.ViT.from_preset(preset["unique_name"])
+        kwargs["include_preprocessing"] = False
+        images = images / 127.5 - 1
+    model = keras_vit.builders.build(
+        preset["unique_name"], classifier_activation=None, **kwargs
+    )
+    assert model.include_top == (preset["num_classes"] is not None)
+    np.testing.assert_allclose(
+        model.predict(images, verbose=0), expected["logits"], atol=1e-4
+    )
