@@ -143,6 +143,8 @@ def convert(
     source_grid=None,
     overwrite=False,
     verbose="auto",
+    position_embedding_tokens=None,
+    **vit_arguments,
 ):
     """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
 
@@ -168,10 +170,48 @@ def convert(
         verbose: a Keras progress bar of the three steps (read, build and
             load, write): `0` (none), `1` (a bar), `2` (a line when done)
             or `"auto"` (`1`). Defaults to `"auto"`.
+        position_embedding_tokens: `"all"` or `"patches"`, for a file whose
+            position embeddings' count does not say whether they cover the
+            prefix tokens (see `keras_vit.weights.read_checkpoint`).
+            Defaults to `None`: from the file.
+        **vit_arguments: `keras_vit.ViT` arguments that no file records
+            (`activation="quick_gelu"`, `layer_norm_epsilon=1e-5` for
+            OpenAI's CLIP).
 
     Returns:
         The converted `keras_vit.ViT`.
     """
+    output_path = _checked_paths(input_path, output_path, overwrite)
+    from keras_vit import arg_checks
+
+    if num_heads is not None:
+        num_heads = arg_checks.positive_int("num_heads", num_heads)
+    progress = keras.utils.Progbar(
+        3, verbose=arg_checks.verbosity("verbose", verbose), unit_name="step"
+    )
+    checkpoint = reader.read_checkpoint(
+        input_path,
+        source_grid=source_grid,
+        position_embedding_tokens=position_embedding_tokens,
+    )
+    progress.update(1)
+    vit = model_for_checkpoint(
+        checkpoint, model, num_heads=num_heads, **vit_arguments
+    )
+    progress.update(2)
+    suffix = ".keras" if output_path.endswith(".keras") else ".weights.h5"
+    with files.atomic_file(output_path, suffix=suffix) as temporary:
+        if suffix == ".keras":
+            vit.save(temporary)
+        else:
+            vit.save_weights(temporary, overwrite=True)
+    progress.update(3, finalize=True)
+    return vit
+
+
+def _checked_paths(input_path, output_path, overwrite):
+    """`output_path` checked (a new `.weights.h5` / `.keras` file, unless
+    `overwrite`), and `input_path` a released format, not keras_vit's."""
     output_path = files.check_output_path(
         output_path, "output", inputs=(input_path,), overwrite=overwrite
     )
@@ -185,22 +225,4 @@ def convert(
             f"{input_path!r} is already a keras_vit file; load it with "
             "keras.saving.load_model or model.load_weights."
         )
-    from keras_vit import arg_checks
-
-    if num_heads is not None:
-        num_heads = arg_checks.positive_int("num_heads", num_heads)
-    progress = keras.utils.Progbar(
-        3, verbose=arg_checks.verbosity("verbose", verbose), unit_name="step"
-    )
-    checkpoint = reader.read_checkpoint(input_path, source_grid=source_grid)
-    progress.update(1)
-    vit = model_for_checkpoint(checkpoint, model, num_heads=num_heads)
-    progress.update(2)
-    suffix = ".keras" if output_path.endswith(".keras") else ".weights.h5"
-    with files.atomic_file(output_path, suffix=suffix) as temporary:
-        if suffix == ".keras":
-            vit.save(temporary)
-        else:
-            vit.save_weights(temporary, overwrite=True)
-    progress.update(3, finalize=True)
-    return vit
+    return output_path

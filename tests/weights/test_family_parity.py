@@ -220,3 +220,34 @@ def test_a_family_presets_arguments_give_timms_outputs(
     np.testing.assert_allclose(
         model.predict(images, verbose=0), expected["logits"], atol=1e-4
     )
+
+
+def test_convert_command_takes_what_the_file_does_not_record(tmp_path):
+    import keras
+
+    from keras_vit import cli
+
+    path, expected = files("clip")
+    output = str(tmp_path / "clip.keras")
+    argv = ["convert", path, "--output", output, "--num-heads", "2"]
+    argv += ["--activation", "quick_gelu", "--layer-norm-epsilon", "1e-5"]
+    assert cli.main([*argv, "--quiet"]) == 0
+    model = keras.saving.load_model(output, safe_mode=True)
+    assert model.activation == "quick_gelu" and model.norm_pre
+    logits = expected["logits"] - expected["logits"].max(-1, keepdims=True)
+    want = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(
+        model.predict(expected["images"], verbose=0), want, atol=1e-5
+    )
+
+
+def test_convert_command_takes_the_position_embedding_tokens(tmp_path, capsys):
+    from keras_vit import cli
+
+    path = _timm_file(tmp_path, "dinov2_reg", 9)  # 3x3, or 2x2 after 5
+    argv = ["convert", path, "--num-heads", "2", "--quiet", "--output"]
+    assert cli.main([*argv, str(tmp_path / "a.weights.h5")]) != 0
+    assert "position_embedding_tokens=" in capsys.readouterr().err
+    told = [*argv, str(tmp_path / "b.weights.h5")]
+    assert cli.main([*told, "--position-embedding-tokens", "patches"]) == 0
+    assert "image_size (12, 12)" in capsys.readouterr().out  # 3x3 patches
