@@ -251,3 +251,12 @@ def test_convert_command_takes_the_position_embedding_tokens(tmp_path, capsys):
     told = [*argv, str(tmp_path / "b.weights.h5")]
     assert cli.main([*told, "--position-embedding-tokens", "patches"]) == 0
     assert "image_size (12, 12)" in capsys.readouterr().out  # 3x3 patches
+
+
+def test_load_weights_takes_the_position_embedding_tokens(tmp_path):
+    path = _timm_file(tmp_path, "dinov2_reg", 9)  # 3x3, or 2x2 after 5
+    _, model, _ = build("dinov2_reg")  # 4x4 patches, no prefix entries
+    with pytest.raises(ValueError, match="position_embedding_tokens="):
+        keras_vit.load_weights(model, path)
+    with pytest.warns(UserWarning, match="from a 3x3 to a 4x4 patch grid"):
+        keras_vit.load_weights(model, path, position_embedding_tokens="patches")
