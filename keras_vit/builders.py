@@ -157,7 +157,8 @@ def build(model, weights=None, **kwargs):
                 f"Received: weights={weights!r}"
             )
         weights = name
-        kwargs.setdefault("num_classes", preset["num_classes"])
+        if preset["num_classes"] is not None:  # None: features, no head
+            kwargs.setdefault("num_classes", preset["num_classes"])
     if builder is not None:
         return get_builder(builder)(weights=weights, **kwargs)
     return ViT.from_variant(variant, weights=weights, **kwargs)

@@ -62,4 +62,4 @@ def test_the_table_can_hold_only_the_imagenet_1k_classifiers():
     assert names == [
         p["unique_name"] for p in registry.PRESETS if p["num_classes"] == 1000
     ]
-    assert "vit_b16_augreg_in21k" not in names and len(names) == 36
+    assert "vit_b16_augreg_in21k" not in names and len(names) == 38

@@ -438,8 +438,20 @@ TINY_NUMBERS = {
 }
 
 
+#: The presets issue 25 added (the modern families), after `BEFORE`'s.
+FAMILY_PRESETS = [
+    "vit_s16_deit_distilled_in1k",
+    "vit_s16_deit3_in21k_ft_in1k",
+    "vit_s14_dinov2_lvd142m_518",
+    "vit_s14_dinov2_reg4_lvd142m_518",
+    "vit_b16_clip_openai",
+    "vit_b16_siglip_webli",
+]
+
+
 def test_every_old_preset_resolves_as_before():
-    assert len(registry.PRESETS) == len(BEFORE)
+    names = [p["unique_name"] for p in registry.PRESETS]
+    assert names[len(BEFORE) :] == FAMILY_PRESETS
     for variant, name, url, image_size, num_classes, params in BEFORE:
         builder = registry.BUILDER_OF[variant]
         for preset in (
@@ -471,10 +483,14 @@ def test_records_are_whole_and_unique():
             preset["unique_name"]
             == f"{registry.model_name(preset['variant'])}_{preset['name']}"
         )
-        assert preset["variant"] in registry.BUILDER_OF
+        assert preset["variant"] in registry.VARIANTS  # S/14: no builder
         assert set(preset["vit_arguments"]) <= arguments
-        assert preset["normalization"] is None  # all of today's: [-1, 1]
-        assert preset["license"] == "Apache-2.0"
+        norm = preset["normalization"]  # None: [-1, 1]
+        if norm is not None:  # ImageNet's or CLIP's mean and std
+            assert set(norm) == {"mean", "std"}
+            assert all(len(norm[k]) == 3 for k in norm)
+            assert all(0 < v < 1 for k in norm for v in norm[k])
+        assert preset["license"] in ("Apache-2.0", "MIT")
 
 
 def test_the_registry_imports_nothing_heavy():

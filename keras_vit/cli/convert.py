@@ -1,5 +1,8 @@
 """`keras-vit convert`: a checkpoint in keras_vit's format."""
 
+from keras_vit.options import ACTIVATIONS
+from keras_vit.options import POSITION_EMBEDDING_TOKENS
+
 
 def add_parser(sub):
     parser = sub.add_parser(
@@ -32,6 +35,28 @@ def add_parser(sub):
         "not square (the formats record none; releases are square)",
     )
     parser.add_argument(
+        "--position-embedding-tokens",
+        choices=POSITION_EMBEDDING_TOKENS,
+        default=None,
+        help="whether the position embeddings have entries for the class, "
+        "distillation and register tokens ('all') or the patches only, where "
+        "their count does not say it (default: from the file)",
+    )
+    parser.add_argument(
+        "--activation",
+        choices=ACTIVATIONS,
+        default=None,
+        help="the MLP activation, which no file records: quick_gelu for "
+        "OpenAI's CLIP (default: gelu)",
+    )
+    parser.add_argument(
+        "--layer-norm-epsilon",
+        type=float,
+        default=None,
+        help="the LayerNorm epsilon, which no file records: 1e-5 for CLIP "
+        "(default: 1e-6)",
+    )
+    parser.add_argument(
         "--overwrite",
         action="store_true",
         help="replace an existing file at --output (never the input)",
@@ -43,14 +68,21 @@ def add_parser(sub):
 def run(args):
     from keras_vit.weights.convert import convert
 
+    unrecorded = {
+        name: value
+        for name in ("activation", "layer_norm_epsilon")
+        if (value := getattr(args, name)) is not None
+    }
     model = convert(
         args.input,
         args.output,
         model=args.model,
         num_heads=args.num_heads,
         source_grid=args.source_grid,
+        position_embedding_tokens=args.position_embedding_tokens,
         overwrite=args.overwrite,
         verbose=0 if args.quiet else "auto",
+        **unrecorded,
     )
     print(
         f"{args.input} -> {args.output}: {model.name}, "

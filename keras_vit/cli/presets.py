@@ -27,11 +27,11 @@ def run(args):
     )
     rows = [
         (
-            p["builder"],
+            p["builder"] or "-",  # S/14 has none
             p["name"],
             p["unique_name"],
             p["image_size"],
-            p["num_classes"],
+            p["num_classes"] or "-",
             p["representation_size"] or "-",
             p["source"],
         )

@@ -21,7 +21,9 @@ Each record holds every fact about its checkpoint (`FIELDS`):
   publisher gives one (none of these do; a downloaded file is still checked
   tensor by tensor when it is loaded).
 - `image_size`, `num_classes`, `representation_size`: what it was trained
-  for (resolution, classes, its pre-logits layer's width or `None`).
+  for (resolution, classes or `None` for a checkpoint without a head, such
+  as DINOv2's and SigLIP's features, its pre-logits layer's width or
+  `None`).
 - `params`: its parameter count as a keras_vit model (head, pre-logits and
   resolution included; e.g. B/16 at 384 px is timm's published 86.86M).
 - `vit_arguments`: `keras_vit.ViT` arguments beyond the variant's numbers
@@ -43,7 +45,9 @@ Each record holds every fact about its checkpoint (`FIELDS`):
 URLs: google-research/vision_transformer's bucket (original, AugReg and SAM
 `.npz`, Apache-2.0), and the Hugging Face Hub (timm's `augreg2` and
 Google's `google/vit-*` `.safetensors`, whose model cards state
-apache-2.0). This module imports nothing heavy: downloading is
+apache-2.0; timm's copies of DeiT, DeiT III, DINOv2 and SigLIP, whose
+cards and publishers state Apache-2.0, and of OpenAI's CLIP, which OpenAI
+releases under MIT). This module imports nothing heavy: downloading is
 `keras_vit.weights.presets.download`.
 """
 
@@ -1050,6 +1054,146 @@ PRESETS = [
         "representation_size": None,
         "params": 304_326_632,
         "vit_arguments": {},
+        "normalization": None,
+        "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
+    },
+    {
+        "unique_name": "vit_s16_deit_distilled_in1k",
+        "name": "deit_distilled_in1k",
+        "variant": "S/16",
+        "source": "timm",
+        "description": (
+            "DeiT-S distilled (a distillation token and head, a RegNetY "
+            "teacher), ImageNet-1k only (Touvron et al., 2021)"
+        ),
+        "url": "https://huggingface.co/timm/deit_small_distilled_patch16_224.fb_in1k/resolve/main/model.safetensors",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 22_436_432,
+        "vit_arguments": {"distillation": True},
+        "normalization": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
+        "license": "Apache-2.0",
+        "top1": 81.204,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
+    },
+    {
+        "unique_name": "vit_s16_deit3_in21k_ft_in1k",
+        "name": "deit3_in21k_ft_in1k",
+        "variant": "S/16",
+        "source": "timm",
+        "description": (
+            "DeiT III-S: LayerScale, position embeddings of the patches "
+            "only; ImageNet-21k, fine-tuned on ImageNet-1k (Touvron et al., "
+            "2022)"
+        ),
+        "url": "https://huggingface.co/timm/deit3_small_patch16_224.fb_in22k_ft_in1k/resolve/main/model.safetensors",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 1000,
+        "representation_size": None,
+        "params": 22_059_496,
+        "vit_arguments": {"layer_scale_init": 1e-6, "position_embedding_tokens": "patches"},
+        "normalization": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
+        "license": "Apache-2.0",
+        "top1": 83.082,
+        "top1_source": "timm results-imagenet.csv (timm's evaluation of this checkpoint)",
+    },
+    {
+        "unique_name": "vit_s14_dinov2_lvd142m_518",
+        "name": "dinov2_lvd142m_518",
+        "variant": "S/14",
+        "source": "timm",
+        "description": (
+            "DINOv2 ViT-S/14 self-supervised features (LVD-142M), no head: "
+            "LayerScale, a 37x37 grid at 518 px (Oquab et al., 2023)"
+        ),
+        "url": "https://huggingface.co/timm/vit_small_patch14_dinov2.lvd142m/resolve/main/model.safetensors",
+        "sha256": None,
+        "image_size": 518,
+        "num_classes": None,
+        "representation_size": None,
+        "params": 22_056_192,
+        "vit_arguments": {"layer_scale_init": 1e-5, "include_top": False},
+        "normalization": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
+        "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
+    },
+    {
+        "unique_name": "vit_s14_dinov2_reg4_lvd142m_518",
+        "name": "dinov2_reg4_lvd142m_518",
+        "variant": "S/14",
+        "source": "timm",
+        "description": (
+            "DINOv2 ViT-S/14 with 4 register tokens (Darcet et al., 2023), "
+            "features, no head; position embeddings of the patches only"
+        ),
+        "url": "https://huggingface.co/timm/vit_small_patch14_reg4_dinov2.lvd142m/resolve/main/model.safetensors",
+        "sha256": None,
+        "image_size": 518,
+        "num_classes": None,
+        "representation_size": None,
+        "params": 22_057_344,
+        "vit_arguments": {
+            "layer_scale_init": 1e-5,
+            "include_top": False,
+            "num_register_tokens": 4,
+            "position_embedding_tokens": "patches",
+        },
+        "normalization": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
+        "license": "Apache-2.0",
+        "top1": None,
+        "top1_source": None,
+    },
+    {
+        "unique_name": "vit_b16_clip_openai",
+        "name": "clip_openai",
+        "variant": "B/16",
+        "source": "timm",
+        "description": (
+            "OpenAI CLIP ViT-B/16 image tower (Radford et al., 2021): "
+            "norm_pre, quick GELU, LayerNorm eps 1e-5; the head is its "
+            "512-wide image-text projection (timm's card states apache-2.0, "
+            "OpenAI releases CLIP under MIT)"
+        ),
+        "url": "https://huggingface.co/timm/vit_base_patch16_clip_224.openai/resolve/main/model.safetensors",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": 512,
+        "representation_size": None,
+        "params": 86_193_152,
+        "vit_arguments": {
+            "norm_pre": True,
+            "patch_bias": False,
+            "activation": "quick_gelu",
+            "layer_norm_epsilon": 1e-5,
+            "classifier_activation": None,
+        },
+        "normalization": {"mean": (0.48145466, 0.4578275, 0.40821073), "std": (0.26862954, 0.26130258, 0.27577711)},
+        "license": "MIT",
+        "top1": None,
+        "top1_source": None,
+    },
+    {
+        "unique_name": "vit_b16_siglip_webli",
+        "name": "siglip_webli",
+        "variant": "B/16",
+        "source": "timm",
+        "description": (
+            "SigLIP ViT-B/16 image tower (WebLI; Zhai et al., 2023): no "
+            "class token, the MAP attention-pooling head, features"
+        ),
+        "url": "https://huggingface.co/timm/vit_base_patch16_siglip_224.webli/resolve/main/model.safetensors",
+        "sha256": None,
+        "image_size": 224,
+        "num_classes": None,
+        "representation_size": None,
+        "params": 92_884_224,
+        "vit_arguments": {"class_token": False, "pooling": "map", "include_top": False},
         "normalization": None,
         "license": "Apache-2.0",
         "top1": None,

@@ -84,6 +84,44 @@ class Checkpoint:
         return "patch_encoder/distillation_token" in self.tensors
 
     @property
+    def pooling(self):
+        """`"map"` for an attention-pooling head (its probe), `"gap"` for
+        a final norm after pooling (`fc_norm`) or no class token, else
+        `"token"`."""
+        if "pooling/probe" in self.tensors:
+            return "map"
+        if self.fc_norm or not self.class_token:
+            return "gap"
+        return "token"
+
+    @property
+    def norm_pre(self):
+        return "norm_pre/gamma" in self.tensors
+
+    @property
+    def fc_norm(self):
+        return "fc_norm/gamma" in self.tensors
+
+    @property
+    def layer_scale(self):
+        return "block_0/ls1/gamma" in self.tensors
+
+    @property
+    def qk_norm(self):
+        return "block_0/attention/q_norm/gamma" in self.tensors
+
+    @property
+    def patch_bias(self):
+        """Whether the patch embedding has a bias: `False` for a timm file
+        without one (CLIP's); the other formats always have one (a file
+        that lacks it is incomplete, and reported so)."""
+        return (
+            "patch_encoder/projection/bias" in self.tensors
+            or self.source != "timm"
+            or any("patch_embed.proj.bias" in line for line in self.misshaped)
+        )
+
+    @property
     def num_prefix_tokens(self):
         """The tokens before the patches: class, distillation, then
         registers."""
@@ -261,6 +299,13 @@ class Checkpoint:
             parts.append(f"num_register_tokens={self.num_register_tokens}")
         if self.distillation:
             parts.append("distillation=True")
+        if self.pooling != ("token" if self.class_token else "gap"):
+            parts.append(f"pooling={self.pooling!r}")
+        for option in ("layer_scale", "qk_norm", "norm_pre", "fc_norm"):
+            if getattr(self, option):
+                parts.append(f"{option}=True")
+        if not self.patch_bias:
+            parts.append("patch_bias=False")
         if self.num_classes is not None:
             parts.append(f"num_classes={self.num_classes}")
         if self.representation_size is not None:

@@ -19,7 +19,10 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
             (a ViT of another size, such as one's own) a `ViT` of the
             checkpoint's own numbers; the original `.npz` records its number
             of heads, the fused-QKV formats need `num_heads=`.
-        **kwargs: other `keras_vit.ViT` arguments.
+        **kwargs: other `keras_vit.ViT` arguments: those no file records
+            (`activation="quick_gelu"` for OpenAI's CLIP,
+            `layer_norm_epsilon=1e-5` for CLIP's), or to override what the
+            checkpoint implies (`architecture(checkpoint)`).
 
     Returns:
         The model, with the checkpoint loaded (head and resolution as in
@@ -39,23 +42,7 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
         variant = _variant_of(checkpoint, num_heads)
     else:
         variant = registry.resolve(model).variant  # raises, listing the choices
-    args = {
-        "image_size": checkpoint.image_size,
-        "include_top": checkpoint.num_classes is not None,
-        "num_classes": checkpoint.num_classes or 1000,
-        "representation_size": checkpoint.representation_size,
-        "class_token": checkpoint.class_token,
-        "pooling": "token" if checkpoint.class_token else "gap",
-    }
-    if checkpoint.distillation:
-        args["distillation"] = True
-    if checkpoint.num_register_tokens:
-        args["num_register_tokens"] = checkpoint.num_register_tokens
-    if "patch_encoder/position_embedding" not in checkpoint.tensors:
-        args["position_embedding"] = "none"
-    elif checkpoint.num_prefix_tokens and not checkpoint.position_prefix_tokens:
-        args["position_embedding_tokens"] = "patches"
-    args.update(kwargs)
+    args = {**architecture(checkpoint), **kwargs}
     if isinstance(variant, dict):
         vit = ViT(**variant, **args)
     else:  # (a recorded head count that differs is refused when loading)
@@ -66,6 +53,44 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
 
     load_checkpoint(vit, checkpoint)
     return vit
+
+
+#: The LayerScale init value a model for a checkpoint with LayerScale is
+#: built with (the files record none; the loaded scales replace it): DINOv2's
+#: and CaiT's. DeiT III used 1e-6; pass `layer_scale_init=` to record it.
+LAYER_SCALE_INIT = 1e-5
+
+
+def architecture(checkpoint):
+    """The `keras_vit.ViT` arguments (beyond the variant's numbers) that
+    `checkpoint`'s tensors imply: head, resolution, pooling, prefix tokens
+    and the options of the modern families. What no file records (the
+    activation, the LayerNorm epsilon, the number of heads of the fused-QKV
+    formats) is not among them."""
+    args = {
+        "image_size": checkpoint.image_size,
+        "include_top": checkpoint.num_classes is not None,
+        "num_classes": checkpoint.num_classes or 1000,
+        "representation_size": checkpoint.representation_size,
+        "class_token": checkpoint.class_token,
+        "pooling": checkpoint.pooling,
+    }
+    if checkpoint.distillation:
+        args["distillation"] = True
+    if checkpoint.num_register_tokens:
+        args["num_register_tokens"] = checkpoint.num_register_tokens
+    if "patch_encoder/position_embedding" not in checkpoint.tensors:
+        args["position_embedding"] = "none"
+    elif checkpoint.num_prefix_tokens and not checkpoint.position_prefix_tokens:
+        args["position_embedding_tokens"] = "patches"
+    if checkpoint.layer_scale:
+        args["layer_scale_init"] = LAYER_SCALE_INIT
+    for option in ("qk_norm", "norm_pre", "fc_norm"):
+        if getattr(checkpoint, option):
+            args[option] = True
+    if not checkpoint.patch_bias:
+        args["patch_bias"] = False
+    return args
 
 
 def _variant_of(checkpoint, num_heads):
@@ -118,6 +143,8 @@ def convert(
     source_grid=None,
     overwrite=False,
     verbose="auto",
+    position_embedding_tokens=None,
+    **vit_arguments,
 ):
     """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
 
@@ -143,10 +170,48 @@ def convert(
         verbose: a Keras progress bar of the three steps (read, build and
             load, write): `0` (none), `1` (a bar), `2` (a line when done)
             or `"auto"` (`1`). Defaults to `"auto"`.
+        position_embedding_tokens: `"all"` or `"patches"`, for a file whose
+            position embeddings' count does not say whether they cover the
+            prefix tokens (see `keras_vit.weights.read_checkpoint`).
+            Defaults to `None`: from the file.
+        **vit_arguments: `keras_vit.ViT` arguments that no file records
+            (`activation="quick_gelu"`, `layer_norm_epsilon=1e-5` for
+            OpenAI's CLIP).
 
     Returns:
         The converted `keras_vit.ViT`.
     """
+    output_path = _checked_paths(input_path, output_path, overwrite)
+    from keras_vit import arg_checks
+
+    if num_heads is not None:
+        num_heads = arg_checks.positive_int("num_heads", num_heads)
+    progress = keras.utils.Progbar(
+        3, verbose=arg_checks.verbosity("verbose", verbose), unit_name="step"
+    )
+    checkpoint = reader.read_checkpoint(
+        input_path,
+        source_grid=source_grid,
+        position_embedding_tokens=position_embedding_tokens,
+    )
+    progress.update(1)
+    vit = model_for_checkpoint(
+        checkpoint, model, num_heads=num_heads, **vit_arguments
+    )
+    progress.update(2)
+    suffix = ".keras" if output_path.endswith(".keras") else ".weights.h5"
+    with files.atomic_file(output_path, suffix=suffix) as temporary:
+        if suffix == ".keras":
+            vit.save(temporary)
+        else:
+            vit.save_weights(temporary, overwrite=True)
+    progress.update(3, finalize=True)
+    return vit
+
+
+def _checked_paths(input_path, output_path, overwrite):
+    """`output_path` checked (a new `.weights.h5` / `.keras` file, unless
+    `overwrite`), and `input_path` a released format, not keras_vit's."""
     output_path = files.check_output_path(
         output_path, "output", inputs=(input_path,), overwrite=overwrite
     )
@@ -160,22 +225,4 @@ def convert(
             f"{input_path!r} is already a keras_vit file; load it with "
             "keras.saving.load_model or model.load_weights."
         )
-    from keras_vit import arg_checks
-
-    if num_heads is not None:
-        num_heads = arg_checks.positive_int("num_heads", num_heads)
-    progress = keras.utils.Progbar(
-        3, verbose=arg_checks.verbosity("verbose", verbose), unit_name="step"
-    )
-    checkpoint = reader.read_checkpoint(input_path, source_grid=source_grid)
-    progress.update(1)
-    vit = model_for_checkpoint(checkpoint, model, num_heads=num_heads)
-    progress.update(2)
-    suffix = ".keras" if output_path.endswith(".keras") else ".weights.h5"
-    with files.atomic_file(output_path, suffix=suffix) as temporary:
-        if suffix == ".keras":
-            vit.save(temporary)
-        else:
-            vit.save_weights(temporary, overwrite=True)
-    progress.update(3, finalize=True)
-    return vit
+    return output_path

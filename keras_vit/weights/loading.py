@@ -371,6 +371,7 @@ def load_weights(
     interpolation=DEFAULT_INTERPOLATION,
     cache_dir=None,
     source_grid=None,
+    position_embedding_tokens=None,
 ):
     """Loads released or saved weights into a `keras_vit.ViT`, exactly.
 
@@ -411,6 +412,11 @@ def load_weights(
         source_grid: `(rows, cols)` or int, the patch grid the file's 1D
             position embeddings were trained on, for a file that does not
             record it. Defaults to `None`.
+        position_embedding_tokens: `"all"` or `"patches"`, whether the
+            file's position embeddings have entries for the class,
+            distillation and register tokens, for a file whose count does
+            not say it (see `keras_vit.weights.read_checkpoint`). Defaults
+            to `None`: from the file.
 
     Returns:
         The `Checkpoint` that was loaded.
@@ -428,7 +434,10 @@ def load_weights(
     )
     path, _ = resolve(weights, _variant_of(model), cache_dir=cache_dir)
     checkpoint = reader.read_checkpoint(
-        path, model=model, source_grid=source_grid
+        path,
+        model=model,
+        source_grid=source_grid,
+        position_embedding_tokens=position_embedding_tokens,
     )
     load_checkpoint(model, checkpoint, interpolation)
     return checkpoint

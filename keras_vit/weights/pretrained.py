@@ -39,9 +39,10 @@ def prepare(weights, arguments):
     given = dict(arguments)
     named = registry.named_preset(weights) if isinstance(weights, str) else None
     if named is not None:  # a unique name says its variant and its head
+        head = named["num_classes"]  # None: features (include_top=False)
         given = {
             **registry.get_variant(named["variant"]),
-            "num_classes": named["num_classes"],
+            **({} if head is None else {"num_classes": head}),
             **given,
         }
     arguments = {**DEFAULTS, **given}
@@ -57,6 +58,7 @@ def prepare(weights, arguments):
     if preset is not None:  # what the checkpoint needs, unless told otherwise
         given = {**preset["vit_arguments"], **given}
         arguments = {**DEFAULTS, **given}
+        _check_normalization(preset, arguments["include_preprocessing"])
     checkpoint = None
     if not reader.is_native(path):  # keras_vit's own files need the model
         checkpoint = reader.read_checkpoint(path)
@@ -85,6 +87,22 @@ def prepare(weights, arguments):
         loading.load_checkpoint(model, loaded)
 
     return given, load
+
+
+def _check_normalization(preset, include_preprocessing):
+    """Refuses to build a preset whose inputs were normalised otherwise
+    than the `[-1, 1]` that `include_preprocessing=True` gives (ImageNet's
+    or CLIP's mean and std): its outputs would be quietly off."""
+    norm = preset["normalization"]
+    if norm is None or not include_preprocessing:
+        return
+    raise ValueError(
+        f"The preset {preset['unique_name']!r} was trained on pixels in [0, "
+        f"1] normalised with mean={norm['mean']} and std={norm['std']}, and "
+        "include_preprocessing=True rescales to [-1, 1] only. Pass "
+        "include_preprocessing=False and give the model (pixels / 255 - "
+        "mean) / std. Received: include_preprocessing=True"
+    )
 
 
 vit.set_weights_loader(prepare)

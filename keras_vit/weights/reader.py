@@ -24,6 +24,7 @@ import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit import files
+from keras_vit.options import POSITION_EMBEDDING_TOKENS
 from keras_vit.weights import huggingface
 from keras_vit.weights import native
 from keras_vit.weights import original
@@ -76,7 +77,7 @@ def _read_npz(path):
     )
 
 
-def _read_safetensors(path):
+def _read_safetensors(path, source_grid=None, position_embedding_tokens=None):
     import safetensors
 
     try:
@@ -94,7 +95,9 @@ def _read_safetensors(path):
         for k, v in tensors.items()
     }
     if timm.SIGNATURE in tensors:
-        return timm.read_timm(tensors, path)
+        return timm.read_timm(
+            tensors, path, position_embedding_tokens, source_grid
+        )
     if any(s in tensors for s in huggingface.SIGNATURES):
         return huggingface.read_huggingface(tensors, path)
     raise ValueError(
@@ -104,7 +107,9 @@ def _read_safetensors(path):
     )
 
 
-def read_checkpoint(path, model=None, source_grid=None):
+def read_checkpoint(
+    path, model=None, source_grid=None, position_embedding_tokens=None
+):
     """Reads the weights file `path` into a `keras_vit` `Checkpoint`.
 
     Args:
@@ -116,6 +121,13 @@ def read_checkpoint(path, model=None, source_grid=None):
             (a non-square `.npz` / `.safetensors` checkpoint, a
             `.weights.h5` written before keras_vit recorded it). Must agree
             with a grid the file records. Defaults to `None`.
+        position_embedding_tokens: `"all"` or `"patches"`, whether the
+            file's 1D position embeddings have entries for the class,
+            distillation and register tokens or for the patches only (see
+            `keras_vit.ViT`), for a file where their number does not say it
+            (timm's files record no `no_embed_class`; their reader takes the
+            reading whose patches make a square grid, or `source_grid`).
+            Defaults to `None`: as the file says.
 
     Returns:
         A `keras_vit.weights.Checkpoint`.
@@ -123,7 +135,17 @@ def read_checkpoint(path, model=None, source_grid=None):
     path = os.fspath(path)
     if source_grid is not None:
         source_grid = arg_checks.size_2d("source_grid", source_grid)
-    checkpoint = _read(path, model)
+    if position_embedding_tokens is not None:
+        position_embedding_tokens = arg_checks.one_of(
+            "position_embedding_tokens",
+            position_embedding_tokens,
+            POSITION_EMBEDDING_TOKENS,
+        )
+    checkpoint = _read(path, model, source_grid, position_embedding_tokens)
+    if position_embedding_tokens is not None and checkpoint.num_prefix_tokens:
+        checkpoint = dataclasses.replace(
+            checkpoint, position_embedding_tokens=position_embedding_tokens
+        )
     if source_grid is None:
         return checkpoint
     return dataclasses.replace(
@@ -156,14 +178,14 @@ def _source_grid(checkpoint, grid):
     return grid
 
 
-def _read(path, model):
+def _read(path, model, source_grid=None, position_embedding_tokens=None):
     check_extension(path)
     if not os.path.isfile(path):
         raise ValueError(f"Weights file not found. Received: weights={path!r}")
     if path.endswith(".npz"):
         return _read_npz(path)
     if path.endswith(".safetensors"):
-        return _read_safetensors(path)
+        return _read_safetensors(path, source_grid, position_embedding_tokens)
     if model is None:
         raise ValueError(
             f"Reading keras_vit's own weights file {path!r} needs the model "

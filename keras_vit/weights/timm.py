@@ -11,6 +11,21 @@ as in the `model.safetensors` files on the Hugging Face Hub under `timm/`:
     norm.{weight,bias}
     head.weight (classes, D), head.bias
 
+The modern families add (each optional):
+
+    dist_token (1, 1, D), head_dist.{weight,bias}      DeiT, distilled
+    reg_token (1, R, D)                                 DINOv2 registers
+    blocks.{i}.ls1.gamma, blocks.{i}.ls2.gamma (D,)     LayerScale
+    blocks.{i}.attn.q_norm.*, blocks.{i}.attn.k_norm.*  QK-norm
+    norm_pre.{weight,bias}                              CLIP
+    fc_norm.{weight,bias} (and no norm.*)               average pooling
+    attn_pool.latent (1, 1, D), attn_pool.q, .kv, .proj, .norm,
+    attn_pool.mlp.fc1, .fc2                             SigLIP's MAP head
+
+and CLIP's `patch_embed.proj` has no bias. What the file does not record
+(the activation: CLIP's quick GELU; the LayerNorm epsilon: 1e-5 for CLIP;
+LayerScale's init value) is an argument.
+
 Hybrids add the ResNetV2 backbone under `patch_embed.backbone.`
 (`stem.conv`, `stem.norm`, `stages.{s}.blocks.{u}.conv{1,2,3}`,
 `norm{1,2,3}`, `downsample.conv`, `downsample.norm`), and their
@@ -24,8 +39,17 @@ The file records no patch grid (timm keeps the image size in the model's
 config, not in `model.safetensors`); as timm's own `resample_abs_pos_embed`
 does by default, `pos_embed` is taken to be on a square grid. A checkpoint
 of a non-square grid needs `load_weights(..., source_grid=(rows, cols))`.
+
+Nor does it record whether `pos_embed` has entries for the class,
+distillation and register tokens (timm's `no_embed_class=False`, DeiT,
+DINOv2) or for the patches only (`no_embed_class=True`: DeiT III, DINOv2
+with registers). Of the two readings, the one whose patch count is a
+square grid (or is the `source_grid` given) is taken; where both are (9
+entries and 5 prefix tokens: 3x3, or 2x2 after them) the reader refuses
+unless told (`position_embedding_tokens=`).
 """
 
+import math
 import re
 
 from keras_vit.weights.checkpoint import TensorSource
@@ -81,11 +105,114 @@ def _hybrid_stem(src, out):
             )
 
 
-def read_timm(tensors, path):
+def _tokens(src, out):
+    """The class, distillation and register tokens and the position
+    embeddings; returns the number of tokens before the patches."""
+    names = (
+        ("cls_token", "class_token"),
+        ("dist_token", "distillation_token"),
+        ("reg_token", "register_tokens"),
+    )
+    prefix = 0
+    for name, ours in names:
+        value = src.take_if_present(name, 3)
+        if value is not None:
+            out[f"patch_encoder/{ours}"] = value
+            prefix += value.shape[1]
+    posemb = src.take_if_present("pos_embed", 3)
+    if posemb is not None:
+        out["patch_encoder/position_embedding"] = posemb
+    return prefix
+
+
+def position_tokens_of(length, prefix, path, source_grid=None):
+    """Whether `length` position embeddings after `prefix` tokens cover
+    every token (`"all"`) or the patches only (`"patches"`): the reading
+    whose patch count is `source_grid`'s, else a square; `None` when there
+    are no prefix tokens.
+
+    Raises:
+        ValueError: when both readings fit (or neither fits the grid).
+    """
+    if not prefix:
+        return None
+    counts = {"all": length - prefix, "patches": length}
+    if source_grid is not None:
+        fits = [k for k, n in counts.items() if n == math.prod(source_grid)]
+    else:
+        fits = [
+            k for k, n in counts.items() if n > 0 and math.isqrt(n) ** 2 == n
+        ]
+    if len(fits) == 1:
+        return fits[0]
+    if not fits:  # reported by the grid's own checks (position_grid)
+        return "all"
+    raise ValueError(
+        f"The {length} position embeddings in {path} fit both a square grid "
+        f"of {length - prefix} patches after the {prefix} class/"
+        f"distillation/register tokens and one of {length} patches (timm's "
+        "no_embed_class) and the file does not say which. Pass "
+        "position_embedding_tokens='all' or 'patches' "
+        "(keras_vit.weights.read_checkpoint) or source_grid=(rows, cols)."
+    )
+
+
+def _blocks(src, out):
+    i = 0
+    while f"blocks.{i}.norm1.weight" in src:
+        prefix, name = f"blocks.{i}", f"block_{i}"
+        torch_norm(src, f"{prefix}.norm1", out, f"{name}/norm1")
+        torch_linear(src, f"{prefix}.attn.qkv", out, f"{name}/attention/qkv")
+        for norm in ("q_norm", "k_norm"):
+            if f"{prefix}.attn.{norm}.weight" in src:
+                torch_norm(
+                    src,
+                    f"{prefix}.attn.{norm}",
+                    out,
+                    f"{name}/attention/{norm}",
+                )
+        torch_linear(src, f"{prefix}.attn.proj", out, f"{name}/attention/proj")
+        torch_norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
+        torch_linear(src, f"{prefix}.mlp.fc1", out, f"{name}/mlp_fc1")
+        torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
+        for scale in ("ls1", "ls2"):
+            if f"{prefix}.{scale}.gamma" in src:
+                out[f"{name}/{scale}/gamma"] = src.take(
+                    f"{prefix}.{scale}.gamma", 1
+                )
+        i += 1
+
+
+def _attention_pool(src, out):
+    """timm's `AttentionPoolLatent` (SigLIP's MAP head) as `pooling/`."""
+    if "attn_pool.latent" not in src:
+        return
+    out["pooling/probe"] = src.take("attn_pool.latent", 3)
+    for theirs, ours in (
+        ("q", "query"),
+        ("kv", "key_value"),
+        ("proj", "proj"),
+        ("mlp.fc1", "mlp_fc1"),
+        ("mlp.fc2", "mlp_fc2"),
+    ):
+        torch_linear(src, f"attn_pool.{theirs}", out, f"pooling/{ours}")
+    torch_norm(src, "attn_pool.norm", out, "pooling/norm")
+
+
+def _heads(src, out):
+    for theirs, ours in (("head", "head"), ("head_dist", "head_dist")):
+        if f"{theirs}.weight" in src or f"{theirs}.bias" in src:
+            torch_linear(src, theirs, out, ours)  # half: reported missing
+
+
+def read_timm(tensors, path, position_embedding_tokens=None, source_grid=None):
     """Converts a timm ViT state dict (name → array) to a `Checkpoint`.
 
-    Its position embeddings are taken to be on a square grid (see the
-    module's docstring)."""
+    Its position embeddings are taken to be on a square grid, unless
+    `source_grid` says otherwise; `position_embedding_tokens` (`"all"`,
+    `"patches"` or `None`: decided from the grid, see the module's
+    docstring) whether they have entries for the class, distillation and
+    register tokens."""
     src = TensorSource(tensors, path)
     out = {}
     _hybrid_stem(src, out)
@@ -93,24 +220,27 @@ def read_timm(tensors, path):
         src.take("patch_embed.proj.weight", 4)
     )
     out["patch_encoder/projection/kernel"] = kernel
-    out["patch_encoder/projection/bias"] = src.take("patch_embed.proj.bias", 1)
-    cls = src.take_if_present("cls_token", 3)
-    if cls is not None:
-        out["patch_encoder/class_token"] = cls
-    posemb = src.take_if_present("pos_embed", 3)
-    if posemb is not None:
-        out["patch_encoder/position_embedding"] = posemb
-    i = 0
-    while f"blocks.{i}.norm1.weight" in src:
-        prefix, name = f"blocks.{i}", f"block_{i}"
-        torch_norm(src, f"{prefix}.norm1", out, f"{name}/norm1")
-        torch_linear(src, f"{prefix}.attn.qkv", out, f"{name}/attention/qkv")
-        torch_linear(src, f"{prefix}.attn.proj", out, f"{name}/attention/proj")
-        torch_norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
-        torch_linear(src, f"{prefix}.mlp.fc1", out, f"{name}/mlp_fc1")
-        torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
-        i += 1
-    torch_norm(src, "norm", out, "encoder_norm")
-    if "head.weight" in src or "head.bias" in src:  # half: reported missing
-        torch_linear(src, "head", out, "head")
-    return src.checkpoint(out, "timm", patch_size=patch_size)
+    out["patch_encoder/projection/bias"] = src.take_if_present(
+        "patch_embed.proj.bias", 1
+    )  # CLIP's has none
+    prefix = _tokens(src, out)
+    posemb = out.get("patch_encoder/position_embedding")
+    if position_embedding_tokens is None and posemb is not None:
+        position_embedding_tokens = position_tokens_of(
+            posemb.shape[1], prefix, path, source_grid
+        )
+    if "norm_pre.weight" in src:
+        torch_norm(src, "norm_pre", out, "norm_pre")
+    _blocks(src, out)
+    if "fc_norm.weight" in src:  # average pooling: the norm after it
+        torch_norm(src, "fc_norm", out, "fc_norm")
+    if "norm.weight" in src or "fc_norm/gamma" not in out:
+        torch_norm(src, "norm", out, "encoder_norm")
+    _attention_pool(src, out)
+    _heads(src, out)
+    return src.checkpoint(
+        out,
+        "timm",
+        patch_size=patch_size,
+        position_embedding_tokens=position_embedding_tokens if prefix else None,
+    )

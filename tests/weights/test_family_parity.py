@@ -1,0 +1,262 @@
+"""Parity with timm for the modern ViT families, from committed goldens.
+
+tests/golden/make_family_checkpoints.py (developer-side: torch, timm) made
+tiny timm models of each family (DeiT distilled, DeiT III, DINOv2 with and
+without registers, CLIP, SigLIP, and QK-norm with average pooling) with
+every weight perturbed, and recorded timm's outputs at 16 px and, with the
+position embeddings resampled bilinearly, at 24 px. Here, without torch,
+the files read by keras_vit, with the architecture taken from the file,
+must give the same outputs to 1e-4 in float32.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+import keras_vit
+from keras_vit.weights import convert
+from keras_vit.weights import loading
+from keras_vit.weights import read_checkpoint
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden")
+
+#: What the files do not record: the head count, and CLIP's activation and
+#: LayerNorm epsilon.
+FAMILIES = {
+    "deit_distilled": {},
+    "deit3": {},
+    "dinov2": {},
+    "dinov2_reg": {},
+    "clip": {"activation": "quick_gelu", "layer_norm_epsilon": 1e-5},
+    "siglip": {},
+    "qknorm_gap": {},
+}
+
+#: The architecture each file implies (`convert.architecture`).
+IMPLIED = {
+    "deit_distilled": {"distillation": True, "pooling": "token"},
+    "deit3": {
+        "layer_scale_init": convert.LAYER_SCALE_INIT,
+        "position_embedding_tokens": "patches",
+    },
+    "dinov2": {"layer_scale_init": convert.LAYER_SCALE_INIT},
+    "dinov2_reg": {
+        "num_register_tokens": 4,
+        "position_embedding_tokens": "patches",
+    },
+    "clip": {"norm_pre": True, "patch_bias": False},
+    "siglip": {"pooling": "map", "class_token": False},
+    "qknorm_gap": {"qk_norm": True, "fc_norm": True, "pooling": "gap"},
+}
+
+
+def files(name):
+    path = os.path.join(GOLDEN, f"family_{name}")
+    with np.load(path + ".expected.npz") as data:
+        return path + ".timm.safetensors", {k: data[k] for k in data.files}
+
+
+def build(name):
+    path, expected = files(name)
+    checkpoint = read_checkpoint(path)
+    model = convert.model_for_checkpoint(
+        checkpoint,
+        num_heads=2,
+        classifier_activation=None,
+        **FAMILIES[name],
+    )
+    return checkpoint, model, expected
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_the_file_gives_the_architecture(name):
+    checkpoint = read_checkpoint(files(name)[0])
+    implied = convert.architecture(checkpoint)
+    for key, value in IMPLIED[name].items():
+        assert implied.get(key) == value, key
+    assert checkpoint.unexpected == [] and checkpoint.missing == []
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_outputs_match_timm(name):
+    _, model, expected = build(name)
+    outputs = model.predict(expected["images"], verbose=0)
+    np.testing.assert_allclose(outputs, expected["logits"], atol=1e-4, rtol=0)
+
+
+def test_clip_needs_its_quick_gelu():
+    """The activation is not in the file: the exact GELU gives other
+    outputs (the goldens tell them apart)."""
+    path, expected = files("clip")
+    model = convert.model_for_checkpoint(
+        read_checkpoint(path),
+        num_heads=2,
+        classifier_activation=None,
+        layer_norm_epsilon=1e-5,
+    )
+    outputs = model.predict(expected["images"], verbose=0)
+    assert np.max(np.abs(outputs - expected["logits"])) > 1e-3  # 10x tol
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_outputs_match_timm_at_another_resolution(name):
+    checkpoint, model, expected = build(name)
+    config = {**model.get_config(), "image_size": (24, 24)}
+    config.pop("name", None)
+    bigger = keras_vit.ViT(**config)
+    with pytest.warns(UserWarning, match="from a 4x4 to a 6x6 patch grid"):
+        loading.load_checkpoint(bigger, checkpoint, interpolation="bilinear")
+    outputs = bigger.predict(expected["images_24"], verbose=0)
+    np.testing.assert_allclose(
+        outputs, expected["logits_24"], atol=1e-4, rtol=0
+    )
+
+
+def _timm_file(tmp_path, name, positions):
+    """The `name` golden with `positions` position embeddings."""
+    from safetensors.numpy import load_file
+    from safetensors.numpy import save_file
+
+    tensors = load_file(files(name)[0])
+    tensors["pos_embed"] = np.zeros((1, positions, 16), "float32")
+    path = str(tmp_path / f"{name}_{positions}.safetensors")
+    save_file(tensors, path)
+    return path
+
+
+def test_position_embeddings_that_fit_both_readings_need_telling(tmp_path):
+    # A class token and 4 registers: 9 entries are 3x3 patches, or 2x2
+    # after the 5 prefix tokens.
+    path = _timm_file(tmp_path, "dinov2_reg", 9)
+    with pytest.raises(ValueError, match="position_embedding_tokens="):
+        read_checkpoint(path)
+    patches = read_checkpoint(path, position_embedding_tokens="patches")
+    assert patches.position_prefix_tokens == 0
+    assert patches.position_grid == (3, 3)
+    every = read_checkpoint(path, position_embedding_tokens="all")
+    assert every.position_prefix_tokens == 5
+    assert every.position_grid == (2, 2)
+    with pytest.raises(ValueError, match="position_embedding_tokens='some'"):
+        read_checkpoint(path, position_embedding_tokens="some")
+
+
+@pytest.mark.parametrize("positions, tokens", [(12, "patches"), (13, "all")])
+def test_a_source_grid_says_which_tokens_have_position_embeddings(
+    tmp_path, positions, tokens
+):
+    path = _timm_file(tmp_path, "deit3", positions)  # a class token
+    checkpoint = read_checkpoint(path, source_grid=(3, 4))
+    assert checkpoint.position_embedding_tokens == tokens
+    assert checkpoint.position_grid == (3, 4)
+
+
+#: The tiny golden of each published family preset.
+PRESET_OF = {
+    "deit_distilled": "vit_s16_deit_distilled_in1k",
+    "deit3": "vit_s16_deit3_in21k_ft_in1k",
+    "dinov2": "vit_s14_dinov2_lvd142m_518",
+    "dinov2_reg": "vit_s14_dinov2_reg4_lvd142m_518",
+    "clip": "vit_b16_clip_openai",
+    "siglip": "vit_b16_siglip_webli",
+}
+
+
+@pytest.fixture
+def tiny_family_preset(tmp_path, monkeypatch):
+    """`make(name)`: the published preset of the family, its variant's
+    numbers and URL swapped for the tiny golden's (a local file)."""
+    from keras_vit import registry
+    from keras_vit.registry import presets as registry_presets
+    from keras_vit.weights import presets
+
+    monkeypatch.setitem(
+        registry.VARIANTS,
+        "Fam/4",
+        dict(
+            patch_size=4, hidden_dim=16, num_layers=2, num_heads=2, mlp_dim=32
+        ),
+    )
+    monkeypatch.setattr(presets, "CACHE_DIR", str(tmp_path / "cache"))
+
+    def make(name):
+        published = registry.get_preset(PRESET_OF[name])
+        path, expected = files(name)
+        head = expected["logits"].shape[1] if published["num_classes"] else None
+        preset = {
+            **published,
+            "unique_name": f"vit_fam4_{published['name']}",
+            "variant": "Fam/4",
+            "url": "file://" + path,
+            "image_size": 16,
+            "num_classes": head,
+        }
+        monkeypatch.setattr(
+            registry_presets, "PRESETS", [*registry_presets.PRESETS, preset]
+        )
+        return preset, expected
+
+    return make
+
+
+@pytest.mark.parametrize("name", sorted(PRESET_OF))
+def test_a_family_presets_arguments_give_timms_outputs(
+    tiny_family_preset, name
+):
+    preset, expected = tiny_family_preset(name)
+    images = expected["images"]
+    kwargs = {}
+    if preset["normalization"] is not None:
+        # [-1, 1] inputs, as the goldens were made; the preset's own
+        # normalisation is not what include_preprocessing does.
+        with pytest.raises(ValueError, match="include_preprocessing=False"):
+            keras_vit.ViT.from_preset(preset["unique_name"])
+        kwargs["include_preprocessing"] = False
+        images = images / 127.5 - 1
+    model = keras_vit.builders.build(
+        preset["unique_name"], classifier_activation=None, **kwargs
+    )
+    assert model.include_top == (preset["num_classes"] is not None)
+    np.testing.assert_allclose(
+        model.predict(images, verbose=0), expected["logits"], atol=1e-4
+    )
+
+
+def test_convert_command_takes_what_the_file_does_not_record(tmp_path):
+    import keras
+
+    from keras_vit import cli
+
+    path, expected = files("clip")
+    output = str(tmp_path / "clip.keras")
+    argv = ["convert", path, "--output", output, "--num-heads", "2"]
+    argv += ["--activation", "quick_gelu", "--layer-norm-epsilon", "1e-5"]
+    assert cli.main([*argv, "--quiet"]) == 0
+    model = keras.saving.load_model(output, safe_mode=True)
+    assert model.activation == "quick_gelu" and model.norm_pre
+    logits = expected["logits"] - expected["logits"].max(-1, keepdims=True)
+    want = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(
+        model.predict(expected["images"], verbose=0), want, atol=1e-5
+    )
+
+
+def test_convert_command_takes_the_position_embedding_tokens(tmp_path, capsys):
+    from keras_vit import cli
+
+    path = _timm_file(tmp_path, "dinov2_reg", 9)  # 3x3, or 2x2 after 5
+    argv = ["convert", path, "--num-heads", "2", "--quiet", "--output"]
+    assert cli.main([*argv, str(tmp_path / "a.weights.h5")]) != 0
+    assert "position_embedding_tokens=" in capsys.readouterr().err
+    told = [*argv, str(tmp_path / "b.weights.h5")]
+    assert cli.main([*told, "--position-embedding-tokens", "patches"]) == 0
+    assert "image_size (12, 12)" in capsys.readouterr().out  # 3x3 patches
+
+
+def test_load_weights_takes_the_position_embedding_tokens(tmp_path):
+    path = _timm_file(tmp_path, "dinov2_reg", 9)  # 3x3, or 2x2 after 5
+    _, model, _ = build("dinov2_reg")  # 4x4 patches, no prefix entries
+    with pytest.raises(ValueError, match="position_embedding_tokens="):
+        keras_vit.load_weights(model, path)
+    with pytest.warns(UserWarning, match="from a 3x3 to a 4x4 patch grid"):
+        keras_vit.load_weights(model, path, position_embedding_tokens="patches")
