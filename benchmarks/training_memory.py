@@ -19,6 +19,7 @@ Linux only (for the process figures); `--graph-only` skips running steps.
 
 import argparse
 import collections
+import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -100,8 +101,6 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--model-kwargs", default="{}", help="JSON")
     args = parser.parse_args(argv)
-    import json
-
     keras.mixed_precision.set_global_policy(args.dtype)
     model = keras_vit.builders.build(
         args.model,

@@ -216,6 +216,20 @@ def known_last_dim(layer, input_shape, meaning):
     return dim
 
 
+def head_width(num_heads, dim):
+    """`dim // num_heads`, the width of each attention head.
+
+    Raises:
+        ValueError: if `num_heads` does not divide the token width `dim`.
+    """
+    if dim % num_heads:
+        raise ValueError(
+            "The token width must be divisible by num_heads. Received: "
+            f"num_heads={num_heads} for width {dim}"
+        )
+    return dim // num_heads
+
+
 def boolean(name, value):
     """Returns `value` if it is a `bool`, or raises."""
     if not isinstance(value, bool):

@@ -105,12 +105,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         dim = arg_checks.known_last_dim(
             "MultiHeadSelfAttention", input_shape, "the token width"
         )
-        if dim % self.num_heads:
-            raise ValueError(
-                "The token width must be divisible by num_heads. Received: "
-                f"num_heads={self.num_heads} for width {dim}"
-            )
-        self.head_dim = dim // self.num_heads
+        self.head_dim = arg_checks.head_width(self.num_heads, dim)
         # The weights fix the width (and relative positions the count):
         # other inputs fail here, named, not in a reshape.
         self.input_spec = _token_spec(self.relative_positions, dim)

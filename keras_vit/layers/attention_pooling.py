@@ -69,12 +69,7 @@ class AttentionPooling(keras.layers.Layer):
         dim = arg_checks.known_last_dim(
             "AttentionPooling", input_shape, "the token width"
         )
-        if dim % self.num_heads:
-            raise ValueError(
-                "The token width must be divisible by num_heads. Received: "
-                f"num_heads={self.num_heads} for width {dim}"
-            )
-        self.head_dim = dim // self.num_heads
+        self.head_dim = arg_checks.head_width(self.num_heads, dim)
         self.input_spec = keras.layers.InputSpec(ndim=3, axes={-1: dim})
         policy = self.dtype_policy
         self.probe = self.add_weight(

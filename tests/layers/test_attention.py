@@ -110,3 +110,16 @@ def test_a_built_layer_refuses_another_length_or_width_by_name():
         ValueError, match=r"axis -1 of input shape to have value 8"
     ):
         plain(np.zeros((1, 5, 6), "float32"))
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        lambda: keras_vit.layers.MultiHeadSelfAttention(num_heads=3),
+        lambda: keras_vit.layers.AttentionPooling(num_heads=3, mlp_dim=8),
+    ],
+    ids=["attention", "attention_pooling"],
+)
+def test_heads_must_divide_the_token_width(layer):
+    with pytest.raises(ValueError, match="num_heads=3 for width 16"):
+        layer()(np.zeros((1, 4, 16), "float32"))
