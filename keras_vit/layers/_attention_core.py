@@ -15,6 +15,12 @@ block in the backward pass.
 from keras import ops
 
 
+def _probabilities(query, key, log_sum_exp):
+    logits = ops.cast(ops.matmul(query, key), "float32")
+    return ops.exp(logits - log_sum_exp)
+
+
+@ops.custom_gradient
 def attend(query, key, value):
     """Softmax attention `softmax(query @ key) @ value`, with a backward
     pass that recomputes the probabilities.
@@ -30,16 +36,6 @@ def attend(query, key, value):
         1; the softmax is in float32 whatever the inputs' dtype). Gradients
         flow through both.
     """
-    return _attend(query, key, value)
-
-
-def _probabilities(query, key, log_sum_exp):
-    logits = ops.cast(ops.matmul(query, key), "float32")
-    return ops.exp(logits - log_sum_exp)
-
-
-@ops.custom_gradient
-def _attend(query, key, value):
     logits = ops.cast(ops.matmul(query, key), "float32")
     log_sum_exp = ops.logsumexp(logits, axis=-1, keepdims=True)
     weights = ops.exp(logits - log_sum_exp)
