@@ -33,6 +33,9 @@ ACTIVATIONS = ("gelu", "gelu_tanh", "quick_gelu")
 
 #: `keras_vit.training.recipe.make_optimizer` / `TrainConfig.optimizer.name`.
 OPTIMIZERS = ("adamw", "sgd")
+#: Each optimizer's weight decay when none is given: AdamW's pre-training
+#: value (paper, Appendix B.1), none for SGD (the fine-tuning recipe).
+DEFAULT_WEIGHT_DECAY = {"adamw": 0.1, "sgd": 0.0}
 
 #: Learning-rate decays after the warm-up (`recipe.WarmupDecay`).
 DECAYS = ("cosine", "linear")

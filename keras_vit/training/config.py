@@ -170,7 +170,9 @@ class OptimizerConfig:
 
     name: str = _field("adamw", flat="optimizer", choices=OPTIMIZERS)
     learning_rate: float = _field(1e-3, "the peak, after the warm-up")
-    weight_decay: float = _field(0.1)
+    weight_decay: float = _field(
+        None, "decoupled; default: 0.1 for adamw, 0 for sgd"
+    )
     warmup_steps: int = _field(None, "default: 5%% of the steps")
     decay: str = _field("cosine", choices=DECAYS)
     clipnorm: float = _field(1.0, "clip gradients at this global norm")
@@ -728,7 +730,10 @@ class TrainConfig:
         arg_checks.one_of("optimizer", optimizer.name, OPTIMIZERS)
         arg_checks.one_of("decay", optimizer.decay, DECAYS)
         arg_checks.positive_float("learning_rate", optimizer.learning_rate)
-        arg_checks.non_negative_float("weight_decay", optimizer.weight_decay)
+        if optimizer.weight_decay is not None:
+            arg_checks.non_negative_float(
+                "weight_decay", optimizer.weight_decay
+            )
         if optimizer.warmup_steps is not None:
             arg_checks.non_negative_int("warmup_steps", optimizer.warmup_steps)
         if optimizer.clipnorm is not None:

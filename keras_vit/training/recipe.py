@@ -12,6 +12,7 @@ import keras
 
 from keras_vit import arg_checks
 from keras_vit.options import DECAYS
+from keras_vit.options import DEFAULT_WEIGHT_DECAY
 from keras_vit.options import MIXED_PRECISION
 from keras_vit.options import OPTIMIZERS
 
@@ -136,7 +137,7 @@ NO_DECAY = [
 def make_optimizer(
     name="adamw",
     learning_rate=1e-3,
-    weight_decay=0.1,
+    weight_decay=None,
     warmup_steps=0,
     total_steps=1,
     decay="cosine",
@@ -149,8 +150,9 @@ def make_optimizer(
         name: `"adamw"` (pre-training, training from scratch) or `"sgd"`
             (fine-tuning, with momentum). Defaults to `"adamw"`.
         learning_rate: float, the peak learning rate.
-        weight_decay: float >= 0, decoupled weight decay (AdamW only;
-            not applied to biases, norms, class token, position embeddings).
+        weight_decay: float >= 0, decoupled weight decay, not applied to
+            biases, norms, class token, position embeddings. Defaults to
+            `None`: `DEFAULT_WEIGHT_DECAY[name]` (0.1 for AdamW, 0 for SGD).
         warmup_steps: int, linear warm-up steps.
         total_steps: int, total training steps (the decay's end).
         decay: `"cosine"` or `"linear"`.
@@ -165,18 +167,28 @@ def make_optimizer(
     schedule = WarmupDecay(learning_rate, warmup_steps, total_steps, decay)
     if clipnorm is not None:
         clipnorm = arg_checks.positive_float("clipnorm", clipnorm)
-    if name == "sgd":
-        momentum = arg_checks.rate("momentum", momentum)
-        return SGD(schedule, momentum=momentum, global_clipnorm=clipnorm)
+    if weight_decay is None:
+        weight_decay = DEFAULT_WEIGHT_DECAY[name]
     # A NaN here trained into NaN losses (and advice to lower the rate).
     weight_decay = arg_checks.non_negative_float("weight_decay", weight_decay)
-    optimizer = AdamW(
-        schedule,
-        weight_decay=weight_decay,
-        beta_1=0.9,
-        beta_2=0.999,
-        global_clipnorm=clipnorm,
-    )
+    if name == "sgd":
+        momentum = arg_checks.rate("momentum", momentum)
+        # Keras applies `weight_decay` decoupled, for SGD as for AdamW; 0
+        # is None for it (no decay step in the graph).
+        optimizer = SGD(
+            schedule,
+            momentum=momentum,
+            weight_decay=weight_decay or None,
+            global_clipnorm=clipnorm,
+        )
+    else:
+        optimizer = AdamW(
+            schedule,
+            weight_decay=weight_decay,
+            beta_1=0.9,
+            beta_2=0.999,
+            global_clipnorm=clipnorm,
+        )
     optimizer.exclude_from_weight_decay(var_names=NO_DECAY)
     return optimizer
 

@@ -31,11 +31,18 @@ def test_warmup_then_cosine_and_linear_decay():
             recipe.WarmupDecay(1e-3, 1, 10, end=end)
 
 
-def test_adamw_decays_weights_but_not_biases_norms_or_embeddings():
+@pytest.mark.parametrize(
+    "name, kind",
+    [("adamw", keras.optimizers.AdamW), ("sgd", keras.optimizers.SGD)],
+)
+def test_weight_decay_moves_weights_but_not_biases_norms_or_embeddings(
+    name, kind
+):
+    # SGD silently dropped a weight decay it was given.
     optimizer = recipe.make_optimizer(
-        "adamw", 0.1, weight_decay=0.5, total_steps=10
+        name, 0.1, weight_decay=0.5, total_steps=10
     )
-    assert isinstance(optimizer, keras.optimizers.AdamW)
+    assert isinstance(optimizer, kind)
     assert optimizer.global_clipnorm == 1.0
     kernel = keras.Variable(np.ones((2, 2), "float32"), name="kernel")
     bias = keras.Variable(np.ones(2, "float32"), name="bias")
@@ -62,6 +69,8 @@ def test_sgd_for_fine_tuning():
     )
     assert isinstance(optimizer, keras.optimizers.SGD)
     assert optimizer.momentum == 0.9
+    assert not optimizer.weight_decay  # none unless given
+    assert recipe.make_optimizer("adamw").weight_decay == 0.1
     with pytest.raises(ValueError, match="optimizer='lamb'"):
         recipe.make_optimizer("lamb")
 
