@@ -1,3 +1,4 @@
+import gc
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -14,3 +15,13 @@ def _reset_keras_state():
     yield
     keras.config.set_dtype_policy("float32")
     keras.backend.clear_session()
+
+
+def pytest_collection_finish(session):
+    """Moves what the imports made (TensorFlow's and Keras's ~430k objects)
+    out of the cyclic garbage collector's sight: each test's
+    `clear_session` runs a full collection, which took 0.5-0.9 s per test
+    scanning them, and now scans only what tests made. Objects made later
+    are collected as before."""
+    gc.collect()
+    gc.freeze()
