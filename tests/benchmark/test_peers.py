@@ -267,9 +267,11 @@ def test_cores_busy_tells_sleeping_from_spinning(fake_timm, monkeypatch):
     sleeping = measure()["cores_busy"]
     monkeypatch.setenv("FAKE_TIMM_SPIN", "1")
     spinning = measure()["cores_busy"]
-    # (~0.01 and ~1.0 here; the spinner's bound leaves room for a CI whose
-    # other test worker keeps both cores busy.)
-    assert 0 <= sleeping < 0.1 and 0.25 < spinning <= 1.2, (sleeping, spinning)
+    # (~0.01 and ~1.0 on a quiet machine; a loaded one, e.g. other test
+    # workers on both cores, gives the spinner only a share of a core, so
+    # its bound is relative to the sleeper's.)
+    assert 0 <= sleeping < 0.1, (sleeping, spinning)
+    assert max(0.1, 5 * sleeping) < spinning <= 1.2, (sleeping, spinning)
     row = suite._row(
         ("Ti/16", 224, 197, 1e9, "timm", "inference", 1),
         [{"images_per_s": 20.0, "peak_memory_mb": 1.0, "cores_busy": 1.5}],
