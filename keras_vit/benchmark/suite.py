@@ -121,8 +121,10 @@ def run_suite(
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
     compare = _pairs(compare, variants)
     sizes = _image_sizes(image_size)
-    peak = _print_peak(compute_dtype(dtype), printer)
+    # The plan first: a model that cannot be built fails before the peak
+    # is measured.
     plan = _plan(variants, peers, inference_batches, train_batches, sizes)
+    peak = _print_peak(compute_dtype(dtype), printer)
     settings = {
         "steps": steps,
         "warmup": warmup,

@@ -133,3 +133,19 @@ def test_compare_times_both_and_says_what_the_options_cost(capsys, monkeypatch):
 def test_compare_pairs_are_among_the_models():
     with pytest.raises(ValueError, match="compare="):
         benchmark.run_suite(variants=("S/16",), compare=[("S/16", "B/16")])
+
+
+def test_models_that_cannot_be_built_fail_before_any_timing(
+    capsys, monkeypatch
+):
+    def no_timing(**kwargs):
+        raise AssertionError("timed a model that cannot be built")
+
+    monkeypatch.setattr(suite.flops_lib, "peak_flops", no_timing)
+    for model, message in (
+        ("B/16:pooling", "model='B/16:pooling'"),
+        ("B/16:no_such_argument=1", "no_such_argument=1"),
+        (f"{SIGLIP}:pooling=token", "pooling='token'"),
+    ):
+        assert cli.main(["benchmark", "--model", model]) == 2
+        assert message in capsys.readouterr().err
