@@ -60,6 +60,15 @@ def model_flops(model):
     Counts the matrix multiplies: patch embedding, QKV, attention logits and
     weighting, output projection, MLP, pre-logits and head, plus the stem's
     convolutions for `ResNetStem` hybrids. ViT-B/16 at 224 px: 35.1 GFLOPs.
+    The architecture options count where they multiply matrices: register
+    and distillation tokens are tokens of every block
+    (`num_prefix_tokens`), the distillation head is a second head, and the
+    MAP head (`pooling="map"`) counts its probe's query projection, the
+    key / value projection of all the tokens, one query's attention logits
+    and weighting, its output projection and its MLP (`_map_flops`).
+    Elementwise work is not counted, as the LayerNorms, GELU and softmax
+    are not: `norm_pre`, `fc_norm`, LayerScale, QK-norm, the activation,
+    the patch bias and the pooling's mean add nothing.
     Returns `None` for stems it cannot count (any other Keras CNN).
     """
     grid = model.grid_size
@@ -86,10 +95,27 @@ def model_flops(model):
         + 2 * 2.0 * t * d * m
     )
     total = stem_flops + 2.0 * n * patch_dim * d + model.num_layers * per_block
+    if model.pooling == "map":
+        total += _map_flops(t, d, m)
     if model.include_top:
         width = d
         if model.representation_size:
             total += 2.0 * d * model.representation_size
             width = model.representation_size
-        total += 2.0 * width * model.num_classes
+        heads = 2 if model.distillation else 1
+        total += heads * 2.0 * width * model.num_classes
     return total
+
+
+def _map_flops(tokens, d, m):
+    """Matrix-multiply FLOPs of the MAP head (`AttentionPooling`) over
+    `tokens` tokens of width `d`, its MLP `m` wide: the probe's query
+    projection, keys and values of every token, one query's logits and
+    weighting (over all heads: `d` wide), the output projection, the MLP."""
+    return (
+        2.0 * d * d
+        + 2.0 * tokens * d * (2 * d)
+        + 2 * 2.0 * tokens * d
+        + 2.0 * d * d
+        + 2 * 2.0 * d * m
+    )

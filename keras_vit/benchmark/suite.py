@@ -25,8 +25,8 @@ from keras_vit.benchmark.throughput import MIN_SECONDS
 from keras_vit.benchmark.throughput import ONNX_FLOAT32_ONLY
 from keras_vit.benchmark.throughput import RUNTIMES
 from keras_vit.benchmark.throughput import compute_dtype
-from keras_vit.benchmark.throughput import variant_name
-from keras_vit.models import ViT
+from keras_vit.benchmark.throughput import keras_vit_model
+from keras_vit.benchmark.throughput import plain_variant
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 
 
@@ -35,7 +35,10 @@ def measure_in_subprocess(timm_python=None, **kwargs):
     not installed or fails (the reason is returned as `"error"`). timm runs
     in `timm_python` (default: this interpreter)."""
     if kwargs.get("peer") == "timm":
-        variant = variant_name(kwargs["variant"])
+        try:
+            variant = plain_variant(kwargs["variant"], "timm")
+        except ValueError as error:
+            return {"error": str(error)}
         return timm_runner.measure(
             variant,
             kwargs["mode"],
@@ -82,9 +85,17 @@ def run_suite(
     rounds=1,
     printer=print,
     min_seconds=MIN_SECONDS,
+    compare=(),
 ):
     """Measures every (peer, variant, image size, mode, batch) and prints a
     table, then a summary (`summary_lines`).
+
+    `variants` are builders, variants or presets' architectures, each with
+    overrides (`keras_vit.benchmark.throughput.model_arguments`:
+    `"vit_b16_siglip_webli:pooling=gap"`), built with random weights at
+    each image size. `compare` is `(model, baseline)` pairs among them:
+    the summary says what `model`'s architecture costs against
+    `baseline`'s (`options_lines`).
 
     `image_size` is one size or several (`[224, 384, 512]`: the scaling
     curve); every peer builds its model at each (timm's `img_size`,
@@ -108,9 +119,12 @@ def run_suite(
     """
     rounds = arg_checks.positive_int("rounds", rounds)
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
+    compare = _pairs(compare, variants)
     sizes = _image_sizes(image_size)
-    peak = _print_peak(compute_dtype(dtype), printer)
+    # The plan first: a model that cannot be built fails before the peak
+    # is measured.
     plan = _plan(variants, peers, inference_batches, train_batches, sizes)
+    peak = _print_peak(compute_dtype(dtype), printer)
     settings = {
         "steps": steps,
         "warmup": warmup,
@@ -120,6 +134,21 @@ def run_suite(
         "timm_python": timm_python,
         "min_seconds": min_seconds,
     }
+    width = max(len(str(v)) for v in variants) if variants else 8
+    samples = _measure_rounds(plan, rounds, settings, peak, printer, width)
+    rows = [_row(key, samples[key], peak) for key in plan]
+    if rounds > 1:
+        printer(f"median of {rounds} interleaved rounds:")
+        for row in rows:
+            printer(_format_row(row, width))
+    for line in summary_lines(rows) + options_lines(rows, compare):
+        printer(line)
+    return rows
+
+
+def _measure_rounds(plan, rounds, settings, peak, printer, width):
+    """Every measurement of `plan`, `rounds` times, rounds interleaved,
+    each printed as it comes; returns each key's results."""
     samples = {key: [] for key in plan}
     for index in range(rounds):
         prefix = f"round {index + 1}/{rounds} " if rounds > 1 else ""
@@ -134,15 +163,22 @@ def run_suite(
                 **settings,
             )
             samples[key].append(result)
-            printer(prefix + _format_row(_row(key, [result], peak)))
-    rows = [_row(key, samples[key], peak) for key in plan]
-    if rounds > 1:
-        printer(f"median of {rounds} interleaved rounds:")
-        for row in rows:
-            printer(_format_row(row))
-    for line in summary_lines(rows):
-        printer(line)
-    return rows
+            printer(prefix + _format_row(_row(key, [result], peak), width))
+    return samples
+
+
+def _pairs(compare, variants):
+    """`run_suite`'s `compare` as a tuple of `(model, baseline)` pairs,
+    each of `variants`."""
+    pairs = tuple(tuple(pair) for pair in compare)
+    for pair in pairs:
+        if len(pair) != 2 or not all(m in variants for m in pair):
+            raise ValueError(
+                "Each `compare` pair must be (model, baseline), both among "
+                f"the models timed ({list(variants)}). Received: "
+                f"compare={compare!r}"
+            )
+    return pairs
 
 
 def _image_sizes(image_size):
@@ -180,15 +216,16 @@ def _print_peak(compute, printer):
 
 
 def _plan(variants, peers, inference_batches, train_batches, sizes):
-    """The suite's measurements, as `(variant, image size, tokens, flops,
-    peer, mode, batch)`; the runtimes (`RUNTIMES`) are timed for inference
-    only. Each size is keras_vit's model's (the variant's own for `None`)."""
+    """The suite's measurements, as `(model, image size, tokens, flops,
+    peer, mode, batch)`, each model one of `keras_vit_model`'s (a variant,
+    builder or preset's architecture, with overrides); the runtimes
+    (`RUNTIMES`) are timed for inference only. Each size is keras_vit's
+    model's (224 px for `None`)."""
     plan = []
     for variant in variants:
         for size in sizes:
-            kwargs = {"image_size": size} if size else {}
             with keras.StatelessScope(initialize_variables=False):
-                model = ViT.from_variant(variant_name(variant), **kwargs)
+                model = keras_vit_model(variant, image_size=size)
                 flops = flops_lib.model_flops(model)
             grid = model.grid_size
             tokens = grid[0] * grid[1] + model.num_prefix_tokens
@@ -272,6 +309,37 @@ def summary_lines(rows):
     return lines
 
 
+def options_lines(rows, compare):
+    """What each `(model, baseline)` pair's architecture options cost, as
+    lines: for every peer, mode, batch and image size timed for both,
+    `model`'s seconds per image and peak memory over `baseline`'s (above 1:
+    the options cost more), next to their FLOPs and tokens. Rows with an
+    error are left out."""
+    good = {
+        (r["variant"], r["peer"], r["mode"], r["batch"], r["image_size"]): r
+        for r in rows
+        if "images_per_s" in r
+    }
+    lines = []
+    for model, baseline in compare:
+        for key, row in good.items():
+            base = good.get((baseline, *key[1:]))
+            if key[0] != model or base is None:
+                continue
+            _, peer, mode, batch, size = key
+            flops = row["gflops_per_image"] / base["gflops_per_image"]
+            lines.append(
+                f"options cost, {model} against {baseline}, {peer} {mode} "
+                f"batch {batch}, {size} px: seconds per image "
+                f"{base['images_per_s'] / row['images_per_s']:.2f}x, peak "
+                f"memory {row['peak_memory_mb'] / base['peak_memory_mb']:.2f}x"
+                f"; GFLOPs {row['gflops_per_image']:.2f} against "
+                f"{base['gflops_per_image']:.2f} ({flops:.2f}x), tokens "
+                f"{row['tokens']} against {base['tokens']}"
+            )
+    return lines
+
+
 def _growth_line(curve):
     """How one peer's seconds per image grow with the tokens over `curve`,
     its rows at several sizes, against its smallest."""
@@ -293,11 +361,16 @@ def _growth_line(curve):
     )
 
 
-def _format_row(row):
+def _format_row(row, width=8):
+    """One table line; the model's name right-aligned in `width`."""
     head = (
-        f"{row['variant']:>8} {row['image_size']:>4} px {row['peer']:>12} "
-        f"{row['mode']:>9} batch {row['batch']:>3}"
+        f"{row['variant']:>{width}} {row['image_size']:>4} px "
+        f"{row['peer']:>12} {row['mode']:>9} batch {row['batch']:>3}"
     )
+    if "gflops_per_image" in row:
+        head += (
+            f"  {row['tokens']:>4} tokens {row['gflops_per_image']:6.2f} GFLOPs"
+        )
     if "error" in row:
         return f"{head}  n/a ({row['error']})"
     xla = {True: "  XLA", False: "  no XLA"}.get(row.get("xla"), "")

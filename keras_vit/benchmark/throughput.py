@@ -7,12 +7,15 @@ model's inference and AdamW training steps. Every figure is the median call
 by `keras_vit.timing`'s rule.
 """
 
+import json
+
 import keras
 import numpy as np
 import tensorflow as tf
 
 from keras_vit import arg_checks
 from keras_vit import builders
+from keras_vit import registry
 from keras_vit import timing
 from keras_vit.benchmark.peers import keras_hub_peer
 from keras_vit.benchmark.peers import runtime_peers
@@ -108,16 +111,76 @@ def variant_name(model):
     return builders.BUILDERS.get(model, model)
 
 
+def model_arguments(model):
+    """The variant and the `keras_vit.ViT` architecture arguments of one of
+    `keras-vit benchmark`'s models, `NAME[:ARG=VALUE[,ARG=VALUE...]]`.
+
+    `NAME` is a builder, a variant or a preset's unique name; a preset
+    stands for its architecture (its variant and `vit_arguments`) with
+    random weights and a classification head like every row's, so no
+    download: `"vit_s14_dinov2_reg4_lvd142m_518"` is DINOv2-S/14 with 4
+    registers. Each `ARG=VALUE` overrides an argument, the value read as
+    JSON when it parses (`4`, `1e-5`, `true`, `null`), else as a string:
+    `"vit_b16_siglip_webli:pooling=gap"` is SigLIP-B/16 with average
+    pooling instead of its MAP head.
+
+    Returns:
+        `(variant, arguments)`.
+
+    Raises:
+        ValueError: for an unknown name or an override without `=`.
+    """
+    name, _, overrides = str(model).partition(":")
+    _, variant, preset = registry.resolve(name)
+    arguments = {}
+    if preset is not None:
+        arguments = {
+            key: value
+            for key, value in preset["vit_arguments"].items()
+            if key != "include_top"  # every row has a head
+        }
+    for item in overrides.split(",") if overrides else ():
+        key, equals, value = item.partition("=")
+        if not (key and equals):
+            raise ValueError(
+                "A benchmark model's overrides must be ARG=VALUE, separated "
+                "by commas (e.g. 'B/16:pooling=gap'). Received: "
+                f"model={model!r}"
+            )
+        try:
+            arguments[key] = json.loads(value)
+        except ValueError:
+            arguments[key] = value
+    return variant, arguments
+
+
+def plain_variant(model, peer):
+    """The variant of `model` for a peer that builds its own model (timm,
+    keras-hub), which times plain variants only; `ValueError` for a model
+    with architecture arguments."""
+    variant, arguments = model_arguments(model)
+    if arguments:
+        raise ValueError(
+            f"{peer} is timed on the paper's variants only, not on a model "
+            f"with the architecture arguments {arguments}. Received: "
+            f"model={model!r}"
+        )
+    return variant
+
+
 def compute_dtype(dtype):
     """The compute dtype of a dtype policy name (`None`: float32)."""
     return keras.DTypePolicy(dtype or "float32").compute_dtype
 
 
-def _keras_vit_model(variant, dtype, remat, image_size=None):
-    kwargs = {"dtype": dtype, "remat": remat}
+def keras_vit_model(model, dtype=None, remat=False, image_size=None):
+    """keras_vit's model of one of `keras-vit benchmark`'s models
+    (`model_arguments`), random weights, at `image_size` (default: 224)."""
+    variant, arguments = model_arguments(model)
+    arguments.update(dtype=dtype, remat=remat)
     if image_size:
-        kwargs["image_size"] = image_size
-    return ViT.from_variant(variant_name(variant), **kwargs)
+        arguments["image_size"] = image_size
+    return ViT.from_variant(variant, **arguments)
 
 
 def _jit_choices(jit_compile, mode, dtype=None, device_kind=None):
@@ -158,11 +221,10 @@ def measure(
     of them (`keras_vit.timing.latencies`)."""
     arg_checks.one_of("peer", peer, PEERS)
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
-    variant = variant_name(variant)
     jit_choices = _jit_choices(jit_compile, mode, dtype)
     if peer == "timm":
         return timm_runner.measure(
-            variant,
+            plain_variant(variant, peer),
             mode,
             batch_size,
             steps,
@@ -184,11 +246,10 @@ def measure(
             image_size,
         )
     if peer == "keras_hub":
-        model = keras_hub_peer.model(
-            variant, dtype, image_size or DEFAULT_IMAGE_SIZE
-        )
+        size = image_size or DEFAULT_IMAGE_SIZE
+        model = keras_hub_peer.model(plain_variant(variant, peer), dtype, size)
     else:
-        model = _keras_vit_model(variant, dtype, remat, image_size)
+        model = keras_vit_model(variant, dtype, remat, image_size)
     if mode == "inference":
         results = [
             (
@@ -238,7 +299,7 @@ def _measure_runtime(
         raise ValueError(f"{peer} is timed for inference only")
     if peer == "onnxruntime" and compute_dtype(dtype) != "float32":
         raise ValueError(ONNX_FLOAT32_ONLY)
-    model = _keras_vit_model(variant, None, False, image_size)
+    model = keras_vit_model(variant, None, False, image_size)
     if peer == "onnxruntime":
         seconds, cores = runtime_peers.time_onnxruntime(
             model, batch_size, steps, warmup, min_seconds

@@ -2,6 +2,9 @@
 
 from keras_vit.options import PEERS
 
+#: What `keras-vit benchmark` times without `--model` or `--compare`.
+DEFAULT_MODELS = ("Ti/16", "S/16", "B/16")
+
 
 def add_parser(sub):
     bench = sub.add_parser(
@@ -20,8 +23,21 @@ def _add_model_arguments(bench):
     bench.add_argument(
         "--model",
         nargs="+",
-        default=["Ti/16", "S/16", "B/16"],
-        help="builders or variants (default: Ti/16 S/16 B/16)",
+        default=None,
+        help="builders, variants or presets' architectures (random "
+        "weights, no download), each NAME[:ARG=VALUE,...] to override "
+        "ViT arguments, e.g. vit_b16_siglip_webli:pooling=gap (default: "
+        "Ti/16 S/16 B/16, or the --compare models)",
+    )
+    bench.add_argument(
+        "--compare",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("MODEL", "BASELINE"),
+        help="say what MODEL's architecture costs against BASELINE's "
+        "(seconds per image, peak memory, FLOPs); both are timed; "
+        "repeatable",
     )
     bench.add_argument(
         "--batch-size",
@@ -122,14 +138,24 @@ def _add_compute_arguments(bench):
     )
 
 
+def _models(args):
+    """The models to time: `--model` (default: Ti/16 S/16 B/16 unless
+    `--compare` names models), then the `--compare` models not in it."""
+    models = list(args.model or ([] if args.compare else DEFAULT_MODELS))
+    for pair in args.compare:
+        models += [m for m in pair if m not in models]
+    return models
+
+
 def run(args):
     from keras_vit import benchmark
 
+    models = _models(args)
     timing = (
         {} if args.min_seconds is None else {"min_seconds": args.min_seconds}
     )
     if args.profile:
-        for model in args.model:
+        for model in models:
             benchmark.profile(
                 model,
                 batch_size=args.batch_size[-1],
@@ -141,7 +167,7 @@ def run(args):
         return
 
     print(
-        f"keras-vit benchmark: {', '.join(args.model)}; inference batches "
+        f"keras-vit benchmark: {', '.join(models)}; inference batches "
         f"{args.batch_size}"
         + (f", training batches {args.train_batch_size}" if args.train else "")
         + (f"; image sizes {args.image_size}" if args.image_size else "")
@@ -150,7 +176,8 @@ def run(args):
         + (f"; {args.rounds} interleaved rounds" if args.rounds > 1 else "")
     )
     benchmark.run_suite(
-        variants=args.model,
+        variants=models,
+        compare=args.compare,
         inference_batches=args.batch_size,
         train_batches=args.train_batch_size if args.train else (),
         peers=["keras_vit", *args.peers],

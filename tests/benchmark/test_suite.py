@@ -110,7 +110,7 @@ def test_failing_peers_are_reported_not_fatal():
 
 def test_bad_model_name_is_a_clear_error(capsys):
     assert cli.main(["benchmark", "--model", "ViT_X"]) == 2
-    assert "variant='ViT_X'" in capsys.readouterr().err
+    assert "model='ViT_X'" in capsys.readouterr().err
 
 
 @pytest.mark.slow
