@@ -148,6 +148,14 @@ def _old_name(key):
     return key
 
 
+def _old_attention_name(key):
+    """transformers 5's in-memory attention names -> the files'."""
+    key = _NEW_NAMES[1][0].sub(
+        lambda m: f".attention.attention.{_QKV[m.group(1)]}.", key
+    )
+    return _NEW_NAMES[2][0].sub(_NEW_NAMES[2][1], key)
+
+
 def read_huggingface(tensors, path):
     """Converts a transformers ViT, DINOv2, CLIP or SigLIP state dict
     (name → array), the family told by its names.
@@ -231,7 +239,10 @@ def _attention(src, prefix, names, out, name):
 
 def _read_dinov2(tensors, path):
     """`Dinov2Model` / `Dinov2WithRegistersModel` (see the module's
-    docstring)."""
+    docstring), also as transformers 5 names them in memory
+    (`attention.{q,k,v,o}_proj`)."""
+    if any(_NEW_NAMES[1][0].search(k) for k in tensors):
+        tensors = {_old_attention_name(k): v for k, v in tensors.items()}
     src = TensorSource(tensors, path)
     out = {}
     kernel, patch_size = torch_conv_to_projection(

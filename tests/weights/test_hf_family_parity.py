@@ -242,6 +242,28 @@ def test_a_siglip_file_with_the_vision_model_prefix(tmp_path):
     )
 
 
+def test_dinov2_as_transformers_5_names_it_in_memory(tmp_path):
+    # A file written from the model's own state_dict (not save_pretrained).
+    def rename(key):
+        for theirs, ours in (
+            ("attention.attention.query.", "attention.q_proj."),
+            ("attention.attention.key.", "attention.k_proj."),
+            ("attention.attention.value.", "attention.v_proj."),
+            ("attention.output.dense.", "attention.o_proj."),
+        ):
+            key = key.replace(theirs, ours)
+        return key
+
+    path = _rewritten(tmp_path, "dinov2_reg", rename)
+    checkpoint, model, expected = build("dinov2_reg", path)
+    assert checkpoint.unexpected == [] and checkpoint.missing == []
+    np.testing.assert_allclose(
+        model.predict(expected["images"], verbose=0),
+        expected["pooler_output"],
+        atol=1e-4,
+    )
+
+
 def test_a_layer_a_file_lacks_is_reported(tmp_path):
     path = _rewritten(tmp_path, "dinov2")
     from safetensors.numpy import load_file
