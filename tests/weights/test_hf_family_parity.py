@@ -19,6 +19,7 @@ head count given) and must give the same outputs to 1e-4 in float32:
 """
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -194,6 +195,19 @@ def test_the_layouts_activation_is_the_default_and_can_be_replaced(
     assert model.activation == activation
     outputs = model.predict(expected["images"], verbose=0)
     assert np.max(np.abs(outputs - pooled(name, expected))) > 2e-4
+
+
+def test_loading_into_a_model_of_another_activation_warns():
+    path, _ = files("clip")
+    _, model, _ = build("clip")
+    config = {**model.get_config(), "activation": "gelu"}
+    config.pop("name", None)
+    with pytest.warns(UserWarning, match="activation='quick_gelu'") as record:
+        keras_vit.load_weights(keras_vit.ViT(**config), path)
+    assert "layer_norm_epsilon" not in str(record[0].message)  # it agrees
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        keras_vit.load_weights(model, path)  # the layout's: no warning
 
 
 def _rewritten(tmp_path, name, rename=lambda k: k, extra=None):
