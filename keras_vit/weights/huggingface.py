@@ -72,9 +72,16 @@ projection, with a patch bias, and its MAP head:
 
 `last_hidden_state` is the tokens after `post_layernorm` (keras_vit's
 `forward_features`), `pooler_output` the head's (keras_vit's
-`include_top=False` output, `pooling="map"`). A file without the head
-(`vision_use_head=False`) is read as average pooling, which transformers
-does not do (it has no pooled output then).
+`include_top=False` output, `pooling="map"`). `SiglipForImageClassification`'s
+`classifier` is on the mean of `last_hidden_state`: keras_vit's
+`pooling="gap"` and `head` (the MAP head's weights, in its file but
+unused, are dropped). `CLIPForImageClassification` (the patches' mean
+before `post_layernorm`) and `Dinov2ForImageClassification` (the class
+token and the patches' mean, concatenated) have classifiers no keras_vit
+pooling gives: their files are refused, naming the backbone to read. A
+`SiglipVisionModel` file without the head (`vision_use_head=False`) is
+read as average pooling, which its transformers class does not do (it has
+no pooled output then).
 
 The tensors do not record the activation or the LayerNorm epsilon; the
 model is built with transformers' config defaults for the family
@@ -106,6 +113,7 @@ SIGNATURES = (
     "vit.embeddings.patch_embeddings.projection.weight",
     "embeddings.patch_embedding.weight",  # CLIP, SigLIP
     "vision_model.embeddings.patch_embedding.weight",
+    "dinov2.embeddings.patch_embeddings.projection.weight",  # refused
 )
 
 #: What each family's transformers config sets that its tensors do not
@@ -162,6 +170,14 @@ def read_huggingface(tensors, path):
 
     Its position embeddings are taken to be on a square grid (see the
     module's docstring)."""
+    if SIGNATURES[4] in tensors:
+        _refuse_head(
+            path,
+            "Dinov2ForImageClassification",
+            "the class token and the patches' mean concatenated",
+            "the dinov2. prefix and classifier.*",
+            "Dinov2Model",
+        )
     if SIGNATURES[2] in tensors or SIGNATURES[3] in tensors:
         return _read_clip_or_siglip(tensors, path)
     if any(_DINOV2.search(k) for k in tensors):
@@ -324,6 +340,15 @@ def _siglip_head(src, p, out):
     torch_linear(src, f"{p}head.mlp.fc2", out, "pooling/mlp_fc2")
 
 
+def _refuse_head(path, model, head, drop, base):
+    raise ValueError(
+        f"{path} is a transformers {model} file, whose classifier (on "
+        f"{head}) has no keras_vit equivalent; nothing was read. Its "
+        f"backbone is a {base}: write the file without {drop} "
+        "(safetensors.numpy.load_file / save_file) and read that."
+    )
+
+
 def _read_clip_or_siglip(tensors, path):
     """`CLIPVisionModel` (and `CLIPModel`'s image tower) or
     `SiglipVisionModel` (see the module's docstring)."""
@@ -358,7 +383,21 @@ def _read_clip_or_siglip(tensors, path):
         torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
         i += 1
     torch_norm(src, f"{p}post_layernorm", out, "encoder_norm")
-    if f"{p}head.probe" in src:
+    classifier = "classifier.weight" in src or "classifier.bias" in src
+    if classifier and clip:
+        _refuse_head(
+            path,
+            "CLIPForImageClassification",
+            "the patches' mean before post_layernorm",
+            "classifier.*",
+            "CLIPVisionModel",
+        )
+    if classifier:  # SiglipForImageClassification: on the tokens' mean
+        for key in src.keys():
+            if key.startswith(f"{p}head."):
+                src.take(key)  # its MAP head, which it does not use
+        torch_linear(src, "classifier", out, "head")
+    elif f"{p}head.probe" in src:
         _siglip_head(src, p, out)
     projection = src.take_if_present("visual_projection.weight", 2)
     if projection is not None:  # CLIP's image_embeds: a head without bias

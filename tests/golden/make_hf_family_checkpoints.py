@@ -24,6 +24,9 @@ family (activation, LayerNorm epsilon), made tiny: 16x16 images, patch 4
 * ``clip_proj``: ``CLIPVisionModelWithProjection``, ``projection_dim=8``
   (its file is prefixed ``vision_model.``, as a full ``CLIPModel``'s).
 * ``siglip``: ``SiglipVisionModel`` (gelu_pytorch_tanh, the MAP head).
+* ``siglip_cls``: ``SiglipForImageClassification``, 5 classes: its
+  ``classifier`` on the mean of ``last_hidden_state`` (the MAP head's
+  weights are in the file, unused).
 
 Every parameter is moved away from its initialisation (+ N(0, 0.1),
 N(0, 0.2) for norms), eval mode. Model input ``images / 127.5 - 1`` in
@@ -90,7 +93,16 @@ FAMILIES = {
         dict(projection_dim=8),
     ),
     "siglip": (T.SiglipVisionModel, T.SiglipVisionConfig, {}),
+    "siglip_cls": (T.SiglipForImageClassification, T.SiglipConfig, {}),
 }
+#: `SiglipForImageClassification`'s `SiglipConfig`: its text tower (not in
+#: the file) tiny too, and 5 classes.
+TEXT = dict(
+    hidden_size=16,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=32,
+)
 #: The position embeddings' name and whether a class token's entry leads.
 POSEMB = {
     "dinov2": ("embeddings.position_embeddings", True),
@@ -98,6 +110,7 @@ POSEMB = {
     "clip": ("embeddings.position_embedding.weight", True),
     "clip_proj": ("vision_model.embeddings.position_embedding.weight", True),
     "siglip": ("embeddings.position_embedding.weight", False),
+    "siglip_cls": ("vision_model.embeddings.position_embedding.weight", False),
 }
 
 
@@ -113,7 +126,14 @@ def to_numpy(t):
 def new_model(name, image_size, seed=0):
     cls, config_cls, options = FAMILIES[name]
     torch.manual_seed(seed)
-    config = config_cls(image_size=image_size, **TINY, **options)
+    if config_cls is T.SiglipConfig:
+        vision = dict(image_size=image_size, **TINY)
+        config = config_cls(
+            vision_config=vision, text_config=TEXT, num_labels=5
+        )
+        config.vision_config._attn_implementation = "eager"
+    else:
+        config = config_cls(image_size=image_size, **TINY, **options)
     config._attn_implementation = "eager"
     return cls(config).eval()
 
@@ -146,7 +166,7 @@ def resampled(table, has_class):
     return torch.cat([head, grid]).reshape(*shape[:-2], -1, shape[-1])
 
 
-OUTPUTS = ("last_hidden_state", "pooler_output", "image_embeds")
+OUTPUTS = ("last_hidden_state", "pooler_output", "image_embeds", "logits")
 
 
 def outputs(model, x, suffix="", **kwargs):
@@ -181,7 +201,7 @@ def make(name, seed, manifest):
     dinov2 = name.startswith("dinov2")  # it always interpolates
     interpolate = {} if dinov2 else {"interpolate_pos_encoding": True}
     arrays.update(outputs(model, x_24, "_interpolated_24", **interpolate))
-    pooled = arrays.get("pooler_output", arrays.get("image_embeds"))
+    pooled = [arrays[k] for k in OUTPUTS[1:] if k in arrays][0]
     check(float(pooled.std()) > 0.1, f"{name}: outputs too flat")
     fname = f"family_{name}.hf.safetensors"
     with tempfile.TemporaryDirectory() as tmp:
@@ -198,8 +218,10 @@ def make(name, seed, manifest):
             image_size=16,
             **TINY,
             **options,
-            hidden_act=config.hidden_act,
-            layer_norm_eps=config.layer_norm_eps,
+            hidden_act=getattr(config, "vision_config", config).hidden_act,
+            layer_norm_eps=getattr(
+                config, "vision_config", config
+            ).layer_norm_eps,
         ),
         arrays=dict(sorted(shapes.items())),
     )

@@ -30,7 +30,14 @@ from keras_vit.weights import loading
 from keras_vit.weights import read_checkpoint
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden")
-FAMILIES = ("dinov2", "dinov2_reg", "clip", "clip_proj", "siglip")
+FAMILIES = (
+    "dinov2",
+    "dinov2_reg",
+    "clip",
+    "clip_proj",
+    "siglip",
+    "siglip_cls",
+)
 
 #: The architecture each file implies (`convert.architecture`).
 IMPLIED = {
@@ -59,6 +66,13 @@ IMPLIED = {
         "activation": "gelu_tanh",
         "layer_norm_epsilon": 1e-6,
     },
+    "siglip_cls": {
+        "pooling": "gap",  # its classifier: on the tokens' mean
+        "class_token": False,
+        "include_top": True,
+        "num_classes": 5,
+        "activation": "gelu_tanh",
+    },
 }
 
 
@@ -85,8 +99,10 @@ def last_hidden_state(name, model, images):
 
 
 def pooled(name, expected, suffix=""):
-    key = "image_embeds" if name == "clip_proj" else "pooler_output"
-    return expected[key + suffix]
+    """The output keras_vit's model gives: `image_embeds` (with the CLIP
+    projection), `logits` (SigLIP's classifier), else `pooler_output`."""
+    key = {"clip_proj": "image_embeds", "siglip_cls": "logits"}
+    return expected[key.get(name, "pooler_output") + suffix]
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -106,6 +122,8 @@ def test_outputs_match_transformers(name):
     np.testing.assert_allclose(
         model.predict(images, verbose=0), pooled(name, expected), atol=1e-4
     )
+    if name == "siglip_cls":  # its outputs: the logits only
+        return
     np.testing.assert_allclose(
         last_hidden_state(name, model, images),
         expected["last_hidden_state"],
@@ -144,11 +162,12 @@ def test_outputs_match_transformers_at_another_resolution(name):
         pooled(name, expected, "_24"),
         atol=1e-4,
     )
-    np.testing.assert_allclose(
-        last_hidden_state(name, bigger, images),
-        expected["last_hidden_state_24"],
-        atol=1e-4,
-    )
+    if name != "siglip_cls":  # its outputs: the logits only
+        np.testing.assert_allclose(
+            last_hidden_state(name, bigger, images),
+            expected["last_hidden_state_24"],
+            atol=1e-4,
+        )
 
 
 def _at_24_bicubic(name):
@@ -276,6 +295,25 @@ def test_dinov2_as_transformers_5_names_it_in_memory(tmp_path):
         expected["pooler_output"],
         atol=1e-4,
     )
+
+
+@pytest.mark.parametrize(
+    "name, prefix, model",
+    [
+        ("dinov2", "dinov2.", "Dinov2ForImageClassification"),
+        ("clip", "vision_model.", "CLIPForImageClassification"),
+    ],
+)
+def test_classifiers_keras_vit_cannot_pool_for_are_refused(
+    tmp_path, name, prefix, model
+):
+    extra = {
+        "classifier.weight": np.ones((3, 16), "float32"),
+        "classifier.bias": np.ones(3, "float32"),
+    }
+    path = _rewritten(tmp_path, name, lambda k: prefix + k, extra)
+    with pytest.raises(ValueError, match=f"{model} file, whose classifier"):
+        read_checkpoint(path)
 
 
 def test_a_layer_a_file_lacks_is_reported(tmp_path):
