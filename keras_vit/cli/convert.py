@@ -47,14 +47,15 @@ def add_parser(sub):
         choices=ACTIVATIONS,
         default=None,
         help="the MLP activation, which no file records: quick_gelu for "
-        "OpenAI's CLIP (default: gelu)",
+        "OpenAI's CLIP (default: gelu; for a Hugging Face DINOv2, CLIP or "
+        "SigLIP file, its family's: gelu, quick_gelu, gelu_tanh)",
     )
     parser.add_argument(
         "--layer-norm-epsilon",
         type=float,
         default=None,
         help="the LayerNorm epsilon, which no file records: 1e-5 for CLIP "
-        "(default: 1e-6)",
+        "(default: 1e-6; for a Hugging Face CLIP file, 1e-5)",
     )
     parser.add_argument(
         "--overwrite",

@@ -49,6 +49,12 @@ class Checkpoint:
         position_embedding_tokens: `"all"` or `"patches"` when the reader
             knows whether the 1D position embeddings have entries for the
             prefix tokens (see `position_prefix_tokens`), else `None`.
+        layout_defaults: `keras_vit.ViT` arguments that the file's layout
+            implies but its tensors do not record (Hugging Face's DINOv2,
+            CLIP and SigLIP layouts: the activation and LayerNorm epsilon
+            of the family's transformers config; CLIP's `patch_bias=False`).
+            `keras_vit.weights.convert.architecture` passes them on; an
+            argument given replaces them.
     """
 
     tensors: dict
@@ -61,6 +67,7 @@ class Checkpoint:
     missing: list = dataclasses.field(default_factory=list)
     misshaped: list = dataclasses.field(default_factory=list)
     position_embedding_tokens: str = None
+    layout_defaults: dict = dataclasses.field(default_factory=dict)
 
     def _shape(self, path, ndim):
         """The shape of tensor `path` if it has `ndim` dimensions, else
@@ -113,13 +120,16 @@ class Checkpoint:
     @property
     def patch_bias(self):
         """Whether the patch embedding has a bias: `False` for a timm file
-        without one (CLIP's); the other formats always have one (a file
-        that lacks it is incomplete, and reported so)."""
-        return (
-            "patch_encoder/projection/bias" in self.tensors
-            or self.source != "timm"
-            or any("patch_embed.proj.bias" in line for line in self.misshaped)
-        )
+        without one (CLIP's) and for Hugging Face's CLIP layout; the other
+        formats always have one (a file that lacks it is incomplete, and
+        reported so)."""
+        if "patch_encoder/projection/bias" in self.tensors or any(
+            "patch_embed.proj.bias" in line for line in self.misshaped
+        ):
+            return True
+        if self.source == "timm":
+            return False
+        return self.layout_defaults.get("patch_bias", True)
 
     @property
     def num_prefix_tokens(self):

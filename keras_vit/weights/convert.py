@@ -20,8 +20,10 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
             checkpoint's own numbers; the original `.npz` records its number
             of heads, the fused-QKV formats need `num_heads=`.
         **kwargs: other `keras_vit.ViT` arguments: those no file records
-            (`activation="quick_gelu"` for OpenAI's CLIP,
-            `layer_norm_epsilon=1e-5` for CLIP's), or to override what the
+            (for timm's CLIP files `activation="quick_gelu"` and
+            `layer_norm_epsilon=1e-5`; Hugging Face's DINOv2, CLIP and
+            SigLIP layouts imply their family's, see
+            `keras_vit.weights.huggingface`), or to override what the
             checkpoint implies (`architecture(checkpoint)`).
 
     Returns:
@@ -64,9 +66,11 @@ LAYER_SCALE_INIT = 1e-5
 def architecture(checkpoint):
     """The `keras_vit.ViT` arguments (beyond the variant's numbers) that
     `checkpoint`'s tensors imply: head, resolution, pooling, prefix tokens
-    and the options of the modern families. What no file records (the
-    activation, the LayerNorm epsilon, the number of heads of the fused-QKV
-    formats) is not among them."""
+    and the options of the modern families, and the `layout_defaults` of
+    the Hugging Face DINOv2, CLIP and SigLIP layouts (their family's
+    activation and LayerNorm epsilon). What no file records otherwise (the
+    activation and LayerNorm epsilon of a timm file, the number of heads of
+    the fused-QKV formats) is not among them."""
     args = {
         "image_size": checkpoint.image_size,
         "include_top": checkpoint.num_classes is not None,
@@ -90,6 +94,7 @@ def architecture(checkpoint):
             args[option] = True
     if not checkpoint.patch_bias:
         args["patch_bias"] = False
+    args.update(checkpoint.layout_defaults)
     return args
 
 
@@ -175,8 +180,9 @@ def convert(
             prefix tokens (see `keras_vit.weights.read_checkpoint`).
             Defaults to `None`: from the file.
         **vit_arguments: `keras_vit.ViT` arguments that no file records
-            (`activation="quick_gelu"`, `layer_norm_epsilon=1e-5` for
-            OpenAI's CLIP).
+            (`activation="quick_gelu"`, `layer_norm_epsilon=1e-5` for a
+            timm file of OpenAI's CLIP; a Hugging Face DINOv2, CLIP or
+            SigLIP file implies its family's, which these replace).
 
     Returns:
         The converted `keras_vit.ViT`.

@@ -1,5 +1,10 @@
-"""Hugging Face transformers' ViT naming (`ViTModel`,
-`ViTForImageClassification`), as in `google/vit-*` `model.safetensors`:
+"""Hugging Face transformers' naming of ViTs: `ViTModel` /
+`ViTForImageClassification`, `Dinov2Model` / `Dinov2WithRegistersModel`,
+`CLIPVisionModel` (and the image tower of `CLIPModel` /
+`CLIPVisionModelWithProjection`) and `SiglipVisionModel` (and that of
+`SiglipModel`), as their `save_pretrained` writes `model.safetensors`.
+
+ViT, as in `google/vit-*`:
 
     [vit.]embeddings.cls_token (1, 1, D), [vit.]embeddings.position_embeddings
     [vit.]embeddings.patch_embeddings.projection.{weight (D, C, P, P), bias}
@@ -19,6 +24,72 @@ transformers 5 names the same tensors differently in memory
 (`layers.{i}.attention.q_proj`, `mlp.fc1`, ...); files written from such a
 state dict are read too (`_NEW_NAMES`).
 
+DINOv2 (`facebook/dinov2-*`) names its blocks as ViT does, except:
+
+    embeddings.mask_token (1, D)             (masked-image training only:
+                                               not a weight of the model;
+                                               dropped)
+    embeddings.register_tokens (1, R, D)     (with registers)
+    embeddings.position_embeddings (1, 1 + N, D): the class token and the
+        patches, never the registers
+    encoder.layer.{i}.norm1, .norm2          (for layernorm_before/_after)
+    encoder.layer.{i}.mlp.fc1, .mlp.fc2      (for intermediate/output.dense)
+    encoder.layer.{i}.layer_scale1.lambda1, .layer_scale2.lambda1 (D,)
+    layernorm                                (the final norm)
+
+`last_hidden_state` is the tokens after `layernorm` (keras_vit's
+`forward_features`: class, registers, patches), `pooler_output` its class
+token (keras_vit's `include_top=False` output). With registers, the class
+token's position embedding is added to the class token here (exact: it is
+added to nothing else), so the position embeddings cover the patches only
+(`position_embedding_tokens="patches"`, as timm converts these files).
+The SwiGLU MLP of `dinov2-giant` (`mlp.weights_in`) has no keras_vit
+equivalent and is reported as unexpected.
+
+CLIP (`openai/clip-vit-*`; `vision_model.` prefixed in the full model's
+files, whose `text_model.*`, `text_projection`, `logit_scale` are dropped):
+
+    embeddings.class_embedding (D,), embeddings.patch_embedding.weight
+        (no bias), embeddings.position_embedding.weight (1 + N, D)
+    pre_layrnorm (sic; keras_vit's norm_pre)
+    encoder.layers.{i}.layer_norm1, .layer_norm2
+    encoder.layers.{i}.self_attn.{q,k,v,out}_proj.{weight,bias}
+    encoder.layers.{i}.mlp.fc1, .mlp.fc2
+    post_layernorm                           (keras_vit's encoder_norm)
+    visual_projection.weight (P, D)          (no bias; keras_vit's head,
+                                              with a zero bias)
+
+`post_layernorm` is applied to the pooled class token only:
+`last_hidden_state` is the last block's output (keras_vit's last
+`block_outputs`), `pooler_output` keras_vit's `include_top=False` output
+(the class token after `encoder_norm`), `image_embeds` its head's output.
+
+SigLIP (`google/siglip-*`) as CLIP without class token, pre-norm, or
+projection, with a patch bias, and its MAP head:
+
+    head.probe (1, 1, D), head.attention.in_proj_{weight,bias} (3D, ...),
+    head.attention.out_proj, head.layernorm, head.mlp.fc1, head.mlp.fc2
+
+`last_hidden_state` is the tokens after `post_layernorm` (keras_vit's
+`forward_features`), `pooler_output` the head's (keras_vit's
+`include_top=False` output, `pooling="map"`). `SiglipForImageClassification`'s
+`classifier` is on the mean of `last_hidden_state`: keras_vit's
+`pooling="gap"` and `head` (the MAP head's weights, in its file but
+unused, are dropped). `CLIPForImageClassification` (the patches' mean
+before `post_layernorm`) and `Dinov2ForImageClassification` (the class
+token and the patches' mean, concatenated) have classifiers no keras_vit
+pooling gives: their files are refused, naming the backbone to read. A
+`SiglipVisionModel` file without the head (`vision_use_head=False`) is
+read as average pooling, which its transformers class does not do (it has
+no pooled output then).
+
+The tensors do not record the activation or the LayerNorm epsilon; the
+model is built with transformers' config defaults for the family
+(`Checkpoint.layout_defaults`): DINOv2 `"gelu"` (exact) and 1e-6; CLIP
+`"quick_gelu"` and 1e-5 (OpenAI's; LAION's `CLIP-ViT-*` use `hidden_act
+"gelu"`: pass `activation="gelu"`); SigLIP `"gelu_tanh"`
+(`gelu_pytorch_tanh`) and 1e-6. An argument given replaces them.
+
 The `.safetensors` file records no patch grid (the `image_size` is in the
 `config.json` beside it, which keras_vit does not read: it reads the one
 file it is given). As transformers' own `interpolate_pos_encoding` does,
@@ -27,6 +98,8 @@ non-square grid needs `load_weights(..., source_grid=(rows, cols))`.
 """
 
 import re
+
+import numpy as np
 
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
@@ -38,6 +111,26 @@ from keras_vit.weights.checkpoint import transpose
 SIGNATURES = (
     "embeddings.patch_embeddings.projection.weight",
     "vit.embeddings.patch_embeddings.projection.weight",
+    "embeddings.patch_embedding.weight",  # CLIP, SigLIP
+    "vision_model.embeddings.patch_embedding.weight",
+    "dinov2.embeddings.patch_embeddings.projection.weight",  # refused
+)
+
+#: What each family's transformers config sets that its tensors do not
+#: record (see the module's docstring).
+LAYOUT_DEFAULTS = {
+    "dinov2": {"activation": "gelu", "layer_norm_epsilon": 1e-6},
+    "clip": {
+        "activation": "quick_gelu",
+        "layer_norm_epsilon": 1e-5,
+        "patch_bias": False,
+    },
+    "siglip": {"activation": "gelu_tanh", "layer_norm_epsilon": 1e-6},
+}
+#: The text tower and contrastive scalars of a full `CLIPModel` /
+#: `SiglipModel` file: not the image model's, dropped.
+_TEXT = re.compile(
+    r"^(text_model\.|text_projection\.|logit_scale$|logit_bias$)"
 )
 
 
@@ -63,11 +156,36 @@ def _old_name(key):
     return key
 
 
+def _old_attention_name(key):
+    """transformers 5's in-memory attention names -> the files'."""
+    key = _NEW_NAMES[1][0].sub(
+        lambda m: f".attention.attention.{_QKV[m.group(1)]}.", key
+    )
+    return _NEW_NAMES[2][0].sub(_NEW_NAMES[2][1], key)
+
+
 def read_huggingface(tensors, path):
-    """Converts a transformers ViT state dict (name → array).
+    """Converts a transformers ViT, DINOv2, CLIP or SigLIP state dict
+    (name → array), the family told by its names.
 
     Its position embeddings are taken to be on a square grid (see the
     module's docstring)."""
+    if SIGNATURES[4] in tensors:
+        _refuse_head(
+            path,
+            "Dinov2ForImageClassification",
+            "the class token and the patches' mean concatenated",
+            "the dinov2. prefix and classifier.*",
+            "Dinov2Model",
+        )
+    if SIGNATURES[2] in tensors or SIGNATURES[3] in tensors:
+        return _read_clip_or_siglip(tensors, path)
+    if any(_DINOV2.search(k) for k in tensors):
+        return _read_dinov2(tensors, path)
+    return _read_vit(tensors, path)
+
+
+def _read_vit(tensors, path):
     if any(re.search(r"(^|\.)layers\.\d+\.", k) for k in tensors):
         tensors = {_old_name(k): v for k, v in tensors.items()}
     src = TensorSource(tensors, path)
@@ -118,3 +236,177 @@ def read_huggingface(tensors, path):
     if "classifier.weight" in src or "classifier.bias" in src:
         torch_linear(src, "classifier", out, "head")
     return src.checkpoint(out, "huggingface", patch_size=patch_size)
+
+
+_DINOV2 = re.compile(r"(^|\.)(layer_scale1\.lambda1|mask_token)$")
+
+
+def _attention(src, prefix, names, out, name):
+    """Separate query, key and value `Linear`s (`names`, then the output
+    projection's) as keras_vit's fused `qkv` and `proj`."""
+    kernels, biases = [], []
+    for part in names[:3]:
+        kernels.append(transpose(src.take(f"{prefix}.{part}.weight", 2)))
+        biases.append(src.take(f"{prefix}.{part}.bias", 1))
+    out[f"{name}/attention/qkv/kernel"] = concatenate(kernels, axis=1)
+    out[f"{name}/attention/qkv/bias"] = concatenate(biases)
+    torch_linear(src, f"{prefix}.{names[3]}", out, f"{name}/attention/proj")
+
+
+def _read_dinov2(tensors, path):
+    """`Dinov2Model` / `Dinov2WithRegistersModel` (see the module's
+    docstring), also as transformers 5 names them in memory
+    (`attention.{q,k,v,o}_proj`)."""
+    if any(_NEW_NAMES[1][0].search(k) for k in tensors):
+        tensors = {_old_attention_name(k): v for k, v in tensors.items()}
+    src = TensorSource(tensors, path)
+    out = {}
+    kernel, patch_size = torch_conv_to_projection(
+        src.take("embeddings.patch_embeddings.projection.weight", 4)
+    )
+    out["patch_encoder/projection/kernel"] = kernel
+    out["patch_encoder/projection/bias"] = src.take(
+        "embeddings.patch_embeddings.projection.bias", 1
+    )
+    src.take_if_present("embeddings.mask_token")  # training only: dropped
+    cls = src.take("embeddings.cls_token", 3)
+    posemb = src.take("embeddings.position_embeddings", 3)
+    registers = src.take_if_present("embeddings.register_tokens", 3)
+    tokens = "all"
+    if registers is not None:
+        out["patch_encoder/register_tokens"] = registers
+        if cls is not None and posemb is not None:  # see the docstring
+            cls, posemb, tokens = cls + posemb[:, :1], posemb[:, 1:], "patches"
+    out["patch_encoder/class_token"] = cls
+    out["patch_encoder/position_embedding"] = posemb
+    i = 0
+    while f"encoder.layer.{i}.norm1.weight" in src:
+        prefix, name = f"encoder.layer.{i}", f"block_{i}"
+        torch_norm(src, f"{prefix}.norm1", out, f"{name}/norm1")
+        _attention(
+            src,
+            f"{prefix}.attention",
+            ("attention.query", "attention.key", "attention.value")
+            + ("output.dense",),
+            out,
+            name,
+        )
+        torch_norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
+        torch_linear(src, f"{prefix}.mlp.fc1", out, f"{name}/mlp_fc1")
+        torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
+        for k in (1, 2):
+            out[f"{name}/ls{k}/gamma"] = src.take(
+                f"{prefix}.layer_scale{k}.lambda1", 1
+            )
+        i += 1
+    torch_norm(src, "layernorm", out, "encoder_norm")
+    return src.checkpoint(
+        out,
+        "huggingface",
+        patch_size=patch_size,
+        position_embedding_tokens=tokens,
+        layout_defaults=dict(LAYOUT_DEFAULTS["dinov2"]),
+    )
+
+
+def _clip_tokens(src, p, out):
+    """CLIP's class embedding and its `(1 + N, D)` position embedding
+    table (SigLIP's: `(N, D)`), and the position ids buffer dropped."""
+    cls = src.take_if_present(f"{p}embeddings.class_embedding", 1)
+    if cls is not None:
+        out["patch_encoder/class_token"] = cls.reshape(1, 1, -1)
+    table = src.take(f"{p}embeddings.position_embedding.weight", 2)
+    if table is not None:
+        out["patch_encoder/position_embedding"] = table[None]
+    src.take_if_present(f"{p}embeddings.position_ids")  # a buffer
+    return cls is not None
+
+
+def _siglip_head(src, p, out):
+    """SigLIP's `head` (multihead attention pooling) as `pooling/`."""
+    out["pooling/probe"] = src.take(f"{p}head.probe", 3)
+    weight = src.take(f"{p}head.attention.in_proj_weight", 2)
+    bias = src.take(f"{p}head.attention.in_proj_bias", 1)
+    width = None if weight is None else weight.shape[1]
+    if weight is not None:  # [query | key | value] rows
+        out["pooling/query/kernel"] = weight[:width].T
+        out["pooling/key_value/kernel"] = weight[width:].T
+    if bias is not None:
+        out["pooling/query/bias"] = bias[: bias.shape[0] // 3]
+        out["pooling/key_value/bias"] = bias[bias.shape[0] // 3 :]
+    torch_linear(src, f"{p}head.attention.out_proj", out, "pooling/proj")
+    torch_norm(src, f"{p}head.layernorm", out, "pooling/norm")
+    torch_linear(src, f"{p}head.mlp.fc1", out, "pooling/mlp_fc1")
+    torch_linear(src, f"{p}head.mlp.fc2", out, "pooling/mlp_fc2")
+
+
+def _refuse_head(path, model, head, drop, base):
+    raise ValueError(
+        f"{path} is a transformers {model} file, whose classifier (on "
+        f"{head}) has no keras_vit equivalent; nothing was read. Its "
+        f"backbone is a {base}: write the file without {drop} "
+        "(safetensors.numpy.load_file / save_file) and read that."
+    )
+
+
+def _read_clip_or_siglip(tensors, path):
+    """`CLIPVisionModel` (and `CLIPModel`'s image tower) or
+    `SiglipVisionModel` (see the module's docstring)."""
+    tensors = {k: v for k, v in tensors.items() if not _TEXT.match(k)}
+    src = TensorSource(tensors, path)
+    p = "vision_model." if SIGNATURES[3] in src else ""
+    out = {}
+    kernel, patch_size = torch_conv_to_projection(
+        src.take(f"{p}embeddings.patch_embedding.weight", 4)
+    )
+    out["patch_encoder/projection/kernel"] = kernel
+    clip = _clip_tokens(src, p, out)
+    if clip:
+        torch_norm(src, f"{p}pre_layrnorm", out, "norm_pre")
+    else:
+        out["patch_encoder/projection/bias"] = src.take(
+            f"{p}embeddings.patch_embedding.bias", 1
+        )
+    i = 0
+    while f"{p}encoder.layers.{i}.layer_norm1.weight" in src:
+        prefix, name = f"{p}encoder.layers.{i}", f"block_{i}"
+        torch_norm(src, f"{prefix}.layer_norm1", out, f"{name}/norm1")
+        _attention(
+            src,
+            f"{prefix}.self_attn",
+            ("q_proj", "k_proj", "v_proj", "out_proj"),
+            out,
+            name,
+        )
+        torch_norm(src, f"{prefix}.layer_norm2", out, f"{name}/norm2")
+        torch_linear(src, f"{prefix}.mlp.fc1", out, f"{name}/mlp_fc1")
+        torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
+        i += 1
+    torch_norm(src, f"{p}post_layernorm", out, "encoder_norm")
+    classifier = "classifier.weight" in src or "classifier.bias" in src
+    if classifier and clip:
+        _refuse_head(
+            path,
+            "CLIPForImageClassification",
+            "the patches' mean before post_layernorm",
+            "classifier.*",
+            "CLIPVisionModel",
+        )
+    if classifier:  # SiglipForImageClassification: on the tokens' mean
+        for key in src.keys():
+            if key.startswith(f"{p}head."):
+                src.take(key)  # its MAP head, which it does not use
+        torch_linear(src, "classifier", out, "head")
+    elif f"{p}head.probe" in src:
+        _siglip_head(src, p, out)
+    projection = src.take_if_present("visual_projection.weight", 2)
+    if projection is not None:  # CLIP's image_embeds: a head without bias
+        out["head/kernel"] = projection.T
+        out["head/bias"] = np.zeros(projection.shape[0], projection.dtype)
+    return src.checkpoint(
+        out,
+        "huggingface",
+        patch_size=patch_size,
+        position_embedding_tokens="all" if clip else None,
+        layout_defaults=dict(LAYOUT_DEFAULTS["clip" if clip else "siglip"]),
+    )

@@ -72,6 +72,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
     zeros, notes, allowed_missing = _apply_head_rules(
         model, checkpoint, tensors
     )
+    notes += _layout_notes(model, checkpoint)
     problems = []
     notes += _resample_grids(
         model, checkpoint, tensors, variables, interpolation, problems
@@ -88,6 +89,32 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         for path, value in tensors.items()
     }
     return values, zeros, notes
+
+
+def _layout_notes(model, checkpoint):
+    """A note where `model` differs from what the file's layout implies
+    but its tensors do not record (`Checkpoint.layout_defaults`: the
+    activation and LayerNorm epsilon of a Hugging Face DINOv2, CLIP or
+    SigLIP file): the weights fit, the outputs would not be the
+    checkpoint's unless the difference is meant."""
+    differ = {
+        name: (value, getattr(model, name))
+        for name, value in checkpoint.layout_defaults.items()
+        if name in ("activation", "layer_norm_epsilon")
+        and getattr(model, name) != value
+    }
+    if not differ:
+        return []
+    theirs = ", ".join(f"{k}={v[0]!r}" for k, v in differ.items())
+    ours = ", ".join(f"{k}={v[1]!r}" for k, v in differ.items())
+    return [
+        f"{checkpoint.path} is in a layout whose models have {theirs} "
+        f"(transformers' config default; the file does not record it) and "
+        f"the model has {ours}: its outputs are not the checkpoint's unless "
+        "that is meant (e.g. LAION's CLIP, activation='gelu'). "
+        "keras_vit.weights.convert.model_for_checkpoint builds the model "
+        "the file implies."
+    ]
 
 
 def _apply_head_rules(model, checkpoint, tensors):
