@@ -170,3 +170,82 @@ def test_model_for_checkpoint_takes_a_normalization(tmp_path):
     checkpoint = read_checkpoint(golden("vit_token.npz"))
     model = model_for_checkpoint(checkpoint, normalization=CLIP)
     assert model.normalization == CLIP and model.include_preprocessing
+
+
+@pytest.mark.slow
+def test_a_normalised_models_tflite_export(tmp_path):
+    from keras_vit import export
+    from keras_vit.export import graph as graph_lib
+    from keras_vit.export import runtime as runtime_lib
+    from tests.export.helpers import TINY_EXPORT
+
+    model = keras_vit.ViT(**TINY_EXPORT, normalization=CLIP)
+    randomize_weights(model, seed=5)
+    result = export.export_tflite(
+        model, tmp_path / "m.tflite", num_verify_images=10
+    )
+    assert result.report is not None and not result.report.failures
+    assert result.report.xnnpack_partitions == 1  # the whole graph
+    graph = graph_lib.read_graph(result.path)
+    assert not graph.unsupported_ops()
+    pixels = random_images((1, 32, 32, 3), seed=6)
+    np.testing.assert_allclose(
+        runtime_lib.run_tflite(result.path, pixels),
+        model.predict(pixels, verbose=0),
+        atol=1e-5,
+    )
+    meta = result.metadata["input"]
+    assert meta["pixel_range"] == [0, 255]
+    assert meta["normalization"] == {k: list(v) for k, v in CLIP.items()}
+    text = result.metadata["preprocessing"]
+    assert "[0, 255]" in text and str(list(CLIP["mean"])) in text
+
+
+def test_the_metadata_of_a_model_that_takes_normalised_inputs():
+    from keras_vit.export import metadata
+
+    def build(model):
+        return metadata.build(
+            model,
+            "tflite",
+            "none",
+            ["a"] * 5,
+            [1, 32, 32, 3],
+            "float32",
+            [1, 5],
+        )
+
+    raw = keras_vit.ViT(
+        **TINY, include_preprocessing=False, normalization=IMAGENET
+    )
+    meta = build(raw)
+    assert meta["input"]["pixel_range"] is None
+    assert meta["input"]["normalization"]["std"] == list(IMAGENET["std"])
+    assert "(pixels / 255 - mean) / std" in meta["preprocessing"]
+    assert str(list(IMAGENET["mean"])) in meta["preprocessing"]
+    plain = build(keras_vit.ViT(**TINY, include_preprocessing=False))
+    assert plain["input"]["normalization"] is None
+    assert "pixels / 127.5 - 1" in plain["preprocessing"]
+    pixels = build(keras_vit.ViT(**TINY, normalization=IMAGENET))
+    assert pixels["input"]["pixel_range"] == [0, 255]
+    assert "[0, 255]" in pixels["preprocessing"]
+
+
+def test_masked_patches_read_colours_through_the_normalization():
+    from keras_vit.training import MaskedPatchPrediction
+    from keras_vit.training import mean_color_classes
+
+    # One colour per 8x8 tile, at the middle of its 3-bit level.
+    levels = np.random.default_rng(0).integers(0, 8, (2, 4, 4, 3))
+    pixels = np.repeat(np.repeat(levels * 31.875 + 16, 8, 1), 8, 2)
+    want = (levels @ np.array([64, 8, 1])).reshape(2, 16)
+    backbone = keras_vit.ViT(
+        **TINY, include_preprocessing=False, normalization=IMAGENET
+    )
+    mpp = MaskedPatchPrediction(backbone)
+    inputs = _normalised(pixels, IMAGENET).astype("float32")
+    got = mean_color_classes(inputs, mpp.tile_size, mpp.bits, mpp.value_range)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    assert np.asarray(mean_color_classes(pixels, 8)).tolist() == want.tolist()
+    with pytest.raises(ValueError, match="value_range="):
+        mean_color_classes(pixels, 8, value_range=((0, 1, 2), (1, 0, 3)))
