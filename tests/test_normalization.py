@@ -249,3 +249,17 @@ def test_masked_patches_read_colours_through_the_normalization():
     assert np.asarray(mean_color_classes(pixels, 8)).tolist() == want.tolist()
     with pytest.raises(ValueError, match="value_range="):
         mean_color_classes(pixels, 8, value_range=((0, 1, 2), (1, 0, 3)))
+
+
+def test_the_convert_command_takes_a_mean_and_std(tmp_path, capsys):
+    from tests.weights.test_golden_parity import golden
+
+    output = str(tmp_path / "m.keras")
+    argv = ["convert", golden("vit_token.npz"), "--output", output, "--quiet"]
+    mean = ["--mean", *(str(v) for v in IMAGENET["mean"])]
+    std = ["--std", *(str(v) for v in IMAGENET["std"])]
+    assert cli.main([*argv, *mean]) == 2
+    assert "--mean and --std go together" in capsys.readouterr().err
+    assert cli.main([*argv, *mean, *std]) == 0
+    model = keras.saving.load_model(output, safe_mode=True)
+    assert model.normalization == IMAGENET and model.include_preprocessing

@@ -85,8 +85,9 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
     (or the mean of the patch tokens) feeds a linear head.
 
     By default the model takes RGB pixel values in [0, 255] of any float or
-    integer dtype and maps them to [-1, 1] itself, as the released
-    checkpoints expect. Its config is exactly its constructor arguments, so
+    integer dtype and normalises them itself, as its weights expect: to
+    [-1, 1], the paper's, or with a preset's `normalization` (a mean and
+    std). Its config is exactly its constructor arguments, so
     `ViT.from_config(model.get_config())` builds the same architecture.
 
     The named builders (`keras_vit.ViT_B16` ...) are the usual entry point;

@@ -21,7 +21,9 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
             of heads, the fused-QKV formats need `num_heads=`.
         **kwargs: other `keras_vit.ViT` arguments: those no file records
             (`activation="quick_gelu"` for OpenAI's CLIP,
-            `layer_norm_epsilon=1e-5` for CLIP's), or to override what the
+            `layer_norm_epsilon=1e-5` for CLIP's, `normalization=` the mean
+            and std of the inputs of DeiT, DINOv2 and CLIP, so that the
+            model takes [0, 255] pixels), or to override what the
             checkpoint implies (`architecture(checkpoint)`).
 
     Returns:
@@ -176,7 +178,8 @@ def convert(
             Defaults to `None`: from the file.
         **vit_arguments: `keras_vit.ViT` arguments that no file records
             (`activation="quick_gelu"`, `layer_norm_epsilon=1e-5` for
-            OpenAI's CLIP).
+            OpenAI's CLIP; `normalization=`, the mean and std of its
+            inputs).
 
     Returns:
         The converted `keras_vit.ViT`.
