@@ -204,6 +204,7 @@ def _checked(
     include_top, pooling, class_token = _pooling(
         include_top, pooling, class_token
     )
+    num_channels = arg_checks.positive_int("num_channels", num_channels)
     return ViTConfig(
         image_size=arg_checks.size_2d(
             "image_size",
@@ -234,11 +235,8 @@ def _checked(
         include_preprocessing=arg_checks.boolean(
             "include_preprocessing", include_preprocessing
         ),
-        normalization=_normalization(
-            normalization,
-            arg_checks.positive_int("num_channels", num_channels),
-        ),
-        num_channels=arg_checks.positive_int("num_channels", num_channels),
+        normalization=_normalization(normalization, num_channels),
+        num_channels=num_channels,
         stem=stem,
         remat=arg_checks.boolean("remat", remat),
         **{name: DEFAULTS[name] for name in OPTIONS},
