@@ -172,8 +172,11 @@ def block_weights(layer):
 def vit(images, model):
     """The forward pass of a keras_vit.ViT `model`, recomputed in NumPy."""
     x = images.astype("float64")
-    if model.include_preprocessing:
+    if model.include_preprocessing and model.normalization is None:
         x = x / 127.5 - 1.0
+    elif model.include_preprocessing:  # a preset's mean and std
+        norm = model.normalization
+        x = (x / 255.0 - np.array(norm["mean"])) / np.array(norm["std"])
     x = patches(x, model.patch_size)
     enc = model.get_layer("patch_encoder")
     x = x @ enc.projection.kernel.numpy()

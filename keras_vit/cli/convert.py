@@ -57,6 +57,23 @@ def add_parser(sub):
         help="the LayerNorm epsilon, which no file records: 1e-5 for CLIP "
         "(default: 1e-6; for a Hugging Face CLIP file, 1e-5)",
     )
+    for name, imagenet in (("mean", "0.485 0.456 0.406"), ("std", None)):
+        parser.add_argument(
+            f"--{name}",
+            type=float,
+            nargs="+",
+            default=None,
+            metavar="V",
+            help=(
+                "with --std: the per-channel mean of [0, 1] pixels that the "
+                f"checkpoint's inputs were normalised with ({imagenet} for "
+                "DeiT and DINOv2), which no file records; the model then "
+                "normalises [0, 255] pixels itself (default: to [-1, 1])"
+                if imagenet
+                else "with --mean: the per-channel std (0.229 0.224 0.225 "
+                "for DeiT and DINOv2)"
+            ),
+        )
     parser.add_argument(
         "--overwrite",
         action="store_true",
@@ -74,6 +91,13 @@ def run(args):
         for name in ("activation", "layer_norm_epsilon")
         if (value := getattr(args, name)) is not None
     }
+    if (args.mean is None) != (args.std is None):
+        raise ValueError(
+            "--mean and --std go together. Received: "
+            f"mean={args.mean} and std={args.std}"
+        )
+    if args.mean is not None:
+        unrecorded["normalization"] = {"mean": args.mean, "std": args.std}
     model = convert(
         args.input,
         args.output,

@@ -16,7 +16,7 @@ sidecar (`model.tflite` -> `model.json`), and inside a SavedModel folder as
   "input": {"shape": [1, 32, 32, 3], "height": 32, "width": 32,
             "channels": 3, "layout": "NHWC", "color": "RGB",
             "dtype": "float32", "pixel_range": [0, 255],
-            "quantization": null},
+            "normalization": null, "quantization": null},
   "preprocessing": "none: feed RGB pixel values in [0, 255] ...",
   "quantization": "none",
   "batch_size": 1,
@@ -26,6 +26,11 @@ sidecar (`model.tflite` -> `model.json`), and inside a SavedModel folder as
 }
 ```
 
+`input.normalization` is the model's (`keras_vit.ViT`'s `normalization`):
+`null` for the paper's [-1, 1], else `{"mean": [r, g, b], "std": [r, g,
+b]}` on [0, 1] pixels; with `pixel_range` [0, 255] the model applies it
+itself, with `null` (`include_preprocessing=False`) the inputs must have it
+already; `preprocessing` says the same in words.
 `input.quantization` / `output_quantization` are `{"scale", "zero_point"}`
 for integer tensors (`export_tflite(..., io_dtype="uint8")`): feed
 `round(pixel / scale) + zero_point`, read `(q - zero_point) * scale`. A
@@ -210,22 +215,53 @@ def build(
             "color": "RGB",
             "dtype": input_dtype,
             "pixel_range": [0, 255] if pixels else None,
+            "normalization": _normalization(model),
             "quantization": input_quantization,
         },
-        "preprocessing": (
-            "none outside the model: feed RGB pixel values in [0, 255] "
-            "(resized to height x width); the model rescales them to "
-            "[-1, 1] itself"
-            if pixels
-            else "the model takes already-normalised inputs (it was built "
-            "with include_preprocessing=False)"
-        ),
+        "preprocessing": preprocessing_text(model),
         "quantization": quantization,
         "batch_size": input_shape[0],
     }
     if extra:
         metadata.update(extra)
     return metadata
+
+
+def _normalization(model):
+    """The model's `normalization` as JSON: `None` (the paper's [-1, 1], or
+    a model that is no `keras_vit.ViT`) or per-channel mean and std lists."""
+    norm = models.normalization(model)
+    return None if norm is None else {k: list(v) for k, v in norm.items()}
+
+
+def preprocessing_text(model):
+    """What to feed the model, in words (the metadata's `preprocessing`):
+    the normalisation it applies to [0, 255] pixels itself, or the one its
+    inputs must already have."""
+    norm = models.normalization(model)
+    if norm is None:
+        formula = "pixels / 127.5 - 1, in [-1, 1]"
+    else:
+        formula = (
+            f"(pixels / 255 - mean) / std per channel, with "
+            f"mean={list(norm['mean'])} and std={list(norm['std'])}"
+        )
+    if models.takes_pixels(model):
+        return (
+            "none outside the model: feed RGB pixel values in [0, 255] "
+            "(resized to height x width); the model normalises them "
+            f"itself: {formula}"
+        )
+    if not hasattr(model, "normalization"):  # not a keras_vit.ViT
+        return (
+            "the model takes already-normalised inputs (it was built "
+            "with include_preprocessing=False)"
+        )
+    return (
+        "the model takes already-normalised inputs (it was built with "
+        "include_preprocessing=False): feed RGB pixels in [0, 255] "
+        f"(resized to height x width) as {formula}"
+    )
 
 
 def write(path, metadata):

@@ -202,3 +202,10 @@ def weight_bytes(model):
 def takes_pixels(model):
     """Whether the model takes RGB pixel values in [0, 255] itself."""
     return bool(getattr(model, "include_preprocessing", True))
+
+
+def normalization(model):
+    """The normalisation of the model's weights' inputs (a `keras_vit.ViT`'s
+    `normalization`: `None`, the paper's [-1, 1], or `{"mean", "std"}` on
+    [0, 1] pixels); `None` for other models."""
+    return getattr(model, "normalization", None)

@@ -8,6 +8,8 @@ built from (`model.vit_config`), and its `get_config` is derived from it.
 """
 
 import dataclasses
+import math
+import numbers
 
 import keras
 
@@ -47,6 +49,7 @@ class ViTConfig:
     layer_norm_epsilon: float
     classifier_activation: object
     include_preprocessing: bool
+    normalization: object
     num_channels: int
     stem: object
     remat: bool
@@ -125,6 +128,7 @@ DEFAULTS = {
     "layer_norm_epsilon": 1e-6,
     "classifier_activation": "softmax",
     "include_preprocessing": True,
+    "normalization": None,
     "num_channels": 3,
     "stem": None,
     "remat": False,
@@ -191,6 +195,7 @@ def _checked(
     layer_norm_epsilon,
     classifier_activation,
     include_preprocessing,
+    normalization,
     num_channels,
     stem,
     remat,
@@ -199,6 +204,7 @@ def _checked(
     include_top, pooling, class_token = _pooling(
         include_top, pooling, class_token
     )
+    num_channels = arg_checks.positive_int("num_channels", num_channels)
     return ViTConfig(
         image_size=arg_checks.size_2d(
             "image_size",
@@ -229,7 +235,8 @@ def _checked(
         include_preprocessing=arg_checks.boolean(
             "include_preprocessing", include_preprocessing
         ),
-        num_channels=arg_checks.positive_int("num_channels", num_channels),
+        normalization=_normalization(normalization, num_channels),
+        num_channels=num_channels,
         stem=stem,
         remat=arg_checks.boolean("remat", remat),
         **{name: DEFAULTS[name] for name in OPTIONS},
@@ -336,6 +343,66 @@ def _position_embedding(position_embedding, hidden_dim):
             f"Received: hidden_dim={hidden_dim}"
         )
     return position_embedding
+
+
+def _normalization(normalization, num_channels):
+    """`normalization` checked: `None`, or `{"mean": ..., "std": ...}` with
+    one finite number per channel each (the stds > 0), as float tuples."""
+    if normalization is None:
+        return None
+    if not isinstance(normalization, dict) or set(normalization) != {
+        "mean",
+        "std",
+    }:
+        raise ValueError(
+            '`normalization` must be None or {"mean": (...), "std": (...)} '
+            f"(per channel, on [0, 1] pixels). Received: "
+            f"normalization={normalization!r}"
+        )
+    checked = {}
+    for key in ("mean", "std"):
+        values = normalization[key]
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+            values = None
+        if values is None or len(values) != num_channels:
+            raise ValueError(
+                f"`normalization['{key}']` must hold one number per channel "
+                f"({num_channels}). Received: normalization={normalization!r}"
+            )
+        checked[key] = tuple(
+            arg_checks.finite_positive_float(f"normalization['{key}']", v)
+            if key == "std"
+            else _finite(f"normalization['{key}']", v)
+            for v in values
+        )
+    return checked
+
+
+def _finite(name, value):
+    """`value` as a float, or `ValueError` if it is no finite number."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+    ):
+        raise ValueError(
+            f"`{name}` must be a finite number. Received: {name}={value!r}"
+        )
+    return float(value)
+
+
+def preprocessing_scale_and_offset(config):
+    """The `(scale, offset)` that map [0, 255] pixels to the inputs a
+    `config`'s weights take, as one multiply-add: floats for the paper's
+    `[-1, 1]`, per-channel float tuples for a `normalization`'s `(pixels /
+    255 - mean) / std` (folded: `scale = 1 / (255 std)`, `offset = -mean /
+    std`)."""
+    norm = config.normalization
+    if norm is None:
+        return 1.0 / 127.5, -1.0
+    scale = tuple(1.0 / (255.0 * s) for s in norm["std"])
+    offset = tuple(-m / s for m, s in zip(norm["mean"], norm["std"]))
+    return scale, offset
 
 
 def _activation(classifier_activation):

@@ -26,6 +26,7 @@ from keras_vit.models import keras_fixes
 # MODEL_POSITION_EMBEDDINGS is re-exported.
 from keras_vit.models.config import MODEL_POSITION_EMBEDDINGS  # noqa: F401
 from keras_vit.models.config import ViTConfig
+from keras_vit.models.config import preprocessing_scale_and_offset
 from keras_vit.models.config import vit_config
 from keras_vit.registry import variants
 
@@ -84,8 +85,9 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
     (or the mean of the patch tokens) feeds a linear head.
 
     By default the model takes RGB pixel values in [0, 255] of any float or
-    integer dtype and maps them to [-1, 1] itself, as the released
-    checkpoints expect. Its config is exactly its constructor arguments, so
+    integer dtype and normalises them itself, as its weights expect: to
+    [-1, 1], the paper's, or with a preset's `normalization` (a mean and
+    std). Its config is exactly its constructor arguments, so
     `ViT.from_config(model.get_config())` builds the same architecture.
 
     The named builders (`keras_vit.ViT_B16` ...) are the usual entry point;
@@ -145,8 +147,16 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
             as `"softmax"` or `None` for logits. Always computed in float32.
             Defaults to `"softmax"`.
         include_preprocessing: bool. If `True`, inputs are pixel values in
-            [0, 255], rescaled to [-1, 1] inside the model; if `False`, the
-            model takes already-normalised inputs. Defaults to `True`.
+            [0, 255], normalised inside the model as `normalization` says
+            (one per-channel multiply-add, layer `rescaling`); if `False`,
+            the model takes already-normalised inputs. Defaults to `True`.
+        normalization: how the weights' inputs are normalised: `None`, the
+            paper's `[-1, 1]` (`pixels / 127.5 - 1`), or `{"mean": (r, g,
+            b), "std": (r, g, b)}` on `[0, 1]` pixels, `(pixels / 255 -
+            mean) / std` (ImageNet's for DeiT and DINOv2, CLIP's; a preset
+            gives its own, its record's `normalization`). With
+            `include_preprocessing=False` it only records what the inputs
+            must be (exports state it). Defaults to `None`.
         num_channels: int, the channels of the input images. Defaults to
             `3`.
         stem: `None` (patches of raw pixels, the plain ViT), or a CNN whose
@@ -259,6 +269,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         layer_norm_epsilon=1e-6,
         classifier_activation="softmax",
         include_preprocessing=True,
+        normalization=None,
         num_channels=3,
         stem=None,
         remat=False,
@@ -654,8 +665,9 @@ def _make_layers(config, grid, stem_layer, dtype):
     as `_call_layers` takes them."""
     layers = {}
     if config.include_preprocessing:
+        scale, offset = preprocessing_scale_and_offset(config)
         layers["rescaling"] = keras.layers.Rescaling(
-            1.0 / 127.5, offset=-1.0, name="rescaling", dtype=dtype
+            scale, offset=offset, name="rescaling", dtype=dtype
         )
     if stem_layer is not None:
         layers["stem"] = stem_layer

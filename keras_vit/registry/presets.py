@@ -29,9 +29,11 @@ Each record holds every fact about its checkpoint (`FIELDS`):
 - `vit_arguments`: `keras_vit.ViT` arguments beyond the variant's numbers
   that the checkpoint needs (e.g. `{"class_token": False, "pooling":
   "gap"}`); a model built for it takes them unless told otherwise.
-- `normalization`: how the checkpoint's inputs were normalised: `None` for
-  the paper's `[-1, 1]` (what `include_preprocessing=True` does), else
-  `{"mean": (r, g, b), "std": (r, g, b)}` on `[0, 1]` pixels.
+- `normalization`: how the checkpoint's inputs were normalised (timm's
+  `pretrained_cfg` mean and std): `None` for the paper's `[-1, 1]`, else
+  `{"mean": (r, g, b), "std": (r, g, b)}` on `[0, 1]` pixels. A model built
+  for the preset takes it as its `normalization` argument (unless told
+  otherwise), which `include_preprocessing=True` applies to [0, 255] pixels.
 - `license`: the licence of the weights as their publisher states it (an
   SPDX identifier), or `None` where it is not known.
 - `top1`, `top1_source`: the checkpoint's ImageNet-1k top-1 accuracy (%)

@@ -16,6 +16,7 @@ any checkpoint's.
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_vit import arg_checks
@@ -38,8 +39,10 @@ def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
         images: `(B, H, W, C)` images, `H` and `W` multiples of the tile.
         tile_size: int or `(height, width)`, pixels per tile.
         bits: int, bits per channel. Defaults to `3` (the paper's).
-        value_range: `(low, high)` of the pixel values. Defaults to
-            `(0, 255)`, what `keras_vit.ViT` takes.
+        value_range: `(low, high)` of the pixel values, each a number or
+            one per channel (the inputs of a model with a per-channel
+            `normalization`). Defaults to `(0, 255)`, what `keras_vit.ViT`
+            takes.
 
     Returns:
         int32 `(B, N)` classes in `[0, 2**(bits * C))`, tiles in row-major
@@ -52,12 +55,7 @@ def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
     """
     tile = arg_checks.size_2d("tile_size", tile_size)
     bits = arg_checks.positive_int("bits", bits)
-    low, high = (float(v) for v in value_range)
-    if not high > low:
-        raise ValueError(
-            f"`value_range` must be (low, high) with high > low. Received: "
-            f"value_range={value_range!r}"
-        )
+    low, high = _value_range(value_range)
     images = ops.convert_to_tensor(images)
     if len(images.shape) != 4 or any(
         side is not None and side % t
@@ -77,6 +75,39 @@ def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
     )
     classes = ops.sum(quantised * place, axis=-1)
     return ops.cast(ops.reshape(classes, (ops.shape(images)[0], -1)), "int32")
+
+
+def _value_range(value_range):
+    """`(low, high)` as float32 arrays (scalars or one value a channel),
+    or `ValueError` unless every high > its low."""
+    try:
+        low, high = (np.asarray(v, dtype="float32") for v in value_range)
+        ok = low.ndim <= 1 and high.ndim <= 1 and bool(np.all(high > low))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"`value_range` must be (low, high) with high > low. Received: "
+            f"value_range={value_range!r}"
+        )
+    return low, high
+
+
+def input_value_range(backbone):
+    """The `(low, high)` of `backbone`'s inputs for [0, 255] pixels: the
+    pixels themselves with `include_preprocessing=True`, else what its
+    `normalization` maps them to (`[-1, 1]`, or per channel `(0 - mean) /
+    std` to `(1 - mean) / std`)."""
+    if backbone.include_preprocessing:
+        return (0.0, 255.0)
+    norm = backbone.normalization
+    if norm is None:
+        return (-1.0, 1.0)
+    pairs = list(zip(norm["mean"], norm["std"]))
+    return (
+        tuple(-m / s for m, s in pairs),
+        tuple((1.0 - m) / s for m, s in pairs),
+    )
 
 
 #: `MaskedPatchPrediction`'s options of the objective (the paper's values).
@@ -201,9 +232,7 @@ class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
             int(s) // int(g)
             for s, g in zip(backbone.image_size, backbone.grid_size)
         )
-        self.value_range = (
-            (0.0, 255.0) if backbone.include_preprocessing else (-1.0, 1.0)
-        )
+        self.value_range = input_value_range(backbone)
         self._seed_generator = keras.random.SeedGenerator(seed)
         self.color_head = keras.layers.Dense(
             self.num_classes, name="color_head", dtype=backbone.dtype_policy

@@ -23,7 +23,9 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
             (for timm's CLIP files `activation="quick_gelu"` and
             `layer_norm_epsilon=1e-5`; Hugging Face's DINOv2, CLIP and
             SigLIP layouts imply their family's, see
-            `keras_vit.weights.huggingface`), or to override what the
+            `keras_vit.weights.huggingface`; `normalization=` the mean
+            and std of the inputs of DeiT, DINOv2 and CLIP, so that the
+            model takes [0, 255] pixels), or to override what the
             checkpoint implies (`architecture(checkpoint)`).
 
     Returns:
@@ -182,7 +184,8 @@ def convert(
         **vit_arguments: `keras_vit.ViT` arguments that no file records
             (`activation="quick_gelu"`, `layer_norm_epsilon=1e-5` for a
             timm file of OpenAI's CLIP; a Hugging Face DINOv2, CLIP or
-            SigLIP file implies its family's, which these replace).
+            SigLIP file implies its family's, which these replace;
+            `normalization=`, the mean and std of its inputs).
 
     Returns:
         The converted `keras_vit.ViT`.

@@ -30,7 +30,9 @@ def prepare(weights, arguments):
         `(arguments, load)`: the arguments with what the weights decide
         filled in: the variant's numbers and the preset's `num_classes`
         (for a preset's unique name, where not given), the
-        preset's `vit_arguments` (those not given), `image_size` (when not
+        preset's `vit_arguments` and `normalization` (those not given, so
+        that `include_preprocessing=True` applies the preset's own
+        normalisation to [0, 255] pixels), `image_size` (when not
         given: the preset's or the checkpoint's resolution) and
         `representation_size` (when the head is the checkpoint's: its
         pre-logits layer); and `load(model)`, which loads the
@@ -56,9 +58,12 @@ def prepare(weights, arguments):
     )
     path, preset = loading.resolve(weights, variant)
     if preset is not None:  # what the checkpoint needs, unless told otherwise
-        given = {**preset["vit_arguments"], **given}
+        given = {
+            **preset["vit_arguments"],
+            "normalization": preset["normalization"],
+            **given,
+        }
         arguments = {**DEFAULTS, **given}
-        _check_normalization(preset, arguments["include_preprocessing"])
     checkpoint = None
     if not reader.is_native(path):  # keras_vit's own files need the model
         checkpoint = reader.read_checkpoint(path)
@@ -87,22 +92,6 @@ def prepare(weights, arguments):
         loading.load_checkpoint(model, loaded)
 
     return given, load
-
-
-def _check_normalization(preset, include_preprocessing):
-    """Refuses to build a preset whose inputs were normalised otherwise
-    than the `[-1, 1]` that `include_preprocessing=True` gives (ImageNet's
-    or CLIP's mean and std): its outputs would be quietly off."""
-    norm = preset["normalization"]
-    if norm is None or not include_preprocessing:
-        return
-    raise ValueError(
-        f"The preset {preset['unique_name']!r} was trained on pixels in [0, "
-        f"1] normalised with mean={norm['mean']} and std={norm['std']}, and "
-        "include_preprocessing=True rescales to [-1, 1] only. Pass "
-        "include_preprocessing=False and give the model (pixels / 255 - "
-        "mean) / std. Received: include_preprocessing=True"
-    )
 
 
 vit.set_weights_loader(prepare)
