@@ -192,3 +192,40 @@ def test_builders_pass_it_through():
         1,
         3,
     )
+
+
+def test_tflite_exports_at_image_size_with_builtin_ops(tmp_path):
+    from keras_vit import export
+    from keras_vit.export import graph as graph_lib
+    from keras_vit.export import runtime as runtime_lib
+
+    model = _dynamic(num_register_tokens=1)
+    result = export.export_tflite(
+        model, tmp_path / "m.tflite", num_verify_images=4
+    )
+    assert result.report is not None and not result.report.failures
+    ops = graph_lib.op_histogram(result.path)
+    assert "CUSTOM" not in ops and "FLEX" not in " ".join(ops)
+    images = random_images((1, 16, 16, 3), seed=5)
+    expected = _fixed_at(model, (16, 16), tmp_path).predict(images, verbose=0)
+    np.testing.assert_allclose(
+        runtime_lib.run_tflite(result.path, images), expected, atol=1e-4
+    )
+
+
+def test_a_saved_model_keeps_any_size(tmp_path):
+    from keras_vit.export import saved_model as saved_model_lib
+
+    model = _dynamic(num_register_tokens=1)
+    saved_model_lib.build_archive(model).write_out(
+        str(tmp_path / "sm"), verbose=False
+    )
+    serve = tf.saved_model.load(str(tmp_path / "sm")).signatures[
+        "serving_default"
+    ]
+    for size in ((16, 16), (12, 20)):
+        images = random_images((2, *size, 3), seed=6)
+        (out,) = serve(images=tf.constant(images)).values()
+        np.testing.assert_allclose(
+            out, model.predict(images, verbose=0), atol=1e-5
+        )
