@@ -229,3 +229,32 @@ def test_a_saved_model_keeps_any_size(tmp_path):
         np.testing.assert_allclose(
             out, model.predict(images, verbose=0), atol=1e-5
         )
+
+
+def test_from_preset_loads_weights_into_a_dynamic_model(tmp_path):
+    # A checkpoint at another resolution: resampled once, on loading, to
+    # the reference grid of image_size, then on each call to the input's.
+    source = keras_vit.ViT(**{**SMALL, "image_size": 24})
+    randomize_weights(source, seed=7)
+    source.save_weights(tmp_path / "source.weights.h5")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model = keras_vit.ViT.from_preset(
+            str(tmp_path / "source.weights.h5"),
+            **SMALL,
+            dynamic_image_size=True,
+        )
+        fixed = keras_vit.ViT.from_preset(
+            str(tmp_path / "source.weights.h5"), **SMALL
+        )
+    assert model.dynamic_image_size and model.grid_size == (4, 4)
+    images = random_images((1, 16, 16, 3), seed=8)
+    np.testing.assert_allclose(
+        model.predict(images, verbose=0),
+        fixed.predict(images, verbose=0),
+        atol=1e-6,
+    )
+    assert model.predict(random_images((1, 8, 28, 3)), verbose=0).shape == (
+        1,
+        5,
+    )
