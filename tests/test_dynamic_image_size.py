@@ -258,3 +258,14 @@ def test_from_preset_loads_weights_into_a_dynamic_model(tmp_path):
         1,
         5,
     )
+
+
+def test_few_shot_evaluates_a_dynamic_model_at_its_image_size():
+    from keras_vit import evaluation
+
+    model = _dynamic(include_top=False, image_size=32, patch_size=8)
+    fixed = keras_vit.ViT(**{**model.get_config(), "dynamic_image_size": False})
+    fixed.set_weights(model.get_weights())
+    a = evaluation.few_shot(model, "digits", shots=2, seeds=1)
+    b = evaluation.few_shot(fixed, "digits", shots=2, seeds=1)
+    assert a.accuracy == b.accuracy
