@@ -90,6 +90,7 @@ def test_an_unknown_size_graph_resamples_as_the_loader(tmp_path):
         np.testing.assert_allclose(call(images), expected, atol=1e-5)
 
 
+@pytest.mark.slow  # ~12 s: XLA compiles each size twice
 def test_jit_compiled_at_two_sizes(tmp_path):
     model = _dynamic(num_register_tokens=1, distillation=True)
     model.compile(jit_compile=True)
