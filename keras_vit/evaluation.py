@@ -306,11 +306,13 @@ def few_shot(
     # The examples the shots are drawn from (indices into the training split).
     pool, test = _test_split(dataset, len(labels), test_fraction)
     chosen, draws = _draw_shots(labels, pool, num_classes, shots, seeds)
+    # At image_size (a ViT(dynamic_image_size=True) takes any size).
+    read = dict(image_size=model.image_size, verbose=verbose)
     features = _features(
-        features_of, dataset.subset(chosen), num_classes, batch_size, verbose
+        features_of, dataset.subset(chosen), num_classes, batch_size, **read
     )[0]
     test_features, test_labels = _features(
-        features_of, test, num_classes, batch_size, verbose
+        features_of, test, num_classes, batch_size, **read
     )
     result = _score(
         draws,
@@ -401,7 +403,7 @@ def _test_split(dataset, num_train, test_fraction):
     return pool, test
 
 
-def _features(model, pairs, num_classes, batch_size, verbose=0):
+def _features(model, pairs, num_classes, batch_size, image_size, verbose=0):
     """`(features, labels)` of a dataset of `(image, label)`, in order, with
     a Keras progress bar of the batches at `verbose` 1 or 2."""
     import keras
@@ -409,10 +411,8 @@ def _features(model, pairs, num_classes, batch_size, verbose=0):
     from keras_vit import data
     from keras_vit.data.images import model_pixels
 
-    height, width, channels = model.input_shape[1:]
-    batches = data.eval_pipeline(
-        pairs, num_classes, (height, width), batch_size
-    )
+    channels = model.input_shape[-1]
+    batches = data.eval_pipeline(pairs, num_classes, image_size, batch_size)
     known = int(batches.cardinality())
     progress = keras.utils.Progbar(
         known if known >= 0 else None, verbose=verbose

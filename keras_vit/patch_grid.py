@@ -31,6 +31,12 @@ INTERPOLATIONS = (
     "area",
 )
 
+#: The resampling of position embeddings when weights are loaded at another
+#: resolution (`keras_vit.weights.DEFAULT_INTERPOLATION`), and so the one a
+#: `ViT(dynamic_image_size=True)` uses in its graph on each call: the
+#: original code's (`scipy.ndimage.zoom`, linear).
+LOADING_INTERPOLATION = "bilinear_align_corners"
+
 
 def grid_from_length(num_tokens, name="position embeddings"):
     """Returns the square grid `(g, g)` holding `num_tokens` patches."""
@@ -161,11 +167,12 @@ def _resize_grid(grid, source_grid, target_grid, interpolation, antialias):
             antialias=antialias,
         )
     elif interpolation == "bilinear_align_corners":
-        raise ValueError(
-            "interpolation='bilinear_align_corners' needs a target grid "
-            "known before the graph runs. Received: target_grid="
-            f"{target_grid}"
-        )
+        # The same weights as _align_corners_matrix, built in the graph for
+        # sides known only when it runs (XLA compiles it: each side is a
+        # constant of the compiled shape).
+        rows = _align_corners_weights(source_grid[0], target_grid[0])
+        cols = _align_corners_weights(source_grid[1], target_grid[1])
+        grid = ops.einsum("ah,bw,nhwd->nabd", rows, cols, grid)
     else:
         # A grid known only when the graph runs (a model called at a
         # resolution decided at run time): keras.ops.image.resize takes
@@ -270,6 +277,24 @@ def _align_corners_matrix(size_in, size_out):
     matrix[np.arange(size_out), low] = 1.0 - frac
     matrix[np.arange(size_out), low + 1] += frac
     return matrix
+
+
+def _align_corners_weights(size_in, size_out):
+    """`_align_corners_matrix(size_in, size_out)` for a `size_out` that may
+    be a scalar integer tensor: `(size_out, size_in)` float32 weights."""
+    if size_in == 1:
+        return ops.ones((size_out, 1), "float32")
+    size_out = ops.cast(size_out, "int32")
+    steps = ops.cast(ops.maximum(size_out - 1, 1), "float32")
+    positions = ops.cast(ops.arange(size_out), "float32") * (
+        (size_in - 1) / steps
+    )
+    low = ops.minimum(ops.cast(ops.floor(positions), "int32"), size_in - 2)
+    frac = (positions - ops.cast(low, "float32"))[:, None]
+    return (
+        ops.one_hot(low, size_in) * (1.0 - frac)
+        + ops.one_hot(low + 1, size_in) * frac
+    )
 
 
 def sincos_2d_position_embedding(grid_h, grid_w, dim, temperature=10000.0):

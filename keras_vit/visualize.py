@@ -265,23 +265,20 @@ def attention_rollout(
     prefix = model.num_prefix_tokens
     matrix = rollout(attentions, prefix, head_fusion, discard_ratio)
     cls = model.class_token
-    maps = token_map(matrix, model.grid_size, prefix, cls)
+    grid = model.input_grid(np.shape(images))  # a dynamic model: the input's
+    maps = token_map(matrix, grid, prefix, cls)
     maps = maps / maps.sum(axis=(1, 2), keepdims=True)
     per_layer = []
     for attention in attentions:
         heads = []
         for h in range(attention.shape[1]):
-            heads.append(
-                token_map(attention[:, h], model.grid_size, prefix, cls)
-            )
+            heads.append(token_map(attention[:, h], grid, prefix, cls))
         per_layer.append(np.stack(heads, axis=1))
     register_rollout = None
     if registers:  # [class, registers..., patches]
         rows = matrix[:, 0] if cls else matrix[:, prefix:].mean(axis=1)
         register_rollout = rows[:, prefix - model.num_register_tokens : prefix]
-    return Rollout(
-        maps, np.stack(per_layer), tuple(model.grid_size), register_rollout
-    )
+    return Rollout(maps, np.stack(per_layer), tuple(grid), register_rollout)
 
 
 def mean_attention_distance(model, images):
@@ -296,7 +293,7 @@ def mean_attention_distance(model, images):
     """
     return attention_distance(
         attention_weights(model, images),
-        model.grid_size,
+        model.input_grid(np.shape(images)),
         _pixels_per_token(model),
         model.num_prefix_tokens,
     )

@@ -113,6 +113,38 @@ def test_a_vit_on_the_jax_backend(tmp_path):
     assert np.isfinite(result["mpp_loss"][0])
 
 
+DYNAMIC_SCRIPT = (
+    PREDICT
+    + r"""
+# Two more sizes, a non-square one, each with its own grid.
+for size in ((24, 40), (48, 16)):
+    images = np.random.default_rng(size[0]).uniform(0, 255, (2, *size, 3))
+    np.save(f"{folder}/jax_{size[0]}.npy", model.predict(images, verbose=0))
+print(json.dumps({"backend": keras.backend.backend()}))
+"""
+)
+
+
+def test_a_dynamic_image_size_vit_on_the_jax_backend(tmp_path):
+    # The in-graph resampling is keras.ops: on JAX (static shapes at each
+    # trace) it computes what TensorFlow does, at every size.
+    pytest.importorskip("jax")
+    config = {**TINY, "dynamic_image_size": True}
+    model, images, _ = _run_on_backend("jax", DYNAMIC_SCRIPT, config, tmp_path)
+    np.testing.assert_allclose(
+        np.load(tmp_path / "jax_outputs.npy"),
+        model.predict(images, verbose=0),
+        atol=1e-5,
+    )
+    for size in ((24, 40), (48, 16)):
+        images = np.random.default_rng(size[0]).uniform(0, 255, (2, *size, 3))
+        np.testing.assert_allclose(
+            np.load(tmp_path / f"jax_{size[0]}.npy"),
+            model.predict(images, verbose=0),
+            atol=1e-5,
+        )
+
+
 REMAT_SCRIPT = r"""
 import json, sys
 import numpy as np

@@ -349,6 +349,14 @@ def test_models_constructors():
     assert tuple(custom.grid_size) == (8, 8) and custom.num_layers == 6
 
 
+def test_models_dynamic_image_size():
+    values, after = _run(_snippet("model(np.zeros((1, 48, 80, 3)))"), {})
+    reference, wide, grid, b16 = values
+    assert reference.shape == wide.shape == (1, 10)
+    assert grid == (6, 10) and tuple(after["model"].grid_size) == (4, 4)
+    assert b16.dynamic_image_size and b16.input_shape == (None, None, None, 3)
+
+
 def test_models_parameter_counts_table():
     # The table's counts are the builders' (224 px, 1000 classes).
     text = _read(os.path.join(DOCS, "models.md"))

@@ -214,3 +214,29 @@ def test_align_corners_matches_the_original_code_scipy_zoom():
         np.testing.assert_allclose(
             out[1:].reshape(*new, 6), expected, atol=1e-5
         )
+
+
+def test_align_corners_in_the_graph_equals_the_static_weights():
+    # A ViT(dynamic_image_size=True) resamples with the loader's method on
+    # grids known only when the graph runs, XLA-compiled too: the in-graph
+    # weights must be _align_corners_matrix's.
+    import tensorflow as tf
+
+    posemb = rng.normal(size=(1, 2 + 4 * 5, 6)).astype("float32")
+
+    def resample(height, width):
+        return patch_grid.resample_position_embeddings(
+            posemb,
+            (height, width),
+            (4, 5),
+            num_prefix_tokens=2,
+            interpolation=patch_grid.LOADING_INTERPOLATION,
+        )
+
+    compiled = tf.function(resample, jit_compile=True)
+    for new in ((4, 5), (7, 3), (1, 9), (13, 12)):
+        expected = _np(resample(*new))
+        out = _np(compiled(tf.constant(new[0]), tf.constant(new[1])))
+        assert out.shape == (1, 2 + new[0] * new[1], 6)
+        np.testing.assert_allclose(out, expected, atol=1e-5)
+    np.testing.assert_array_equal(_np(compiled(4, 5)), posemb)

@@ -161,10 +161,17 @@ def _float32_layer(layer):
 def input_spec(model):
     """`(height, width, channels)` of a single-image-input model.
 
+    A `ViT(dynamic_image_size=True)` takes any size; its exports (TFLite,
+    ONNX, OpenVINO: fixed sizes) and verification are at its `image_size`,
+    where its graph resamples nothing (a SavedModel keeps any size:
+    `saved_model.build_archive`).
+
     Raises:
         ValueError: if the model does not take one `(B, H, W, C)` input of
             known size.
     """
+    if getattr(model, "dynamic_image_size", False) is True:
+        return (*model.image_size, model.num_channels)
     shapes = model.input_shape
     if isinstance(shapes, list) or len(shapes) != 4 or None in shapes[1:]:
         raise ValueError(

@@ -76,7 +76,9 @@ def build_archive(model):
 
     `serving_default` takes float32 `[batch, H, W, C]` images and
     `serving_uint8` uint8 ones (what a decoded JPEG is); both take a
-    dynamic batch, keep the model's preprocessing inside, and return
+    dynamic batch (and any `H` and `W` for a
+    `ViT(dynamic_image_size=True)`), keep the model's preprocessing inside,
+    and return
     `{"probabilities": [batch, num_classes]}` (`"logits"` or `"features"`
     for such models).
 
@@ -90,6 +92,8 @@ def build_archive(model):
     import tensorflow as tf
 
     height, width, channels = models.input_spec(model)
+    if getattr(model, "dynamic_image_size", False) is True:
+        height = width = None  # any size, as the model takes them
     key = models.output_kind(model)
     dtype = model.inputs[0].dtype
 

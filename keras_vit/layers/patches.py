@@ -31,6 +31,13 @@ class Patches(keras.layers.Layer):
         flatten: bool. If `True`, the output is `(B, N, P·P·C)`; if `False`
             it keeps the patch grid, `(B, H / P, W / P, P·P·C)`. Defaults to
             `True`.
+        pad: bool. If `True`, an image whose height or width is not a
+            multiple of `P` is padded with zeros on the bottom and the right
+            to the next multiple (timm's `dynamic_img_pad`); if `False`
+            such an image is refused: a `ValueError` when its size is known
+            while the graph is built, else TensorFlow's
+            `InvalidArgumentError` when it runs (under XLA, which drops
+            such checks, the reshape's own error). Defaults to `False`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -51,16 +58,22 @@ class Patches(keras.layers.Layer):
     array([ 2.,  3.,  6.,  7.], dtype=float32)
     """
 
-    def __init__(self, patch_size, flatten=True, **kwargs):
+    def __init__(self, patch_size, flatten=True, pad=False, **kwargs):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.patch_size = arg_checks.positive_int("patch_size", patch_size)
         self.flatten = arg_checks.boolean("flatten", flatten)
+        self.pad = arg_checks.boolean("pad", pad)
         self.input_spec = keras.layers.InputSpec(ndim=4)
 
     def _grid(self, input_shape):
         _, height, width, _ = input_shape
         p = self.patch_size
+        if self.pad:
+            height, width = (
+                None if size is None else -(-size // p) * p
+                for size in (height, width)
+            )
         for name, size in (("height", height), ("width", width)):
             if size is not None and size % p:
                 raise ValueError(
@@ -83,6 +96,10 @@ class Patches(keras.layers.Layer):
 
     def call(self, images):
         p = self.patch_size
+        if self.pad:
+            images = self._padded(images)
+        else:
+            images = self._checked(images)
         static = tuple(images.shape)
         dynamic = ops.shape(images)
         batch, height, width, channels = (
@@ -97,6 +114,38 @@ class Patches(keras.layers.Layer):
             return ops.reshape(x, (batch, grid_h * grid_w, p * p * channels))
         return ops.reshape(x, (batch, grid_h, grid_w, p * p * channels))
 
+    def _padded(self, images):
+        """`images` zero-padded on the bottom and the right to multiples of
+        the patch size."""
+        p = self.patch_size
+        shape = ops.shape(images)
+        extra = [(-shape[axis]) % p for axis in (1, 2)]
+        return ops.pad(images, [[0, 0], [0, extra[0]], [0, extra[1]], [0, 0]])
+
+    def _checked(self, images):
+        """`images`, or an error naming their size when the patch size does
+        not divide it (in the graph where the size is known only then)."""
+        static = tuple(images.shape)
+        self._grid(static)  # a ValueError where the sizes are known
+        if None not in static[1:3] or keras.backend.backend() != "tensorflow":
+            return images
+        import tensorflow as tf
+
+        p = self.patch_size
+        shape = tf.shape(images)
+        check = tf.debugging.Assert(
+            tf.equal((shape[1] % p) + (shape[2] % p), 0),
+            [
+                f"Patches {self.name!r}: the image height and width must be "
+                f"multiples of patch_size={p} (or pad them: "
+                "dynamic_image_padding=True). Received: image "
+                "(height, width) =",
+                shape[1:3],
+            ],
+        )
+        with tf.control_dependencies([check]):
+            return tf.identity(images)
+
     def compute_output_shape(self, input_shape):
         grid_h, grid_w = self._grid(input_shape)
         channels = input_shape[-1]
@@ -108,5 +157,11 @@ class Patches(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"patch_size": self.patch_size, "flatten": self.flatten})
+        config.update(
+            {
+                "patch_size": self.patch_size,
+                "flatten": self.flatten,
+                "pad": self.pad,
+            }
+        )
         return config

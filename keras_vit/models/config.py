@@ -62,6 +62,8 @@ class ViTConfig:
     position_embedding_tokens: str
     num_register_tokens: int
     distillation: bool
+    dynamic_image_size: bool = False
+    dynamic_image_padding: bool = False
 
     def to_dict(self):
         """The fields as `ViT` arguments (the activation serialized)."""
@@ -141,7 +143,14 @@ DEFAULTS = {
     "position_embedding_tokens": "all",
     "num_register_tokens": 0,
     "distillation": False,
+    "dynamic_image_size": False,
+    "dynamic_image_padding": False,
 }
+
+#: Whether the model takes any resolution at call time (the position
+#: embeddings resampled in the graph), and pads to the patch size; checked
+#: by `_dynamic`.
+DYNAMIC = ("dynamic_image_size", "dynamic_image_padding")
 
 #: The architecture options that go beyond the paper's ViT (DeiT, DeiT III,
 #: DINOv2, CLIP, SigLIP); each is off at its default.
@@ -172,8 +181,45 @@ def vit_config(**arguments):
         )
     arguments = {**DEFAULTS, **arguments}
     options = {name: arguments.pop(name) for name in OPTIONS}
+    dynamic = {name: arguments.pop(name) for name in DYNAMIC}
     config = _checked(**arguments)
-    return dataclasses.replace(config, **_options(config, **options))
+    config = dataclasses.replace(config, **_options(config, **options))
+    return dataclasses.replace(config, **_dynamic(config, **dynamic))
+
+
+def _dynamic(config, dynamic_image_size, dynamic_image_padding):
+    """The checked values of `DYNAMIC`, for `config` (the rest)."""
+    dynamic_image_size = arg_checks.boolean(
+        "dynamic_image_size", dynamic_image_size
+    )
+    dynamic_image_padding = arg_checks.boolean(
+        "dynamic_image_padding", dynamic_image_padding
+    )
+    if dynamic_image_padding and not dynamic_image_size:
+        raise ValueError(
+            "dynamic_image_padding=True pads images of any size, so it "
+            "needs dynamic_image_size=True (a fixed-size model takes only "
+            "its image_size). Received: dynamic_image_padding=True and "
+            "dynamic_image_size=False"
+        )
+    if dynamic_image_size and config.stem is not None:
+        raise ValueError(
+            "dynamic_image_size=True is for plain ViTs: a hybrid's stem "
+            "maps the image to its feature map at a size fixed when the "
+            "model is built. Build the hybrid at each image_size instead. "
+            f"Received: dynamic_image_size=True and stem={config.stem!r}"
+        )
+    if dynamic_image_size and config.position_embedding == "relative":
+        raise ValueError(
+            "dynamic_image_size=True needs position embeddings on the patch "
+            "grid: relative positions along the token sequence are learned "
+            "for one sequence length. Received: dynamic_image_size=True and "
+            "position_embedding='relative'"
+        )
+    return {
+        "dynamic_image_size": dynamic_image_size,
+        "dynamic_image_padding": dynamic_image_padding,
+    }
 
 
 def _checked(

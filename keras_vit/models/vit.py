@@ -14,6 +14,7 @@ import keras
 from keras import ops
 
 from keras_vit import arg_checks
+from keras_vit import patch_grid
 from keras_vit.layers.attention_pooling import AttentionPooling
 from keras_vit.layers.layer_norm import LayerNorm
 from keras_vit.layers.patch_encoder import PatchEncoder
@@ -217,6 +218,25 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
             (timm's `set_distilled_training`); `fit` with one label needs it
             `False`, the default. Needs `pooling="token"` (or `None`).
             Defaults to `False`.
+        dynamic_image_size: bool, whether the model takes images of any
+            height and width that `patch_size` divides (input shape
+            `(None, None, num_channels)`), as timm's `dynamic_img_size`:
+            the position embeddings, stored on `image_size`'s grid (the
+            reference grid, `grid_size`), are resampled in the graph on each
+            call to the input's grid, with the resampling
+            `keras_vit.load_weights` uses (`"bilinear_align_corners"`), so
+            the outputs are those of a model built at that size with these
+            weights loaded. XLA-compilable. Not with a `stem` nor
+            `position_embedding="relative"`. TFLite, ONNX and OpenVINO
+            exports are at `image_size`. Defaults to `False`.
+        dynamic_image_padding: bool, with `dynamic_image_size=True`: images
+            whose sides `patch_size` does not divide are zero-padded on the
+            bottom and the right (after `include_preprocessing`) to the next
+            multiple, as timm's `dynamic_img_pad`; without it they are
+            refused (a `ValueError` when the size is known as the graph is
+            built, else TensorFlow's `InvalidArgumentError` when it runs;
+            under XLA, which drops such checks, a reshape's error).
+            Defaults to `False`.
         weights: deprecated: use `ViT.from_preset(weights, ...)` or a
             builder's `weights=` (`keras_vit.ViT_B16(weights=...)`), which
             load after construction. Still accepted for one release, with a
@@ -282,6 +302,8 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         position_embedding_tokens="all",
         num_register_tokens=0,
         distillation=False,
+        dynamic_image_size=False,
+        dynamic_image_padding=False,
         weights=None,
         dtype=None,
         name="vit",
@@ -324,9 +346,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
             )
         grid = config.token_grid(feature_size)
         layers = _make_layers(config, grid, stem_layer, dtype)
-        inputs = keras.Input(
-            shape=(*config.image_size, config.num_channels), name="images"
-        )
+        inputs = keras.Input(shape=_input_shape(config), name="images")
         outputs = _call_layers(layers, inputs)["output"]
         super().__init__(
             inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs
@@ -417,8 +437,30 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
 
     @property
     def grid_size(self):
-        """The `(grid_h, grid_w)` token grid at the model's resolution."""
+        """The `(grid_h, grid_w)` token grid at the model's resolution
+        (`image_size`). With `dynamic_image_size=True` it is the reference
+        grid, that of the position embeddings the model stores; an input's
+        own grid is its size over `patch_size` (see `input_grid`)."""
         return self._grid_size
+
+    def input_grid(self, image_shape):
+        """The `(grid_h, grid_w)` token grid of images of `image_shape`
+        (`(B, H, W, C)`, `(H, W, C)` or `(H, W)`): `grid_size` for a
+        fixed-size model; with `dynamic_image_size=True`, `H` and `W` over
+        `patch_size` (rounded up with `dynamic_image_padding`)."""
+        if not self.dynamic_image_size:
+            return tuple(self.grid_size)
+        shape = tuple(image_shape)
+        height, width = shape[:2] if len(shape) == 2 else shape[-3:-1]
+        p = self.patch_size
+        if not self.dynamic_image_padding and (height % p or width % p):
+            raise ValueError(
+                "The image height and width must be multiples of "
+                f"patch_size={p} (or build the model with "
+                "dynamic_image_padding=True). Received: an image of "
+                f"(height, width)={(height, width)}"
+            )
+        return -(-height // p), -(-width // p)
 
     @property
     def num_prefix_tokens(self):
@@ -520,9 +562,7 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
         >>> cls_attention = out["attention_weights"][-1][:, :, 0, 1:]
         """
         arg_checks.boolean("attention", attention)
-        inputs = keras.Input(
-            shape=(*self.image_size, self.num_channels), name="images"
-        )
+        inputs = keras.Input(shape=_input_shape(self.vit_config), name="images")
         outputs = _call_layers(self._layer_table(), inputs)
         if not attention:
             del outputs["attention_weights"]
@@ -627,6 +667,14 @@ def _check_model_kwargs(kwargs):
         )
 
 
+def _input_shape(config):
+    """The model's input shape (without the batch): any height and width
+    with `dynamic_image_size`."""
+    if config.dynamic_image_size:
+        return (None, None, config.num_channels)
+    return (*config.image_size, config.num_channels)
+
+
 def _make_stem(stem, dtype):
     """The stem layer for a `stem=` argument (see `ViT`)."""
     if stem is None:
@@ -671,8 +719,18 @@ def _make_layers(config, grid, stem_layer, dtype):
         )
     if stem_layer is not None:
         layers["stem"] = stem_layer
-    layers["patches"] = Patches(config.patch_size, name="patches", dtype=dtype)
+    layers["patches"] = Patches(
+        config.patch_size,
+        # A grid, so that the encoder resamples its embeddings to it.
+        flatten=not config.dynamic_image_size,
+        pad=config.dynamic_image_padding,
+        name="patches",
+        dtype=dtype,
+    )
     relative = config.position_embedding == "relative"
+    dynamic = {}
+    if config.dynamic_image_size:  # as weights loaded at that grid are
+        dynamic["interpolation"] = patch_grid.LOADING_INTERPOLATION
     layers["patch_encoder"] = PatchEncoder(
         config.hidden_dim,
         grid_size=grid,
@@ -684,6 +742,7 @@ def _make_layers(config, grid, stem_layer, dtype):
         position_embedding_tokens=config.position_embedding_tokens,
         name="patch_encoder",
         dtype=dtype,
+        **dynamic,
     )
     layers["embedding_dropout"] = keras.layers.Dropout(
         config.dropout_rate, name="embedding_dropout", dtype=dtype

@@ -26,7 +26,7 @@ RELATIVE = "attention/relative_position_embedding"
 
 #: The default resampling of position embeddings when a checkpoint is loaded
 #: at another resolution: the original code's (`scipy.ndimage.zoom`, linear).
-DEFAULT_INTERPOLATION = "bilinear_align_corners"
+DEFAULT_INTERPOLATION = patch_grid.LOADING_INTERPOLATION
 
 
 def _variant_of(model):

@@ -73,6 +73,38 @@ def test_image_not_divisible_by_patch_size():
         keras_vit.layers.Patches(16)(np.zeros((1, 225, 224, 3)))
 
 
+def test_a_size_known_only_when_the_graph_runs_is_checked_then():
+    # Built for any size, the layer checks the size of each call: in the
+    # graph, an error that names the size (not a reshape's).
+    layer = keras_vit.layers.Patches(4)
+    layer.build((None, None, None, 3))
+    with pytest.raises(ValueError, match=r"patch_size=4.*\(8, 18, 3\)"):
+        layer(np.zeros((1, 8, 18, 3), "float32"))
+    fn = tf.function(
+        layer, input_signature=[tf.TensorSpec((None, None, None, 3))]
+    )
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"patch_size=4.*\[8 18\]"
+    ):
+        fn(tf.zeros((1, 8, 18, 3)))
+
+
+def test_pad_pads_the_bottom_and_right_to_the_patch_size():
+    image = np.random.default_rng(0).normal(size=(2, 7, 9, 3))
+    padded = np.pad(image, [(0, 0), (0, 1), (0, 3), (0, 0)])
+    layer = keras_vit.layers.Patches(4, flatten=False, pad=True)
+    expected = reference.patches(padded, 4).reshape(2, 2, 3, 48)
+    np.testing.assert_allclose(layer(image), expected, atol=1e-6)
+    fn = tf.function(
+        layer, input_signature=[tf.TensorSpec((None, None, None, 3))]
+    )
+    np.testing.assert_allclose(fn(tf.constant(image, "float32")), expected)
+    assert layer.compute_output_shape((2, 7, 9, 3)) == (2, 2, 3, 48)
+    assert_config_round_trip(layer, image.astype("float32"))
+    with pytest.raises(ValueError, match="Received: pad='yes'"):
+        keras_vit.layers.Patches(4, pad="yes")
+
+
 @pytest.mark.parametrize("bad", [0, -2, 2.5, "16", True, None])
 def test_invalid_patch_size(bad):
     with pytest.raises(ValueError, match="patch_size"):
