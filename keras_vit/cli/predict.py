@@ -8,8 +8,10 @@ exported (run with LiteRT; their metadata JSON gives the input size and the
 class names). Images are read and resized with `keras_vit.data.images`.
 """
 
+import contextlib
 import json
 import os
+import sys
 
 from keras_vit.cli._table import print_table
 
@@ -48,8 +50,16 @@ def run(args):
             raise ValueError(
                 f"The image file does not exist. Received: image={image!r}"
             )
-    predictor = load_predictor(args.model, args.weights)
-    probabilities = predictor.predict(args.images)
+    # With --json, stdout is the JSON alone: what loading prints there (a
+    # first download's progress bar) goes to stderr.
+    quiet_stdout = (
+        contextlib.redirect_stdout(sys.stderr)
+        if args.json
+        else contextlib.nullcontext()
+    )
+    with quiet_stdout:
+        predictor = load_predictor(args.model, args.weights)
+        probabilities = predictor.predict(args.images)
     results = top_classes(
         probabilities, predictor.class_names, args.images, args.top
     )

@@ -190,3 +190,21 @@ def test_the_command_prints_only_its_table(random_model_path, images):
     )
     assert done.returncode == 0 and done.stderr == "", done.stderr[-3000:]
     assert len(done.stdout.splitlines()) == 1 + 3 * 5
+
+
+def test_json_stdout_is_the_json_alone(
+    random_model_path, images, capsys, monkeypatch
+):
+    # A preset's first download printed Keras's progress bar to stdout,
+    # before the JSON, so `--json` output did not parse.
+    load = predict.load_predictor
+
+    def loud_load(*args):
+        print("Downloading data from https://example.invalid [=====]")
+        return load(*args)
+
+    monkeypatch.setattr(predict, "load_predictor", loud_load)
+    assert cli.main(["predict", random_model_path, *images, "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert len(json.loads(out)) == len(images)
+    assert "Downloading data" in err
