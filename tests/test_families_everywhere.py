@@ -193,3 +193,23 @@ def test_the_train_command_starts_from_a_family_file(name, tmp_path):
     for key in ("num_register_tokens", "pooling", "distillation"):
         assert getattr(model, key) == implied.get(key, getattr(model, key))
     assert model.image_size == (24, 24) and model.output_shape == (None, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quantize", ["none", "float16"])
+def test_a_map_head_exports_to_tflite_verified(models, quantize, tmp_path):
+    """SigLIP's MAP head: builtin ops, one XNNPACK partition, outputs as
+    Keras's; the probe's query, folded by the converter, is no lost
+    weight."""
+    from keras_vit import export
+    from keras_vit.export import graph as graph_lib
+
+    model, _ = models["siglip"]
+    result = export.export_tflite(
+        model,
+        str(tmp_path / f"siglip_{quantize}.tflite"),
+        quantize=quantize,
+        num_verify_images=8,
+    )
+    assert result.report.passed and result.report.xnnpack_partitions == 1
+    assert not graph_lib.read_graph(result.path).unsupported_ops()
