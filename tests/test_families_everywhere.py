@@ -213,3 +213,69 @@ def test_a_map_head_exports_to_tflite_verified(models, quantize, tmp_path):
     )
     assert result.report.passed and result.report.xnnpack_partitions == 1
     assert not graph_lib.read_graph(result.path).unsupported_ops()
+
+
+JAX_SCRIPT = r"""
+import json, sys
+import numpy as np
+import keras
+import keras_vit
+
+folder = sys.argv[1]
+config = json.load(open(f"{folder}/config.json"))
+inputs = np.load(f"{folder}/inputs.npz")
+model = keras_vit.ViT(**config)
+model.load_weights(f"{folder}/model.weights.h5")
+np.save(f"{folder}/jax_outputs.npy", model.predict(inputs["images"], verbose=0))
+maps = keras_vit.visualize.attention_rollout(model, inputs["images"]).maps
+np.save(f"{folder}/jax_rollout.npy", maps)
+model.compile(optimizer="adamw", loss="sparse_categorical_crossentropy")
+history = model.fit(inputs["images"], inputs["labels"], epochs=1, verbose=0)
+print(json.dumps({"backend": keras.backend.backend(),
+                  "loss": history.history["loss"]}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dinov2_reg", "siglip"])
+def test_a_family_model_on_the_jax_backend(name, tmp_path):
+    """The golden's weights, fine-tuned to 24 px and 3 classes, compute the
+    same outputs and rollout maps on JAX, and train there."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("jax")
+    model, _ = _fine_tuned(name)
+    randomize = np.random.default_rng(2)
+    head = model.get_layer("head")
+    head.kernel.assign(randomize.normal(0, 0.1, head.kernel.shape))
+    model.save_weights(tmp_path / "model.weights.h5")
+    config = {**model.get_config()}
+    config.pop("name", None)
+    with open(tmp_path / "config.json", "w") as file:
+        json.dump(config, file)
+    images = randomize.uniform(0, 255, (4, 24, 24, 3)).astype("float32")
+    np.savez(tmp_path / "inputs.npz", images=images, labels=np.arange(4) % 3)
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run(
+        [sys.executable, "-c", JAX_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    assert result["backend"] == "jax" and np.isfinite(result["loss"][0])
+    np.testing.assert_allclose(
+        np.load(tmp_path / "jax_outputs.npy"),
+        model.predict(images, verbose=0),
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(
+        np.load(tmp_path / "jax_rollout.npy"),
+        visualize.attention_rollout(model, images).maps,
+        atol=1e-5,
+    )
