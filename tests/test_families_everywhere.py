@@ -358,3 +358,23 @@ def test_every_family_exports_for_serving_verified(models, name, tmp_path):
     if importlib.util.find_spec("openvino") is not None:
         export.export_openvino(model, str(tmp_path / f"{name}.xml"))
         assert (tmp_path / f"{name}.bin").is_file()
+
+
+def test_the_distillation_pair_needs_a_target_for_each_head():
+    """DeiT's training returns both heads: one label is a clear error
+    (Keras's own named a loss path); a target for each trains."""
+    model, expected = build("deit_distilled")[1:]
+    images = expected["images"]
+    labels = np.arange(2)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    model.distilled_training = True
+    with pytest.raises(ValueError, match=r"y=\(labels, teacher_labels\)"):
+        model.fit(images, labels, epochs=1, verbose=0)
+    # (a fresh compile: the failed step's graph is not reused)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    history = model.fit(images, (labels, labels[::-1]), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    model.distilled_training = False
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    history = model.fit(images, labels, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
