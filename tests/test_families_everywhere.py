@@ -9,6 +9,7 @@ backend.
 """
 
 import importlib.util
+import os
 import warnings
 
 import keras
@@ -75,6 +76,23 @@ def test_registers_are_left_out_of_the_maps(models):
     )
     assert result.register_rollout.shape == (2, 4)
     assert np.all(result.register_rollout > 0)
+
+
+@pytest.mark.parametrize("name", ["dinov2_reg", "siglip"])
+def test_the_papers_figures_of_registers_and_a_map_head(models, name, tmp_path):
+    pytest.importorskip("matplotlib")
+    model, expected = models[name]
+    written = visualize.inspect(model, expected["images"][:1], tmp_path)
+    names = sorted(os.path.basename(path) for path in written)
+    assert names == [
+        "attention_distance.png",
+        "attention_image0.png",
+        "embedding_filters.png",
+        "index.html",
+        "position_similarity.png",
+        "rollout_image0.png",
+    ]
+    assert all(os.path.getsize(path) > 0 for path in written)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -243,7 +261,6 @@ def test_a_family_model_on_the_jax_backend(name, tmp_path):
     """The golden's weights, fine-tuned to 24 px and 3 classes, compute the
     same outputs and rollout maps on JAX, and train there."""
     import json
-    import os
     import subprocess
     import sys
 
