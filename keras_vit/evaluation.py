@@ -226,7 +226,10 @@ def _check(shots, seeds):
 def representation_model(model):
     """A model from `model`'s input to the representation few-shot reads:
     the pre-logits layer's output, else the pooled feature that feeds the
-    head (for `include_top=False`, the model's own output).
+    head (for `include_top=False`, the model's own output). With DeiT's
+    distillation token, the mean of the class and distillation tokens'
+    features (what its two heads read, and timm's pre-logits), as the
+    model's own output without a head.
 
     Raises:
         ValueError: for a model that is not a `keras_vit.ViT`, or one
@@ -236,6 +239,16 @@ def representation_model(model):
 
     model_checks.require_vit(model, "Few-shot evaluation")
     names = [layer.name for layer in model.layers]
+    if getattr(model, "distillation", False) and "head" in names:
+        # The head layers skip pre-logits and fc_norm with distillation
+        # (`vit._call_head`): the two tokens' mean is their input.
+        pooling = model.get_layer("pooling")
+        tokens = pooling.input
+        return keras.Model(
+            model.input,
+            (pooling.output + tokens[:, 1]) / 2,
+            name=f"{model.name}_representation",
+        )
     for name in ("pre_logits", "pooling"):
         if name in names:
             return keras.Model(

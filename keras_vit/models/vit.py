@@ -435,6 +435,21 @@ class ViT(keras_fixes.MultiWorkerFit, keras.Model):
             )["output"]
         return super().call(inputs, training=training, mask=mask, **kwargs)
 
+    def compute_loss(self, x=None, y=None, y_pred=None, *args, **kwargs):
+        # The distillation pair needs a target for each head; Keras's own
+        # error for one label names a loss path, not the cause.
+        pair = isinstance(y_pred, (tuple, list)) and len(y_pred) == 2
+        if pair and self._distilled_training and y is not None:
+            if not isinstance(y, (tuple, list)):
+                raise ValueError(
+                    "With distilled_training=True the model returns "
+                    "(class_head, distillation_head) in training: give a "
+                    "target for each, y=(labels, teacher_labels), or set "
+                    "distilled_training=False to train their mean on one "
+                    f"label. Received: y of shape {tuple(y.shape)}"
+                )
+        return super().compute_loss(x, y, y_pred, *args, **kwargs)
+
     @property
     def grid_size(self):
         """The `(grid_h, grid_w)` token grid at the model's resolution

@@ -54,6 +54,8 @@ def build_model(config, num_classes, dtype=None):
         kwargs["image_size"] = spec.image_size
     if spec.patch_size is not None:
         kwargs["patch_size"] = spec.patch_size
+    for key, value in _checkpoint_options(spec.weights).items():
+        kwargs.setdefault(key, value)
     kwargs.update(num_classes=num_classes, weights=spec.weights, dtype=dtype)
     masked = config.objective.name == "masked_patches"
     if masked:
@@ -65,6 +67,32 @@ def build_model(config, num_classes, dtype=None):
         )
         model.build()
     return model
+
+
+#: What a checkpoint implies that fine-tuning sets itself (a new head, the
+#: run's resolution; the paper drops the pre-logits layer).
+_RUN_SETS = ("image_size", "include_top", "num_classes", "representation_size")
+
+
+def _checkpoint_options(weights):
+    """The architecture a checkpoint file (`.npz`, `.safetensors`) implies
+    beyond the variant's numbers (`keras_vit.weights.convert.architecture`:
+    registers, LayerScale, MAP pooling, a distillation token, ...), so that
+    `--weights FILE` of a modern family builds the model its tensors fit;
+    `{}` for a preset name or a Keras weights file."""
+    from keras_vit.weights import convert
+    from keras_vit.weights import reader
+
+    checkpoint_file = (
+        isinstance(weights, str)
+        and weights.endswith((".npz", ".safetensors"))
+        and os.path.isfile(weights)
+        and not reader.is_native(weights)
+    )
+    if not checkpoint_file:
+        return {}
+    implied = convert.architecture(reader.read_checkpoint(weights))
+    return {k: v for k, v in implied.items() if k not in _RUN_SETS}
 
 
 def _output_dirs(config, chief):

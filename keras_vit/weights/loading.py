@@ -13,6 +13,8 @@ from keras_vit.weights import reader
 from keras_vit.weights.checkpoint import POSEMB
 
 HEAD = ("head/kernel", "head/bias")
+#: DeiT's distillation head, dropped and renewed with the class head.
+HEAD_DIST = ("head_dist/kernel", "head_dist/bias")
 PRE_LOGITS = ("pre_logits/kernel", "pre_logits/bias")
 #: The column and row embeddings of `position_embedding="learned2d"`.
 POSEMB_2D = {
@@ -122,14 +124,17 @@ def _apply_head_rules(model, checkpoint, tensors):
     `(zeros, notes, allowed_missing)`: the head paths to zero, messages for
     the user, and the paths the checkpoint may lack."""
     zeros, notes, allowed_missing = [], [], set()
+    heads = HEAD + HEAD_DIST
+    # The model's heads to zero (a distilled model has two).
+    new = [v.path for v in model.weights if v.path in heads]
     has_head = "head/kernel" in tensors or "head/bias" in tensors
     head_classes = checkpoint.head_classes
     if not model.include_top:
-        for key in HEAD + PRE_LOGITS:
+        for key in heads + PRE_LOGITS:
             tensors.pop(key, None)
     elif not has_head:
-        zeros += list(HEAD)
-        allowed_missing |= set(HEAD + PRE_LOGITS)
+        zeros += new
+        allowed_missing |= set(heads + PRE_LOGITS)
         notes.append(
             f"The checkpoint {checkpoint.path} has no classification head: "
             f"the model's {model.num_classes}-class head is zero-initialised."
@@ -138,10 +143,10 @@ def _apply_head_rules(model, checkpoint, tensors):
         # Fine-tuning: a well-formed head for another class count. A head
         # whose kernel and bias disagree is a broken checkpoint: it is
         # checked (and reported) as every other tensor is.
-        for key in HEAD + PRE_LOGITS:
+        for key in heads + PRE_LOGITS:
             tensors.pop(key, None)
-        zeros += list(HEAD)
-        allowed_missing |= set(HEAD + PRE_LOGITS)
+        zeros += new
+        allowed_missing |= set(heads + PRE_LOGITS)
         dropped = (
             "head and pre-logits layer were"
             if checkpoint.representation_size
