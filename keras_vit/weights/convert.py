@@ -27,10 +27,12 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
             and std of the inputs of DeiT, DINOv2 and CLIP, so that the
             model takes [0, 255] pixels), or to override what the
             checkpoint implies (`architecture(checkpoint)`).
+            `num_classes` given means a head (`include_top=True`), also
+            for a file without one (a new, zero-initialised head).
 
     Returns:
         The model, with the checkpoint loaded (head and resolution as in
-        the checkpoint).
+        the checkpoint unless given).
     """
     from keras_vit.models.vit import ViT
 
@@ -47,6 +49,9 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     else:
         variant = registry.resolve(model).variant  # raises, listing the choices
     args = {**architecture(checkpoint), **kwargs}
+    if "num_classes" in kwargs and "include_top" not in kwargs:
+        # Classes asked for mean a head, also over a file without one.
+        args["include_top"] = True
     if isinstance(variant, dict):
         vit = ViT(**variant, **args)
     else:  # (a recorded head count that differs is refused when loading)

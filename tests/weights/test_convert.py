@@ -355,3 +355,29 @@ def test_convert_shows_its_steps_unless_quiet(
     # Keras's progress bar: read, build and load, write.
     assert ("3/3" in out) is not quiet, out
     assert out.strip().splitlines()[-1].startswith(golden("vit_token.npz"))
+
+
+def test_classes_asked_for_give_a_head_over_a_file_without_one():
+    # A DINOv2 file has no head: `num_classes=3` quietly gave a model
+    # without one (the file's include_top=False won).
+    from keras_vit.weights import convert as convert_module
+    from keras_vit.weights import read_checkpoint
+
+    path = os.path.join(
+        os.path.dirname(__file__),
+        "..",
+        "golden",
+        "family_dinov2.timm.safetensors",
+    )
+    with pytest.warns(UserWarning, match="no classification head"):
+        model = convert_module.model_for_checkpoint(
+            read_checkpoint(path), num_heads=2, num_classes=3
+        )
+    assert model.include_top and model.output_shape == (None, 3)
+    head = model.get_layer("head").get_weights()
+    assert all(not np.any(w) for w in head)  # new, zero-initialised
+    # Not asked for: the file's own (no head, the features).
+    features = convert_module.model_for_checkpoint(
+        read_checkpoint(path), num_heads=2
+    )
+    assert not features.include_top
