@@ -9,7 +9,8 @@ Two figures for one model, image size, batch and dtype policy:
 - the process's resident memory after building the model and the
   optimizer's slots, and its peak over training steps after the first
   (`/proc/self/status` VmHWM, reset with `/proc/self/clear_refs` after the
-  first step, so the compilation is left out).
+  first step, so the compilation is left out), and the peak of the
+  tensors TensorFlow's own allocator holds (`get_memory_info`).
 
     python benchmarks/training_memory.py --model ViT_B16 --image-size 384 \
         --batch-size 4 --dtype mixed_bfloat16
@@ -36,29 +37,42 @@ def kept_for_backward(model, images, labels):
     gradient of a training step reads."""
     loss_fn = keras.losses.SparseCategoricalCrossentropy()
 
+    forward = []
+
     @tf.function
     def step(x, y):
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))
+        # The ops made so far are the forward pass's; the rest, the
+        # gradient's (custom gradients' ops carry no "gradient" name).
+        forward.append(len(tf.compat.v1.get_default_graph().get_operations()))
         return tape.gradient(loss, model.trainable_variables)
 
     graph = step.get_concrete_function(images, labels).graph
-
-    def backward(op):
-        return "gradient" in op.name.lower()
-
-    kept = collections.Counter()
-    for op in graph.get_operations():
-        if backward(op) or op.type == "ReadVariableOp":  # weights: not kept
-            continue
+    operations = graph.get_operations()
+    backward = {op.name for op in operations[forward[-1] :]}
+    kept, seen = collections.Counter(), set()
+    for op in operations[: forward[-1]]:
         for tensor in op.outputs:
             if not tensor.shape.is_fully_defined():
                 continue
-            if any(backward(c) for c in tensor.consumers()):
+            if any(c.name in backward for c in tensor.consumers()):
+                tensor = _buffer(tensor)
+                if tensor.op.type == "ReadVariableOp" or tensor.ref() in seen:
+                    continue  # weights are not kept; aliases count once
+                seen.add(tensor.ref())
                 shape = "x".join(map(str, tensor.shape.as_list()))
-                key = (op.type, shape, tensor.dtype.name)
+                key = (tensor.op.type, shape, tensor.dtype.name)
                 kept[key] += tensor.shape.num_elements() * tensor.dtype.size
     return kept
+
+
+def _buffer(tensor):
+    """The tensor whose buffer `tensor` is: identities (a custom
+    gradient's `IdentityN`) pass their input's through."""
+    while tensor.op.type in ("Identity", "IdentityN"):
+        tensor = tensor.op.inputs[tensor.value_index]
+    return tensor
 
 
 def _resident_mb():
@@ -85,9 +99,18 @@ def step_memory(model, images, labels, steps=2, jit_compile=False):
     model.train_on_batch(images, labels)
     with open("/proc/self/clear_refs", "w") as file:
         file.write("5")  # resets VmHWM to the current resident size
+    tf.config.experimental.reset_memory_stats("CPU:0")
     for _ in range(steps):
         model.train_on_batch(images, labels)
-    return {"built_mb": built, "step_peak_mb": _resident_mb()["VmHWM"]}
+    tensors = tf.config.experimental.get_memory_info("CPU:0")
+    return {
+        "built_mb": built,
+        "step_peak_mb": _resident_mb()["VmHWM"],
+        # TensorFlow's own allocator: the tensors alone, without oneDNN's
+        # scratch, malloc's free lists and Python.
+        "tensor_peak_mb": tensors["peak"] // 2**20,
+        "tensor_current_mb": tensors["current"] // 2**20,
+    }
 
 
 def main(argv=None):
@@ -127,7 +150,9 @@ def main(argv=None):
         print(
             f"resident after building (weights, AdamW slots): "
             f"{figures['built_mb']:,} MB; peak over training steps: "
-            f"{figures['step_peak_mb']:,} MB"
+            f"{figures['step_peak_mb']:,} MB; TensorFlow's tensors: "
+            f"{figures['tensor_current_mb']:,} MB between steps, peak "
+            f"{figures['tensor_peak_mb']:,} MB"
         )
 
 

@@ -4,20 +4,27 @@ A training step of the plain formulation keeps each block's `(B, heads,
 T, T)` float32 probabilities (and their compute-dtype copy) alive from the
 forward pass to the backward pass: at 577 tokens (384 px, patch 16) that
 is ~64 MB per block per 4 images, twice. `attend` keeps only what the
-gradients need at token size, the queries, keys and values, and one
-float32 log-sum-exp per row; the backward pass rebuilds the probabilities
-from them, one block at a time, as fused attention kernels do (Dao et
-al., 2022, FlashAttention, Algorithm 4; PyTorch's scaled_dot_product
-attention saves the same). The cost is one extra `query @ key` matmul per
-block in the backward pass.
+gradients need at token size, the queries, keys and values; the backward
+pass recomputes the probabilities from them, one block at a time, as fused
+attention kernels do (Dao et al., 2022, FlashAttention, Algorithm 4). The
+cost is one extra `query @ key` matmul and softmax per block in the
+backward pass. Both passes take the softmax as one op: without XLA (a
+mixed-bfloat16 step on the CPU) every elementwise op over the `(B,
+heads, T, T)` logits is a kernel of its own, and computing a log-sum-exp
+to save cost seven of them per block (three `exp`, four subtractions).
+
+`attend` returns the outputs alone: the weights a caller asks for are
+the plain `probabilities`, which the graph prunes when nothing reads them;
+a second output of a custom gradient would be handed a `(B, heads, T, T)`
+zero cotangent by TensorFlow even when unused.
 """
 
 from keras import ops
 
 
-def _probabilities(query, key, log_sum_exp):
-    logits = ops.cast(ops.matmul(query, key), "float32")
-    return ops.exp(logits - log_sum_exp)
+def probabilities(query, key):
+    """The float32 softmax of `query @ key` (whatever the inputs' dtype)."""
+    return ops.softmax(ops.cast(ops.matmul(query, key), "float32"), axis=-1)
 
 
 @ops.custom_gradient
@@ -31,30 +38,23 @@ def attend(query, key, value):
         value: `(B, heads, T, d)` values.
 
     Returns:
-        `(outputs, weights)`: the `(B, heads, T, d)` outputs in the values'
-        dtype and the float32 `(B, heads, T, T)` probabilities (rows sum to
-        1; the softmax is in float32 whatever the inputs' dtype). Gradients
-        flow through both.
+        The `(B, heads, T, d)` outputs in the values' dtype; the softmax is
+        in float32 whatever the inputs' dtype.
     """
-    logits = ops.cast(ops.matmul(query, key), "float32")
-    log_sum_exp = ops.logsumexp(logits, axis=-1, keepdims=True)
-    weights = ops.exp(logits - log_sum_exp)
-    outputs = ops.matmul(ops.cast(weights, value.dtype), value)
+    weights = ops.cast(probabilities(query, key), value.dtype)
+    outputs = ops.matmul(weights, value)
 
-    def grad(*upstream, **unused):
-        # TensorFlow passes one cotangent per output, JAX one tuple.
-        if len(upstream) == 1 and isinstance(upstream[0], (tuple, list)):
-            upstream = upstream[0]
-        d_outputs, d_weights = upstream
-        probs = _probabilities(query, key, log_sum_exp)
+    def grad(*args, upstream=None):
+        # Keras passes the upstream gradient positionally on TensorFlow and
+        # as `upstream` on other backends.
+        d_outputs = args[0] if upstream is None else upstream
+        probs = probabilities(query, key)
         low = ops.cast(probs, value.dtype)
         d_value = ops.matmul(ops.transpose(low, (0, 1, 3, 2)), d_outputs)
         d_probs = ops.cast(
             ops.matmul(d_outputs, ops.transpose(value, (0, 1, 3, 2))),
             "float32",
         )
-        if d_weights is not None:
-            d_probs = d_probs + ops.cast(d_weights, "float32")
         # The softmax's Jacobian: dS = P * (dP - sum(dP * P) over the row).
         d_logits = probs * (
             d_probs - ops.sum(d_probs * probs, axis=-1, keepdims=True)
@@ -64,4 +64,4 @@ def attend(query, key, value):
         d_key = ops.matmul(ops.transpose(query, (0, 1, 3, 2)), d_logits)
         return d_query, d_key, d_value
 
-    return (outputs, weights), grad
+    return outputs, grad

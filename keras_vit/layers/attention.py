@@ -208,7 +208,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             (0, 2, 3, 1),
         )
         if training and self._recomputes_probabilities():
-            return _attention_core.attend(query, key, value)
+            # The weights: pruned from the graph where nothing reads them.
+            weights = _attention_core.probabilities(query, key)
+            return _attention_core.attend(query, key, value), weights
         logits = ops.matmul(query, key)
         if self.relative_positions is not None:
             logits = logits + self._relative_logits(query, batch)

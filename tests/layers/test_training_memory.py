@@ -22,6 +22,14 @@ def _plain_attention(query, key, value):
     return ops.matmul(weights, value), weights
 
 
+def _attend_and_weights(query, key, value):
+    # What the attention layer computes in training.
+    return (
+        _attention_core.attend(query, key, value),
+        _attention_core.probabilities(query, key),
+    )
+
+
 def _gradients(fn, inputs, cotangents):
     inputs = [tf.constant(x) for x in inputs]
     with tf.GradientTape() as tape:
@@ -49,7 +57,7 @@ def test_attention_gradients_equal_autodiff(through_weights):
     ]
     inputs = (query, key, value)
     want, want_grads = _gradients(_plain_attention, inputs, cotangents)
-    got, got_grads = _gradients(_attention_core.attend, inputs, cotangents)
+    got, got_grads = _gradients(_attend_and_weights, inputs, cotangents)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     for a, b in zip(got_grads, want_grads):
@@ -62,7 +70,7 @@ def test_attention_in_bfloat16_keeps_a_float32_softmax():
         tf.constant(rng.normal(size=s), "bfloat16")
         for s in ((1, 2, 5, 4), (1, 2, 4, 5), (1, 2, 5, 4))
     ]
-    outputs, weights = _attention_core.attend(*inputs)
+    outputs, weights = _attend_and_weights(*inputs)
     assert outputs.dtype == "bfloat16" and weights.dtype == "float32"
     np.testing.assert_allclose(np.sum(weights, axis=-1), 1.0, rtol=1e-6)
 
@@ -77,9 +85,38 @@ def test_gelu_value_and_gradient_equal_the_exact_gelu():
     np.testing.assert_allclose(got_grad, want_grad, rtol=1e-5, atol=1e-6)
 
 
-def _kept_for_backward(model, images):
-    """Shapes of the forward tensors a training step's gradient reads."""
+def test_gelu_derivative_of_bfloat16_is_float32():
+    # TensorFlow's bfloat16 erf and exp on the CPU are slow: the backward
+    # pass casts x up once and computes the derivative in float32.
+    x = np.linspace(-6, 6, 97).astype("float32").reshape(1, -1)
+
+    @tf.function
+    def gradient(t):
+        with tf.GradientTape() as tape:
+            tape.watch(t)
+            y = _gelu.gelu(t)
+        return tape.gradient(y, t)
+
+    low = tf.constant(x, "bfloat16")
+    graph = gradient.get_concrete_function(low).graph
+    dtypes = {
+        op.get_attr("T").name
+        for op in graph.get_operations()
+        if op.type in ("Erf", "Exp")
+    }
+    assert dtypes == {"float32"}, dtypes
+    got = gradient(low)
+    assert got.dtype == "bfloat16"
+    np.testing.assert_allclose(
+        tf.cast(got, "float32"), gradient(tf.constant(x)), rtol=1e-2, atol=1e-2
+    )
+
+
+def _training_step_graph(model, images):
+    """The graph of a training step, and how many of its ops (the first
+    ones) are the forward pass's."""
     labels = tf.zeros((images.shape[0],), "int32")
+    forward = []
 
     @tf.function
     def step(x, y):
@@ -88,19 +125,48 @@ def _kept_for_backward(model, images):
             loss = tf.reduce_mean(
                 tf.keras.losses.sparse_categorical_crossentropy(y, logits)
             )
+        forward.append(len(tf.compat.v1.get_default_graph().get_operations()))
         return tape.gradient(loss, model.trainable_variables)
 
     graph = step.get_concrete_function(images, labels).graph
+    return graph, forward[-1]
 
-    def backward(op):
-        return "gradient" in op.name.lower()
 
+def test_a_training_step_makes_no_extra_attention_matrix_ops():
+    # Without XLA every elementwise op over the (B, heads, T, T) logits is
+    # a kernel of its own: the softmax is one op (no log-sum-exp's exp and
+    # subtractions), and no zero cotangent is made and added for weights
+    # that nothing reads.
+    model = keras_vit.ViT(
+        image_size=16,
+        patch_size=4,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        mlp_dim=40,
+        num_classes=3,
+    )
+    graph, _ = _training_step_graph(model, tf.zeros((2, 16, 16, 3)))
+    square = [
+        op.type
+        for op in graph.get_operations()
+        for t in op.outputs
+        if t.shape.rank and tuple(t.shape.as_list()[-2:]) == (17, 17)
+    ]
+    assert "Softmax" in square
+    for kind in ("Exp", "Fill", "ZerosLike", "AddV2"):
+        assert kind not in square, square
+
+
+def _kept_for_backward(model, images):
+    """Shapes of the forward tensors a training step's gradient reads."""
+    graph, forward = _training_step_graph(model, images)
+    operations = graph.get_operations()
+    backward = {op.name for op in operations[forward:]}
     kept = []
-    for op in graph.get_operations():
-        if backward(op):
-            continue
+    for op in operations[:forward]:
         for tensor in op.outputs:
-            if any(backward(c) for c in tensor.consumers()):
+            if any(c.name in backward for c in tensor.consumers()):
                 if tensor.shape.rank:
                     kept.append((op.type, tuple(tensor.shape.as_list())))
     return kept
