@@ -377,8 +377,8 @@ def test_distillation_token_and_head_and_both_outputs_in_training():
     images = random_images((2, 32, 32, 3))
     averaged = model(images).numpy()
     # Dropout-free, so training only changes the output's form (and, to
-    # float32 rounding, the attention's softmax: training computes it from
-    # a log-sum-exp, `layers/_attention_core.py`).
+    # float32 rounding, the attention's softmax: training takes it through
+    # `layers/_attention_core.attend`, whose ops differ).
     np.testing.assert_allclose(
         model(images, training=True), averaged, rtol=1e-5, atol=1e-6
     )
