@@ -41,6 +41,7 @@ BLOCKS = {
     "fine-tune": ("sh", "--output runs/flowers\n"),
     "at scale": ("sh", "--strategy auto --mixed-precision auto"),
     "export": ("sh", "--format tflite --output flowers.tflite"),
+    "family to tflite": ("sh", "keras-vit convert dinov2.safetensors"),
     "citation": ("bibtex", "@inproceedings{dosovitskiy2021vit,"),
 }
 
@@ -111,11 +112,14 @@ def _check_pip(argv):
 
 
 def _shrink(argv):
-    """`keras-vit train` with the README's flags, but little work."""
-    if argv[1] != "train":
-        return argv
+    """`keras-vit train` with the README's flags, but little work; `convert`
+    with the head count of the tiny stand-in files."""
+    smaller = {
+        "train": (("--epochs", "1"), ("--batch-size", "4")),
+        "convert": (("--num-heads", "2"),),
+    }
     out = list(argv)
-    for flag, small in (("--epochs", "1"), ("--batch-size", "4")):
+    for flag, small in smaller.get(argv[1], ()):
         out[out.index(flag) + 1] = small
     return out
 
@@ -338,6 +342,37 @@ def test_fine_tuning_then_predicting_and_exporting(tiny_releases, capsys):
     metadata = keras_vit.export.read_metadata("flowers.tflite")
     assert metadata["class_names"] == ["daisy", "roses"]
     assert any(name in printed[-1] for name in ("daisy", "roses"))
+
+
+# 5. A family's file to a phone.
+
+
+def _fetch_dinov2(argv):
+    """What the README's curl gives: the preset's own file (a tiny DINOv2
+    with registers in timm's layout here, tests/golden's)."""
+    import shutil
+
+    preset = registry.named_preset("vit_s14_dinov2_reg4_lvd142m_518")
+    assert argv[1:] == ["-L", "-o", "dinov2.safetensors", preset["url"]]
+    golden = os.path.join(ROOT, "tests", "golden")
+    shutil.copy(
+        os.path.join(golden, "family_dinov2_reg.timm.safetensors"),
+        "dinov2.safetensors",
+    )
+
+
+@pytest.mark.slow
+def test_a_family_file_to_a_verified_tflite(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _run_shell(_block("family to tflite"), capsys, fetch=_fetch_dinov2)
+    model = keras.saving.load_model("dinov2.keras")
+    assert model.num_register_tokens == 4 and not model.include_top
+    metadata = keras_vit.export.read_metadata("dinov2.tflite")
+    # The DINOv2 preset's normalisation, which the README's flags give.
+    preset = registry.named_preset("vit_s14_dinov2_reg4_lvd142m_518")
+    norm = metadata["input"]["normalization"]
+    np.testing.assert_allclose(norm["mean"], preset["normalization"]["mean"])
+    np.testing.assert_allclose(norm["std"], preset["normalization"]["std"])
 
 
 # 3. At scale: what `auto` picks.
