@@ -7,7 +7,6 @@ JAX run is a subprocess (a process has one Keras backend).
 """
 
 import json
-import os
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ import pytest
 import keras_vit
 from keras_vit import weights
 from tests.helpers import TINY
+from tests.helpers import backend_env
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
@@ -77,7 +77,7 @@ def _run_on_backend(backend, script, config, tmp_path):
     np.savez(tmp_path / "inputs.npz", images=images, labels=np.arange(4) % 5)
     with open(tmp_path / "config.json", "w") as file:
         json.dump(config, file)
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+    env = backend_env(backend)
     process = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)],
         capture_output=True,

@@ -21,6 +21,7 @@ from keras_vit import evaluation
 from keras_vit import visualize
 from keras_vit.weights import convert
 from keras_vit.weights import read_checkpoint
+from tests.helpers import backend_env
 from tests.weights.test_family_parity import FAMILIES
 from tests.weights.test_family_parity import build
 from tests.weights.test_family_parity import files
@@ -276,7 +277,7 @@ def test_a_family_model_on_the_jax_backend(name, tmp_path):
         json.dump(config, file)
     images = randomize.uniform(0, 255, (4, 24, 24, 3)).astype("float32")
     np.savez(tmp_path / "inputs.npz", images=images, labels=np.arange(4) % 3)
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    env = backend_env("jax")
     process = subprocess.run(
         [sys.executable, "-c", JAX_SCRIPT, str(tmp_path)],
         capture_output=True,

@@ -11,6 +11,7 @@ import pytest
 import keras_vit
 from tests import reference
 from tests.helpers import TINY
+from tests.helpers import backend_env
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
@@ -464,7 +465,7 @@ def test_the_options_compute_the_same_on_jax(tmp_path):
         [sys.executable, "-c", JAX_SCRIPT, str(tmp_path)],
         capture_output=True,
         text=True,
-        env=dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2"),
+        env=backend_env("jax"),
         timeout=600,
     )
     assert process.returncode == 0, process.stderr[-3000:]

@@ -13,6 +13,8 @@ import zipfile
 
 import pytest
 
+from tests.helpers import backend_env
+
 SCRIPT = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
     "benchmarks",
@@ -227,11 +229,7 @@ def test_a_tiny_run_on_the_jax_backend(tmp_path):
     (tmp_path / "block" / "tensorflow" / "__init__.py").write_text(
         "raise ImportError('the GPU script imported tensorflow')\n"
     )
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(tmp_path / "block"),
-        "KERAS_BACKEND": "jax",
-    }
+    env = backend_env("jax", PYTHONPATH=str(tmp_path / "block"))
     process = subprocess.run(
         [
             sys.executable,

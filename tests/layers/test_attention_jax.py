@@ -3,11 +3,12 @@
 computes what the plain path computes."""
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
+
+from tests.helpers import backend_env
 
 # Run on the JAX backend in a process of its own (the backend is chosen at
 # import). The weights-returning call takes the plain path; the other one,
@@ -60,7 +61,7 @@ print(json.dumps(result))
 
 def test_fused_attention_on_jax_equals_the_plain_path():
     pytest.importorskip("jax")
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    env = backend_env("jax")
     process = subprocess.run(
         [sys.executable, "-c", SCRIPT],
         capture_output=True,

@@ -6,7 +6,6 @@ harness (on TensorFlow and on JAX)."""
 import inspect
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from keras.src.testing import TestCase
 
 import keras_vit
 from keras_vit import layers as L
+from tests.helpers import backend_env
 
 rng = np.random.default_rng(0)
 
@@ -397,7 +397,7 @@ def test_keras_layer_test_harness_on_jax():
     # The harness's compiled training step is a jax.jit there (the default
     # jit_compile); remat with dropout crashed it (UnexpectedTracerError).
     pytest.importorskip("jax")
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    env = backend_env("jax")
     process = subprocess.run(
         [sys.executable, "-c", JAX_HARNESS],
         capture_output=True,
