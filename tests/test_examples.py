@@ -179,6 +179,15 @@ def test_finetune_offline_runs_end_to_end(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(
         keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake
     )
+    # Its three runs without XLA, whose compiles were most of their time on a
+    # CPU (tests/training cover XLA training); what they train is the same.
+    train = keras_vit.training.train
+
+    def without_xla(config, *args, **kwargs):
+        config.scale.jit_compile = False
+        return train(config, *args, **kwargs)
+
+    monkeypatch.setattr(keras_vit.training, "train", without_xla)
     # The fine-tuned run starts from the checkpoint: 16 px (4x4 patches) ->
     # 32 px.
     with pytest.warns(

@@ -37,6 +37,9 @@ TINY = dict(
     flip=False,
     random_resized_crop=False,
     mixed_precision="off",
+    # XLA's compiling costs a tiny run ~10 s of ~14 on a CPU: off unless
+    # the test is about the default ("auto": on) or about XLA.
+    jit_compile=False,
     verbose=0,
 )
 
@@ -49,7 +52,10 @@ def tiny_config(tmp_path, **kwargs):
 
 
 def test_a_tiny_vit_learns_digits(tmp_path):
-    config = tiny_config(tmp_path, epochs=12, validation_split=0.1)
+    # The default path, as a user's run takes it: XLA on.
+    config = tiny_config(
+        tmp_path, epochs=12, validation_split=0.1, jit_compile="auto"
+    )
     result = train(config)
     # Chance is 0.1.
     assert result.test_metrics["accuracy"] > 0.6
@@ -77,6 +83,7 @@ def test_a_tiny_vit_learns_digits(tmp_path):
     with open(os.path.join(out, "config.json")) as f:
         run_config = json.load(f)
     assert run_config["resolved"]["strategy"] == "default"
+    assert run_config["resolved"]["jit_compile"] is True
     # The nested form, section by section.
     assert run_config["run"]["epochs"] == 12 and "epochs" not in run_config
     assert run_config["model"]["name"] == "Ti/16"
@@ -269,7 +276,9 @@ def test_xla_compiled_training_with_augmentation(tmp_path):
 def test_bfloat16_training_on_a_cpu_runs_without_xla(tmp_path):
     # TensorFlow's oneDNN bfloat16 kernels are faster than XLA's on a CPU
     # (recipe.auto_jit_compile), so "auto" leaves XLA off there.
-    config = tiny_config(tmp_path, epochs=1, mixed_precision="bfloat16")
+    config = tiny_config(
+        tmp_path, epochs=1, mixed_precision="bfloat16", jit_compile="auto"
+    )
     result = train(config)
     assert np.isfinite(result.history["loss"]).all()
     with open(os.path.join(config.run.output, "config.json")) as f:
