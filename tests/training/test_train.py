@@ -483,6 +483,8 @@ RANDOM = dict(
         "dropout_rate": 0.1,
         "drop_path_rate": 0.1,
     },
+    # The default (XLA for float32): resuming must be bitwise under it too.
+    jit_compile="auto",
 )
 
 
