@@ -12,6 +12,8 @@ backward pass. Both passes take the softmax as one op: without XLA (a
 mixed-bfloat16 step on the CPU) every elementwise op over the `(B,
 heads, T, T)` logits is a kernel of its own, and computing a log-sum-exp
 to save cost seven of them per block (three `exp`, four subtractions).
+The recomputation waits for the upstream gradient (`_recompute.after`),
+or it would run, and be kept, in the forward pass after all.
 
 `attend` returns the outputs alone: the weights a caller asks for are
 the plain `probabilities`, which the graph prunes when nothing reads them;
@@ -20,6 +22,8 @@ zero cotangent by TensorFlow even when unused.
 """
 
 from keras import ops
+
+from keras_vit.layers import _recompute
 
 
 def probabilities(query, key):
@@ -48,20 +52,22 @@ def attend(query, key, value):
         # Keras passes the upstream gradient positionally on TensorFlow and
         # as `upstream` on other backends.
         d_outputs = args[0] if upstream is None else upstream
-        probs = probabilities(query, key)
-        low = ops.cast(probs, value.dtype)
-        d_value = ops.matmul(ops.transpose(low, (0, 1, 3, 2)), d_outputs)
+        # The (B, heads, ., .) products as einsums: no transposed copies.
+        q, k, v = _recompute.after(d_outputs, query, key, value)
+        probs = probabilities(q, k)
+        d_value = ops.einsum(
+            "bhqk,bhqd->bhkd", ops.cast(probs, v.dtype), d_outputs
+        )
         d_probs = ops.cast(
-            ops.matmul(d_outputs, ops.transpose(value, (0, 1, 3, 2))),
-            "float32",
+            ops.einsum("bhqd,bhkd->bhqk", d_outputs, v), "float32"
         )
         # The softmax's Jacobian: dS = P * (dP - sum(dP * P) over the row).
         d_logits = probs * (
             d_probs - ops.sum(d_probs * probs, axis=-1, keepdims=True)
         )
-        d_logits = ops.cast(d_logits, query.dtype)
-        d_query = ops.matmul(d_logits, ops.transpose(key, (0, 1, 3, 2)))
-        d_key = ops.matmul(ops.transpose(query, (0, 1, 3, 2)), d_logits)
+        d_logits = ops.cast(d_logits, q.dtype)
+        d_query = ops.einsum("bhqk,bhdk->bhqd", d_logits, k)
+        d_key = ops.einsum("bhqd,bhqk->bhdk", q, d_logits)
         return d_query, d_key, d_value
 
     return outputs, grad

@@ -1,6 +1,8 @@
 """On the JAX backend, attention without weights asked for runs
 `keras.ops.dot_product_attention` (cuDNN's flash attention on a GPU) and
-computes what the plain path computes."""
+computes what the plain path computes; the training paths that recompute
+in their backward passes (the attention's, the MLP's `gelu_dense`) give
+automatic differentiation's gradients there too."""
 
 import json
 import subprocess
@@ -55,6 +57,25 @@ grads = [jax.grad(loss)(weights, scores) for scores in (False, True)]
 result["grad_diff"] = max(
     float(np.max(np.abs(a - b)) / np.max(np.abs(a))) for a, b in zip(*grads)
 )
+# A block's gradients with the MLP's `gelu_dense` against plain autodiff.
+from keras_vit.layers import TransformerBlock, _gelu
+block = TransformerBlock(num_heads=4, mlp_dim=48)
+block.build(x.shape)
+def block_loss(weights):
+    outputs, _ = block.stateless_call(
+        weights, [], x, training=True, return_attention_scores=True
+    )
+    return ops.sum(ops.square(outputs[0]))
+weights = [v.value for v in block.trainable_variables]
+fused_grads = jax.grad(block_loss)(weights)
+_gelu.gelu_dense = lambda h, kernel, bias: (
+    ops.matmul(ops.gelu(h, approximate=False), kernel) + bias
+)
+plain_grads = jax.grad(block_loss)(weights)
+result["block_grad_diff"] = max(
+    float(np.max(np.abs(a - b)) / np.max(np.abs(a)))
+    for a, b in zip(fused_grads, plain_grads)
+)
 print(json.dumps(result))
 """
 
@@ -75,3 +96,4 @@ def test_fused_attention_on_jax_equals_the_plain_path():
     assert len(result["diffs"]) == 4
     assert max(result["diffs"].values()) < 1e-5, result
     assert result["grad_diff"] < 1e-5, result
+    assert result["block_grad_diff"] < 1e-5, result

@@ -1,11 +1,15 @@
 """What a training step keeps between its forward and backward passes.
 
-`_attention_core.attend` and `_gelu.gelu` compute the same functions as the
-plain ops with backward passes that keep less: these tests hold the
-gradients to automatic differentiation's, and read a training step's graph
-to check that no `(B, heads, T, T)` attention tensor and no extra MLP-wide
-GELU tensor is kept for the backward pass.
+`_attention_core.attend`, `_gelu.gelu` and `_gelu.gelu_dense` compute the
+same functions as the plain ops with backward passes that keep less: these
+tests hold the gradients to automatic differentiation's, and read a
+training step's graph to check that no `(B, heads, T, T)` attention tensor
+and no extra MLP-wide GELU tensor is kept for the backward pass, and that
+what the backward pass recomputes is computed there (after the loss), and
+not merged with the forward pass's by XLA.
 """
+
+import re
 
 import numpy as np
 import pytest
@@ -75,6 +79,38 @@ def test_attention_in_bfloat16_keeps_a_float32_softmax():
     np.testing.assert_allclose(np.sum(weights, axis=-1), 1.0, rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_gelu_dense_gradients_equal_autodiff(dtype):
+    rng = np.random.default_rng(0)
+    inputs = [
+        rng.normal(size=shape).astype("float32")
+        for shape in ((5, 6), (6, 4), (4,))
+    ]
+    cotangents = [rng.normal(size=(5, 4)).astype("float32")]
+
+    def plain(x, kernel, bias):
+        return (ops.matmul(ops.gelu(x, approximate=False), kernel) + bias,)
+
+    def fused(x, kernel, bias):
+        return (_gelu.gelu_dense(x, kernel, bias),)
+
+    def cast(fn):
+        return lambda *args: fn(*(tf.cast(a, dtype) for a in args))
+
+    want, want_grads = _gradients(cast(plain), inputs, cotangents)
+    got, got_grads = _gradients(cast(fused), inputs, cotangents)
+    assert got[0].dtype == dtype
+    tolerance = 1e-5 if dtype == "float32" else 2e-2
+    np.testing.assert_allclose(
+        tf.cast(got[0], "float32"),
+        tf.cast(want[0], "float32"),
+        rtol=tolerance,
+        atol=tolerance,
+    )
+    for a, b in zip(got_grads, want_grads):
+        np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
+
+
 def test_gelu_value_and_gradient_equal_the_exact_gelu():
     x = np.linspace(-6, 6, 97).astype("float32").reshape(1, -1)
     cotangent = np.random.default_rng(2).normal(size=x.shape).astype("float32")
@@ -112,11 +148,44 @@ def test_gelu_derivative_of_bfloat16_is_float32():
     )
 
 
+@pytest.mark.parametrize("fn", ["gelu", "gelu_dense"])
+def test_training_gelu_of_bfloat16_runs_in_float32(fn):
+    # A bfloat16 erfc is several times slower on the CPU than float32 erf.
+    x = tf.constant(np.linspace(-4, 4, 24).reshape(4, 6), "bfloat16")
+    kernel = tf.ones((6, 3), "bfloat16")
+    bias = tf.zeros((3,), "bfloat16")
+
+    @tf.function
+    def forward_and_back(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            if fn == "gelu":
+                y = _gelu.gelu(x)
+            else:
+                y = _gelu.gelu_dense(x, kernel, bias)
+        return y, tape.gradient(y, x)
+
+    graph = forward_and_back.get_concrete_function(x).graph
+    dtypes = {
+        op.get_attr("T").name
+        for op in graph.get_operations()
+        if op.type in ("Erf", "Erfc")
+    }
+    assert dtypes == {"float32"}, dtypes
+    y, _ = forward_and_back(x)
+    want = ops.gelu(tf.cast(x, "float32"), approximate=False)
+    if fn == "gelu_dense":
+        want = tf.reduce_sum(want, axis=1, keepdims=True) * tf.ones((1, 3))
+    np.testing.assert_allclose(
+        tf.cast(y, "float32"), want, rtol=2e-2, atol=2e-2
+    )
+
+
 def _training_step_graph(model, images):
     """The graph of a training step, and how many of its ops (the first
     ones) are the forward pass's."""
     labels = tf.zeros((images.shape[0],), "int32")
-    forward = []
+    forward, losses = [], []
 
     @tf.function
     def step(x, y):
@@ -126,10 +195,14 @@ def _training_step_graph(model, images):
                 tf.keras.losses.sparse_categorical_crossentropy(y, logits)
             )
         forward.append(len(tf.compat.v1.get_default_graph().get_operations()))
-        return tape.gradient(loss, model.trainable_variables)
+        losses.append(loss.op.name)
+        # An explicit seed, made from the loss: every op of the backward
+        # pass that waits for the upstream gradient descends from the loss.
+        seed = tf.raw_ops.OnesLike(x=loss)
+        return tape.gradient(loss, model.trainable_variables, seed)
 
     graph = step.get_concrete_function(images, labels).graph
-    return graph, forward[-1]
+    return graph, forward[-1], graph.get_operation_by_name(losses[-1])
 
 
 def test_a_training_step_makes_no_extra_attention_matrix_ops():
@@ -146,7 +219,7 @@ def test_a_training_step_makes_no_extra_attention_matrix_ops():
         mlp_dim=40,
         num_classes=3,
     )
-    graph, _ = _training_step_graph(model, tf.zeros((2, 16, 16, 3)))
+    graph, _, _ = _training_step_graph(model, tf.zeros((2, 16, 16, 3)))
     square = [
         op.type
         for op in graph.get_operations()
@@ -160,7 +233,7 @@ def test_a_training_step_makes_no_extra_attention_matrix_ops():
 
 def _kept_for_backward(model, images):
     """Shapes of the forward tensors a training step's gradient reads."""
-    graph, forward = _training_step_graph(model, images)
+    graph, forward, _ = _training_step_graph(model, images)
     operations = graph.get_operations()
     backward = {op.name for op in operations[forward:]}
     kept = []
@@ -192,5 +265,63 @@ def test_a_training_step_keeps_no_attention_matrix(attention_dropout_rate):
         assert square
     else:
         assert not square, square
-    # Per block: the GELU's input and its output (mlp_fc2's input).
-    assert len(mlp_wide) == 2 * 2, mlp_wide
+    # Per block: the GELU's input alone (`gelu_dense` recomputes its
+    # output, mlp_fc2's input).
+    assert len(mlp_wide) == 2, mlp_wide
+
+
+def _tiny_model():
+    return keras_vit.ViT(
+        image_size=16,
+        patch_size=4,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        mlp_dim=40,
+        num_classes=3,
+    )
+
+
+def test_recomputations_wait_for_the_upstream_gradient():
+    # TensorFlow's executor runs an op once its inputs exist: a backward
+    # op computed from forward tensors alone would run, and its result be
+    # kept, in the forward pass.
+    graph, forward, loss = _training_step_graph(
+        _tiny_model(), tf.zeros((2, 16, 16, 3))
+    )
+    after_loss, frontier = set(), [loss]
+    while frontier:
+        op = frontier.pop()
+        for tensor in op.outputs:
+            for consumer in tensor.consumers():
+                if consumer.name not in after_loss:
+                    after_loss.add(consumer.name)
+                    frontier.append(consumer)
+    operations = graph.get_operations()
+    for kind in ("Softmax", "Erf"):  # the probabilities, the GELU
+        found = [op for op in operations[forward:] if op.type == kind]
+        assert found, kind  # recomputed in the backward pass
+        early = [op.name for op in found if op.name not in after_loss]
+        assert not early, early
+
+
+def test_xla_keeps_the_recomputed_softmax_apart():
+    # XLA merges common subexpressions: a recomputation of the forward
+    # pass's softmax from the same tensors would become the forward's,
+    # whose probabilities would then be kept for the backward pass.
+    model = _tiny_model()
+
+    @tf.function(jit_compile=True)
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss = tf.reduce_mean(
+                tf.keras.losses.sparse_categorical_crossentropy(y, logits)
+            )
+        return tape.gradient(loss, model.trainable_variables)
+
+    hlo = step.experimental_get_compiler_ir(
+        tf.zeros((2, 16, 16, 3)), tf.zeros((2,), "int32")
+    )(stage="optimized_hlo")
+    exps = re.findall(r"f32\[2,2,17,17\]\S* exponential\(", hlo)
+    assert len(exps) == 2, exps  # the forward's softmax and the backward's
