@@ -52,22 +52,20 @@ def attend(query, key, value):
         # Keras passes the upstream gradient positionally on TensorFlow and
         # as `upstream` on other backends.
         d_outputs = args[0] if upstream is None else upstream
-        # The (B, heads, ., .) products as einsums: no transposed copies.
         q, k, v = _recompute.after(d_outputs, query, key, value)
         probs = probabilities(q, k)
-        d_value = ops.einsum(
-            "bhqk,bhqd->bhkd", ops.cast(probs, v.dtype), d_outputs
-        )
+        low = ops.cast(probs, v.dtype)
+        d_value = ops.matmul(ops.transpose(low, (0, 1, 3, 2)), d_outputs)
         d_probs = ops.cast(
-            ops.einsum("bhqd,bhkd->bhqk", d_outputs, v), "float32"
+            ops.matmul(d_outputs, ops.transpose(v, (0, 1, 3, 2))), "float32"
         )
         # The softmax's Jacobian: dS = P * (dP - sum(dP * P) over the row).
         d_logits = probs * (
             d_probs - ops.sum(d_probs * probs, axis=-1, keepdims=True)
         )
         d_logits = ops.cast(d_logits, q.dtype)
-        d_query = ops.einsum("bhqk,bhdk->bhqd", d_logits, k)
-        d_key = ops.einsum("bhqd,bhqk->bhdk", q, d_logits)
+        d_query = ops.matmul(d_logits, ops.transpose(k, (0, 1, 3, 2)))
+        d_key = ops.matmul(ops.transpose(q, (0, 1, 3, 2)), d_logits)
         return d_query, d_key, d_value
 
     return outputs, grad
