@@ -134,18 +134,22 @@ def test_gelu_derivative_of_bfloat16_is_float32():
         return tape.gradient(y, t)
 
     low = tf.constant(x, "bfloat16")
-    graph = gradient.get_concrete_function(low).graph
-    dtypes = {
-        op.get_attr("T").name
-        for op in graph.get_operations()
-        if op.type in ("Erf", "Exp")
-    }
+    dtypes = _op_dtypes(gradient.get_concrete_function(low), ("Erf", "Exp"))
     assert dtypes == {"float32"}, dtypes
     got = gradient(low)
     assert got.dtype == "bfloat16"
     np.testing.assert_allclose(
         tf.cast(got, "float32"), gradient(tf.constant(x)), rtol=1e-2, atol=1e-2
     )
+
+
+def _op_dtypes(function, kinds):
+    """The dtypes of a concrete function's ops of types `kinds`."""
+    return {
+        op.get_attr("T").name
+        for op in function.graph.get_operations()
+        if op.type in kinds
+    }
 
 
 @pytest.mark.parametrize("fn", ["gelu", "gelu_dense"])
@@ -165,12 +169,8 @@ def test_training_gelu_of_bfloat16_runs_in_float32(fn):
                 y = _gelu.gelu_dense(x, kernel, bias)
         return y, tape.gradient(y, x)
 
-    graph = forward_and_back.get_concrete_function(x).graph
-    dtypes = {
-        op.get_attr("T").name
-        for op in graph.get_operations()
-        if op.type in ("Erf", "Erfc")
-    }
+    function = forward_and_back.get_concrete_function(x)
+    dtypes = _op_dtypes(function, ("Erf", "Erfc"))
     assert dtypes == {"float32"}, dtypes
     y, _ = forward_and_back(x)
     want = ops.gelu(tf.cast(x, "float32"), approximate=False)
@@ -178,6 +178,18 @@ def test_training_gelu_of_bfloat16_runs_in_float32(fn):
         want = tf.reduce_sum(want, axis=1, keepdims=True) * tf.ones((1, 3))
     np.testing.assert_allclose(
         tf.cast(y, "float32"), want, rtol=2e-2, atol=2e-2
+    )
+
+
+def _tiny_model():
+    return keras_vit.ViT(
+        image_size=16,
+        patch_size=4,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        mlp_dim=40,
+        num_classes=3,
     )
 
 
@@ -210,16 +222,7 @@ def test_a_training_step_makes_no_extra_attention_matrix_ops():
     # a kernel of its own: the softmax is one op (no log-sum-exp's exp and
     # subtractions), and no zero cotangent is made and added for weights
     # that nothing reads.
-    model = keras_vit.ViT(
-        image_size=16,
-        patch_size=4,
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        mlp_dim=40,
-        num_classes=3,
-    )
-    graph, _, _ = _training_step_graph(model, tf.zeros((2, 16, 16, 3)))
+    graph, _, _ = _training_step_graph(_tiny_model(), tf.zeros((2, 16, 16, 3)))
     square = [
         op.type
         for op in graph.get_operations()
@@ -268,18 +271,6 @@ def test_a_training_step_keeps_no_attention_matrix(attention_dropout_rate):
     # Per block: the GELU's input alone (`gelu_dense` recomputes its
     # output, mlp_fc2's input).
     assert len(mlp_wide) == 2, mlp_wide
-
-
-def _tiny_model():
-    return keras_vit.ViT(
-        image_size=16,
-        patch_size=4,
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        mlp_dim=40,
-        num_classes=3,
-    )
 
 
 def test_recomputations_wait_for_the_upstream_gradient():
