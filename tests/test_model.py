@@ -165,6 +165,34 @@ def test_fit_step_with_xla():
     assert all(changed)
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="the other backends' trainers build the optimizer first",
+)
+def test_the_optimizer_is_built_before_the_first_step_is_traced():
+    # Built inside the traced step, its slots would be allocated among the
+    # step's activations and the step traced twice (keras_fixes).
+    model = _tiny()
+    model.compile(optimizer="adamw", loss="sparse_categorical_crossentropy")
+    # Trainability changed after compile still counts, as in Keras.
+    model.get_layer("head").trainable = False
+    built_when_traced = []
+    train_step = model.train_step
+
+    def traced_step(data):
+        built_when_traced.append(model.optimizer.built)
+        return train_step(data)
+
+    model.train_step = traced_step
+    images, labels = random_images((4, 32, 32, 3)), np.arange(4) % 5
+    model.train_on_batch(images, labels)
+    model.train_on_batch(images, labels)
+    assert built_when_traced == [True]
+    slots = {v.path for v in model.optimizer.variables}
+    assert not any("head" in path for path in slots)
+    assert sum("encoder" in path for path in slots) > 0
+
+
 @pytest.mark.parametrize(
     "policy, position_embedding",
     [

@@ -74,7 +74,7 @@ def _prepare_weights(weights, arguments):
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
-class ViT(keras_fixes.MultiWorkerFit, keras.Model):
+class ViT(keras_fixes.TrainerFixes, keras.Model):
     """The Vision Transformer (ViT) image classifier or feature extractor.
 
     "An Image is Worth 16x16 Words: Transformers for Image Recognition at

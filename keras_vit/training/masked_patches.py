@@ -20,7 +20,7 @@ import numpy as np
 from keras import ops
 
 from keras_vit import arg_checks
-from keras_vit.models.keras_fixes import MultiWorkerFit
+from keras_vit.models.keras_fixes import TrainerFixes
 from keras_vit.models.vit import ViT
 
 
@@ -142,7 +142,7 @@ def check_options(
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
-class MaskedPatchPrediction(MultiWorkerFit, keras.Model):
+class MaskedPatchPrediction(TrainerFixes, keras.Model):
     """A ViT pre-trained by masked patch prediction (paper, Section 4.6).
 
     Wraps a `keras_vit.ViT` (its head, if any, is not used): in each call,
