@@ -91,7 +91,10 @@ class _OptimizerBuiltFirst:
     """
 
     def make_train_function(self, force=False):
-        if self.optimizer is not None and not self.optimizer.built:
+        # A model that creates variables in its first call (a subclassed
+        # one such as `MaskedPatchPrediction`) is left to Keras.
+        built = all(layer.built for layer in self._flatten_layers())
+        if built and self.optimizer is not None and not self.optimizer.built:
             with self.distribute_strategy.scope():
                 self.optimizer.build(self.trainable_variables)
         return super().make_train_function(force=force)
