@@ -16,7 +16,8 @@ class LayerNorm(keras.layers.Layer):
     with plain ops because that form converts to TFLite without the float
     NEG ops Keras's layer leaves in a fully int8-quantized graph, and it
     quantizes to int16x8, where Keras's layer fails. Under mixed precision
-    the statistics are computed in float32 and the result is cast back.
+    the statistics, the scale and the offset are float32 and the result is
+    cast back.
 
     The backward pass is the closed form
     `dx = (g - mean(g) - x̂ · mean(g · x̂)) / σ` (`g` the gradient of the
@@ -53,11 +54,14 @@ class LayerNorm(keras.layers.Layer):
             "LayerNorm", input_shape, "the normalised features"
         )
         self.input_spec = keras.layers.InputSpec(min_ndim=1, axes={-1: dim})
+        # Not autocast: under mixed precision the float32 arithmetic takes
+        # the float32 scale and offset, not their rounding to the compute
+        # dtype (as Keras's LayerNormalization).
         self.gamma = self.add_weight(
-            shape=(dim,), initializer="ones", name="gamma"
+            shape=(dim,), initializer="ones", name="gamma", autocast=False
         )
         self.beta = self.add_weight(
-            shape=(dim,), initializer="zeros", name="beta"
+            shape=(dim,), initializer="zeros", name="beta", autocast=False
         )
 
     def call(self, inputs):

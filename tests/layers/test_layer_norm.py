@@ -29,14 +29,18 @@ def test_matches_hand_computation_and_keras():
 
 def test_mixed_precision_computes_in_float32():
     # Inputs already in bfloat16 (as the residual stream is under
-    # mixed_bfloat16); the statistics must be accurate to float32 so that
-    # the only error left is rounding the output to bfloat16.
-    x = np.random.default_rng(0).normal(3.0, 1.0, size=(2, 3, 1024))
-    x = keras.ops.cast(x, "bfloat16")
+    # mixed_bfloat16); the statistics, the scale and the offset must be
+    # float32 so that the only error left is rounding the output to
+    # bfloat16 (a scale rounded to bfloat16 first doubles it).
+    rng = np.random.default_rng(0)
+    x = keras.ops.cast(rng.normal(3.0, 1.0, size=(2, 3, 1024)), "bfloat16")
     layer = keras_vit.layers.LayerNorm(dtype="mixed_bfloat16")
+    layer.build(x.shape)
+    gamma, beta = rng.normal(1.0, 0.3, (2, 1024)).astype("float32")
+    layer.set_weights([gamma, beta])
     out = layer(x)
     assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
-    exact = reference.layer_norm(x.numpy().astype("float64"), 1.0, 0.0)
+    exact = reference.layer_norm(x.numpy().astype("float64"), gamma, beta)
     err = np.abs(out.numpy().astype("float64") - exact)
     assert np.all(err <= np.abs(exact) * 2.0**-8 + 1e-6)
 
