@@ -28,9 +28,10 @@ demo: $(VENV)/.installed
 	$(PY) examples/demo.py
 
 # One pytest worker per core (at most 4: each holds a TensorFlow runtime of
-# 1-3 GB). `$(PY) -m pytest tests` runs the same suite in one process.
+# 1-3 GB); an idle worker takes tests queued for a busy one (worksteal).
+# `$(PY) -m pytest tests` runs the same suite in one process.
 test: $(VENV)/.installed
-	$(PY) -m pytest -n auto --maxprocesses 4 tests
+	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal tests
 
 benchmark: $(VENV)/.installed
 	$(VENV)/bin/keras-vit benchmark --model ViT_B16 --batch-size 8 --train

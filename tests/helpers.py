@@ -18,18 +18,10 @@ TINY = dict(
 
 
 def backend_env(backend="jax", **variables):
-    """os.environ for a subprocess on Keras's `backend`: TensorFlow quiet,
-    and XLA compiling without LLVM's optimizations
-    (--xla_backend_optimization_level=0; XLA's own graph passes still run).
-    On a CPU compiling is most of a tiny model's time, and halves at -O0;
-    the programs, their tracing and their float32 results stay the same."""
-    flags = os.environ.get("XLA_FLAGS", "")
+    """os.environ for a subprocess on Keras's `backend`, TensorFlow quiet
+    (and XLA at -O0, as conftest.py sets it for every test)."""
     return dict(
-        os.environ,
-        KERAS_BACKEND=backend,
-        TF_CPP_MIN_LOG_LEVEL="2",
-        XLA_FLAGS=f"{flags} --xla_backend_optimization_level=0".strip(),
-        **variables,
+        os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2", **variables
     )
 
 
