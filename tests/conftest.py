@@ -34,8 +34,8 @@ def _reset_keras_state():
     keras.config.set_dtype_policy("float32")
     # A collection of the young generations frees what the test made; a
     # full one (clear_session's own) also scans everything earlier tests
-    # left alive, 1-2 s a test late in a worker's run (teardowns were 43%
-    # of the suite's time).
+    # left alive: a median 0.95 s a test in the full suite (0.01 s in
+    # isolation), 43% of the suite's time.
     keras.backend.clear_session(free_memory=False)
     gc.collect(1)
 

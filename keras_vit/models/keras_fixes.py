@@ -84,10 +84,11 @@ class _OptimizerBuiltFirst:
     the step runs: `tf.function` traces the step twice, and the slots (two
     float32 copies of every weight) are allocated among the step's
     activations, which fragments memory. Measured for ViT-B/16 at 384 px,
-    batch 4, mixed bfloat16 (`train_on_batch`): the process's peak
-    3,350-3,470 MB against 3,020-3,210 MB built first, the first step 20-28 s
-    against 13-15 s. Built here, as Keras builds it under a strategy, from
-    the trainable variables as they are when training starts.
+    batch 4, mixed bfloat16 (`train_on_batch`): the process's peak after
+    two to four steps 3,333-3,449 MB against 3,023-3,210 MB built first,
+    the first step 20-28 s against 13-15 s. Built here, as Keras builds
+    it under a strategy, from the trainable variables as they are when
+    training starts.
     """
 
     def make_train_function(self, force=False):
