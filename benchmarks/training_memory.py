@@ -9,8 +9,7 @@ Two figures for one model, image size, batch and dtype policy:
 - the process's resident memory after building the model and the
   optimizer's slots, its peak over building, compiling and the first
   step (part of what `keras-vit benchmark`'s whole-process peak holds),
-  and its peak over training
-  steps after the first
+  and its peak over training steps after the first
   (`/proc/self/status` VmHWM, reset with `/proc/self/clear_refs` after the
   first step, so the compilation is left out), and the peak of the
   tensors TensorFlow's own allocator holds (`get_memory_info`).

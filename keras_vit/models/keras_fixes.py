@@ -8,9 +8,9 @@ them at the one place each is needed:
   model (dtype-policy maps, the model's own policy, frozen layers);
 - `config_dtype_policy`: the dtype a model's `get_config` records;
 - `TrainerFixes`: mixed into `ViT` and `MaskedPatchPrediction` before
-  `keras.Model`: on the TensorFlow backend, the optimizer built before the
-  first training step is traced, and `fit` / `evaluate` under
-  MultiWorkerMirroredStrategy.
+  `keras.Model`: on the TensorFlow backend, the optimizer of a built model
+  built before the first training step is traced, and `fit` / `evaluate`
+  under MultiWorkerMirroredStrategy.
 """
 
 import keras
@@ -92,10 +92,15 @@ class _OptimizerBuiltFirst:
     """
 
     def make_train_function(self, force=False):
-        # A model that creates variables in its first call (a subclassed
-        # one such as `MaskedPatchPrediction`) is left to Keras.
-        built = all(layer.built for layer in self._flatten_layers())
-        if built and self.optimizer is not None and not self.optimizer.built:
+        # Called by every `train_on_batch`: the layers are looked at only
+        # while the optimizer is unbuilt. A model that creates variables in
+        # its first call (a subclassed one such as `MaskedPatchPrediction`)
+        # is left to Keras.
+        if (
+            self.optimizer is not None
+            and not self.optimizer.built
+            and all(layer.built for layer in self._flatten_layers())
+        ):
             with self.distribute_strategy.scope():
                 self.optimizer.build(self.trainable_variables)
         return super().make_train_function(force=force)
