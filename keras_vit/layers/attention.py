@@ -6,6 +6,7 @@ from keras import ops
 from keras_vit import arg_checks
 from keras_vit.layers import _attention_core
 from keras_vit.layers import _dropout
+from keras_vit.layers import _norm_dense
 from keras_vit.layers.layer_norm import LayerNorm
 
 
@@ -67,6 +68,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             for a caller that rematerialises the layer (`TransformerBlock`
             with `remat=True`): the generator must not advance inside
             `keras.remat`. Defaults to `None`: the layer draws its own.
+        norm: `None`, or a built `LayerNorm` to apply to `inputs` first
+            (the pre-norm block's `norm1`): training steps then take the
+            two with the `qkv` projection as one function whose backward
+            pass keeps only `inputs`. Defaults to `None`.
 
     Returns:
         `(B, T, D)` outputs, or `(outputs, attention_weights)`.
@@ -159,6 +164,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         training=None,
         return_attention_scores=False,
         dropout_seed=None,
+        norm=None,
     ):
         shape = ops.shape(inputs)
         batch, tokens = shape[0], shape[1]
@@ -166,13 +172,20 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # The projections see (B·T, D) rows, not (B, T, D): on TensorFlow a
         # Dense on a 3-D input is reshape-MatMul-reshape, which keeps
         # grappler from fusing the bias into the oneDNN MatMul.
-        rows = ops.reshape(inputs, (-1, dim))
+        if _norm_dense.fuses(norm, self.qkv, training):
+            projected = _norm_dense.apply(
+                norm, self.qkv, ops.reshape(inputs, (-1, dim))
+            )
+        else:
+            if norm is not None:
+                inputs = norm(inputs)
+            projected = self.qkv(ops.reshape(inputs, (-1, dim)))
         # Split the fused projection on its last axis (a TFLite SPLIT) rather
         # than indexing a transposed (3, B, heads, T, d) tensor: `qkv[0]` is
         # a STRIDED_SLICE with shrink_axis_mask, which XNNPACK does not
         # delegate, and it cut every block out of the delegate (TFLite
         # float32 Ti/16 at batch 1: 29 ms -> 14 ms with 2 threads).
-        query, key, value = ops.split(self.qkv(rows), 3, axis=-1)
+        query, key, value = ops.split(projected, 3, axis=-1)
         heads = (batch, tokens, self.num_heads, self.head_dim)
         if self.qk_norm:  # over each head's width: (B, T, heads, d)
             query = self.q_norm(ops.reshape(query, heads))
@@ -292,6 +305,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         training=None,
         return_attention_scores=False,
         dropout_seed=None,
+        norm=None,
     ):
         out = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
         if not return_attention_scores:

@@ -1,16 +1,18 @@
 """What a training step keeps between its forward and backward passes.
 
-`_attention_core.attend`, `_gelu.gelu` and `_gelu.gelu_dense` compute the
-same functions as the plain ops with backward passes that keep less: these
-tests hold the gradients to automatic differentiation's, and read a
-training step's graph to check that no `(B, heads, T, T)` attention tensor
-and no extra MLP-wide GELU tensor is kept for the backward pass, and that
-what the backward pass recomputes is computed there (after the loss), and
-not merged with the forward pass's by XLA.
+`_attention_core.attend`, `_gelu.gelu`, `_gelu.gelu_dense` and
+`_norm_dense.apply` compute the same functions as the plain ops with
+backward passes that keep less: these tests hold the gradients to automatic
+differentiation's, and read a training step's graph to check that no
+`(B, heads, T, T)` attention tensor, no extra MLP-wide GELU tensor and no
+LayerNorm output is kept for the backward pass, and that what the backward
+pass recomputes is computed there (after the loss), and not merged with the
+forward pass's by XLA.
 """
 
 import re
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -19,6 +21,7 @@ from keras import ops
 import keras_vit
 from keras_vit.layers import _attention_core
 from keras_vit.layers import _gelu
+from keras_vit.layers import _norm_dense
 
 
 def _plain_attention(query, key, value):
@@ -109,6 +112,73 @@ def test_gelu_dense_gradients_equal_autodiff(dtype):
     )
     for a, b in zip(got_grads, want_grads):
         np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("use_bias", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_norm_dense_equals_the_two_layers(dtype, use_bias):
+    rng = np.random.default_rng(3)
+    norm = keras_vit.layers.LayerNorm(dtype=dtype)
+    dense = keras.layers.Dense(5, use_bias=use_bias, dtype=dtype)
+    norm.build((None, 8))
+    dense.build((None, 8))
+    norm.gamma.assign(rng.normal(size=8))
+    norm.beta.assign(rng.normal(size=8))
+    if use_bias:
+        dense.bias.assign(rng.normal(size=5))
+    rows = tf.cast(rng.normal(3.0, 2.0, size=(6, 8)), norm.compute_dtype)
+    cotangent = rng.normal(size=(6, 5)).astype("float32")
+    weights = norm.trainable_variables + dense.trainable_variables
+    results = []
+    for fn in (
+        lambda: dense(norm(rows)),
+        lambda: _norm_dense.apply(norm, dense, rows),
+    ):
+        with tf.GradientTape() as tape:
+            tape.watch(rows)
+            out = fn()
+            loss = tf.reduce_sum(tf.cast(out, "float32") * cotangent)
+        results.append([out, *tape.gradient(loss, [rows, *weights])])
+    (want, *want_grads), (got, *got_grads) = results
+    assert got.dtype == want.dtype == dense.compute_dtype
+    # The forward pass is the same ops: the same numbers.
+    np.testing.assert_array_equal(
+        tf.cast(got, "float32"), tf.cast(want, "float32")
+    )
+    tolerance = 1e-5 if dtype == "float32" else 1e-2
+    for a, b in zip(got_grads, want_grads):
+        assert a.dtype == b.dtype
+        np.testing.assert_allclose(
+            tf.cast(a, "float32"),
+            tf.cast(b, "float32"),
+            rtol=tolerance,
+            atol=tolerance,
+        )
+
+
+def test_norm_dense_is_for_plain_dense_layers_in_training():
+    norm = keras_vit.layers.LayerNorm()
+    dense = keras.layers.Dense(4)
+    dense.build((None, 8))
+    assert _norm_dense.fuses(norm, dense, True)
+    assert not _norm_dense.fuses(norm, dense, False)
+    assert not _norm_dense.fuses(None, dense, True)
+    assert not _norm_dense.fuses(norm, keras.layers.Dense(4, "relu"), True)
+    dense.enable_lora(2)
+    assert not _norm_dense.fuses(norm, dense, True)
+
+
+def test_norm_dense_bias_gradient_of_bfloat16_sums_in_float32():
+    # Summed in bfloat16 steps, 4096 ones would stop at 256 (bfloat16 holds
+    # integers exactly only up to 256): the gradient is the float32 sum.
+    norm = keras_vit.layers.LayerNorm(dtype="mixed_bfloat16")
+    dense = keras.layers.Dense(2, dtype="mixed_bfloat16")
+    norm.build((None, 4))
+    dense.build((None, 4))
+    rows = tf.cast(tf.random.normal((4096, 4), seed=0), "bfloat16")
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(_norm_dense.apply(norm, dense, rows))
+    np.testing.assert_array_equal(tape.gradient(loss, dense.bias), [4096] * 2)
 
 
 def test_gelu_value_and_gradient_equal_the_exact_gelu():
@@ -273,6 +343,39 @@ def test_a_training_step_keeps_no_attention_matrix(attention_dropout_rate):
     assert len(mlp_wide) == 2, mlp_wide
 
 
+def test_a_training_step_keeps_no_layer_norm_output(monkeypatch):
+    # The kept float32 (B·T, D) or (B, T, D) tensors (T = 17, D = 16) of a
+    # one-block model, by the op that makes them.
+    def kept_rows(model):
+        kept = _kept_for_backward(model, tf.zeros((2, 16, 16, 3)))
+        rows = {(2 * 17, 16), (2, 17, 16)}
+        return sorted(op for op, shape in kept if shape in rows)
+
+    # Fused: the rows into norm1 and into norm2, the projection's input,
+    # and the final (unfused) LayerNorm's normalised tokens (a Mul and its
+    # custom gradient's alias, one buffer).
+    assert kept_rows(_tiny_model()) == ["IdentityN", "Mul"] + ["Reshape"] * 3
+    # Op by op, each of the block's LayerNorms keeps its normalised rows
+    # (aliased) and its output instead of its input: two more tensors each.
+    monkeypatch.setattr(_norm_dense, "fuses", lambda *args: False)
+    assert len(kept_rows(_tiny_model())) == 5 + 2 * 2
+
+
+def test_a_fused_training_step_has_the_plain_gradients(monkeypatch):
+    model = _tiny_model()
+    images = tf.random.uniform((2, 16, 16, 3), 0, 255, seed=1)
+
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(images, training=True) ** 2)
+        return tape.gradient(loss, model.trainable_variables)
+
+    fused = gradients()
+    monkeypatch.setattr(_norm_dense, "fuses", lambda *args: False)
+    for a, b, v in zip(fused, gradients(), model.trainable_variables):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6, err_msg=v.path)
+
+
 def test_recomputations_wait_for_the_upstream_gradient():
     # TensorFlow's executor runs an op once its inputs exist: a backward
     # op computed from forward tensors alone would run, and its result be
@@ -289,6 +392,20 @@ def test_recomputations_wait_for_the_upstream_gradient():
                     after_loss.add(consumer.name)
                     frontier.append(consumer)
     operations = graph.get_operations()
+    # `_norm_dense`'s backward pass reads the forward rows and each row's
+    # statistics only once the upstream gradient exists.
+    rows = {(2 * 17, 16), (2 * 17, 1)}
+    early = [
+        op.name
+        for op in operations[forward:]
+        if any(
+            t.op in operations[:forward] and tuple(t.shape.as_list()) in rows
+            for t in op.inputs
+            if t.shape.rank
+        )
+        and op.name not in after_loss
+    ]
+    assert not early, early
     for kind in ("Softmax", "Erf"):  # the probabilities, the GELU
         found = [op for op in operations[forward:] if op.type == kind]
         assert found, kind  # recomputed in the backward pass
