@@ -175,8 +175,13 @@ def compute_dtype(dtype):
 
 def keras_vit_model(model, dtype=None, remat=False, image_size=None):
     """keras_vit's model of one of `keras-vit benchmark`'s models
-    (`model_arguments`), random weights, at `image_size` (default: 224)."""
+    (`model_arguments`), random weights, at `image_size` (default: 224).
+
+    Its head gives logits, as the peers' (timm, keras-hub) and as the
+    training rows' loss takes them (`from_logits=True`), unless the model
+    names a `classifier_activation`."""
     variant, arguments = model_arguments(model)
+    arguments.setdefault("classifier_activation", None)
     arguments.update(dtype=dtype, remat=remat)
     if image_size:
         arguments["image_size"] = image_size
