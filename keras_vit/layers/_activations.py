@@ -9,12 +9,10 @@ def activate(x, name, training=False):
     """`x` through the activation `name` (one of `ACTIVATIONS`).
 
     In training the exact GELU is `_gelu.gelu`: the same function, whose
-    backward pass keeps only `x`. Inference takes `_gelu.exact`: of float32
-    the plain op (the graph every export converts); of bfloat16 or float16
-    computed in float32, which TensorFlow's CPU kernels run several times
-    faster than a bfloat16 `erfc`."""
+    backward pass keeps only `x`; inference keeps the plain op (the graph
+    every export converts)."""
     if name == "quick_gelu":  # OpenAI CLIP's
         return x * ops.sigmoid(ops.cast(1.702, x.dtype) * x)
-    if name == "gelu":
-        return _gelu.gelu(x) if training else _gelu.exact(x)
-    return ops.gelu(x, approximate=True)
+    if name == "gelu" and training:
+        return _gelu.gelu(x)
+    return ops.gelu(x, approximate=name == "gelu_tanh")
