@@ -188,8 +188,10 @@ def keras_vit_model(model, dtype=None, remat=False, image_size=None):
     return ViT.from_variant(variant, **arguments)
 
 
-def _jit_choices(jit_compile, mode, dtype=None, device_kind=None):
-    """The XLA settings to time; the faster one is reported.
+def jit_choices(jit_compile, mode, dtype=None, device_kind=None):
+    """The XLA settings to time; the faster one is reported (`keras-vit
+    benchmark` times each in a process of its own, so that the peak memory
+    is the reported setting's).
 
     `"auto"`: for training steps what `keras-vit train` picks
     (`recipe.auto_jit_compile`: XLA, but not for bfloat16 on a CPU); for
@@ -226,7 +228,7 @@ def measure(
     of them (`keras_vit.timing.latencies`)."""
     arg_checks.one_of("peer", peer, PEERS)
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
-    jit_choices = _jit_choices(jit_compile, mode, dtype)
+    choices = jit_choices(jit_compile, mode, dtype)
     if peer == "timm":
         return timm_runner.measure(
             plain_variant(variant, peer),
@@ -268,13 +270,13 @@ def measure(
                 ),
                 jit,
             )
-            for jit in jit_choices
+            for jit in choices
         ]
         result, xla = max(results, key=lambda r: r[0]["inference_images_per_s"])
         rate = result["inference_images_per_s"]
         cores = result["inference_cores_busy"]
     else:
-        (xla,) = jit_choices
+        (xla,) = choices
         rate, cores = _train_rate(
             model, batch_size, steps, warmup, min_seconds, xla
         )

@@ -108,6 +108,51 @@ def test_failing_peers_are_reported_not_fatal():
     assert "peer='no_such_peer'" in row["error"]
 
 
+def test_each_xla_setting_is_measured_in_a_process_of_its_own(monkeypatch):
+    # Timed in one process, the slower setting's compilation and buffers
+    # would count in the faster one's peak memory.
+    calls = []
+
+    def fake(kwargs):
+        calls.append(kwargs)
+        rate = 7.0 if kwargs["jit_compile"] else 5.0
+        return {"images_per_s": rate, "peak_memory_mb": 100 + rate}
+
+    monkeypatch.setattr(suite, "_in_worker", fake)
+    row = suite.measure_in_subprocess(
+        peer="keras_vit", variant="Ti/16", mode="inference", batch_size=1
+    )
+    assert [c["jit_compile"] for c in calls] == [False, True]
+    assert row == {"images_per_s": 7.0, "peak_memory_mb": 107.0}
+    calls.clear()
+    row = suite.measure_in_subprocess(
+        peer="keras_vit",
+        variant="Ti/16",
+        mode="train",
+        batch_size=1,
+        jit_compile=False,
+    )
+    assert [c["jit_compile"] for c in calls] == [False]
+    # A setting that fails leaves the other's result; both failing, the
+    # first error.
+    monkeypatch.setattr(
+        suite,
+        "_in_worker",
+        lambda kwargs: (
+            {"error": "no"} if kwargs["jit_compile"] else {"images_per_s": 1.0}
+        ),
+    )
+    row = suite.measure_in_subprocess(
+        peer="keras_vit", variant="Ti/16", mode="inference", batch_size=1
+    )
+    assert row == {"images_per_s": 1.0}
+    monkeypatch.setattr(suite, "_in_worker", lambda kwargs: {"error": "no"})
+    row = suite.measure_in_subprocess(
+        peer="keras_vit", variant="Ti/16", mode="inference", batch_size=1
+    )
+    assert row == {"error": "no"}
+
+
 def test_bad_model_name_is_a_clear_error(capsys):
     assert cli.main(["benchmark", "--model", "ViT_X"]) == 2
     assert "model='ViT_X'" in capsys.readouterr().err
@@ -161,16 +206,16 @@ def test_profile_times_every_part(capsys, monkeypatch):
 def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
     # "auto" keeps the faster of XLA on / off for inference (neither wins
     # at every size on a CPU) and says which; training uses XLA.
-    assert throughput._jit_choices("auto", "inference") == (False, True)
-    assert throughput._jit_choices("auto", "train") == (True,)
-    assert throughput._jit_choices(False, "inference") == (False,)
+    assert throughput.jit_choices("auto", "inference") == (False, True)
+    assert throughput.jit_choices("auto", "train") == (True,)
+    assert throughput.jit_choices(False, "inference") == (False,)
     # Training as `keras-vit train` runs it: not XLA for bfloat16 on a CPU.
-    assert throughput._jit_choices(
-        "auto", "train", "mixed_bfloat16", "cpu"
-    ) == (False,)
-    assert throughput._jit_choices(
-        "auto", "train", "mixed_bfloat16", "gpu"
-    ) == (True,)
+    assert throughput.jit_choices("auto", "train", "mixed_bfloat16", "cpu") == (
+        False,
+    )
+    assert throughput.jit_choices("auto", "train", "mixed_bfloat16", "gpu") == (
+        True,
+    )
     row = benchmark.measure(
         peer="keras_vit",
         variant="Ti/16",
