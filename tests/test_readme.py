@@ -295,13 +295,24 @@ def test_the_performance_table_is_its_results_files():
     (results,) = re.findall(r"\]\((benchmarks/results/[^)]+\.md)\)", readme)
     with open(os.path.join(ROOT, results), encoding="utf-8") as file:
         recorded = file.read()
-    table = readme[readme.index("## Performance") :]
-    table = table[: table.index("\n## ")]
-    figures = re.findall(r"\| (\d+\.\d+) ", table)
-    assert len(figures) == 26
-    figures += re.findall(r"(\d+\.\d+) ms", table)  # the TFLite sentence
-    assert len(figures) == 28
-    assert [f for f in figures if f not in recorded] == []
+    section = readme[readme.index("## Performance") :]
+    section = section[: section.index("\n## ")]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    # Each cell after the label: keras_vit's figure / timm's.
+    cells = [cell.strip() for row in rows[1:] for cell in row.split("|")[2:-1]]
+    pairs = [
+        re.fullmatch(r"([\d,]+(?:\.\d+)?) / ([\d,]+(?:\.\d+)?)", c)
+        for c in cells
+    ]
+    assert len(rows) == 7 and len(cells) == 24 and all(pairs), cells
+    figures = [f for pair in pairs for f in pair.groups()]
+    # Each as a whole number there, not a part of another ("1.34" of "11.34").
+    missing = [
+        f
+        for f in figures
+        if not re.search(rf"(?<![\d.,]){re.escape(f)}(?![\d,]*\d)", recorded)
+    ]
+    assert missing == []
 
 
 # 1. Classify a photo.
