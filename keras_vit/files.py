@@ -321,6 +321,38 @@ def remove_leftovers(folder):
     return removed
 
 
+#: The exception every atomic write raises at its commit instead of moving
+#: its output into place, once the process has been asked to stop
+#: (`request_stop`); `None` while it has not.
+_stop = None
+
+
+def request_stop(error):
+    """Makes every atomic write that reaches its commit from now on raise
+    `error` there, its temporary output removed, until `clear_stop()`.
+
+    For a signal handler that raises `error` to stop the process: Python
+    ignores (prints and drops) an exception raised while a garbage
+    collector callback or a finalizer runs, so the raise alone can be lost
+    and an export go on to write its output.
+    """
+    global _stop
+    _stop = error
+
+
+def clear_stop():
+    """Undoes `request_stop`."""
+    global _stop
+    _stop = None
+
+
+def raise_if_stopped():
+    """Raises the requested stop's exception (`request_stop`), if any: every
+    atomic write calls it before its commit."""
+    if _stop is not None:
+        raise _stop
+
+
 @contextlib.contextmanager
 def atomic_file(path, suffix=".tmp"):
     """Yields a temporary path next to `path`; moves it there on success.
@@ -346,6 +378,7 @@ def atomic_file(path, suffix=".tmp"):
     os.close(handle)
     try:
         yield tmp
+        raise_if_stopped()
         # mkstemp makes the file private (0600); give it the usual mode.
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
@@ -371,6 +404,7 @@ def atomic_directory(path):
     old = None
     try:
         yield tmp
+        raise_if_stopped()
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private (0700)
         if os.path.isdir(path):
             old = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=".old")

@@ -78,6 +78,57 @@ def test_sigterm_wrapped_by_other_code_still_exits_143():
             raise ImportError("no module")
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_lost_sigterm_still_stops_the_next_write_and_exits_143(
+    monkeypatch, tmp_path
+):
+    # Python drops (prints) an exception raised while a garbage collector
+    # callback runs; JAX registers one, so SIGTERM's exception can be lost
+    # mid-export. The export's write then stops at its commit.
+    import gc
+    import signal
+
+    from keras_vit import files
+
+    out = tmp_path / "out.bin"
+
+    def lose_it(phase, info):
+        gc.callbacks.remove(lose_it)
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs, here
+
+    def run(args):
+        with files.atomic_file(str(out)) as tmp:
+            _write(tmp)
+            gc.callbacks.append(lose_it)
+            gc.collect()
+        raise AssertionError("the write was not stopped")
+
+    monkeypatch.setattr(cli.models, "run", run)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["models"])
+    assert exit_info.value.code == 143
+    assert list(tmp_path.iterdir()) == []
+
+    # ... and a command that writes nothing after it exits 143 too.
+    def run_on(args):
+        gc.callbacks.append(lose_it)
+        gc.collect()
+
+    monkeypatch.setattr(cli.models, "run", run_on)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["models"])
+    assert exit_info.value.code == 143
+    # Nothing stays requested once the command is over.
+    with files.atomic_file(str(out)) as tmp:
+        _write(tmp)
+    assert out.read_bytes() == b"data"
+
+
+def _write(path):
+    with open(path, "wb") as file:
+        file.write(b"data")
+
+
 def test_train_flags_reach_the_model(monkeypatch, tmp_path):
     import keras_vit.training
 

@@ -237,3 +237,23 @@ def test_atomic_write_writes_through_a_temporary_file_of_the_same_suffix(
     assert path.read_text() == "new"
     assert seen[0] != str(path) and seen[0].endswith(".weights.h5")
     assert os.listdir(path.parent) == ["model.weights.h5"]
+
+
+@pytest.mark.parametrize("writer", ["atomic_file", "atomic_directory"])
+def test_a_requested_stop_stops_an_atomic_write_at_its_commit(tmp_path, writer):
+    target = tmp_path / "out"
+    target.mkdir() if writer == "atomic_directory" else target.write_text("old")
+    try:
+        with pytest.raises(SystemExit):
+            with getattr(files, writer)(str(target)) as tmp:
+                files.request_stop(SystemExit(143))
+                if writer == "atomic_file":
+                    with open(tmp, "w") as file:
+                        file.write("new")
+    finally:
+        files.clear_stop()
+    # The earlier output as it was, and no temporary file beside it.
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    if writer == "atomic_file":
+        assert target.read_text() == "old"
+    files.raise_if_stopped()  # cleared: nothing raised

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 
+from keras_vit import files
 from keras_vit.cli import benchmark
 from keras_vit.cli import convert
 from keras_vit.cli import export
@@ -144,7 +145,9 @@ class _Terminated(SystemExit):
 
 
 def _raise_terminated(signum, frame):
-    raise _Terminated(128 + signum)
+    error = _Terminated(128 + signum)
+    files.request_stop(error)
+    raise error
 
 
 @contextlib.contextmanager
@@ -161,6 +164,10 @@ def _terminate_cleanly():
     module's import does) still exits with status 143, without a traceback.
     A handler someone else installed is left alone, and so is a call from a
     thread other than the main one (signals can only be handled there).
+    Should the exception be lost (Python drops one raised while a garbage
+    collector callback or a finalizer runs: JAX registers such a callback),
+    the next atomic write raises it at its commit and leaves nothing, and
+    a command that finishes all the same still exits with status 143.
     """
     if (
         threading.current_thread() is not threading.main_thread()
@@ -171,6 +178,7 @@ def _terminate_cleanly():
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield
+        files.raise_if_stopped()  # a command that ran on past a lost one
     except BaseException as error:
         cause = error
         while cause is not None and not isinstance(cause, _Terminated):
@@ -180,3 +188,4 @@ def _terminate_cleanly():
         raise SystemExit(cause.code) from None
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        files.clear_stop()
