@@ -172,14 +172,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # The projections see (B·T, D) rows, not (B, T, D): on TensorFlow a
         # Dense on a 3-D input is reshape-MatMul-reshape, which keeps
         # grappler from fusing the bias into the oneDNN MatMul.
-        if _norm_dense.fuses(norm, self.qkv, training):
-            projected = _norm_dense.apply(
-                norm, self.qkv, ops.reshape(inputs, (-1, dim))
-            )
-        else:
-            if norm is not None:
-                inputs = norm(inputs)
-            projected = self.qkv(ops.reshape(inputs, (-1, dim)))
+        rows = ops.reshape(inputs, (-1, dim))
+        projected = _norm_dense.project(norm, self.qkv, rows, training)
         # Split the fused projection on its last axis (a TFLite SPLIT) rather
         # than indexing a transposed (3, B, heads, T, d) tensor: `qkv[0]` is
         # a STRIDED_SLICE with shrink_axis_mask, which XNNPACK does not

@@ -84,22 +84,35 @@ def _normalize(x, epsilon):
 
     @ops.custom_gradient
     def normalize(x):
-        centered = x - ops.mean(x, axis=-1, keepdims=True)
-        # `centered * centered`, not `ops.square(centered)`: the TFLite
-        # converter fuses square(x - mean) into SQUARED_DIFFERENCE, which
-        # LiteRT cannot run on int16 (int16x8 quantization). Same numbers.
-        variance = ops.mean(centered * centered, axis=-1, keepdims=True)
-        inv_std = ops.rsqrt(variance + epsilon)
+        _, centered, inv_std = moments(x, epsilon)
         normalized = centered * inv_std
 
         def grad(*args, upstream=None):
             # Keras passes the upstream gradient positionally on TensorFlow
             # and as `upstream` on other backends.
             g = args[0] if upstream is None else upstream
-            mean_g = ops.mean(g, axis=-1, keepdims=True)
-            mean_gx = ops.mean(g * normalized, axis=-1, keepdims=True)
-            return inv_std * (g - mean_g - normalized * mean_gx)
+            return normalized_gradient(g, normalized, inv_std)
 
         return normalized, grad
 
     return normalize(x)
+
+
+def moments(x, epsilon):
+    """`(mean, x - mean, 1 / sqrt(var + epsilon))` of float32 `x` over its
+    last axis (the mean and the inverse deviation keep it, of size 1)."""
+    mean = ops.mean(x, axis=-1, keepdims=True)
+    centered = x - mean
+    # `centered * centered`, not `ops.square(centered)`: the TFLite
+    # converter fuses square(x - mean) into SQUARED_DIFFERENCE, which
+    # LiteRT cannot run on int16 (int16x8 quantization). Same numbers.
+    variance = ops.mean(centered * centered, axis=-1, keepdims=True)
+    return mean, centered, ops.rsqrt(variance + epsilon)
+
+
+def normalized_gradient(g, normalized, inv_std):
+    """The gradient of `x` from `g`, that of `normalized = (x - mean) *
+    inv_std`, in closed form."""
+    mean_g = ops.mean(g, axis=-1, keepdims=True)
+    mean_gx = ops.mean(g * normalized, axis=-1, keepdims=True)
+    return inv_std * (g - mean_g - normalized * mean_gx)
