@@ -492,3 +492,14 @@ def test_keras_hub_and_the_runtimes_build_at_the_image_size(monkeypatch):
     )
     assert row["images_per_s"] == 1.0
     assert built == [("keras_hub", 48), ("onnxruntime", 48)]
+
+
+def test_keras_vit_benchmark_model_gives_logits_as_its_peers():
+    # The training rows' loss takes logits (from_logits=True), as timm's
+    # and keras-hub's models give them.
+    model = throughput.keras_vit_model("Ti/16", image_size=32)
+    assert model.classifier_activation is None
+    named = throughput.keras_vit_model(
+        "Ti/16:classifier_activation=softmax", image_size=32
+    )
+    assert named.classifier_activation == "softmax"
