@@ -193,8 +193,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         else:
             out, weights = self._attention(
                 query, key, value, batch, tokens, training, dropout_seed
-            )
-            out = ops.reshape(ops.transpose(out, (0, 2, 1, 3)), (-1, dim))
+            )  # (B, T, heads, d)
+            out = ops.reshape(out, (-1, dim))
         out = ops.reshape(self.proj(out), (batch, tokens, dim))
         if return_attention_scores:
             return out, weights
@@ -204,7 +204,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self, query, key, value, batch, tokens, training, dropout_seed
     ):
         """Softmax attention of the `(B·T, D)` (or `(B, T, heads, d)`)
-        queries, keys and values: `(B, heads, T, d)` outputs and the
+        queries, keys and values: `(B, T, heads, d)` outputs and the
         float32 `(B, heads, T, T)` weights."""
         query = self._heads(
             query * ops.cast(self.head_dim**-0.5, query.dtype), batch, tokens
@@ -228,7 +228,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             dropout_seed,
             training,
         )
-        return ops.matmul(dropped, value), weights  # (B, heads, T, d)
+        out = ops.matmul(dropped, value)  # (B, heads, T, d)
+        return ops.transpose(out, (0, 2, 1, 3)), weights
 
     def _fuses(self, training, return_attention_scores):
         """Whether this call uses `keras.ops.dot_product_attention`, the

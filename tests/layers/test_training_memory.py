@@ -26,7 +26,8 @@ from keras_vit.layers import _norm_dense
 
 def _plain_attention(query, key, value):
     weights = ops.softmax(ops.matmul(query, key), axis=-1)
-    return ops.matmul(weights, value), weights
+    outputs = ops.transpose(ops.matmul(weights, value), (0, 2, 1, 3))
+    return outputs, weights  # outputs in token order: (B, T, heads, d)
 
 
 def _attend_and_weights(query, key, value):
@@ -57,7 +58,7 @@ def test_attention_gradients_equal_autodiff(through_weights):
     key = rng.normal(size=(2, 3, 4, 7)).astype("float32")
     value = rng.normal(size=(2, 3, 7, 4)).astype("float32")
     cotangents = [
-        rng.normal(size=(2, 3, 7, 4)).astype("float32"),
+        rng.normal(size=(2, 7, 3, 4)).astype("float32"),
         rng.normal(size=(2, 3, 7, 7)).astype("float32")
         if through_weights
         else None,
@@ -69,6 +70,47 @@ def test_attention_gradients_equal_autodiff(through_weights):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     for a, b in zip(got_grads, want_grads):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_gradients_in_bfloat16_are_as_accurate_as_autodiff():
+    # The backward pass works in bfloat16 over (B, heads, T, T) and takes
+    # its row term from the outputs: its gradients must be as close to the
+    # exact ones (float64) as automatic differentiation of the plain
+    # bfloat16 graph (a float32 softmax between bfloat16 matmuls) is.
+    rng = np.random.default_rng(2)
+    shapes = ((2, 3, 65, 16), (2, 3, 16, 65), (2, 3, 65, 16))
+    inputs = [rng.normal(size=s) * 1.5 for s in shapes]
+    cotangent = rng.normal(size=(2, 65, 3, 16))
+
+    def plain_bfloat16(query, key, value):
+        weights = _attention_core.probabilities(query, key)
+        weights = ops.cast(weights, "bfloat16")
+        return (ops.transpose(ops.matmul(weights, value), (0, 2, 1, 3)),)
+
+    exact = _gradients_in(
+        lambda *x: (_plain_attention(*x)[0],), inputs, cotangent, "float64"
+    )
+    plain = _gradients_in(plain_bfloat16, inputs, cotangent, "bfloat16")
+    got = _gradients_in(
+        lambda *x: (_attention_core.attend(*x),), inputs, cotangent, "bfloat16"
+    )
+    for name, e, p, g in zip("qkv", exact, plain, got):
+        e = e.numpy()
+        scale = np.abs(e).max()
+        plain_error = np.abs(p.numpy().astype("float64") - e).max() / scale
+        error = np.abs(g.numpy().astype("float64") - e).max() / scale
+        assert error <= 1.25 * plain_error, (name, error, plain_error)
+
+
+def _gradients_in(fn, inputs, cotangent, dtype):
+    inputs = [tf.constant(x, dtype) for x in inputs]
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        (outputs,) = fn(*inputs)
+        loss = tf.reduce_sum(
+            tf.cast(outputs, "float64") * tf.constant(cotangent, "float64")
+        )
+    return tape.gradient(loss, inputs)
 
 
 def test_attention_in_bfloat16_keeps_a_float32_softmax():
@@ -308,18 +350,27 @@ def test_a_training_step_makes_no_extra_attention_matrix_ops():
         assert kind not in square, square
 
 
-def _kept_for_backward(model, images):
-    """Shapes of the forward tensors a training step's gradient reads."""
+def _kept_tensors(model, images):
+    """The forward tensors a training step's gradient reads."""
     graph, forward, _ = _training_step_graph(model, images)
     operations = graph.get_operations()
     backward = {op.name for op in operations[forward:]}
-    kept = []
-    for op in operations[:forward]:
-        for tensor in op.outputs:
-            if any(c.name in backward for c in tensor.consumers()):
-                if tensor.shape.rank:
-                    kept.append((op.type, tuple(tensor.shape.as_list())))
-    return kept
+    return [
+        tensor
+        for op in operations[:forward]
+        for tensor in op.outputs
+        if tensor.shape.rank
+        and any(c.name in backward for c in tensor.consumers())
+    ]
+
+
+def _kept_for_backward(model, images):
+    """Op types and shapes of the forward tensors a training step's
+    gradient reads."""
+    return [
+        (t.op.type, tuple(t.shape.as_list()))
+        for t in _kept_tensors(model, images)
+    ]
 
 
 @pytest.mark.parametrize("attention_dropout_rate", [0.0, 0.1])
@@ -345,6 +396,24 @@ def test_a_training_step_keeps_no_attention_matrix(attention_dropout_rate):
     # Per block: the GELU's input alone (`gelu_dense` recomputes its
     # output, mlp_fc2's input).
     assert len(mlp_wide) == 2, mlp_wide
+
+
+def test_the_attention_keeps_its_outputs_in_the_projections_buffer():
+    # The backward pass's row term reads the attention's outputs: kept in
+    # token order, they are the buffer that, through the custom gradient's
+    # IdentityN and a reshape (aliases both), is the output projection's
+    # input, which the projection's kernel gradient keeps anyway.
+    kept = _kept_tensors(_tiny_model(), tf.zeros((2, 16, 16, 3)))
+    (outputs,) = [t for t in kept if tuple(t.shape.as_list()) == (2, 17, 2, 8)]
+    aliases = [
+        t
+        for t in kept
+        if t.op.type == "Reshape"
+        and t.op.inputs[0].op.type == "IdentityN"
+        and outputs in list(t.op.inputs[0].op.inputs)
+    ]
+    assert [tuple(t.shape.as_list()) for t in aliases] == [(2 * 17, 16)]
+    assert "MatMul" in {c.type for c in aliases[0].consumers()}
 
 
 def test_a_training_step_keeps_no_layer_norm_output(monkeypatch):
