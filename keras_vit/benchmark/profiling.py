@@ -46,7 +46,7 @@ def profile(
     kwargs = {"image_size": image_size} if image_size else {}
     model = ViT.from_variant(variant_name(variant), **kwargs)
     h, w = model.image_size
-    tokens = model.grid_size[0] * model.grid_size[1] + model.num_prefix_tokens
+    tokens = model.num_tokens
     rng = np.random.default_rng(0)
     images = tf.constant(
         rng.uniform(0, 255, (batch_size, h, w, 3)).astype("float32")

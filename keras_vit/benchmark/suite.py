@@ -28,6 +28,7 @@ from keras_vit.benchmark.throughput import compute_dtype
 from keras_vit.benchmark.throughput import jit_choices
 from keras_vit.benchmark.throughput import keras_vit_model
 from keras_vit.benchmark.throughput import plain_variant
+from keras_vit.benchmark.throughput import token_count
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 
 
@@ -62,7 +63,10 @@ def measure_in_subprocess(timm_python=None, **kwargs):
     # Each XLA setting in a process of its own (inference times both under
     # "auto"): the peak memory reported is the reported setting's alone.
     choices = jit_choices(
-        kwargs.get("jit_compile", "auto"), kwargs["mode"], kwargs.get("dtype")
+        kwargs.get("jit_compile", "auto"),
+        kwargs["mode"],
+        kwargs.get("dtype"),
+        tokens=token_count(kwargs["variant"], kwargs.get("image_size")),
     )
     results = [_in_worker({**kwargs, "jit_compile": jit}) for jit in choices]
     measured = [r for r in results if "error" not in r]
@@ -246,9 +250,7 @@ def _plan(variants, peers, inference_batches, train_batches, sizes):
             with keras.StatelessScope(initialize_variables=False):
                 model = keras_vit_model(variant, image_size=size)
                 flops = flops_lib.model_flops(model)
-            grid = model.grid_size
-            tokens = grid[0] * grid[1] + model.num_prefix_tokens
-            shape = (variant, model.input_shape[1], tokens, flops)
+            shape = (variant, model.input_shape[1], model.num_tokens, flops)
             for peer in peers:
                 modes = [("inference", b) for b in inference_batches]
                 if peer not in RUNTIMES:

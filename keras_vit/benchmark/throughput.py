@@ -188,24 +188,33 @@ def keras_vit_model(model, dtype=None, remat=False, image_size=None):
     return ViT.from_variant(variant, **arguments)
 
 
-def jit_choices(jit_compile, mode, dtype=None, device_kind=None):
+def token_count(variant, image_size=None):
+    """The tokens each block of keras_vit's `variant` sees at `image_size`
+    px (default: the variant's), from a model built without weights."""
+    with keras.StatelessScope(initialize_variables=False):
+        return keras_vit_model(variant, image_size=image_size).num_tokens
+
+
+def jit_choices(jit_compile, mode, dtype=None, device_kind=None, tokens=None):
     """The XLA settings to time; the faster one is reported (`keras-vit
     benchmark` times each in a process of its own, so that the peak memory
     is the reported setting's).
 
-    `"auto"`: for training steps what `keras-vit train` picks
-    (`recipe.auto_jit_compile`: XLA, but not for bfloat16 on a CPU); for
-    inference both, because on a CPU neither wins everywhere: timed in one
-    process at batch 8, XLA is 1.14x faster for ViT-Ti/16, 1.15x for S/16
-    and 1.21x slower for B/16, where TensorFlow's oneDNN matmuls beat XLA's.
-    `device_kind` defaults to where TensorFlow runs (`"gpu"` or `"cpu"`).
+    `"auto"`: for training steps what `keras-vit train` picks for `tokens`
+    tokens (`recipe.auto_jit_compile`: XLA, but not on a CPU for bfloat16
+    or long sequences); for inference both, because on a CPU neither wins
+    everywhere: timed in one process at batch 8, XLA is 1.14x faster for
+    ViT-Ti/16, 1.15x for S/16 and 1.21x slower for B/16, where
+    TensorFlow's oneDNN matmuls beat XLA's. `device_kind` defaults to
+    where TensorFlow runs (`"gpu"` or `"cpu"`).
     """
     if jit_compile != "auto":
         return (bool(jit_compile),)
     if mode == "inference":
         return (False, True)
     device_kind = device_kind or strategy.device_kind("default")
-    return (recipe.auto_jit_compile(device_kind, 1, dtype or "float32"),)
+    dtype = dtype or "float32"
+    return (recipe.auto_jit_compile(device_kind, 1, dtype, tokens),)
 
 
 def measure(
@@ -228,7 +237,6 @@ def measure(
     of them (`keras_vit.timing.latencies`)."""
     arg_checks.one_of("peer", peer, PEERS)
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
-    choices = jit_choices(jit_compile, mode, dtype)
     if peer == "timm":
         return timm_runner.measure(
             plain_variant(variant, peer),
@@ -255,8 +263,11 @@ def measure(
     if peer == "keras_hub":
         size = image_size or DEFAULT_IMAGE_SIZE
         model = keras_hub_peer.model(plain_variant(variant, peer), dtype, size)
+        tokens = token_count(variant, image_size)
     else:
         model = keras_vit_model(variant, dtype, remat, image_size)
+        tokens = model.num_tokens
+    choices = jit_choices(jit_compile, mode, dtype, tokens=tokens)
     if mode == "inference":
         results = [
             (

@@ -483,6 +483,12 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         the register tokens; every count of tokens goes through it."""
         return self.vit_config.num_prefix_tokens
 
+    @property
+    def num_tokens(self):
+        """The tokens each block sees at the model's resolution: the
+        `grid_size` patches and the `num_prefix_tokens`."""
+        return self.grid_size[0] * self.grid_size[1] + self.num_prefix_tokens
+
     def forward_features(
         self,
         images,

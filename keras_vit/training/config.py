@@ -273,8 +273,9 @@ class ScaleConfig:
     bfloat16 where native, else float32: `recipe.dtype_policy`),
     `steps_per_execution` (`None`: 1, 32 on
     TPUs), `jit_compile` (XLA; `"auto"`: on, but on CPUs for several
-    replicas, where XLA has no collectives, and for bfloat16, where
-    TensorFlow's oneDNN kernels are faster: `recipe.auto_jit_compile`)."""
+    replicas, where XLA has no collectives, and for bfloat16 and long
+    sequences, where TensorFlow's oneDNN kernels are faster:
+    `recipe.auto_jit_compile`)."""
 
     strategy: str = _field("auto", choices=STRATEGIES)
     tpu: str = _field(None, "TPU name or address (default: TPU_NAME)")

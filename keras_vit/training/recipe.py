@@ -275,22 +275,42 @@ def dtype_policy(
     return "float32" if mixed_precision == "off" else f"mixed_{mixed_precision}"
 
 
-def auto_jit_compile(device_kind, replicas=1, dtype_policy="float32"):
+# On a CPU, float32 training steps are compiled with XLA only for sequences
+# up to this many tokens: see `auto_jit_compile`.
+CPU_XLA_MAX_TOKENS = 512
+
+
+def auto_jit_compile(
+    device_kind, replicas=1, dtype_policy="float32", tokens=None
+):
     """Whether `jit_compile="auto"` compiles training steps with XLA.
 
-    On TPUs and GPUs, yes. On CPUs, XLA made float32 training steps 1.1x
-    (ViT-B/16) to 1.2x (ViT-Ti/16) faster here, but it has no cross-device
-    collectives (several CPU replicas), and it computes bfloat16 matmuls
-    without oneDNN's AVX-512 BF16 kernels, which TensorFlow uses without
-    XLA: on an AVX-512 BF16 CPU a `mixed_bfloat16` ViT-B/16 training step
-    at batch 8 ran at 1.63 images/s with XLA and 2.81 without (float32:
-    1.66), ViT-Ti/16 at 17.6 and 23.9 (float32: 18.7).
+    On TPUs and GPUs, yes. On CPUs, only for float32 steps of one replica
+    over at most `CPU_XLA_MAX_TOKENS` tokens:
+
+    - XLA has no cross-device collectives (several CPU replicas).
+    - It computes bfloat16 matmuls without oneDNN's AVX-512 BF16 kernels,
+      which TensorFlow uses without XLA: on an AVX-512 BF16 CPU a
+      `mixed_bfloat16` ViT-B/16 training step at batch 8 ran at 1.63
+      images/s with XLA and 2.81 without (float32: 1.66), ViT-Ti/16 at
+      17.6 and 23.9 (float32: 18.7).
+    - In float32 its fused elementwise ops win on short sequences, its
+      batched attention matmuls lose to oneDNN's on long ones. XLA's
+      speed over TensorFlow's without it, training steps alternating in
+      one process on a 2-core AMD EPYC (AVX-512): ViT-B/16 at batch 4,
+      1.09x at 197 tokens (224 px; 1.04x at batch 8), 0.99x at 401 (320
+      px), 0.98x at 577 (384 px), 0.88x at 1025 (512 px); ViT-Ti/16, 1.12x
+      at 197 (batch 8), 1.07x at 401, 0.96x at 577, 1.01x at 1025. Without
+      XLA the step also holds less memory at 577 and 1025 tokens (B/16
+      batch 4: 3,316 against 3,446 MB, 4,328 against 4,478 MB).
 
     Args:
         device_kind: `"tpu"`, `"gpu"` or `"cpu"`.
         replicas: the strategy's number of replicas.
         dtype_policy: the model's dtype policy (a name or a
             `keras.DTypePolicy`).
+        tokens: the tokens each block sees (`ViT.num_tokens`), or `None`
+            if unknown (taken as few).
     """
     if device_kind != "cpu":
         return True
@@ -298,4 +318,5 @@ def auto_jit_compile(device_kind, replicas=1, dtype_policy="float32"):
         "mixed_bfloat16": "bfloat16",
         "mixed_float16": "float16",
     }.get(dtype_policy, dtype_policy)
-    return replicas == 1 and compute != "bfloat16"
+    short = tokens is None or tokens <= CPU_XLA_MAX_TOKENS
+    return replicas == 1 and compute != "bfloat16" and short

@@ -536,8 +536,9 @@ def _build_and_compile(config, setup, data):
             steps_per_execution = min(steps_per_execution, data.steps_per_epoch)
         jit = config.scale.jit_compile
         if jit == "auto":
+            vit = model.backbone if masked else model
             jit = recipe.auto_jit_compile(
-                setup.device, setup.replicas, setup.policy
+                setup.device, setup.replicas, setup.policy, vit.num_tokens
             )
         objective = {}  # MaskedPatchPrediction computes its own
         if not masked:

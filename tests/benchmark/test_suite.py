@@ -216,6 +216,12 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
     assert throughput.jit_choices("auto", "train", "mixed_bfloat16", "gpu") == (
         True,
     )
+    # and not for float32 over long sequences (B/16 at 384 px: 577 tokens).
+    tokens = throughput.token_count("B/16", 384)
+    assert tokens == 577
+    assert throughput.jit_choices("auto", "train", None, "cpu", tokens) == (
+        False,
+    )
     row = benchmark.measure(
         peer="keras_vit",
         variant="Ti/16",

@@ -152,6 +152,12 @@ def test_auto_xla_is_off_where_tensorflow_kernels_are_faster():
         "cpu", 1, keras.DTypePolicy("mixed_bfloat16")
     )
     assert not recipe.auto_jit_compile("cpu", 1, "bfloat16")
+    # On a CPU, float32 over long sequences: oneDNN's attention matmuls.
+    longest = recipe.CPU_XLA_MAX_TOKENS
+    assert recipe.auto_jit_compile("cpu", 1, "float32", 197)
+    assert recipe.auto_jit_compile("cpu", 1, "float32", longest)
+    assert not recipe.auto_jit_compile("cpu", 1, "float32", longest + 1)
+    assert recipe.auto_jit_compile("gpu", 1, "float32", 1025)
 
 
 def test_cpu_bfloat16_detection(tmp_path):

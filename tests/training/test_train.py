@@ -287,6 +287,26 @@ def test_bfloat16_training_on_a_cpu_runs_without_xla(tmp_path):
     assert resolved["jit_compile"] is False
 
 
+@pytest.mark.parametrize("objective", ["classification", "masked_patches"])
+def test_float32_training_of_long_sequences_on_a_cpu_runs_without_xla(
+    tmp_path, objective
+):
+    # XLA's batched attention matmuls lose to oneDNN's on long sequences
+    # (recipe.auto_jit_compile): 96 px in 4 px patches, 577 tokens.
+    config = tiny_config(
+        tmp_path,
+        epochs=1,
+        image_size=96,
+        validation_split=0.5,
+        jit_compile="auto",
+        objective=objective,
+    )
+    result = train(config)
+    assert np.isfinite(result.history["loss"]).all()
+    with open(os.path.join(config.run.output, "config.json")) as f:
+        assert json.load(f)["resolved"]["jit_compile"] is False
+
+
 def test_bad_input_is_refused_before_training(tmp_path):
     with pytest.raises(ValueError, match="model='ViT_X'"):
         train(tiny_config(tmp_path, model="ViT_X"))
