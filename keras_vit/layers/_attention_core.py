@@ -30,14 +30,90 @@ a second output of a custom gradient would be handed a `(B, heads, T, T)`
 zero cotangent by TensorFlow even when unused.
 """
 
+import contextlib
+import functools
+import math
+import os
+import threading
+
+import keras
 from keras import ops
 
 from keras_vit.layers import _recompute
 
+_step = threading.local()
 
-def probabilities(query, key):
-    """The float32 softmax of `query @ key` (whatever the inputs' dtype)."""
-    return ops.softmax(ops.cast(ops.matmul(query, key), "float32"), axis=-1)
+
+def probabilities(query, key, dtype="float32"):
+    """The softmax of `query @ key` in `dtype`: float32 (the default)
+    whatever the inputs' dtype."""
+    return ops.softmax(ops.cast(ops.matmul(query, key), dtype), axis=-1)
+
+
+@contextlib.contextmanager
+def step_without_xla(without_xla):
+    """Within it, the training step being traced (in this thread) is known
+    to run without XLA (`without_xla=True`), as its trainer knows
+    (`models/keras_fixes.TrainerFixes`); the attention can then take its
+    softmax in the compute dtype (`softmax_dtype`)."""
+    previous = getattr(_step, "without_xla", False)
+    _step.without_xla = bool(without_xla)
+    try:
+        yield
+    finally:
+        _step.without_xla = previous
+
+
+def softmax_dtype(dtype):
+    """The dtype `attend` takes its softmax in, for `dtype` inputs.
+
+    float32 unless a bfloat16 softmax keeps float32 precision: on
+    TensorFlow, oneDNN's CPU softmax computes in float32 and rounds once
+    (one kernel instead of a cast up, a float32 softmax and a cast down;
+    B/16 at 512 px, batch 4: each block's attention 156 -> 115 ms,
+    forward and backward), but Eigen's (TensorFlow without oneDNN) and
+    XLA's compute `x - max` in bfloat16: 7% error on small probabilities
+    against 0.4%. So bfloat16 only in a training step whose trainer says
+    it runs without XLA (`step_without_xla`), on TensorFlow on a machine
+    without a GPU and with XLA's auto-clustering off, where a probe finds
+    the CPU's bfloat16 softmax at float32 precision (`_keeps_float32`).
+    """
+    if (
+        keras.backend.standardize_dtype(dtype) != "bfloat16"
+        or not getattr(_step, "without_xla", False)
+        or not _tensorflow_cpu_without_xla()
+    ):
+        return "float32"
+    return "bfloat16" if _keeps_float32("bfloat16") else "float32"
+
+
+def _tensorflow_cpu_without_xla():
+    """Whether ops run on TensorFlow, on the CPU (no GPU to place them
+    on) and outside XLA's auto-clustering."""
+    if keras.backend.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return not (
+        tf.config.list_logical_devices("GPU")
+        or tf.config.optimizer.get_jit()
+        or "auto_jit" in os.environ.get("TF_XLA_FLAGS", "")
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _keeps_float32(dtype):
+    """Whether TensorFlow's CPU softmax of `dtype` logits keeps float32
+    precision: probed on the row `[24, 0.1015625]`, whose `x - max`
+    bfloat16 cannot hold (-23.8984375 rounds to -23.875, and the small
+    probability comes out 2.4% off)."""
+    import tensorflow as tf
+
+    with tf.init_scope(), tf.device("/CPU:0"):
+        row = tf.constant([[24.0, 0.1015625]], dtype)
+        got = float(tf.cast(tf.nn.softmax(row), "float32")[0, 1])
+    want = 1.0 / (1.0 + math.exp(24.0 - 0.1015625))
+    return abs(got / want - 1.0) < 0.01
 
 
 @ops.custom_gradient
@@ -54,9 +130,11 @@ def attend(query, key, value):
         The `(B, T, heads, d)` outputs, in token order (ready to be
         reshaped into the output projection's `(B·T, D)` rows, one buffer
         that the projection's backward pass keeps too), in the values'
-        dtype; the softmax is in float32 whatever the inputs' dtype.
+        dtype; the softmax is in float32 whatever the inputs' dtype, or
+        where that keeps float32 precision in bfloat16 (`softmax_dtype`).
     """
-    weights = ops.cast(probabilities(query, key), value.dtype)
+    precision = softmax_dtype(value.dtype)
+    weights = ops.cast(probabilities(query, key, precision), value.dtype)
     outputs = ops.transpose(ops.matmul(weights, value), (0, 2, 1, 3))
 
     def grad(*args, upstream=None):
@@ -64,7 +142,7 @@ def attend(query, key, value):
         # as `upstream` on other backends.
         d_tokens = args[0] if upstream is None else upstream
         q, k, v, out = _recompute.after(d_tokens, query, key, value, outputs)
-        probs = ops.cast(probabilities(q, k), v.dtype)
+        probs = ops.cast(probabilities(q, k, precision), v.dtype)
         d_outputs = ops.transpose(d_tokens, (0, 2, 1, 3))  # (B, heads, T, d)
         d_value = ops.matmul(ops.transpose(probs, (0, 1, 3, 2)), d_outputs)
         d_probs = ops.matmul(d_outputs, ops.transpose(v, (0, 1, 3, 2)))

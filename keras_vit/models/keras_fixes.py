@@ -9,11 +9,14 @@ them at the one place each is needed:
 - `config_dtype_policy`: the dtype a model's `get_config` records;
 - `TrainerFixes`: mixed into `ViT` and `MaskedPatchPrediction` before
   `keras.Model`: on the TensorFlow backend, the optimizer of a built model
-  built before the first training step is traced, and `fit` / `evaluate`
-  under MultiWorkerMirroredStrategy.
+  built before the first training step is traced, `fit` / `evaluate`
+  under MultiWorkerMirroredStrategy, and (not a fix: what only the
+  trainer knows) whether XLA compiles the training step.
 """
 
 import keras
+
+from keras_vit.layers import _attention_core
 
 
 def finish_functional_init(model, dtype):
@@ -149,7 +152,21 @@ class _MultiWorkerFit:
         )
 
 
-class _TensorFlowTrainerFixes(_OptimizerBuiltFirst, _MultiWorkerFit):
+class _StepSaysXla:
+    """Tells the attention whether the training step being traced runs
+    without XLA (`layers/_attention_core.step_without_xla`): only the
+    trainer knows (TensorFlow gives a traced function no sign of it), and
+    without XLA a bfloat16 step can take its attention's softmax in
+    bfloat16 at float32 precision (`_attention_core.softmax_dtype`)."""
+
+    def train_step(self, data):
+        with _attention_core.step_without_xla(not self.jit_compile):
+            return super().train_step(data)
+
+
+class _TensorFlowTrainerFixes(
+    _OptimizerBuiltFirst, _StepSaysXla, _MultiWorkerFit
+):
     """The TensorFlow trainer's fixes, mixed into keras_vit's models."""
 
 

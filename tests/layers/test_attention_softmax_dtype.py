@@ -1,0 +1,120 @@
+"""The attention takes a bfloat16 softmax only where it keeps float32
+precision: oneDNN's CPU kernel, in a training step its trainer says runs
+without XLA (`_attention_core.softmax_dtype`)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_vit
+from keras_vit.layers import _attention_core
+
+_PROBE = """
+import json, numpy as np, tensorflow as tf
+from keras_vit.layers import _attention_core
+rng = np.random.default_rng(0)
+logits = tf.cast(tf.constant(rng.normal(size=(64, 1025)) * 3, "float32"),
+                 "bfloat16")
+want = tf.nn.softmax(tf.cast(logits, "float32"))
+got = tf.cast(tf.nn.softmax(logits), "float32")
+error = float(tf.reduce_max(tf.abs(got - want) / want))
+print(json.dumps([_attention_core._keeps_float32("bfloat16"), error]))
+"""
+
+
+@pytest.mark.parametrize("onednn", ["0", "1"])
+def test_the_probe_finds_the_softmaxes_at_float32_precision(onednn):
+    # Over 64 rows of 1025 logits, the bfloat16 softmax is within bfloat16's
+    # rounding (0.4%) of the float32 softmax of the same logits exactly
+    # where the probe says so; without oneDNN (Eigen) it never is.
+    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": onednn}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    keeps, error = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert keeps == (error < 0.005), (keeps, error)
+    if onednn == "0":
+        assert not keeps
+
+
+def _softmax_input_dtypes(dtype):
+    inputs = [
+        tf.zeros(shape, dtype) for shape in ((1, 2, 5, 4), (1, 2, 4, 5))
+    ] + [tf.zeros((1, 2, 5, 4), dtype)]
+
+    @tf.function
+    def step(query, key, value):
+        with tf.GradientTape() as tape:
+            tape.watch([query, key, value])
+            out = _attention_core.attend(query, key, value)
+        return tape.gradient(out, [query, key, value])
+
+    graph = step.get_concrete_function(*inputs).graph
+    return {
+        op.inputs[0].dtype.name
+        for op in graph.get_operations()
+        if op.type == "Softmax"
+    }
+
+
+def test_a_bfloat16_softmax_only_in_a_step_said_to_run_without_xla(
+    monkeypatch,
+):
+    monkeypatch.setattr(_attention_core, "_keeps_float32", lambda _: True)
+    assert _softmax_input_dtypes("bfloat16") == {"float32"}
+    with _attention_core.step_without_xla(False):
+        assert _softmax_input_dtypes("bfloat16") == {"float32"}
+    with _attention_core.step_without_xla(True):
+        # Both passes' softmaxes, the forward's and the recomputed one.
+        assert _softmax_input_dtypes("bfloat16") == {"bfloat16"}
+        assert _softmax_input_dtypes("float32") == {"float32"}
+        monkeypatch.setenv("TF_XLA_FLAGS", "--tf_xla_auto_jit=2")
+        assert _softmax_input_dtypes("bfloat16") == {"float32"}
+        monkeypatch.delenv("TF_XLA_FLAGS")
+        # Where the CPU's bfloat16 softmax is not float32-precise: float32.
+        monkeypatch.setattr(_attention_core, "_keeps_float32", lambda _: False)
+        assert _softmax_input_dtypes("bfloat16") == {"float32"}
+    assert _softmax_input_dtypes("bfloat16") == {"float32"}
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_a_training_step_says_whether_xla_compiles_it(jit_compile, monkeypatch):
+    seen = []
+    real = _attention_core.softmax_dtype
+
+    def spy(dtype):
+        seen.append(getattr(_attention_core._step, "without_xla", False))
+        return real(dtype)
+
+    monkeypatch.setattr(_attention_core, "softmax_dtype", spy)
+    model = keras_vit.ViT(
+        image_size=16,
+        patch_size=4,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        mlp_dim=32,
+        num_classes=3,
+        dtype="mixed_bfloat16",
+    )
+    model.compile(
+        "adamw", "sparse_categorical_crossentropy", jit_compile=jit_compile
+    )
+    images = np.zeros((2, 16, 16, 3), "float32")
+    model.train_on_batch(images, np.zeros((2,), "int32"))
+    assert seen and set(seen) == {not jit_compile}
+    # Outside the trainer's step (a call of the model): not said.
+    seen.clear()
+    with tf.GradientTape():
+        model(images, training=True)
+    assert seen == [False]
