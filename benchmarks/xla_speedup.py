@@ -39,9 +39,7 @@ def speedup(model_name, image_size, batch_size, dtype, rounds):
     labels = rng.integers(0, 10, (batch_size,))
     models = {}
     for xla in (True, False):
-        model = throughput.keras_vit_model(
-            model_name, dtype, False, image_size
-        )
+        model = throughput.keras_vit_model(model_name, dtype, False, image_size)
         model.compile(
             keras.optimizers.AdamW(1e-4),
             keras.losses.SparseCategoricalCrossentropy(from_logits=True),

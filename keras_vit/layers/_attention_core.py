@@ -101,7 +101,7 @@ def _tensorflow_cpu_without_xla():
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _keeps_float32(dtype):
     """Whether TensorFlow's CPU softmax of `dtype` logits keeps float32
     precision: probed on the row `[24, 0.1015625]`, whose `x - max`

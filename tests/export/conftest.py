@@ -41,7 +41,12 @@ def trained_model_path(tmp_path_factory):
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
     )
-    model.fit(train.images, train.labels, batch_size=64, epochs=12, verbose=0)
+    # 20 epochs, not 12: a model left with many near-ties (about 0.90
+    # accuracy) flips a few of the 100 train images under int16x8 and fails
+    # its 0.97 agreement for some float roundings of training (seeds 0 and
+    # 6 of 0-7 once the attention's backward pass changed its rounding;
+    # seed 6 before it too); at 20 epochs those seeds agree at 0.995-1.0.
+    model.fit(train.images, train.labels, batch_size=64, epochs=20, verbose=0)
     accuracy = model.evaluate(test.images, test.labels, verbose=0)[1]
     folder = tmp_path_factory.mktemp("digits_run")
     path = str(folder / "model.keras")
