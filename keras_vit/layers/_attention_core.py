@@ -141,7 +141,9 @@ def attend(query, key, value):
         # Keras passes the upstream gradient positionally on TensorFlow and
         # as `upstream` on other backends.
         d_tokens = args[0] if upstream is None else upstream
-        q, k, v, out = _recompute.after(d_tokens, query, key, value, outputs)
+        # The recomputation's inputs wait for the upstream gradient; the
+        # outputs are read only with it, so they need no copy that waits.
+        q, k, v = _recompute.after(d_tokens, query, key, value)
         probs = ops.cast(probabilities(q, k, precision), v.dtype)
         d_outputs = ops.transpose(d_tokens, (0, 2, 1, 3))  # (B, heads, T, d)
         d_value = ops.matmul(ops.transpose(probs, (0, 1, 3, 2)), d_outputs)
@@ -150,7 +152,8 @@ def attend(query, key, value):
         # where sum(dP * P) = sum(dO * O) over the head's width: a float32
         # sum over `d` rather than a `(B, heads, T, T)` product and sum.
         row = ops.sum(
-            ops.cast(d_tokens, "float32") * ops.cast(out, "float32"), axis=-1
+            ops.cast(d_tokens, "float32") * ops.cast(outputs, "float32"),
+            axis=-1,
         )  # (B, T, heads)
         row = ops.expand_dims(ops.transpose(row, (0, 2, 1)), -1)
         d_logits = probs * (d_probs - ops.cast(row, d_probs.dtype))
