@@ -28,7 +28,6 @@ from keras_vit.benchmark.throughput import compute_dtype
 from keras_vit.benchmark.throughput import jit_choices
 from keras_vit.benchmark.throughput import keras_vit_model
 from keras_vit.benchmark.throughput import plain_variant
-from keras_vit.benchmark.throughput import token_count
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 
 
@@ -62,12 +61,11 @@ def measure_in_subprocess(timm_python=None, **kwargs):
         return _in_worker(kwargs)
     # Each XLA setting in a process of its own (inference times both under
     # "auto"): the peak memory reported is the reported setting's alone.
-    choices = jit_choices(
-        kwargs.get("jit_compile", "auto"),
-        kwargs["mode"],
-        kwargs.get("dtype"),
-        tokens=token_count(kwargs["variant"], kwargs.get("image_size")),
-    )
+    # Training takes one, which the worker picks from its model's tokens.
+    jit = kwargs.get("jit_compile", "auto")
+    choices = (jit,)
+    if kwargs["mode"] == "inference":
+        choices = jit_choices(jit, "inference")
     results = [_in_worker({**kwargs, "jit_compile": jit}) for jit in choices]
     measured = [r for r in results if "error" not in r]
     if not measured:

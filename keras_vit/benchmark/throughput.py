@@ -263,10 +263,15 @@ def measure(
     if peer == "keras_hub":
         size = image_size or DEFAULT_IMAGE_SIZE
         model = keras_hub_peer.model(plain_variant(variant, peer), dtype, size)
-        tokens = token_count(variant, image_size)
     else:
         model = keras_vit_model(variant, dtype, remat, image_size)
-        tokens = model.num_tokens
+    tokens = None  # training's XLA setting depends on the sequence length
+    if mode == "train":
+        tokens = (
+            model.num_tokens
+            if peer == "keras_vit"
+            else token_count(variant, image_size)
+        )
     choices = jit_choices(jit_compile, mode, dtype, tokens=tokens)
     if mode == "inference":
         results = [

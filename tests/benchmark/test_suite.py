@@ -133,6 +133,13 @@ def test_each_xla_setting_is_measured_in_a_process_of_its_own(monkeypatch):
         jit_compile=False,
     )
     assert [c["jit_compile"] for c in calls] == [False]
+    # Under "auto" a training row's one worker picks the setting from its
+    # model's tokens (`measure`).
+    calls.clear()
+    suite.measure_in_subprocess(
+        peer="keras_vit", variant="Ti/16", mode="train", batch_size=1
+    )
+    assert [c["jit_compile"] for c in calls] == ["auto"]
     # A setting that fails leaves the other's result; both failing, the
     # first error.
     monkeypatch.setattr(
@@ -222,6 +229,18 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
     assert throughput.jit_choices("auto", "train", None, "cpu", tokens) == (
         False,
     )
+    # `measure` takes the tokens from the model it times (Ti/16 in 4 px
+    # patches: 65 tokens at 32 px, 577 at 96 px).
+    monkeypatch.setattr(throughput, "_train_rate", lambda *args: (1.0, 1.0))
+    for size, xla in ((32, True), (96, False)):
+        row = benchmark.measure(
+            peer="keras_vit",
+            variant="Ti/16:patch_size=4,num_layers=1",
+            mode="train",
+            batch_size=1,
+            image_size=size,
+        )
+        assert row["xla"] is xla, size
     row = benchmark.measure(
         peer="keras_vit",
         variant="Ti/16",
