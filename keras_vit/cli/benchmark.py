@@ -117,8 +117,8 @@ def _add_compute_arguments(bench):
         choices=["auto", "on", "off"],
         default="auto",
         help="XLA (auto: training as `keras-vit train` compiles it, "
-        "on but for bfloat16 on a CPU; inference is timed "
-        "with and without, the faster is reported)",
+        "on but on a CPU for bfloat16 and over 512 tokens; inference is "
+        "timed with and without, the faster is reported)",
     )
     bench.add_argument(
         "--dtype",

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import keras_vit
 from keras_vit.layers import _attention_core
+from tests.helpers import TINY
 
 _PROBE = """
 import json, numpy as np, tensorflow as tf
@@ -97,24 +98,15 @@ def test_a_training_step_says_whether_xla_compiles_it(jit_compile, monkeypatch):
         return real(dtype)
 
     monkeypatch.setattr(_attention_core, "softmax_dtype", spy)
-    model = keras_vit.ViT(
-        image_size=16,
-        patch_size=4,
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        mlp_dim=32,
-        num_classes=3,
-        dtype="mixed_bfloat16",
-    )
+    model = keras_vit.ViT(**TINY, dtype="mixed_bfloat16")
     model.compile(
         "adamw", "sparse_categorical_crossentropy", jit_compile=jit_compile
     )
-    images = np.zeros((2, 16, 16, 3), "float32")
+    images = np.zeros((2, 32, 32, 3), "float32")
     model.train_on_batch(images, np.zeros((2,), "int32"))
     assert seen and set(seen) == {not jit_compile}
     # Outside the trainer's step (a call of the model): not said.
     seen.clear()
     with tf.GradientTape():
         model(images, training=True)
-    assert seen == [False]
+    assert seen == [False] * TINY["num_layers"]
