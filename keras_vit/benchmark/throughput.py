@@ -195,6 +195,17 @@ def token_count(variant, image_size=None):
         return keras_vit_model(variant, image_size=image_size).num_tokens
 
 
+def _tokens(mode, peer, model, variant, image_size):
+    """For training, on whose XLA setting they bear, the tokens of `peer`'s
+    `model` (keras-hub's counted as keras_vit's `variant`'s); `None` for
+    inference, which times both settings."""
+    if mode != "train":
+        return None
+    if peer == "keras_vit":
+        return model.num_tokens
+    return token_count(variant, image_size)
+
+
 def jit_choices(jit_compile, mode, dtype=None, device_kind=None, tokens=None):
     """The XLA settings to time; the faster one is reported (`keras-vit
     benchmark` times each in a process of its own, so that the peak memory
@@ -265,13 +276,7 @@ def measure(
         model = keras_hub_peer.model(plain_variant(variant, peer), dtype, size)
     else:
         model = keras_vit_model(variant, dtype, remat, image_size)
-    tokens = None  # training's XLA setting depends on the sequence length
-    if mode == "train":
-        tokens = (
-            model.num_tokens
-            if peer == "keras_vit"
-            else token_count(variant, image_size)
-        )
+    tokens = _tokens(mode, peer, model, variant, image_size)
     choices = jit_choices(jit_compile, mode, dtype, tokens=tokens)
     if mode == "inference":
         results = [
