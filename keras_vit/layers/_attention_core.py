@@ -23,6 +23,13 @@ equals `sum(dO * O)` over the head's width (Dao, 2023, FlashAttention-2,
 Section 3.1.2), a float32 sum at token size. In mixed bfloat16 `dP` is a
 bfloat16 matmul's output already; a float32 `P * (dP - r)` cast back cost
 four more `(B, heads, T, T)` kernels per block for the same rounding.
+The outputs `O` cost no memory where the step runs without XLA: they are
+the output projection's input, one buffer. XLA instead fuses their
+transpose into the row term's reduction, which then reads the matmul's
+`(B, heads, T, d)` result, and keeps both layouts (ViT-B/16 float32, 224
+px, batch 8: 58 MB). In a step its trainer says XLA compiles
+(`training_step`), the row term is `sum(dP * P)` in float32, one more
+fused read of the two `(B, heads, T, T)` matrices the backward pass has.
 
 `attend` returns the outputs alone: the weights a caller asks for are
 the plain `probabilities`, which the graph prunes when nothing reads them;
@@ -51,17 +58,32 @@ def probabilities(query, key, dtype="float32"):
 
 
 @contextlib.contextmanager
-def step_without_xla(without_xla):
+def training_step(xla):
     """Within it, the training step being traced (in this thread) is known
-    to run without XLA (`without_xla=True`), as its trainer knows
-    (`models/keras_fixes.TrainerFixes`); the attention can then take its
-    softmax in the compute dtype (`softmax_dtype`)."""
-    previous = getattr(_step, "without_xla", False)
-    _step.without_xla = bool(without_xla)
+    to run with XLA (`xla=True`) or without it (`xla=False`), as its
+    trainer knows (`models/keras_fixes.TrainerFixes`). Without XLA the
+    attention can take its softmax in the compute dtype (`softmax_dtype`);
+    with it, `attend`'s row term reads the probabilities rather than the
+    outputs (`_row_from_outputs`)."""
+    previous = _step_xla()
+    _step.xla = bool(xla)
     try:
         yield
     finally:
-        _step.without_xla = previous
+        _step.xla = previous
+
+
+def _step_xla():
+    """What the trainer said of the step being traced: True (XLA), False
+    (no XLA), or None (outside a trainer's step: not known)."""
+    return getattr(_step, "xla", None)
+
+
+def _row_from_outputs():
+    """Whether `attend`'s backward pass takes its row term from the
+    outputs: unless the step is known to run under XLA, which would keep
+    a second copy of them (the module's docstring)."""
+    return _step_xla() is not True
 
 
 def softmax_dtype(dtype):
@@ -74,13 +96,13 @@ def softmax_dtype(dtype):
     forward and backward), but Eigen's (TensorFlow without oneDNN) and
     XLA's compute `x - max` in bfloat16: 7% error on small probabilities
     against 0.4%. So bfloat16 only in a training step whose trainer says
-    it runs without XLA (`step_without_xla`), on TensorFlow on a machine
+    it runs without XLA (`training_step`), on TensorFlow on a machine
     without a GPU and with XLA's auto-clustering off, where a probe finds
     the CPU's bfloat16 softmax at float32 precision (`_keeps_float32`).
     """
     if (
         keras.backend.standardize_dtype(dtype) != "bfloat16"
-        or not getattr(_step, "without_xla", False)
+        or _step_xla() is not False
         or not _tensorflow_cpu_without_xla()
     ):
         return "float32"
@@ -134,6 +156,7 @@ def attend(query, key, value):
         where that keeps float32 precision in bfloat16 (`softmax_dtype`).
     """
     precision = softmax_dtype(value.dtype)
+    from_outputs = _row_from_outputs()
     weights = ops.cast(probabilities(query, key, precision), value.dtype)
     outputs = ops.transpose(ops.matmul(weights, value), (0, 2, 1, 3))
 
@@ -148,14 +171,21 @@ def attend(query, key, value):
         d_outputs = ops.transpose(d_tokens, (0, 2, 1, 3))  # (B, heads, T, d)
         d_value = ops.matmul(ops.transpose(probs, (0, 1, 3, 2)), d_outputs)
         d_probs = ops.matmul(d_outputs, ops.transpose(v, (0, 1, 3, 2)))
-        # The softmax's Jacobian: dS = P * (dP - sum(dP * P) over the row),
-        # where sum(dP * P) = sum(dO * O) over the head's width: a float32
-        # sum over `d` rather than a `(B, heads, T, T)` product and sum.
-        row = ops.sum(
-            ops.cast(d_tokens, "float32") * ops.cast(outputs, "float32"),
-            axis=-1,
-        )  # (B, T, heads)
-        row = ops.expand_dims(ops.transpose(row, (0, 2, 1)), -1)
+        # The softmax's Jacobian: dS = P * (dP - sum(dP * P) over the row).
+        if from_outputs:
+            # sum(dP * P) = sum(dO * O) over the head's width: a float32
+            # sum over `d` rather than a `(B, heads, T, T)` product and sum.
+            row = ops.sum(
+                ops.cast(d_tokens, "float32") * ops.cast(outputs, "float32"),
+                axis=-1,
+            )  # (B, T, heads)
+            row = ops.expand_dims(ops.transpose(row, (0, 2, 1)), -1)
+        else:
+            row = ops.sum(
+                ops.cast(d_probs, "float32") * ops.cast(probs, "float32"),
+                axis=-1,
+                keepdims=True,
+            )  # (B, heads, T, 1)
         d_logits = probs * (d_probs - ops.cast(row, d_probs.dtype))
         d_query = ops.matmul(d_logits, ops.transpose(k, (0, 1, 3, 2)))
         d_key = ops.matmul(ops.transpose(q, (0, 1, 3, 2)), d_logits)

@@ -10,6 +10,7 @@ pass recomputes is computed there (after the loss), and not merged with the
 forward pass's by XLA.
 """
 
+import contextlib
 import re
 
 import keras
@@ -51,8 +52,11 @@ def _gradients(fn, inputs, cotangents):
     return outputs, tape.gradient(loss, inputs)
 
 
+@pytest.mark.parametrize("xla", [None, True])
 @pytest.mark.parametrize("through_weights", [False, True])
-def test_attention_gradients_equal_autodiff(through_weights):
+def test_attention_gradients_equal_autodiff(through_weights, xla):
+    # Both row terms: from the outputs (a step not known to run under
+    # XLA) and from the probabilities (one said to).
     rng = np.random.default_rng(0)
     query = rng.normal(size=(2, 3, 7, 4)).astype("float32")
     key = rng.normal(size=(2, 3, 4, 7)).astype("float32")
@@ -65,25 +69,34 @@ def test_attention_gradients_equal_autodiff(through_weights):
     ]
     inputs = (query, key, value)
     want, want_grads = _gradients(_plain_attention, inputs, cotangents)
-    got, got_grads = _gradients(_attend_and_weights, inputs, cotangents)
+    with _attention_core.training_step(xla) if xla else _nothing():
+        got, got_grads = _gradients(_attend_and_weights, inputs, cotangents)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     for a, b in zip(got_grads, want_grads):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("softmax", ["float32", "bfloat16"])
+@pytest.mark.parametrize(
+    "softmax, row_from_outputs",
+    [("float32", True), ("bfloat16", True), ("float32", False)],
+)
 def test_attention_gradients_in_bfloat16_are_as_accurate_as_autodiff(
-    softmax, monkeypatch
+    softmax, row_from_outputs, monkeypatch
 ):
     # The backward pass works in bfloat16 over (B, heads, T, T) and takes
-    # its row term from the outputs: its gradients must be as close to the
-    # exact ones (float64) as automatic differentiation of the plain
-    # bfloat16 graph (a float32 softmax between bfloat16 matmuls) is; also
-    # with the softmax in bfloat16, where it keeps float32 precision.
+    # its row term from the outputs (or, under XLA, from the float32
+    # product of the probabilities and their gradient): its gradients must
+    # be as close to the exact ones (float64) as automatic differentiation
+    # of the plain bfloat16 graph (a float32 softmax between bfloat16
+    # matmuls) is; also with the softmax in bfloat16, where it keeps
+    # float32 precision.
     if softmax == "bfloat16" and not _attention_core._keeps_float32(softmax):
         pytest.skip("this CPU's bfloat16 softmax is not float32-precise")
     monkeypatch.setattr(_attention_core, "softmax_dtype", lambda _: softmax)
+    monkeypatch.setattr(
+        _attention_core, "_row_from_outputs", lambda: row_from_outputs
+    )
     rng = np.random.default_rng(2)
     shapes = ((2, 3, 65, 16), (2, 3, 16, 65), (2, 3, 65, 16))
     inputs = [rng.normal(size=s) * 1.5 for s in shapes]
@@ -107,6 +120,11 @@ def test_attention_gradients_in_bfloat16_are_as_accurate_as_autodiff(
         plain_error = np.abs(p.numpy().astype("float64") - e).max() / scale
         error = np.abs(g.numpy().astype("float64") - e).max() / scale
         assert error <= 1.25 * plain_error, (name, error, plain_error)
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield
 
 
 def _gradients_in(fn, inputs, cotangent, dtype):
@@ -421,6 +439,23 @@ def test_the_attention_keeps_its_outputs_in_the_projections_buffer():
     ]
     assert [tuple(t.shape.as_list()) for t in aliases] == [(2 * 17, 16)]
     assert "MatMul" in {c.type for c in aliases[0].consumers()}
+
+
+def test_under_xla_the_attention_keeps_no_second_copy_of_its_outputs():
+    # XLA would fuse the token-order transpose into the row term's
+    # reduction and keep the matmul's (B, heads, T, d) result as well as
+    # the projection's input: in a step said to run under XLA the row
+    # term does not read the (B, T, heads, d) outputs; only the projection
+    # keeps its (B·T, D) input.
+    def kept_outputs():
+        kept = _kept_for_backward(_tiny_model(), tf.zeros((2, 16, 16, 3)))
+        return [op for op, shape in kept if shape == (2, 17, 2, 8)]
+
+    assert kept_outputs() == ["Transpose"]  # without XLA: the one buffer
+    with _attention_core.training_step(xla=True):
+        assert kept_outputs() == []
+    with _attention_core.training_step(xla=False):
+        assert kept_outputs() == ["Transpose"]
 
 
 def test_a_training_step_keeps_no_layer_norm_output(monkeypatch):
