@@ -28,7 +28,7 @@ the output projection's input, one buffer. XLA instead fuses their
 transpose into the row term's reduction, which then reads the matmul's
 `(B, heads, T, d)` result, and keeps both layouts (ViT-B/16 float32, 224
 px, batch 8: 58 MB). In a step its trainer says XLA compiles
-(`training_step`), the row term is `sum(dP * P)` in float32, one more
+(`compiled_step`), the row term is `sum(dP * P)` in float32, one more
 fused read of the two `(B, heads, T, T)` matrices the backward pass has.
 
 `attend` returns the outputs alone: the weights a caller asks for are
@@ -58,13 +58,14 @@ def probabilities(query, key, dtype="float32"):
 
 
 @contextlib.contextmanager
-def training_step(xla):
-    """Within it, the training step being traced (in this thread) is known
-    to run with XLA (`xla=True`) or without it (`xla=False`), as its
-    trainer knows (`models/keras_fixes.TrainerFixes`). Without XLA the
-    attention can take its softmax in the compute dtype (`softmax_dtype`);
-    with it, `attend`'s row term reads the probabilities rather than the
-    outputs (`_row_from_outputs`)."""
+def compiled_step(xla):
+    """Within it, the step being traced in this thread (a trainer's
+    training, evaluation or prediction step) is known to run with XLA
+    (`xla=True`) or without it (`xla=False`), as its trainer knows
+    (`models/keras_fixes.TrainerFixes`). Without XLA the attention can
+    take its softmax in the compute dtype (`softmax_dtype`); with it,
+    `attend`'s row term reads the probabilities rather than the outputs
+    (`_row_from_outputs`)."""
     previous = _step_xla()
     _step.xla = bool(xla)
     try:
@@ -96,7 +97,7 @@ def softmax_dtype(dtype):
     forward and backward), but Eigen's (TensorFlow without oneDNN) and
     XLA's compute `x - max` in bfloat16: 7% error on small probabilities
     against 0.4%. So bfloat16 only in a training step whose trainer says
-    it runs without XLA (`training_step`), on TensorFlow on a machine
+    it runs without XLA (`compiled_step`), on TensorFlow on a machine
     without a GPU and with XLA's auto-clustering off, where a probe finds
     the CPU's bfloat16 softmax at float32 precision (`_keeps_float32`).
     """

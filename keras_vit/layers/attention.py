@@ -224,12 +224,26 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         weights = ops.softmax(ops.cast(logits, "float32"), axis=-1)
         dropped = _dropout.seeded_dropout(
             self.attention_dropout,
-            ops.cast(weights, self.compute_dtype),
+            self._probabilities(logits, weights, training),
             dropout_seed,
             training,
         )
         out = ops.matmul(dropped, value)  # (B, heads, T, d)
         return ops.transpose(out, (0, 2, 1, 3)), weights
+
+    def _probabilities(self, logits, weights, training):
+        """What the values are averaged with, in the compute dtype: the
+        float32 `weights` cast down, or in inference where a softmax in
+        the compute dtype keeps float32 precision (a bfloat16 `predict`
+        step without XLA on a CPU whose oneDNN softmax computes in float32
+        and rounds once: `_attention_core.softmax_dtype`), that softmax of
+        the logits: one `(B, heads, T, T)` kernel instead of three, and
+        no float32 copies (the float32 `weights` are pruned unless a caller
+        reads them). Training keeps the cast (its gradient's row sum)."""
+        dtype = _attention_core.softmax_dtype(self.compute_dtype)
+        if training or dtype == "float32":
+            return ops.cast(weights, self.compute_dtype)
+        return ops.softmax(ops.cast(logits, dtype), axis=-1)
 
     def _fuses(self, training, return_attention_scores):
         """Whether this call uses `keras.ops.dot_product_attention`, the

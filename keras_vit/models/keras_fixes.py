@@ -153,17 +153,25 @@ class _MultiWorkerFit:
 
 
 class _StepSaysXla:
-    """Tells the attention whether XLA compiles the training step being
-    traced (`layers/_attention_core.training_step`): only the trainer
-    knows (TensorFlow gives a traced function no sign of it). Without XLA
-    a bfloat16 step can take its attention's softmax in bfloat16 at
-    float32 precision (`_attention_core.softmax_dtype`); under XLA the
-    attention's backward pass reads its probabilities rather than keep a
-    second copy of its outputs (`_attention_core.attend`)."""
+    """Tells the attention whether XLA compiles the step being traced
+    (`layers/_attention_core.compiled_step`): only the trainer knows
+    (TensorFlow gives a traced function no sign of it). Without XLA a
+    bfloat16 step can take its attention's softmax in bfloat16 at float32
+    precision (`_attention_core.softmax_dtype`); under XLA the attention's
+    backward pass reads its probabilities rather than keep a second copy
+    of its outputs (`_attention_core.attend`)."""
 
     def train_step(self, data):
-        with _attention_core.training_step(xla=bool(self.jit_compile)):
+        with _attention_core.compiled_step(xla=bool(self.jit_compile)):
             return super().train_step(data)
+
+    def test_step(self, data):
+        with _attention_core.compiled_step(xla=bool(self.jit_compile)):
+            return super().test_step(data)
+
+    def predict_step(self, data):
+        with _attention_core.compiled_step(xla=bool(self.jit_compile)):
+            return super().predict_step(data)
 
 
 class _TensorFlowTrainerFixes(

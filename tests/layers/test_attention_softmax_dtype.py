@@ -1,6 +1,7 @@
 """The attention takes a bfloat16 softmax only where it keeps float32
-precision: oneDNN's CPU kernel, in a training step its trainer says runs
-without XLA (`_attention_core.softmax_dtype`)."""
+precision: oneDNN's CPU kernel, in a training step or an inference (a
+`predict` step) its trainer says runs without XLA
+(`_attention_core.softmax_dtype`)."""
 
 import json
 import os
@@ -73,9 +74,9 @@ def test_a_bfloat16_softmax_only_in_a_step_said_to_run_without_xla(
 ):
     monkeypatch.setattr(_attention_core, "_keeps_float32", lambda _: True)
     assert _softmax_input_dtypes("bfloat16") == {"float32"}
-    with _attention_core.training_step(xla=True):
+    with _attention_core.compiled_step(xla=True):
         assert _softmax_input_dtypes("bfloat16") == {"float32"}
-    with _attention_core.training_step(xla=False):
+    with _attention_core.compiled_step(xla=False):
         # Both passes' softmaxes, the forward's and the recomputed one.
         assert _softmax_input_dtypes("bfloat16") == {"bfloat16"}
         assert _softmax_input_dtypes("float32") == {"float32"}
@@ -86,6 +87,62 @@ def test_a_bfloat16_softmax_only_in_a_step_said_to_run_without_xla(
         monkeypatch.setattr(_attention_core, "_keeps_float32", lambda _: False)
         assert _softmax_input_dtypes("bfloat16") == {"float32"}
     assert _softmax_input_dtypes("bfloat16") == {"float32"}
+
+
+def _layer_softmaxes(layer, tokens, return_attention_scores):
+    """`{(input dtype, consumer types)}` of the Softmax ops of an
+    inference call of `layer`, as the graph runs it (unread ops pruned)."""
+
+    @tf.function
+    def call(x):
+        out = layer(x, return_attention_scores=return_attention_scores)
+        return out if return_attention_scores else (out,)
+
+    graph = call.get_concrete_function(tokens).graph
+    # What the function's outputs need: the ops it would run.
+    needed, frontier = set(), [t.op for t in graph.outputs]
+    while frontier:
+        op = frontier.pop()
+        if op.name not in needed:
+            needed.add(op.name)
+            frontier.extend(t.op for t in op.inputs)
+    return {
+        (
+            op.inputs[0].dtype.name,
+            tuple(sorted({c.type for c in op.outputs[0].consumers()})),
+        )
+        for op in graph.get_operations()
+        if op.type == "Softmax" and op.name in needed
+    }
+
+
+def test_inference_takes_a_bfloat16_softmax_only_in_a_step_said_to(
+    monkeypatch,
+):
+    monkeypatch.setattr(_attention_core, "_keeps_float32", lambda _: True)
+    layer = keras_vit.layers.MultiHeadSelfAttention(
+        num_heads=2, dtype="mixed_bfloat16"
+    )
+    rng = np.random.default_rng(0)
+    tokens = tf.constant(rng.normal(size=(2, 9, 16)), "float32")
+    layer(tokens)
+    plain = {("float32", ("Cast",))}  # cast down for the values' matmul
+    assert _layer_softmaxes(layer, tokens, False) == plain
+    with _attention_core.compiled_step(xla=True):
+        assert _layer_softmaxes(layer, tokens, False) == plain
+    with _attention_core.compiled_step(xla=False):
+        # One bfloat16 softmax feeds the values' matmul; the float32
+        # weights are computed only for a caller that asks for them.
+        assert _layer_softmaxes(layer, tokens, False) == {
+            ("bfloat16", ("BatchMatMulV2",))
+        }
+        got, weights = layer(tokens, return_attention_scores=True)
+        assert weights.dtype == "float32"
+    want, want_weights = layer(tokens, return_attention_scores=True)
+    np.testing.assert_array_equal(weights, want_weights)
+    np.testing.assert_allclose(
+        tf.cast(got, "float32"), tf.cast(want, "float32"), rtol=0.02, atol=0.02
+    )
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
@@ -105,6 +162,14 @@ def test_a_training_step_says_whether_xla_compiles_it(jit_compile, monkeypatch):
     images = np.zeros((2, 32, 32, 3), "float32")
     model.train_on_batch(images, np.zeros((2,), "int32"))
     assert seen and set(seen) == {jit_compile}
+    # So do the evaluation and prediction steps.
+    for run in (model.test_on_batch, model.predict_on_batch):
+        seen.clear()
+        run(
+            images,
+            *([np.zeros((2,), "int32")] if run == model.test_on_batch else []),
+        )
+        assert seen and set(seen) == {jit_compile}, run
     # Outside the trainer's step (a call of the model): not said.
     seen.clear()
     with tf.GradientTape():

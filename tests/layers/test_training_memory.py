@@ -69,7 +69,7 @@ def test_attention_gradients_equal_autodiff(through_weights, xla):
     ]
     inputs = (query, key, value)
     want, want_grads = _gradients(_plain_attention, inputs, cotangents)
-    with _attention_core.training_step(xla) if xla else _nothing():
+    with _attention_core.compiled_step(xla) if xla else _nothing():
         got, got_grads = _gradients(_attend_and_weights, inputs, cotangents)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
@@ -452,9 +452,9 @@ def test_under_xla_the_attention_keeps_no_second_copy_of_its_outputs():
         return [op for op, shape in kept if shape == (2, 17, 2, 8)]
 
     assert kept_outputs() == ["Transpose"]  # without XLA: the one buffer
-    with _attention_core.training_step(xla=True):
+    with _attention_core.compiled_step(xla=True):
         assert kept_outputs() == []
-    with _attention_core.training_step(xla=False):
+    with _attention_core.compiled_step(xla=False):
         assert kept_outputs() == ["Transpose"]
 
 
