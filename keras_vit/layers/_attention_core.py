@@ -88,7 +88,8 @@ def _row_from_outputs():
 
 
 def softmax_dtype(dtype):
-    """The dtype `attend` takes its softmax in, for `dtype` inputs.
+    """The dtype the attention takes its softmax in, for `dtype` inputs
+    (`attend`'s, and the plain path's in inference).
 
     float32 unless a bfloat16 softmax keeps float32 precision: on
     TensorFlow, oneDNN's CPU softmax computes in float32 and rounds once
@@ -96,8 +97,9 @@ def softmax_dtype(dtype):
     B/16 at 512 px, batch 4: each block's attention 156 -> 115 ms,
     forward and backward), but Eigen's (TensorFlow without oneDNN) and
     XLA's compute `x - max` in bfloat16: 7% error on small probabilities
-    against 0.4%. So bfloat16 only in a training step whose trainer says
-    it runs without XLA (`compiled_step`), on TensorFlow on a machine
+    against 0.4%. So bfloat16 only in a step (training, evaluation or
+    prediction) whose trainer says it runs without XLA (`compiled_step`),
+    on TensorFlow on a machine
     without a GPU and with XLA's auto-clustering off, where a probe finds
     the CPU's bfloat16 softmax at float32 precision (`_keeps_float32`).
     """

@@ -22,9 +22,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     original checkpoints' `query` / `key` / `value` kernels; it is also
     timm's `qkv` layout.
 
-    The softmax is always computed in float32, so mixed-precision training
+    The softmax is computed in float32, so mixed-precision training
     (`mixed_float16`, `mixed_bfloat16`) does not overflow or lose the small
-    attention weights.
+    attention weights; in bfloat16 only where the CPU's bfloat16 softmax
+    computes in float32 and rounds once (in a trainer's step without XLA:
+    `_attention_core.softmax_dtype`). The weights returned are float32.
 
     With `relative_positions=T` the layer is the paper's relative-position
     ablation (Appendix D.4): every offset `p_q - p_k` between a query and a
