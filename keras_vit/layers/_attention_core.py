@@ -99,9 +99,9 @@ def softmax_dtype(dtype):
     XLA's compute `x - max` in bfloat16: 7% error on small probabilities
     against 0.4%. So bfloat16 only in a step (training, evaluation or
     prediction) whose trainer says it runs without XLA (`compiled_step`),
-    on TensorFlow on a machine
-    without a GPU and with XLA's auto-clustering off, where a probe finds
-    the CPU's bfloat16 softmax at float32 precision (`_keeps_float32`).
+    on TensorFlow on a machine without a GPU and with XLA's
+    auto-clustering off, where a probe finds the CPU's bfloat16 softmax
+    at float32 precision (`_keeps_float32`).
     """
     if (
         keras.backend.standardize_dtype(dtype) != "bfloat16"

@@ -162,16 +162,19 @@ class _StepSaysXla:
     of its outputs (`_attention_core.attend`)."""
 
     def train_step(self, data):
-        with _attention_core.compiled_step(xla=bool(self.jit_compile)):
+        with self._compiled_step():
             return super().train_step(data)
 
     def test_step(self, data):
-        with _attention_core.compiled_step(xla=bool(self.jit_compile)):
+        with self._compiled_step():
             return super().test_step(data)
 
     def predict_step(self, data):
-        with _attention_core.compiled_step(xla=bool(self.jit_compile)):
+        with self._compiled_step():
             return super().predict_step(data)
+
+    def _compiled_step(self):
+        return _attention_core.compiled_step(xla=bool(self.jit_compile))
 
 
 class _TensorFlowTrainerFixes(

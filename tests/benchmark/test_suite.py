@@ -90,6 +90,31 @@ def test_benchmark_measures(capsys, monkeypatch):
     ]
 
 
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_inference_is_timed_as_predict_runs_it(jit_compile, monkeypatch):
+    # The forward pass says whether XLA compiles it, as keras_vit's
+    # predict step does (the attention's softmax dtype depends on it).
+    from keras_vit.layers import _attention_core
+
+    seen = []
+    real = _attention_core.softmax_dtype
+
+    def spy(dtype):
+        seen.append(_attention_core._step_xla())
+        return real(dtype)
+
+    monkeypatch.setattr(_attention_core, "softmax_dtype", spy)
+    throughput.benchmark(
+        keras_vit.ViT(**TINY),
+        batch_size=2,
+        steps=1,
+        warmup=0,
+        min_seconds=0,
+        jit_compile=jit_compile,
+    )
+    assert seen and set(seen) == {jit_compile}
+
+
 def test_flop_count_matches_the_known_figures():
     import keras
 

@@ -163,13 +163,14 @@ def test_a_training_step_says_whether_xla_compiles_it(jit_compile, monkeypatch):
     model.train_on_batch(images, np.zeros((2,), "int32"))
     assert seen and set(seen) == {jit_compile}
     # So do the evaluation and prediction steps.
-    for run in (model.test_on_batch, model.predict_on_batch):
+    labels = np.zeros((2,), "int32")
+    for step in ("test_on_batch", "predict_on_batch"):
         seen.clear()
-        run(
-            images,
-            *([np.zeros((2,), "int32")] if run == model.test_on_batch else []),
-        )
-        assert seen and set(seen) == {jit_compile}, run
+        if step == "test_on_batch":
+            model.test_on_batch(images, labels)
+        else:
+            model.predict_on_batch(images)
+        assert seen and set(seen) == {jit_compile}, step
     # Outside the trainer's step (a call of the model): not said.
     seen.clear()
     with tf.GradientTape():
