@@ -20,6 +20,7 @@ import math
 from keras import ops
 from keras.backend import standardize_dtype
 
+from keras_vit.layers import _dense_grad
 from keras_vit.layers import _recompute
 
 
@@ -51,9 +52,11 @@ def gelu_dense(x, kernel, bias):
         # gelu(x) = x * Phi(x) from the float32 Phi the derivative needs.
         x32 = ops.cast(again, "float32")
         cdf = _cdf(x32)
-        d_kernel = ops.einsum("ni,no->io", ops.cast(x32 * cdf, g.dtype), g)
+        d_kernel = _dense_grad.kernel_gradient(
+            ops.cast(x32 * cdf, g.dtype), g
+        )
         d_bias = ops.cast(ops.sum(ops.cast(g, "float32"), axis=0), g.dtype)
-        d_x = ops.einsum("no,io->ni", g, kernel)
+        d_x = _dense_grad.input_gradient(g, kernel)
         d_x = d_x * ops.cast(cdf + x32 * _pdf(x32), g.dtype)
         return d_x, d_kernel, d_bias
 

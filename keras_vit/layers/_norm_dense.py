@@ -20,6 +20,7 @@ export converts.
 import keras
 from keras import ops
 
+from keras_vit.layers import _dense_grad
 from keras_vit.layers import _recompute
 from keras_vit.layers import layer_norm
 
@@ -70,12 +71,14 @@ def _norm_dense(epsilon):
             (again,) = _recompute.after(g, rows)
             x_hat = (ops.cast(again, "float32") - mean) * inv_std
             normed = ops.cast(x_hat * gamma + beta, g.dtype)
-            d_kernel = ops.einsum("ni,no->io", normed, g)
+            d_kernel = _dense_grad.kernel_gradient(normed, g)
             # Summed in g's dtype: TensorFlow and JAX accumulate a bfloat16
             # sum in float32 (the same result as casting up first), and
             # casting an (N, out) gradient up costs a pass over it.
             d_bias = ops.sum(g, axis=0)
-            d_normed = ops.cast(ops.einsum("no,io->ni", g, kernel), "float32")
+            d_normed = ops.cast(
+                _dense_grad.input_gradient(g, kernel), "float32"
+            )
             d_gamma = ops.sum(d_normed * x_hat, axis=0)
             d_beta = ops.sum(d_normed, axis=0)
             d_rows = layer_norm.normalized_gradient(
