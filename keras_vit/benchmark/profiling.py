@@ -17,6 +17,7 @@ from keras_vit import timing
 from keras_vit.benchmark.throughput import MIN_SECONDS
 from keras_vit.benchmark.throughput import variant_name
 from keras_vit.models import ViT
+from keras_vit.training import recipe
 
 
 def profile(
@@ -92,7 +93,7 @@ def _time_model(model, images, labels, report):
         )
     for jit in (False, True):
         model.compile(
-            keras.optimizers.AdamW(1e-4),
+            recipe.AdamW(1e-4),
             keras.losses.SparseCategoricalCrossentropy(),
             jit_compile=jit,
         )

@@ -91,7 +91,7 @@ def benchmark(
         num_classes = model.output_shape[-1]
         labels = rng.integers(0, num_classes, (batch_size,))
         model.compile(
-            optimizer=keras.optimizers.AdamW(1e-4),
+            optimizer=recipe.AdamW(1e-4),
             loss=keras.losses.SparseCategoricalCrossentropy(),
             jit_compile=jit_compile,
         )
@@ -359,7 +359,7 @@ def _train_rate(model, batch_size, steps, warmup, min_seconds, xla):
     x = rng.uniform(0, 255, (batch_size, *size, 3)).astype("float32")
     y = rng.integers(0, 1000, (batch_size,))
     model.compile(
-        keras.optimizers.AdamW(1e-4),
+        recipe.AdamW(1e-4),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=xla,
     )
