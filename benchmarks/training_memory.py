@@ -32,6 +32,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import keras_vit  # noqa: E402
+from keras_vit.training import recipe  # noqa: E402
 
 
 def kept_for_backward(model, images, labels):
@@ -90,7 +91,7 @@ def _resident_mb():
 def step_memory(model, images, labels, steps=2, jit_compile=False):
     """Resident MB after building, and the peak over `steps` training
     steps after a first one (which compiles)."""
-    optimizer = keras.optimizers.AdamW(1e-4)
+    optimizer = recipe.AdamW(1e-4)
     model.compile(
         optimizer=optimizer,
         loss="sparse_categorical_crossentropy",

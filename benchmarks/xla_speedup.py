@@ -41,7 +41,7 @@ def speedup(model_name, image_size, batch_size, dtype, rounds):
     for xla in (True, False):
         model = throughput.keras_vit_model(model_name, dtype, False, image_size)
         model.compile(
-            keras.optimizers.AdamW(1e-4),
+            recipe.AdamW(1e-4),
             keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             jit_compile=xla,
         )
@@ -60,7 +60,11 @@ def speedup(model_name, image_size, batch_size, dtype, rounds):
         low, _, high = statistics.quantiles(ratios, n=4, method="inclusive")
     else:
         low = high = ratios[0]
-    return (statistics.median(ratios), low, high), models[True].num_tokens
+    model = models[True]
+    return (statistics.median(ratios), low, high), (
+        model.num_tokens,
+        model.hidden_dim,
+    )
 
 
 def main(argv=None):
@@ -82,10 +86,12 @@ def main(argv=None):
     print("|---|---:|---:|---:|---|---|")
     for name in args.model:
         for size in args.image_size:
-            (median, low, high), tokens = speedup(
+            (median, low, high), (tokens, width) = speedup(
                 name, size, args.batch_size, args.dtype, args.rounds
             )
-            auto = recipe.auto_jit_compile(device, 1, args.dtype, tokens)
+            auto = recipe.auto_jit_compile(
+                device, 1, args.dtype, tokens, width
+            )
             print(
                 f"| {name} | {size} | {tokens} | {median:.3f}x | "
                 f"{low:.3f}-{high:.3f} | {'XLA' if auto else 'no XLA'} |"

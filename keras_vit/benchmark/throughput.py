@@ -199,19 +199,21 @@ def keras_vit_model(model, dtype=None, remat=False, image_size=None):
 
 def token_count(variant, image_size=None):
     """The tokens each block of keras_vit's `variant` sees at `image_size`
-    px (default: the variant's), from a model built without weights."""
+    px (default: the variant's), and their features, from a model built
+    without weights."""
     with keras.StatelessScope(initialize_variables=False):
-        return keras_vit_model(variant, image_size=image_size).num_tokens
+        model = keras_vit_model(variant, image_size=image_size)
+    return model.num_tokens, model.hidden_dim
 
 
 def _tokens(mode, peer, model, variant, image_size):
     """For training, on whose XLA setting they bear, the tokens of `peer`'s
-    `model` (keras-hub's counted as keras_vit's `variant`'s); `None` for
-    inference, which times both settings."""
+    `model` and their features (keras-hub's counted as keras_vit's
+    `variant`'s); `None` for inference, which times both settings."""
     if mode != "train":
         return None
     if peer == "keras_vit":
-        return model.num_tokens
+        return model.num_tokens, model.hidden_dim
     return token_count(variant, image_size)
 
 
@@ -220,9 +222,10 @@ def jit_choices(jit_compile, mode, dtype=None, device_kind=None, tokens=None):
     benchmark` times each in a process of its own, so that the peak memory
     is the reported setting's).
 
-    `"auto"`: for training steps what `keras-vit train` picks for `tokens`
-    tokens (`recipe.auto_jit_compile`: XLA, but not on a CPU for bfloat16
-    or long sequences); for inference both, because on a CPU neither wins
+    `"auto"`: for training steps what `keras-vit train` picks for `tokens`,
+    a `(tokens, features)` pair or `None` (`recipe.auto_jit_compile`: XLA,
+    but not on a CPU for bfloat16, long sequences or wide models); for
+    inference both, because on a CPU neither wins
     everywhere: timed in one process at batch 8, XLA is 1.14x faster for
     ViT-Ti/16, 1.15x for S/16 and 1.21x slower for B/16, where
     TensorFlow's oneDNN matmuls beat XLA's. `device_kind` defaults to
@@ -234,7 +237,7 @@ def jit_choices(jit_compile, mode, dtype=None, device_kind=None, tokens=None):
         return (False, True)
     device_kind = device_kind or strategy.device_kind("default")
     dtype = dtype or "float32"
-    return (recipe.auto_jit_compile(device_kind, 1, dtype, tokens),)
+    return (recipe.auto_jit_compile(device_kind, 1, dtype, *(tokens or ())),)
 
 
 def measure(

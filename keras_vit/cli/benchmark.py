@@ -117,7 +117,8 @@ def _add_compute_arguments(bench):
         choices=["auto", "on", "off"],
         default="auto",
         help="XLA (auto: training as `keras-vit train` compiles it, "
-        "on but on a CPU for bfloat16 and over 512 tokens; inference is "
+        "on but on a CPU for bfloat16, over 512 tokens and over 384 "
+        "features; inference is "
         "timed with and without, the faster is reported)",
     )
     bench.add_argument(

@@ -273,8 +273,8 @@ class ScaleConfig:
     bfloat16 where native, else float32: `recipe.dtype_policy`),
     `steps_per_execution` (`None`: 1, 32 on
     TPUs), `jit_compile` (XLA; `"auto"`: on, but on CPUs for several
-    replicas, where XLA has no collectives, and for bfloat16 and long
-    sequences, where TensorFlow's oneDNN kernels are faster:
+    replicas, where XLA has no collectives, and for bfloat16, long
+    sequences and wide models, where TensorFlow's oneDNN kernels are faster:
     `recipe.auto_jit_compile`)."""
 
     strategy: str = _field("auto", choices=STRATEGIES)

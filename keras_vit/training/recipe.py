@@ -386,17 +386,19 @@ def dtype_policy(
 
 
 # On a CPU, float32 training steps are compiled with XLA only for sequences
-# up to this many tokens: see `auto_jit_compile`.
+# up to this many tokens, of models up to this wide: see `auto_jit_compile`.
 CPU_XLA_MAX_TOKENS = 512
+CPU_XLA_MAX_WIDTH = 384
 
 
 def auto_jit_compile(
-    device_kind, replicas=1, dtype_policy="float32", tokens=None
+    device_kind, replicas=1, dtype_policy="float32", tokens=None, width=None
 ):
     """Whether `jit_compile="auto"` compiles training steps with XLA.
 
     On TPUs and GPUs, yes. On CPUs, only for float32 steps of one replica
-    over at most `CPU_XLA_MAX_TOKENS` tokens:
+    over at most `CPU_XLA_MAX_TOKENS` tokens of at most `CPU_XLA_MAX_WIDTH`
+    features:
 
     - XLA has no cross-device collectives (several CPU replicas).
     - It computes bfloat16 matmuls without oneDNN's AVX-512 BF16 kernels,
@@ -404,15 +406,18 @@ def auto_jit_compile(
       `mixed_bfloat16` ViT-B/16 training step at batch 8 ran at 1.63
       images/s with XLA and 2.81 without (float32: 1.66), ViT-Ti/16 at
       17.6 and 23.9 (float32: 18.7).
-    - In float32 its fused elementwise ops win on short sequences, its
-      batched attention matmuls lose to oneDNN's on long ones. XLA's
-      speed over TensorFlow's without it, training steps alternating in
-      one process on a 2-core AMD EPYC (AVX-512): ViT-B/16 at batch 4,
-      1.09x at 197 tokens (224 px; 1.04x at batch 8), 0.99x at 401 (320
-      px), 0.98x at 577 (384 px), 0.88x at 1025 (512 px); ViT-Ti/16, 1.12x
-      at 197 (batch 8), 1.07x at 401, 0.96x at 577, 1.01x at 1025. Without
-      XLA the step also holds less memory at 577 and 1025 tokens (B/16
-      batch 4: 3,316 against 3,446 MB, 4,328 against 4,478 MB).
+    - In float32 its fused elementwise ops win where they are a large part
+      of the step, in narrow models; oneDNN's matmuls win in wide ones and
+      its batched attention matmuls on long sequences. XLA's speed over
+      TensorFlow's without it, training steps at 224 px (197 tokens)
+      alternating in one process on a 2-core Intel Xeon (AMX), AdamW:
+      ViT-Ti/16 (192 features) 1.105x, S/16 (384) 1.057x, B/16 (768)
+      0.956x at batch 8 and 0.975x at batch 4. On a 2-core AMD EPYC
+      (AVX-512), before the fused layers' kernel gradients left
+      `einsum` (which made steps without XLA slower): B/16 at batch 4,
+      1.09x at 197 tokens, 0.99x at 401 (320 px), 0.98x at 577 (384 px),
+      0.88x at 1025 (512 px); ViT-Ti/16, 1.12x at 197 (batch 8), 1.07x at
+      401, 0.96x at 577, 1.01x at 1025.
 
     Args:
         device_kind: `"tpu"`, `"gpu"` or `"cpu"`.
@@ -421,6 +426,8 @@ def auto_jit_compile(
             `keras.DTypePolicy`).
         tokens: the tokens each block sees (`ViT.num_tokens`), or `None`
             if unknown (taken as few).
+        width: the features of each token (`ViT.hidden_dim`), or `None` if
+            unknown (taken as narrow).
     """
     if device_kind != "cpu":
         return True
@@ -429,4 +436,5 @@ def auto_jit_compile(
         "mixed_float16": "float16",
     }.get(dtype_policy, dtype_policy)
     short = tokens is None or tokens <= CPU_XLA_MAX_TOKENS
-    return replicas == 1 and compute != "bfloat16" and short
+    narrow = width is None or width <= CPU_XLA_MAX_WIDTH
+    return replicas == 1 and compute != "bfloat16" and short and narrow

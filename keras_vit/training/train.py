@@ -538,7 +538,11 @@ def _build_and_compile(config, setup, data):
         if jit == "auto":
             vit = model.backbone if masked else model
             jit = recipe.auto_jit_compile(
-                setup.device, setup.replicas, setup.policy, vit.num_tokens
+                setup.device,
+                setup.replicas,
+                setup.policy,
+                vit.num_tokens,
+                vit.hidden_dim,
             )
         objective = {}  # MaskedPatchPrediction computes its own
         if not masked:

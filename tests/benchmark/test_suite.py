@@ -248,12 +248,18 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
     assert throughput.jit_choices("auto", "train", "mixed_bfloat16", "gpu") == (
         True,
     )
-    # and not for float32 over long sequences (B/16 at 384 px: 577 tokens).
-    tokens = throughput.token_count("B/16", 384)
-    assert tokens == 577
-    assert throughput.jit_choices("auto", "train", None, "cpu", tokens) == (
-        False,
-    )
+    # and not for float32 over long sequences (Ti/16 at 384 px: 577
+    # tokens) or of wide models (B/16: 768 features).
+    for variant, size, xla in (
+        ("Ti/16", 224, True),
+        ("Ti/16", 384, False),
+        ("B/16", 224, False),
+    ):
+        shape = throughput.token_count(variant, size)
+        assert shape[0] == {224: 197, 384: 577}[size]
+        assert throughput.jit_choices("auto", "train", None, "cpu", shape) == (
+            xla,
+        )
     # `measure` takes the tokens from the model it times (Ti/16 in 4 px
     # patches: 65 tokens at 32 px, 577 at 96 px).
     monkeypatch.setattr(throughput, "_train_rate", lambda *args: (1.0, 1.0))

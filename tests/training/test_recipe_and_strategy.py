@@ -262,6 +262,11 @@ def test_auto_xla_is_off_where_tensorflow_kernels_are_faster():
     assert recipe.auto_jit_compile("cpu", 1, "float32", longest)
     assert not recipe.auto_jit_compile("cpu", 1, "float32", longest + 1)
     assert recipe.auto_jit_compile("gpu", 1, "float32", 1025)
+    # and of wide models: oneDNN's matmuls.
+    widest = recipe.CPU_XLA_MAX_WIDTH
+    assert recipe.auto_jit_compile("cpu", 1, "float32", 197, widest)
+    assert not recipe.auto_jit_compile("cpu", 1, "float32", 197, 768)
+    assert recipe.auto_jit_compile("gpu", 1, "float32", 197, 768)
 
 
 def test_cpu_bfloat16_detection(tmp_path):
