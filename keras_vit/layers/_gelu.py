@@ -13,6 +13,12 @@ its forward pass computes a bfloat16 GELU in float32 too (`exact`).
 keeping only `x`, the backward pass recomputing `gelu(x)` for the
 kernel's gradient (one MLP-wide tensor less per block: 325 MB in float32
 for ViT-B/16 at 384 px, batch 4), as fused MLP kernels do.
+
+On TensorFlow the elementwise chains (the GELU, and its value and
+derivative in the backward pass) run as one XLA kernel each
+(`_fused.elementwise`): a mixed-bfloat16 ViT-B/16 training step at 224
+px, batch 8, 1.16x faster (float32 without XLA 1.04x), alternating in one
+process on a 2-core Intel Xeon.
 """
 
 import math
@@ -21,19 +27,20 @@ from keras import ops
 from keras.backend import standardize_dtype
 
 from keras_vit.layers import _dense_grad
+from keras_vit.layers import _fused
 from keras_vit.layers import _recompute
 
 
 @ops.custom_gradient
 def gelu(x):
     """`x * Phi(x)`, `Phi` the standard normal CDF (the exact GELU)."""
-    y = exact(x)
+    y = _exact_fused(x)
 
     def grad(*args, upstream=None):
         # Keras passes the upstream gradient positionally on TensorFlow and
         # as `upstream` on other backends.
         g = args[0] if upstream is None else upstream
-        return g * ops.cast(derivative(x), g.dtype)
+        return g * _slope(x)
 
     return y, grad
 
@@ -44,20 +51,15 @@ def gelu_dense(x, kernel, bias):
     kernel and an `(out,)` bias, all of one dtype; the backward pass
     keeps only `x` and recomputes `gelu(x)` once the upstream gradient
     exists (`_recompute.after`)."""
-    y = ops.matmul(exact(x), kernel) + bias
+    y = ops.matmul(_exact_fused(x), kernel) + bias
 
     def grad(*args, upstream=None):
         g = args[0] if upstream is None else upstream
         (again,) = _recompute.after(g, x)
-        # gelu(x) = x * Phi(x) from the float32 Phi the derivative needs.
-        x32 = ops.cast(again, "float32")
-        cdf = _cdf(x32)
-        d_kernel = _dense_grad.kernel_gradient(
-            ops.cast(x32 * cdf, g.dtype), g
-        )
+        activations, slopes = _value_and_derivative(again)
+        d_kernel = _dense_grad.kernel_gradient(activations, g)
         d_bias = ops.cast(ops.sum(ops.cast(g, "float32"), axis=0), g.dtype)
-        d_x = _dense_grad.input_gradient(g, kernel)
-        d_x = d_x * ops.cast(cdf + x32 * _pdf(x32), g.dtype)
+        d_x = _dense_grad.input_gradient(g, kernel) * slopes
         return d_x, d_kernel, d_bias
 
     return y, grad
@@ -76,6 +78,18 @@ def exact(x):
     return ops.cast(x32 * _cdf(x32), x.dtype)
 
 
+@_fused.elementwise
+def _value_and_derivative(x):
+    """`gelu(x)` and `d gelu / dx` in `x`'s dtype, from one float32 `Phi`
+    (`gelu(x) = x * Phi(x)`), in one pass on TensorFlow."""
+    x32 = ops.cast(x, "float32")
+    cdf = _cdf(x32)
+    return (
+        ops.cast(x32 * cdf, x.dtype),
+        ops.cast(cdf + x32 * _pdf(x32), x.dtype),
+    )
+
+
 def derivative(x):
     """`d gelu / dx = Phi(x) + x * phi(x)`, computed in float32 whatever
     `x`'s dtype: a bfloat16 `x` is cast up once and the derivative cast
@@ -83,6 +97,12 @@ def derivative(x):
     training step's backward pass, run on float32 (more precise too)."""
     x = ops.cast(x, "float32")
     return _cdf(x) + x * _pdf(x)
+
+
+# `exact`, and `derivative` in `x`'s dtype, each in one pass on TensorFlow
+# (training steps).
+_exact_fused = _fused.elementwise(exact)
+_slope = _fused.elementwise(lambda x: ops.cast(derivative(x), x.dtype))
 
 
 def _cdf(x):

@@ -283,12 +283,46 @@ def test_gelu_derivative_of_bfloat16_is_float32():
 
 
 def _op_dtypes(function, kinds):
-    """The dtypes of a concrete function's ops of types `kinds`."""
+    """The dtypes of a concrete function's ops of types `kinds`, in its
+    graph or in the functions it calls (`_fused.elementwise`'s)."""
+    graph_def = function.graph.as_graph_def()
+    nodes = list(graph_def.node)
+    for called in graph_def.library.function:
+        nodes += called.node_def
     return {
-        op.get_attr("T").name
-        for op in function.graph.get_operations()
-        if op.type in kinds
+        tf.dtypes.as_dtype(node.attr["T"].type).name
+        for node in nodes
+        if node.op in kinds
     }
+
+
+def _called_op_types(graph):
+    """`{function name: op types it runs}` for the functions `graph`'s ops
+    call, counting the functions those call."""
+    library = {f.signature.name: f for f in graph.as_graph_def().library.function}
+
+    def types(name, seen=()):
+        found = set()
+        for node in library[name].node_def:
+            found.add(node.op)
+            if "f" in node.attr and node.attr["f"].func.name in library:
+                if node.attr["f"].func.name not in seen:
+                    found |= types(node.attr["f"].func.name, (*seen, name))
+        return found
+
+    return {name: types(name) for name in library}
+
+
+def _runs(op, kind, called):
+    """Whether `op` is an op of type `kind` or calls a function running
+    one (`called`: `_called_op_types`)."""
+    if op.type == kind:
+        return True
+    try:
+        name = op.get_attr("f").name
+    except ValueError:
+        return False
+    return kind in called.get(name, ())
 
 
 @pytest.mark.parametrize("fn", ["gelu", "gelu_dense"])
@@ -519,8 +553,9 @@ def test_recomputations_wait_for_the_upstream_gradient():
         and op.name not in after_loss
     ]
     assert not early, early
+    called = _called_op_types(graph)
     for kind in ("Softmax", "Erf"):  # the probabilities, the GELU
-        found = [op for op in operations[forward:] if op.type == kind]
+        found = [op for op in operations[forward:] if _runs(op, kind, called)]
         assert found, kind  # recomputed in the backward pass
         early = [op.name for op in found if op.name not in after_loss]
         assert not early, early
