@@ -89,9 +89,7 @@ def main(argv=None):
             (median, low, high), (tokens, width) = speedup(
                 name, size, args.batch_size, args.dtype, args.rounds
             )
-            auto = recipe.auto_jit_compile(
-                device, 1, args.dtype, tokens, width
-            )
+            auto = recipe.auto_jit_compile(device, 1, args.dtype, tokens, width)
             print(
                 f"| {name} | {size} | {tokens} | {median:.3f}x | "
                 f"{low:.3f}-{high:.3f} | {'XLA' if auto else 'no XLA'} |"

@@ -151,9 +151,7 @@ def test_each_variable_is_updated_once_its_gradient_exists(name):
     # The kernel's decay (the only `assign_sub`: the updates are fused
     # ops or assignments) waits for the kernel's gradient.
     decays = [
-        op
-        for op in graph.get_operations()
-        if op.type == "AssignSubVariableOp"
+        op for op in graph.get_operations() if op.type == "AssignSubVariableOp"
     ]
     assert decays
     for decay in decays:
