@@ -197,33 +197,33 @@ def keras_vit_model(model, dtype=None, remat=False, image_size=None):
     return ViT.from_variant(variant, **arguments)
 
 
-def token_count(variant, image_size=None):
-    """The tokens each block of keras_vit's `variant` sees at `image_size`
-    px (default: the variant's), and their features, from a model built
-    without weights."""
+def sequence_shape(variant, image_size=None):
+    """`(tokens, features)`: the tokens each block of keras_vit's `variant`
+    sees at `image_size` px (default: the variant's) and the features of
+    each, from a model built without weights."""
     with keras.StatelessScope(initialize_variables=False):
         model = keras_vit_model(variant, image_size=image_size)
     return model.num_tokens, model.hidden_dim
 
 
-def _tokens(mode, peer, model, variant, image_size):
-    """For training, on whose XLA setting they bear, the tokens of `peer`'s
-    `model` and their features (keras-hub's counted as keras_vit's
-    `variant`'s); `None` for inference, which times both settings."""
+def _sequence_shape(mode, peer, model, variant, image_size):
+    """For training, on whose XLA setting it bears, the `sequence_shape` of
+    `peer`'s `model` (keras-hub's counted as keras_vit's `variant`'s);
+    `None` for inference, which times both settings."""
     if mode != "train":
         return None
     if peer == "keras_vit":
         return model.num_tokens, model.hidden_dim
-    return token_count(variant, image_size)
+    return sequence_shape(variant, image_size)
 
 
-def jit_choices(jit_compile, mode, dtype=None, device_kind=None, tokens=None):
+def jit_choices(jit_compile, mode, dtype=None, device_kind=None, shape=None):
     """The XLA settings to time; the faster one is reported (`keras-vit
     benchmark` times each in a process of its own, so that the peak memory
     is the reported setting's).
 
-    `"auto"`: for training steps what `keras-vit train` picks for `tokens`,
-    a `(tokens, features)` pair or `None` (`recipe.auto_jit_compile`: XLA,
+    `"auto"`: for training steps what `keras-vit train` picks for `shape`,
+    a `sequence_shape` or `None` (`recipe.auto_jit_compile`: XLA,
     but not on a CPU for bfloat16, long sequences or wide models); for
     inference both, because on a CPU neither wins
     everywhere: timed in one process at batch 8, XLA is 1.14x faster for
@@ -237,7 +237,7 @@ def jit_choices(jit_compile, mode, dtype=None, device_kind=None, tokens=None):
         return (False, True)
     device_kind = device_kind or strategy.device_kind("default")
     dtype = dtype or "float32"
-    return (recipe.auto_jit_compile(device_kind, 1, dtype, *(tokens or ())),)
+    return (recipe.auto_jit_compile(device_kind, 1, dtype, *(shape or ())),)
 
 
 def measure(
@@ -288,8 +288,8 @@ def measure(
         model = keras_hub_peer.model(plain_variant(variant, peer), dtype, size)
     else:
         model = keras_vit_model(variant, dtype, remat, image_size)
-    tokens = _tokens(mode, peer, model, variant, image_size)
-    choices = jit_choices(jit_compile, mode, dtype, tokens=tokens)
+    shape = _sequence_shape(mode, peer, model, variant, image_size)
+    choices = jit_choices(jit_compile, mode, dtype, shape=shape)
     if mode == "inference":
         results = [
             (

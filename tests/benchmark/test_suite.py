@@ -255,7 +255,7 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
         ("Ti/16", 384, False),
         ("B/16", 224, False),
     ):
-        shape = throughput.token_count(variant, size)
+        shape = throughput.sequence_shape(variant, size)
         assert shape[0] == {224: 197, 384: 577}[size]
         assert throughput.jit_choices("auto", "train", None, "cpu", shape) == (
             xla,
