@@ -66,18 +66,10 @@ def _norm_dense(epsilon):
     `Dense` compute it, with the backward pass that keeps only `rows` and
     each row's mean and inverse deviation."""
 
-    @_fused.elementwise
-    def normalize(rows, gamma, beta, dtype):
-        # The LayerNorm's output in `dtype`, and each row's statistics.
-        x = ops.cast(rows, "float32")
-        mean, centered, inv_std = layer_norm.moments(x, epsilon)
-        normed = ops.cast(centered * inv_std * gamma + beta, dtype)
-        return normed, mean, inv_std
-
     @ops.custom_gradient
     def norm_dense(rows, gamma, beta, kernel, bias):
         dtype = standardize_dtype(kernel.dtype)
-        normed, mean, inv_std = normalize(rows, gamma, beta, dtype)
+        normed, mean, inv_std = _normalize(rows, gamma, beta, epsilon, dtype)
         out = ops.add(ops.matmul(normed, kernel), bias)
 
         def grad(*args, upstream=None):
@@ -105,12 +97,22 @@ def _norm_dense(epsilon):
     return norm_dense
 
 
+# Module-level functions, `epsilon` and `dtype` static arguments: each is
+# compiled once per shape, not once per LayerNorm-Dense pair of a model.
+@_fused.elementwise
+def _normalize(rows, gamma, beta, epsilon, dtype):
+    """The LayerNorm's output in `dtype`, and each row's mean and inverse
+    deviation."""
+    x = ops.cast(rows, "float32")
+    mean, centered, inv_std = layer_norm.moments(x, epsilon)
+    return ops.cast(centered * inv_std * gamma + beta, dtype), mean, inv_std
+
+
 @_fused.elementwise
 def _renormalize(rows, mean, inv_std, gamma, beta, dtype):
     """The LayerNorm's output again, in `dtype`, from its input `rows` and
     their statistics."""
-    x_hat = (ops.cast(rows, "float32") - mean) * inv_std
-    return ops.cast(x_hat * gamma + beta, dtype)
+    return ops.cast(_x_hat(rows, mean, inv_std) * gamma + beta, dtype)
 
 
 @_fused.elementwise
@@ -118,8 +120,13 @@ def _norm_gradients(d_normed, rows, mean, inv_std, gamma):
     """The gradients of the LayerNorm's input `rows` (in their dtype),
     `gamma` and `beta`, from that of its output `d_normed`."""
     d_normed = ops.cast(d_normed, "float32")
-    x_hat = (ops.cast(rows, "float32") - mean) * inv_std
+    x_hat = _x_hat(rows, mean, inv_std)
     d_gamma = ops.sum(d_normed * x_hat, axis=0)
     d_beta = ops.sum(d_normed, axis=0)
     d_rows = layer_norm.normalized_gradient(d_normed * gamma, x_hat, inv_std)
     return ops.cast(d_rows, rows.dtype), d_gamma, d_beta
+
+
+def _x_hat(rows, mean, inv_std):
+    """The normalised float32 rows, from the rows and their statistics."""
+    return (ops.cast(rows, "float32") - mean) * inv_std
