@@ -414,6 +414,23 @@ def test_a_training_step_makes_no_extra_attention_matrix_ops():
         assert kind not in square, square
 
 
+def test_the_elementwise_chains_are_compiled_by_xla_in_a_training_step():
+    # `_fused.elementwise`: the GELU's, the LayerNorm's and the softmax
+    # gradient's chains are functions XLA must compile, not loose ops.
+    graph, _, _ = _training_step_graph(_tiny_model(), tf.zeros((2, 16, 16, 3)))
+    library = graph.as_graph_def().library.function
+    compiled = [
+        {node.op for node in f.node_def}
+        for f in library
+        if f.attr["_XlaMustCompile"].b
+    ]
+    for kinds in ({"Erf"}, {"Rsqrt"}, {"Sub", "Mul"}):
+        assert any(kinds <= ops_run for ops_run in compiled), kinds
+    # (The encoder's last LayerNorm, which feeds no Dense, is the plain
+    # layer's own ops.)
+    assert "Erf" not in {op.type for op in graph.get_operations()}
+
+
 def _kept_tensors(model, images):
     """The forward tensors a training step's gradient reads."""
     graph, forward, _ = _training_step_graph(model, images)
