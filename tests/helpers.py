@@ -64,3 +64,20 @@ def assert_output_shape_matches(layer, inputs):
     assert tuple(layer.compute_output_shape(tuple(inputs.shape))) == tuple(
         out.shape
     )
+
+
+def record_step_xla(monkeypatch):
+    """A list that gets what each attention call's `softmax_dtype` was
+    told of XLA (`_attention_core._step_xla()`: True, False or None), as
+    the model runs."""
+    from keras_vit.layers import _attention_core
+
+    seen = []
+    real = _attention_core.softmax_dtype
+
+    def spy(dtype):
+        seen.append(_attention_core._step_xla())
+        return real(dtype)
+
+    monkeypatch.setattr(_attention_core, "softmax_dtype", spy)
+    return seen

@@ -10,6 +10,7 @@ from keras_vit import cli
 from keras_vit.benchmark import suite
 from keras_vit.benchmark import throughput
 from tests.helpers import TINY
+from tests.helpers import record_step_xla
 
 
 @pytest.mark.slow
@@ -94,16 +95,7 @@ def test_benchmark_measures(capsys, monkeypatch):
 def test_inference_is_timed_as_predict_runs_it(jit_compile, monkeypatch):
     # The forward pass says whether XLA compiles it, as keras_vit's
     # predict step does (the attention's softmax dtype depends on it).
-    from keras_vit.layers import _attention_core
-
-    seen = []
-    real = _attention_core.softmax_dtype
-
-    def spy(dtype):
-        seen.append(_attention_core._step_xla())
-        return real(dtype)
-
-    monkeypatch.setattr(_attention_core, "softmax_dtype", spy)
+    seen = record_step_xla(monkeypatch)
     throughput.benchmark(
         keras_vit.ViT(**TINY),
         batch_size=2,

@@ -15,6 +15,7 @@ import tensorflow as tf
 import keras_vit
 from keras_vit.layers import _attention_core
 from tests.helpers import TINY
+from tests.helpers import record_step_xla
 
 _PROBE = """
 import json, numpy as np, tensorflow as tf
@@ -147,14 +148,7 @@ def test_inference_takes_a_bfloat16_softmax_only_in_a_step_said_to(
 
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_a_training_step_says_whether_xla_compiles_it(jit_compile, monkeypatch):
-    seen = []
-    real = _attention_core.softmax_dtype
-
-    def spy(dtype):
-        seen.append(_attention_core._step_xla())
-        return real(dtype)
-
-    monkeypatch.setattr(_attention_core, "softmax_dtype", spy)
+    seen = record_step_xla(monkeypatch)
     model = keras_vit.ViT(**TINY, dtype="mixed_bfloat16")
     model.compile(
         "adamw", "sparse_categorical_crossentropy", jit_compile=jit_compile
