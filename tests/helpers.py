@@ -68,15 +68,16 @@ def assert_output_shape_matches(layer, inputs):
 
 def record_step_xla(monkeypatch):
     """A list that gets what each attention call's `softmax_dtype` was
-    told of XLA (`_attention_core._step_xla()`: True, False or None), as
+    told of XLA (`_step.xla_compiled()`: True, False or None), as
     the model runs."""
     from keras_vit.layers import _attention_core
+    from keras_vit.layers import _step
 
     seen = []
     real = _attention_core.softmax_dtype
 
     def spy(dtype):
-        seen.append(_attention_core._step_xla())
+        seen.append(_step.xla_compiled())
         return real(dtype)
 
     monkeypatch.setattr(_attention_core, "softmax_dtype", spy)

@@ -28,7 +28,7 @@ the output projection's input, one buffer. XLA instead fuses their
 transpose into the row term's reduction, which then reads the matmul's
 `(B, heads, T, d)` result, and keeps both layouts (ViT-B/16 float32, 224
 px, batch 8: 58 MB). In a step its trainer says XLA compiles
-(`compiled_step`), the row term is `sum(dP * P)` in float32, one more
+(`_step.compiled_step`), the row term is `sum(dP * P)` in float32, one more
 fused read of the two `(B, heads, T, T)` matrices the backward pass has.
 
 `attend` returns the outputs alone: the weights a caller asks for are
@@ -37,19 +37,16 @@ a second output of a custom gradient would be handed a `(B, heads, T, T)`
 zero cotangent by TensorFlow even when unused.
 """
 
-import contextlib
 import functools
 import math
 import os
-import threading
 
 import keras
 from keras import ops
 
 from keras_vit.layers import _fused
 from keras_vit.layers import _recompute
-
-_step = threading.local()
+from keras_vit.layers import _step
 
 
 def probabilities(query, key, dtype="float32"):
@@ -58,34 +55,11 @@ def probabilities(query, key, dtype="float32"):
     return ops.softmax(ops.cast(ops.matmul(query, key), dtype), axis=-1)
 
 
-@contextlib.contextmanager
-def compiled_step(xla):
-    """Within it, the step being traced in this thread (a trainer's
-    training, evaluation or prediction step) is known to run with XLA
-    (`xla=True`) or without it (`xla=False`), as its trainer knows
-    (`models/keras_fixes.TrainerFixes`). Without XLA the attention can
-    take its softmax in the compute dtype (`softmax_dtype`); with it,
-    `attend`'s row term reads the probabilities rather than the outputs
-    (`_row_from_outputs`)."""
-    previous = _step_xla()
-    _step.xla = bool(xla)
-    try:
-        yield
-    finally:
-        _step.xla = previous
-
-
-def _step_xla():
-    """What the trainer said of the step being traced: True (XLA), False
-    (no XLA), or None (outside a trainer's step: not known)."""
-    return getattr(_step, "xla", None)
-
-
 def _row_from_outputs():
     """Whether `attend`'s backward pass takes its row term from the
     outputs: unless the step is known to run under XLA, which would keep
     a second copy of them (the module's docstring)."""
-    return _step_xla() is not True
+    return _step.xla_compiled() is not True
 
 
 def softmax_dtype(dtype):
@@ -99,14 +73,14 @@ def softmax_dtype(dtype):
     forward and backward), but Eigen's (TensorFlow without oneDNN) and
     XLA's compute `x - max` in bfloat16: 7% error on small probabilities
     against 0.4%. So bfloat16 only in a step (training, evaluation or
-    prediction) whose trainer says it runs without XLA (`compiled_step`),
-    on TensorFlow on a machine without a GPU and with XLA's
-    auto-clustering off, where a probe finds the CPU's bfloat16 softmax
-    at float32 precision (`_keeps_float32`).
+    prediction) whose trainer says it runs without XLA
+    (`_step.compiled_step`), on TensorFlow on a machine without a GPU and
+    with XLA's auto-clustering off, where a probe finds the CPU's
+    bfloat16 softmax at float32 precision (`_keeps_float32`).
     """
     if (
         keras.backend.standardize_dtype(dtype) != "bfloat16"
-        or _step_xla() is not False
+        or _step.xla_compiled() is not False
         or not _tensorflow_cpu_without_xla()
     ):
         return "float32"

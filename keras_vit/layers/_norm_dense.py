@@ -69,7 +69,9 @@ def _norm_dense(epsilon):
     @ops.custom_gradient
     def norm_dense(rows, gamma, beta, kernel, bias):
         dtype = standardize_dtype(kernel.dtype)
-        normed, mean, inv_std = _normalize(rows, gamma, beta, epsilon, dtype)
+        normed, mean, inv_std = layer_norm.fused_forward(
+            rows, gamma, beta, epsilon, dtype
+        )
         out = ops.add(ops.matmul(normed, kernel), bias)
 
         def grad(*args, upstream=None):
@@ -99,15 +101,6 @@ def _norm_dense(epsilon):
 
 # Module-level functions, `epsilon` and `dtype` static arguments: each is
 # compiled once per shape, not once per LayerNorm-Dense pair of a model.
-@_fused.elementwise
-def _normalize(rows, gamma, beta, epsilon, dtype):
-    """The LayerNorm's output in `dtype`, and each row's mean and inverse
-    deviation."""
-    x = ops.cast(rows, "float32")
-    mean, centered, inv_std = layer_norm.moments(x, epsilon)
-    return ops.cast(centered * inv_std * gamma + beta, dtype), mean, inv_std
-
-
 @_fused.elementwise
 def _renormalize(rows, mean, inv_std, gamma, beta, dtype):
     """The LayerNorm's output again, in `dtype`, from its input `rows` and

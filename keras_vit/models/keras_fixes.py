@@ -16,7 +16,7 @@ them at the one place each is needed:
 
 import keras
 
-from keras_vit.layers import _attention_core
+from keras_vit.layers import _step
 
 
 def finish_functional_init(model, dtype):
@@ -153,13 +153,15 @@ class _MultiWorkerFit:
 
 
 class _StepSaysXla:
-    """Tells the attention whether XLA compiles the step being traced
-    (`layers/_attention_core.compiled_step`): only the trainer knows
-    (TensorFlow gives a traced function no sign of it). Without XLA a
-    bfloat16 step can take its attention's softmax in bfloat16 at float32
-    precision (`_attention_core.softmax_dtype`); under XLA the attention's
-    backward pass reads its probabilities rather than keep a second copy
-    of its outputs (`_attention_core.attend`)."""
+    """Tells the layers whether XLA compiles the step being traced
+    (`layers/_step.compiled_step`): only the trainer knows (TensorFlow
+    gives a traced function no sign of it). Without XLA a bfloat16 step
+    can take its attention's softmax in bfloat16 at float32 precision
+    (`_attention_core.softmax_dtype`), and an evaluation or prediction
+    step its LayerNorms as one XLA kernel each (`layer_norm.LayerNorm`);
+    under XLA the attention's backward pass reads its probabilities
+    rather than keep a second copy of its outputs
+    (`_attention_core.attend`)."""
 
     def train_step(self, data):
         with self._compiled_step():
@@ -174,7 +176,7 @@ class _StepSaysXla:
             return super().predict_step(data)
 
     def _compiled_step(self):
-        return _attention_core.compiled_step(xla=bool(self.jit_compile))
+        return _step.compiled_step(xla=bool(self.jit_compile))
 
 
 class _TensorFlowTrainerFixes(

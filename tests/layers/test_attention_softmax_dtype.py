@@ -14,6 +14,7 @@ import tensorflow as tf
 
 import keras_vit
 from keras_vit.layers import _attention_core
+from keras_vit.layers import _step
 from tests.helpers import TINY
 from tests.helpers import record_step_xla
 
@@ -75,9 +76,9 @@ def test_a_bfloat16_softmax_only_in_a_step_said_to_run_without_xla(
 ):
     monkeypatch.setattr(_attention_core, "_keeps_float32", lambda _: True)
     assert _softmax_input_dtypes("bfloat16") == {"float32"}
-    with _attention_core.compiled_step(xla=True):
+    with _step.compiled_step(xla=True):
         assert _softmax_input_dtypes("bfloat16") == {"float32"}
-    with _attention_core.compiled_step(xla=False):
+    with _step.compiled_step(xla=False):
         # Both passes' softmaxes, the forward's and the recomputed one.
         assert _softmax_input_dtypes("bfloat16") == {"bfloat16"}
         assert _softmax_input_dtypes("float32") == {"float32"}
@@ -129,9 +130,9 @@ def test_inference_takes_a_bfloat16_softmax_only_in_a_step_said_to(
     layer(tokens)
     plain = {("float32", ("Cast",))}  # cast down for the values' matmul
     assert _layer_softmaxes(layer, tokens, False) == plain
-    with _attention_core.compiled_step(xla=True):
+    with _step.compiled_step(xla=True):
         assert _layer_softmaxes(layer, tokens, False) == plain
-    with _attention_core.compiled_step(xla=False):
+    with _step.compiled_step(xla=False):
         # One bfloat16 softmax feeds the values' matmul; the float32
         # weights are computed only for a caller that asks for them.
         assert _layer_softmaxes(layer, tokens, False) == {

@@ -3,7 +3,10 @@ import numpy as np
 import pytest
 
 import keras_vit
+from keras_vit.layers import _step
+from keras_vit.layers import layer_norm
 from tests import reference
+from tests.helpers import TINY
 from tests.helpers import assert_config_round_trip
 from tests.helpers import assert_output_shape_matches
 
@@ -107,3 +110,77 @@ def test_a_built_layer_refuses_another_width_by_name():
         ValueError, match=r"axis -1 of input shape to have value 8"
     ):
         layer(np.zeros((2, 3, 9), "float32"))
+
+
+def _xla_kernels(fn, *args):
+    """The op kinds of each function XLA must compile in `fn`'s graph."""
+    import tensorflow as tf
+
+    graph = tf.function(fn).get_concrete_function(*args).graph
+    return [
+        {node.op for node in f.node_def}
+        for f in graph.as_graph_def().library.function
+        if f.attr["_XlaMustCompile"].b
+    ]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_a_step_without_xla_takes_the_layer_as_one_xla_kernel(dtype):
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    x = keras.ops.cast(rng.normal(3.0, 2.0, size=(2, 5, 64)), dtype[-8:])
+    layer = keras_vit.layers.LayerNorm(dtype=dtype)
+    layer.build(x.shape)
+    layer.set_weights(list(rng.normal(1.0, 0.3, (2, 64)).astype("float32")))
+
+    def step(x, training=False, xla=False):
+        with _step.compiled_step(xla=xla):
+            return layer(x, training=training)
+
+    assert any("Rsqrt" in kinds for kinds in _xla_kernels(step, x))
+    # Called directly (an export's trace), in a training step (the
+    # closed-form gradient) or under XLA: the plain graph.
+    assert not _xla_kernels(lambda x: layer(x), x)
+    assert not _xla_kernels(lambda x: step(x, training=True), x)
+    assert not _xla_kernels(lambda x: step(x, xla=True), x)
+
+    fused = tf.function(step)(x).numpy().astype("float64")
+    plain = layer(x).numpy().astype("float64")
+    assert fused.dtype == plain.dtype
+    # The same function to float32 rounding; in bfloat16, its rounding.
+    ulp = 2.0**-22 if dtype == "float32" else 2.0**-7
+    assert np.all(np.abs(fused - plain) <= np.abs(plain) * ulp + 1e-6)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_predict_and_evaluate_without_xla_take_the_fused_layer_norm(
+    monkeypatch, jit_compile
+):
+    calls = []
+    real = layer_norm.fused_forward
+
+    def spy(*args):
+        calls.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(layer_norm, "fused_forward", spy)
+    model = keras_vit.ViT(**TINY)
+    head = model.get_layer("head")
+    rng = np.random.default_rng(0)
+    head.kernel.assign(rng.normal(size=head.kernel.shape))
+    model.compile(
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=jit_compile,
+    )
+    x = rng.uniform(0, 255, (2, 32, 32, 3)).astype("float32")
+    want = model(x).numpy()
+    assert not calls  # a direct call: the plain graph
+    got = model.predict(x, verbose=0)
+    # Two LayerNorms a block and the encoder's, where XLA does not compile
+    # the step whole.
+    assert len(calls) == (0 if jit_compile else 2 * TINY["num_layers"] + 1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    calls.clear()
+    model.evaluate(x, np.zeros(2, "int32"), verbose=0)
+    assert len(calls) == (0 if jit_compile else 2 * TINY["num_layers"] + 1)

@@ -23,6 +23,7 @@ import keras_vit
 from keras_vit.layers import _attention_core
 from keras_vit.layers import _gelu
 from keras_vit.layers import _norm_dense
+from keras_vit.layers import _step
 
 
 def _plain_attention(query, key, value):
@@ -69,9 +70,7 @@ def test_attention_gradients_equal_autodiff(through_weights, xla):
     ]
     inputs = (query, key, value)
     want, want_grads = _gradients(_plain_attention, inputs, cotangents)
-    said = (
-        _attention_core.compiled_step(xla) if xla else contextlib.nullcontext()
-    )
+    said = _step.compiled_step(xla) if xla else contextlib.nullcontext()
     with said:
         got, got_grads = _gradients(_attend_and_weights, inputs, cotangents)
     for a, b in zip(got, want):
@@ -508,9 +507,9 @@ def test_under_xla_the_attention_keeps_no_second_copy_of_its_outputs():
         return [op for op, shape in kept if shape == (2, 17, 2, 8)]
 
     assert kept_outputs() == ["Transpose"]  # without XLA: the one buffer
-    with _attention_core.compiled_step(xla=True):
+    with _step.compiled_step(xla=True):
         assert kept_outputs() == []
-    with _attention_core.compiled_step(xla=False):
+    with _step.compiled_step(xla=False):
         assert kept_outputs() == ["Transpose"]
 
 
