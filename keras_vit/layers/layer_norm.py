@@ -29,17 +29,18 @@ class LayerNorm(keras.layers.Layer):
     autodiff leaves. Under XLA on a CPU it makes a ViT-Ti/16 training step
     about 6% faster; the forward graph, and so every export, is unchanged.
 
-    In an evaluation or prediction step that its trainer says runs without
-    XLA (`_step.compiled_step`: `evaluate` and `predict` of a model
-    compiled with `jit_compile=False`, as `keras-vit` compiles mixed
+    In a bfloat16 evaluation or prediction step that its trainer says runs
+    without XLA (`_step.compiled_step`: `evaluate` and `predict` of a
+    model compiled with `jit_compile=False`, as `keras-vit` compiles mixed
     bfloat16 on a CPU), the layer is one XLA kernel (`fused_forward`)
     rather than a dozen TensorFlow ops, each a pass over the tokens:
-    ViT-B/16 mixed-bfloat16 prediction 1.05-1.11x at 224 px, batch 8, and
-    1.05x (0.97-1.08x) at 384 px, batch 4; float32 level (interleaved
-    in one process on a 2-core Intel Xeon with AMX).
-    XLA's sums round otherwise than TensorFlow's: the output equals the
-    plain graph's to float32 rounding. Called directly (or traced for an
-    export) the layer keeps the plain graph.
+    ViT-B/16 mixed-bfloat16 prediction 1.07-1.10x at 224 px, batch 8, and
+    1.05-1.09x at 384 px, batch 4 (`keras-vit benchmark`, a 2-core Intel
+    Xeon with AMX), for ~65 MB more resident memory (XLA's compiler, in a
+    process that may not have used it). Not in float32, where it measured
+    0.88-1.04x. XLA's sums round otherwise than TensorFlow's: the output
+    equals the plain graph's to float32 rounding before the cast. Called
+    directly (or traced for an export) the layer keeps the plain graph.
 
     Args:
         epsilon: float, added to the variance. Defaults to `1e-6`, the
@@ -81,13 +82,21 @@ class LayerNorm(keras.layers.Layer):
 
     def call(self, inputs, training=None):
         gamma, beta = (ops.cast(w, "float32") for w in (self.gamma, self.beta))
-        if not training and _step.xla_compiled() is False:
-            # An evaluation or prediction step without XLA: one kernel.
+        if self._fuses(training):
             return fused_forward(
                 inputs, gamma, beta, self.epsilon, self.compute_dtype
             )[0]
         y = _normalize(ops.cast(inputs, "float32"), self.epsilon)
         return ops.cast(y * gamma + beta, self.compute_dtype)
+
+    def _fuses(self, training):
+        """Whether this call is `fused_forward`: a bfloat16 evaluation or
+        prediction step that runs without XLA (the class docstring)."""
+        return (
+            not training
+            and self.compute_dtype == "bfloat16"
+            and _step.xla_compiled() is False
+        )
 
     def compute_output_shape(self, input_shape):
         return input_shape
