@@ -36,7 +36,7 @@ class LayerNorm(keras.layers.Layer):
     rather than a dozen TensorFlow ops, each a pass over the tokens:
     ViT-B/16 mixed-bfloat16 prediction 1.07-1.10x at 224 px, batch 8, and
     1.05-1.09x at 384 px, batch 4 (`keras-vit benchmark`, a 2-core Intel
-    Xeon with AMX), for ~65 MB more resident memory (XLA's compiler, in a
+    Xeon with AMX), for 67-88 MB more resident memory (XLA's compiler, in a
     process that may not have used it). Not in float32, where it measured
     0.88-1.04x. XLA's sums round otherwise than TensorFlow's: the output
     equals the plain graph's to float32 rounding before the cast. Called
