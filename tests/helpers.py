@@ -66,6 +66,16 @@ def assert_output_shape_matches(layer, inputs):
     )
 
 
+def xla_kernel_op_kinds(graph):
+    """The op kinds of each function that XLA must compile in a
+    TensorFlow `graph` (`layers/_fused.elementwise`'s kernels)."""
+    return [
+        {node.op for node in f.node_def}
+        for f in graph.as_graph_def().library.function
+        if f.attr["_XlaMustCompile"].b
+    ]
+
+
 def record_step_xla(monkeypatch):
     """A list that gets what each attention call's `softmax_dtype` was
     told of XLA (`_step.xla_compiled()`: True, False or None), as

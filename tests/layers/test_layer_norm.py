@@ -9,6 +9,7 @@ from tests import reference
 from tests.helpers import TINY
 from tests.helpers import assert_config_round_trip
 from tests.helpers import assert_output_shape_matches
+from tests.helpers import xla_kernel_op_kinds
 
 
 def test_matches_hand_computation_and_keras():
@@ -117,11 +118,7 @@ def _xla_kernels(fn, *args):
     import tensorflow as tf
 
     graph = tf.function(fn).get_concrete_function(*args).graph
-    return [
-        {node.op for node in f.node_def}
-        for f in graph.as_graph_def().library.function
-        if f.attr["_XlaMustCompile"].b
-    ]
+    return xla_kernel_op_kinds(graph)
 
 
 def test_a_bfloat16_step_without_xla_takes_the_layer_as_one_xla_kernel():

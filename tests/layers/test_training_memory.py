@@ -24,6 +24,7 @@ from keras_vit.layers import _attention_core
 from keras_vit.layers import _gelu
 from keras_vit.layers import _norm_dense
 from keras_vit.layers import _step
+from tests.helpers import xla_kernel_op_kinds
 
 
 def _plain_attention(query, key, value):
@@ -417,12 +418,7 @@ def test_the_elementwise_chains_are_compiled_by_xla_in_a_training_step():
     # `_fused.elementwise`: the GELU's, the LayerNorm's and the softmax
     # gradient's chains are functions XLA must compile, not loose ops.
     graph, _, _ = _training_step_graph(_tiny_model(), tf.zeros((2, 16, 16, 3)))
-    library = graph.as_graph_def().library.function
-    compiled = [
-        {node.op for node in f.node_def}
-        for f in library
-        if f.attr["_XlaMustCompile"].b
-    ]
+    compiled = xla_kernel_op_kinds(graph)
     for kinds in ({"Erf"}, {"Rsqrt"}, {"Sub", "Mul"}):
         assert any(kinds <= ops_run for ops_run in compiled), kinds
     # (The encoder's last LayerNorm, which feeds no Dense, is the plain
