@@ -199,9 +199,11 @@ def test_the_optimizer_is_built_before_the_first_step_is_traced():
         ("mixed_bfloat16", "learned"),
         ("mixed_float16", "learned"),
         ("mixed_float16", "relative"),
+        # bfloat16 variables (inference, docs/performance.md).
+        ("bfloat16", "learned"),
     ],
 )
-def test_mixed_precision_forward_gives_finite_float32(
+def test_reduced_precision_forward_gives_finite_float32(
     policy, position_embedding
 ):
     kwargs = {
@@ -210,7 +212,9 @@ def test_mixed_precision_forward_gives_finite_float32(
     }
     model = _tiny(dtype=policy, **kwargs)
     randomize_weights(model)
-    assert model.get_layer("block_0").compute_dtype == policy.split("_")[1]
+    assert model.get_layer("block_0").compute_dtype == policy.removeprefix(
+        "mixed_"
+    )
     out = model(random_images((2, 32, 32, 3)))
     assert keras.backend.standardize_dtype(out.dtype) == "float32"
     assert np.isfinite(out.numpy()).all()

@@ -28,6 +28,7 @@ from keras_vit.benchmark.throughput import compute_dtype
 from keras_vit.benchmark.throughput import jit_choices
 from keras_vit.benchmark.throughput import keras_vit_model
 from keras_vit.benchmark.throughput import plain_variant
+from keras_vit.benchmark.throughput import policy_name
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 
 
@@ -49,7 +50,7 @@ def measure_in_subprocess(timm_python=None, **kwargs):
             kwargs.get("warmup", 2),
             timm_python,
             kwargs.get("min_seconds", MIN_SECONDS),
-            compute_dtype(kwargs.get("dtype")),
+            policy_name(kwargs.get("dtype")),
             kwargs.get("image_size") or DEFAULT_IMAGE_SIZE,
         )
     if (

@@ -182,6 +182,13 @@ def compute_dtype(dtype):
     return keras.DTypePolicy(dtype or "float32").compute_dtype
 
 
+def policy_name(dtype):
+    """The name of a dtype policy (`None`: float32), as the peers that take
+    one by name read it (timm's: `mixed_bfloat16` float32 weights under
+    autocast, `bfloat16` bfloat16 weights)."""
+    return keras.DTypePolicy(dtype or "float32").name
+
+
 def keras_vit_model(model, dtype=None, remat=False, image_size=None):
     """keras_vit's model of one of `keras-vit benchmark`'s models
     (`model_arguments`), random weights, at `image_size` (default: 224).

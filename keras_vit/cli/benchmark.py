@@ -125,7 +125,8 @@ def _add_compute_arguments(bench):
         "--dtype",
         default=None,
         help="dtype policy, e.g. mixed_bfloat16 (default: float32); "
-        "peers compute in its compute dtype too",
+        "peers compute in it too (timm: float32 weights under autocast "
+        "for mixed_*, its weights in the dtype otherwise)",
     )
     bench.add_argument(
         "--remat",

@@ -26,14 +26,22 @@ import contextlib, os, time, types
 __version__ = "fake"
 _sleeps = [float(s) for s in os.environ["FAKE_TIMM_SLEEPS"].split(",")]
 def set_num_threads(n): pass
+def _log_cast(what, dtype):
+    if os.environ.get("FAKE_TIMM_CAST_LOG"):
+        with open(os.environ["FAKE_TIMM_CAST_LOG"], "a") as log:
+            log.write(f"{what} {dtype}\\n")
+class _Images(tuple):
+    def to(self, dtype):
+        _log_cast("images", dtype)
+        return self
 def rand(*shape):
     if os.environ.get("FAKE_TIMM_SHAPE_LOG"):
         with open(os.environ["FAKE_TIMM_SHAPE_LOG"], "a") as log:
             log.write(f"{shape}\\n")
-    return shape
+    return _Images(shape)
 def randint(low, high, shape): return shape
 inference_mode = contextlib.nullcontext
-float32, bfloat16 = "float32", "bfloat16"
+float32, bfloat16, float16 = "float32", "bfloat16", "float16"
 def autocast(device, dtype, enabled):
     if os.environ.get("FAKE_TIMM_AUTOCAST_LOG"):
         with open(os.environ["FAKE_TIMM_AUTOCAST_LOG"], "a") as log:
@@ -54,6 +62,9 @@ class Model:
     calls = 0
     def eval(self): pass
     def train(self): pass
+    def to(self, dtype):
+        _log_cast("model", dtype)
+        return self
     def parameters(self): return []
     def __call__(self, x):
         seconds = _sleeps[min(Model.calls, len(_sleeps) - 1)]
@@ -224,14 +235,21 @@ def test_timm_is_timed_by_the_same_rule(fake_timm, monkeypatch):
 
 def test_peers_compute_in_the_suites_dtype(fake_timm, tmp_path, monkeypatch):
     # --dtype mixed_bfloat16: timm runs under bfloat16 autocast (float32
-    # weights, as Keras's mixed precision), ONNX Runtime, which has no
-    # bfloat16 kernels, is not timed, and a float32 suite autocasts nothing.
+    # weights, as Keras's mixed precision); --dtype bfloat16: timm's model
+    # and images in bfloat16, nothing autocast (as a Keras model whose
+    # variables are bfloat16); ONNX Runtime, which has no bfloat16 kernels,
+    # is not timed; a float32 suite casts nothing.
     autocast = tmp_path / "autocast.log"
+    casts = tmp_path / "casts.log"
+    pure = {"model bfloat16", "images bfloat16"}
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0")
     monkeypatch.setenv("FAKE_TIMM_AUTOCAST_LOG", str(autocast))
-    for dtype, expected in (
-        ("mixed_bfloat16", "cpu bfloat16 True"),
-        (None, "cpu float32 False"),
+    monkeypatch.setenv("FAKE_TIMM_CAST_LOG", str(casts))
+    for dtype, expected, cast in (
+        ("mixed_bfloat16", "cpu bfloat16 True", set()),
+        ("bfloat16", "cpu bfloat16 False", pure),
+        ("mixed_float16", "cpu float16 True", set()),
+        (None, "cpu float32 False", set()),
     ):
         row = benchmark.measure_in_subprocess(
             peer="timm",
@@ -247,6 +265,9 @@ def test_peers_compute_in_the_suites_dtype(fake_timm, tmp_path, monkeypatch):
         assert "images_per_s" in row, row
         assert set(autocast.read_text().splitlines()) == {expected}
         autocast.unlink()
+        made = set(casts.read_text().splitlines()) if casts.exists() else set()
+        assert made == cast, dtype
+        casts.unlink(missing_ok=True)
     row = benchmark.measure_in_subprocess(
         peer="onnxruntime",
         variant="Ti/16",
@@ -309,7 +330,7 @@ def test_the_timm_peer_checks_its_arguments_where_torch_is_absent():
             "5",
             "2",
             "1.0",
-            "bfloat16",
+            "mixed_bfloat16",
             "384",
         ]
     )
@@ -320,7 +341,7 @@ def test_the_timm_peer_checks_its_arguments_where_torch_is_absent():
         "steps": 5,
         "warmup": 2,
         "min_seconds": 1.0,
-        "compute_dtype": "bfloat16",
+        "dtype_policy": "mixed_bfloat16",
         "image_size": 384,
     }
     good = ["vit", "inference", "1", "1", "0", "0", "float32", "224"]
@@ -330,7 +351,8 @@ def test_the_timm_peer_checks_its_arguments_where_torch_is_absent():
         (3, "x", "steps"),
         (4, "-1", "warmup"),
         (5, "nan", "min_seconds"),
-        (6, "float64", "compute_dtype"),
+        (6, "float64", "dtype_policy"),
+        (6, "mixed_float64", "dtype_policy"),
         (7, "0", "image_size"),
     ):
         argv = [*good[:index], bad, *good[index + 1 :]]

@@ -74,6 +74,23 @@ def test_logits_match_the_reference(weights, outputs, kwargs, source):
     assert checkpoint.unexpected == []
 
 
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "bfloat16"])
+def test_checkpoints_load_into_bfloat16_models(policy):
+    # Mixed precision keeps float32 variables; the "bfloat16" policy (for
+    # inference, docs/performance.md) stores every weight in bfloat16. Both
+    # give the reference's logits to bfloat16's rounding (measured: 0.014
+    # and 0.015 on logits of up to 1.86).
+    ref = expected("vit_token.expected.npz")
+    model = keras_vit.ViT.from_preset(
+        golden("vit_token.npz"), **TINY, dtype=policy
+    )
+    stored = "float32" if policy.startswith("mixed_") else "bfloat16"
+    assert {v.dtype for v in model.weights} == {stored}
+    logits = model.predict(ref["images"], verbose=0)
+    scale = np.abs(ref["logits"]).max()
+    np.testing.assert_allclose(logits, ref["logits"], atol=0.02 * scale, rtol=0)
+
+
 def test_prelogits_layer_is_taken_from_the_checkpoint():
     # Same class count: the head and its tanh pre-logits layer are loaded;
     # representation_size comes from the checkpoint.

@@ -1,13 +1,16 @@
 r"""The timm peer of `keras-vit benchmark`: one measurement of a timm ViT.
 
     python .../keras_vit/benchmark/peers/timm_peer.py \
-        NAME MODE BATCH STEPS WARMUP MIN_SECONDS COMPUTE_DTYPE IMAGE_SIZE
+        NAME MODE BATCH STEPS WARMUP MIN_SECONDS DTYPE_POLICY IMAGE_SIZE
 
 NAME is timm's model name, built for IMAGE_SIZE px images (`img_size`),
-MODE `inference` or `train` (AdamW steps on random labels),
-COMPUTE_DTYPE `float32` or a dtype that matmuls and convolutions run in
-under `torch.autocast` (Keras's mixed precision, PyTorch's way: float32
-weights, softmax and norms in float32). Prints one line, `RESULT {json}`:
+MODE `inference` or `train` (AdamW steps on random labels), DTYPE_POLICY
+the suite's Keras dtype policy name, taken PyTorch's way: `float32`;
+`mixed_bfloat16` or `mixed_float16`, float32 weights with matmuls and
+convolutions under `torch.autocast` (softmax and norms in float32), as
+Keras's mixed precision; `bfloat16` or `float16`, the model's weights and
+images in that dtype (`model.to`), as a Keras model whose variables are.
+Prints one line, `RESULT {json}`:
 images/s, peak memory (MB), CPU cores busy and the
 versions of torch and timm. Bad arguments are a `ValueError` whose last
 line on stderr the suite reports in the peer's row.
@@ -40,11 +43,17 @@ ARGUMENTS = (
     "steps",
     "warmup",
     "min_seconds",
-    "compute_dtype",
+    "dtype_policy",
     "image_size",
 )
 MODES = ("inference", "train")
-COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
+DTYPE_POLICIES = (
+    "float32",
+    "mixed_bfloat16",
+    "mixed_float16",
+    "bfloat16",
+    "float16",
+)
 
 
 def load_timing():
@@ -77,7 +86,7 @@ def parse_args(argv):
             f"{' '.join(a.upper() for a in ARGUMENTS)}. Received: argv={argv!r}"
         )
     args = dict(zip(ARGUMENTS, argv))
-    for name, choices in (("mode", MODES), ("compute_dtype", COMPUTE_DTYPES)):
+    for name, choices in (("mode", MODES), ("dtype_policy", DTYPE_POLICIES)):
         if args[name] not in choices:
             raise ValueError(
                 f"`{name}` must be one of {list(choices)}. "
@@ -104,9 +113,10 @@ def result(batch, seconds, cores, peak_memory_mb, versions):
     }
 
 
-def make_step(name, mode, batch, compute, image_size=224):
-    """One call of timm's model `name` built for `image_size` px images: a
-    forward pass or a training step."""
+def make_step(name, mode, batch, policy, image_size=224):
+    """One call of timm's model `name` built for `image_size` px images, in
+    the dtype policy `policy` (the module docstring): a forward pass or a
+    training step."""
     import timm
     import torch
 
@@ -114,11 +124,14 @@ def make_step(name, mode, batch, compute, image_size=224):
         name, pretrained=False, num_classes=1000, img_size=image_size
     )
     x = torch.rand(batch, 3, image_size, image_size)
+    mixed = policy.startswith("mixed_")
+    compute = getattr(torch, policy.removeprefix("mixed_"))
+    if not mixed and policy != "float32":
+        model = model.to(compute)
+        x = x.to(compute)
 
     def precision():
-        return torch.autocast(
-            "cpu", dtype=getattr(torch, compute), enabled=compute != "float32"
-        )
+        return torch.autocast("cpu", dtype=compute, enabled=mixed)
 
     if mode == "inference":
         model.eval()
@@ -154,7 +167,7 @@ def main(argv):
         args["name"],
         args["mode"],
         args["batch"],
-        args["compute_dtype"],
+        args["dtype_policy"],
         args["image_size"],
     )
     seconds, cores = timing.seconds_and_cores(

@@ -41,12 +41,13 @@ def measure(
     warmup,
     python=None,
     min_seconds=0.0,
-    compute_dtype="float32",
+    dtype_policy="float32",
     image_size=224,
 ):
     """One measurement of timm's model of `variant`, built for `image_size`
-    px images, in the interpreter `python` (default: this one): the
-    program's result, or `{"error": why}`."""
+    px images, in the Keras dtype policy `dtype_policy` (a name, which the
+    program takes PyTorch's way), in the interpreter `python` (default:
+    this one): the program's result, or `{"error": why}`."""
     if variant not in TIMM_NAMES:
         return {"error": f"no timm model for {variant}"}
     try:
@@ -60,7 +61,7 @@ def measure(
                 str(steps),
                 str(warmup),
                 str(min_seconds),
-                compute_dtype,
+                dtype_policy,
                 str(image_size),
             ],
             capture_output=True,
