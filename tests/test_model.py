@@ -227,6 +227,28 @@ def test_reduced_precision_forward_gives_finite_float32(
     )
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="TensorFlow's switch"
+)
+def test_no_training_where_tensorflow_assumes_frozen_weights(monkeypatch):
+    # With TF_ONEDNN_ASSUME_FROZEN_WEIGHTS on, TensorFlow's oneDNN Dense ops
+    # keep their weights from the first call: a training run would be
+    # silently wrong, so the training step refuses; inference runs.
+    model = _tiny(classifier_activation=None)
+    model.compile(optimizer="adam", loss="mse")
+    images, targets = random_images((2, 32, 32, 3)), np.zeros((2, 5))
+    for value in ("1", "True"):
+        monkeypatch.setenv("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", value)
+        with pytest.raises(
+            ValueError,
+            match=f"Received: TF_ONEDNN_ASSUME_FROZEN_WEIGHTS='{value}'",
+        ):
+            model.train_on_batch(images, targets)
+        assert model.predict(images, verbose=0).shape == (2, 5)
+    monkeypatch.setenv("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", "0")
+    assert np.isfinite(model.train_on_batch(images, targets))
+
+
 def test_mixed_precision_survives_saving(tmp_path):
     model = _tiny(dtype="mixed_float16", position_embedding="relative")
     randomize_weights(model)

@@ -48,10 +48,10 @@ def measure_in_subprocess(timm_python=None, **kwargs):
             kwargs["batch_size"],
             kwargs.get("steps", 5),
             kwargs.get("warmup", 2),
-            timm_python,
-            kwargs.get("min_seconds", MIN_SECONDS),
-            policy_name(kwargs.get("dtype")),
-            kwargs.get("image_size") or DEFAULT_IMAGE_SIZE,
+            python=timm_python,
+            min_seconds=kwargs.get("min_seconds", MIN_SECONDS),
+            dtype_policy=policy_name(kwargs.get("dtype")),
+            image_size=kwargs.get("image_size") or DEFAULT_IMAGE_SIZE,
         )
     if (
         kwargs.get("peer") == "onnxruntime"

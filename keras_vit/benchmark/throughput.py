@@ -183,9 +183,8 @@ def compute_dtype(dtype):
 
 
 def policy_name(dtype):
-    """The name of a dtype policy (`None`: float32), as the peers that take
-    one by name read it (timm's: `mixed_bfloat16` float32 weights under
-    autocast, `bfloat16` bfloat16 weights)."""
+    """The name of a dtype policy (`None`: float32), as the timm peer takes
+    it (`peers/timm_peer.py` says how it reads each)."""
     return keras.DTypePolicy(dtype or "float32").name
 
 
@@ -275,7 +274,7 @@ def measure(
             steps,
             warmup,
             min_seconds=min_seconds,
-            compute_dtype=compute_dtype(dtype),
+            dtype_policy=policy_name(dtype),
             image_size=image_size or DEFAULT_IMAGE_SIZE,
         )
     if peer in RUNTIMES:

@@ -11,8 +11,11 @@ them at the one place each is needed:
   `keras.Model`: on the TensorFlow backend, the optimizer of a built model
   built before the first training step is traced, `fit` / `evaluate`
   under MultiWorkerMirroredStrategy, and (not a fix: what only the
-  trainer knows) whether XLA compiles the training step.
+  trainer knows) whether XLA compiles the training step; and no training
+  step where TensorFlow's oneDNN ops are told the weights never change.
 """
+
+import os
 
 import keras
 
@@ -179,8 +182,35 @@ class _StepSaysXla:
         return _step.compiled_step(xla=bool(self.jit_compile))
 
 
+#: TensorFlow's switch that has its oneDNN ops treat every weight as a
+#: constant: each Dense packs its kernel on its first call and keeps it.
+FROZEN_WEIGHTS_VARIABLE = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
+
+
+class _TrainsOnLiveWeights:
+    """Refuses to trace a training step in a process where
+    `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS` is on (TensorFlow reads it as a bool:
+    `1` or `true`): the forward passes would keep computing with the
+    weights of the first step while the optimizer changed them, a
+    training run silently wrong (measured: a tiny ViT's loss fell 1.61 ->
+    1.58 in 8 steps, against 1.61 -> 1.38 without it). The variable is for
+    processes that only infer (docs/performance.md)."""
+
+    def train_step(self, data):
+        value = os.environ.get(FROZEN_WEIGHTS_VARIABLE, "")
+        if value.strip().lower() in ("1", "true"):
+            raise ValueError(
+                f"Cannot train with {FROZEN_WEIGHTS_VARIABLE} on: "
+                "TensorFlow's oneDNN ops then keep each Dense's weights "
+                "from its first call, so training would compute with stale "
+                "weights. Unset it in processes that train. Received: "
+                f"{FROZEN_WEIGHTS_VARIABLE}={value!r}"
+            )
+        return super().train_step(data)
+
+
 class _TensorFlowTrainerFixes(
-    _OptimizerBuiltFirst, _StepSaysXla, _MultiWorkerFit
+    _TrainsOnLiveWeights, _OptimizerBuiltFirst, _StepSaysXla, _MultiWorkerFit
 ):
     """The TensorFlow trainer's fixes, mixed into keras_vit's models."""
 

@@ -249,6 +249,7 @@ def test_peers_compute_in_the_suites_dtype(fake_timm, tmp_path, monkeypatch):
         ("mixed_bfloat16", "cpu bfloat16 True", set()),
         ("bfloat16", "cpu bfloat16 False", pure),
         ("mixed_float16", "cpu float16 True", set()),
+        ("float16", "cpu float16 False", {"model float16", "images float16"}),
         (None, "cpu float32 False", set()),
     ):
         row = benchmark.measure_in_subprocess(
@@ -276,6 +277,31 @@ def test_peers_compute_in_the_suites_dtype(fake_timm, tmp_path, monkeypatch):
         dtype="mixed_bfloat16",
     )
     assert row == {"error": benchmark.ONNX_FLOAT32_ONLY}
+
+
+def test_measure_in_this_process_gives_timm_the_policy(
+    fake_timm, tmp_path, monkeypatch
+):
+    # `keras_vit.benchmark.measure(peer="timm")` runs the same program, in
+    # this interpreter, with the suite's dtype policy.
+    casts = tmp_path / "casts.log"
+    monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0")
+    monkeypatch.setenv("FAKE_TIMM_CAST_LOG", str(casts))
+    row = benchmark.measure(
+        peer="timm",
+        variant="Ti/16",
+        mode="inference",
+        batch_size=1,
+        steps=1,
+        warmup=0,
+        min_seconds=0,
+        dtype="bfloat16",
+    )
+    assert "images_per_s" in row, row
+    assert set(casts.read_text().splitlines()) == {
+        "model bfloat16",
+        "images bfloat16",
+    }
 
 
 def test_cores_busy_tells_sleeping_from_spinning(fake_timm, monkeypatch):

@@ -4,7 +4,8 @@ tests/golden/make_checkpoints.py (developer-side: torch, timm, transformers)
 made tiny models with every weight perturbed, saved them in each format and
 recorded their outputs; the .npz files were proven original-format by
 loading them back with timm's own .npz loader. Here, without torch, the
-same weights loaded by keras_vit must give the same logits to 1e-4.
+same weights loaded by keras_vit must give the same logits to 1e-4 (to
+bfloat16's rounding, in bfloat16 models).
 """
 
 import os
@@ -75,15 +76,21 @@ def test_logits_match_the_reference(weights, outputs, kwargs, source):
 
 
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "bfloat16"])
-def test_checkpoints_load_into_bfloat16_models(policy):
+@pytest.mark.parametrize(
+    "weights, outputs",
+    [
+        ("vit_token.npz", "vit_token.expected.npz"),
+        ("vit_token.timm.safetensors", "vit_token.expected.npz"),
+        ("vit_token.hf.safetensors", "vit_token.hf.expected.npz"),
+    ],
+)
+def test_checkpoints_load_into_bfloat16_models(policy, weights, outputs):
     # Mixed precision keeps float32 variables; the "bfloat16" policy (for
     # inference, docs/performance.md) stores every weight in bfloat16. Both
-    # give the reference's logits to bfloat16's rounding (measured: 0.014
-    # and 0.015 on logits of up to 1.86).
-    ref = expected("vit_token.expected.npz")
-    model = keras_vit.ViT.from_preset(
-        golden("vit_token.npz"), **TINY, dtype=policy
-    )
+    # give the reference's logits to bfloat16's rounding (measured on the
+    # .npz: 0.014 and 0.015 on logits of up to 1.86).
+    ref = expected(outputs)
+    model = keras_vit.ViT.from_preset(golden(weights), **TINY, dtype=policy)
     stored = "float32" if policy.startswith("mixed_") else "bfloat16"
     assert {v.dtype for v in model.weights} == {stored}
     logits = model.predict(ref["images"], verbose=0)

@@ -9,7 +9,8 @@ the suite's Keras dtype policy name, taken PyTorch's way: `float32`;
 `mixed_bfloat16` or `mixed_float16`, float32 weights with matmuls and
 convolutions under `torch.autocast` (softmax and norms in float32), as
 Keras's mixed precision; `bfloat16` or `float16`, the model's weights and
-images in that dtype (`model.to`), as a Keras model whose variables are.
+images in that dtype (`model.to`), as a Keras model whose variables are
+in that dtype.
 Prints one line, `RESULT {json}`:
 images/s, peak memory (MB), CPU cores busy and the
 versions of torch and timm. Bad arguments are a `ValueError` whose last
