@@ -24,6 +24,7 @@ from keras_vit.layers import _attention_core
 from keras_vit.layers import _gelu
 from keras_vit.layers import _norm_dense
 from keras_vit.layers import _step
+from tests.helpers import randomize_weights
 from tests.helpers import xla_kernel_op_kinds
 
 
@@ -361,7 +362,7 @@ def test_training_gelu_of_bfloat16_runs_in_float32(fn):
     )
 
 
-def _tiny_model():
+def _tiny_model(**kwargs):
     return keras_vit.ViT(
         image_size=16,
         patch_size=4,
@@ -370,6 +371,7 @@ def _tiny_model():
         hidden_dim=16,
         mlp_dim=40,
         num_classes=3,
+        **kwargs,
     )
 
 
@@ -528,17 +530,33 @@ def test_a_training_step_keeps_no_layer_norm_output(monkeypatch):
 
 
 def test_a_fused_training_step_has_the_plain_gradients(monkeypatch):
-    model = _tiny_model()
+    # Random weights (a fresh ViT's zero head would pass no gradient back)
+    # and a random cotangent of the logits: every gradient is non-trivial.
+    model = _tiny_model(classifier_activation=None)
+    randomize_weights(model)
     images = tf.random.uniform((2, 16, 16, 3), 0, 255, seed=1)
+    cotangent = tf.random.normal((2, 3), seed=2)
+    fused_calls = []
+    fused_function = _norm_dense._norm_dense
+
+    def counted(epsilon):
+        fused_calls.append(epsilon)
+        return fused_function(epsilon)
+
+    monkeypatch.setattr(_norm_dense, "_norm_dense", counted)
 
     def gradients():
         with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(model(images, training=True) ** 2)
+            loss = tf.reduce_sum(model(images, training=True) * cotangent)
         return tape.gradient(loss, model.trainable_variables)
 
     fused = gradients()
+    assert len(fused_calls) == 2  # norm1 -> qkv and norm2 -> mlp_fc1
     monkeypatch.setattr(_norm_dense, "fuses", lambda *args: False)
-    for a, b, v in zip(fused, gradients(), model.trainable_variables):
+    plain = gradients()
+    assert len(fused_calls) == 2
+    for a, b, v in zip(fused, plain, model.trainable_variables):
+        assert np.abs(b).max() > 1e-4, v.path
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6, err_msg=v.path)
 
 
