@@ -97,11 +97,15 @@ def fit_predict(
         `(M,)` predicted labels.
     """
     l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
+    num_classes = arg_checks.positive_int("num_classes", num_classes)
+    train_features, train_labels = _examples(
+        "train", train_features, train_labels, num_classes
+    )
     x = np.asarray(train_features, "float64")
     mean = x.mean(axis=0, keepdims=True)
     std = x.std(axis=0, keepdims=True) + 1e-5
     x = _with_bias((x - mean) / std)
-    y = 2.0 * np.eye(num_classes)[np.asarray(train_labels)] - 1.0
+    y = 2.0 * np.eye(num_classes)[train_labels] - 1.0
     n, d = x.shape
     # min ||x w - y||^2 + l2 ||w||^2: (x'x + l2 I)^-1 x'y, or with fewer
     # examples than features the same as x'(x x' + l2 I)^-1 y (smaller).
@@ -176,14 +180,20 @@ def linear_few_shot(
     """
     shots, seeds = _check(shots, seeds)
     l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
-    train_labels = np.asarray(train_labels)
+    num_classes = arg_checks.positive_int("num_classes", num_classes)
+    train_features, train_labels = _examples(
+        "train", train_features, train_labels, num_classes
+    )
+    test_features, test_labels = _examples(
+        "test", test_features, test_labels, num_classes
+    )
     draws = [
         sample_shots(train_labels, num_classes, shots, seed)
         for seed in range(seeds)
     ]
     return _score(
         draws,
-        np.asarray(train_features),
+        train_features,
         train_labels,
         test_features,
         test_labels,
@@ -209,6 +219,40 @@ def _score(
             )
             accuracy[k].append(float(np.mean(predicted == test_labels)))
     return FewShotResult(accuracy, num_classes, len(test_labels), l2_reg=l2_reg)
+
+
+def _examples(split, features, labels, num_classes):
+    """`(features, labels)` of one split as `(N, D)` features and `(N,)`
+    int labels in `[0, num_classes)` (an `(N, 1)` column is taken as
+    `(N,)`), or a `ValueError` naming the argument: a label column
+    compared with `(N,)` predictions would broadcast to `(N, N)` and give
+    a wrong accuracy, a label out of range would be dropped or wrap."""
+    features, labels = np.asarray(features), np.asarray(labels)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if features.ndim != 2:
+        raise ValueError(
+            f"`{split}_features` must be 2-D (examples, features). "
+            f"Received: {split}_features of shape {features.shape}"
+        )
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            f"`{split}_labels` must be 1-D integer class indices. Received: "
+            f"{split}_labels of shape {labels.shape} and dtype {labels.dtype}"
+        )
+    if len(labels) != len(features):
+        raise ValueError(
+            f"`{split}_labels` must have one label per row of "
+            f"`{split}_features`. Received: {len(labels)} labels for "
+            f"{len(features)} rows"
+        )
+    outside = labels[(labels < 0) | (labels >= num_classes)]
+    if outside.size:
+        raise ValueError(
+            f"`{split}_labels` must be in [0, num_classes={num_classes}). "
+            f"Received: {split}_labels holding {outside[:5].tolist()}"
+        )
+    return features, labels
 
 
 def _check(shots, seeds):

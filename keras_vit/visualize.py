@@ -114,6 +114,14 @@ def token_map(matrix, grid, num_prefix_tokens=1, class_token=None):
     if class_token is None:
         class_token = num_prefix_tokens > 0
     if arg_checks.boolean("class_token", class_token):
+        if num_prefix_tokens == 0:
+            # Token 0 would be the first patch: its row, mapped as the
+            # class token's.
+            raise ValueError(
+                "`class_token=True` needs a prefix token (the class token "
+                "is token 0). Received: class_token=True, "
+                "num_prefix_tokens=0"
+            )
         row = matrix[:, 0, num_prefix_tokens:]
     else:
         row = matrix[:, num_prefix_tokens:, num_prefix_tokens:].mean(axis=1)

@@ -84,6 +84,40 @@ def test_bad_arguments_are_named():
             evaluation.linear_few_shot(x, y, x, y, 2, **kwargs)
 
 
+def test_bad_features_and_labels_are_named():
+    x, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
+    for args, message in [
+        ((x, y.astype("float32"), x, y, 2), "train_labels.*float32"),
+        ((x, y, x, y[:3], 2), "test_labels.*3 labels for 4 rows"),
+        ((x, y, x[:, :, None], y, 2), r"test_features.*\(4, 2, 1\)"),
+        ((x, y, x, np.array([0, 1, 2, 1]), 2), r"num_classes=2.*\[2\]"),
+        ((x, np.array([0, -1, 0, 1]), x, y, 2), r"train_labels.*\[-1\]"),
+        ((x, y, x, y, 0), "num_classes=0"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            evaluation.linear_few_shot(*args, shots=1, seeds=1)
+    # The classifier alone: a negative label would wrap to the last class.
+    with pytest.raises(ValueError, match=r"train_labels.*\[-1\]"):
+        evaluation.fit_predict(x, np.array([0, -1, 0, 1]), x, 2)
+
+
+def test_a_label_column_is_taken_as_labels():
+    # Keras's (N, 1) sparse labels: compared with (N,) predictions they
+    # would broadcast to (N, N), an accuracy near chance whatever the
+    # features; taken as (N,) they give the same result as (N,) labels.
+    rng = np.random.default_rng(1)
+    labels = np.repeat(np.arange(3), 20)
+    features = 5 * np.eye(3)[labels] + rng.normal(scale=0.3, size=(60, 3))
+    flat, column = (
+        evaluation.linear_few_shot(
+            features, y, features, y, 3, shots=(1, 5), seeds=2
+        )
+        for y in (labels, labels[:, None])
+    )
+    assert column.accuracy == flat.accuracy
+    assert flat.mean(5) == 1.0
+
+
 def test_few_shot_of_a_model_on_digits(capsys):
     # The representation is the pre-logits layer's, else the pooled token.
     with_pre_logits = keras_vit.ViT(**TINY, representation_size=12)

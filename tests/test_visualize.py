@@ -66,6 +66,16 @@ def test_gap_models_use_the_mean_over_tokens():
     )
 
 
+def test_a_class_token_map_needs_a_prefix_token():
+    # Without prefix tokens token 0 is the first patch: its row is not a
+    # class token's.
+    matrix = rng.dirichlet(np.ones(4), size=(1, 4))
+    with pytest.raises(ValueError, match="num_prefix_tokens=0"):
+        visualize.token_map(
+            matrix, (2, 2), num_prefix_tokens=0, class_token=True
+        )
+
+
 def test_attention_two_patches_to_the_right_has_a_known_distance():
     # A 3x4 grid of 16-pixel patches plus a class token. Head 0 looks only
     # 2 patches to the right (queries in columns 0-1); head 1 only at itself.

@@ -39,9 +39,10 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
     """
     if isinstance(model, keras.Model):
         _refuse_pretraining(model, model.name)
+        # Refused before any weight is loaded into the caller's model.
+        _no_shape_overrides(model, image_size, num_classes)
         if weights is not None:
             load_weights(model, weights)
-        _no_shape_overrides(model, image_size, num_classes)
         return model
     kwargs = {}
     if image_size is not None:

@@ -164,6 +164,35 @@ def test_model_argument(tmp_path):
         export.load_model(str(tmp_path / "none.keras"), image_size=64)
 
 
+def test_a_built_model_with_a_shape_override_keeps_its_weights():
+    # The override is refused before the weights are loaded into the
+    # caller's model, not after.
+    import keras_vit
+
+    golden = os.path.join(
+        os.path.dirname(__file__), "..", "golden", "vit_token.npz"
+    )
+    model = keras_vit.ViT(
+        image_size=32,
+        patch_size=8,
+        hidden_dim=32,
+        num_layers=2,
+        num_heads=4,
+        mlp_dim=64,
+        num_classes=5,
+    )
+    before = [w.copy() for w in model.get_weights()]
+    with pytest.raises(ValueError, match="image_size"):
+        export.load_model(model, weights=golden, image_size=64)
+    for a, b in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+    # The same weights without the override do load.
+    export.load_model(model, weights=golden)
+    assert any(
+        not np.array_equal(a, b) for a, b in zip(model.get_weights(), before)
+    )
+
+
 def test_a_pretraining_model_is_refused_with_a_pointer_to_its_backbone(
     tmp_path, capsys
 ):
