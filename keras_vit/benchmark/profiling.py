@@ -15,6 +15,7 @@ from keras_vit import data
 from keras_vit import layers as vit_layers
 from keras_vit import timing
 from keras_vit.benchmark.throughput import MIN_SECONDS
+from keras_vit.benchmark.throughput import checked_timing
 from keras_vit.benchmark.throughput import variant_name
 from keras_vit.models import ViT
 from keras_vit.training import recipe
@@ -44,7 +45,10 @@ def profile(
         A dict of the timings.
     """
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
-    kwargs = {"image_size": image_size} if image_size else {}
+    batch_size = arg_checks.positive_int("batch_size", batch_size)
+    steps, warmup, _ = checked_timing(steps, warmup)
+    image_size = arg_checks.optional_positive_int("image_size", image_size)
+    kwargs = {} if image_size is None else {"image_size": image_size}
     model = ViT.from_variant(variant_name(variant), **kwargs)
     h, w = model.image_size
     tokens = model.num_tokens

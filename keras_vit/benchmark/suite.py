@@ -10,6 +10,7 @@ program in its own interpreter (`keras_vit.benchmark.peers.timm_runner`).
 """
 
 import json
+import numbers
 import os
 import subprocess
 import sys
@@ -24,12 +25,15 @@ from keras_vit.benchmark.peers import timm_runner
 from keras_vit.benchmark.throughput import MIN_SECONDS
 from keras_vit.benchmark.throughput import ONNX_FLOAT32_ONLY
 from keras_vit.benchmark.throughput import RUNTIMES
+from keras_vit.benchmark.throughput import checked_measurement
+from keras_vit.benchmark.throughput import checked_timing
 from keras_vit.benchmark.throughput import compute_dtype
 from keras_vit.benchmark.throughput import jit_choices
 from keras_vit.benchmark.throughput import keras_vit_model
 from keras_vit.benchmark.throughput import plain_variant
 from keras_vit.benchmark.throughput import policy_name
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
+from keras_vit.options import PEERS
 
 
 def measure_in_subprocess(timm_python=None, **kwargs):
@@ -37,6 +41,17 @@ def measure_in_subprocess(timm_python=None, **kwargs):
     timed (`jit_choices`), the faster reported; `{"error": why}` if the
     peer is not installed or fails. timm runs in `timm_python` (default:
     this interpreter)."""
+    kwargs.update(
+        checked_measurement(
+            kwargs.get("mode"),
+            kwargs.get("batch_size"),
+            kwargs.get("steps", 5),
+            kwargs.get("warmup", 2),
+            kwargs.get("dtype"),
+            kwargs.get("jit_compile", "auto"),
+            kwargs.get("image_size"),
+        )
+    )
     if kwargs.get("peer") == "timm":
         try:
             variant = plain_variant(kwargs["variant"], "timm")
@@ -141,6 +156,17 @@ def run_suite(
     """
     rounds = arg_checks.positive_int("rounds", rounds)
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
+    steps, warmup, dtype = checked_timing(steps, warmup, dtype, jit_compile)
+    variants, peers = _names(variants), _names(peers)
+    for peer in peers:
+        arg_checks.one_of("peers", peer, PEERS)
+    inference_batches, train_batches = (
+        _batches(name, batches)
+        for name, batches in (
+            ("inference_batches", inference_batches),
+            ("train_batches", train_batches),
+        )
+    )
     compare = _pairs(compare, variants)
     sizes = _image_sizes(image_size)
     # The plan first: a model that cannot be built fails before the peak
@@ -201,6 +227,20 @@ def _pairs(compare, variants):
                 f"compare={compare!r}"
             )
     return pairs
+
+
+def _names(value):
+    """`run_suite`'s `variants` or `peers`: one name or several, as a
+    tuple (a string is one name, not its letters)."""
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _batches(name, value):
+    """`run_suite`'s `inference_batches` or `train_batches`: one batch size
+    or several, as a tuple of positive ints."""
+    if isinstance(value, numbers.Integral):
+        value = (value,)
+    return tuple(arg_checks.positive_int(name, batch) for batch in value)
 
 
 def _image_sizes(image_size):

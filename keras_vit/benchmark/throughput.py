@@ -37,6 +37,49 @@ ONNX_FLOAT32_ONLY = (
 MIN_SECONDS = 1.0
 
 
+#: What a measurement times.
+MODES = ("inference", "train")
+#: What `jit_compile` takes: `"auto"` (`jit_choices` picks), XLA or not.
+JIT_COMPILE = ("auto", True, False)
+
+
+def checked_measurement(
+    mode, batch_size, steps, warmup, dtype, jit_compile, image_size
+):
+    """One measurement's settings as `measure` takes them, checked before
+    anything is built or timed; a `ValueError` naming the argument
+    otherwise. `dtype` comes back as a policy name (it travels to the
+    worker processes as JSON)."""
+    steps, warmup, dtype = checked_timing(steps, warmup, dtype, jit_compile)
+    return {
+        "mode": arg_checks.one_of("mode", mode, MODES),
+        "batch_size": arg_checks.positive_int("batch_size", batch_size),
+        "steps": steps,
+        "warmup": warmup,
+        "dtype": dtype,
+        "jit_compile": jit_compile,
+        "image_size": arg_checks.optional_positive_int(
+            "image_size", image_size
+        ),
+    }
+
+
+def checked_timing(steps, warmup, dtype=None, jit_compile="auto"):
+    """`(steps, warmup, dtype)` checked as every measurement of a suite
+    takes them (`dtype` a policy name, or `None`), or a `ValueError`
+    naming the argument."""
+    arg_checks.one_of("jit_compile", jit_compile, JIT_COMPILE)
+    if dtype is not None:
+        dtype = keras.dtype_policies.get(
+            arg_checks.float_dtype_policy("dtype", dtype, quantized=False)
+        ).name
+    return (
+        arg_checks.positive_int("steps", steps),
+        arg_checks.non_negative_int("warmup", warmup),
+        dtype,
+    )
+
+
 def benchmark(
     model,
     batch_size=8,
@@ -73,6 +116,11 @@ def benchmark(
         `"inference_cores_busy"` (see `keras_vit.timing.seconds_and_cores`)
         and, with `train`, `"train_images_per_s"` and `"train_cores_busy"`.
     """
+    batch_size = arg_checks.positive_int("batch_size", batch_size)
+    steps = arg_checks.positive_int("steps", steps)
+    warmup = arg_checks.non_negative_int("warmup", warmup)
+    jit_compile = arg_checks.boolean("jit_compile", jit_compile)
+    min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
     rng = np.random.default_rng(seed)
     shape = (batch_size, *model.input_shape[1:])
     images = tf.constant(rng.uniform(0, 255, shape).astype("float32"))
@@ -237,8 +285,8 @@ def jit_choices(jit_compile, mode, dtype=None, device_kind=None, shape=None):
     TensorFlow's oneDNN matmuls beat XLA's. `device_kind` defaults to
     where TensorFlow runs (`"gpu"` or `"cpu"`).
     """
-    if jit_compile != "auto":
-        return (bool(jit_compile),)
+    if arg_checks.one_of("jit_compile", jit_compile, JIT_COMPILE) != "auto":
+        return (jit_compile,)
     if mode == "inference":
         return (False, True)
     device_kind = device_kind or strategy.device_kind("default")
@@ -266,6 +314,12 @@ def measure(
     of them (`keras_vit.timing.latencies`)."""
     arg_checks.one_of("peer", peer, PEERS)
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
+    # In the order the checked dict holds them.
+    mode, batch_size, steps, warmup, dtype, jit_compile, image_size = (
+        checked_measurement(
+            mode, batch_size, steps, warmup, dtype, jit_compile, image_size
+        ).values()
+    )
     if peer == "timm":
         return timm_runner.measure(
             plain_variant(variant, peer),

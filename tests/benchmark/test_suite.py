@@ -388,6 +388,59 @@ def test_min_seconds_must_be_a_number_at_least_zero(capsys):
         assert "min_seconds=-1.0" in capsys.readouterr().err
 
 
+def test_bad_settings_are_named_before_anything_is_timed(monkeypatch):
+    # Each was taken as something else: a mode other than "inference"
+    # timed training, jit_compile="off" turned XLA on (bool("off")),
+    # image_size=0 built 224 px, warmup=-1 warmed nothing up.
+    def timed(*args, **kwargs):
+        raise AssertionError("timed despite a bad setting")
+
+    monkeypatch.setattr(suite, "_print_peak", timed)
+    monkeypatch.setattr(suite, "_in_worker", timed)
+    monkeypatch.setattr(throughput, "keras_vit_model", timed)
+    one = dict(peer="keras_vit", variant="Ti/16", mode="inference")
+    for bad, message in [
+        ({"mode": "infer"}, "mode='infer'"),
+        ({"jit_compile": "off"}, "jit_compile='off'"),
+        ({"image_size": 0}, "image_size=0"),
+        ({"batch_size": 0}, "batch_size=0"),
+        ({"steps": 0}, "steps=0"),
+        ({"warmup": -1}, "warmup=-1"),
+        ({"dtype": "int32"}, "dtype='int32'"),
+    ]:
+        kwargs = {**one, "batch_size": 1, **bad}
+        for measure in (benchmark.measure, benchmark.measure_in_subprocess):
+            with pytest.raises(ValueError, match=message):
+                measure(**kwargs)
+    with pytest.raises(ValueError, match="jit_compile='off'"):
+        throughput.jit_choices("off", "inference")
+    for bad, message in [
+        ({"peers": ("tim",)}, "peers='tim'"),
+        ({"inference_batches": (8, 0)}, "inference_batches=0"),
+        ({"train_batches": -1}, "train_batches=-1"),
+        ({"jit_compile": "on"}, "jit_compile='on'"),
+        ({"warmup": -1}, "warmup=-1"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            benchmark.run_suite(variants="Ti/16", **bad)
+    model = keras_vit.ViT(**TINY)
+    for bad, message in [
+        ({"batch_size": 0}, "batch_size=0"),
+        ({"jit_compile": "off"}, "jit_compile='off'"),
+        ({"steps": 0}, "steps=0"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            benchmark.benchmark(model, **bad)
+    with pytest.raises(ValueError, match="image_size=0"):
+        benchmark.profile("Ti/16", image_size=0)
+
+
+def test_one_variant_or_batch_needs_no_tuple():
+    assert suite._names("Ti/16") == ("Ti/16",)
+    assert suite._names(["Ti/16", "B/16"]) == ("Ti/16", "B/16")
+    assert suite._batches("train_batches", 8) == (8,)
+
+
 def test_runtimes_are_timed_for_inference_only():
     for peer in benchmark.RUNTIMES:
         with pytest.raises(
