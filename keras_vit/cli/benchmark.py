@@ -4,6 +4,20 @@ from keras_vit.options import PEERS
 
 #: What `keras-vit benchmark` times without `--model` or `--compare`.
 DEFAULT_MODELS = ("Ti/16", "S/16", "B/16")
+#: The flags `--profile` does not take (it times float32 forward passes
+#: and steps of keras_vit alone, both with and without XLA, once), as
+#: their destinations.
+NOT_PROFILED = (
+    "compare",
+    "train",
+    "train_batch_size",
+    "peers",
+    "timm_python",
+    "rounds",
+    "jit_compile",
+    "dtype",
+    "remat",
+)
 
 
 def add_parser(sub):
@@ -15,7 +29,10 @@ def add_parser(sub):
     _add_model_arguments(bench)
     _add_timing_arguments(bench)
     _add_compute_arguments(bench)
-    bench.set_defaults(run=run)
+    bench.set_defaults(
+        run=run,
+        not_profiled={dest: bench.get_default(dest) for dest in NOT_PROFILED},
+    )
 
 
 def _add_model_arguments(bench):
@@ -140,6 +157,18 @@ def _add_compute_arguments(bench):
     )
 
 
+def _refuse_unprofiled(args):
+    """Raises for the first flag given that `--profile` would ignore."""
+    for dest, default in args.not_profiled.items():
+        if getattr(args, dest) != default:
+            flag = "--" + dest.replace("_", "-")
+            raise ValueError(
+                f"{flag} does not apply to --profile, which times float32 "
+                "keras_vit alone, with and without XLA. Received: "
+                f"{flag} {getattr(args, dest)}"
+            )
+
+
 def _models(args):
     """The models to time: `--model` (default: Ti/16 S/16 B/16 unless
     `--compare` names models), then the `--compare` models not in it."""
@@ -157,6 +186,7 @@ def run(args):
         {} if args.min_seconds is None else {"min_seconds": args.min_seconds}
     )
     if args.profile:
+        _refuse_unprofiled(args)
         for model in models:
             benchmark.profile(
                 model,

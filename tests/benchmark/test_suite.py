@@ -435,6 +435,24 @@ def test_bad_settings_are_named_before_anything_is_timed(monkeypatch):
         benchmark.profile("Ti/16", image_size=0)
 
 
+def test_profile_refuses_the_flags_it_would_ignore(capsys, monkeypatch):
+    # --profile times float32 keras_vit alone: --dtype mixed_bfloat16 was
+    # dropped, and the float32 profile printed as if it were bfloat16's.
+    monkeypatch.setattr(
+        benchmark, "profile", lambda *a, **k: pytest.fail("profiled")
+    )
+    for flags, shown in [
+        (["--dtype", "mixed_bfloat16"], "--dtype mixed_bfloat16"),
+        (["--jit-compile", "on"], "--jit-compile on"),
+        (["--train"], "--train True"),
+        (["--peers", "timm"], "--peers ['timm']"),
+        (["--rounds", "3"], "--rounds 3"),
+    ]:
+        code = cli.main(["benchmark", "--model", "Ti/16", "--profile", *flags])
+        assert code == 2
+        assert f"Received: {shown}" in capsys.readouterr().err
+
+
 def test_one_variant_or_batch_needs_no_tuple():
     assert suite._names("Ti/16") == ("Ti/16",)
     assert suite._names(["Ti/16", "B/16"]) == ("Ti/16", "B/16")
