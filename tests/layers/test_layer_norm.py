@@ -96,11 +96,16 @@ def test_closed_form_gradient_matches_autodiff_of_keras_layer_norm():
 
 def test_closed_form_gradient_is_finite_for_constant_rows():
     # A constant row has zero variance: the gradient is epsilon-bounded,
-    # not NaN.
+    # not NaN. Its normalised row is 0 and its deviation sqrt(epsilon), so
+    # dx = (g - mean(g)) / sqrt(epsilon), d_gamma = 0, d_beta = sum(g).
     x = np.full((2, 8), 3.0, "float32")
-    layer = keras_vit.layers.LayerNorm()
-    grads = _gradients(layer, x, np.ones_like(x))
-    assert all(np.all(np.isfinite(g.numpy())) for g in grads)
+    upstream = np.random.default_rng(0).normal(size=x.shape).astype("f4")
+    layer = keras_vit.layers.LayerNorm(epsilon=1e-6)
+    d_x, d_gamma, d_beta = (g.numpy() for g in _gradients(layer, x, upstream))
+    centered = upstream - upstream.mean(-1, keepdims=True)
+    np.testing.assert_allclose(d_x, centered / np.sqrt(1e-6), rtol=1e-3)
+    np.testing.assert_allclose(d_gamma, 0.0, atol=1e-6)
+    np.testing.assert_allclose(d_beta, upstream.sum(0), rtol=1e-6)
 
 
 def test_a_built_layer_refuses_another_width_by_name():
