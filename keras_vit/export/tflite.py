@@ -7,6 +7,7 @@ to LiteRT's builtin ops: Keras enables Flex (SELECT_TF_OPS) by default, and
 a phone's runtime cannot run Flex ops.
 """
 
+import contextlib
 import os
 import re
 import tempfile
@@ -423,6 +424,7 @@ def export_tflite(
         sources,
         num_verify_images,
         min_top1_agreement,
+        meta_path,
     )
     meta = _metadata(model, quantize, class_names, batch_size, io, len(data))
     metadata_lib.write(meta_path, meta)
@@ -430,11 +432,24 @@ def export_tflite(
 
 
 def _write_verified(
-    output, data, model, quantize, sources, num_images, min_top1_agreement
+    output,
+    data,
+    model,
+    quantize,
+    sources,
+    num_images,
+    min_top1_agreement,
+    sidecar,
 ):
     """Writes the flatbuffer `data` to `output` once `verify_tflite` has
     passed it on `sources` (`None`: unverified); nothing is left at
-    `output` if it fails. Returns `(report or None, io_details)`."""
+    `output` if it fails. Returns `(report or None, io_details)`.
+
+    An earlier `sidecar` (metadata file) is removed just before the new
+    model takes `output`'s place, its own metadata written after: a run
+    stopped between the two leaves a model without metadata, which
+    `keras-vit predict` refuses, never the new model beside the old
+    model's class names and input size."""
     report = None
     with files.atomic_file(output, suffix=".tflite") as tmp:
         with open(tmp, "wb") as file:
@@ -452,6 +467,8 @@ def _write_verified(
                 )
             report.path = output
         io = runtime.io_details(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(sidecar)
     return report, io
 
 

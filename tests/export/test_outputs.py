@@ -451,3 +451,26 @@ def test_a_read_only_output_folder_fails_before_the_conversion(
             export.export_tflite(random_model_path, folder / "vit.tflite")
     finally:
         folder.chmod(0o755)
+
+
+def test_a_re_export_never_leaves_the_old_metadata_beside_the_new_model(
+    random_model_path, tmp_path, monkeypatch
+):
+    # Stopped after the new model took the file's place but before its
+    # metadata was written: the old metadata (class names, input size) is
+    # gone, not left to describe the new model.
+    output = tmp_path / "vit.tflite"
+    export.export_tflite(random_model_path, output, verify=False)
+    old_model = output.read_bytes()
+    assert (tmp_path / "vit.json").exists()
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tflite_lib, "_metadata", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        export.export_tflite(
+            random_model_path, output, verify=False, quantize="float16"
+        )
+    assert output.read_bytes() != old_model
+    assert not (tmp_path / "vit.json").exists()
