@@ -172,6 +172,12 @@ def benchmark_export(
     )
     source = model
     model = models.load_model(model)
+    if any(q in tflite_lib.CALIBRATED for q in quantizations):
+        # Loaded, and so checked, once before the first export: a bad
+        # source failed after the uncalibrated variants were converted.
+        representative_data = tflite_lib.load_calibration(
+            model, representative_data
+        )
     if output_dir is not None:
         _check_outputs(
             os.fspath(output_dir),

@@ -32,6 +32,8 @@ from keras_vit.options import QUANTIZATIONS
 
 #: Modes that calibrate activation ranges on representative images.
 CALIBRATED = ("int8", "int16x8")
+#: How many representative images calibrate a quantization, by default.
+NUM_CALIBRATION_IMAGES = 100
 
 # `convert` said less than it does (keras_vit.weights converts checkpoints).
 __getattr__ = moved.deprecated_names(
@@ -290,7 +292,7 @@ def export_tflite(
     labels=None,
     verify=True,
     verify_data="digits",
-    num_calibration_images=100,
+    num_calibration_images=NUM_CALIBRATION_IMAGES,
     num_verify_images=100,
     min_top1_agreement=None,
     overwrite=False,
@@ -401,7 +403,7 @@ def export_tflite(
     model = models.float32_model(model)
     calibration = None
     if representative_data is not None:
-        calibration = _calibration(
+        calibration = load_calibration(
             model, representative_data, num_calibration_images
         )
     data = tflite_bytes(
@@ -525,7 +527,9 @@ def _check_arguments(
     )
 
 
-def _calibration(model, representative_data, num_images):
+def load_calibration(
+    model, representative_data, num_images=NUM_CALIBRATION_IMAGES
+):
     """The representative images, at the model's input size (the train
     split of a dataset)."""
     height, width, channels = models.input_spec(model)

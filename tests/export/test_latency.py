@@ -78,6 +78,25 @@ def test_keras_and_the_saved_model_are_timed_by_their_program(
 
 
 @pytest.mark.slow
+def test_bad_representative_data_fails_before_any_export(
+    random_model, tmp_path
+):
+    # It failed at the first calibrated variant, after the others had been
+    # converted and written to output_dir.
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ValueError, match="representative_data"):
+        export.benchmark_export(
+            random_model,
+            quantizations=("none", "float16", "int8"),
+            representative_data="folder:" + str(tmp_path / "no_such_folder"),
+            output_dir=tmp_path / "out",
+            tensorflow=False,
+            onnx=False,
+            openvino=False,
+        )
+    assert os.listdir(tmp_path / "out") == []
+
+
 def test_the_saved_model_check_runs_without_keras_vit(random_model, tmp_path):
     # verify_saved_model's program, run by its path where keras_vit cannot
     # be imported at all (a keras_vit that refuses stands first on the path).
