@@ -25,6 +25,21 @@ def backend_env(backend="jax", **variables):
     )
 
 
+def unwritable(monkeypatch, folder):
+    """`folder` read-only as `os.access` reports it (a real chmod binds no
+    one when the tests run as root, as CI's do)."""
+    real_access = os.access
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda path, mode, **kw: (
+            False
+            if os.fspath(path) == str(folder)
+            else real_access(path, mode, **kw)
+        ),
+    )
+
+
 def random_images(shape, seed=0):
     """uint8-valued float32 pixels, as a user's photos would be."""
     rng = np.random.default_rng(seed)

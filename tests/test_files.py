@@ -6,6 +6,7 @@ import os
 import pytest
 
 from keras_vit import files
+from tests.helpers import unwritable
 
 
 def test_an_output_is_never_an_input_nor_a_folder_above_one(tmp_path):
@@ -102,16 +103,7 @@ def test_only_an_earlier_export_is_replaced_unless_overwrite(tmp_path):
 
 
 def test_an_unwritable_folder_is_refused(tmp_path, monkeypatch):
-    real_access = os.access
-    monkeypatch.setattr(
-        os,
-        "access",
-        lambda path, mode, **kw: (
-            False
-            if os.fspath(path) == str(tmp_path)
-            else real_access(path, mode, **kw)
-        ),
-    )
+    unwritable(monkeypatch, tmp_path)
     with pytest.raises(ValueError, match=f"not writable: {tmp_path}"):
         files.check_output_path(tmp_path / "vit.tflite")
 

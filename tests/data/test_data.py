@@ -399,6 +399,40 @@ def test_fashion_mnist_from_the_keras_cache(tmp_path, monkeypatch):
     assert int(y) == 3
 
 
+def test_fashion_mnist_is_read_from_the_debian_folder(tmp_path, monkeypatch):
+    # The lookup the test below makes where the Debian package is
+    # installed (not on CI), on files of its format in a stand-in folder:
+    # an empty Keras cache, then the Debian folder, never a download.
+    import keras
+
+    debian = tmp_path / "debian"
+    debian.mkdir()
+    rng = np.random.default_rng(1)
+    arrays = {
+        "train-images-idx3-ubyte.gz": rng.integers(0, 256, (5, 28, 28)),
+        "train-labels-idx1-ubyte.gz": rng.integers(0, 10, 5),
+        "t10k-images-idx3-ubyte.gz": rng.integers(0, 256, (3, 28, 28)),
+        "t10k-labels-idx1-ubyte.gz": rng.integers(0, 10, 3),
+    }
+    for name, array in arrays.items():
+        _write_idx(debian / name, array)
+    monkeypatch.setattr(datasets, "DEBIAN_FASHION_MNIST", str(debian))
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "empty_cache"))
+
+    def download():
+        raise AssertionError("downloaded")
+
+    monkeypatch.setattr(keras.datasets.fashion_mnist, "load_data", download)
+    (x_train, y_train), (x_test, y_test) = datasets.fashion_mnist_arrays()
+    for got, name in (
+        (x_train, "train-images-idx3-ubyte.gz"),
+        (y_train, "train-labels-idx1-ubyte.gz"),
+        (x_test, "t10k-images-idx3-ubyte.gz"),
+        (y_test, "t10k-labels-idx1-ubyte.gz"),
+    ):
+        np.testing.assert_array_equal(got, arrays[name])
+
+
 @pytest.mark.skipif(
     not os.path.isdir(datasets.DEBIAN_FASHION_MNIST),
     reason="the Debian package dataset-fashion-mnist is not installed",
