@@ -18,6 +18,7 @@ from keras.src.testing import TestCase
 import keras_vit
 from keras_vit import layers as L
 from tests.helpers import backend_env
+from tests.helpers import randomize_weights
 
 rng = np.random.default_rng(0)
 
@@ -113,10 +114,24 @@ def test_xla_fit_step(name):
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 @pytest.mark.parametrize("name", NAMES)
 def test_mixed_precision_forward(name, policy):
+    # The layer itself computes in the policy's dtype on float32 variables,
+    # and the model stays close to its float32 twin (the model's float32
+    # Dense output says nothing of the layer by its dtype).
     model = _model(name, dtype=policy)
-    out = model(rng.uniform(0, 1, (2, 16, 16, 3)).astype("float32"))
-    assert keras.backend.standardize_dtype(out.dtype) == "float32"
-    assert np.isfinite(out.numpy()).all()
+    randomize_weights(model, scale=0.1)
+    compute = policy.removeprefix("mixed_")
+    (layer,) = [lay for lay in model.layers if type(lay).__name__ == name]
+    assert layer.compute_dtype == compute
+    assert {w.dtype for w in layer.weights} <= {"float32"}
+    images = rng.uniform(0, 1, (2, 16, 16, 3)).astype("float32")
+    inner = keras.Model(model.inputs, layer.output)
+    assert keras.backend.standardize_dtype(inner(images).dtype) == compute
+    out = model(images).numpy()
+    assert np.isfinite(out).all()
+    twin = _model(name)
+    twin.set_weights(model.get_weights())
+    expected = twin(images).numpy()
+    np.testing.assert_allclose(out, expected, atol=0.1 * np.abs(expected).max())
 
 
 # === Arguments, shapes and Keras's own layer harness ===
