@@ -215,11 +215,25 @@ def test_mixup_and_cutmix_keep_labels_normalised():
         assert x.shape == (8, 12, 12, 3)
 
 
-def test_rand_augment_runs():
+def test_rand_augment_changes_the_images_within_the_pixel_range():
+    # The same seed, crop and flip with and without RandAugment: only its
+    # operations differ (a pipeline that dropped it would give equal
+    # batches).
     ds, _, _ = _examples(n=8, channels=3)
-    aug = data.Augmentation(rand_augment=2)
-    x, _ = next(iter(data.train_pipeline(ds, 3, (12, 12), 4, augmentation=aug)))
-    assert x.shape == (4, 12, 12, 3)
+
+    def first_batch(rand_augment):
+        aug = data.Augmentation(
+            random_resized_crop=False, flip=False, rand_augment=rand_augment
+        )
+        pipeline = data.train_pipeline(
+            ds, 3, (12, 12), 4, augmentation=aug, shuffle=False
+        )
+        return next(iter(pipeline))[0].numpy()
+
+    plain, augmented = first_batch(0), first_batch(2)
+    assert augmented.shape == (4, 12, 12, 3)
+    assert not np.allclose(augmented, plain)
+    assert augmented.min() >= 0 and augmented.max() <= 255
 
 
 def test_bad_augmentation_and_sizes():
