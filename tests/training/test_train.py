@@ -257,7 +257,21 @@ def test_masked_patch_prediction_from_an_unlabelled_folder(tmp_path):
         )
 
 
-def test_xla_compiled_training_with_augmentation(tmp_path):
+def test_xla_compiled_training_with_augmentation(tmp_path, monkeypatch):
+    # Every augmentation reaches the pipeline, and the steps are XLA's (a
+    # quiet fallback to no XLA, or augmentation dropped, would also train).
+    from keras_vit.data import pipeline as data_pipeline
+    from tests.helpers import record_step_xla
+
+    seen_xla = record_step_xla(monkeypatch)
+    augmentations = []
+    real_pipeline = data_pipeline.train_pipeline
+
+    def pipeline(*args, **kwargs):
+        augmentations.append(kwargs.get("augmentation"))
+        return real_pipeline(*args, **kwargs)
+
+    monkeypatch.setattr(data_pipeline, "train_pipeline", pipeline)
     config = tiny_config(
         tmp_path,
         epochs=1,
@@ -271,6 +285,12 @@ def test_xla_compiled_training_with_augmentation(tmp_path):
     )
     result = train(config)
     assert np.isfinite(result.history["loss"]).all()
+    (augmentation,) = augmentations
+    assert augmentation.random_resized_crop and augmentation.flip
+    assert (augmentation.mixup, augmentation.cutmix) == (0.2, 1.0)
+    assert seen_xla and set(seen_xla) == {True}
+    with open(os.path.join(config.run.output, "config.json")) as f:
+        assert json.load(f)["resolved"]["jit_compile"] is True
 
 
 def test_bfloat16_training_on_a_cpu_runs_without_xla(tmp_path):
