@@ -491,6 +491,10 @@ def plot_embedding_filters(filters, columns=7):
     return fig
 
 
+#: The longest name part of a figure's file: 255 bytes (most file
+#: systems' limit) less "attention_" and ".png", and the ~40 that an
+#: atomic write's temporary name adds (`files.atomic_file`).
+MAX_NAME_PART_BYTES = 180
 #: How `inspect`'s `index.html` begins (how its folder is told from others).
 _PAGE_START = (
     "<!doctype html><html><head><meta charset='utf-8'><title>keras_vit: "
@@ -591,6 +595,10 @@ def inspect(model, images, output, names=None, inputs=()):
     planned = _figure_names(model, names)
     _check_figures_folder(output, planned, inputs)
     os.makedirs(output, exist_ok=True)
+    # The page first, with no figures yet: a run stopped among the figures
+    # leaves a folder that says it is inspect's, which the next run may
+    # write into (it would refuse the figures' names otherwise).
+    _write_index(model, output, [])
     written = _write_figures(plt, model, images, names, planned, output)
     _write_index(model, output, written)
     return [os.path.join(output, name) for name, _ in written] + [
@@ -617,6 +625,14 @@ def _file_name_parts(names, images):
             "`names` must hold one distinct file-name part per image (no "
             f"path separators). Received: names={names!r} for {len(images)} "
             "images"
+        )
+    long = [n for n in names if len(n.encode()) > MAX_NAME_PART_BYTES]
+    if long:
+        raise ValueError(
+            f"`names` must be at most {MAX_NAME_PART_BYTES} bytes each: the "
+            "figures' file names (with their prefix and the temporary "
+            "name's suffix) must fit the file system's 255. Received: "
+            f"names={long!r}"
         )
     return names
 

@@ -295,6 +295,38 @@ def test_inspect_refuses_names_that_do_not_fit_the_images(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_inspect_refuses_names_too_long_for_a_file(tmp_path):
+    # A 230-character name failed with an OSError after the first
+    # figures had been written.
+    model = _model()
+    images = random_images((2, 32, 48, 3))
+    with pytest.raises(ValueError, match="at most 180 bytes"):
+        visualize.inspect(
+            model, images, str(tmp_path / "out"), names=["a", "b" * 230]
+        )
+    assert not (tmp_path / "out").exists()
+
+
+def test_inspect_stopped_among_its_figures_may_run_again(tmp_path, monkeypatch):
+    # The folder it left held some figures and no page of inspect's, so
+    # the next run refused to replace those figures.
+    model = _model()
+    images = random_images((1, 32, 48, 3))
+    output = str(tmp_path / "out")
+    real = visualize.attention_distance
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(visualize, "attention_distance", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        visualize.inspect(model, images, output)
+    assert "rollout_image0.png" in os.listdir(output)
+    monkeypatch.setattr(visualize, "attention_distance", real)
+    written = visualize.inspect(model, images, output)
+    assert all(os.path.isfile(path) for path in written)
+
+
 def test_functions_of_a_vit_refuse_other_models(tmp_path):
     import keras
 
