@@ -157,15 +157,8 @@ def run_suite(
     rounds = arg_checks.positive_int("rounds", rounds)
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
     steps, warmup, dtype = checked_timing(steps, warmup, dtype, jit_compile)
-    variants, peers = _names(variants), _names(peers)
-    for peer in peers:
-        arg_checks.one_of("peers", peer, PEERS)
-    inference_batches, train_batches = (
-        _batches(name, batches)
-        for name, batches in (
-            ("inference_batches", inference_batches),
-            ("train_batches", train_batches),
-        )
+    variants, peers, inference_batches, train_batches = _plan_arguments(
+        variants, peers, inference_batches, train_batches
     )
     compare = _pairs(compare, variants)
     sizes = _image_sizes(image_size)
@@ -227,6 +220,20 @@ def _pairs(compare, variants):
                 f"compare={compare!r}"
             )
     return pairs
+
+
+def _plan_arguments(variants, peers, inference_batches, train_batches):
+    """`run_suite`'s plan arguments as tuples, checked (`_names`,
+    `_batches`, each peer one of `PEERS`)."""
+    variants, peers = _names(variants), _names(peers)
+    for peer in peers:
+        arg_checks.one_of("peers", peer, PEERS)
+    return (
+        variants,
+        peers,
+        _batches("inference_batches", inference_batches),
+        _batches("train_batches", train_batches),
+    )
 
 
 def _names(value):

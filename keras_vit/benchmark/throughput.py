@@ -351,23 +351,9 @@ def measure(
     shape = _sequence_shape(mode, peer, model, variant, image_size)
     choices = jit_choices(jit_compile, mode, dtype, shape=shape)
     if mode == "inference":
-        results = [
-            (
-                benchmark(
-                    model,
-                    batch_size,
-                    steps,
-                    warmup,
-                    jit_compile=jit,
-                    min_seconds=min_seconds,
-                ),
-                jit,
-            )
-            for jit in choices
-        ]
-        result, xla = max(results, key=lambda r: r[0]["inference_images_per_s"])
-        rate = result["inference_images_per_s"]
-        cores = result["inference_cores_busy"]
+        rate, cores, xla = _inference_rate(
+            model, batch_size, steps, warmup, min_seconds, choices
+        )
     else:
         (xla,) = choices
         rate, cores = _train_rate(
@@ -379,6 +365,27 @@ def measure(
         "xla": xla,
         "cores_busy": cores,
     }
+
+
+def _inference_rate(model, batch_size, steps, warmup, min_seconds, choices):
+    """`(images/s, cores busy, XLA)` of `model`'s forward pass, the fastest
+    of the XLA settings `choices`."""
+    results = [
+        (
+            benchmark(
+                model,
+                batch_size,
+                steps,
+                warmup,
+                jit_compile=jit,
+                min_seconds=min_seconds,
+            ),
+            jit,
+        )
+        for jit in choices
+    ]
+    result, xla = max(results, key=lambda r: r[0]["inference_images_per_s"])
+    return result["inference_images_per_s"], result["inference_cores_busy"], xla
 
 
 def _measure_runtime(
