@@ -50,7 +50,7 @@ def measure_in_subprocess(timm_python=None, **kwargs):
             kwargs.get("dtype"),
             kwargs.get("jit_compile", "auto"),
             kwargs.get("image_size"),
-        )
+        )._asdict()
     )
     if kwargs.get("peer") == "timm":
         try:

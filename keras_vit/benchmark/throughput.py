@@ -7,6 +7,7 @@ model's inference and AdamW training steps. Every figure is the median call
 by `keras_vit.timing`'s rule.
 """
 
+import collections
 import json
 
 import keras
@@ -43,25 +44,29 @@ MODES = ("inference", "train")
 JIT_COMPILE = ("auto", True, False)
 
 
+#: One measurement's settings, as `checked_measurement` returns them.
+Settings = collections.namedtuple(
+    "Settings",
+    "mode batch_size steps warmup dtype jit_compile image_size",
+)
+
+
 def checked_measurement(
     mode, batch_size, steps, warmup, dtype, jit_compile, image_size
 ):
-    """One measurement's settings as `measure` takes them, checked before
-    anything is built or timed; a `ValueError` naming the argument
-    otherwise. `dtype` comes back as a policy name (it travels to the
-    worker processes as JSON)."""
+    """One measurement's `Settings`, checked before anything is built or
+    timed; a `ValueError` naming the argument otherwise. `dtype` comes
+    back as a policy name (it travels to the worker processes as JSON)."""
     steps, warmup, dtype = checked_timing(steps, warmup, dtype, jit_compile)
-    return {
-        "mode": arg_checks.one_of("mode", mode, MODES),
-        "batch_size": arg_checks.positive_int("batch_size", batch_size),
-        "steps": steps,
-        "warmup": warmup,
-        "dtype": dtype,
-        "jit_compile": jit_compile,
-        "image_size": arg_checks.optional_positive_int(
-            "image_size", image_size
-        ),
-    }
+    return Settings(
+        mode=arg_checks.one_of("mode", mode, MODES),
+        batch_size=arg_checks.positive_int("batch_size", batch_size),
+        steps=steps,
+        warmup=warmup,
+        dtype=dtype,
+        jit_compile=jit_compile,
+        image_size=arg_checks.optional_positive_int("image_size", image_size),
+    )
 
 
 def checked_timing(steps, warmup, dtype=None, jit_compile="auto"):
@@ -314,11 +319,10 @@ def measure(
     of them (`keras_vit.timing.latencies`)."""
     arg_checks.one_of("peer", peer, PEERS)
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
-    # In the order the checked dict holds them.
     mode, batch_size, steps, warmup, dtype, jit_compile, image_size = (
         checked_measurement(
             mode, batch_size, steps, warmup, dtype, jit_compile, image_size
-        ).values()
+        )
     )
     if peer == "timm":
         return timm_runner.measure(

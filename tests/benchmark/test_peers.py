@@ -241,17 +241,25 @@ def test_peers_compute_in_the_suites_dtype(fake_timm, tmp_path, monkeypatch):
     # is not timed; a float32 suite casts nothing.
     autocast = tmp_path / "autocast.log"
     casts = tmp_path / "casts.log"
-    pure = {"model bfloat16", "images bfloat16"}
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0")
     monkeypatch.setenv("FAKE_TIMM_AUTOCAST_LOG", str(autocast))
     monkeypatch.setenv("FAKE_TIMM_CAST_LOG", str(casts))
-    for dtype, expected, cast in (
-        ("mixed_bfloat16", "cpu bfloat16 True", set()),
-        ("bfloat16", "cpu bfloat16 False", pure),
-        ("mixed_float16", "cpu float16 True", set()),
-        ("float16", "cpu float16 False", {"model float16", "images float16"}),
-        (None, "cpu float32 False", set()),
+    # (policy, the autocast call, the dtype model and images are cast to)
+    for dtype, expected, converted in (
+        ("mixed_bfloat16", "cpu bfloat16 True", None),
+        ("bfloat16", "cpu bfloat16 False", "bfloat16"),
+        ("mixed_float16", "cpu float16 True", None),
+        ("float16", "cpu float16 False", "float16"),
+        (None, "cpu float32 False", None),
     ):
+        cast = (
+            set()
+            if converted is None
+            else {
+                f"model {converted}",
+                f"images {converted}",
+            }
+        )
         row = benchmark.measure_in_subprocess(
             peer="timm",
             variant="Ti/16",

@@ -168,19 +168,11 @@ def test_a_built_model_with_a_shape_override_keeps_its_weights():
     # The override is refused before the weights are loaded into the
     # caller's model, not after.
     import keras_vit
+    from tests.weights.test_golden_parity import TINY
+    from tests.weights.test_golden_parity import golden as golden_file
 
-    golden = os.path.join(
-        os.path.dirname(__file__), "..", "golden", "vit_token.npz"
-    )
-    model = keras_vit.ViT(
-        image_size=32,
-        patch_size=8,
-        hidden_dim=32,
-        num_layers=2,
-        num_heads=4,
-        mlp_dim=64,
-        num_classes=5,
-    )
+    golden = golden_file("vit_token.npz")
+    model = keras_vit.ViT(**TINY)
     before = [w.copy() for w in model.get_weights()]
     with pytest.raises(ValueError, match="image_size"):
         export.load_model(model, weights=golden, image_size=64)
