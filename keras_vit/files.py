@@ -264,6 +264,12 @@ def _writer_is_gone(host, pid):
     return False
 
 
+def remove_file(path):
+    """Removes the file at `path` if there is one."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+
+
 def _remove(path):
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)

@@ -347,6 +347,10 @@ def _write_checked(model, spec, opset, output, external_data, checked=None):
             os.replace(tmp + ".data", output + ".data")
         os.chmod(tmp, mode)
         os.replace(tmp, output)
+        if not external:
+            # An earlier export's weights, which the new model does not
+            # read (`check_output` allowed replacing them).
+            files.remove_file(output + ".data")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -7,7 +7,6 @@ to LiteRT's builtin ops: Keras enables Flex (SELECT_TF_OPS) by default, and
 a phone's runtime cannot run Flex ops.
 """
 
-import contextlib
 import os
 import re
 import tempfile
@@ -469,8 +468,7 @@ def _write_verified(
                 )
             report.path = output
         io = runtime.io_details(tmp)
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(sidecar)
+        files.remove_file(sidecar)
     return report, io
 
 

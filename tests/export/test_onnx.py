@@ -234,3 +234,21 @@ def test_a_mixed_bfloat16_model_exports_as_float32(tmp_path):
     np.testing.assert_allclose(
         onnx_lib.run_onnx(path, x), np.asarray(reference(x)), atol=1e-4
     )
+
+
+def test_a_re_export_without_external_data_removes_the_old_data(
+    random_model, tmp_path
+):
+    # The old `.data` file belonged to the model being replaced; left
+    # behind, it looked like part of the new export.
+    target = tmp_path / "m.onnx"
+    export.export_onnx(random_model, target, external_data=True)
+    assert (tmp_path / "m.onnx.data").exists()
+    export.export_onnx(random_model, target, external_data=False)
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx"]
+    x = np.zeros((1, 32, 32, 3), "float32")
+    np.testing.assert_allclose(
+        onnx_lib.run_onnx(str(target), x),
+        np.asarray(random_model(x)),
+        atol=1e-4,
+    )
