@@ -468,6 +468,9 @@ def _write_verified(
                 )
             report.path = output
         io = runtime.io_details(tmp)
+        # A stop requested by now would keep the old model: keep its
+        # metadata too.
+        files.raise_if_stopped()
         files.remove_file(sidecar)
     return report, io
 

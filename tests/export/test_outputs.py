@@ -11,6 +11,7 @@ import pytest
 
 from keras_vit import cli
 from keras_vit import export
+from keras_vit import files
 from keras_vit.export import onnx as onnx_lib
 from keras_vit.export import openvino as openvino_lib
 from keras_vit.export import saved_model as saved_model_lib
@@ -461,3 +462,34 @@ def test_a_re_export_never_leaves_the_old_metadata_beside_the_new_model(
         )
     assert output.read_bytes() != old_model
     assert not (tmp_path / "vit.json").exists()
+
+
+def test_a_re_export_stopped_before_its_commit_keeps_the_old_metadata(
+    random_model_path, tmp_path, monkeypatch
+):
+    # A stop requested (SIGTERM) while the new model was checked keeps the
+    # old model at `output`: its metadata must stay beside it, or
+    # `keras-vit predict` refuses the old model.
+    output = tmp_path / "vit.tflite"
+    export.export_tflite(random_model_path, output, verify=False)
+    old_model, old_meta = (
+        output.read_bytes(),
+        (tmp_path / "vit.json").read_text(),
+    )
+    io_details = tflite_lib.runtime.io_details
+
+    def stop_while_checking(path):
+        files.request_stop(SystemExit(143))
+        return io_details(path)
+
+    monkeypatch.setattr(tflite_lib.runtime, "io_details", stop_while_checking)
+    try:
+        with pytest.raises(SystemExit):
+            export.export_tflite(
+                random_model_path, output, verify=False, quantize="float16"
+            )
+    finally:
+        files.clear_stop()
+    assert output.read_bytes() == old_model
+    assert (tmp_path / "vit.json").read_text() == old_meta
+    assert sorted(os.listdir(tmp_path)) == ["vit.json", "vit.tflite"]
