@@ -90,7 +90,8 @@ def read_labels(path):
 
 
 def training_run_class_names(model_path):
-    """Class names of the training run a `.keras` file came from, or `None`.
+    """Class names of the training run a `.keras` file came from, or `None`
+    (also where `model_path` is not a file).
 
     `keras-vit train` writes `class_names.json` (the names it trained on,
     in the order of the model's outputs) and `config.json` next to
@@ -104,7 +105,11 @@ def training_run_class_names(model_path):
     Raises:
         ValueError: if the run's `class_names.json` is not a list of names.
     """
-    if not isinstance(model_path, (str, os.PathLike)):
+    # A builder's or preset's name is no file: its "folder" would be the
+    # current directory, whatever run it holds.
+    if not isinstance(model_path, (str, os.PathLike)) or not os.path.isfile(
+        model_path
+    ):
         return None
     folder = os.path.dirname(os.fspath(model_path))
     recorded = read_class_names(folder)

@@ -87,6 +87,7 @@ def test_a_run_written_before_lists_its_folder_as_then(tmp_path):
     run.mkdir()
     (run / "config.json").write_text(json.dumps(config))
     model = str(run / "model.keras")
+    (run / "model.keras").write_bytes(b"")
     assert metadata.training_run_class_names(model) == CLASSES
     # The file, where there is one, comes first.
     (run / CLASS_NAMES_FILE).write_text('["x", "y"]')
@@ -96,8 +97,21 @@ def test_a_run_written_before_lists_its_folder_as_then(tmp_path):
 @pytest.mark.parametrize("text", ["not json", "{}", "[]", "[1, 2]"])
 def test_a_broken_class_names_file_is_named_not_guessed_around(tmp_path, text):
     (tmp_path / CLASS_NAMES_FILE).write_text(text)
+    (tmp_path / "model.keras").write_bytes(b"")
     with pytest.raises(ValueError, match="class_names.json"):
         metadata.training_run_class_names(str(tmp_path / "model.keras"))
+
+
+def test_a_builder_name_reads_no_class_names_from_the_current_folder(
+    tmp_path, monkeypatch
+):
+    # `export_tflite("ViT_Ti16", ...)`: the name's folder is "", the
+    # current directory, which may hold any run's class names.
+    (tmp_path / CLASS_NAMES_FILE).write_text('["cat", "dog"]')
+    monkeypatch.chdir(tmp_path)
+    assert metadata.training_run_class_names("ViT_Ti16") is None
+    (tmp_path / "model.keras").write_bytes(b"")
+    assert metadata.training_run_class_names("model.keras") == ["cat", "dog"]
 
 
 @pytest.mark.slow

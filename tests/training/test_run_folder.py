@@ -304,5 +304,6 @@ def test_exports_find_the_class_names_in_either_form(tmp_path, form):
     shutil.copy(
         os.path.join(here, f"{form}_config.json"), tmp_path / "config.json"
     )
+    (tmp_path / "model.keras").write_bytes(b"")
     names = training_run_class_names(str(tmp_path / "model.keras"))
     assert names == [str(d) for d in range(10)]  # digits
