@@ -492,7 +492,7 @@ def plot_embedding_filters(filters, columns=7):
 
 
 #: The longest name part of a figure's file: 255 bytes (most file
-#: systems' limit) less "attention_" and ".png", and the ~40 that an
+#: systems' limit) less "class_attention_" and ".png", and the ~40 that an
 #: atomic write's temporary name adds (`files.atomic_file`).
 MAX_NAME_PART_BYTES = 180
 #: How `inspect`'s `index.html` begins (how its folder is told from others).
@@ -508,7 +508,9 @@ def _figure_names(model, names):
     )
     return (
         [f"rollout_{name}.png" for name in names]
-        + [f"attention_{names[0]}.png", "attention_distance.png"]
+        # Prefixes no fixed name starts with: an image named "distance"
+        # would otherwise have its figure and the distance plot share a file.
+        + [f"class_attention_{names[0]}.png", "attention_distance.png"]
         + (["position_similarity.png"] if has_positions else [])
         + (["embedding_filters.png"] if model.stem is None else [])
         + ["index.html"]
@@ -563,7 +565,7 @@ def _check_figures_folder(output, planned, inputs):
 def inspect(model, images, output, names=None, inputs=()):
     """Writes the paper's figures for `model` and `images` into `output`.
 
-    Files: `rollout_<name>.png` per image, `attention_<name>.png` (class
+    Files: `rollout_<name>.png` per image, `class_attention_<name>.png` (class
     token attention per layer and head) for the first image,
     `attention_distance.png`, `position_similarity.png` (models with
     position embeddings), `embedding_filters.png` (plain ViTs), and an
@@ -661,7 +663,7 @@ def _write_figures(plt, model, images, names, planned, output):
         )
     save(
         plot_layer_attention(result.class_attention, 0),
-        f"attention_{names[0]}.png",
+        f"class_attention_{names[0]}.png",
         "Class-token attention per layer (rows) and head (columns), "
         f"{names[0]}",
     )

@@ -87,7 +87,7 @@ def test_the_papers_figures_of_registers_and_a_map_head(models, name, tmp_path):
     names = sorted(os.path.basename(path) for path in written)
     assert names == [
         "attention_distance.png",
-        "attention_image0.png",
+        "class_attention_image0.png",
         "embedding_filters.png",
         "index.html",
         "position_similarity.png",

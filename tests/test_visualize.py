@@ -220,7 +220,7 @@ def test_inspect_writes_non_blank_figures_and_a_page(tmp_path):
         [
             "rollout_a.png",
             "rollout_b.png",
-            "attention_a.png",
+            "class_attention_a.png",
             "attention_distance.png",
             "position_similarity.png",
             "embedding_filters.png",
@@ -232,6 +232,20 @@ def test_inspect_writes_non_blank_figures_and_a_page(tmp_path):
             assert _variance(path) > 1e-3, path
     page = (tmp_path / "index.html").read_text()
     assert page.count("<img") == 6
+
+
+def test_an_image_named_like_a_figure_keeps_every_figure(tmp_path):
+    # `attention_<name>.png` for an image named "distance" was the
+    # distance plot's file: one figure was lost, the page captioned twice.
+    model = _model()
+    written = visualize.inspect(
+        model, random_images((1, 32, 48, 3)), str(tmp_path), names=["distance"]
+    )
+    names = [os.path.basename(f) for f in written]
+    assert len(set(names)) == len(names) == 6
+    assert "class_attention_distance.png" in names
+    page = (tmp_path / "index.html").read_text()
+    assert page.count('src="attention_distance.png"') == 1
 
 
 def test_inspect_command_on_a_saved_model_and_image_files(tmp_path, capsys):
