@@ -63,8 +63,7 @@ def rollout(
         "num_prefix_tokens", num_prefix_tokens
     )
     result = None
-    for attention in attentions:
-        attention = np.asarray(attention, dtype="float64")
+    for attention in _attention_layers(attentions):
         if num_prefix_tokens >= attention.shape[-1]:
             raise ValueError(
                 "`num_prefix_tokens` must leave patch tokens. Received: "
@@ -85,9 +84,25 @@ def rollout(
         step = fused + eye
         step /= step.sum(axis=-1, keepdims=True)
         result = step if result is None else step @ result
-    if result is None:
-        raise ValueError("`attentions` must hold at least one layer.")
     return result
+
+
+def _attention_layers(attentions):
+    """`attentions` as a non-empty list of float64 `(B, heads, T, T)`
+    arrays, or a `ValueError` naming what is not."""
+    layers = [np.asarray(a, dtype="float64") for a in attentions]
+    if not layers:
+        raise ValueError(
+            "`attentions` must hold at least one layer. Received: attentions=[]"
+        )
+    for i, attention in enumerate(layers):
+        if attention.ndim != 4 or attention.shape[-1] != attention.shape[-2]:
+            raise ValueError(
+                "`attentions` must be a list over layers of (batch, heads, "
+                f"tokens, tokens) weights. Received: attentions[{i}] of shape "
+                f"{attention.shape}"
+            )
+    return layers
 
 
 def token_map(matrix, grid, num_prefix_tokens=1, class_token=None):
@@ -150,7 +165,7 @@ def attention_distance(attentions, grid, pixels_per_token, num_prefix_tokens=1):
     pixels_per_token = arg_checks.finite_positive_float(
         "pixels_per_token", pixels_per_token
     )
-    attentions = [np.asarray(a, dtype="float64") for a in attentions]
+    attentions = _attention_layers(attentions)
     for attention in attentions:
         grid, num_prefix_tokens = _token_layout(
             attention.shape[-1], grid, num_prefix_tokens

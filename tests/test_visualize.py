@@ -95,6 +95,20 @@ def test_attention_two_patches_to_the_right_has_a_known_distance():
     np.testing.assert_allclose(distance, [[2 * patch, 0.0]])
 
 
+def test_attention_lists_that_are_not_layers_of_weights_are_refused():
+    # numpy's "need at least one array to stack" and a bare IndexError.
+    square = rng.dirichlet(np.ones(5), size=(1, 2, 5))
+    for attentions, match in (
+        ([], r"at least one layer. Received: attentions=\[\]"),
+        ([square[0]], r"attentions\[0\] of shape \(2, 5, 5\)"),
+        ([square, square[..., :4]], r"attentions\[1\] of shape"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            visualize.attention_distance(attentions, (2, 2), 16)
+        with pytest.raises(ValueError, match=match):
+            visualize.rollout(attentions)
+
+
 def test_token_counts_and_pixel_sizes_that_cannot_be_right_are_refused():
     attention = rng.dirichlet(np.ones(5), size=(1, 2, 5))  # 1 + 2 x 2 tokens
     for value in (np.inf, np.nan, 0.0):
