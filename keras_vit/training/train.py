@@ -199,9 +199,12 @@ def _plot_history(history, path):
 
 
 #: What a rerun into a run's folder must keep to resume it: what its backup
-#: was made for (the model and optimizer variables) and its data (the
+#: was made for (the model and optimizer variables), its data (the
 #: validation split, which the seed draws: another one would train on
-#: images validated on so far). By their flat names (`config.flatten`), so
+#: images validated on so far) and its batch size (the backup's optimizer
+#: step counts batches of that size: with another one the learning-rate
+#: schedule, whose length is counted in the new batches, would resume at
+#: the wrong place, silently). By their flat names (`config.flatten`), so
 #: that a `config.json` of either form compares with the run's settings.
 RESUME_SETTINGS = (
     "model",
@@ -214,6 +217,7 @@ RESUME_SETTINGS = (
     "optimizer",
     "validation_split",
     "seed",
+    "batch_size",
 )
 
 
@@ -314,9 +318,11 @@ def _check_resumable(config):
     A rerun resumes from the backup; with another model, dataset, objective
     or optimizer its variables would not fit (or not mean the same), and
     with another validation split or seed it would train on images it
-    validated on; so such a rerun is refused before anything runs, naming
-    what differs. Epochs, the recipe's numbers, augmentation, the precision
-    and the strategy may change.
+    validated on, and with another batch size its learning-rate schedule
+    would resume at another step than the backup's; so such a rerun is
+    refused before anything runs, naming what differs. Epochs, the
+    recipe's numbers, augmentation, the precision and the strategy may
+    change.
     """
     path = os.path.join(config.run.output, "config.json")
     if not run_callbacks.read_backup(os.path.join(config.run.output, "backup")):

@@ -293,6 +293,39 @@ def test_a_rerun_compares_its_settings_with_either_form(
 
 
 @pytest.mark.parametrize("form", ["flat", "nested"])
+def test_a_rerun_with_another_batch_size_is_refused(
+    tmp_path, monkeypatch, form
+):
+    # The backup's optimizer step counts batches of the run's size, and the
+    # schedule's length is counted in the rerun's: at batch 16 instead of 8
+    # a resumed run trained a whole epoch at a learning rate of 0.
+    import importlib
+    import shutil
+
+    from keras_vit.training.config import load_config
+
+    train_module = importlib.import_module("keras_vit.training.train")
+    here = os.path.dirname(__file__)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(
+        os.path.join(here, f"{form}_config.json"), folder / "config.json"
+    )
+    monkeypatch.setattr(  # as if the folder held a backup
+        train_module.run_callbacks, "read_backup", lambda path: ({}, None)
+    )
+    config = load_config(os.path.join(here, "flat_config.json"))
+    config.run.output = str(folder)
+    config.run.epochs = 5  # may change: the run goes on longer
+    train_module._check_resumable(config)
+    config.data.batch_size = 16
+    with pytest.raises(
+        ValueError, match=r"batch_size=32 there, 16 here.*Received: output="
+    ):
+        train_module._check_resumable(config)
+
+
+@pytest.mark.parametrize("form", ["flat", "nested"])
 def test_exports_find_the_class_names_in_either_form(tmp_path, form):
     # keras_vit.export reads the run's dataset from its config.json to name
     # the classes; it read the flat form's top-level "dataset" only.
