@@ -476,6 +476,19 @@ def _flat_attribute(name):
     return section, field
 
 
+#: The `keras_vit.ViT` arguments a run sets itself, and where each one is
+#: set instead of `model.kwargs` (`train.build_model` overwrote them).
+_KWARGS_THE_RUN_SETS = {
+    "num_classes": "the dataset's classes set it",
+    "weights": "use `model.weights` (--weights)",
+    "dtype": "use `scale.mixed_precision` (--mixed-precision)",
+    "include_top": "the objective sets it (a head to classify, none for "
+    "masked patch prediction)",
+    "image_size": "use `model.image_size` (--image-size), not both",
+    "patch_size": "use `model.patch_size` (--patch-size), not both",
+}
+
+
 @dataclasses.dataclass(init=False)
 class TrainConfig:
     """Everything a run needs, by section; `keras-vit train`'s flags are
@@ -699,6 +712,7 @@ class TrainConfig:
             arg_checks.size_2d("image_size", model.image_size)
         if model.patch_size is not None:
             arg_checks.positive_int("patch_size", model.patch_size)
+        self._check_model_kwargs()
         arg_checks.positive_int("batch_size", data.batch_size)
         arg_checks.rate("validation_split", data.validation_split)
         arg_checks.boolean("shuffle", data.shuffle)
@@ -725,6 +739,25 @@ class TrainConfig:
         arg_checks.boolean("deterministic", run.deterministic)
         arg_checks.one_of("verbose", run.verbose, ("auto", 0, 1, 2))
         self._check_scale()
+
+    def _check_model_kwargs(self):
+        """Raises for a `model.kwargs` entry the run sets itself (it was
+        overwritten without a word), naming where it belongs."""
+        model = self.model
+        if not isinstance(model.kwargs, dict):
+            raise ValueError(
+                "`model_kwargs` must be a dict of keras_vit.ViT arguments. "
+                f"Received: model_kwargs={model.kwargs!r}"
+            )
+        for key, place in _KWARGS_THE_RUN_SETS.items():
+            given = key in model.kwargs
+            if key in ("image_size", "patch_size"):  # only if both are set
+                given = given and getattr(model, key) is not None
+            if given:
+                raise ValueError(
+                    f"`model.kwargs` may not set `{key}`: {place}. Received: "
+                    f"model_kwargs={model.kwargs!r}"
+                )
 
     def _check_optimizer(self):
         optimizer = self.optimizer

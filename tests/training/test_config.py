@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 import warnings
 
 import pytest
@@ -136,3 +137,42 @@ def test_flatten_reads_either_form():
         json.dumps(FLAT_NESTED)
     )
     assert flatten(flat) == flat
+
+
+@pytest.mark.parametrize(
+    "key, value, where",
+    [
+        ("num_classes", 5, "the dataset's classes set it"),
+        ("weights", "augreg_in21k", "use `model.weights`"),
+        ("dtype", "float16", "use `scale.mixed_precision`"),
+        ("include_top", False, "the objective sets it"),
+        ("image_size", 64, "use `model.image_size`"),
+        ("patch_size", 4, "use `model.patch_size`"),
+    ],
+)
+def test_model_kwargs_the_run_sets_itself_are_refused(key, value, where):
+    # train.build_model overwrote them without a word: kwargs num_classes=5
+    # and dtype="float16" built a float32 model with the dataset's 2 classes.
+    kwargs = {"hidden_dim": 32, key: value}
+    config = dataclasses.replace(
+        NESTED, model=dataclasses.replace(NESTED.model, kwargs=kwargs)
+    )
+    with pytest.raises(ValueError, match=re.escape(where)) as error:
+        config.check()
+    assert f"`{key}`" in str(error.value)
+    assert f"Received: model_kwargs={kwargs!r}" in str(error.value)
+
+
+def test_model_kwargs_of_the_architecture_are_taken():
+    # The size in kwargs alone is used (nothing overwrites it), as are the
+    # architecture's numbers.
+    model = dataclasses.replace(
+        NESTED.model,
+        image_size=None,
+        kwargs={"image_size": 64, "hidden_dim": 32, "num_layers": 1},
+    )
+    dataclasses.replace(NESTED, model=model).check()
+    with pytest.raises(ValueError, match="Received: model_kwargs=7"):
+        dataclasses.replace(
+            NESTED, model=dataclasses.replace(NESTED.model, kwargs=7)
+        ).check()
