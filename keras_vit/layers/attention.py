@@ -186,12 +186,19 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if self.qk_norm:  # over each head's width: (B, T, heads, d)
             query = self.q_norm(ops.reshape(query, heads))
             key = self.k_norm(ops.reshape(key, heads))
-        if self._fuses(training, return_attention_scores):
+        if self._fuses(inputs, training, return_attention_scores):
             out = ops.dot_product_attention(
                 *(ops.reshape(x, heads) for x in (query, key, value)),
                 scale=self.head_dim**-0.5,
             )  # (B, T, heads, d)
             out = ops.reshape(out, (-1, dim))
+            if return_attention_scores:
+                # Traced (`_fuses`): XLA drops this output (and these
+                # weights, where nothing reads them, as in every model's
+                # forward pass), never the fused op's.
+                _, weights = self._attention(
+                    query, key, value, batch, tokens, training, dropout_seed
+                )
         else:
             out, weights = self._attention(
                 query, key, value, batch, tokens, training, dropout_seed
@@ -247,19 +254,27 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             return ops.cast(weights, self.compute_dtype)
         return ops.softmax(ops.cast(logits, dtype), axis=-1)
 
-    def _fuses(self, training, return_attention_scores):
+    def _fuses(self, inputs, training, return_attention_scores):
         """Whether this call uses `keras.ops.dot_product_attention`, the
         backend's fused attention (on the JAX backend on a GPU: cuDNN's
         flash attention in bfloat16 and float16, XLA's otherwise): on the
-        JAX backend only, where no weights are asked for, without relative
-        positions and without attention dropout in training. TensorFlow
-        keeps the plain graph, so its exports, XNNPACK partition and
-        goldens do not change."""
+        JAX backend only, without relative positions and without attention
+        dropout in training; where weights are asked for, only under a
+        trace (`jit`), where XLA computes them only if something reads
+        them (a ViT's blocks always ask, for one output structure in every
+        graph: `_call_layers`). TensorFlow keeps the plain graph, so its
+        exports, XNNPACK partition and goldens do not change."""
+        if keras.backend.backend() != "jax":
+            return False
+        import jax
+
         return (
-            keras.backend.backend() == "jax"
-            and not return_attention_scores
-            and self.relative_positions is None
+            self.relative_positions is None
             and not (training and self.dropout_rate > 0)
+            and (
+                not return_attention_scores
+                or isinstance(inputs, jax.core.Tracer)
+            )
         )
 
     def _recomputes_probabilities(self):

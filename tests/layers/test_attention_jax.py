@@ -76,6 +76,33 @@ result["block_grad_diff"] = max(
     float(np.max(np.abs(a - b)) / np.max(np.abs(a)))
     for a, b in zip(fused_grads, plain_grads)
 )
+# In a model, whose blocks always ask for their weights: `predict` and
+# `fit` (traced) fuse every block; an eager call asking for the weights
+# takes the plain path; the weights a traced call returns are the plain
+# path's.
+import keras_vit
+model = keras_vit.ViT(
+    image_size=32, patch_size=8, hidden_dim=32, num_layers=2,
+    num_heads=4, mlp_dim=48, num_classes=3,
+)
+images = np.random.default_rng(1).uniform(0, 255, (2, 32, 32, 3))
+before = len(calls)
+model.predict(images, verbose=0)
+result["predict_calls"] = len(calls) - before
+model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+before = len(calls)
+model.fit(images, np.array([0, 2]), epochs=1, verbose=0)
+result["fit_calls"] = len(calls) - before
+intermediates = model.intermediates_model()
+before = len(calls)
+eager = intermediates(images)
+result["eager_weights_calls"] = len(calls) - before
+traced = intermediates.predict(images, verbose=0)
+result["traced_weights_calls"] = len(calls) - before
+result["weights_diff"] = max(
+    float(np.max(np.abs(ops.convert_to_numpy(a) - b)))
+    for a, b in zip(eager["attention_weights"], traced["attention_weights"])
+)
 print(json.dumps(result))
 """
 
@@ -97,3 +124,10 @@ def test_fused_attention_on_jax_equals_the_plain_path():
     assert max(result["diffs"].values()) < 1e-5, result
     assert result["grad_diff"] < 1e-5, result
     assert result["block_grad_diff"] < 1e-5, result
+    # A ViT's blocks always ask for their weights: the fused op ran in none
+    # of them.
+    # (Counted as traced: each trace calls it once per block.)
+    for traced in ("predict_calls", "fit_calls", "traced_weights_calls"):
+        assert result[traced] > 0 and result[traced] % 2 == 0, result
+    assert result["eager_weights_calls"] == 0, result
+    assert result["weights_diff"] < 1e-6, result
