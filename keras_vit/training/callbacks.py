@@ -55,13 +55,37 @@ def read_backup(directory):
 
     `state` holds `epoch` (epochs completed) and `history` (the logs so
     far). Only a state file that names an existing weights file counts.
+
+    Raises:
+        ValueError: if the state file is damaged (not the JSON `Backup`
+            writes), naming it and how to start over: it failed with a bare
+            `JSONDecodeError` or `KeyError`, and on every rerun.
     """
     path = os.path.join(directory, STATE_FILE)
     if not os.path.isfile(path):
         return None
-    with open(path) as file:
-        state = json.load(file)
-    weights = os.path.join(directory, state["weights"])
+    try:
+        with open(path) as file:
+            state = json.load(file)
+        weights = state["weights"]
+        if not (
+            isinstance(weights, str)
+            and weights == os.path.basename(weights)
+            and isinstance(state["epoch"], int)
+            and not isinstance(state["epoch"], bool)
+            and state["epoch"] >= 0
+            and isinstance(state["history"], dict)
+        ):
+            raise ValueError(f"unexpected entries: {state!r:.200}")
+    except (ValueError, KeyError, TypeError) as error:  # JSONDecodeError too
+        output = os.path.dirname(directory.rstrip("/\\")) or directory
+        raise ValueError(
+            f"The run's backup state file {path} is damaged ({error!r:.300}), "
+            "so the run cannot resume from it. Remove the backup folder "
+            f"({directory}) to train the run over from its first epoch, or "
+            f"use another `output`. Received: output={output!r}"
+        ) from None
+    weights = os.path.join(directory, weights)
     if not os.path.isfile(weights):
         return None
     return state, weights

@@ -340,3 +340,38 @@ def test_exports_find_the_class_names_in_either_form(tmp_path, form):
     (tmp_path / "model.keras").write_bytes(b"")
     names = training_run_class_names(str(tmp_path / "model.keras"))
     assert names == [str(d) for d in range(10)]  # digits
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        '{"epoch": 2, "weig',
+        '{"epoch": 2}',
+        "[]",
+        '{"epoch": 1, "weights": 3, "history": {}}',
+        '{"epoch": "1", "weights": "epoch-0001.weights.h5", "history": {}}',
+    ],
+)
+def test_a_damaged_backup_state_is_named_with_how_to_start_over(tmp_path, text):
+    # A state.json cut short or edited failed with a bare JSONDecodeError or
+    # KeyError('weights'), naming nothing, on every rerun.
+    import shutil
+
+    from keras_vit.training import train
+
+    run = tmp_path / "run"
+    (run / "backup").mkdir(parents=True)
+    here = os.path.dirname(__file__)
+    shutil.copy(os.path.join(here, "nested_config.json"), run / "config.json")
+    (run / "backup" / "state.json").write_text(text)
+    (run / "backup" / "epoch-0001.weights.h5").write_bytes(b"")
+    with pytest.raises(ValueError) as error:
+        train(tiny_config(tmp_path, epochs=2))
+    message = str(error.value)
+    assert f"{run / 'backup' / 'state.json'} is damaged" in message
+    assert f"Remove the backup folder ({run / 'backup'})" in message
+    assert message.endswith(f"Received: output={str(run)!r}")
+    # Refused before anything was written.
+    assert sorted(os.listdir(run)) == ["backup", "config.json"]
+    assert (run / "backup" / "state.json").read_text() == text
