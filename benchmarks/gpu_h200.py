@@ -368,9 +368,11 @@ def markdown(report):
                 "{:.1%}",
             ),
             ("peak GPU memory, MB", "peak_memory_mb", "{:.0f}"),
+            ("fused attention", "fused_attention", "{}"),
         ):
             a, b = ours.get(key), theirs.get(key)
-            ratio = f"{a / b:.2f}" if a and b else ""
+            numbers = a and b and not isinstance(a, bool)
+            ratio = f"{a / b:.2f}" if numbers else ""
             lines.append(
                 f"| {mode}, batch {batch}: {label} | {_cell(ours, key, fmt)} "
                 f"| {_cell(theirs, key, fmt)} | {ratio} |"
@@ -564,11 +566,29 @@ def _matmul_peak(deadline, size):
             return best
 
 
+def _counted_fused_attention():
+    """A list that grows by one at each call of
+    `keras.ops.dot_product_attention` (made as a step is traced: one per
+    block that fuses its attention)."""
+    from keras import ops
+
+    calls, fused = [], ops.dot_product_attention
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return fused(*args, **kwargs)
+
+    ops.dot_product_attention = counted
+    return calls
+
+
 def _keras_vit_rate(job, deadline):
-    """images/s of keras_vit's jitted training step or forward pass."""
+    """images/s of keras_vit's jitted training step or forward pass, and
+    whether its attention was the fused op."""
     import jax
     import numpy as np
 
+    fused_calls = _counted_fused_attention()
     model = _vit(job["tiny"], "mixed_bfloat16")
     batch = job["batch"]
     size = model.input_shape[1]
@@ -599,7 +619,7 @@ def _keras_vit_rate(job, deadline):
     times = time_calls(
         call, job["steps"], job["warmup"], job["min_seconds"], deadline
     )
-    return rate_row(batch, times)
+    return {**rate_row(batch, times), "fused_attention": bool(fused_calls)}
 
 
 def _train_step(model, state):

@@ -114,6 +114,7 @@ def _report(gpu):
             "batch": 64,
             "images_per_s": 3000.0,
             "peak_memory_mb": 20000.0,
+            "fused_attention": True,
         },
         {
             "kind": "timm",
@@ -121,6 +122,7 @@ def _report(gpu):
             "batch": 64,
             "images_per_s": 2000.0,
             "peak_memory_mb": 25000.0,
+            "fused_attention": True,
             "machine": {"torch": "2.9"},
         },
         {
@@ -171,6 +173,7 @@ def test_results_are_written_as_json_and_markdown(gpu, tmp_path):
         "| train, batch 64: peak GPU memory, MB | 20000 | 25000 | 0.80 |"
         in page
     )
+    assert "| train, batch 64: fused attention | True | True |  |" in page
     assert (
         "| inference, batch 256: images/s | n/a | n/a (timed out after 45 s) |"
         in page
@@ -272,6 +275,9 @@ def test_a_tiny_run_on_the_jax_backend(tmp_path):
     for mode, batch in (("train", 2), ("train", 4), ("inference", 4)):
         row = rows[("keras_vit", mode, batch)]
         assert row["images_per_s"] > 0 and row["share_of_measured_peak"] > 0
+        # keras.ops.dot_product_attention in every step (cuDNN's flash
+        # attention on a GPU).
+        assert row["fused_attention"] is True, row
         timm = rows[("timm", mode, batch)]
         if not all(map(importlib.util.find_spec, ("torch", "timm"))):
             assert "No module named" in timm["error"], timm
