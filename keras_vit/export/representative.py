@@ -5,8 +5,12 @@ A source is a dataset name (`"digits"`, `"fashion_mnist"`, a
 `keras_vit.data.eval_pipeline`), an image folder (`"folder:PATH"`, with or
 without one sub-folder per class), an `.npz` file holding an array of images
 (`images`, or its only array; optional `labels`), or a NumPy array. Images
-are float32 pixel values in [0, 255], shaped like the model's input (a
-dataset or folder read for a one-channel model is converted to grayscale).
+are float32, shaped like the model's input (a dataset or folder read for a
+one-channel model is converted to grayscale), and hold what the model
+takes: pixel values in [0, 255], or for a model built with
+`include_preprocessing=False` its normalised inputs. A dataset or folder
+gives pixels, which `load_model_inputs` normalises for such a model; an
+array or `.npz` is taken as the model's inputs as it is.
 """
 
 import dataclasses
@@ -18,6 +22,7 @@ from keras_vit import arg_checks
 from keras_vit import files
 from keras_vit.data.images import GRAY_WEIGHTS  # noqa: F401 - its old home
 from keras_vit.data.images import model_pixels
+from keras_vit.export import models
 
 
 @dataclasses.dataclass
@@ -25,7 +30,8 @@ class ImageSet:
     """Images shaped for a model, with their labels when known.
 
     Attributes:
-        images: float32 `(N, H, W, C)` pixel values in [0, 255].
+        images: float32 `(N, H, W, C)` inputs of the model: pixel values in
+            [0, 255], or normalised ones for a model that takes them.
         labels: int `(N,)` class indices, or `None`.
         source: a short description of where they came from.
     """
@@ -46,8 +52,12 @@ def load_images(
     split="test",
     name="representative_data",
     value_range=(0.0, 255.0),
+    normalize=None,
 ):
     """Loads images from `source` shaped `(N, *image_size, num_channels)`.
+
+    `load_model_inputs` calls it with a model's size, range and
+    normalisation.
 
     Args:
         source: a dataset name, `"folder:PATH"`, the path of an `.npz` file,
@@ -61,8 +71,13 @@ def load_images(
             `"test"`.
         name: str, the argument's name for error messages. Defaults to
             `"representative_data"`.
-        value_range: `(low, high)` the pixel values must lie in, or `None`.
+        value_range: `(low, high)` the values must lie in, or `None`.
             Defaults to `(0, 255)`.
+        normalize: a function from the [0, 255] pixels a dataset or folder
+            gives to the model's inputs (for a model built with
+            `include_preprocessing=False`), or `None` to keep pixels; it is
+            not applied to an array or `.npz`, which hold the model's
+            inputs already. Defaults to `None`.
 
     Returns:
         An `ImageSet`.
@@ -79,7 +94,9 @@ def load_images(
     image_size = arg_checks.size_2d("image_size", image_size)
     if limit is not None:
         limit = arg_checks.positive_int("limit", limit)
-    result = _read_source(source, image_size, num_channels, limit, split, name)
+    result = _read_source(
+        source, image_size, num_channels, limit, split, name, normalize
+    )
     images = _checked_pixels(
         result.images, (*image_size, num_channels), value_range, name, source
     )
@@ -90,8 +107,11 @@ def load_images(
     return ImageSet(images, labels, result.source)
 
 
-def _read_source(source, image_size, num_channels, limit, split, name):
-    """The `ImageSet` that `source` names, as it is (unchecked)."""
+def _read_source(
+    source, image_size, num_channels, limit, split, name, normalize
+):
+    """The `ImageSet` that `source` names, as it is (unchecked; a dataset's
+    or folder's pixels through `normalize`, if not `None`)."""
     if isinstance(source, ImageSet):
         return source
     if isinstance(source, np.ndarray):
@@ -104,6 +124,8 @@ def _read_source(source, image_size, num_channels, limit, split, name):
             result = _from_dataset(
                 text, image_size, num_channels, limit, split, name
             )
+            if result is not None and normalize is not None:
+                result.images = normalize(result.images)
             if result is not None:
                 return result
     raise ValueError(
@@ -142,9 +164,11 @@ def _checked_pixels(images, expected, value_range, name, source):
         low, high = float(images.min()), float(images.max())
         if low < value_range[0] or high > value_range[1]:
             raise ValueError(
-                f"`{name}` must hold pixel values in [{value_range[0]:g}, "
-                f"{value_range[1]:g}]; its values span [{low:g}, {high:g}]. "
-                f"Received: {name}={_describe(source)}"
+                f"`{name}` must hold values in [{value_range[0]:g}, "
+                f"{value_range[1]:g}], what the model takes ([0, 255] pixels, "
+                "or normalised ones for a model built with "
+                "include_preprocessing=False); its values span "
+                f"[{low:g}, {high:g}]. Received: {name}={_describe(source)}"
             )
     return images
 
@@ -267,4 +291,32 @@ def _from_dataset(source, image_size, num_channels, limit, split, name):
         images,
         np.concatenate(labels) if labelled else None,
         source if source.startswith("folder:") else f"{source} ({split})",
+    )
+
+
+def load_model_inputs(model, source, limit=100, split="test", name="data"):
+    """`load_images` for `model`: at its input size and channels, a
+    dataset's or folder's pixels turned into what it takes
+    (`keras_vit.export.models.inputs_from_pixels`: normalised for a model
+    built with `include_preprocessing=False`), and every source's values
+    checked against its input range (`models.input_range`). The
+    calibration and the verification of every export read their images
+    here, so that both see what the model takes.
+
+    Raises:
+        ValueError: as `load_images`; and for a dataset or folder given
+            to a model that takes normalised inputs and records no
+            normalisation.
+    """
+    height, width, channels = models.input_spec(model)
+    return load_images(
+        source,
+        (height, width),
+        channels,
+        limit=limit,
+        split=split,
+        name=name,
+        value_range=models.input_range(model),
+        # Refused only when pixels must be converted (an array is not).
+        normalize=lambda pixels: models.inputs_from_pixels(model)(pixels),
     )

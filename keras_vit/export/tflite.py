@@ -531,16 +531,14 @@ def _check_arguments(
 def load_calibration(
     model, representative_data, num_images=NUM_CALIBRATION_IMAGES
 ):
-    """The representative images, at the model's input size (the train
-    split of a dataset)."""
-    height, width, channels = models.input_spec(model)
-    return representative.load_images(
+    """The representative images, as the model takes them (the train
+    split of a dataset; normalised for include_preprocessing=False)."""
+    return representative.load_model_inputs(
+        model,
         representative_data,
-        (height, width),
-        channels,
         limit=num_images,
         split="train",
-        value_range=(0.0, 255.0) if models.takes_pixels(model) else None,
+        name="representative_data",
     )
 
 

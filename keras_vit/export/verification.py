@@ -96,19 +96,13 @@ def _sources(data):
 
 
 def _image_sets(data, model, num_images):
-    height, width, channels = models.input_spec(model)
-    sources = _sources(data)
+    """Each source of `data` as `model` takes it (a dataset's test split;
+    normalised for include_preprocessing=False, as the calibration is)."""
     return [
-        representative.load_images(
-            source,
-            (height, width),
-            channels,
-            limit=num_images,
-            split="test",
-            name="data",
-            value_range=(0.0, 255.0) if models.takes_pixels(model) else None,
+        representative.load_model_inputs(
+            model, source, limit=num_images, split="test", name="data"
         )
-        for source in sources
+        for source in _sources(data)
     ]
 
 

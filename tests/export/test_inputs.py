@@ -95,7 +95,7 @@ def test_representative_data_of_the_wrong_shape(random_model, tmp_path):
 
 def test_representative_data_out_of_pixel_range(random_model, tmp_path):
     images = np.random.default_rng(0).uniform(0, 1, (4, 32, 32, 3)) * 2 - 1
-    with pytest.raises(ValueError, match=r"pixel values in \[0, 255\]"):
+    with pytest.raises(ValueError, match=r"values in \[0, 255\]"):
         export.export_tflite(
             random_model,
             tmp_path / "m.tflite",

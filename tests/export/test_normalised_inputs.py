@@ -1,0 +1,180 @@
+"""Models built with `include_preprocessing=False` take normalised inputs:
+every image file, dataset and folder fed to them (an export's calibration
+and verification, `keras-vit predict` and `inspect`) is normalised as the
+model's `normalization` says, never fed as [0, 255] pixels.
+
+Each check compares the model with its `include_preprocessing=True` twin
+(the same weights, normalising [0, 255] pixels itself): fed what
+`inputs_from_pixels` makes of the same pixels, the two must agree.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_vit
+from keras_vit.export import models
+from keras_vit.export import representative
+from keras_vit.export import tflite as tflite_lib
+from keras_vit.export import verification
+from tests.export.helpers import TINY_EXPORT
+from tests.helpers import random_images
+from tests.helpers import randomize_weights
+
+IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
+
+
+def _pair(normalization=None):
+    """`(raw, twin)`: a random tiny ViT that takes normalised inputs, and
+    the same weights taking [0, 255] pixels."""
+    raw = keras_vit.ViT(
+        **TINY_EXPORT,
+        include_preprocessing=False,
+        normalization=normalization,
+        name="raw",
+    )
+    randomize_weights(raw, seed=5, scale=0.2)
+    twin = keras_vit.ViT(**TINY_EXPORT, normalization=normalization)
+    twin.set_weights(raw.get_weights())
+    return raw, twin
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """An image folder (two classes) of random PNG photos of other sizes."""
+    root = tmp_path_factory.mktemp("photos")
+    for i, size in enumerate([(40, 48), (32, 32), (64, 20), (36, 36)]):
+        (root / f"c{i % 2}").mkdir(exist_ok=True)
+        pixels = random_images((1, *size, 3), seed=20 + i)[0].astype("uint8")
+        tf.io.write_file(
+            str(root / f"c{i % 2}" / f"p{i}.png"), tf.io.encode_png(pixels)
+        )
+    return str(root)
+
+
+@pytest.mark.parametrize("normalization", [None, IMAGENET])
+def test_inputs_from_pixels_is_what_the_twin_computes(normalization):
+    raw, twin = _pair(normalization)
+    pixels = random_images((3, 32, 32, 3), seed=1)
+    inputs = models.inputs_from_pixels(raw)(pixels)
+    if normalization is None:
+        np.testing.assert_allclose(inputs, pixels / 127.5 - 1, atol=1e-6)
+    else:
+        mean, std = (np.array(normalization[k]) for k in ("mean", "std"))
+        np.testing.assert_allclose(
+            inputs, (pixels / 255 - mean) / std, atol=1e-5
+        )
+    np.testing.assert_allclose(
+        raw.predict(inputs, verbose=0),
+        twin.predict(pixels, verbose=0),
+        atol=1e-6,
+    )
+    # A model that takes pixels gets them as they are.
+    np.testing.assert_array_equal(
+        models.inputs_from_pixels(twin)(pixels), pixels
+    )
+    # The range of what [0, 255] pixels become, widened by 0.1% of it.
+    ends = models.inputs_from_pixels(raw)(np.array([[0.0], [255.0]]))
+    margin = 1e-3 * (ends.max() - ends.min())
+    np.testing.assert_allclose(
+        models.input_range(raw),
+        (ends.min() - margin, ends.max() + margin),
+        rtol=1e-6,
+    )
+    if normalization is None:
+        np.testing.assert_allclose(
+            models.input_range(raw), (-1.002, 1.002), atol=1e-6
+        )
+    assert models.input_range(twin) == (0.0, 255.0)
+
+
+def test_an_unknown_normalisation_is_refused_not_guessed():
+    inputs = keras.Input((32, 32, 3))
+    model = keras.Model(inputs, keras.layers.Flatten()(inputs), name="mine")
+    model.include_preprocessing = False  # takes normalised inputs, unknown
+    with pytest.raises(ValueError, match="include_preprocessing=False"):
+        models.inputs_from_pixels(model)
+    with pytest.raises(ValueError, match="model='mine'"):
+        representative.load_model_inputs(model, "digits", limit=2)
+    # Its own inputs, as an array, are taken as they are.
+    array = np.full((2, 32, 32, 3), -3.0, "float32")
+    loaded = representative.load_model_inputs(model, array)
+    np.testing.assert_array_equal(loaded.images, array)
+
+
+def test_calibration_from_a_dataset_is_normalised():
+    raw, _ = _pair()
+    pixels = representative.load_images(
+        "digits", (32, 32), limit=8, split="train"
+    ).images
+    calibration = tflite_lib.load_calibration(raw, "digits", 8)
+    np.testing.assert_allclose(
+        calibration.images, pixels / 127.5 - 1, atol=1e-6
+    )
+    assert calibration.images.min() == pytest.approx(-1.0)
+    assert calibration.labels is not None
+
+
+def test_int8_calibration_from_a_folder_quantizes_the_normalised_range(
+    folder, tmp_path
+):
+    # The audit: calibrated on [0, 255] pixels, the input tensor of a model
+    # that takes [-1, 1] had scale 1.0 and zero point -128 (every
+    # normalised input was 0 or -1 in int8), and top-1 agreement 0.13.
+    raw, _ = _pair(IMAGENET)
+    source = "folder:" + folder
+    calibration = tflite_lib.load_calibration(raw, source, 4)
+    pixels = representative.load_images(source, (32, 32), limit=4).images
+    np.testing.assert_allclose(
+        calibration.images,
+        models.normalize_pixels(pixels, IMAGENET),
+        atol=1e-6,
+    )
+    result = tflite_lib.export_tflite(
+        raw,
+        tmp_path / "raw.tflite",
+        quantize="int8",
+        io_dtype="int8",
+        representative_data=source,
+        verify=False,
+    )
+    quantization = result.metadata["input"]["quantization"]
+    low = min(0.0, float(calibration.images.min()))
+    high = max(0.0, float(calibration.images.max()))
+    assert quantization["scale"] == pytest.approx((high - low) / 255, 0.01)
+    assert quantization["zero_point"] == pytest.approx(
+        -128 - low / quantization["scale"], abs=1
+    )
+
+
+def test_verification_images_from_a_dataset_are_normalised():
+    raw, twin = _pair()
+    (normalised,) = verification._image_sets("digits", raw, 4)
+    (pixels,) = verification._image_sets("digits", twin, 4)
+    np.testing.assert_allclose(
+        normalised.images, pixels.images / 127.5 - 1, atol=1e-6
+    )
+    np.testing.assert_array_equal(normalised.labels, pixels.labels)
+
+
+def test_pixel_arrays_for_a_model_that_takes_normalised_inputs_are_refused(
+    tmp_path,
+):
+    # An array is taken as the model's inputs: [0, 255] pixels would
+    # calibrate the int8 input range far too wide, silently.
+    raw, _ = _pair()
+    pixels = random_images((4, 32, 32, 3))
+    with pytest.raises(
+        ValueError, match=r"values in \[-1.002, 1.002\].*span \[0, 255\]"
+    ):
+        tflite_lib.export_tflite(
+            raw,
+            tmp_path / "raw.tflite",
+            quantize="int8",
+            representative_data=pixels,
+        )
+    assert not list(tmp_path.iterdir())
+    # Normalised ones are taken as they are.
+    loaded = representative.load_model_inputs(raw, pixels / 127.5 - 1)
+    np.testing.assert_allclose(loaded.images, pixels / 127.5 - 1, atol=1e-6)
