@@ -10,8 +10,10 @@
   downloaded by `keras.datasets.fashion_mnist`.
 - `"digits"`: scikit-learn's 8x8 digits (1,797 images; a fixed 80/20 split).
 - `"folder:PATH"`: one sub-folder of images per class (JPEG, PNG, GIF,
-  BMP, WebP); with `labels=False` (self-supervised pre-training), every
-  image under `PATH`, sub-folders or not, as one class `"unlabelled"`.
+  BMP, WebP), each holding some; with `labels=False` (self-supervised
+  pre-training), every image under `PATH`, sub-folders or not, as one
+  class `"unlabelled"`. Hidden files and folders (a name starting with
+  `.`) are skipped.
 - any other name: a `tensorflow_datasets` dataset (`"cifar10"`,
   `"imagenet2012"`, `"oxford_flowers102"`, ...), from `data_dir` (which
   may be a `gs://` path for TPUs): its `supervised_keys` (image, label);
@@ -219,13 +221,29 @@ def _from_arrays(name, splits, class_names):
     )
 
 
+def _hidden(name):
+    """Whether a file or folder name is hidden (`.ipynb_checkpoints`, the
+    `._` files macOS leaves): never an image or a class of the dataset."""
+    return name.startswith(".")
+
+
+def _visible_walk(folder):
+    """`(folder, file names)` of `folder` and every folder below it that is
+    not hidden (nor below a hidden one)."""
+    for root, folders, files in os.walk(folder):
+        folders[:] = [name for name in folders if not _hidden(name)]
+        yield root, files
+
+
 def images_under(folder):
-    """The image files below `folder`, in a fixed (sorted) order."""
+    """The image files below `folder`, in a fixed (sorted) order; hidden
+    files and folders are skipped (a notebook's `.ipynb_checkpoints` holds
+    copies of images)."""
     return [
         os.path.join(root, file)
-        for root, _, files in sorted(os.walk(folder))
+        for root, files in sorted(_visible_walk(folder))
         for file in sorted(files)
-        if file.lower().endswith(IMAGE_EXTENSIONS)
+        if file.lower().endswith(IMAGE_EXTENSIONS) and not _hidden(file)
     ]
 
 
@@ -326,16 +344,30 @@ def _from_folder(name, folder, labels=True):
                 f" Received: dataset={name!r}"
             )
     else:
+        # Hidden folders are no classes (as for Keras's
+        # `image_dataset_from_directory`): a notebook's `.ipynb_checkpoints`
+        # took label 0 and shifted every class's label by one.
         class_names = sorted(
             d
             for d in os.listdir(folder)
-            if os.path.isdir(os.path.join(folder, d))
+            if os.path.isdir(os.path.join(folder, d)) and not _hidden(d)
         )
-        paths, indices = [], []
+        paths, indices, empty = [], [], []
         for index, class_name in enumerate(class_names):
             found = images_under(os.path.join(folder, class_name))
             paths += found
             indices += [index] * len(found)
+            if not found:
+                empty.append(class_name)
+        if empty and paths:
+            # A class of no images would shift the labels of the classes
+            # after it, and the model would have an output never trained.
+            raise ValueError(
+                "Class folders with no images "
+                f"({', '.join(IMAGE_EXTENSIONS)}): "
+                f"{', '.join(map(repr, empty))}. Add images to them or "
+                f"move them out of the folder. Received: dataset={name!r}"
+            )
         if len(class_names) < 2 or not paths:
             raise ValueError(
                 "An image folder needs at least two class sub-folders holding "

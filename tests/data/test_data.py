@@ -717,3 +717,37 @@ def test_an_image_cut_short_is_named_where_the_pipeline_reads_it(
     ):
         for _ in data.load(f"folder:{tmp_path}").train:
             pass
+
+
+def test_image_folder_skips_hidden_folders_and_names_empty_classes(tmp_path):
+    # A notebook's .ipynb_checkpoints (with copies of images) took label 0,
+    # shifting every class's label by one; an empty class folder took a
+    # label and an output that no image trains.
+    from PIL import Image
+
+    for where, value in (
+        ("a", 10),
+        ("b", 200),
+        (".ipynb_checkpoints", 99),
+        ("a/.ipynb_checkpoints", 99),
+    ):
+        (tmp_path / where).mkdir()
+        Image.new("RGB", (6, 6), (value,) * 3).save(tmp_path / where / "0.png")
+    Image.new("RGB", (6, 6), (99,) * 3).save(tmp_path / "b" / "._1.png")
+    d = data.load(f"folder:{tmp_path}")
+    assert d.class_names == ["a", "b"] and d.num_train == 2
+    np.testing.assert_array_equal(d.train_labels, [0, 1])
+    x, y = next(iter(data.eval_pipeline(d.train, 2, (6, 6), 2)))
+    np.testing.assert_allclose(x.numpy().mean(axis=(1, 2, 3)), [10, 200])
+    np.testing.assert_array_equal(y.numpy().argmax(1), [0, 1])
+    unlabelled = data.load(f"folder:{tmp_path}", labels=False)
+    assert unlabelled.num_train == 2
+    (tmp_path / "c_empty").mkdir()
+    (tmp_path / "d_hidden_only").mkdir()
+    Image.new("RGB", (6, 6)).save(tmp_path / "d_hidden_only" / ".0.png")
+    with pytest.raises(
+        ValueError,
+        match=re.escape("no images (")
+        + r".*'c_empty', 'd_hidden_only'\. .*Received: dataset='folder:",
+    ):
+        data.load(f"folder:{tmp_path}")
