@@ -207,12 +207,33 @@ def test_fit_on_a_stream_that_is_not_repeated_resumes_as_uninterrupted():
         np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
-def test_mixup_and_cutmix_keep_labels_normalised():
+def test_mixup_and_cutmix_mix_images_and_labels_normalised():
+    # Labels that sum to 1 are one-hot labels too: a pipeline that dropped
+    # the mixing passed. Against the same seed without mixing (the same
+    # shuffle, crops and flips), each batch's images must differ and some
+    # labels be soft.
     ds, _, _ = _examples(n=16)
-    aug = data.Augmentation(mixup=0.4, cutmix=1.0)
-    for x, y in data.train_pipeline(ds, 3, (12, 12), 8, augmentation=aug):
-        np.testing.assert_allclose(y.numpy().sum(1), 1.0, atol=1e-5)
+
+    def batches(aug):
+        return [
+            (x.numpy(), y.numpy())
+            for x, y in data.train_pipeline(
+                ds, 3, (12, 12), 8, augmentation=aug
+            )
+        ]
+
+    mixed = batches(data.Augmentation(mixup=0.4, cutmix=1.0))
+    plain = batches(data.Augmentation())
+    assert len(mixed) == len(plain) == 2
+    soft = 0
+    for (x, y), (x_plain, y_plain) in zip(mixed, plain):
         assert x.shape == (8, 12, 12, 3)
+        np.testing.assert_allclose(y.sum(1), 1.0, atol=1e-5)
+        assert set(np.unique(y_plain)) == {0.0, 1.0}
+        assert not np.allclose(x, x_plain)
+        assert 0 <= x.min() and x.max() <= 255
+        soft += int((y.max(1) < 1 - 1e-6).sum())
+    assert soft >= 4
 
 
 def test_rand_augment_changes_the_images_within_the_pixel_range():
