@@ -135,9 +135,22 @@ def _apply_head_rules(model, checkpoint, tensors):
     elif not has_head:
         zeros += new
         allowed_missing |= set(heads + PRE_LOGITS)
+        dropped = ""
+        # A pre-logits layer without a head (transformers' ViTModel pooler)
+        # is the pre-training head's: dropped as when the class count
+        # differs, unless the model is built to take it.
+        pre_logits = any(key in tensors for key in PRE_LOGITS)
+        if model.representation_size is None and pre_logits:
+            for key in PRE_LOGITS:
+                tensors.pop(key, None)
+            dropped = (
+                ", and its pre-logits layer was not loaded (as for "
+                "fine-tuning in the paper)"
+            )
         notes.append(
             f"The checkpoint {checkpoint.path} has no classification head: "
-            f"the model's {model.num_classes}-class head is zero-initialised."
+            f"the model's {model.num_classes}-class head is zero-initialised"
+            f"{dropped}."
         )
     elif head_classes is not None and head_classes != model.num_classes:
         # Fine-tuning: a well-formed head for another class count. A head

@@ -104,6 +104,47 @@ def test_resolution_defaults_to_the_checkpoints():
     assert model.image_size == (32, 32)
 
 
+def _hf_with_pooler(tmp_path):
+    """The transformers ViTModel golden with a pooler, as google/vit-*-in21k
+    files are: a pre-logits layer (`pooler.dense`) and no classifier."""
+    import safetensors.numpy
+
+    tensors = safetensors.numpy.load_file(
+        golden("vit_token.hf_base.safetensors")
+    )
+    rng = np.random.default_rng(0)
+    tensors["pooler.dense.weight"] = rng.normal(size=(32, 32)).astype("f")
+    tensors["pooler.dense.bias"] = rng.normal(size=32).astype("f")
+    path = str(tmp_path / "vit_in21k_like.safetensors")
+    safetensors.numpy.save_file(tensors, path)
+    return path, tensors
+
+
+def test_a_pooler_without_a_head_is_dropped_for_a_new_head(tmp_path):
+    # It was "unexpected in the checkpoint: pre_logits/bias, ...", though
+    # the original .npz of the same model (head and pre-logits) fine-tunes.
+    path, tensors = _hf_with_pooler(tmp_path)
+    with pytest.warns(UserWarning, match="pre-logits layer was not loaded"):
+        model = keras_vit.ViT.from_preset(path, **{**TINY, "num_classes": 10})
+    assert model.representation_size is None
+    np.testing.assert_array_equal(model.get_layer("head").kernel.numpy(), 0.0)
+    ref = expected("vit_token.hf_base.expected.npz")
+    body = keras_vit.ViT(**{**TINY, "include_top": False})
+    body.set_weights(model.get_weights()[:-2])
+    np.testing.assert_allclose(
+        body.predict(ref["images"], verbose=0), ref["features"], atol=1e-4
+    )
+    # A model built with a pre-logits layer takes the pooler's weights.
+    kept = keras_vit.ViT(**{**TINY, "representation_size": 32})
+    with pytest.warns(UserWarning, match="no classification head") as record:
+        keras_vit.load_weights(kept, path)
+    assert "pre-logits" not in str(record[0].message)
+    np.testing.assert_array_equal(
+        kept.get_layer("pre_logits").kernel.numpy(),
+        tensors["pooler.dense.weight"].T,
+    )
+
+
 def test_interpolation_is_an_argument():
     model = keras_vit.ViT(**{**TINY, "image_size": 64})
     with pytest.warns(UserWarning, match="bicubic"):
