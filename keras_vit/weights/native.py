@@ -14,6 +14,11 @@ the `PatchEncoder`'s `GRID_RECORD` entry next to its variables, else (a
 `image_size` and `patch_size` give. A `.weights.h5` without the record says
 nothing of its grid: it is `None` here, and loading it needs
 `source_grid=` (see `Checkpoint.position_grid`).
+
+Some settings change no tensor's shape: the fused QKV kernel is the same
+for any number of heads. A `.keras` archive's `config.json` records them:
+its `num_heads` is the `Checkpoint`'s (the loader refuses another), and a
+model that differs in `RECORDED_SETTINGS` is refused here.
 """
 
 import io
@@ -27,6 +32,12 @@ from keras_vit.layers.patch_encoder import GRID_RECORD
 from keras_vit.weights.checkpoint import Checkpoint
 
 WEIGHTS_MEMBER = "model.weights.h5"
+
+#: `ViT` arguments a `.keras` archive's config records and its tensors do
+#: not tell apart: a model that differs in one would load the weights and
+#: compute other outputs. (`num_heads` is the `Checkpoint`'s, checked by the
+#: loader with every other mismatch.)
+RECORDED_SETTINGS = ("activation", "layer_norm_epsilon")
 
 
 def _own_variables(layer):
@@ -108,13 +119,19 @@ def _recorded_grid(value, path):
     return tuple(int(g) for g in grid)
 
 
-def _config_grid(config, model):
-    """The patch grid a `.keras` archive's model config gives, or `None`."""
+def _config_args(config):
+    """The `ViT` arguments a `.keras` archive's config records, or `None`."""
     if not isinstance(config, dict) or not isinstance(
         config.get("config"), dict
     ):
         return None
-    args = config["config"]
+    return config["config"]
+
+
+def _config_grid(args, model):
+    """The patch grid a `.keras` archive's model config gives, or `None`."""
+    if args is None:
+        return None
     image_size, patch_size = args.get("image_size"), args.get("patch_size")
     if isinstance(image_size, int):
         image_size = (image_size, image_size)
@@ -139,12 +156,53 @@ def _config_grid(config, model):
     return tuple(model.grid_size) if same else None
 
 
+def _recorded_heads(args):
+    """The `num_heads` a `.keras` archive's config records, or `None`."""
+    heads = None if args is None else args.get("num_heads")
+    if isinstance(heads, int) and not isinstance(heads, bool) and heads > 0:
+        return heads
+    return None
+
+
+def _check_recorded_settings(args, model, path):
+    """Refuses a model that differs from the one a `.keras` archive's
+    config records in one of `RECORDED_SETTINGS`."""
+    differ = [
+        name
+        for name in RECORDED_SETTINGS
+        if args.get(name) is not None and args[name] != getattr(model, name)
+    ]
+    if not differ:
+        return
+    theirs = ", ".join(f"{name}={args[name]!r}" for name in differ)
+    ours = ", ".join(f"{name}={getattr(model, name)!r}" for name in differ)
+    raise ValueError(
+        f"The Keras file {path!r} holds the weights of a model with "
+        f"{theirs} (its config records them) and the model {model.name!r} "
+        f"has {ours}: the weights would load and compute other outputs; "
+        "nothing was loaded. Build the model "
+        f"with the file's settings (or keras.saving.load_model({path!r})). "
+        f"Received: {ours}"
+    )
+
+
+def _checked_args(config, model, path):
+    """The `ViT` arguments `config` records (`None` if none), once the
+    model is checked against them."""
+    args = _config_args(config)
+    if args is not None:
+        _check_recorded_settings(args, model, path)
+    return args
+
+
 def read_keras_weights(path, model):
     """Reads a `.weights.h5` or `.keras` file for `model`.
 
     Raises:
         ValueError: naming the file, if it cannot be read (not HDF5, not a
-            zip archive, no weights member, truncated, malformed).
+            zip archive, no weights member, truncated, malformed), if the
+            model differs from the one a `.keras` file's config records in
+            `RECORDED_SETTINGS`.
     """
     try:
         entries, config = _read_file(path)
@@ -153,6 +211,7 @@ def read_keras_weights(path, model):
             f"Could not read the Keras weights file {path!r} (truncated or "
             f"corrupt?): {type(e).__name__}: {e}"
         ) from None
+    args = _checked_args(config, model, path)
     tensors, unexpected, grid = {}, [], None
     layers = {layer.name: layer for layer in model.layers}
     encoder = layers.get("patch_encoder")
@@ -168,13 +227,14 @@ def read_keras_weights(path, model):
                 grid = _recorded_grid(value, path)
             else:
                 unexpected.append("/".join(chain) + f"/vars/{key}")
-    if grid is None and config is not None:
-        grid = _config_grid(config, model)
+    if grid is None:
+        grid = _config_grid(args, model)
     return Checkpoint(
         tensors=tensors,
         source="keras",
         path=path,
         patch_size=model.patch_size,
+        num_heads=_recorded_heads(args),
         grid_size=grid,
         unexpected=sorted(unexpected),
     )
