@@ -86,10 +86,21 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
     sections.append(("not finite (NaN or inf)", non_finite))
     if problems or any(items for _, items in sections):
         _refuse(model, checkpoint, problems, sections)
-    values = {
-        path: np.asarray(value, dtype=variables[path].dtype)
-        for path, value in tensors.items()
-    }
+    with np.errstate(over="ignore"):  # an overflow is reported below
+        values = {
+            path: np.asarray(value, dtype=variables[path].dtype)
+            for path, value in tensors.items()
+        }
+    # Finite in the file, inf in a narrower dtype (above 65504 in a float16
+    # model): as broken a weight as one stored inf.
+    overflow = sorted(
+        line
+        for path, value in values.items()
+        if (line := _overflow(path, tensors[path], value)) is not None
+    )
+    if overflow:
+        title = "not finite in the model's dtype (out of its range)"
+        _refuse(model, checkpoint, [], [(title, overflow)])
     return values, zeros, notes
 
 
@@ -349,6 +360,24 @@ def _non_finite(path, value):
         return None
     counts = [f"{n} {kind}" for n, kind in ((nan, "NaN"), (inf, "inf")) if n]
     return f"{path}: {', '.join(counts)} of {value.size} values"
+
+
+def _overflow(path, value, cast):
+    """A line naming `path` and counting the values that became infinite
+    when `value` (finite: checked before) was `cast` to the model's dtype,
+    or `None` if none did."""
+    cast = np.asarray(cast)
+    if cast.dtype.kind not in "fc" and str(cast.dtype) != "bfloat16":
+        return None
+    count = int(np.count_nonzero(np.isinf(cast.astype("float32"))))
+    if not count:
+        return None
+    largest = float(np.max(np.abs(np.asarray(value, "float64"))))
+    return (
+        f"{path}: {count} of {cast.size} values overflow {cast.dtype} "
+        f"(largest magnitude {largest:g}, {cast.dtype}'s maximum "
+        f"{float(np.finfo(cast.dtype).max):g})"
+    )
 
 
 def _castable(value, dtype):

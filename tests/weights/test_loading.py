@@ -187,6 +187,34 @@ def test_architecture_mismatch_lists_everything_and_changes_nothing():
     _assert_unchanged(model, before)
 
 
+def test_values_beyond_the_models_dtype_are_refused(tmp_path):
+    # 7e4 is finite in the file and inf in float16 (largest 65504): it was
+    # loaded as inf, with only NumPy's RuntimeWarning.
+    def enlarge(arrays):
+        arrays["head/kernel"] = np.array(arrays["head/kernel"], copy=True)
+        arrays["head/kernel"][0, :2] = (7e4, -1e5)
+
+    path = _copy_npz(tmp_path, enlarge)
+    model = keras_vit.ViT(**{**TINY, "dtype": "float16"})
+    before = _snapshot(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning either
+        with pytest.raises(ValueError) as info:
+            keras_vit.load_weights(model, path)
+    message = str(info.value)
+    assert "nothing was loaded" in message and path in message, message
+    assert (
+        "head/kernel: 2 of 160 values overflow float16 (largest magnitude "
+        "100000, float16's maximum 65504)" in message
+    ), message
+    _assert_unchanged(model, before)
+    # In float32 (and mixed_float16's float32 variables) they fit.
+    for dtype in ("float32", "mixed_float16"):
+        model = keras_vit.ViT(**{**TINY, "dtype": dtype})
+        keras_vit.load_weights(model, path)
+        assert model.get_layer("head").kernel.numpy()[0, 1] == -1e5
+
+
 def test_a_keras_quantized_model_takes_and_writes_no_float_checkpoint(tmp_path):
     # After `model.quantize("int8")` the kernels are int8 with scales: a
     # float checkpoint cannot be loaded into them, nor written from them
