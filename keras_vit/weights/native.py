@@ -15,10 +15,15 @@ the `PatchEncoder`'s `GRID_RECORD` entry next to its variables, else (a
 nothing of its grid: it is `None` here, and loading it needs
 `source_grid=` (see `Checkpoint.position_grid`).
 
-Some settings change no tensor's shape: the fused QKV kernel is the same
-for any number of heads. A `.keras` archive's `config.json` records them:
-its `num_heads` is the `Checkpoint`'s (the loader refuses another), and a
-model that differs in `RECORDED_SETTINGS` is refused here.
+Keras holds a layer's variables by position, not by name, and some
+settings change no tensor's shape: the fused QKV kernel is the same for
+any number of heads, a distillation token and a lone register token are
+both `(1, 1, D)`. A `.keras` archive's `config.json` records them: its
+`num_heads` is the `Checkpoint`'s (the loader refuses another), and a
+model that differs in `RECORDED_SETTINGS` is refused here. A
+`.weights.h5` records none: where its prefix tokens fit the model's and
+another layout alike (see `_check_token_layout`), it is refused rather
+than guessed.
 """
 
 import io
@@ -33,11 +38,16 @@ from keras_vit.weights.checkpoint import Checkpoint
 
 WEIGHTS_MEMBER = "model.weights.h5"
 
-#: `ViT` arguments a `.keras` archive's config records and its tensors do
-#: not tell apart: a model that differs in one would load the weights and
-#: compute other outputs. (`num_heads` is the `Checkpoint`'s, checked by the
+#: The prefix-token settings: their variables lead the `PatchEncoder`'s own
+#: (class, distillation, registers, in that order), held by position.
+TOKEN_SETTINGS = ("class_token", "distillation", "num_register_tokens")
+
+#: `ViT` arguments a `.keras` archive's config records and its tensors,
+#: held by position, do not tell apart: a model that differs in one would
+#: load the weights and compute other outputs, or put one token's weights
+#: in another's place. (`num_heads` is the `Checkpoint`'s, checked by the
 #: loader with every other mismatch.)
-RECORDED_SETTINGS = ("activation", "layer_norm_epsilon")
+RECORDED_SETTINGS = ("activation", "layer_norm_epsilon") + TOKEN_SETTINGS
 
 
 def _own_variables(layer):
@@ -179,19 +189,96 @@ def _check_recorded_settings(args, model, path):
     raise ValueError(
         f"The Keras file {path!r} holds the weights of a model with "
         f"{theirs} (its config records them) and the model {model.name!r} "
-        f"has {ours}: the weights would load and compute other outputs; "
-        "nothing was loaded. Build the model "
+        f"has {ours}. Keras files hold a layer's weights by position, so "
+        "they would load and compute other outputs, or put one token's "
+        "weights in another's place; nothing was loaded. Build the model "
         f"with the file's settings (or keras.saving.load_model({path!r})). "
         f"Received: {ours}"
     )
 
 
-def _checked_args(config, model, path):
+#: The `(class_token, distillation)` a model may have (a distillation
+#: token needs a class token).
+_TOKEN_PAIRS = ((False, False), (True, False), (True, True))
+
+
+def _layouts_with_widths(widths):
+    """Every `(class_token, distillation, num_register_tokens)` whose
+    prefix-token variables have these widths (their second axis), in
+    order: `[1]` is a class token or one register, `[1, 1]` a class token
+    and a distillation token or one register."""
+    layouts = []
+    for class_token, distillation in _TOKEN_PAIRS:
+        count = int(class_token) + int(distillation)
+        rest = list(widths[count:])
+        if list(widths[:count]) == [1] * count and len(rest) <= 1:
+            layouts.append((class_token, distillation, sum(rest)))
+    return layouts
+
+
+def _file_distilled(entries):
+    """Whether a Keras file's model had a distillation head: `True` if the
+    file holds `head_dist`, `False` if it holds a `head` and no
+    `head_dist`, `None` if it holds no head (`include_top=False`)."""
+    tops = {chain[0] for chain, arrays in entries if chain and arrays}
+    if "head_dist" in tops:
+        return True
+    return False if "head" in tops else None
+
+
+def _check_token_layout(entries, model, path):
+    """For a file that records no config (a `.weights.h5`): refuses when
+    its prefix tokens, held by position, have the shapes of the model's and
+    of another layout's too, and the file's heads do not say which it is.
+
+    A class-token model takes a lone `(1, 1, D)` token to be a class token
+    (the layout of nearly every file): only a model without a class token
+    and one register is refused for it."""
+    encoder = model.get_layer("patch_encoder")
+    ours = tuple(getattr(model, name) for name in TOKEN_SETTINGS)
+    count = sum(bool(value) for value in ours)  # registers: one variable
+    tokens = _own_variables(encoder)[:count]
+    saved = next((a for c, a in entries if c == (encoder.name,)), {})
+    shapes = [np.shape(saved.get(str(i))) for i in range(len(tokens))]
+    if shapes != [tuple(v.shape) for v in tokens]:
+        return  # another layout: the loader's checks list the differences
+    distilled = _file_distilled(entries)
+    others = [
+        layout
+        for layout in _layouts_with_widths([s[1] for s in shapes])
+        if layout != ours
+        and (layout[0] or not model.class_token)
+        and distilled in (None, layout[1])
+    ]
+    if not others:
+        return
+    differ = [i for i in range(3) if any(o[i] != ours[i] for o in others)]
+    alike = " or ".join(
+        ", ".join(f"{TOKEN_SETTINGS[i]}={o[i]!r}" for i in differ)
+        for o in others
+    )
+    received = ", ".join(f"{TOKEN_SETTINGS[i]}={ours[i]!r}" for i in differ)
+    raise ValueError(
+        f"The Keras weights file {path!r} does not record its model's "
+        f"prefix tokens (a .weights.h5 holds a layer's weights by position, "
+        f"unnamed), and its tokens, shaped {shapes}, are those of the "
+        f"model {model.name!r} ({received}) and of a model with {alike}: "
+        "one token's weights could land in another's place, so nothing "
+        "was loaded. Load a .keras file of the model (its config says "
+        "which tokens it has) or, for a file this very model saved, "
+        f"Keras's own model.load_weights({path!r}). Received: {received}"
+    )
+
+
+def _checked_args(entries, config, model, path):
     """The `ViT` arguments `config` records (`None` if none), once the
-    model is checked against them."""
+    model is checked against them, or against the file's token layout
+    where they do not record it."""
     args = _config_args(config)
     if args is not None:
         _check_recorded_settings(args, model, path)
+    if args is None or any(args.get(k) is None for k in TOKEN_SETTINGS):
+        _check_token_layout(entries, model, path)
     return args
 
 
@@ -202,7 +289,8 @@ def read_keras_weights(path, model):
         ValueError: naming the file, if it cannot be read (not HDF5, not a
             zip archive, no weights member, truncated, malformed), if the
             model differs from the one a `.keras` file's config records in
-            `RECORDED_SETTINGS`.
+            `RECORDED_SETTINGS`, or if a `.weights.h5`'s prefix tokens fit
+            another layout as well as the model's.
     """
     try:
         entries, config = _read_file(path)
@@ -211,7 +299,7 @@ def read_keras_weights(path, model):
             f"Could not read the Keras weights file {path!r} (truncated or "
             f"corrupt?): {type(e).__name__}: {e}"
         ) from None
-    args = _checked_args(config, model, path)
+    args = _checked_args(entries, config, model, path)
     tensors, unexpected, grid = {}, [], None
     layers = {layer.name: layer for layer in model.layers}
     encoder = layers.get("patch_encoder")

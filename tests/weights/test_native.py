@@ -1,5 +1,5 @@
-"""keras_vit's own files (`.keras`, `.weights.h5`): what their tensors
-cannot tell apart is checked, never guessed."""
+"""keras_vit's own files (`.keras`, `.weights.h5`): what their tensors,
+held by position, cannot tell apart is checked, never guessed."""
 
 import numpy as np
 import pytest
@@ -85,4 +85,75 @@ def test_a_keras_file_refuses_another_activation_or_epsilon(
         _tiny(seed=1, **setting),
         path,
         rf"with {theirs} \(its config records them\).*Received: {received}$",
+    )
+
+
+def test_a_keras_file_refuses_another_token_layout(tmp_path):
+    # One register and a distillation token are both (1, 1, D): the
+    # config says which the file holds.
+    path = _save(
+        _tiny(num_register_tokens=1, include_top=False), tmp_path / "r.keras"
+    )
+    _refused(
+        _tiny(seed=1, distillation=True, include_top=False),
+        path,
+        "with distillation=False, num_register_tokens=1 .* has "
+        "distillation=True, num_register_tokens=0",
+    )
+
+
+def test_a_weights_file_whose_tokens_fit_two_layouts_is_refused(tmp_path):
+    # A .weights.h5 records neither names nor config: a register's weights
+    # would have become the distillation token's, and the other way round.
+    registers = _save(
+        _tiny(num_register_tokens=1, include_top=False),
+        tmp_path / "r.weights.h5",
+    )
+    distilled = _save(
+        _tiny(distillation=True, include_top=False), tmp_path / "d.weights.h5"
+    )
+    _refused(
+        _tiny(seed=1, distillation=True, include_top=False),
+        registers,
+        r"\(distillation=True, num_register_tokens=0\) and of a model with "
+        r"distillation=False, num_register_tokens=1",
+    )
+    _refused(
+        _tiny(seed=1, num_register_tokens=1, include_top=False),
+        distilled,
+        "Received: distillation=False, num_register_tokens=1$",
+    )
+    # No class token and one register: as shaped as a class token.
+    no_class = _save(
+        _tiny(class_token=False, pooling="gap", num_register_tokens=1),
+        tmp_path / "c.weights.h5",
+    )
+    _refused(
+        _tiny(seed=1, class_token=False, pooling="gap", num_register_tokens=1),
+        no_class,
+        "Received: class_token=False, num_register_tokens=1$",
+    )
+
+
+@pytest.mark.parametrize(
+    "layout", [{"distillation": True}, {"num_register_tokens": 1}]
+)
+def test_a_weights_file_with_its_heads_says_its_tokens(tmp_path, layout):
+    # A file with a head has a distillation head exactly when it has a
+    # distillation token: it loads into its own layout only.
+    source = _tiny(**layout)
+    path = _save(source, tmp_path / "m.weights.h5")
+    loaded = _tiny(seed=1, **layout)
+    keras_vit.load_weights(loaded, path)
+    _assert_same_outputs(loaded, source)
+    other = (
+        {"num_register_tokens": 1}
+        if "distillation" in layout
+        else {"distillation": True}
+    )
+    # Another class count drops the heads: the tokens are still told apart.
+    _refused(
+        _tiny(seed=1, **other, num_classes=3),
+        path,
+        "does not record its model's prefix tokens",
     )
