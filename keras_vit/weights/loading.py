@@ -193,13 +193,11 @@ def _resample_grids(
     when the checkpoint's grid is not known)."""
     notes = []
     posemb = tensors.get(POSEMB)
-    if (
-        posemb is not None
-        and POSEMB in variables
-        and checkpoint.position_prefix_tokens
-        == model.get_layer("patch_encoder").position_prefix_tokens
-        and np.ndim(posemb) == 3
-    ):
+    if POSEMB not in variables or np.ndim(posemb) != 3:
+        posemb = None
+    elif not _same_position_prefix(model, checkpoint, problems):
+        posemb = None  # resampling would take a prefix entry for a patch's
+    if posemb is not None:
         target = tuple(model.grid_size)
         try:
             source = checkpoint.position_grid
@@ -235,6 +233,44 @@ def _resample_grids(
                 f"from {source} to {target} ({interpolation})."
             )
     return notes
+
+
+def _position_tokens(prefix_tokens, entries, told=None):
+    """`position_embedding_tokens` as 1D position embeddings with
+    `entries` before the patches' for `prefix_tokens` tokens show it."""
+    return told or ("patches" if prefix_tokens and not entries else "all")
+
+
+def _same_position_prefix(model, checkpoint, problems):
+    """Whether the 1D position embeddings have as many entries before the
+    patches' as the model's. Where they differ by
+    `position_embedding_tokens` (and not by the prefix tokens, whose
+    tensors are reported), appends the problem to `problems`: equal
+    shapes do not make them fit (a patches-only DeiT III file's 4x4 = 16
+    entries and a model's 1 + 3x5: the class token's embedding and the
+    first patch's would trade places)."""
+    encoder = model.get_layer("patch_encoder")
+    theirs = checkpoint.position_prefix_tokens
+    ours = encoder.position_prefix_tokens
+    if theirs == ours:
+        return True
+    tokens = _position_tokens(
+        checkpoint.num_prefix_tokens,
+        theirs,
+        checkpoint.position_embedding_tokens,
+    )
+    own = _position_tokens(encoder.num_prefix_tokens, ours)
+    if tokens != own:
+        problems.append(
+            f"The checkpoint's position embeddings have entries for {theirs} "
+            f"prefix tokens (position_embedding_tokens={tokens!r}) and the "
+            f"model's for {ours} (position_embedding_tokens={own!r}), so "
+            "they are not loaded: build the model with "
+            f"position_embedding_tokens={tokens!r} (or, if the file is read "
+            "wrongly, pass load_weights the file's "
+            "position_embedding_tokens=)."
+        )
+    return False
 
 
 def _relative_problems(model, tensors, variables):
@@ -316,7 +352,8 @@ def _refuse(model, checkpoint, problems, sections):
         f"num_register_tokens={model.num_register_tokens}, "
         f"num_classes={model.num_classes}, "
         f"representation_size={model.representation_size}, "
-        f"position_embedding={model.position_embedding!r}",
+        f"position_embedding={model.position_embedding!r}, "
+        f"position_embedding_tokens={model.position_embedding_tokens!r}",
     ]
     lines += [f"  {problem}" for problem in problems]
     for title, items in sections:

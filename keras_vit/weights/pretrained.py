@@ -33,9 +33,11 @@ def prepare(weights, arguments):
         preset's `vit_arguments` and `normalization` (those not given, so
         that `include_preprocessing=True` applies the preset's own
         normalisation to [0, 255] pixels), `image_size` (when not
-        given: the preset's or the checkpoint's resolution) and
+        given: the preset's or the checkpoint's resolution),
         `representation_size` (when the head is the checkpoint's: its
-        pre-logits layer); and `load(model)`, which loads the
+        pre-logits layer) and `position_embedding_tokens` (`"patches"`,
+        when not given, for a checkpoint whose position embeddings have
+        entries for the patches only); and `load(model)`, which loads the
         weights into the model built from them, all or nothing.
     """
     given = dict(arguments)
@@ -67,6 +69,21 @@ def prepare(weights, arguments):
     checkpoint = None
     if not reader.is_native(path):  # keras_vit's own files need the model
         checkpoint = reader.read_checkpoint(path)
+    _fill_from_checkpoint(given, arguments, preset, checkpoint)
+
+    def load(model):
+        loaded = checkpoint
+        if loaded is None:  # keras_vit's own file: read for this model
+            loaded = reader.read_checkpoint(path, model=model)
+        loading.load_checkpoint(model, loaded)
+
+    return given, load
+
+
+def _fill_from_checkpoint(given, arguments, preset, checkpoint):
+    """Fills in `given` what the preset or checkpoint decides and the
+    caller did not give: the resolution, the pre-logits layer, and which
+    tokens have position embeddings."""
     if given.get("image_size") is None:
         given["image_size"] = (
             preset["image_size"]
@@ -84,14 +101,15 @@ def prepare(weights, arguments):
     ):
         # Same head as the checkpoint: keep its pre-logits layer too.
         given["representation_size"] = checkpoint.representation_size
-
-    def load(model):
-        loaded = checkpoint
-        if loaded is None:  # keras_vit's own file: read for this model
-            loaded = reader.read_checkpoint(path, model=model)
-        loading.load_checkpoint(model, loaded)
-
-    return given, load
+    if (
+        given.get("position_embedding_tokens") is None
+        and checkpoint is not None
+        and checkpoint.num_prefix_tokens
+        and not checkpoint.position_prefix_tokens
+    ):
+        # Position embeddings for the patches only (DeiT III, timm's
+        # no_embed_class): the model's must be too, or none would fit.
+        given["position_embedding_tokens"] = "patches"
 
 
 vit.set_weights_loader(prepare)

@@ -141,6 +141,42 @@ def test_position_embeddings_that_fit_both_readings_need_telling(tmp_path):
         read_checkpoint(path, position_embedding_tokens="some")
 
 
+def test_position_embeddings_for_other_prefix_tokens_are_refused():
+    # DeiT III's are for its 4x4 patches only: 16 entries. A model with the
+    # default position_embedding_tokens="all" at a 3x5 grid has 1 + 15, the
+    # same shape: it loaded silently, the first patch's entry becoming the
+    # class token's.
+    path, expected = files("deit3")
+    _, model, _ = build("deit3")
+    config = {**model.get_config(), "image_size": (12, 20)}
+    for name in ("name", "position_embedding_tokens"):
+        config.pop(name)
+    wrong = keras_vit.ViT(**config)
+    encoder = wrong.get_layer("patch_encoder")
+    assert tuple(encoder.pos_embedding.shape) == (1, 16, 16)
+    before = [w.numpy().copy() for w in wrong.weights]
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(wrong, path)
+    message = str(info.value)
+    assert "nothing was loaded" in message, message
+    assert (
+        "entries for 0 prefix tokens (position_embedding_tokens='patches') "
+        "and the model's for 1 (position_embedding_tokens='all')" in message
+    ), message
+    for old, w in zip(before, wrong.weights):
+        np.testing.assert_array_equal(old, w.numpy())
+    # from_preset takes them from the file, as it does the resolution.
+    config.pop("image_size")
+    loaded = keras_vit.ViT.from_preset(path, **config)
+    assert loaded.position_embedding_tokens == "patches"
+    np.testing.assert_allclose(
+        loaded.predict(expected["images"], verbose=0),
+        expected["logits"],
+        atol=1e-4,
+        rtol=0,
+    )
+
+
 @pytest.mark.parametrize("positions, tokens", [(12, "patches"), (13, "all")])
 def test_a_source_grid_says_which_tokens_have_position_embeddings(
     tmp_path, positions, tokens
