@@ -42,6 +42,18 @@ def add_parser(sub):
         "distillation and register tokens ('all') or the patches only, where "
         "their count does not say it (default: from the file)",
     )
+    _add_unrecorded(parser)
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing file at --output (never the input)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(run=run)
+
+
+def _add_unrecorded(parser):
+    """The flags of the model's arguments that no file records."""
     parser.add_argument(
         "--activation",
         choices=ACTIVATIONS,
@@ -56,6 +68,15 @@ def add_parser(sub):
         default=None,
         help="the LayerNorm epsilon, which no file records: 1e-5 for CLIP "
         "(default: 1e-6; for a Hugging Face CLIP file, 1e-5)",
+    )
+    parser.add_argument(
+        "--classifier-activation",
+        default=None,
+        metavar="NAME",
+        help="the head's output activation: a Keras activation's name "
+        "(softmax, sigmoid, ...) or 'none' for raw outputs (default: "
+        "softmax; none for a Hugging Face CLIP file's image projection, "
+        "whose outputs are embeddings)",
     )
     for name, imagenet in (("mean", "0.485 0.456 0.406"), ("std", None)):
         parser.add_argument(
@@ -74,13 +95,6 @@ def add_parser(sub):
                 "for DeiT and DINOv2)"
             ),
         )
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace an existing file at --output (never the input)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(run=run)
 
 
 def run(args):
@@ -91,6 +105,9 @@ def run(args):
         for name in ("activation", "layer_norm_epsilon")
         if (value := getattr(args, name)) is not None
     }
+    if args.classifier_activation is not None:  # checked by keras_vit.ViT
+        name = args.classifier_activation
+        unrecorded["classifier_activation"] = None if name == "none" else name
     if (args.mean is None) != (args.std is None):
         raise ValueError(
             "--mean and --std go together. Received: "

@@ -52,6 +52,13 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     if "num_classes" in kwargs and "include_top" not in kwargs:
         # Classes asked for mean a head, also over a file without one.
         args["include_top"] = True
+    if (
+        "classifier_activation" not in kwargs
+        and args["num_classes"] != checkpoint.num_classes
+    ):
+        # A new head for other classes is a classifier, not the file's
+        # projection (CLIP's): the default activation.
+        args.pop("classifier_activation", None)
     if isinstance(variant, dict):
         vit = ViT(**variant, **args)
     else:  # (a recorded head count that differs is refused when loading)
@@ -75,7 +82,10 @@ def architecture(checkpoint):
     `checkpoint`'s tensors imply: head, resolution, pooling, prefix tokens
     and the options of the modern families, and the `layout_defaults` of
     the Hugging Face DINOv2, CLIP and SigLIP layouts (their family's
-    activation and LayerNorm epsilon). What no file records otherwise (the
+    activation and LayerNorm epsilon; `classifier_activation=None` for a
+    CLIP file's image projection, whose outputs are embeddings, unless
+    `model_for_checkpoint` is given another class count: a new classifier).
+    What no file records otherwise (the
     activation and LayerNorm epsilon of a timm file, the number of heads of
     the fused-QKV formats) is not among them."""
     args = {
@@ -190,7 +200,9 @@ def convert(
             (`activation="quick_gelu"`, `layer_norm_epsilon=1e-5` for a
             timm file of OpenAI's CLIP; a Hugging Face DINOv2, CLIP or
             SigLIP file implies its family's, which these replace;
-            `normalization=`, the mean and std of its inputs).
+            `normalization=`, the mean and std of its inputs;
+            `classifier_activation=`, whose default is `"softmax"`, but
+            `None` for a Hugging Face CLIP file's image projection).
 
     Returns:
         The converted `keras_vit.ViT`.

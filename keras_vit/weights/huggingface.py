@@ -57,7 +57,8 @@ files, whose `text_model.*`, `text_projection`, `logit_scale` are dropped):
     encoder.layers.{i}.mlp.fc1, .mlp.fc2
     post_layernorm                           (keras_vit's encoder_norm)
     visual_projection.weight (P, D)          (no bias; keras_vit's head,
-                                              with a zero bias)
+                                              with a zero bias and no
+                                              classifier_activation)
 
 `post_layernorm` is applied to the pooled class token only:
 `last_hidden_state` is the last block's output (keras_vit's last
@@ -88,7 +89,9 @@ model is built with transformers' config defaults for the family
 (`Checkpoint.layout_defaults`): DINOv2 `"gelu"` (exact) and 1e-6; CLIP
 `"quick_gelu"` and 1e-5 (OpenAI's; LAION's `CLIP-ViT-*` use `hidden_act
 "gelu"`: pass `activation="gelu"`); SigLIP `"gelu_tanh"`
-(`gelu_pytorch_tanh`) and 1e-6. An argument given replaces them.
+(`gelu_pytorch_tanh`) and 1e-6. A CLIP file with `visual_projection`
+implies `classifier_activation=None` too (`PROJECTION_DEFAULTS`): the head
+gives the embeddings. An argument given replaces them.
 
 The `.safetensors` file records no patch grid (the `image_size` is in the
 `config.json` beside it, which keras_vit does not read: it reads the one
@@ -127,6 +130,10 @@ LAYOUT_DEFAULTS = {
     },
     "siglip": {"activation": "gelu_tanh", "layer_norm_epsilon": 1e-6},
 }
+#: What CLIP's `visual_projection` (read as the head) implies: its outputs
+#: are embeddings (`image_embeds`), not a classifier's logits, so no
+#: softmax (a softmax over them is a silent wrong answer).
+PROJECTION_DEFAULTS = {"classifier_activation": None}
 #: The text tower and contrastive scalars of a full `CLIPModel` /
 #: `SiglipModel` file: not the image model's, dropped.
 _TEXT = re.compile(
@@ -399,14 +406,16 @@ def _read_clip_or_siglip(tensors, path):
         torch_linear(src, "classifier", out, "head")
     elif f"{p}head.probe" in src:
         _siglip_head(src, p, out)
+    layout = dict(LAYOUT_DEFAULTS["clip" if clip else "siglip"])
     projection = src.take_if_present("visual_projection.weight", 2)
     if projection is not None:  # CLIP's image_embeds: a head without bias
         out["head/kernel"] = projection.T
         out["head/bias"] = np.zeros(projection.shape[0], projection.dtype)
+        layout.update(PROJECTION_DEFAULTS)
     return src.checkpoint(
         out,
         "huggingface",
         patch_size=patch_size,
         position_embedding_tokens="all" if clip else None,
-        layout_defaults=dict(LAYOUT_DEFAULTS["clip" if clip else "siglip"]),
+        layout_defaults=layout,
     )

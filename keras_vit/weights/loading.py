@@ -116,17 +116,40 @@ def _layout_notes(model, checkpoint):
         if name in ("activation", "layer_norm_epsilon")
         and getattr(model, name) != value
     }
+    notes = _projection_notes(model, checkpoint)
     if not differ:
-        return []
+        return notes
     theirs = ", ".join(f"{k}={v[0]!r}" for k, v in differ.items())
     ours = ", ".join(f"{k}={v[1]!r}" for k, v in differ.items())
-    return [
+    return notes + [
         f"{checkpoint.path} is in a layout whose models have {theirs} "
         f"(transformers' config default; the file does not record it) and "
         f"the model has {ours}: its outputs are not the checkpoint's unless "
         "that is meant (e.g. LAION's CLIP, activation='gelu'). "
         "keras_vit.weights.convert.model_for_checkpoint builds the model "
         "the file implies."
+    ]
+
+
+def _projection_notes(model, checkpoint):
+    """A note where the file's head is an embedding projection (CLIP's
+    `visual_projection`, `classifier_activation=None` in its
+    `layout_defaults`), the model loads it, and its classifier activation
+    would change the embeddings (a softmax over them)."""
+    layout = checkpoint.layout_defaults
+    if (
+        "classifier_activation" not in layout
+        or not model.include_top
+        or checkpoint.head_classes != model.num_classes
+        or model.classifier_activation == layout["classifier_activation"]
+    ):
+        return []
+    return [
+        f"The head in {checkpoint.path} is an image projection (CLIP's "
+        "visual_projection), whose outputs are embeddings, and the model "
+        f"has classifier_activation={model.classifier_activation!r}: its "
+        "outputs are not the embeddings unless that is meant (pass "
+        f"classifier_activation={layout['classifier_activation']!r})."
     ]
 
 

@@ -229,6 +229,72 @@ def test_loading_into_a_model_of_another_activation_warns():
         keras_vit.load_weights(model, path)  # the layout's: no warning
 
 
+def test_a_clip_projection_gives_the_embeddings():
+    # Its head is the image-text projection: the converted model gave a
+    # softmax over image_embeds (the default classifier_activation).
+    checkpoint = read_checkpoint(files("clip_proj")[0])
+    assert convert.architecture(checkpoint)["classifier_activation"] is None
+    expected = files("clip_proj")[1]
+    model = convert.model_for_checkpoint(checkpoint, num_heads=2)
+    assert model.classifier_activation is None
+    np.testing.assert_allclose(
+        model.predict(expected["images"], verbose=0),
+        expected["image_embeds"],
+        atol=1e-4,
+    )
+    # A new head for other classes is a classifier: the default softmax.
+    new = convert.model_for_checkpoint(checkpoint, num_heads=2, num_classes=3)
+    assert new.classifier_activation == "softmax"
+    assert "classifier_activation" not in convert.architecture(
+        read_checkpoint(files("clip")[0])
+    )
+
+
+def test_loading_a_clip_projection_under_a_softmax_warns():
+    path, _ = files("clip_proj")
+    _, model, _ = build("clip_proj")
+    config = {**model.get_config(), "classifier_activation": "softmax"}
+    config.pop("name", None)
+    with pytest.warns(UserWarning, match="image projection") as record:
+        keras_vit.load_weights(keras_vit.ViT(**config), path)
+    assert "classifier_activation='softmax'" in str(record[0].message)
+    assert "classifier_activation=None" in str(record[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        keras_vit.load_weights(model, path)  # embeddings: no warning
+        include_top = {**config, "include_top": False}
+        keras_vit.load_weights(keras_vit.ViT(**include_top), path)
+
+
+def test_convert_command_takes_the_classifier_activation(tmp_path, capsys):
+    import keras
+
+    from keras_vit import cli
+
+    path, expected = files("clip_proj")
+    embeds = expected["image_embeds"]
+    shifted = np.exp(embeds - embeds.max(-1, keepdims=True))
+    softmax = shifted / shifted.sum(-1, keepdims=True)
+    argv = ["convert", path, "--num-heads", "2", "--quiet", "--output"]
+    for name, flags, want in (
+        ("default", [], embeds),
+        ("none", ["--classifier-activation", "none"], embeds),
+        ("softmax", ["--classifier-activation", "softmax"], softmax),
+    ):
+        output = str(tmp_path / f"{name}.keras")
+        assert cli.main([*argv, output, *flags]) == 0
+        model = keras.saving.load_model(output, safe_mode=True)
+        np.testing.assert_allclose(
+            model.predict(expected["images"], verbose=0), want, atol=1e-4
+        )
+    capsys.readouterr()
+    output = tmp_path / "bad.keras"
+    bad = [*argv, str(output), "--classifier-activation", "softmaks"]
+    assert cli.main(bad) == 2
+    assert "classifier_activation='softmaks'" in capsys.readouterr().err
+    assert not output.exists()
+
+
 def _rewritten(tmp_path, name, rename=lambda k: k, extra=None):
     """The `name` golden's tensors renamed and with `extra` ones added."""
     from safetensors.numpy import load_file
