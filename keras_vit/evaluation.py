@@ -322,7 +322,10 @@ def few_shot(
 
     Args:
         model: a `keras_vit.ViT` (its pre-logits or pooled feature is read;
-            the head is not used), a `.keras` file or a builder name.
+            the head is not used), a `.keras` file or a builder name. The
+            images are fed as it takes them: [0, 255] pixels, normalised
+            as its `normalization` says if it was built with
+            `include_preprocessing=False`.
         dataset: a name `keras_vit.data.load` reads (`"digits"`,
             `"fashion_mnist"`, `"folder:PATH"`, a tensorflow_datasets name)
             or a loaded `keras_vit.data.Dataset`.
@@ -363,13 +366,13 @@ def few_shot(
     # The examples the shots are drawn from (indices into the training split).
     pool, test = _test_split(dataset, len(labels), test_fraction)
     chosen, draws = _draw_shots(labels, pool, num_classes, shots, seeds)
-    # At image_size (a ViT(dynamic_image_size=True) takes any size).
-    read = dict(image_size=model.image_size, verbose=verbose)
-    features = _features(
-        features_of, dataset.subset(chosen), num_classes, batch_size, **read
-    )[0]
-    test_features, test_labels = _features(
-        features_of, test, num_classes, batch_size, **read
+    (features, _), (test_features, test_labels) = _split_features(
+        model,
+        features_of,
+        (dataset.subset(chosen), test),
+        num_classes,
+        batch_size,
+        verbose,
     )
     result = _score(
         draws,
@@ -460,9 +463,39 @@ def _test_split(dataset, num_train, test_fraction):
     return pool, test
 
 
-def _features(model, pairs, num_classes, batch_size, image_size, verbose=0):
+def _split_features(
+    model, features_of, splits, num_classes, batch_size, verbose
+):
+    """`[(features, labels)]` of `features_of` (`model`'s representation)
+    on each of `splits` (datasets of `(image, label)`), at `model`'s
+    `image_size` (a `ViT(dynamic_image_size=True)` takes any size), the
+    images as `model` takes them (normalised for
+    `include_preprocessing=False`)."""
+    from keras_vit.export.models import inputs_from_pixels
+
+    prepare = inputs_from_pixels(model)
+    return [
+        _features(
+            features_of,
+            pairs,
+            num_classes,
+            batch_size,
+            model.image_size,
+            prepare,
+            verbose,
+        )
+        for pairs in splits
+    ]
+
+
+def _features(
+    model, pairs, num_classes, batch_size, image_size, prepare, verbose=0
+):
     """`(features, labels)` of a dataset of `(image, label)`, in order, with
-    a Keras progress bar of the batches at `verbose` 1 or 2."""
+    a Keras progress bar of the batches at `verbose` 1 or 2. `prepare` turns
+    the pipeline's [0, 255] pixels into the model's inputs
+    (`keras_vit.export.models.inputs_from_pixels`: `model` is the
+    representation model, which records no preprocessing)."""
     import keras
 
     from keras_vit import data
@@ -476,7 +509,7 @@ def _features(model, pairs, num_classes, batch_size, image_size, verbose=0):
     )
     features, labels = [], []
     for step, (images, onehot) in enumerate(batches.as_numpy_iterator(), 1):
-        images = model_pixels(images, channels)
+        images = prepare(model_pixels(images, channels))
         features.append(np.asarray(model.predict_on_batch(images), "float32"))
         labels.append(np.argmax(onehot, axis=-1))
         progress.update(step, finalize=step == known)

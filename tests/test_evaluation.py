@@ -297,3 +297,26 @@ def test_few_shot_shows_progress_unless_asked_not_to(capsys, verbose):
 def test_few_shot_refuses_a_bad_verbose():
     with pytest.raises(ValueError, match="Received: verbose=3"):
         evaluation.few_shot(keras_vit.ViT(**TINY), "digits", verbose=3)
+
+
+def test_few_shot_normalises_the_images_of_a_model_that_takes_them():
+    # A model built with include_preprocessing=False was fed the pipeline's
+    # [0, 255] pixels: its features, and so its accuracies, were those of
+    # images 127.5 times too bright. Fed its normalised inputs, it scores
+    # what its twin (the same weights, normalising pixels itself) scores,
+    # to within one test image of 360 (float rounding of near ties).
+    config = {**TINY, "hidden_dim": 32, "mlp_dim": 64}
+    keras.utils.set_random_seed(0)
+    raw = keras_vit.ViT(**config, include_preprocessing=False)
+    twin = keras_vit.ViT(**config)
+    twin.set_weights(raw.get_weights())
+    results = [
+        evaluation.few_shot(m, "digits", shots=(1, 5), seeds=2, verbose=0)
+        for m in (raw, twin)
+    ]
+    for k in (1, 5):
+        np.testing.assert_allclose(
+            results[0].accuracy[k], results[1].accuracy[k], atol=0.003
+        )
+    # Features that tell digits apart (chance: 0.1).
+    assert results[1].mean(5) > 0.2

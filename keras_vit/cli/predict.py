@@ -100,15 +100,18 @@ def top_classes(probabilities, class_names, images, top):
 
 class Predictor:
     """A model's class probabilities for image files (`predict(paths)`),
-    its input `(height, width, channels)` and `class_names`."""
+    its input `(height, width, channels)` and `class_names`. `prepare`
+    turns the files' [0, 255] pixels into the model's inputs (normalised
+    for a model built with `include_preprocessing=False`)."""
 
-    def __init__(self, run, input_spec, class_names, kind):
+    def __init__(self, run, input_spec, class_names, kind, prepare):
         if kind == "features":
             raise ValueError(
                 "The model has no classifier head (include_top=False): it "
                 "returns features, not classes. Received: a feature extractor"
             )
         self._run = run
+        self._prepare = prepare
         self.input_spec = input_spec
         self.class_names = class_names
         self.kind = kind
@@ -120,7 +123,7 @@ class Predictor:
 
         height, width, channels = self.input_spec
         pixels = load_image_files(paths, (height, width), channels)
-        outputs = np.asarray(self._run(pixels), dtype="float64")
+        outputs = np.asarray(self._run(self._prepare(pixels)), dtype="float64")
         if self.kind == "logits":
             outputs = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
             outputs /= outputs.sum(axis=-1, keepdims=True)
@@ -159,6 +162,7 @@ def _keras(path, weights):
         models.input_spec(model),
         metadata.class_names(model, model_source=path),
         models.output_kind(model),
+        models.inputs_from_pixels(model),
     )
 
 
@@ -171,6 +175,7 @@ def _named(name, weights):
         models.input_spec(model),
         named_class_names(name, weights, model),
         models.output_kind(model),
+        models.inputs_from_pixels(model),
     )
 
 
@@ -217,6 +222,31 @@ def _input_spec(found):
     return spec["height"], spec["width"], spec["channels"]
 
 
+def _inputs_from_pixels(path, found):
+    """What `keras_vit.export.models.inputs_from_pixels` gives for the
+    model an export's metadata describes: pixels as they are if it
+    normalises them itself (`pixel_range` [0, 255]), else normalised as
+    its `normalization` says (`null`: the paper's [-1, 1]); refused if the
+    metadata predates `normalization` (it would be a guess)."""
+    import functools
+
+    from keras_vit.export import models
+
+    spec = found["input"]
+    if spec.get("pixel_range") is not None:
+        return lambda pixels: pixels  # the model normalises them itself
+    if "normalization" not in spec:
+        raise ValueError(
+            "The export takes already-normalised inputs "
+            "(include_preprocessing=False) and its metadata does not say "
+            "how they were normalised (it predates `input.normalization`): "
+            f"export the model again. Received: model={path!r}"
+        )
+    return functools.partial(
+        models.normalize_pixels, normalization=spec["normalization"]
+    )
+
+
 def _tflite(path, weights):
     from keras_vit.export import runtime
 
@@ -226,6 +256,7 @@ def _tflite(path, weights):
         _input_spec(found),
         found["class_names"],
         found["output"]["kind"],
+        _inputs_from_pixels(path, found),
     )
 
 
@@ -241,4 +272,5 @@ def _saved_model(path, weights):
         _input_spec(found),
         found["class_names"],
         found["output"]["kind"],
+        _inputs_from_pixels(path, found),
     )

@@ -8,12 +8,18 @@ Each check compares the model with its `include_preprocessing=True` twin
 `inputs_from_pixels` makes of the same pixels, the two must agree.
 """
 
+import json
+import pathlib
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import keras_vit
+from keras_vit import cli
+from keras_vit.cli import predict
+from keras_vit.data.images import load_image_files
 from keras_vit.export import models
 from keras_vit.export import representative
 from keras_vit.export import tflite as tflite_lib
@@ -178,3 +184,76 @@ def test_pixel_arrays_for_a_model_that_takes_normalised_inputs_are_refused(
     # Normalised ones are taken as they are.
     loaded = representative.load_model_inputs(raw, pixels / 127.5 - 1)
     np.testing.assert_allclose(loaded.images, pixels / 127.5 - 1, atol=1e-6)
+
+
+def _photos(folder):
+    return sorted(str(p) for p in pathlib.Path(folder).glob("*/*.png"))
+
+
+def _predict_json(capsys, *argv):
+    assert cli.main(["predict", *argv, "--top", "10", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _probabilities(results):
+    """`(images, classes)` probabilities from `keras-vit predict --json`."""
+    rows = []
+    for result in results:
+        row = np.zeros(len(result["top"]))
+        for entry in result["top"]:
+            row[entry["index"]] = entry["probability"]
+        rows.append(row)
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("normalization", [None, IMAGENET])
+def test_predict_on_png_files(folder, normalization, tmp_path, capsys):
+    # The audit: a model trained on normalised digits scored 0.2 through
+    # `keras-vit predict` (fed [0, 255] pixels) and 1.0 in Keras.
+    raw, twin = _pair(normalization)
+    raw.save(tmp_path / "raw.keras")
+    photos = _photos(folder)
+    expected = twin.predict(load_image_files(photos, (32, 32)), verbose=0)
+    results = _predict_json(capsys, str(tmp_path / "raw.keras"), *photos)
+    assert [r["image"] for r in results] == photos
+    np.testing.assert_allclose(_probabilities(results), expected, atol=1e-5)
+
+
+def test_predict_on_png_files_with_a_tflite_export(folder, tmp_path, capsys):
+    raw, twin = _pair(IMAGENET)
+    path = str(tmp_path / "raw.tflite")
+    # Verified on digits, normalised as the model's inputs.
+    tflite_lib.export_tflite(raw, path, verify_data="digits")
+    photos = _photos(folder)
+    expected = twin.predict(load_image_files(photos, (32, 32)), verbose=0)
+    results = _predict_json(capsys, path, *photos)
+    np.testing.assert_allclose(_probabilities(results), expected, atol=1e-5)
+    # Metadata from before `input.normalization` cannot say what to feed.
+    sidecar = tmp_path / "raw.json"
+    meta = json.loads(sidecar.read_text())
+    del meta["input"]["normalization"]
+    sidecar.write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="include_preprocessing=False"):
+        predict.load_predictor(path)
+
+
+def test_inspect_feeds_normalised_images(folder, tmp_path, monkeypatch):
+    from keras_vit import visualize
+
+    raw, twin = _pair()
+    raw.save(tmp_path / "raw.keras")
+    photos = _photos(folder)[:2]
+    seen = []
+    monkeypatch.setattr(
+        visualize,
+        "inspect",
+        lambda model, images, *args, **kwargs: seen.append(images) or [],
+    )
+    argv = ["inspect", str(tmp_path / "raw.keras")]
+    argv += ["--output", str(tmp_path / "figures")]
+    for photo in photos:
+        argv += ["--image", photo]
+    assert cli.main(argv) == 0
+    (images,) = seen
+    pixels = load_image_files(photos, (32, 32))
+    np.testing.assert_allclose(images, pixels / 127.5 - 1, atol=1e-6)
