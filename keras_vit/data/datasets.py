@@ -86,6 +86,11 @@ class Dataset:
             that order, reading only those (arrays, image folders), or `None`.
         select_range: `select_range(start, stop)` -> a contiguous run of
             `train` read alone (tensorflow_datasets' split slicing), or `None`.
+        train_digest: what `train`'s examples are, in order, where their
+            number does not tell (an image folder: the SHA-256 of its files'
+            paths below it, `files_digest`), else `None`. A validation split
+            is drawn by index (`holdout`): a folder whose files changed
+            since holds other images out.
     """
 
     name: str
@@ -98,6 +103,7 @@ class Dataset:
     train_labels: object = dataclasses.field(default=None, repr=False)
     select: object = dataclasses.field(default=None, repr=False)
     select_range: object = dataclasses.field(default=None, repr=False)
+    train_digest: str = dataclasses.field(default=None, repr=False)
 
     @property
     def num_classes(self):
@@ -247,6 +253,19 @@ def images_under(folder):
     ]
 
 
+def files_digest(folder, paths):
+    """The SHA-256 (hex) of `paths`' places below `folder`, in order: it
+    changes when a file is added, removed, renamed or moved to another
+    class, not when the folder moves."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in paths:
+        relative = os.path.relpath(path, folder).replace(os.sep, "/")
+        digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
+    return digest.hexdigest()
+
+
 def _known_format(contents):
     """Whether `contents` (a scalar string tensor) starts like an image."""
     import tensorflow as tf
@@ -392,6 +411,7 @@ def _from_folder(name, folder, labels=True):
         channels=3,
         train_labels=labels,
         select=select,
+        train_digest=files_digest(folder, paths),
     )
 
 

@@ -357,8 +357,10 @@ def train(config, callbacks=(), strategy=None):
     the run starts: the dataset's class names in the order of the model's
     outputs, which exports and predictions read; not for masked patch
     prediction), `history.json`, `log.csv`, `curves.png` and TensorBoard
-    `logs/`. A rerun that resumes a run whose dataset's classes have
-    changed since is refused. In a
+    `logs/`. A rerun that resumes a run whose dataset's classes or
+    examples have changed since (an image folder's files added, removed
+    or renamed: its validation split would hold other images out) is
+    refused. In a
     multi-worker run only the chief writes there; other workers write to
     temporary folders that are removed afterwards. The folder is locked
     while the run writes there (`RunLock`): a second run into it is refused.
@@ -471,6 +473,14 @@ class _Data:
     test: object
     num_train: int
     steps_per_epoch: int
+    #: What the validation split is drawn from (`EXAMPLES_KEY`).
+    examples: dict = None
+
+
+#: The entry of `config.json`'s `resolved` that records what the run's
+#: examples were (their number and, for an image folder, its files'
+#: `train_digest`): a rerun resumes only on the same ones.
+EXAMPLES_KEY = "examples"
 
 
 def _load_data(config):
@@ -508,6 +518,7 @@ def _load_data(config):
         data.test,
         num_train,
         steps_per_epoch,
+        {"num_examples": data.num_train, "digest": data.train_digest},
     )
 
 
@@ -571,20 +582,22 @@ def _build_and_compile(config, setup, data):
     return model
 
 
-def _check_class_names(config, data):
-    """Raises if the run folder's backup was trained on other classes.
+def _check_same_data(config, data):
+    """Raises if the run folder's backup was trained on other classes or
+    other examples.
 
     A resumed run trains on its dataset's classes as they are now; if the
     folder's class sub-folders were renamed, added or removed since the run
     started, its labels would mean something else than the model learned
-    so far, silently.
+    so far, silently. And its validation split is drawn by index: with
+    images added, removed or renamed since, it holds other images out, some
+    of which the run trained on (and its epochs have another length than
+    its learning-rate schedule's).
     """
     folder = config.run.output
-    if data.class_names is None or not run_callbacks.read_backup(
-        os.path.join(folder, "backup")
-    ):
+    if not run_callbacks.read_backup(os.path.join(folder, "backup")):
         return
-    recorded = read_class_names(folder)
+    recorded = None if data.class_names is None else read_class_names(folder)
     if recorded is not None and recorded != data.class_names:
         raise ValueError(
             "The output folder holds a run trained on other classes, and a "
@@ -592,6 +605,29 @@ def _check_class_names(config, data):
             "in the dataset now. Use another `output`, or the run's "
             f"classes. Received: output={folder!r}"
         )
+    path = os.path.join(folder, "config.json")
+    if not os.path.isfile(path):
+        return
+    with open(path, encoding="utf-8") as file:
+        recorded = json.load(file).get("resolved", {}).get(EXAMPLES_KEY)
+    if recorded is not None and recorded != data.examples:
+        raise ValueError(
+            "The output folder holds a run trained on other images, and a "
+            f"rerun resumes it: {_described(recorded)} there, "
+            f"{_described(data.examples)} in the dataset now (a validation "
+            "split drawn again would hold other images out, some trained "
+            "on). Use another `output`, or the run's images. Received: "
+            f"output={folder!r}"
+        )
+
+
+def _described(examples):
+    """`examples` (`EXAMPLES_KEY`'s record) in words."""
+    if not isinstance(examples, dict):
+        return repr(examples)
+    digest = examples.get("digest")
+    files = f", files digest {digest[:12]}" if digest else ""
+    return f"{examples.get('num_examples')} examples{files}"
 
 
 @dataclasses.dataclass
@@ -615,7 +651,7 @@ def _resume(config, setup, model, out_dir, data):
         # Another run may have written the folder since the first check.
         _check_run_folder(config)
         _check_resumable(config)
-        _check_class_names(config, data)
+        _check_same_data(config, data)
     # Every worker resumes from the chief's backup (the run folder must be
     # readable by all of them: shared storage or gs://), so that all start
     # the same epoch with the same weights.
@@ -712,6 +748,7 @@ def _write_config(config, setup, model, out_dir, backup, data):
             "steps_per_execution": setup.steps_per_execution,
             "jit_compile": setup.jit_compile,
             "model": vit.get_config(),
+            EXAMPLES_KEY: data.examples,
         }
     )
     run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)

@@ -76,6 +76,38 @@ def test_a_rerun_on_changed_classes_is_refused(tmp_path):
     assert result.initial_epoch == 1  # it resumed
 
 
+@pytest.mark.slow
+def test_a_rerun_on_changed_images_is_refused(tmp_path):
+    # The validation split is drawn by index over the folder's files: after
+    # an image was added, a resumed run trained on images it had validated
+    # on (only the class names were compared).
+    import shutil
+
+    folder = _image_folder(tmp_path / "photos")
+    train(_folder_run(tmp_path, folder, epochs=1, validation_split=0.25))
+    with open(tmp_path / "run" / "config.json") as file:
+        examples = json.load(file)["resolved"]["examples"]
+    assert examples["num_examples"] == 16 and len(examples["digest"]) == 64
+    added = folder / "dog" / "extra.png"
+    shutil.copy(folder / "dog" / "0.png", added)
+    with pytest.raises(
+        ValueError,
+        match=r"other images.*16 examples, files digest "
+        + examples["digest"][:12]
+        + r" there, 17 examples.*Received: output=",
+    ):
+        train(_folder_run(tmp_path, folder, epochs=2, validation_split=0.25))
+    # As many images, another one: the files tell.
+    os.remove(folder / "dog" / "0.png")
+    with pytest.raises(ValueError, match=r"16 examples.* there, 16 examples"):
+        train(_folder_run(tmp_path, folder, epochs=2, validation_split=0.25))
+    os.rename(added, folder / "dog" / "0.png")
+    result = train(
+        _folder_run(tmp_path, folder, epochs=2, validation_split=0.25)
+    )
+    assert result.initial_epoch == 1  # it resumed
+
+
 def test_a_run_written_before_lists_its_folder_as_then(tmp_path):
     # A run folder of an earlier version: config.json, no class_names.json.
     folder = _image_folder(tmp_path / "photos", per_class=1)
