@@ -17,6 +17,11 @@ Layout (flax parameter paths joined with "/"), as released in
     pre_logits/{kernel,bias}   (ImageNet-21k pre-training checkpoints)
     head/{kernel,bias}
 
+Hybrids add their ResNet stem (`conv_root/kernel`, `gn_root/{scale,bias}`,
+`block{stage}/unit{unit}/{conv1,conv2,conv3,conv_proj}/kernel` and
+`.../{gn1,gn2,gn3,gn_proj}/{scale,bias}`) and embed its feature map with
+patch size 1: `embedding/kernel` is `(1, 1, C_feat, D)`.
+
 big_vision's `.npz` files hold the same model under other module names
 (`MultiHeadDotProductAttention_0`, `LayerNorm_0/1`, `MlpBlock_0`, a
 `pos_embedding` at the top level); `read_big_vision` reads those.
@@ -26,7 +31,9 @@ square, and the original code's `load_pretrained` (like timm's loader of
 these files) takes the grid to be the square of the token count. So does
 keras_vit; a checkpoint of a non-square grid needs
 `load_weights(..., source_grid=(rows, cols))`, and `save_npz` refuses to
-write one (its readers would take it for a square).
+write one (its readers would take it for a square). Nor does the layout
+hold the modern families' options (LayerScale, registers, ...): `save_npz`
+refuses them too, rather than drop their weights.
 """
 
 import re
@@ -34,6 +41,7 @@ import re
 import numpy as np
 
 from keras_vit import files
+from keras_vit.layers.resnet_stem import ResNetStem
 from keras_vit.models import checks as model_checks
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
@@ -85,15 +93,38 @@ def _block_indices(keys, block_prefix):
 
 _UNIT = re.compile(r"^block(\d+)/unit(\d+)/")
 
+#: A hybrid's ResNet stem: keras_vit's name of each weight under the stem
+#: → the original's, and its rank. The root's:
+STEM_ROOT = {
+    "root_conv/kernel": ("conv_root/kernel", 4),
+    "root_norm/gamma": ("gn_root/scale", 1),
+    "root_norm/beta": ("gn_root/bias", 1),
+}
+#: Each unit's (`block{stage}_unit{unit}/...` ↔ `block{stage}/unit{unit}/...`):
+STEM_UNIT = {
+    name: value
+    for i in (1, 2, 3)
+    for name, value in (
+        (f"conv{i}/kernel", (f"conv{i}/kernel", 4)),
+        (f"norm{i}/gamma", (f"gn{i}/scale", 1)),
+        (f"norm{i}/beta", (f"gn{i}/bias", 1)),
+    )
+}
+#: The projection shortcut of a stage's first unit:
+STEM_PROJECTION = {
+    "proj_conv/kernel": ("conv_proj/kernel", 4),
+    "proj_norm/gamma": ("gn_proj/scale", 1),
+    "proj_norm/beta": ("gn_proj/bias", 1),
+}
+STEM_NAME = "resnet_stem"
+
 
 def _hybrid_stem(src, out):
     """The ResNet of a hybrid checkpoint (`conv_root`, `block1/unit1`, ...)."""
     if "conv_root/kernel" not in src:
         return
-    stem = "resnet_stem"
-    out[f"{stem}/root_conv/kernel"] = src.take("conv_root/kernel", 4)
-    out[f"{stem}/root_norm/gamma"] = src.take("gn_root/scale", 1)
-    out[f"{stem}/root_norm/beta"] = src.take("gn_root/bias", 1)
+    for ours, (theirs, ndim) in STEM_ROOT.items():
+        out[f"{STEM_NAME}/{ours}"] = src.take(theirs, ndim)
     units = sorted(
         {
             (int(m.group(1)), int(m.group(2)))
@@ -104,24 +135,13 @@ def _hybrid_stem(src, out):
     for block, unit in units:
         prefix, name = (
             f"block{block}/unit{unit}",
-            f"{stem}/block{block}_unit{unit}",
+            f"{STEM_NAME}/block{block}_unit{unit}",
         )
-        for i in (1, 2, 3):
-            out[f"{name}/conv{i}/kernel"] = src.take(
-                f"{prefix}/conv{i}/kernel", 4
-            )
-            out[f"{name}/norm{i}/gamma"] = src.take(f"{prefix}/gn{i}/scale", 1)
-            out[f"{name}/norm{i}/beta"] = src.take(f"{prefix}/gn{i}/bias", 1)
+        parts = dict(STEM_UNIT)
         if f"{prefix}/conv_proj/kernel" in src:
-            out[f"{name}/proj_conv/kernel"] = src.take(
-                f"{prefix}/conv_proj/kernel", 4
-            )
-            out[f"{name}/proj_norm/gamma"] = src.take(
-                f"{prefix}/gn_proj/scale", 1
-            )
-            out[f"{name}/proj_norm/beta"] = src.take(
-                f"{prefix}/gn_proj/bias", 1
-            )
+            parts.update(STEM_PROJECTION)
+        for ours, (theirs, ndim) in parts.items():
+            out[f"{name}/{ours}"] = src.take(f"{prefix}/{theirs}", ndim)
 
 
 def _convert(src, names, source):
@@ -232,27 +252,79 @@ def unstack_scanned_blocks(arrays):
     return out, misshaped
 
 
-def to_original(model):
-    """A `keras_vit.ViT`'s weights in the original `.npz` layout.
-
-    The inverse of `read_original`: the arrays `save_npz` writes, named and
-    shaped as google-research/vision_transformer's checkpoints.
-    """
-    from keras_vit import patch_grid
-
-    model_checks.require_vit(model, "The original .npz layout (save_npz)")
-    model_checks.refuse_quantized(
-        model,
-        "the original .npz layout holds float weights",
-        "write the float model's .npz (before `quantize()`), or save this "
-        "one with model.save()",
+def _unstorable(model, stem):
+    """`(argument, value, why)` for each of `model`'s settings whose
+    weights or meaning the original layout has no place for (`stem`: the
+    model's `ResNetStem`, or `None`)."""
+    learned = model.position_embedding == "learned"
+    checks = (
+        (
+            "position_embedding",
+            model.position_embedding not in ("learned", "none"),
+            "holds 1D learned position embeddings only",
+        ),
+        (
+            "position_embedding_tokens",
+            learned
+            and model.class_token
+            and model.position_embedding_tokens == "patches",
+            "has a position embedding for the class token too",
+        ),
+        (
+            "layer_scale_init",
+            model.layer_scale_init is not None,
+            "has no LayerScale",
+        ),
+        ("qk_norm", model.qk_norm, "has no query/key LayerNorms"),
+        ("norm_pre", model.norm_pre, "has no LayerNorm before the blocks"),
+        ("fc_norm", model.fc_norm, "has its final LayerNorm before pooling"),
+        (
+            "num_register_tokens",
+            model.num_register_tokens,
+            "has no register tokens",
+        ),
+        (
+            "distillation",
+            model.distillation,
+            "has no distillation token or head",
+        ),
+        ("pooling", model.pooling == "map", "has no attention-pooling head"),
+        ("patch_bias", not model.patch_bias, "has a patch-embedding bias"),
+        (
+            "stem",
+            model.stem is not None and stem is None,
+            "holds no stem but the ResNet of its hybrids",
+        ),
     )
-    if model.position_embedding not in ("learned", "none"):
+    return [
+        (name, _shown(getattr(model, name)), why)
+        for name, unstorable, why in checks
+        if unstorable
+    ]
+
+
+def _shown(value):
+    """A setting as an error message shows it: a serialized layer (a
+    custom stem) by its class name."""
+    if isinstance(value, dict) and "class_name" in value:
+        return value["class_name"]
+    return value
+
+
+def _check_storable(model, stem):
+    """Refuses a model the original layout cannot hold, naming each
+    setting it has no place for, before anything is written."""
+    unstorable = _unstorable(model, stem)
+    if unstorable:
+        why = "; ".join(
+            f"{name}={value!r} (the original .npz layout {reason})"
+            for name, value, reason in unstorable
+        )
+        received = ", ".join(f"{n}={v!r}" for n, v, _ in unstorable)
         raise ValueError(
-            "The original .npz layout holds 1D learned position embeddings "
-            "only (save the model with model.save or save_weights instead). "
-            "Received a model with "
-            f"position_embedding={model.position_embedding!r}."
+            f"save_npz cannot store {why}: it would drop their weights or "
+            "have its readers compute another model. Save the model with "
+            f"model.save or save_weights instead. Received: {received}"
         )
     grid = tuple(model.grid_size)
     if model.position_embedding == "learned" and grid[0] != grid[1]:
@@ -264,42 +336,96 @@ def to_original(model):
             "model.save or save_weights (they record the grid). Received a "
             f"model with image_size={tuple(model.image_size)}."
         )
-    w = {v.path: np.asarray(v.numpy(), "float32") for v in model.weights}
-    heads, dim = model.num_heads, model.hidden_dim
-    out = {
-        "embedding/kernel": np.asarray(
-            patch_grid.dense_to_conv_kernel(
-                w["patch_encoder/projection/kernel"],
-                model.patch_size,
-                model.num_channels,
+
+
+_STEM_UNIT_PATH = re.compile(r"^block(\d+)_unit(\d+)/(.+)$")
+
+
+def _stem_to_original(stem):
+    """A hybrid's `ResNetStem` weights in the original layout (the inverse
+    of `_hybrid_stem`)."""
+    out, unit_parts = {}, {**STEM_UNIT, **STEM_PROJECTION}
+    for variable in stem.weights:
+        name = variable.path.split("/", 1)[1]  # under the stem
+        unit = _STEM_UNIT_PATH.match(name)
+        if name in STEM_ROOT:
+            theirs = STEM_ROOT[name][0]
+        elif unit and unit.group(3) in unit_parts:
+            theirs = (
+                f"block{unit.group(1)}/unit{unit.group(2)}/"
+                f"{unit_parts[unit.group(3)][0]}"
             )
-        ),
-        "embedding/bias": w["patch_encoder/projection/bias"],
-    }
+        else:  # a ResNetStem weight this table does not know
+            raise ValueError(
+                "save_npz has no original name for the stem weight "
+                f"{variable.path!r}. Received: stem={stem!r}"
+            )
+        out[theirs] = np.asarray(variable.numpy(), "float32")
+    return out
+
+
+def _block_to_original(w, i, heads, dim):
+    """Block `i`'s weights (`w`: keras_vit path → array) in the original
+    layout."""
+    src, dst = f"block_{i}", f"Transformer/encoderblock_{i}"
+    mha = f"{dst}/MultiHeadDotProductAttention_1"
+    out = {}
+    for name, norm in (("norm1", "LayerNorm_0"), ("norm2", "LayerNorm_2")):
+        out[f"{dst}/{norm}/scale"] = w[f"{src}/{name}/gamma"]
+        out[f"{dst}/{norm}/bias"] = w[f"{src}/{name}/beta"]
+    kernels = np.split(w[f"{src}/attention/qkv/kernel"], 3, axis=1)
+    biases = np.split(w[f"{src}/attention/qkv/bias"], 3)
+    for part, kernel, bias in zip(("query", "key", "value"), kernels, biases):
+        out[f"{mha}/{part}/kernel"] = kernel.reshape(dim, heads, -1)
+        out[f"{mha}/{part}/bias"] = bias.reshape(heads, -1)
+    out[f"{mha}/out/kernel"] = w[f"{src}/attention/proj/kernel"].reshape(
+        heads, -1, dim
+    )
+    out[f"{mha}/out/bias"] = w[f"{src}/attention/proj/bias"]
+    for name, dense in (("mlp_fc1", "Dense_0"), ("mlp_fc2", "Dense_1")):
+        out[f"{dst}/MlpBlock_3/{dense}/kernel"] = w[f"{src}/{name}/kernel"]
+        out[f"{dst}/MlpBlock_3/{dense}/bias"] = w[f"{src}/{name}/bias"]
+    return out
+
+
+def to_original(model):
+    """A `keras_vit.ViT`'s weights in the original `.npz` layout.
+
+    The inverse of `read_original`: the arrays `save_npz` writes, named and
+    shaped as google-research/vision_transformer's checkpoints (a hybrid's
+    ResNet stem included).
+
+    Raises:
+        ValueError: naming each setting of `model` the layout has no place
+            for (LayerScale, registers, a distillation token, ...).
+    """
+    from keras_vit import patch_grid
+
+    model_checks.require_vit(model, "The original .npz layout (save_npz)")
+    model_checks.refuse_quantized(
+        model,
+        "the original .npz layout holds float weights",
+        "write the float model's .npz (before `quantize()`), or save this "
+        "one with model.save()",
+    )
+    stem = next((x for x in model.layers if isinstance(x, ResNetStem)), None)
+    _check_storable(model, stem)
+    w = {v.path: np.asarray(v.numpy(), "float32") for v in model.weights}
+    out = {} if stem is None else _stem_to_original(stem)
+    out["embedding/kernel"] = np.asarray(
+        patch_grid.dense_to_conv_kernel(
+            w["patch_encoder/projection/kernel"],
+            model.patch_size,
+            model.num_channels if stem is None else stem.output_channels,
+        )
+    )
+    out["embedding/bias"] = w["patch_encoder/projection/bias"]
     if model.class_token:
         out["cls"] = w["patch_encoder/class_token"]
     if model.position_embedding == "learned":
         out[ORIGINAL_NAMES["posemb"]] = w["patch_encoder/position_embedding"]
     for i in range(model.num_layers):
-        src, dst = f"block_{i}", f"Transformer/encoderblock_{i}"
-        mha = f"{dst}/MultiHeadDotProductAttention_1"
-        for name, norm in (("norm1", "LayerNorm_0"), ("norm2", "LayerNorm_2")):
-            out[f"{dst}/{norm}/scale"] = w[f"{src}/{name}/gamma"]
-            out[f"{dst}/{norm}/bias"] = w[f"{src}/{name}/beta"]
-        kernels = np.split(w[f"{src}/attention/qkv/kernel"], 3, axis=1)
-        biases = np.split(w[f"{src}/attention/qkv/bias"], 3)
-        for part, kernel, bias in zip(
-            ("query", "key", "value"), kernels, biases
-        ):
-            out[f"{mha}/{part}/kernel"] = kernel.reshape(dim, heads, -1)
-            out[f"{mha}/{part}/bias"] = bias.reshape(heads, -1)
-        out[f"{mha}/out/kernel"] = w[f"{src}/attention/proj/kernel"].reshape(
-            heads, -1, dim
-        )
-        out[f"{mha}/out/bias"] = w[f"{src}/attention/proj/bias"]
-        for name, dense in (("mlp_fc1", "Dense_0"), ("mlp_fc2", "Dense_1")):
-            out[f"{dst}/MlpBlock_3/{dense}/kernel"] = w[f"{src}/{name}/kernel"]
-            out[f"{dst}/MlpBlock_3/{dense}/bias"] = w[f"{src}/{name}/bias"]
+        out.update(_block_to_original(w, i, model.num_heads, model.hidden_dim))
     out["Transformer/encoder_norm/scale"] = w["encoder_norm/gamma"]
     out["Transformer/encoder_norm/bias"] = w["encoder_norm/beta"]
     for name in ("pre_logits", "head"):
@@ -318,9 +444,15 @@ def save_npz(model, path, overwrite=True):
     renamed into place: an interrupted save leaves nothing behind.
 
     Args:
-        model: a `keras_vit.ViT` with learned or no position embeddings,
+        model: a `keras_vit.ViT` of the paper's layout (plain or hybrid
+            with a `ResNetStem`), with learned or no position embeddings,
             on a square patch grid if learned (the layout records no grid:
-            its readers take it to be square).
+            its readers take it to be square). The options of the modern
+            families (LayerScale, `qk_norm`, `norm_pre`, `fc_norm`,
+            registers, distillation, `pooling="map"`, patch-only position
+            embeddings, `patch_bias=False`) have no place in the layout:
+            such a model is refused (`ValueError` naming each) before any
+            file is opened.
         path: the `.npz` file to write; its folder must exist.
         overwrite: bool, whether an existing file at `path` may be
             replaced, as in Keras's `save_weights`. Defaults to `True`.
