@@ -286,3 +286,23 @@ def input_range(model):
     low, high = float(ends.min()), float(ends.max())
     margin = 1e-3 * (high - low)
     return (low - margin, high + margin)
+
+
+#: SavedModel signature names: float32 inputs, and uint8 pixels.
+FLOAT_SIGNATURE = "serving_default"
+UINT8_SIGNATURE = "serving_uint8"
+
+
+def saved_model_signatures(model):
+    """`{name: input dtype}` of a SavedModel export of `model` (written by
+    `keras_vit.export.saved_model`, checked by `verify_saved_model`):
+    `serving_default` takes float32 inputs; `serving_uint8` takes uint8
+    pixels (a decoded JPEG as it is) and exists only for a model that
+    takes [0, 255] pixels: the normalised inputs of one built with
+    `include_preprocessing=False` do not fit in uint8 (-1 would wrap to
+    255), and normalising inside the signature would be a second copy of
+    the model's preprocessing."""
+    signatures = {FLOAT_SIGNATURE: "float32"}
+    if takes_pixels(model):
+        signatures[UINT8_SIGNATURE] = "uint8"
+    return signatures

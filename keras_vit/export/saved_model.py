@@ -15,9 +15,10 @@ from keras_vit.export import representative
 from keras_vit.export import verification as verify_lib
 from keras_vit.export.report import ExportResult
 
-#: Signature names: float pixels (the default) and uint8 pixels.
-FLOAT_SIGNATURE = "serving_default"
-UINT8_SIGNATURE = "serving_uint8"
+#: Signature names: float inputs (the default) and uint8 pixels (for a
+#: model that takes pixels: `models.saved_model_signatures`).
+FLOAT_SIGNATURE = models.FLOAT_SIGNATURE
+UINT8_SIGNATURE = models.UINT8_SIGNATURE
 
 #: What `export_saved_model` writes at the top of its folder
 #: (`ExportArchive.write_out`'s files, and keras_vit's metadata).
@@ -72,13 +73,14 @@ def check_output(output, inputs=(), overwrite=False):
 
 
 def build_archive(model):
-    """A `keras.export.ExportArchive` with the two serving signatures.
+    """A `keras.export.ExportArchive` with the serving signatures.
 
-    `serving_default` takes float32 `[batch, H, W, C]` images and
-    `serving_uint8` uint8 ones (what a decoded JPEG is); both take a
-    dynamic batch (and any `H` and `W` for a
-    `ViT(dynamic_image_size=True)`), keep the model's preprocessing inside,
-    and return
+    `serving_default` takes float32 `[batch, H, W, C]` images and, for a
+    model that takes [0, 255] pixels, `serving_uint8` uint8 ones (what a
+    decoded JPEG is; a model built with `include_preprocessing=False` has
+    none: `models.saved_model_signatures`); both take a dynamic batch (and
+    any `H` and `W` for a `ViT(dynamic_image_size=True)`), keep the model's
+    preprocessing inside, and return
     `{"probabilities": [batch, num_classes]}` (`"logits"` or `"features"`
     for such models).
 
@@ -107,16 +109,15 @@ def build_archive(model):
     # format="tf_saved_model")` does that). Serving needs only the
     # signatures.
     archive = keras.export.ExportArchive()
-    for name, spec_dtype in (
-        (FLOAT_SIGNATURE, tf.float32),
-        (UINT8_SIGNATURE, tf.uint8),
-    ):
+    for name, spec_dtype in models.saved_model_signatures(model).items():
         archive.add_endpoint(
             name,
             serve,
             input_signature=[
                 tf.TensorSpec(
-                    (None, height, width, channels), spec_dtype, name="images"
+                    (None, height, width, channels),
+                    tf.as_dtype(spec_dtype),
+                    name="images",
                 )
             ],
         )
@@ -134,9 +135,11 @@ def export_saved_model(
 ):
     """Exports a model as a SavedModel for serving, verified.
 
-    Two signatures, both with a dynamic batch and the preprocessing inside:
-    `serving_default` (float32 pixels) and `serving_uint8` (uint8 pixels),
-    each returning `{"probabilities": ...}`. The labels and input spec are
+    Signatures with a dynamic batch and the preprocessing inside:
+    `serving_default` (float32 inputs: [0, 255] pixels, or the normalised
+    inputs of a model built with `include_preprocessing=False`) and, for a
+    model that takes pixels, `serving_uint8` (uint8 pixels), each returning
+    `{"probabilities": ...}`. The labels and input spec are
     written to `keras_vit.json` inside the folder. Unless `verify=False`,
     the SavedModel is reloaded in a fresh Python process that never imports
     keras_vit, and its outputs compared with Keras's (max |Δ| ≤ 1e-4) at
@@ -216,8 +219,8 @@ def _metadata(model, class_names):
         output_shape=[None, *model.output_shape[1:]],
         extra={
             "signatures": {
-                FLOAT_SIGNATURE: {"input": "images", "dtype": "float32"},
-                UINT8_SIGNATURE: {"input": "images", "dtype": "uint8"},
+                name: {"input": "images", "dtype": dtype}
+                for name, dtype in models.saved_model_signatures(model).items()
             },
             "output_key": models.output_kind(model),
             "parameters": int(model.count_params()),

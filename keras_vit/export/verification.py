@@ -369,10 +369,12 @@ def verify_saved_model(
 ):
     """Verifies a SavedModel in a fresh process that never imports keras_vit.
 
-    The subprocess loads it with `tf.saved_model.load` and runs both
-    signatures (`serving_default` on float pixels, `serving_uint8` on the
-    same images rounded to uint8) in batches of 16 and on one image alone;
-    the outputs are compared with Keras's.
+    The subprocess loads it with `tf.saved_model.load` and runs its
+    signatures (`serving_default` on float inputs; `serving_uint8`, which
+    only a model that takes [0, 255] pixels has, on the same images
+    rounded to uint8) in batches of 16 and on one image alone; the outputs
+    are compared with Keras's. A signature missing, or one an export of
+    the model would not have, is a failure.
 
     Args:
         path: the SavedModel folder.
@@ -439,8 +441,9 @@ def _run_saved_model(path, images, tmp):
     (files in the folder `tmp`).
 
     Returns:
-        `(outputs, keras_vit_imported)`: `{signature (and signature +
-        "_single"): outputs}`, and whether loading imported keras_vit.
+        `(outputs, info)`: `{signature (and signature + "_single"):
+        outputs}`, and the program's JSON line (`signatures`: every one
+        the SavedModel has; `keras_vit_imported`).
 
     Raises:
         RuntimeError: if the process failed (its stderr's end).
@@ -467,48 +470,72 @@ def _run_saved_model(path, images, tmp):
     info = json.loads(process.stdout.strip().splitlines()[-1])
     with np.load(out_path) as arrays:
         outputs = {k: arrays[k] for k in arrays.files}
-    return outputs, info["keras_vit_imported"]
+    return outputs, info
 
 
 def _compare_saved_model(report, path, model, image_sets):
-    """Both signatures' outputs in a fresh process against Keras's on each
-    of `image_sets` (the uint8 one on the images rounded), added to
-    `report`, and each on one image alone (the batch is dynamic)."""
-    max_abs = report.limits["max_abs"]
+    """The signatures' outputs in a fresh process against Keras's on each
+    of `image_sets` (`serving_uint8`'s on the images rounded), added to
+    `report`, and each on one image alone (the batch is dynamic). The
+    signatures compared are those an export of `model` has
+    (`models.saved_model_signatures`); one missing, or one more (a
+    `serving_uint8` for a model that takes normalised inputs, whose
+    rounding to uint8 would wrap -1 to 255), is a failure."""
+    expected = models.saved_model_signatures(model)
     with tempfile.TemporaryDirectory() as tmp:
         for images in image_sets:
             try:
-                outputs, imported = _run_saved_model(path, images.images, tmp)
+                outputs, info = _run_saved_model(path, images.images, tmp)
             except RuntimeError as error:
                 report.failures.append(
                     f"tf.saved_model.load in a fresh process failed:\n{error}"
                 )
                 return
-            if imported:
+            if info["keras_vit_imported"]:
                 report.failures.append(
                     "loading the SavedModel imported keras_vit"
                 )
-            expected = _reference_outputs(model, images.images)
-            rounded = _reference_outputs(model, np.round(images.images))
-            for name, keras_out in (
-                ("serving_default", expected),
-                ("serving_uint8", rounded),
-            ):
-                report.comparisons.append(
-                    compare(
-                        outputs[name],
-                        keras_out,
-                        images.labels,
-                        images.source,
-                        name,
+            present = set(info["signatures"])
+            for name, dtype in expected.items():
+                if name in present:
+                    _compare_signature(
+                        report, name, outputs, model, images, dtype
                     )
-                )
-                single = compare(outputs[name + "_single"], keras_out[:1])
-                if not single.max_abs <= max_abs:
-                    report.failures.append(
-                        f"{name} on a batch of one: max |Δ| "
-                        f"{single.max_abs:.3g}"
-                    )
+        report.failures.extend(_signature_failures(expected, present))
+
+
+def _compare_signature(report, name, outputs, model, images, dtype):
+    """One signature's outputs (and on one image alone) against Keras's
+    on `images` (rounded for uint8 pixels), added to `report`."""
+    x = images.images if dtype == "float32" else np.round(images.images)
+    keras_out = _reference_outputs(model, x)
+    report.comparisons.append(
+        compare(outputs[name], keras_out, images.labels, images.source, name)
+    )
+    single = compare(outputs[name + "_single"], keras_out[:1])
+    if not single.max_abs <= report.limits["max_abs"]:
+        report.failures.append(
+            f"{name} on a batch of one: max |Δ| {single.max_abs:.3g}"
+        )
+
+
+def _signature_failures(expected, present):
+    """The serving signatures missing from a SavedModel (`present`: its
+    signatures' names), or there that an export of the model would not
+    have (`expected`: `models.saved_model_signatures`)."""
+    known = {models.FLOAT_SIGNATURE, models.UINT8_SIGNATURE}
+    failures = [
+        f"the SavedModel has no {name} signature"
+        for name in expected
+        if name not in present
+    ]
+    failures += [
+        f"the SavedModel has a {name} signature, which an export of this "
+        "model does not have (uint8 pixels; the model takes normalised "
+        "inputs, include_preprocessing=False)"
+        for name in sorted(known & present - set(expected))
+    ]
+    return failures
 
 
 def _folder_bytes(path):

@@ -95,3 +95,66 @@ def test_outputs_off_and_keras_vit_imported_are_failures(
     assert not any(
         f.startswith("serving_uint8 on a batch of one") for f in failures
     )
+
+
+def _faked(signatures, model):
+    """A fake of the fresh process: Keras's own outputs for each of
+    `signatures` (a list of names), which it says the SavedModel has."""
+
+    def run(command, **kwargs):
+        images_path, out_path = command[-2:]
+        images = np.load(images_path)
+        arrays = {}
+        for name in signatures:
+            x = images if name == "serving_default" else np.round(images)
+            out = verification._reference_outputs(model, x)
+            arrays.update({name: out, name + "_single": out[:1]})
+        np.savez(out_path, **arrays)
+        info = {
+            "signatures": sorted(signatures),
+            "output_key": "probabilities",
+            "keras_vit_imported": False,
+        }
+        return subprocess.CompletedProcess(
+            command, 0, json.dumps(info) + "\n", ""
+        )
+
+    return run
+
+
+def test_the_signatures_are_those_an_export_of_the_model_has(
+    folder, random_model, monkeypatch
+):
+    # A model that takes pixels has serving_uint8 too: missing, it fails.
+    report = _verify(
+        folder,
+        random_model,
+        _faked(["serving_default"], random_model),
+        monkeypatch,
+    )
+    # (The fake folder's empty variables fail the weight check too.)
+    found = [f for f in report.failures if "signature" in f]
+    assert found == ["the SavedModel has no serving_uint8 signature"]
+    assert [c.runtime for c in report.comparisons] == ["serving_default"]
+    # A model built with include_preprocessing=False has no serving_uint8
+    # (uint8 cannot hold its normalised inputs): one there is a failure,
+    # and it is not run on the rounded (wrapped) inputs.
+    import keras_vit
+    from tests.export.helpers import TINY_EXPORT
+
+    raw = keras_vit.ViT(**TINY_EXPORT, include_preprocessing=False)
+    monkeypatch.setattr(
+        verification.subprocess,
+        "run",
+        _faked(["serving_default", "serving_uint8"], raw),
+    )
+    inputs = np.linspace(-1, 1, 3 * 32 * 32 * 3, dtype="float32")
+    report = verification.verify_saved_model(
+        folder, raw, data=inputs.reshape(3, 32, 32, 3), raise_on_failure=False
+    )
+    assert [c.runtime for c in report.comparisons] == ["serving_default"]
+    (found,) = [f for f in report.failures if "signature" in f]
+    assert found.startswith(
+        "the SavedModel has a serving_uint8 signature, which an export of "
+        "this model does not have"
+    )

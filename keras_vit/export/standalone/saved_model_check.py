@@ -1,16 +1,18 @@
-"""Reloads a SavedModel with TensorFlow alone and runs both its signatures.
+"""Reloads a SavedModel with TensorFlow alone and runs its signatures.
 
     python .../keras_vit/export/standalone/saved_model_check.py \\
         SAVED_MODEL IMAGES.npy OUT.npz
 
 Run by `keras_vit.export.verify_saved_model` by its path, in a fresh
 interpreter: it imports TensorFlow, NumPy and the standard library, never
-keras_vit. It runs `serving_default` on the float pixels of IMAGES.npy and
+keras_vit. It runs `serving_default` on the float inputs of IMAGES.npy and,
+if the SavedModel has it (a model that takes [0, 255] pixels),
 `serving_uint8` on the same pixels rounded to uint8, in batches of 16 and
 on one image alone (the batch is dynamic), and writes the outputs to
-OUT.npz (`serving_default`, `serving_default_single`, `serving_uint8`,
-`serving_uint8_single`). Prints one line of JSON: the signatures, the
-output key, and whether keras_vit was imported.
+OUT.npz (`serving_default`, `serving_default_single`, and
+`serving_uint8`, `serving_uint8_single`). Prints one line of JSON: every
+signature the SavedModel has, the output key, and whether keras_vit was
+imported; the caller judges which signatures it should have.
 """
 
 import json
@@ -19,7 +21,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-#: The signatures checked, with the dtype of the pixels each takes.
+#: The signatures run (those the SavedModel has), with their input dtype.
 SIGNATURES = (("serving_default", tf.float32), ("serving_uint8", tf.uint8))
 
 
@@ -31,8 +33,15 @@ def main(argv=None):
     result = {"signatures": sorted(loaded.signatures.keys())}
     arrays = {}
     for name, dtype in SIGNATURES:
+        if name not in loaded.signatures:
+            continue
         fn = loaded.signatures[name]
-        x = images if dtype == tf.float32 else np.round(images).astype("uint8")
+        # Clipped: values outside [0, 255] (not pixels) would wrap.
+        x = (
+            images
+            if dtype == tf.float32
+            else np.clip(np.round(images), 0, 255).astype("uint8")
+        )
         chunks = [
             fn(images=tf.constant(x[i : i + 16], dtype))
             for i in range(0, len(x), 16)
