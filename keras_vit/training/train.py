@@ -21,6 +21,7 @@ from keras_vit import extras
 from keras_vit import files
 from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
+from keras_vit.models.config import preprocessing_scale_and_offset
 from keras_vit.training import callbacks as run_callbacks
 from keras_vit.training import recipe
 from keras_vit.training import strategy as run_strategy
@@ -357,13 +358,16 @@ def train(config, callbacks=(), strategy=None):
     the run starts: the dataset's class names in the order of the model's
     outputs, which exports and predictions read; not for masked patch
     prediction), `history.json`, `log.csv`, `curves.png` and TensorBoard
-    `logs/`. A rerun that resumes a run whose dataset's classes or
-    examples have changed since (an image folder's files added, removed
-    or renamed: its validation split would hold other images out) is
-    refused. In a
-    multi-worker run only the chief writes there; other workers write to
-    temporary folders that are removed afterwards. The folder is locked
-    while the run writes there (`RunLock`): a second run into it is refused.
+    `logs/`. A model built with `include_preprocessing=False` (in
+    `model.kwargs`) trains on inputs normalised as its `normalization`
+    says, in the pipelines, after the augmentations; its saved files take
+    normalised inputs too. A rerun that resumes a run whose dataset's
+    classes or examples have changed since (an image folder's files
+    added, removed or renamed: its validation split would hold other
+    images out) is refused. In a multi-worker run only the chief writes
+    there; other workers write to temporary folders that are removed
+    afterwards. The folder is locked while the run writes there
+    (`RunLock`): a second run into it is refused.
 
     A rerun with the same `run.output` resumes after the last completed epoch
     and trains on what the uninterrupted run would have: every epoch's
@@ -671,7 +675,8 @@ def _resume(config, setup, model, out_dir, data):
 
 
 def _pipelines(config, setup, data, model, backup):
-    """Step 5: the `tf.data` pipelines (train, validation) and the size."""
+    """Step 5: the `tf.data` pipelines (train, validation, test) of what
+    the model takes."""
     vit = model.backbone if config.objective.name == "masked_patches" else model
     size = vit.image_size
     train_ds = data_pipeline.train_pipeline(
@@ -692,18 +697,40 @@ def _pipelines(config, setup, data, model, backup):
         initial_epoch=backup.initial_epoch,
     )
     static = setup.kind == "tpu"
-    val_ds = (
-        data_pipeline.eval_pipeline(
-            data.validation,
-            data.num_classes,
-            size,
-            config.data.batch_size,
-            static,
+    evaluated = {}
+    for name, split in (("validation", data.validation), ("test", data.test)):
+        evaluated[name] = (
+            data_pipeline.eval_pipeline(
+                split, data.num_classes, size, config.data.batch_size, static
+            )
+            if split is not None
+            else None
         )
-        if data.validation is not None
-        else None
+    return {
+        name: _as_model_inputs(dataset, vit)
+        for name, dataset in dict(train=train_ds, **evaluated).items()
+    }
+
+
+def _as_model_inputs(dataset, vit):
+    """The `(images, labels)` batches of `dataset`, [0, 255] pixels, as
+    `vit` takes them: as they are, or for a model built with
+    `include_preprocessing=False`, normalised as its `normalization` says
+    (the multiply-add its `rescaling` layer would be), after the
+    augmentations, which work on pixels. The model trained on pixels
+    instead: masked patch prediction's targets were all the top class."""
+    if dataset is None or vit.include_preprocessing:
+        return dataset
+    import tensorflow as tf
+
+    scale, offset = (
+        tf.constant(value, "float32")
+        for value in preprocessing_scale_and_offset(vit.vit_config)
     )
-    return dict(train=train_ds, validation=val_ds, size=size, static=static)
+    return dataset.map(
+        lambda images, labels: (images * scale + offset, labels),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    ).prefetch(tf.data.AUTOTUNE)
 
 
 def _callbacks(config, model, out_dir, pipelines, backup):
@@ -782,17 +809,12 @@ def _fit_and_evaluate(config, model, data, pipelines, backup, callbacks):
         )
     history = callbacks[2].history  # the Backup's
     test_metrics = {}
-    if data.test is not None:
-        test_ds = data_pipeline.eval_pipeline(
-            data.test,
-            data.num_classes,
-            pipelines["size"],
-            config.data.batch_size,
-            pipelines["static"],
-        )
+    if pipelines["test"] is not None:
         # The same draws (masked patches) however the run got here.
         run_callbacks.seed_model(model, config.run.seed, config.run.epochs)
-        test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0)
+        test_metrics = model.evaluate(
+            pipelines["test"], return_dict=True, verbose=0
+        )
         test_metrics = {k: float(v) for k, v in test_metrics.items()}
     return history, test_metrics
 

@@ -257,6 +257,65 @@ def test_masked_patch_prediction_from_an_unlabelled_folder(tmp_path):
         )
 
 
+def test_a_model_without_preprocessing_trains_on_normalised_inputs(tmp_path):
+    # The pipelines give [0, 255] pixels, which a model built with
+    # include_preprocessing=False took as normalised inputs: masked patch
+    # prediction's targets were all the top class (511). Every pipeline
+    # (train, validation, test) now gives what the model's rescaling layer
+    # would: the same multiply-add, bit for bit.
+    import importlib
+    import types
+
+    from keras_vit.training.masked_patches import mean_color_classes
+
+    train_module = importlib.import_module("keras_vit.training.train")
+
+    norm = {"mean": (0.5, 0.4, 0.3), "std": (0.2, 0.3, 0.25)}
+    batches, models = {}, {}
+    for include in (True, False):
+        config = tiny_config(
+            tmp_path,
+            objective="masked_patches",
+            validation_split=0.1,
+            deterministic=True,  # the pipelines' order (no global switch)
+            random_resized_crop=True,
+            flip=True,
+            model_kwargs={
+                **TINY["model_kwargs"],
+                "normalization": norm,
+                "include_preprocessing": include,
+            },
+        )
+        data = train_module._load_data(config)
+        model = train_module.build_model(config, data.num_classes)
+        pipelines = train_module._pipelines(
+            config,
+            types.SimpleNamespace(kind="default"),
+            data,
+            model,
+            types.SimpleNamespace(initial_epoch=0),
+        )
+        batches[include] = {
+            name: next(iter(pipelines[name]))[0].numpy()
+            for name in ("train", "validation", "test")
+        }
+        models[include] = model
+    scale = 1 / (255 * np.array(norm["std"], "float32"))
+    offset = -np.array(norm["mean"], "float32") / norm["std"]
+    for name, pixels in batches[True].items():
+        assert pixels.min() >= 0 and pixels.max() > 200, name
+        np.testing.assert_allclose(
+            batches[False][name], pixels * scale + offset, atol=1e-5
+        )
+    # The masked patches' colour targets are the pixels' (a tile whose mean
+    # sits on a quantisation boundary may round either way).
+    pixels = batches[True]["train"]
+    targets = models[False](batches[False]["train"])["targets"].numpy()
+    expected = mean_color_classes(pixels, 4).numpy()
+    assert len(np.unique(expected)) >= 6  # gray digits: 8 levels
+    assert np.mean(targets == expected) > 0.99
+
+
 def test_xla_compiled_training_with_augmentation(tmp_path, monkeypatch):
     # Every augmentation reaches the pipeline, and the steps are XLA's (a
     # quiet fallback to no XLA, or augmentation dropped, would also train).
