@@ -14,6 +14,11 @@ from keras_vit.options import POSITION_EMBEDDINGS
 #: position embeddings do not say their grid, and a loader must not guess it
 #: from their number (a 4x4 and a 2x8 grid both hold 16).
 GRID_RECORD = "grid_size"
+#: The entry beside it that records the prefix tokens the variables lead
+#: with, `(class_token, distillation_token, num_register_tokens)` as ints:
+#: Keras holds them by position, and a distillation token and a lone
+#: register are both `(1, 1, D)`.
+TOKENS_RECORD = "prefix_tokens"
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -417,13 +422,35 @@ class PatchEncoder(keras.layers.Layer):
             n += self.num_prefix_tokens
         return (input_shape[0], n, self.hidden_dim)
 
+    def token_layout(self):
+        """`(class_token, distillation_token, num_register_tokens)` as
+        ints: the prefix tokens, in the order their variables lead."""
+        return (
+            int(self.class_token),
+            int(self.distillation_token),
+            int(self.num_register_tokens),
+        )
+
     def save_own_variables(self, store):
         super().save_own_variables(store)
         if self.grid_size is not None:
             store[GRID_RECORD] = np.asarray(self.grid_size, "int32")
+        store[TOKENS_RECORD] = np.asarray(self.token_layout(), "int32")
 
     def load_own_variables(self, store):
         keys = list(store.keys())
+        if TOKENS_RECORD in keys:
+            recorded = tuple(int(v) for v in np.asarray(store[TOKENS_RECORD]))
+            if recorded != self.token_layout():
+                raise ValueError(
+                    f"The weights of PatchEncoder {self.name!r} were saved "
+                    "with the prefix tokens (class_token, "
+                    f"distillation_token, num_register_tokens) {recorded} "
+                    f"and the layer has {self.token_layout()}: copied by "
+                    "position, one token's weights would land in another's "
+                    "place. Received: class_token={}, distillation_token={}, "
+                    "num_register_tokens={}".format(*self.token_layout())
+                )
         if GRID_RECORD in keys and self.position_embedding == "learned":
             recorded = tuple(int(g) for g in np.asarray(store[GRID_RECORD]))
             if self.grid_size is not None and recorded != tuple(self.grid_size):
@@ -437,7 +464,9 @@ class PatchEncoder(keras.layers.Layer):
                     "which resamples them. Received: grid_size="
                     f"{tuple(self.grid_size)}"
                 )
-        super().load_own_variables(_Without(store, GRID_RECORD))
+        super().load_own_variables(
+            _Without(store, (GRID_RECORD, TOKENS_RECORD))
+        )
 
     def get_config(self):
         config = super().get_config()
@@ -458,13 +487,13 @@ class PatchEncoder(keras.layers.Layer):
 
 
 class _Without:
-    """A Keras weights store seen without one of its entries."""
+    """A Keras weights store seen without some of its entries."""
 
-    def __init__(self, store, key):
-        self._store, self._key = store, key
+    def __init__(self, store, keys):
+        self._store, self._keys = store, keys
 
     def keys(self):
-        return [k for k in self._store.keys() if k != self._key]
+        return [k for k in self._store.keys() if k not in self._keys]
 
     def __getitem__(self, key):
         return self._store[key]

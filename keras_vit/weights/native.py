@@ -21,9 +21,10 @@ any number of heads, a distillation token and a lone register token are
 both `(1, 1, D)`. A `.keras` archive's `config.json` records them: its
 `num_heads` is the `Checkpoint`'s (the loader refuses another), and a
 model that differs in `RECORDED_SETTINGS` is refused here. A
-`.weights.h5` records none: where its prefix tokens fit the model's and
-another layout alike (see `_check_token_layout`), it is refused rather
-than guessed.
+`.weights.h5` records no config, but its patch encoder's `TOKENS_RECORD`
+entry says its prefix tokens; in a file written before keras_vit recorded
+them, where the tokens fit the model's and another layout alike (see
+`_check_token_layout`), it is refused rather than guessed.
 """
 
 import io
@@ -34,6 +35,7 @@ import h5py
 import numpy as np
 
 from keras_vit.layers.patch_encoder import GRID_RECORD
+from keras_vit.layers.patch_encoder import TOKENS_RECORD
 from keras_vit.weights.checkpoint import Checkpoint
 
 WEIGHTS_MEMBER = "model.weights.h5"
@@ -236,9 +238,12 @@ def _check_token_layout(entries, model, path):
     and one register is refused for it."""
     encoder = model.get_layer("patch_encoder")
     ours = tuple(getattr(model, name) for name in TOKEN_SETTINGS)
+    saved = next((a for c, a in entries if c == (encoder.name,)), {})
+    if TOKENS_RECORD in saved:
+        _check_recorded_tokens(saved[TOKENS_RECORD], model, path)
+        return
     count = sum(bool(value) for value in ours)  # registers: one variable
     tokens = _own_variables(encoder)[:count]
-    saved = next((a for c, a in entries if c == (encoder.name,)), {})
     shapes = [np.shape(saved.get(str(i))) for i in range(len(tokens))]
     if shapes != [tuple(v.shape) for v in tokens]:
         return  # another layout: the loader's checks list the differences
@@ -267,6 +272,31 @@ def _check_token_layout(entries, model, path):
         "was loaded. Load a .keras file of the model (its config says "
         "which tokens it has) or, for a file this very model saved, "
         f"Keras's own model.load_weights({path!r}). Received: {received}"
+    )
+
+
+def _check_recorded_tokens(value, model, path):
+    """Refuses a model whose prefix tokens differ from those a file
+    records beside its patch encoder's weights (`TOKENS_RECORD`)."""
+    theirs = np.asarray(value).ravel()
+    if theirs.shape != (3,) or not np.issubdtype(theirs.dtype, np.integer):
+        raise ValueError(
+            f"The Keras weights file {path!r} is malformed: its patch "
+            f"encoder's {TOKENS_RECORD!r} entry should be three ints. "
+            f"Received: {TOKENS_RECORD}={theirs.tolist()}"
+        )
+    ours = model.get_layer("patch_encoder").token_layout()
+    if tuple(int(v) for v in theirs) == ours:
+        return
+    differ = [i for i in range(3) if int(theirs[i]) != ours[i]]
+    file = ", ".join(f"{TOKEN_SETTINGS[i]}={int(theirs[i])}" for i in differ)
+    received = ", ".join(f"{TOKEN_SETTINGS[i]}={ours[i]}" for i in differ)
+    raise ValueError(
+        f"The Keras weights file {path!r} holds the weights of a model with "
+        f"{file} (recorded beside its patch encoder's weights) and the "
+        f"model {model.name!r} has {received}: one token's weights would "
+        "land in another's place, so nothing was loaded. Received: "
+        f"{received}"
     )
 
 
@@ -313,6 +343,10 @@ def read_keras_weights(path, model):
                 tensors[own[int(key)].path] = value
             elif key == GRID_RECORD and layer is not None and layer is encoder:
                 grid = _recorded_grid(value, path)
+            elif (
+                key == TOKENS_RECORD and layer is not None and layer is encoder
+            ):
+                pass  # checked by `_checked_args`
             else:
                 unexpected.append("/".join(chain) + f"/vars/{key}")
     if grid is None:

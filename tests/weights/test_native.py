@@ -102,15 +102,52 @@ def test_a_keras_file_refuses_another_token_layout(tmp_path):
     )
 
 
-def test_a_weights_file_whose_tokens_fit_two_layouts_is_refused(tmp_path):
-    # A .weights.h5 records neither names nor config: a register's weights
-    # would have become the distillation token's, and the other way round.
-    registers = _save(
-        _tiny(num_register_tokens=1, include_top=False),
-        tmp_path / "r.weights.h5",
+def _without_token_record(path):
+    """`path` as a keras_vit before the token record wrote it."""
+    import h5py
+
+    with h5py.File(path, "r+") as file:
+        del file["layers/patch_encoder/vars/prefix_tokens"]
+    return path
+
+
+def test_a_weights_file_records_its_tokens(tmp_path):
+    # A .weights.h5 holds a layer's weights by position, unnamed: the
+    # record beside the patch encoder's says which tokens lead them, for
+    # keras_vit's loader and for Keras's own load_weights.
+    source = _tiny(distillation=True, include_top=False)
+    distilled = _save(source, tmp_path / "d.weights.h5")
+    loaded = _tiny(seed=1, distillation=True, include_top=False)
+    keras_vit.load_weights(loaded, distilled)
+    _assert_same_outputs(loaded, source)
+    registers = _tiny(seed=1, num_register_tokens=1, include_top=False)
+    _refused(
+        registers,
+        distilled,
+        "with distillation=1, num_register_tokens=0 .recorded beside.* "
+        "Received: distillation=0, num_register_tokens=1$",
     )
-    distilled = _save(
-        _tiny(distillation=True, include_top=False), tmp_path / "d.weights.h5"
+    # Keras's loader copied them by position; it now stops at the patch
+    # encoder (having loaded the layers before it: Keras's own loader is
+    # not all-or-nothing, keras_vit.load_weights is).
+    with pytest.raises(ValueError, match=r"\(1, 1, 0\) and the layer has"):
+        registers.load_weights(distilled)
+
+
+def test_a_weights_file_whose_tokens_fit_two_layouts_is_refused(tmp_path):
+    # A .weights.h5 written before the token record: a register's weights
+    # would have become the distillation token's, and the other way round.
+    registers = _without_token_record(
+        _save(
+            _tiny(num_register_tokens=1, include_top=False),
+            tmp_path / "r.weights.h5",
+        )
+    )
+    distilled = _without_token_record(
+        _save(
+            _tiny(distillation=True, include_top=False),
+            tmp_path / "d.weights.h5",
+        )
     )
     _refused(
         _tiny(seed=1, distillation=True, include_top=False),
@@ -124,9 +161,11 @@ def test_a_weights_file_whose_tokens_fit_two_layouts_is_refused(tmp_path):
         "Received: distillation=False, num_register_tokens=1$",
     )
     # No class token and one register: as shaped as a class token.
-    no_class = _save(
-        _tiny(class_token=False, pooling="gap", num_register_tokens=1),
-        tmp_path / "c.weights.h5",
+    no_class = _without_token_record(
+        _save(
+            _tiny(class_token=False, pooling="gap", num_register_tokens=1),
+            tmp_path / "c.weights.h5",
+        )
     )
     _refused(
         _tiny(seed=1, class_token=False, pooling="gap", num_register_tokens=1),
@@ -151,9 +190,10 @@ def test_a_weights_file_with_its_heads_says_its_tokens(tmp_path, layout):
         if "distillation" in layout
         else {"distillation": True}
     )
-    # Another class count drops the heads: the tokens are still told apart.
+    # Another class count drops the heads: the tokens are still told apart
+    # (in a file from before the token record).
     _refused(
         _tiny(seed=1, **other, num_classes=3),
-        path,
+        _without_token_record(path),
         "does not record its model's prefix tokens",
     )
