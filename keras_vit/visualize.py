@@ -577,7 +577,7 @@ def _check_figures_folder(output, planned, inputs):
         )
 
 
-def inspect(model, images, output, names=None, inputs=()):
+def inspect(model, images, output, names=None, inputs=(), pixels=None):
     """Writes the paper's figures for `model` and `images` into `output`.
 
     Files: `rollout_<name>.png` per image, `class_attention_<name>.png` (class
@@ -598,6 +598,9 @@ def inspect(model, images, output, names=None, inputs=()):
         inputs: paths the figures must never replace (the image files and
             the model they come from): a figure that would be one of them is
             refused before anything is written. Defaults to `()`.
+        pixels: the images as [0, 255] pixels, to draw under the maps
+            where `images` are not pixels (a model built with
+            `include_preprocessing=False`). Defaults to `images`.
 
     Returns:
         The list of files written.
@@ -609,6 +612,13 @@ def inspect(model, images, output, names=None, inputs=()):
     model_checks.require_vit(model, "inspect")
     images = np.asarray(images, dtype="float32")
     names = _file_name_parts(names, images)
+    shown = images if pixels is None else np.asarray(pixels, "float32")
+    if shown.shape != images.shape:
+        raise ValueError(
+            "`pixels` must be `images` as pixels, of the same shape. "
+            f"Received: pixels of shape {shown.shape} for images of shape "
+            f"{images.shape}"
+        )
     planned = _figure_names(model, names)
     _check_figures_folder(output, planned, inputs)
     os.makedirs(output, exist_ok=True)
@@ -616,7 +626,9 @@ def inspect(model, images, output, names=None, inputs=()):
     # leaves a folder that says it is inspect's, which the next run may
     # write into (it would refuse the figures' names otherwise).
     _write_index(model, output, [])
-    written = _write_figures(plt, model, images, names, planned, output)
+    written = _write_figures(
+        plt, model, (images, shown), names, planned, output
+    )
     _write_index(model, output, written)
     return [os.path.join(output, name) for name, _ in written] + [
         os.path.join(output, "index.html")
@@ -656,8 +668,11 @@ def _file_name_parts(names, images):
 
 def _write_figures(plt, model, images, names, planned, output):
     """Writes `inspect`'s figures into `output`; returns their `(file name,
-    caption)` pairs, in order."""
+    caption)` pairs, in order. `images`: the model's inputs and the same
+    images as pixels to draw."""
     import os
+
+    images, shown = images
 
     written = []
 
@@ -672,7 +687,7 @@ def _write_figures(plt, model, images, names, planned, output):
     result = attention_rollout(model, images)
     for i, name in enumerate(names):
         save(
-            plot_rollout(images[i], result.maps[i], title=name),
+            plot_rollout(shown[i], result.maps[i], title=name),
             f"rollout_{name}.png",
             f"Attention rollout, {name}",
         )

@@ -248,6 +248,27 @@ def test_inspect_writes_non_blank_figures_and_a_page(tmp_path):
     assert page.count("<img") == 6
 
 
+def test_inspect_draws_the_pixels_it_is_given(tmp_path, monkeypatch):
+    # A model built with include_preprocessing=False takes normalised
+    # images; the rollout figure draws the pixels.
+    model = _model()
+    pixels = random_images((1, 32, 48, 3))
+    drawn = []
+    plot = visualize.plot_rollout
+    monkeypatch.setattr(
+        visualize,
+        "plot_rollout",
+        lambda image, *a, **k: drawn.append(image) or plot(image, *a, **k),
+    )
+    visualize.inspect(model, pixels / 127.5 - 1, str(tmp_path), pixels=pixels)
+    np.testing.assert_array_equal(drawn[0], pixels[0])
+    with pytest.raises(ValueError, match=r"pixels of shape \(1, 32, 32, 3\)"):
+        visualize.inspect(
+            model, pixels, str(tmp_path / "b"), pixels=pixels[:, :, :32]
+        )
+    assert not (tmp_path / "b").exists()
+
+
 def test_an_image_named_like_a_figure_keeps_every_figure(tmp_path):
     # `attention_<name>.png` for an image named "distance" was the
     # distance plot's file: one figure was lost, the page captioned twice.

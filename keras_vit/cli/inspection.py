@@ -56,6 +56,7 @@ def run(args):
         args.output,
         image_names(args.image),
         inputs=[args.model, args.weights, *args.image],
+        pixels=pixels,
     )
     for path in files:
         print(path)

@@ -248,16 +248,21 @@ def test_inspect_feeds_normalised_images(folder, tmp_path, monkeypatch):
     monkeypatch.setattr(
         visualize,
         "inspect",
-        lambda model, images, *args, **kwargs: seen.append(images) or [],
+        lambda model, images, *args, pixels=None, **kwargs: (
+            seen.append((images, pixels)) or []
+        ),
     )
     argv = ["inspect", str(tmp_path / "raw.keras")]
     argv += ["--output", str(tmp_path / "figures")]
     for photo in photos:
         argv += ["--image", photo]
     assert cli.main(argv) == 0
-    (images,) = seen
+    ((images, shown),) = seen
     pixels = load_image_files(photos, (32, 32))
     np.testing.assert_allclose(images, pixels / 127.5 - 1, atol=1e-6)
+    # The figures draw the pixels, not the normalised inputs (clipped to
+    # [0, 1], they were a dark image).
+    np.testing.assert_array_equal(shown, pixels)
 
 
 @pytest.mark.slow
