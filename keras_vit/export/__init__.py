@@ -1,8 +1,9 @@
 """Export for serving and for phones: SavedModel and TFLite (LiteRT), verified.
 
 - `export_saved_model(model, "serving/vit")`: a SavedModel with a
-  `serving_default` signature (float32 pixels) and `serving_uint8`, dynamic
-  batch, preprocessing inside; it runs with TensorFlow alone.
+  `serving_default` signature (float32 pixels) and `serving_uint8` (not
+  for a model built with `include_preprocessing=False`), dynamic batch,
+  preprocessing inside; it runs with TensorFlow alone.
 - `export_tflite(model, "vit.tflite", quantize="int8",
   representative_data="digits")`: LiteRT builtin ops only, float32,
   float16, dynamic-range int8, full int8 or int16x8.
