@@ -47,11 +47,14 @@ from keras import ops
 from keras_vit.layers import _fused
 from keras_vit.layers import _recompute
 from keras_vit.layers import _step
+from keras_vit.layers.layer_norm import statistics_dtype
 
 
-def probabilities(query, key, dtype="float32"):
-    """The softmax of `query @ key` in `dtype`: float32 (the default)
-    whatever the inputs' dtype."""
+def probabilities(query, key, dtype=None):
+    """The softmax of `query @ key` in `dtype`. Defaults to `None`: the
+    inputs' `statistics_dtype` (float32, float64 for float64 inputs)."""
+    if dtype is None:
+        dtype = statistics_dtype(query.dtype)
     return ops.softmax(ops.cast(ops.matmul(query, key), dtype), axis=-1)
 
 
@@ -66,25 +69,26 @@ def softmax_dtype(dtype):
     """The dtype the attention takes its softmax in, for `dtype` inputs
     (`attend`'s, and the plain path's in inference).
 
-    float32 unless a bfloat16 softmax keeps float32 precision: on
-    TensorFlow, oneDNN's CPU softmax computes in float32 and rounds once
-    (one kernel instead of a cast up, a float32 softmax and a cast down;
-    B/16 at 512 px, batch 4: each block's attention 156 -> 115 ms,
-    forward and backward), but Eigen's (TensorFlow without oneDNN) and
-    XLA's compute `x - max` in bfloat16: 7% error on small probabilities
-    against 0.4%. So bfloat16 only in a step (training, evaluation or
-    prediction) whose trainer says it runs without XLA
-    (`_step.compiled_step`), on TensorFlow on a machine without a GPU and
-    with XLA's auto-clustering off, where a probe finds the CPU's
-    bfloat16 softmax at float32 precision (`_keeps_float32`).
+    float32 (float64 for float64: `statistics_dtype`) unless a bfloat16
+    softmax keeps float32 precision: on TensorFlow, oneDNN's CPU softmax
+    computes in float32 and rounds once (one kernel instead of a cast up,
+    a float32 softmax and a cast down; B/16 at 512 px, batch 4: each
+    block's attention 156 -> 115 ms, forward and backward), but Eigen's
+    (TensorFlow without oneDNN) and XLA's compute `x - max` in bfloat16:
+    7% error on small probabilities against 0.4%. So bfloat16 only in a
+    step (training, evaluation or prediction) whose trainer says it runs
+    without XLA (`_step.compiled_step`), on TensorFlow on a machine
+    without a GPU and with XLA's auto-clustering off, where a probe finds
+    the CPU's bfloat16 softmax at float32 precision (`_keeps_float32`).
     """
     if (
         keras.backend.standardize_dtype(dtype) != "bfloat16"
         or _step.xla_compiled() is not False
         or not _tensorflow_cpu_without_xla()
+        or not _keeps_float32("bfloat16")
     ):
-        return "float32"
-    return "bfloat16" if _keeps_float32("bfloat16") else "float32"
+        return statistics_dtype(dtype)
+    return "bfloat16"
 
 
 def _tensorflow_cpu_without_xla():
@@ -140,10 +144,11 @@ def attend(query, key, value):
         The `(B, T, heads, d)` outputs, in token order (ready to be
         reshaped into the output projection's `(B·T, D)` rows, one buffer
         that the projection's backward pass keeps too), in the values'
-        dtype; the softmax is in float32 whatever the inputs' dtype, or
+        dtype; the softmax is in float32 (float64 of float64 inputs), or
         where that keeps float32 precision in bfloat16 (`softmax_dtype`).
     """
     precision = softmax_dtype(value.dtype)
+    wide = statistics_dtype(value.dtype)  # the row term's
     from_outputs = _row_from_outputs()
     weights = ops.cast(probabilities(query, key, precision), value.dtype)
     outputs = ops.transpose(ops.matmul(weights, value), (0, 2, 1, 3))
@@ -164,13 +169,12 @@ def attend(query, key, value):
             # sum(dP * P) = sum(dO * O) over the head's width: a float32
             # sum over `d` rather than a `(B, heads, T, T)` product and sum.
             row = ops.sum(
-                ops.cast(d_tokens, "float32") * ops.cast(outputs, "float32"),
-                axis=-1,
+                ops.cast(d_tokens, wide) * ops.cast(outputs, wide), axis=-1
             )  # (B, T, heads)
             row = ops.expand_dims(ops.transpose(row, (0, 2, 1)), -1)
         else:
             row = ops.sum(
-                ops.cast(d_probs, "float32") * ops.cast(probs, "float32"),
+                ops.cast(d_probs, wide) * ops.cast(probs, wide),
                 axis=-1,
                 keepdims=True,
             )  # (B, heads, T, 1)

@@ -29,6 +29,7 @@ from keras.backend import standardize_dtype
 from keras_vit.layers import _dense_grad
 from keras_vit.layers import _fused
 from keras_vit.layers import _recompute
+from keras_vit.layers.layer_norm import statistics_dtype
 
 
 @ops.custom_gradient
@@ -58,7 +59,8 @@ def gelu_dense(x, kernel, bias):
         (again,) = _recompute.after(g, x)
         activations, slopes = _value_and_derivative(again)
         d_kernel = _dense_grad.kernel_gradient(activations, g)
-        d_bias = ops.cast(ops.sum(ops.cast(g, "float32"), axis=0), g.dtype)
+        wide = statistics_dtype(g.dtype)
+        d_bias = ops.cast(ops.sum(ops.cast(g, wide), axis=0), g.dtype)
         d_x = _dense_grad.input_gradient(g, kernel) * slopes
         return d_x, d_kernel, d_bias
 
@@ -71,18 +73,21 @@ def exact(x):
     bfloat16) takes 4x as long on the CPU as a cast up, an `erf` and a
     cast down (ViT-Ti/16 batch 8's MLP activations: 4.6 against 1.1 ms).
     Of float32 it is the plain op, whose `erfc` is exact in the negative
-    tail, where `0.5 + 0.5 * erf` rounds `Phi` to 0 (at twice the cost)."""
+    tail, where `0.5 + 0.5 * erf` rounds `Phi` to 0 (at twice the cost).
+    Of float64 it is the formula in float64 (`statistics_dtype`): the
+    plain op rounds its `1 / sqrt(2)` to float32."""
     if standardize_dtype(x.dtype) == "float32":
         return ops.gelu(x, approximate=False)
-    x32 = ops.cast(x, "float32")
-    return ops.cast(x32 * _cdf(x32), x.dtype)
+    wide = ops.cast(x, statistics_dtype(x.dtype))
+    return ops.cast(wide * _cdf(wide), x.dtype)
 
 
 @_fused.elementwise
 def _value_and_derivative(x):
-    """`gelu(x)` and `d gelu / dx` in `x`'s dtype, from one float32 `Phi`
-    (`gelu(x) = x * Phi(x)`), in one pass on TensorFlow."""
-    x32 = ops.cast(x, "float32")
+    """`gelu(x)` and `d gelu / dx` in `x`'s dtype, from one float32 (or
+    float64: `statistics_dtype`) `Phi` (`gelu(x) = x * Phi(x)`), in one
+    pass on TensorFlow."""
+    x32 = ops.cast(x, statistics_dtype(x.dtype))
     cdf = _cdf(x32)
     return (
         ops.cast(x32 * cdf, x.dtype),
@@ -94,8 +99,9 @@ def derivative(x):
     """`d gelu / dx = Phi(x) + x * phi(x)`, computed in float32 whatever
     `x`'s dtype: a bfloat16 `x` is cast up once and the derivative cast
     down once, so `erf` and `exp`, the costly ops of a mixed-bfloat16
-    training step's backward pass, run on float32 (more precise too)."""
-    x = ops.cast(x, "float32")
+    training step's backward pass, run on float32 (more precise too); a
+    float64 `x` keeps float64 (`statistics_dtype`)."""
+    x = ops.cast(x, statistics_dtype(x.dtype))
     return _cdf(x) + x * _pdf(x)
 
 
@@ -106,10 +112,10 @@ _slope = _fused.elementwise(lambda x: ops.cast(derivative(x), x.dtype))
 
 
 def _cdf(x):
-    """The standard normal CDF `Phi(x)` of float32 `x`."""
+    """The standard normal CDF `Phi(x)` of float32 (or float64) `x`."""
     return 0.5 + 0.5 * ops.erf(x * (1.0 / math.sqrt(2.0)))
 
 
 def _pdf(x):
-    """The standard normal density `phi(x)` of float32 `x`."""
+    """The standard normal density `phi(x)` of float32 (or float64) `x`."""
     return ops.exp(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))

@@ -44,7 +44,7 @@ def project(norm, dense, rows, training):
         return dense(norm(rows))
     dtype = dense.compute_dtype
     kernel, bias = (ops.cast(w, dtype) for w in (dense.kernel, dense.bias))
-    gamma, beta = (ops.cast(w, "float32") for w in (norm.gamma, norm.beta))
+    gamma, beta = norm.scale_and_offset()
     return _norm_dense(norm.epsilon)(rows, gamma, beta, kernel, bias)
 
 
@@ -111,8 +111,9 @@ def _renormalize(rows, mean, inv_std, gamma, beta, dtype):
 @_fused.elementwise
 def _norm_gradients(d_normed, rows, mean, inv_std, gamma):
     """The gradients of the LayerNorm's input `rows` (in their dtype),
-    `gamma` and `beta`, from that of its output `d_normed`."""
-    d_normed = ops.cast(d_normed, "float32")
+    `gamma` and `beta`, from that of its output `d_normed` (in `gamma`'s
+    dtype, the statistics')."""
+    d_normed = ops.cast(d_normed, gamma.dtype)
     x_hat = _x_hat(rows, mean, inv_std)
     d_gamma = ops.sum(d_normed * x_hat, axis=0)
     d_beta = ops.sum(d_normed, axis=0)
@@ -121,5 +122,6 @@ def _norm_gradients(d_normed, rows, mean, inv_std, gamma):
 
 
 def _x_hat(rows, mean, inv_std):
-    """The normalised float32 rows, from the rows and their statistics."""
-    return (ops.cast(rows, "float32") - mean) * inv_std
+    """The normalised rows, from the rows and their statistics, in the
+    statistics' dtype."""
+    return (ops.cast(rows, mean.dtype) - mean) * inv_std

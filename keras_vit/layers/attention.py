@@ -1,6 +1,7 @@
 """`MultiHeadSelfAttention`: fused-projection self-attention."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_vit import arg_checks
@@ -8,6 +9,7 @@ from keras_vit.layers import _attention_core
 from keras_vit.layers import _dropout
 from keras_vit.layers import _norm_dense
 from keras_vit.layers.layer_norm import LayerNorm
+from keras_vit.layers.layer_norm import statistics_dtype
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -26,7 +28,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     (`mixed_float16`, `mixed_bfloat16`) does not overflow or lose the small
     attention weights; in bfloat16 only where the CPU's bfloat16 softmax
     computes in float32 and rounds once (in a trainer's step without XLA:
-    `_attention_core.softmax_dtype`). The weights returned are float32.
+    `_attention_core.softmax_dtype`). The weights returned are float32. A
+    float64 layer computes its softmax, and returns its weights, in float64
+    (`statistics_dtype`).
 
     With `relative_positions=T` the layer is the paper's relative-position
     ablation (Appendix D.4): every offset `p_q - p_k` between a query and a
@@ -63,8 +67,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         inputs: `(B, T, D)` tokens.
         training: bool, whether dropout is active. Defaults to `None`.
         return_attention_scores: bool, whether to also return the float32
-            attention weights `(B, num_heads, T, T)` (rows sum to 1).
-            Defaults to `False`.
+            (a float64 layer's: float64) attention weights `(B, num_heads,
+            T, T)` (rows sum to 1). Defaults to `False`.
         dropout_seed: the seed of the attention dropout, drawn beforehand
             from the layer's `attention_dropout.seed_generator` (`next()`),
             for a caller that rematerialises the layer (`TransformerBlock`
@@ -214,10 +218,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     ):
         """Softmax attention of the `(B·T, D)` (or `(B, T, heads, d)`)
         queries, keys and values: `(B, T, heads, d)` outputs and the
-        float32 `(B, heads, T, T)` weights."""
-        query = self._heads(
-            query * ops.cast(self.head_dim**-0.5, query.dtype), batch, tokens
-        )
+        `(B, heads, T, T)` weights in `statistics_dtype` (float32)."""
+        # From an array: Keras casts a Python float through float32, a
+        # rounding float64 would keep (float32 and below: the same number).
+        scale = np.asarray(self.head_dim**-0.5, statistics_dtype(query.dtype))
+        query = self._heads(query * ops.cast(scale, query.dtype), batch, tokens)
         value = self._heads(value, batch, tokens)
         key = ops.transpose(  # (B, heads, d, T): ready for query @ key
             ops.reshape(key, (batch, tokens, self.num_heads, self.head_dim)),
@@ -230,7 +235,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         logits = ops.matmul(query, key)
         if self.relative_positions is not None:
             logits = logits + self._relative_logits(query, batch)
-        weights = ops.softmax(ops.cast(logits, "float32"), axis=-1)
+        wide = statistics_dtype(self.compute_dtype)
+        weights = ops.softmax(ops.cast(logits, wide), axis=-1)
         dropped = _dropout.seeded_dropout(
             self.attention_dropout,
             self._probabilities(logits, weights, training),
@@ -250,7 +256,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         no float32 copies (the float32 `weights` are pruned unless a caller
         reads them). Training keeps the cast (its gradient's row sum)."""
         dtype = _attention_core.softmax_dtype(self.compute_dtype)
-        if training or dtype == "float32":
+        if training or dtype == statistics_dtype(self.compute_dtype):
             return ops.cast(weights, self.compute_dtype)
         return ops.softmax(ops.cast(logits, dtype), axis=-1)
 
@@ -338,7 +344,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             return out
         batch, tokens = inputs.shape[0], inputs.shape[1]
         weights = keras.KerasTensor(
-            (batch, self.num_heads, tokens, tokens), dtype="float32"
+            (batch, self.num_heads, tokens, tokens),
+            dtype=statistics_dtype(self.compute_dtype),
         )
         return out, weights
 

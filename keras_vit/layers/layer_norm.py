@@ -2,6 +2,7 @@
 
 import keras
 from keras import ops
+from keras.backend import standardize_dtype
 
 from keras_vit import arg_checks
 from keras_vit.layers import _fused
@@ -10,7 +11,7 @@ from keras_vit.layers import _step
 
 @keras.saving.register_keras_serializable(package="keras_vit")
 class LayerNorm(keras.layers.Layer):
-    """Layer normalisation over the last axis, computed in float32.
+    """Layer normalisation over the last axis, computed in float32 or wider.
 
     `y = (x - mean) * rsqrt(var + epsilon) * gamma + beta`
     ([Ba et al., 2016](https://arxiv.org/abs/1607.06450)), the same function
@@ -19,7 +20,7 @@ class LayerNorm(keras.layers.Layer):
     NEG ops Keras's layer leaves in a fully int8-quantized graph, and it
     quantizes to int16x8, where Keras's layer fails. Under mixed precision
     the statistics, the scale and the offset are float32 and the result is
-    cast back.
+    cast back; in a float64 layer they are float64 (`statistics_dtype`).
 
     The backward pass is the closed form
     `dx = (g - mean(g) - x̂ · mean(g · x̂)) / σ` (`g` the gradient of the
@@ -81,13 +82,19 @@ class LayerNorm(keras.layers.Layer):
         )
 
     def call(self, inputs, training=None):
-        gamma, beta = (ops.cast(w, "float32") for w in (self.gamma, self.beta))
+        gamma, beta = self.scale_and_offset()
         if self._fuses(training):
             return fused_forward(
                 inputs, gamma, beta, self.epsilon, self.compute_dtype
             )[0]
-        y = _normalize(ops.cast(inputs, "float32"), self.epsilon)
+        y = _normalize(ops.cast(inputs, gamma.dtype), self.epsilon)
         return ops.cast(y * gamma + beta, self.compute_dtype)
+
+    def scale_and_offset(self):
+        """`gamma` and `beta` in the dtype the layer computes its
+        statistics in (`statistics_dtype`)."""
+        dtype = statistics_dtype(self.compute_dtype)
+        return tuple(ops.cast(w, dtype) for w in (self.gamma, self.beta))
 
     def _fuses(self, training):
         """Whether this call is `fused_forward`: a bfloat16 evaluation or
@@ -105,6 +112,18 @@ class LayerNorm(keras.layers.Layer):
         config = super().get_config()
         config.update({"epsilon": self.epsilon})
         return config
+
+
+def statistics_dtype(dtype):
+    """The dtype that statistics of `dtype` tensors are computed in (the
+    LayerNorm's moments, the attention's softmax, the GELU, the model's
+    classifier activation): the wider of `dtype` and float32. float16 and
+    bfloat16 (mixed precision) take float32, where their sums and
+    exponentials keep their precision; a float64 model keeps float64
+    (float32 statistics would cap it at float32 precision, silently)."""
+    if standardize_dtype(dtype) == "float64":
+        return "float64"
+    return "float32"
 
 
 def _normalize(x, epsilon):
@@ -131,15 +150,16 @@ def _normalize(x, epsilon):
 # shape, not once per LayerNorm of a model.
 @_fused.elementwise
 def fused_forward(x, gamma, beta, epsilon, dtype):
-    """The LayerNorm of `x` over its last axis in `dtype` (float32 `gamma`
-    and `beta`), and the float32 mean and inverse deviation of each row,
-    as one XLA kernel on TensorFlow (`_fused`)."""
-    mean, centered, inv_std = moments(ops.cast(x, "float32"), epsilon)
+    """The LayerNorm of `x` over its last axis in `dtype`, and the mean and
+    inverse deviation of each row, all computed in the dtype of `gamma` and
+    `beta` (`statistics_dtype`), as one XLA kernel on TensorFlow
+    (`_fused`)."""
+    mean, centered, inv_std = moments(ops.cast(x, gamma.dtype), epsilon)
     return ops.cast(centered * inv_std * gamma + beta, dtype), mean, inv_std
 
 
 def moments(x, epsilon):
-    """`(mean, x - mean, 1 / sqrt(var + epsilon))` of float32 `x` over its
+    """`(mean, x - mean, 1 / sqrt(var + epsilon))` of `x` over its
     last axis (the mean and the inverse deviation keep it, of size 1)."""
     mean = ops.mean(x, axis=-1, keepdims=True)
     centered = x - mean

@@ -11,6 +11,7 @@ from keras_vit.layers import _norm_dense
 from keras_vit.layers.attention import MultiHeadSelfAttention
 from keras_vit.layers.attention import _token_spec
 from keras_vit.layers.layer_norm import LayerNorm
+from keras_vit.layers.layer_norm import statistics_dtype
 from keras_vit.layers.layer_scale import LayerScale
 from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
 from keras_vit.options import ACTIVATIONS
@@ -68,7 +69,8 @@ class TransformerBlock(keras.layers.Layer):
         training: bool, whether dropout and stochastic depth are active.
             Defaults to `None`.
         return_attention_scores: bool, whether to also return the float32
-            attention weights `(B, num_heads, T, T)`. Defaults to `False`.
+            (a float64 block's: float64) attention weights `(B, num_heads,
+            T, T)`. Defaults to `False`.
 
     Returns:
         `(B, T, D)` tokens, or `(tokens, attention_weights)`.
@@ -288,7 +290,8 @@ class TransformerBlock(keras.layers.Layer):
             return out
         batch, tokens = inputs.shape[0], inputs.shape[1]
         weights = keras.KerasTensor(
-            (batch, self.num_heads, tokens, tokens), dtype="float32"
+            (batch, self.num_heads, tokens, tokens),
+            dtype=statistics_dtype(self.compute_dtype),
         )
         return out, weights
 

@@ -11,12 +11,14 @@ import dataclasses
 import warnings
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_vit import arg_checks
 from keras_vit import patch_grid
 from keras_vit.layers.attention_pooling import AttentionPooling
 from keras_vit.layers.layer_norm import LayerNorm
+from keras_vit.layers.layer_norm import statistics_dtype
 from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
 from keras_vit.layers.pooling import TokenPooling
@@ -145,8 +147,8 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         layer_norm_epsilon: float, the LayerNorm epsilon. Defaults to
             `1e-6`, as in the original code.
         classifier_activation: activation of the head's output, a name such
-            as `"softmax"` or `None` for logits. Always computed in float32.
-            Defaults to `"softmax"`.
+            as `"softmax"` or `None` for logits. Always computed in float32
+            (float64 in a float64 model). Defaults to `"softmax"`.
         include_preprocessing: bool. If `True`, inputs are pixel values in
             [0, 255], normalised inside the model as `normalization` says
             (one per-channel multiply-add, layer `rescaling`); if `False`,
@@ -254,8 +256,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
 
     Returns:
         With `include_top=True`: `(B, num_classes)` probabilities (or logits
-        with `classifier_activation=None`), float32 (with `distillation`,
-        of the two heads' mean logits; see `distilled_training`). Otherwise
+        with `classifier_activation=None`), float32 (float64 in a float64
+        model; with `distillation`, of the two heads' mean logits; see
+        `distilled_training`). Otherwise
         the pooled `(B, hidden_dim)` feature, or the `(B, T, hidden_dim)`
         tokens after the final LayerNorm with `pooling=None`.
 
@@ -346,7 +349,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             )
         grid = config.token_grid(feature_size)
         layers = _make_layers(config, grid, stem_layer, dtype)
-        inputs = keras.Input(shape=_input_shape(config), name="images")
+        inputs = _images_input(config, dtype)
         outputs = _call_layers(layers, inputs)["output"]
         super().__init__(
             inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs
@@ -524,8 +527,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             registers: those the model has), then the patches. With
             `return_attention` or `return_block_outputs`, a dict:
             `"features"` (those tokens),
-            `"attention_weights"` (a list of `num_layers` float32
-            `(B, num_heads, T, T)` tensors, rows summing to 1) and
+            `"attention_weights"` (a list of `num_layers` float32 `(B,
+            num_heads, T, T)` tensors, float64 in a float64 model, rows
+            summing to 1) and
             `"block_outputs"` (a list of `num_layers` `(B, T, hidden_dim)`
             tensors, before the final LayerNorm), each only when asked.
 
@@ -572,9 +576,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             `"block_outputs"`: a list of `num_layers` `(B, T, D)` tensors,
             the tokens after each block (before the final LayerNorm);
             `"attention_weights"` (if `attention`): a list of `num_layers`
-            float32 `(B, num_heads, T, T)` tensors, rows summing to 1, token
-            0 being the class token when there is one; `"output"`: this
-            model's output.
+            float32 (a float64 model's: float64) `(B, num_heads, T, T)`
+            tensors, rows summing to 1, token 0 being the class token when
+            there is one; `"output"`: this model's output.
 
         Example:
 
@@ -583,7 +587,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         >>> cls_attention = out["attention_weights"][-1][:, :, 0, 1:]
         """
         arg_checks.boolean("attention", attention)
-        inputs = keras.Input(shape=_input_shape(self.vit_config), name="images")
+        inputs = _images_input(self.vit_config, self.dtype_policy)
         outputs = _call_layers(self._layer_table(), inputs)
         if not attention:
             del outputs["attention_weights"]
@@ -696,6 +700,20 @@ def _input_shape(config):
     return (*config.image_size, config.num_channels)
 
 
+def _images_input(config, dtype):
+    """The model's `images` input, of `_wide_dtype(dtype)`: float32, or
+    float64 for a float64 model (float32 would round its inputs)."""
+    return keras.Input(
+        shape=_input_shape(config), name="images", dtype=_wide_dtype(dtype)
+    )
+
+
+def _wide_dtype(dtype):
+    """`statistics_dtype` of the `dtype` policy's compute dtype (`None`:
+    the global policy's): float32, or float64 for float64."""
+    return statistics_dtype(keras.dtype_policies.get(dtype).compute_dtype)
+
+
 def _make_stem(stem, dtype):
     """The stem layer for a `stem=` argument (see `ViT`)."""
     if stem is None:
@@ -734,7 +752,12 @@ def _make_layers(config, grid, stem_layer, dtype):
     as `_call_layers` takes them."""
     layers = {}
     if config.include_preprocessing:
-        scale, offset = preprocessing_scale_and_offset(config)
+        # Arrays of the wide dtype: Keras casts a Python float to float64
+        # through float32 (the same numbers in float32 and below).
+        scale, offset = (
+            np.asarray(v, _wide_dtype(dtype))
+            for v in preprocessing_scale_and_offset(config)
+        )
         layers["rescaling"] = keras.layers.Rescaling(
             scale, offset=offset, name="rescaling", dtype=dtype
         )
@@ -847,10 +870,12 @@ def _make_head(config, dtype):
             name="head_dist",
             dtype=dtype,
         )
+    # Float32 under mixed precision (no float16 softmax), float64 in a
+    # float64 model.
     layers["predictions"] = keras.layers.Activation(
         config.classifier_activation or "linear",
         name="predictions",
-        dtype="float32",
+        dtype=_wide_dtype(dtype),
     )
     return layers
 

@@ -49,6 +49,24 @@ def test_mixed_precision_computes_in_float32():
     assert np.all(err <= np.abs(exact) * 2.0**-8 + 1e-6)
 
 
+def test_a_float64_layer_computes_in_float64():
+    # Statistics in float32 rounded 1 + 1e-9 to 1: the rows came out zeros.
+    x = np.array([[1.0, 1.0 + 1e-9, 1.0 + 2e-9]])
+    for epsilon in (1e-6, 1e-30):
+        layer = keras_vit.layers.LayerNorm(epsilon, dtype="float64")
+        layer.build(x.shape)
+        gamma, beta = np.array([1.0, 1.0 + 1e-12, 2.0]), np.array([0, 1e-12, 0])
+        layer.set_weights([gamma, beta])
+        out = layer(x)
+        assert keras.backend.standardize_dtype(out.dtype) == "float64"
+        exact = reference.layer_norm(x, gamma, beta, epsilon)
+        np.testing.assert_allclose(out.numpy(), exact, rtol=1e-6, atol=1e-15)
+    # With an epsilon below the variance (4e-19): +-sqrt(3/2), doubled.
+    np.testing.assert_allclose(
+        out.numpy(), [[-1.2247449, 1e-12, 2.4494897]], rtol=1e-6, atol=1e-6
+    )
+
+
 def test_config_round_trip():
     x = np.random.default_rng(0).normal(size=(2, 3, 8)).astype("float32")
     layer = keras_vit.layers.LayerNorm(epsilon=1e-5, name="ln")
