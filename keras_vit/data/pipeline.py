@@ -27,8 +27,8 @@ class Augmentation:
             is resized whole.
         crop_area: `(min, max)` fraction of the image area to crop.
         flip: bool, random left-right flips.
-        rand_augment: int, RandAugment operations per image (0 = off;
-            `keras.layers.RandAugment`).
+        rand_augment: int, RandAugment operations per image, drawn per
+            image (0 = off; `keras.layers.RandAugment`).
         rand_augment_magnitude: float in [0, 1], RandAugment's factor.
         mixup: float, MixUp's alpha (0 = off; `keras.layers.MixUp`).
         cutmix: float, CutMix's alpha (0 = off; `keras.layers.CutMix`).
@@ -208,6 +208,61 @@ def _keyed_seeds_class():
             return _fold(self.key, self.draws)
 
     return KeyedSeeds
+
+
+@functools.cache
+def _per_image_rand_augment_class():
+    # Defined on first use: importing keras_vit.data imports no Keras.
+    import keras
+
+    class PerImageRandAugment(keras.layers.RandAugment):
+        """`keras.layers.RandAugment` that draws its operations per image
+        of a batch, not once for the whole batch.
+
+        Keras's computes every operation on the whole batch and keeps the
+        drawn one with `where`, so drawing one per image costs nothing
+        more; its magnitudes are drawn per image already. (A single image
+        takes Keras's own path.)
+        """
+
+        def get_random_transformation(self, data, training=True, seed=None):
+            transformation = super().get_random_transformation(
+                data, training=training, seed=seed
+            )
+            images = data["images"] if isinstance(data, dict) else data
+            if transformation is None or len(images.shape) != 4:
+                return transformation
+            batch = images.shape[0] or self.backend.core.shape(images)[0]
+            transformation["layer_idxes"] = self.backend.random.randint(
+                (batch, self.num_ops),
+                0,
+                len(self._AUGMENT_LAYERS),
+                seed=self._get_seed_generator(self.backend._backend),
+            )
+            return transformation
+
+        def transform_images(self, images, transformation, training=True):
+            choices = transformation and transformation["layer_idxes"]
+            if not training or len(choices.shape) != 2:
+                return super().transform_images(
+                    images, transformation, training=training
+                )
+            numpy = self.backend.numpy
+            images = self.backend.cast(images, self.compute_dtype)
+            for i in range(self.num_ops):
+                chosen = numpy.reshape(choices[:, i], (-1, 1, 1, 1))
+                for index, (name, value) in enumerate(
+                    transformation["transforms"].items()
+                ):
+                    layer = getattr(self, name)
+                    images = numpy.where(
+                        chosen == index,
+                        layer.transform_images(images, value),
+                        images,
+                    )
+            return self.backend.cast(images, self.compute_dtype)
+
+    return PerImageRandAugment
 
 
 def _keyed(layer):
@@ -519,8 +574,8 @@ def _augmented_batches(
 ):
     """`(images, labels, seeds)` batches of the `(position, example)`
     stream `ds`, cropped or resized, flipped and RandAugmented, each by its
-    own seed (per batch if `fixed_size`, else per image)."""
-    import keras
+    own seed (per batch if `fixed_size`, else per image); every draw is
+    per image either way."""
     import tensorflow as tf
 
     def augment(position, example):
@@ -542,7 +597,7 @@ def _augmented_batches(
     rand_augment = None
     if aug.rand_augment:
         keyed_rand_augment = _keyed(
-            keras.layers.RandAugment(
+            _per_image_rand_augment_class()(
                 value_range=(0, 255),
                 num_ops=aug.rand_augment,
                 factor=aug.rand_augment_magnitude,

@@ -257,6 +257,40 @@ def test_rand_augment_changes_the_images_within_the_pixel_range():
     assert augmented.min() >= 0 and augmented.max() <= 255
 
 
+@pytest.mark.parametrize("fixed_size", [True, False])
+def test_rand_augment_draws_its_operations_per_image(fixed_size):
+    # Keras's RandAugment draws its operations once a call: the batched
+    # path (same-sized images) gave every image of a batch the same ones.
+    # At magnitude 0 the geometric and colour operations leave an image as
+    # it is and the others (auto-contrast, equalisation, ...) change it:
+    # 32 copies of one image come out in several forms, some unchanged.
+    one = np.random.default_rng(0).integers(30, 200, (16, 16, 3), "uint8")
+    images, labels = np.repeat(one[None], 64, 0), np.zeros(64, "int64")
+    ds = tf.data.Dataset.from_tensor_slices((images, labels))
+    if not fixed_size:  # images of unknown size take the per-image path
+        ds = tf.data.Dataset.from_generator(
+            lambda: zip(images, labels),
+            output_signature=(
+                tf.TensorSpec((None, None, 3), tf.uint8),
+                tf.TensorSpec((), tf.int64),
+            ),
+        )
+    aug = data.Augmentation(
+        random_resized_crop=False,
+        flip=False,
+        rand_augment=1,
+        rand_augment_magnitude=0.0,
+    )
+    pipeline = data.train_pipeline(
+        ds, 2, (16, 16), 32, augmentation=aug, shuffle=False
+    )
+    for x, _ in pipeline:
+        x = x.numpy()
+        unchanged = np.all(np.abs(x - one) < 1e-3, axis=(1, 2, 3))
+        assert 0 < unchanged.sum() < 32
+        assert len({image.tobytes() for image in np.round(x, 2)}) >= 3
+
+
 def test_bad_augmentation_and_sizes():
     with pytest.raises(ValueError, match="crop_area"):
         data.Augmentation(crop_area=(0.0, 1.0))
