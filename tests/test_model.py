@@ -177,6 +177,33 @@ def test_keras_file_round_trip_in_safe_mode(tmp_path):
     np.testing.assert_array_equal(loaded(images).numpy(), model(images).numpy())
 
 
+def test_a_layer_as_classifier_activation_saves_and_reloads(tmp_path):
+    # As Keras's Dense takes a layer for `activation`; its config held the
+    # serialized layer, which from_config read back as the string 'ReLU'
+    # and refused ("Unknown `classifier_activation`").
+    model = _tiny(classifier_activation=keras.layers.ReLU(max_value=0.05))
+    randomize_weights(model)
+    images = random_images((2, 32, 32, 3))
+    out = model(images).numpy()
+    logits = _tiny(classifier_activation=None)
+    logits.set_weights(model.get_weights())
+    np.testing.assert_allclose(
+        out, np.clip(logits(images).numpy(), 0.0, 0.05), atol=1e-6
+    )
+    assert out.min() == 0.0 and out.max() == np.float32(0.05)
+    clone = keras_vit.ViT.from_config(model.get_config())
+    clone.set_weights(model.get_weights())
+    np.testing.assert_array_equal(clone(images).numpy(), out)
+    path = os.path.join(tmp_path, "relu.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    activation = loaded.classifier_activation
+    assert isinstance(activation, keras.layers.ReLU)
+    assert activation.max_value == 0.05
+    assert loaded.get_config() == model.get_config()
+    np.testing.assert_array_equal(loaded(images).numpy(), out)
+
+
 def test_a_frozen_backbone_stays_frozen_when_reloaded(tmp_path):
     # The keras.applications way to fine-tune: freeze the backbone, train a
     # new head; then save, reload and train on.

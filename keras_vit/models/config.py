@@ -452,16 +452,20 @@ def preprocessing_scale_and_offset(config):
 
 
 def _activation(classifier_activation):
+    """`classifier_activation` checked: `None`, a name, a function or a
+    layer, as Keras's `Dense` takes an `activation`. A saved config's dict
+    (`to_dict`) becomes the object it describes, as `Dense` reads its own:
+    `keras.activations.deserialize` gave a layer's class name, a string no
+    activation has."""
+    if classifier_activation is None:
+        return None
+    try:
+        resolved = keras.activations.get(classifier_activation)
+    except (ValueError, TypeError):
+        raise ValueError(
+            "Unknown `classifier_activation`. Received: "
+            f"classifier_activation={classifier_activation!r}"
+        ) from None
     if isinstance(classifier_activation, dict):  # from a saved config
-        classifier_activation = keras.activations.deserialize(
-            classifier_activation
-        )
-    if classifier_activation is not None:
-        try:
-            keras.activations.get(classifier_activation)
-        except (ValueError, TypeError):
-            raise ValueError(
-                "Unknown `classifier_activation`. Received: "
-                f"classifier_activation={classifier_activation!r}"
-            ) from None
+        return resolved
     return classifier_activation
