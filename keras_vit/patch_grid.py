@@ -37,6 +37,12 @@ INTERPOLATIONS = (
 #: original code's (`scipy.ndimage.zoom`, linear).
 LOADING_INTERPOLATION = "bilinear_align_corners"
 
+#: The resampling methods that have no antialiased form: the original
+#: code's linear interpolation is scipy's, which filters nothing, and
+#: TensorFlow's nearest-neighbour resize ignores `antialias`. ("area"
+#: averages, antialiased either way.)
+NO_ANTIALIAS = ("bilinear_align_corners", "nearest")
+
 
 def grid_from_length(num_tokens, name="position embeddings"):
     """Returns the square grid `(g, g)` holding `num_tokens` patches."""
@@ -78,8 +84,9 @@ def resample_position_embeddings(
             (the original code's `scipy.ndimage.zoom(..., order=1)`),
             `"bilinear"`, `"bicubic"`, `"nearest"`, `"area"` (pixel-centre
             aligned, `keras.ops.image.resize`). Defaults to `"bilinear"`.
-        antialias: bool, whether to low-pass filter when downsampling.
-            Defaults to `False`.
+        antialias: bool, whether to low-pass filter when downsampling
+            (`"area"` always does); refused with the interpolations of
+            `NO_ANTIALIAS`, which have no such filter. Defaults to `False`.
 
     Returns:
         The embeddings on `target_grid`, same rank and dtype as `posemb`:
@@ -100,7 +107,7 @@ def resample_position_embeddings(
     num_prefix_tokens = arg_checks.non_negative_int(
         "num_prefix_tokens", num_prefix_tokens
     )
-    antialias = arg_checks.boolean("antialias", antialias)
+    antialias = _checked_antialias(antialias, interpolation)
     target_grid = _grid_size("target_grid", target_grid)
     posemb, squeeze, source_grid = _checked_posemb(
         posemb, num_prefix_tokens, source_grid
@@ -114,6 +121,21 @@ def resample_position_embeddings(
     grid = ops.reshape(grid, (1, -1, dim))
     out = ops.concatenate([prefix, grid], axis=1)
     return out[0] if squeeze else out
+
+
+def _checked_antialias(antialias, interpolation):
+    """`antialias` as a bool, or `ValueError`: not a bool, or `True` with
+    an interpolation of `NO_ANTIALIAS` (which would ignore it, and the
+    embeddings come back aliased without a word)."""
+    antialias = arg_checks.boolean("antialias", antialias)
+    if antialias and interpolation in NO_ANTIALIAS:
+        raise ValueError(
+            "`antialias=True` needs an interpolation with a low-pass filter, "
+            f"not one of {NO_ANTIALIAS}: use 'bilinear', 'bicubic' or "
+            f"'area'. Received: antialias={antialias}, "
+            f"interpolation={interpolation!r}"
+        )
+    return antialias
 
 
 def _checked_posemb(posemb, num_prefix_tokens, source_grid):

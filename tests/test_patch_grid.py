@@ -102,6 +102,26 @@ def test_resampling_arguments_are_named(name, value):
         patch_grid.resample_position_embeddings(**args)
 
 
+@pytest.mark.parametrize("interpolation", patch_grid.INTERPOLATIONS)
+def test_antialias_is_refused_where_the_interpolation_has_none(interpolation):
+    # "bilinear_align_corners" (the loading default) and "nearest" ignored
+    # it: a 16x16 grid downsampled to 5x5 came back as aliased as without.
+    posemb = np.random.default_rng(0).normal(size=(1, 1 + 16 * 16, 4))
+    args = dict(posemb=posemb, target_grid=(5, 5), interpolation=interpolation)
+    plain = patch_grid.resample_position_embeddings(**args, antialias=False)
+    if interpolation in patch_grid.NO_ANTIALIAS:
+        with pytest.raises(
+            ValueError,
+            match=rf"antialias=True, interpolation='{interpolation}'",
+        ):
+            patch_grid.resample_position_embeddings(**args, antialias=True)
+        return
+    filtered = patch_grid.resample_position_embeddings(**args, antialias=True)
+    # "area" averages either way; the others filter only when asked to.
+    changed = np.abs(filtered.numpy() - plain.numpy()).max() > 1e-3
+    assert changed == (interpolation != "area")
+
+
 def test_resampling_inputs_are_named():
     with pytest.raises(
         ValueError, match="`posemb` must be an array of floating-point"
