@@ -424,17 +424,54 @@ def test_global_mixed_policy():
     np.testing.assert_allclose(out, expected, atol=0.1 * np.abs(expected).max())
 
 
+def _blocks_in_sequence(model, images):
+    """Each block's `(outputs, attention weights)` as the NumPy reference
+    computes them, applying block 0, 1, ... in turn to the embedded
+    tokens (a check that the model reports block i's for block i)."""
+    x = model.get_layer("rescaling")(images)
+    x = model.get_layer("patch_encoder")(model.get_layer("patches")(x))
+    x, found = x.numpy().astype("float64"), []
+    for i in range(model.num_layers):
+        block = model.get_layer(f"block_{i}")
+        x, weights = reference.block(
+            x, reference.block_weights(block), model.num_heads
+        )
+        found.append((x, weights))
+    return found
+
+
+def _assert_blocks_in_sequence(model, images, out):
+    """`out`'s `block_outputs` and `attention_weights` are the blocks'
+    own, in order (`_blocks_in_sequence`)."""
+    expected = _blocks_in_sequence(model, images)
+    assert len(out["block_outputs"]) == len(expected)
+    assert len(out["attention_weights"]) == len(expected)
+    for i, (tokens, weights) in enumerate(expected):
+        np.testing.assert_allclose(
+            out["block_outputs"][i].numpy(),
+            tokens,
+            atol=1e-4,
+            err_msg=f"block {i}",
+        )
+        np.testing.assert_allclose(
+            out["attention_weights"][i].numpy(),
+            weights,
+            atol=1e-5,
+            err_msg=f"block {i}",
+        )
+
+
 def test_intermediates_model():
     model = _tiny(num_layers=3)
     randomize_weights(model)
     images = random_images((2, 32, 32, 3))
     out = model.intermediates_model()(images)
-    assert len(out["block_outputs"]) == 3
-    assert len(out["attention_weights"]) == 3
     for tokens, weights in zip(out["block_outputs"], out["attention_weights"]):
         assert tokens.shape == (2, 17, 16)
         assert weights.shape == (2, 2, 17, 17)
         np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-5)
+    # Block i's outputs and weights, not another block's.
+    _assert_blocks_in_sequence(model, images, out)
     np.testing.assert_allclose(
         out["output"].numpy(), model(images).numpy(), atol=1e-6
     )
@@ -747,6 +784,7 @@ def test_forward_features_gives_the_tokens_before_pooling_and_head():
         np.testing.assert_allclose(
             out[key][-1].numpy(), inter[key][-1].numpy(), atol=1e-6
         )
+    _assert_blocks_in_sequence(model, images, out)
     assert set(model.forward_features(images, return_attention=True)) == {
         "features",
         "attention_weights",
