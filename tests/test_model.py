@@ -48,34 +48,23 @@ def test_matches_numpy_reference(kwargs):
     np.testing.assert_allclose(out, expected, atol=1e-4)
 
 
-def _float64_model():
+def _float64_model(**kwargs):
     """A tiny float64 ViT with random weights, and float64 images."""
-    model = _tiny(dtype="float64", representation_size=12)
+    model = _tiny(dtype="float64", representation_size=12, **kwargs)
     randomize_weights(model)
     images = np.random.default_rng(0).uniform(0, 255, (2, 32, 32, 3))
     return model, images
 
 
+@pytest.mark.parametrize("activation", ["gelu", "quick_gelu"])
 @pytest.mark.parametrize(
     "training",
-    [
-        pytest.param(
-            False,
-            marks=pytest.mark.xfail(
-                keras.backend.backend() == "tensorflow",
-                strict=True,
-                reason="keras_vit.layers._activations.activate takes "
-                "TensorFlow's gelu, which rounds its 1/sqrt(2) to float32 "
-                "(5e-9 off); _gelu.exact computes float64 in float64",
-            ),
-        ),
-        True,  # the training steps' fused functions (dropout is 0)
-    ],
+    [False, True],  # True: the training steps' fused functions (no dropout)
 )
-def test_a_float64_model_computes_in_float64(training):
+def test_a_float64_model_computes_in_float64(training, activation):
     # The images, the rescaling's numbers, the LayerNorms' statistics, the
-    # softmaxes, the GELU and the predictions were float32: 1e-7 off.
-    model, images = _float64_model()
+    # softmaxes, the GELUs and the predictions were float32: 1e-7 off.
+    model, images = _float64_model(activation=activation)
     out = model(images, training=training)
     assert keras.backend.standardize_dtype(out.dtype) == "float64"
     expected = reference.vit(images, model)
