@@ -45,7 +45,8 @@ class VerificationReport:
         op_histogram: `{op name: count}` (TFLite).
         comparisons: a list of `keras_vit.export.checks.Comparison`.
         failures: what failed, one sentence each; empty if it passed.
-        limits: the limits applied (see `LIMITS`).
+        limits: the limits applied (see `checks.LIMITS`, and
+            `checks.FEATURE_LIMITS` for features).
         xnnpack_partitions: how many pieces LiteRT's XNNPACK delegate runs
             the graph in (see `xnnpack_partitions`; TFLite).
     """
@@ -104,53 +105,69 @@ class VerificationReport:
                 )
             )
         if self.comparisons:
-            header = (
-                "source",
-                "runtime",
-                "images",
-                "max|Δ|",
-                "mean|Δ|",
-                "top-1 agree",
-                "accuracy (keras)",
-            )
-            rows = [
-                (
-                    c.source,
-                    c.runtime,
-                    str(c.num_images),
-                    f"{c.max_abs:.2e}",
-                    f"{c.mean_abs:.2e}",
-                    f"{c.top1_agreement:.4f}",
-                    "-"
-                    if c.accuracy is None
-                    else f"{c.accuracy:.4f} ({c.reference_accuracy:.4f})",
-                )
-                for c in self.comparisons
-            ]
-            widths = [
-                max(len(r[i]) for r in (header, *rows))
-                for i in range(len(header))
-            ]
-            for row in (header, *rows):
-                lines.append(
-                    "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths))
-                )
+            lines.extend(_table(self.comparisons))
         limits = self.limits or {}
         stated = [
-            f"max|Δ| <= {limits['max_abs']:g}"
-            if limits.get("max_abs") is not None
-            else None,
-            f"top-1 agreement >= {limits['top1']:g}"
-            if limits.get("top1") is not None
-            else None,
+            f"{text} {limits[key]:g}"
+            for key, text in (
+                ("max_abs", "max|Δ| <="),
+                ("top1", "top-1 agreement >="),
+                ("relative", "mean relative error <="),
+            )
+            if limits.get(key) is not None
         ]
-        lines.append(f"  limits: {', '.join(s for s in stated if s) or 'none'}")
+        lines.append(f"  limits: {', '.join(stated) or 'none'}")
         if self.failures:
             lines.append("  FAILED:")
             lines.extend(f"  - {f}" for f in self.failures)
         else:
             lines.append("  passed")
         return "\n".join(lines)
+
+
+def _table(comparisons):
+    """The comparisons as aligned rows under a header; a column no
+    comparison measured is left out (features have no top-1 class, so no
+    agreement or accuracy; classes no relative error)."""
+    columns = [
+        ("source", lambda c: c.source),
+        ("runtime", lambda c: c.runtime),
+        ("images", lambda c: str(c.num_images)),
+        ("max|Δ|", lambda c: f"{c.max_abs:.2e}"),
+        ("mean|Δ|", lambda c: f"{c.mean_abs:.2e}"),
+    ]
+    if any(c.relative_error is not None for c in comparisons):
+        columns.append(
+            ("rel. error", lambda c: _number(c.relative_error, ".4f"))
+        )
+    if any(c.top1_agreement is not None for c in comparisons):
+        columns.append(
+            ("top-1 agree", lambda c: _number(c.top1_agreement, ".4f"))
+        )
+        columns.append(
+            (
+                "accuracy (keras)",
+                lambda c: (
+                    "-"
+                    if c.accuracy is None
+                    else f"{c.accuracy:.4f} ({c.reference_accuracy:.4f})"
+                ),
+            )
+        )
+    rows = [
+        tuple(name for name, _ in columns),
+        *(tuple(cell(c) for _, cell in columns) for c in comparisons),
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
+    return [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths))
+        for row in rows
+    ]
+
+
+def _number(value, spec):
+    """`value` formatted with `spec`, or `-` where it was not measured."""
+    return "-" if value is None else format(value, spec)
 
 
 @dataclasses.dataclass
