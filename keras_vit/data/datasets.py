@@ -241,6 +241,18 @@ def _visible_walk(folder):
         yield root, files
 
 
+def class_folders(folder):
+    """The class names of an image folder: its sub-folders, sorted. Hidden
+    folders are no classes (as for Keras's `image_dataset_from_directory`):
+    a notebook's `.ipynb_checkpoints` took label 0 and shifted every
+    class's label by one."""
+    return sorted(
+        d
+        for d in os.listdir(folder)
+        if os.path.isdir(os.path.join(folder, d)) and not _hidden(d)
+    )
+
+
 def images_under(folder):
     """The image files below `folder`, in a fixed (sorted) order; hidden
     files and folders are skipped (a notebook's `.ipynb_checkpoints` holds
@@ -363,14 +375,7 @@ def _from_folder(name, folder, labels=True):
                 f" Received: dataset={name!r}"
             )
     else:
-        # Hidden folders are no classes (as for Keras's
-        # `image_dataset_from_directory`): a notebook's `.ipynb_checkpoints`
-        # took label 0 and shifted every class's label by one.
-        class_names = sorted(
-            d
-            for d in os.listdir(folder)
-            if os.path.isdir(os.path.join(folder, d)) and not _hidden(d)
-        )
+        class_names = class_folders(folder)
         paths, indices, empty = [], [], []
         for index, class_name in enumerate(class_names):
             found = images_under(os.path.join(folder, class_name))

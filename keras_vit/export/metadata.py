@@ -133,11 +133,7 @@ def training_run_class_names(model_path):
     if isinstance(dataset, str) and dataset.startswith("folder:"):
         images = dataset[len("folder:") :]
         if os.path.isdir(images):
-            return sorted(
-                d
-                for d in os.listdir(images)
-                if os.path.isdir(os.path.join(images, d))
-            )
+            return datasets.class_folders(images)
     return None
 
 

@@ -120,6 +120,8 @@ def test_a_run_written_before_lists_its_folder_as_then(tmp_path):
     (run / "config.json").write_text(json.dumps(config))
     model = str(run / "model.keras")
     (run / "model.keras").write_bytes(b"")
+    # A hidden folder is no class, here as in training.
+    (folder / ".ipynb_checkpoints").mkdir()
     assert metadata.training_run_class_names(model) == CLASSES
     # The file, where there is one, comes first.
     (run / CLASS_NAMES_FILE).write_text('["x", "y"]')
