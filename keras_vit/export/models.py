@@ -241,9 +241,11 @@ def inputs_from_pixels(model):
     """The function that turns [0, 255] RGB pixels `(N, H, W, C)` into what
     `model` takes: float32 pixels as they are for a model that normalises
     them itself (`takes_pixels`), else `normalize_pixels` with its
-    `normalization`. The one conversion of every image file and dataset
+    `normalization`. The conversion of every image file and NumPy batch
     fed to a model (`keras-vit predict` and `inspect`, few-shot
-    evaluation, an export's calibration and verification).
+    evaluation, an export's calibration and verification); training's
+    `tf.data` pipelines do the same multiply-add in the graph
+    (`keras_vit.training.train._as_model_inputs`), from the same numbers.
 
     Raises:
         ValueError: for a model that takes already-normalised inputs and
