@@ -397,6 +397,10 @@ def export_tflite(
         )
     source = model
     model = models.load_model(model)
+    if min_top1_agreement is not None:  # refused before the conversion
+        checks.tflite_limits(
+            quantize, min_top1_agreement, output_kind=models.output_kind(model)
+        )
     class_names = metadata_lib.class_names(model, labels, source)
     # A mixed-precision model is exported, and verified, as its float32 copy.
     model = models.float32_model(model)

@@ -222,6 +222,7 @@ def _compare_tflite(
                     None if labels is None else labels[:n],
                     images.source,
                     name,
+                    output_kind=models.output_kind(model),
                 )
             )
 
@@ -300,7 +301,12 @@ def verify_tflite(
     # A mixed-precision reference is compared as the float32 model its
     # export converted (see `export_tflite`).
     model = models.float32_model(models.load_model(reference))
-    limits = checks.tflite_limits(quantization, min_top1_agreement, max_abs)
+    limits = checks.tflite_limits(
+        quantization,
+        min_top1_agreement,
+        max_abs,
+        output_kind=models.output_kind(model),
+    )
     report = _tflite_report(path, graph, quantization, model, limits)
     if not graph.unsupported_ops():  # LiteRT cannot load such a file
         threads = (os.cpu_count() or 1) if num_threads is None else num_threads
@@ -509,10 +515,18 @@ def _compare_signature(report, name, outputs, model, images, dtype):
     on `images` (rounded for uint8 pixels), added to `report`."""
     x = images.images if dtype == "float32" else np.round(images.images)
     keras_out = _reference_outputs(model, x)
+    kind = models.output_kind(model)
     report.comparisons.append(
-        compare(outputs[name], keras_out, images.labels, images.source, name)
+        compare(
+            outputs[name],
+            keras_out,
+            images.labels,
+            images.source,
+            name,
+            output_kind=kind,
+        )
     )
-    single = compare(outputs[name + "_single"], keras_out[:1])
+    single = compare(outputs[name + "_single"], keras_out[:1], output_kind=kind)
     if not single.max_abs <= report.limits["max_abs"]:
         report.failures.append(
             f"{name} on a batch of one: max |Δ| {single.max_abs:.3g}"

@@ -2,6 +2,8 @@
 relative error of their features, not to a top-1 agreement: the argmax
 over feature dimensions is no class, and one outlier channel pins it."""
 
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -209,3 +211,43 @@ def test_an_int8_feature_export_against_its_model_and_an_unrelated_one(
         f"unrelated on digits: relative error "
         f"{results['unrelated'].relative_error:.3g} > 0.2"
     ]
+
+
+def test_verify_tflite_holds_a_feature_export_to_the_feature_limit(tmp_path):
+    # The audit's case end to end: an int8 export of one feature extractor
+    # verified against another passed on top-1 agreement 1.0 (the outlier
+    # channel's argmax); against its own model it passes.
+    from keras_vit.export import verification
+
+    model, unrelated = _feature_extractor(0), _feature_extractor(1)
+    path = str(tmp_path / "features.tflite")
+    tflite.export_tflite(
+        model, path, quantize="int8", representative_data="digits", verify=False
+    )
+    reports = {
+        name: verification.verify_tflite(
+            path,
+            reference,
+            data="digits",
+            num_images=32,
+            verbose=0,
+            raise_on_failure=False,
+        )
+        for name, reference in [("own", model), ("unrelated", unrelated)]
+    }
+    assert reports["own"].passed, reports["own"].summary()
+    assert not reports["unrelated"].passed
+    assert "relative error" in " ".join(reports["unrelated"].failures)
+    for report in reports.values():
+        assert report.limits == checks.FEATURE_LIMITS["int8"]
+        assert {c.top1_agreement for c in report.comparisons} == {None}
+    # A top-1 floor on features is refused before anything is converted.
+    with pytest.raises(ValueError, match="min_top1_agreement=0.9"):
+        tflite.export_tflite(
+            model,
+            str(tmp_path / "other.tflite"),
+            quantize="float16",
+            verify_data="digits",
+            min_top1_agreement=0.9,
+        )
+    assert sorted(os.listdir(tmp_path)) == ["features.json", "features.tflite"]

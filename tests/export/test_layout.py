@@ -35,9 +35,10 @@ LAYERS = {
     "moved": 0,
     "graph": 0,
     "models": 0,
-    "representative": 0,
     "runtime": 0,
     "report": 0,
+    # Image sources, made into a model's inputs (`models`).
+    "representative": 1,
     "checks": 1,
     "metadata": 1,
     "verification": 2,
