@@ -179,23 +179,34 @@ def _recorded_heads(args):
 def _check_recorded_settings(args, model, path):
     """Refuses a model that differs from the one a `.keras` archive's
     config records in one of `RECORDED_SETTINGS`."""
+    _refuse_other_settings(
+        path,
+        model,
+        {name: args.get(name) for name in RECORDED_SETTINGS},
+        {name: getattr(model, name) for name in RECORDED_SETTINGS},
+        "its config records them",
+    )
+
+
+def _refuse_other_settings(path, model, theirs, ours, recorded):
+    """Refuses `model` where its settings `ours` differ from `theirs`, a
+    file's (`None`: not recorded), as the file records them (`recorded`,
+    said in the message)."""
     differ = [
-        name
-        for name in RECORDED_SETTINGS
-        if args.get(name) is not None and args[name] != getattr(model, name)
+        n for n in theirs if theirs[n] is not None and theirs[n] != ours[n]
     ]
     if not differ:
         return
-    theirs = ", ".join(f"{name}={args[name]!r}" for name in differ)
-    ours = ", ".join(f"{name}={getattr(model, name)!r}" for name in differ)
+    file = ", ".join(f"{name}={theirs[name]!r}" for name in differ)
+    received = ", ".join(f"{name}={ours[name]!r}" for name in differ)
     raise ValueError(
         f"The Keras file {path!r} holds the weights of a model with "
-        f"{theirs} (its config records them) and the model {model.name!r} "
-        f"has {ours}. Keras files hold a layer's weights by position, so "
-        "they would load and compute other outputs, or put one token's "
-        "weights in another's place; nothing was loaded. Build the model "
-        f"with the file's settings (or keras.saving.load_model({path!r})). "
-        f"Received: {ours}"
+        f"{file} ({recorded}) and the model {model.name!r} has {received}. "
+        "Keras files hold a layer's weights by position, so they would load "
+        "and compute other outputs, or put one token's weights in another's "
+        "place; nothing was loaded. Build the model with the file's "
+        f"settings (or keras.saving.load_model({path!r})). "
+        f"Received: {received}"
     )
 
 
@@ -286,17 +297,12 @@ def _check_recorded_tokens(value, model, path):
             f"Received: {TOKENS_RECORD}={theirs.tolist()}"
         )
     ours = model.get_layer("patch_encoder").token_layout()
-    if tuple(int(v) for v in theirs) == ours:
-        return
-    differ = [i for i in range(3) if int(theirs[i]) != ours[i]]
-    file = ", ".join(f"{TOKEN_SETTINGS[i]}={int(theirs[i])}" for i in differ)
-    received = ", ".join(f"{TOKEN_SETTINGS[i]}={ours[i]}" for i in differ)
-    raise ValueError(
-        f"The Keras weights file {path!r} holds the weights of a model with "
-        f"{file} (recorded beside its patch encoder's weights) and the "
-        f"model {model.name!r} has {received}: one token's weights would "
-        "land in another's place, so nothing was loaded. Received: "
-        f"{received}"
+    _refuse_other_settings(
+        path,
+        model,
+        dict(zip(TOKEN_SETTINGS, (int(v) for v in theirs))),
+        dict(zip(TOKEN_SETTINGS, ours)),
+        "recorded beside its patch encoder's weights",
     )
 
 

@@ -261,13 +261,9 @@ def test_a_nested_config_json_loads_to_the_same_settings_as_the_flat_one():
     )
 
 
-@pytest.mark.parametrize("form", ["flat", "nested"])
-def test_a_rerun_compares_its_settings_with_either_form(
-    tmp_path, monkeypatch, form
-):
-    # A run folder of an earlier version holds a flat config.json: a rerun
-    # with the same settings resumes it (no "other settings" refusal), and
-    # one with another seed is refused, naming it, whichever form it holds.
+def _rerun_of(tmp_path, monkeypatch, form):
+    """`(train module, config)`: a run folder holding `form`'s config.json
+    (as if with a backup) and a config of the same settings to rerun it."""
     import importlib
     import shutil
 
@@ -285,6 +281,17 @@ def test_a_rerun_compares_its_settings_with_either_form(
     )
     config = load_config(os.path.join(here, "flat_config.json"))
     config.run.output = str(folder)
+    return train_module, config
+
+
+@pytest.mark.parametrize("form", ["flat", "nested"])
+def test_a_rerun_compares_its_settings_with_either_form(
+    tmp_path, monkeypatch, form
+):
+    # A run folder of an earlier version holds a flat config.json: a rerun
+    # with the same settings resumes it (no "other settings" refusal), and
+    # one with another seed is refused, naming it, whichever form it holds.
+    train_module, config = _rerun_of(tmp_path, monkeypatch, form)
     train_module._check_run_folder(config)
     train_module._check_resumable(config)
     config.run.seed = 1
@@ -299,23 +306,7 @@ def test_a_rerun_with_another_batch_size_is_refused(
     # The backup's optimizer step counts batches of the run's size, and the
     # schedule's length is counted in the rerun's: at batch 16 instead of 8
     # a resumed run trained a whole epoch at a learning rate of 0.
-    import importlib
-    import shutil
-
-    from keras_vit.training.config import load_config
-
-    train_module = importlib.import_module("keras_vit.training.train")
-    here = os.path.dirname(__file__)
-    folder = tmp_path / "run"
-    folder.mkdir()
-    shutil.copy(
-        os.path.join(here, f"{form}_config.json"), folder / "config.json"
-    )
-    monkeypatch.setattr(  # as if the folder held a backup
-        train_module.run_callbacks, "read_backup", lambda path: ({}, None)
-    )
-    config = load_config(os.path.join(here, "flat_config.json"))
-    config.run.output = str(folder)
+    train_module, config = _rerun_of(tmp_path, monkeypatch, form)
     config.run.epochs = 5  # may change: the run goes on longer
     train_module._check_resumable(config)
     config.data.batch_size = 16

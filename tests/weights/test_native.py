@@ -5,19 +5,12 @@ import numpy as np
 import pytest
 
 import keras_vit
+from tests import helpers
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
-TINY = dict(
-    image_size=32,
-    patch_size=8,
-    hidden_dim=32,
-    num_layers=1,
-    num_heads=2,
-    mlp_dim=64,
-    num_classes=5,
-    classifier_activation=None,
-)
+#: Any tiny ViT, logits out (softmax hides differences).
+TINY = dict(helpers.TINY, classifier_activation=None)
 
 
 def _tiny(seed=0, **kwargs):
