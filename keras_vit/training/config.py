@@ -52,6 +52,7 @@ from keras_vit.options import OBJECTIVES
 from keras_vit.options import OPTIMIZERS
 from keras_vit.options import POOLINGS
 from keras_vit.options import STRATEGIES
+from keras_vit.training import strategy as run_strategy
 
 
 def _metadata(
@@ -278,7 +279,11 @@ class ScaleConfig:
     `recipe.auto_jit_compile`)."""
 
     strategy: str = _field("auto", choices=STRATEGIES)
-    tpu: str = _field(None, "TPU name or address (default: TPU_NAME)")
+    tpu: str = _field(
+        None,
+        "TPU name or address, for the strategies tpu and auto "
+        "(default: TPU_NAME)",
+    )
     mixed_precision: str = _field(
         "auto",
         "auto: bfloat16 on TPUs and on GPUs of compute capability 8.0 or "
@@ -777,6 +782,7 @@ class TrainConfig:
     def _check_scale(self):
         scale = self.scale
         arg_checks.one_of("strategy", scale.strategy, STRATEGIES)
+        run_strategy.check_tpu(scale.strategy, scale.tpu)
         arg_checks.one_of(
             "mixed_precision", scale.mixed_precision, MIXED_PRECISION
         )

@@ -26,6 +26,22 @@ def _on_tpu_vm():
     return any(os.path.exists(path) for path in ("/dev/accel0", "/dev/vfio/0"))
 
 
+#: The strategies that can run on the TPU `tpu` names.
+TPU_STRATEGIES = ("auto", "tpu")
+
+
+def check_tpu(name, tpu):
+    """Raises unless `tpu` is unset or `name` is a strategy that uses it:
+    `default`, `mirrored` and `multi_worker` ignored it, and a run meant
+    for a TPU trained on the host's CPU without a word."""
+    if tpu and name not in TPU_STRATEGIES:
+        raise ValueError(
+            "`tpu` names the TPU of the 'tpu' strategy (or of 'auto'), "
+            f"which this run does not use. Received: tpu={tpu!r}, "
+            f"strategy={name!r}"
+        )
+
+
 def resolve_kind(name="auto", tpu=None, environ=None, num_gpus=None):
     """Which strategy `name` means here, without creating it.
 
@@ -38,8 +54,13 @@ def resolve_kind(name="auto", tpu=None, environ=None, num_gpus=None):
 
     Returns:
         One of `"tpu"`, `"multi_worker"`, `"mirrored"`, `"default"`.
+
+    Raises:
+        ValueError: for an unknown `name`, or a `tpu` with a `name` that
+            does not use it (`check_tpu`).
     """
     name = arg_checks.one_of("strategy", name, STRATEGIES)
+    check_tpu(name, tpu)
     environ = os.environ if environ is None else environ
     if name != "auto":
         return name

@@ -75,6 +75,11 @@ BAD_TRAIN_FLAGS = [
         "replace_rate=-0.1",
     ),
     (["--objective", "masked-patches", "--color-bits", "0"], "bits=0"),
+    # Settings the run would have ignored: it trained on the CPU.
+    (
+        ["--strategy", "default", "--tpu", "my-tpu"],
+        "tpu='my-tpu', strategy='default'",
+    ),
 ]
 
 

@@ -17,6 +17,7 @@ from keras_vit.training.config import OptimizerConfig
 from keras_vit.training.config import RunConfig
 from keras_vit.training.config import ScaleConfig
 from keras_vit.training.config import flatten
+from keras_vit.training.strategy import resolve_kind
 
 NESTED = TrainConfig(
     model=ModelConfig("S/16", image_size=32, patch_size=8),
@@ -176,3 +177,30 @@ def test_model_kwargs_of_the_architecture_are_taken():
         dataclasses.replace(
             NESTED, model=dataclasses.replace(NESTED.model, kwargs=7)
         ).check()
+
+
+def _with(config, **sections):
+    """`config` with some fields of some sections replaced."""
+    return dataclasses.replace(
+        config,
+        **{
+            name: dataclasses.replace(getattr(config, name), **fields)
+            for name, fields in sections.items()
+        },
+    )
+
+
+@pytest.mark.parametrize("strategy", ["default", "mirrored", "multi_worker"])
+def test_a_tpu_with_a_strategy_that_does_not_use_it_is_refused(strategy):
+    # `--strategy default --tpu NAME` trained on the CPU, exit 0, and the
+    # run's config.json named the TPU.
+    config = _with(NESTED, scale=dict(strategy=strategy, tpu="my-tpu"))
+    received = f"Received: tpu='my-tpu', strategy='{strategy}'"
+    with pytest.raises(ValueError, match=re.escape(received)):
+        config.check()
+    with pytest.raises(ValueError, match=re.escape(received)):
+        resolve_kind(strategy, "my-tpu", environ={}, num_gpus=0)
+    for used in ("auto", "tpu"):
+        _with(NESTED, scale=dict(strategy=used, tpu="my-tpu")).check()
+        assert resolve_kind(used, "my-tpu", environ={}, num_gpus=0) == "tpu"
+    _with(NESTED, scale=dict(strategy=strategy)).check()  # no TPU named
