@@ -535,6 +535,15 @@ def test_resolve_names():
         registry.find_preset("S/16", "vit_h14_in21k")
 
 
+@pytest.mark.parametrize("variant", [["B/16"], {"B": 16}])
+def test_a_variant_that_is_no_string_is_a_clear_error(variant):
+    # Unhashable: a bare TypeError from the table's lookup before.
+    for get in (registry.get_variant, keras_vit.ViT.from_variant):
+        with pytest.raises(ValueError, match="Unknown ViT variant") as info:
+            get(variant)
+        assert str(info.value).endswith(f"Received: variant={variant!r}")
+
+
 def test_builders_are_made_from_the_registry():
     assert list(builders.BUILDERS) == list(registry.BUILDERS)
     for name, variant in registry.BUILDERS.items():

@@ -78,7 +78,8 @@ def get_variant(name):
     >>> keras_vit.registry.get_variant("B/16")["hidden_dim"]
     768
     """
-    if name not in VARIANTS:
+    # A list or dict is unhashable: `in` would raise a bare TypeError.
+    if not isinstance(name, str) or name not in VARIANTS:
         raise ValueError(
             f"Unknown ViT variant. Expected one of {sorted(VARIANTS)}. "
             f"Received: variant={name!r}"
