@@ -24,7 +24,9 @@ def add_parser(sub):
         help="digits, fashion_mnist, folder:PATH or a tensorflow_datasets name",
     )
     parser.add_argument(
-        "--data-dir", default=None, help="tensorflow_datasets folder"
+        "--data-dir",
+        default=None,
+        help="tensorflow_datasets folder (a tensorflow_datasets name only)",
     )
     parser.add_argument(
         "--shots",
@@ -71,8 +73,11 @@ def add_parser(sub):
 
 def run(args):
     from keras_vit import evaluation
+    from keras_vit.data import datasets
     from keras_vit.export.models import load_model
 
+    # Before the model is loaded (a preset's weights downloaded).
+    datasets.check_data_dir(args.dataset, args.data_dir)
     model = load_model(args.model, args.weights, args.image_size)
     result = evaluation.few_shot(
         model,

@@ -511,14 +511,31 @@ def _from_tfds(name, data_dir, labels=True):
     )
 
 
+def check_data_dir(name, data_dir):
+    """Raises for a `data_dir` given with a dataset that is not read by
+    `tensorflow_datasets` (`"fashion_mnist"`, `"digits"`, `"folder:PATH"`):
+    they never read it, and a run that named a folder of its own went on
+    without it."""
+    local = name in ("fashion_mnist", "digits") or (
+        isinstance(name, str) and name.startswith("folder:")
+    )
+    if data_dir is not None and local:
+        raise ValueError(
+            "`data_dir` is the folder of a tensorflow_datasets dataset, and "
+            f"{name!r} is not one (it is read from its own place). Received: "
+            f"data_dir={data_dir!r}, dataset={name!r}"
+        )
+
+
 def load(name, data_dir=None, labels=True):
     """Loads a dataset by name (see the module docstring for the names).
 
     Args:
         name: `"fashion_mnist"`, `"digits"`, `"folder:PATH"` or a
             `tensorflow_datasets` name.
-        data_dir: where `tensorflow_datasets` keeps its data. Defaults to
-            `None`, its default (`~/tensorflow_datasets`).
+        data_dir: where `tensorflow_datasets` keeps its data; a
+            `tensorflow_datasets` name only. Defaults to `None`, its
+            default (`~/tensorflow_datasets`).
         labels: bool, whether the labels are needed. Without them an image
             folder needs no class sub-folders (every image is read, one
             class `"unlabelled"`); a `tensorflow_datasets` dataset is read
@@ -528,11 +545,16 @@ def load(name, data_dir=None, labels=True):
 
     Returns:
         A `Dataset`.
+
+    Raises:
+        ValueError: for a name that is none of these, or a `data_dir` with
+            a dataset that is not tensorflow_datasets' (`check_data_dir`).
     """
     if not isinstance(name, str) or not name:
         raise ValueError(
             f"`dataset` must be a name. Received: dataset={name!r}"
         )
+    check_data_dir(name, data_dir)
     if name == "fashion_mnist":
         return _from_arrays(name, fashion_mnist_arrays(), FASHION_MNIST_CLASSES)
     if name == "digits":

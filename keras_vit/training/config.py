@@ -44,6 +44,7 @@ import warnings
 
 from keras_vit import arg_checks
 from keras_vit import registry
+from keras_vit.data import datasets
 from keras_vit.data.pipeline import Augmentation
 from keras_vit.options import DECAYS
 from keras_vit.options import MIXED_PRECISION
@@ -137,7 +138,9 @@ class DataConfig:
         "fashion_mnist, digits, folder:PATH or a tensorflow_datasets name",
         required=True,
     )
-    data_dir: str = _field(None, "tensorflow_datasets folder (gs:// for TPUs)")
+    data_dir: str = _field(
+        None, "a tensorflow_datasets dataset's folder (gs:// for TPUs)"
+    )
     validation_split: float = _field(
         0.0, "share of the training split held out to validate on"
     )
@@ -718,6 +721,7 @@ class TrainConfig:
         if model.patch_size is not None:
             arg_checks.positive_int("patch_size", model.patch_size)
         self._check_model_kwargs()
+        datasets.check_data_dir(data.dataset, data.data_dir)
         arg_checks.positive_int("batch_size", data.batch_size)
         arg_checks.rate("validation_split", data.validation_split)
         arg_checks.boolean("shuffle", data.shuffle)

@@ -437,6 +437,21 @@ def test_digits():
     )
 
 
+@pytest.mark.parametrize("name", ["digits", "fashion_mnist", "folder:"])
+def test_a_data_dir_is_refused_with_a_dataset_that_never_reads_it(
+    name, tmp_path
+):
+    # It was passed to tensorflow_datasets alone: the arrays and image
+    # folders were read from their own places, the folder named ignored.
+    if name == "folder:":
+        name += str(tmp_path)
+    received = f"Received: data_dir='/my/tfds', dataset={name!r}"
+    with pytest.raises(ValueError, match=re.escape(received)):
+        data.load(name, data_dir="/my/tfds")
+    datasets.check_data_dir(name, None)  # no folder named: nothing to say
+    datasets.check_data_dir("cifar10", "/my/tfds")  # tensorflow_datasets'
+
+
 def _write_idx(path, array):
     header = bytes([0, 0, 8, array.ndim]) + b"".join(
         int(s).to_bytes(4, "big") for s in array.shape

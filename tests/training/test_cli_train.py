@@ -80,6 +80,7 @@ BAD_TRAIN_FLAGS = [
         ["--strategy", "default", "--tpu", "my-tpu"],
         "tpu='my-tpu', strategy='default'",
     ),
+    (["--data-dir", "/my/tfds"], "data_dir='/my/tfds', dataset='digits'"),
 ]
 
 
@@ -122,6 +123,7 @@ BAD_FEW_SHOT_FLAGS = [
     (["--shots", "0"], "shots=0"),
     (["--seeds", "0"], "seeds=0"),
     (["--batch-size", "0"], "batch_size=0"),
+    (["--data-dir", "/my/tfds"], "data_dir='/my/tfds', dataset='digits'"),
 ]
 
 

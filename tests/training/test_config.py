@@ -204,3 +204,14 @@ def test_a_tpu_with_a_strategy_that_does_not_use_it_is_refused(strategy):
         _with(NESTED, scale=dict(strategy=used, tpu="my-tpu")).check()
         assert resolve_kind(used, "my-tpu", environ={}, num_gpus=0) == "tpu"
     _with(NESTED, scale=dict(strategy=strategy)).check()  # no TPU named
+
+
+@pytest.mark.parametrize("dataset", ["digits", "fashion_mnist", "folder:x"])
+def test_a_data_dir_with_a_dataset_that_never_reads_it_is_refused(dataset):
+    # The run read the arrays or the image folder and ignored the folder
+    # named; only tensorflow_datasets reads `data_dir`.
+    config = _with(NESTED, data=dict(dataset=dataset, data_dir="/my/tfds"))
+    received = f"Received: data_dir='/my/tfds', dataset={dataset!r}"
+    with pytest.raises(ValueError, match=re.escape(received)):
+        config.check()
+    _with(NESTED, data=dict(dataset="cifar10", data_dir="/my/tfds")).check()
