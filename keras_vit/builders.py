@@ -23,7 +23,9 @@ _DOC = """Builds a ViT-{variant} (arXiv 2010.11929): {hidden_dim} wide, {num_lay
 {presets}
 
     Args:
-        num_classes: int, classes of the head. Defaults to `1000`.
+        num_classes: int, classes of the head. Defaults to `None`: the
+            class count of the preset that `weights` names (its own head),
+            else `1000`.
         weights: `None` for random initialisation, a preset name (above),
             or a weights file (`.npz`, `.safetensors`, `.weights.h5`,
             `.keras`); see `keras_vit.load_weights`. Defaults to `None`.
@@ -49,16 +51,37 @@ BUILDERS = registry.BUILDERS
 
 
 def _builder(name, variant):
-    def builder(num_classes=1000, weights=None, **kwargs):
+    def builder(num_classes=None, weights=None, **kwargs):
         kwargs.setdefault("name", registry.model_name(variant))
-        return ViT.from_variant(
-            variant, num_classes=num_classes, weights=weights, **kwargs
-        )
+        if num_classes is not None:
+            kwargs["num_classes"] = num_classes
+        else:  # the preset's head, else ViT's default (1000)
+            kwargs.update(_preset_head(variant, weights, kwargs))
+        return ViT.from_variant(variant, weights=weights, **kwargs)
 
     builder.__name__ = builder.__qualname__ = name
     builder.__module__ = __name__
     builder.__doc__ = _doc(name, variant)
     return builder
+
+
+def _preset_head(variant, weights, kwargs):
+    """`registry.presets.head_arguments` of the preset `weights` names for
+    the variant of the model's numbers (`variant`'s, unless `kwargs`
+    override them), or `{}` where `weights` names none."""
+    if not isinstance(weights, str):
+        return {}
+    numbers = {**registry.get_variant(variant), **kwargs}
+    found = registry.find_variant(
+        numbers["patch_size"],
+        numbers["hidden_dim"],
+        numbers["num_layers"],
+        numbers["num_heads"],
+        numbers["mlp_dim"],
+        numbers.get("stem"),
+    )
+    preset = registry.find_preset(found, weights) if found else None
+    return registry.presets.head_arguments(preset)
 
 
 def _doc(builder, variant):
@@ -157,8 +180,7 @@ def build(model, weights=None, **kwargs):
                 f"Received: weights={weights!r}"
             )
         weights = name
-        if preset["num_classes"] is not None:  # None: features, no head
-            kwargs.setdefault("num_classes", preset["num_classes"])
+        kwargs = {**registry.presets.head_arguments(preset), **kwargs}
     if builder is not None:
         return get_builder(builder)(weights=weights, **kwargs)
     return ViT.from_variant(variant, weights=weights, **kwargs)

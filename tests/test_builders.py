@@ -2,6 +2,7 @@ import inspect
 import math
 
 import keras
+import numpy as np
 import pytest
 
 import keras_vit
@@ -69,3 +70,47 @@ def test_builders_refuse_non_finite_numbers_and_integer_policies(name):
     ):
         with pytest.raises(ValueError, match=match):
             fn(num_classes=10, **kwargs)
+
+
+@pytest.fixture
+def ti16_preset(tmp_path, monkeypatch):
+    """ViT_Ti16's variant made tiny, with a 5-class preset whose URL is the
+    golden file (its numbers)."""
+    from keras_vit import registry
+    from keras_vit.registry import presets as registry_presets
+    from keras_vit.weights import presets
+    from tests.weights.test_golden_parity import TINY
+    from tests.weights.test_golden_parity import golden
+    from tests.weights.test_loading import preset_record
+
+    numbers = ("patch_size", "hidden_dim", "num_layers", "num_heads", "mlp_dim")
+    monkeypatch.setitem(
+        registry.VARIANTS, "Ti/16", {k: TINY[k] for k in numbers}
+    )
+    url = "file://" + golden("vit_token.npz")
+    preset = preset_record("Ti/16", "tiny_test", url, 32, 5)
+    monkeypatch.setattr(
+        registry_presets, "PRESETS", [*registry.PRESETS, preset]
+    )
+    monkeypatch.setattr(presets, "CACHE_DIR", str(tmp_path / "cache"))
+    return preset
+
+
+def test_a_builder_takes_its_presets_head(ti16_preset):
+    """A builder's num_classes defaults to its preset's class count, as
+    ViT.from_preset and build() give: a forced 1000 dropped the head for a
+    zero one (all outputs 0, CLIP's 512-wide projection lost)."""
+    from tests.weights.test_golden_parity import expected
+
+    want = expected("vit_token.expected.npz")
+    for weights in ("tiny_test", "vit_ti16_tiny_test"):
+        model = keras_vit.ViT_Ti16(weights=weights, classifier_activation=None)
+        assert model.num_classes == 5
+        np.testing.assert_allclose(
+            model.predict(want["images"], verbose=0), want["logits"], atol=1e-4
+        )
+    # Told otherwise, a new head; no weights, the default 1000.
+    with pytest.warns(UserWarning, match="head"):
+        tuned = keras_vit.ViT_Ti16(num_classes=3, weights="tiny_test")
+    assert tuned.num_classes == 3
+    assert keras_vit.ViT_Ti16().num_classes == 1000

@@ -1229,6 +1229,16 @@ def get_preset(name):
     )
 
 
+def head_arguments(preset):
+    """What a model built for `preset` takes for its head unless told
+    otherwise: `{"num_classes": n}` for a preset with an n-class head;
+    `{}` for no preset or a features preset (it builds with
+    `include_top=False`), where the model's own default stands."""
+    if preset is None or preset["num_classes"] is None:
+        return {}
+    return {"num_classes": preset["num_classes"]}
+
+
 def preset_names(variant):
     """The short names of `variant`'s presets."""
     return [p["name"] for p in PRESETS if p["variant"] == variant]
