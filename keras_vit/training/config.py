@@ -729,6 +729,7 @@ class TrainConfig:
         # been changed since).
         dataclasses.replace(self.augmentation)
         self._check_optimizer()
+        self._check_switched_off()
         self._check_objective()
         arg_checks.positive_int("epochs", run.epochs)
         if not isinstance(run.output, str) or not run.output:
@@ -782,6 +783,47 @@ class TrainConfig:
         if optimizer.clipnorm is not None:
             arg_checks.positive_float("clipnorm", optimizer.clipnorm)
         arg_checks.rate("momentum", optimizer.momentum)
+
+    def _check_switched_off(self):
+        """Raises for a setting, changed from its default, of a feature
+        that the run switches off (as `_check_objective` does for
+        `masked_patches`): it was taken, written to config.json and
+        ignored."""
+        augmentation, optimizer = self.augmentation, self.optimizer
+        for section, name, off, switch, feature in (
+            (
+                augmentation,
+                "rand_augment_magnitude",
+                augmentation.rand_augment == 0,
+                "rand_augment=0",
+                "RandAugment's",
+            ),
+            (
+                augmentation,
+                "crop_area",
+                not augmentation.random_resized_crop,
+                "random_resized_crop=False",
+                "the random resized crop's",
+            ),
+            (
+                optimizer,
+                "momentum",
+                optimizer.name != "sgd",
+                f"optimizer={optimizer.name!r}",
+                "SGD's",
+            ),
+        ):
+            value = getattr(section, name)
+            if isinstance(value, list):  # a crop_area as a list
+                value = tuple(value)
+            (field,) = [
+                f for f in dataclasses.fields(section) if f.name == name
+            ]
+            if off and value != field.default:
+                raise ValueError(
+                    f"`{name}` is {feature}, which this run does not use. "
+                    f"Received: {name}={value!r} with {switch}"
+                )
 
     def _check_scale(self):
         scale = self.scale

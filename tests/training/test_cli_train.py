@@ -81,6 +81,15 @@ BAD_TRAIN_FLAGS = [
         "tpu='my-tpu', strategy='default'",
     ),
     (["--data-dir", "/my/tfds"], "data_dir='/my/tfds', dataset='digits'"),
+    (
+        ["--rand-augment-magnitude", "0.9"],
+        "rand_augment_magnitude=0.9 with rand_augment=0",
+    ),
+    (
+        ["--random-resized-crop", "off", "--crop-min-area", "0.9"],
+        "crop_area=(0.9, 1.0) with random_resized_crop=False",
+    ),
+    (["--momentum", "0.5"], "momentum=0.5 with optimizer='adamw'"),
 ]
 
 
@@ -265,6 +274,8 @@ def test_every_config_field_has_a_flag_whose_default_is_the_fields():
             "masked-patches",
             "--rand-augment-magnitude",
             "0.25",
+            "--rand-augment",
+            "2",
         ]
     )
     config = train_command.config_from_args(args)
@@ -279,6 +290,7 @@ def test_every_config_field_has_a_flag_whose_default_is_the_fields():
         config.objective.masked_patches,
         config.objective.name,
         config.augmentation.rand_augment_magnitude,
+        config.augmentation.rand_augment,
     ) == (
         0.5,
         2,
@@ -290,5 +302,6 @@ def test_every_config_field_has_a_flag_whose_default_is_the_fields():
         {"bits": 2},
         "masked_patches",
         0.25,
+        2,
     )
     config.check()

@@ -215,3 +215,63 @@ def test_a_data_dir_with_a_dataset_that_never_reads_it_is_refused(dataset):
     with pytest.raises(ValueError, match=re.escape(received)):
         config.check()
     _with(NESTED, data=dict(dataset="cifar10", data_dir="/my/tfds")).check()
+
+
+SWITCHED_OFF = [
+    # a setting of a feature off, the switch that turns it on, the error's end
+    (
+        dict(augmentation=dict(rand_augment_magnitude=0.9)),
+        dict(augmentation=dict(rand_augment=2)),
+        "rand_augment_magnitude=0.9 with rand_augment=0",
+    ),
+    (
+        dict(augmentation=dict(random_resized_crop=False, crop_area=[0.9, 1])),
+        dict(augmentation=dict(random_resized_crop=True)),
+        "crop_area=(0.9, 1) with random_resized_crop=False",
+    ),
+    (
+        dict(optimizer=dict(name="adamw", momentum=0.5)),
+        dict(optimizer=dict(name="sgd")),
+        "momentum=0.5 with optimizer='adamw'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "setting, switched_on, received",
+    SWITCHED_OFF,
+    ids=[received for *_, received in SWITCHED_OFF],
+)
+def test_a_setting_of_a_feature_switched_off_is_refused(
+    setting, switched_on, received
+):
+    # `--rand-augment-magnitude 0.9` (RandAugment off), `--crop-min-area`
+    # without the crop and `--momentum` with AdamW were taken, written to
+    # config.json and ignored, as `masked_patches` without its objective
+    # was before it was refused.
+    config = _with(NESTED, **setting)
+    with pytest.raises(ValueError, match=re.escape(f"Received: {received}")):
+        config.check()
+    _with(config, **switched_on).check()  # the feature on uses it
+
+
+def test_a_feature_switched_off_keeps_its_settings_defaults():
+    # Only a value other than the default is refused: a config of earlier
+    # runs (config.json, crop_area a list) and a recipe's still check.
+    off = _with(
+        NESTED,
+        augmentation=dict(
+            rand_augment=0, random_resized_crop=False, crop_area=[0.35, 1.0]
+        ),
+        optimizer=dict(name="adamw"),
+    )
+    off.check()
+    TrainConfig.from_dict(
+        json.loads(json.dumps(dataclasses.asdict(off)))
+    ).check()
+    TrainConfig.from_recipe(
+        "fine_tune",
+        model=dict(name="Ti/16", weights="vit.npz"),
+        optimizer=dict(name="adamw"),
+        data=dict(dataset="digits"),
+    ).check()
