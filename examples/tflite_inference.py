@@ -2,17 +2,23 @@
 
 What a phone app does, in Python: no TensorFlow, no Keras, no keras_vit —
 only the LiteRT runtime (`pip install ai-edge-litert`), NumPy and Pillow
-(to decode the image). The class names and input size come from the JSON
-that `keras-vit export` writes next to the model (`vit.tflite` ->
-`vit.json`).
+(to decode the image). The class names, the input size and what the model
+takes come from the JSON that `keras-vit export` writes next to the model
+(`vit.tflite` -> `vit.json`).
 
     keras-vit export runs/digits/model.keras --format tflite --output vit.tflite
     python examples/tflite_inference.py vit.tflite photo.jpg \\
         [--top 5] [--threads 2]
 
-prints the top-5 classes with their probabilities. The model takes RGB
-pixel values in [0, 255] (float32, or uint8/int8 with the input's scale and
-zero point for a full-integer model); all other preprocessing is inside it.
+prints the top-5 classes with their probabilities. What the model takes is
+the metadata's `input`: RGB pixel values in [0, 255] when its `pixel_range`
+is [0, 255] (the default export: the model normalises them itself); for a
+model built with `include_preprocessing=False` (`pixel_range` null), the
+pixels normalised as its `normalization` says (null: `pixels / 127.5 - 1`;
+else `(pixels / 255 - mean) / std` per channel). A full-integer model
+(`--io-dtype uint8` or `int8`) takes those values quantized with the input's
+scale and zero point. A feature extractor (`include_top=False`, output
+kind "features") has no classes and is refused.
 """
 
 import argparse
@@ -26,10 +32,18 @@ from PIL import Image
 
 
 def read_metadata(model_path):
-    """The sidecar JSON of `model_path`, or `None` if there is none."""
+    """The sidecar JSON of `model_path`: what the model takes and returns.
+
+    Raises:
+        ValueError: if there is none (without it, what to feed the model
+            would be a guess).
+    """
     path = os.path.splitext(model_path)[0] + ".json"
     if not os.path.isfile(path):
-        return None
+        raise ValueError(
+            f"No metadata beside the model ({path}): export it with "
+            f"`keras-vit export`. Received: model={model_path!r}"
+        )
     with open(path, encoding="utf-8") as file:
         return json.load(file)
 
@@ -41,15 +55,65 @@ def load_image(path, height, width):
         return np.asarray(image, dtype=np.float32)
 
 
+def model_inputs(pixels, spec, model_path):
+    """What the model takes for [0, 255] RGB `pixels`, as the metadata's
+    `input` (`spec`) says: the pixels themselves if its `pixel_range` is
+    [0, 255]; else (`include_preprocessing=False`) the pixels normalised by
+    its `normalization`: null is the paper's `pixels / 127.5 - 1`,
+    `{"mean", "std"}` is `(pixels / 255 - mean) / std` per channel. Both as
+    the one float32 multiply-add `pixels * scale + offset` that the model's
+    own rescaling layer computes."""
+    if spec.get("pixel_range") is not None:
+        return pixels  # the model normalises them itself
+    if "normalization" not in spec:  # metadata of an older keras_vit
+        raise ValueError(
+            "The model takes normalised inputs (include_preprocessing="
+            "False) and its metadata does not say how they were normalised "
+            f"(no input.normalization): export it again. Received: "
+            f"model={model_path!r}"
+        )
+    norm = spec["normalization"]
+    if norm is None:
+        scale, offset = 1.0 / 127.5, -1.0
+    else:
+        std = np.asarray(norm["std"], np.float64)
+        scale, offset = 1.0 / (255.0 * std), -np.asarray(norm["mean"]) / std
+    scale, offset = (np.asarray(v, np.float32) for v in (scale, offset))
+    return pixels * scale + offset
+
+
+def _check_count(name, value):
+    # Python's slicing would take --top -1 as "all but the last class" and
+    # 0 as none; LiteRT's own error for 0 threads does not name the flag.
+    if value is not None and value < 1:
+        raise ValueError(
+            f"--{name} must be 1 or more. Received: {name}={value!r}"
+        )
+
+
 def classify(model_path, image_path, top=5, threads=None):
     """Returns `[(class name, probability), ...]`, best first.
 
     Args:
-        model_path: the `.tflite` file.
+        model_path: the `.tflite` file, its metadata `.json` beside it.
         image_path: an image file (JPEG, PNG, ...).
-        top: int, how many classes to return. Defaults to `5`.
-        threads: int or `None` (1 thread). Defaults to `None`.
+        top: int >= 1, how many classes to return. Defaults to `5`.
+        threads: int >= 1, or `None` (1 thread). Defaults to `None`.
+
+    Raises:
+        ValueError: for `top` or `threads` below 1, a model without its
+            metadata, or a feature extractor (it returns no classes).
     """
+    _check_count("top", top)
+    _check_count("threads", threads)
+    metadata = read_metadata(model_path)
+    kind = metadata["output"]["kind"]
+    if kind == "features":
+        raise ValueError(
+            "The model has no classifier head (include_top=False): it "
+            "returns features, not classes. Received: model="
+            f"{model_path!r} with output kind 'features'"
+        )
     # The default op resolver applies the XNNPACK delegate (fast float and
     # int8 kernels on ARM and x86 CPUs).
     interpreter = Interpreter(model_path=model_path, num_threads=threads)
@@ -60,7 +124,8 @@ def classify(model_path, image_path, top=5, threads=None):
         interpreter.resize_tensor_input(inp["index"], [1, height, width, 3])
     interpreter.allocate_tensors()
 
-    x = load_image(image_path, height, width)[None]
+    pixels = load_image(image_path, height, width)[None]
+    x = model_inputs(pixels, metadata["input"], model_path)
     if np.dtype(inp["dtype"]).kind in "iu":  # a full-integer model
         scale, zero_point = inp["quantization"]
         info = np.iinfo(inp["dtype"])
@@ -72,12 +137,11 @@ def classify(model_path, image_path, top=5, threads=None):
         scale, zero_point = out["quantization"]
         y = (y.astype(np.float32) - zero_point) * scale
 
-    metadata = read_metadata(model_path) or {}
-    if metadata.get("output", {}).get("kind") == "logits":
+    if kind == "logits":
         y = np.exp(y - y.max())
         y = y / y.sum()
     names = metadata.get("class_names") or [f"class_{i}" for i in range(len(y))]
-    order = np.argsort(-y)[:top]
+    order = np.argsort(-y, kind="stable")[:top]
     return [(names[i], float(y[i])) for i in order]
 
 
@@ -85,12 +149,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", help="the .tflite file (its .json next to it)")
     parser.add_argument("image", help="an image file")
-    parser.add_argument("--top", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--top", type=int, default=5, help="1 or more")
+    parser.add_argument("--threads", type=int, default=None, help="1 or more")
     args = parser.parse_args(argv)
-    for name, probability in classify(
-        args.model, args.image, args.top, args.threads
-    ):
+    try:
+        results = classify(args.model, args.image, args.top, args.threads)
+    except ValueError as error:
+        parser.error(str(error))
+    for name, probability in results:
         print(f"{probability:.4f}  {name}")
     return 0
 

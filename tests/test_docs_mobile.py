@@ -123,6 +123,7 @@ SWIFT_TYPES = {
     "Bundle",
     "Data",
     "Error",
+    "Double",
     "Float",
     "Float32",
     "Int",
@@ -166,3 +167,67 @@ def test_swift_snippet_dequantizes_integer_outputs():
     assert "output.quantizationParameters" in output
     assert "q.scale * Float(Int($0) - q.zeroPoint)" in output
     assert "input.quantizationParameters" in code
+
+
+# What the model takes and returns, from vit.json: pixels (pixel_range
+# [0, 255]) or, for an include_preprocessing=False export, the pixels
+# normalised as input.normalization says (null: mean = std = 0.5, the
+# paper's v / 127.5 - 1); integer inputs quantize those values; logits go
+# through a softmax, features are refused. The snippets fed 0..255 to every
+# model and read any output as probabilities.
+
+
+def test_kotlin_snippet_feeds_what_the_metadata_says():
+    code = _block("kotlin", "class VitClassifier")
+    assert '!input.isNull("pixel_range")' in code
+    assert 'input.optJSONObject("normalization")' in code
+    assert "?.getDouble(c) ?: 0.5" in code
+    assert '(1 / (255 * stat("std", it)))' in code
+    assert '(-stat("mean", it) / stat("std", it))' in code
+    loop = code[code.index("for (p in pixels)") : code.index("x.rewind()")]
+    assert "* inScale[c] + inOffset[c]" in loop
+    # The normalised value, not the pixel, is quantized.
+    assert "x.putFloat(v)" in loop and "(v / inQ.getDouble(" in loop
+    assert 'require(outKind != "features")' in code
+    assert 'if (outKind == "logits")' in code and "exp(" in code
+
+
+def test_swift_snippet_feeds_what_the_metadata_says():
+    code = _block("swift", "final class VitClassifier")
+    assert 'input["pixel_range"] is [Any]' in code
+    assert 'input["normalization"] as? [String: [Double]]' in code
+    assert "?? [0.5, 0.5, 0.5]" in code
+    assert "Float(1 / (255 * $0))" in code and "Float(-$0 / $1)" in code
+    classify = code[code.index("func classify") :]
+    assert "* scale[$0 % 3] + offset[$0 % 3]" in classify
+    assert "values.withUnsafeBufferPointer" in classify
+    assert "(v / q.scale).rounded()" in classify
+    assert 'if kind == "features" { throw' in code
+    assert "if logits {" in classify and "exp($0 - largest)" in classify
+
+
+def _normalised(pixel, pixel_range, normalization):
+    """The snippets' formula, in Python: `v * scale + offset`."""
+    if pixel_range is not None:
+        return float(pixel)
+    norm = normalization or {"mean": [0.5] * 3, "std": [0.5] * 3}
+    scale = [1 / (255 * s) for s in norm["std"]]
+    offset = [-m / s for m, s in zip(norm["mean"], norm["std"])]
+    return [pixel * a + b for a, b in zip(scale, offset)]
+
+
+def test_the_snippets_formula_is_keras_vits():
+    import numpy as np
+
+    from keras_vit.export import models
+
+    imagenet = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
+    for normalization in (None, imagenet):
+        for pixel in (0.0, 37.0, 255.0):
+            expected = models.normalize_pixels(
+                np.full((1, 1, 1, 3), pixel), normalization
+            )[0, 0, 0]
+            np.testing.assert_allclose(
+                _normalised(pixel, None, normalization), expected, atol=1e-6
+            )
+    assert _normalised(37.0, [0, 255], imagenet) == 37.0

@@ -8,4 +8,5 @@ public class JSONObject {
     public int getInt(String name) throws JSONException { return 0; }
     public double getDouble(String name) throws JSONException { return 0; }
     public String getString(String name) throws JSONException { return null; }
+    public boolean isNull(String name) { return true; }
 }
