@@ -462,7 +462,7 @@ def assign(model, values, zeros):
         )
 
 
-def resolve(weights, variant=None, cache_dir=None):
+def resolve(weights, variant=None, cache_dir=None, model=None):
     """Turns a `weights=` argument into a local file path.
 
     Args:
@@ -471,6 +471,9 @@ def resolve(weights, variant=None, cache_dir=None):
         variant: the model's variant name (`"B/16"`), for presets.
         cache_dir: where downloads go. Defaults to `None`, Keras's cache
             (`~/.keras/models/keras_vit`).
+        model: the built model a preset's weights are for, refused before
+            anything is downloaded where its settings are not those the
+            preset needs (`load_weights`). Defaults to `None`.
 
     Returns:
         `(path, preset)`: the local file and the preset record (or `None`).
@@ -485,6 +488,8 @@ def resolve(weights, variant=None, cache_dir=None):
     name = str(weights) if not isinstance(weights, bytes) else weights.decode()
     preset = registry.find_preset(variant, name) if variant else None
     if preset is not None:
+        if model is not None:
+            _refuse_other_settings(model, preset)
         return presets.download(preset, cache_dir=cache_dir), preset
     if name.endswith(reader.PICKLE_EXTENSIONS):
         reader.check_extension(name)  # raises, saying why
@@ -497,6 +502,45 @@ def resolve(weights, variant=None, cache_dir=None):
             f"Received: weights={name!r}"
         )
     return name, None
+
+
+#: The `vit_arguments` of a preset that a model may differ in: its head,
+#: which loading handles (dropped for another class count, skipped without
+#: a top; its activation is no weight).
+HEAD_ARGUMENTS = ("include_top", "num_classes", "classifier_activation")
+
+
+def _refuse_other_settings(model, preset):
+    """Refuses `model` where its settings differ from those `preset`'s
+    weights need, its `vit_arguments` beyond the head and its
+    `normalization`: no tensor says them (an activation, an epsilon, the
+    inputs' mean and std), so the weights would load and compute other
+    outputs."""
+    theirs = {
+        name: value
+        for name, value in preset["vit_arguments"].items()
+        if name not in HEAD_ARGUMENTS
+    }
+    theirs["normalization"] = preset["normalization"]
+    ours = {name: getattr(model, name) for name in theirs}
+    # LayerScale's value is only where its weights start, which the
+    # checkpoint's replace: whether the model has it is what counts.
+    scale = "layer_scale_init"
+    if scale in theirs and (ours[scale] is None) == (theirs[scale] is None):
+        ours[scale] = theirs[scale]
+    differ = [name for name in theirs if theirs[name] != ours[name]]
+    if not differ:
+        return
+    need = ", ".join(f"{name}={theirs[name]!r}" for name in differ)
+    received = ", ".join(f"{name}={ours[name]!r}" for name in differ)
+    name = preset["unique_name"]
+    raise ValueError(
+        f"The preset {name!r} needs a model with {need}, and the model "
+        f"{model.name!r} has {received}: its weights would load and compute "
+        "other outputs; nothing was loaded. Build the model with "
+        f"keras_vit.ViT.from_preset({name!r}) (or with those arguments). "
+        f"Received: {received}"
+    )
 
 
 def load_weights(
@@ -566,7 +610,9 @@ def load_weights(
         "checkpoints hold float weights",
         "load them into the float model, then quantize it",
     )
-    path, _ = resolve(weights, _variant_of(model), cache_dir=cache_dir)
+    path, _ = resolve(
+        weights, _variant_of(model), cache_dir=cache_dir, model=model
+    )
     checkpoint = reader.read_checkpoint(
         path,
         model=model,

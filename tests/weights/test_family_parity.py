@@ -198,6 +198,16 @@ PRESET_OF = {
 }
 
 
+def _pixels_for(preset, images):
+    """The pixels that `preset`'s normalisation maps to `images / 127.5 -
+    1`, the inputs timm took for the goldens."""
+    norm = preset["normalization"]
+    if norm is None:
+        return images
+    mean, std = np.array(norm["mean"]), np.array(norm["std"])
+    return 255 * (mean + std * (images / 127.5 - 1))
+
+
 @pytest.fixture
 def tiny_family_preset(tmp_path, monkeypatch):
     """`make(name)`: the published preset of the family, its variant's
@@ -240,13 +250,8 @@ def test_a_family_presets_arguments_give_timms_outputs(
     tiny_family_preset, name
 ):
     preset, expected = tiny_family_preset(name)
-    images = expected["images"]
+    images = _pixels_for(preset, expected["images"])
     norm = preset["normalization"]
-    if norm is not None:
-        # timm took images / 127.5 - 1 (the goldens' inputs): the pixels
-        # that the preset's own normalisation maps there.
-        mean, std = np.array(norm["mean"]), np.array(norm["std"])
-        images = 255 * (mean + std * (images / 127.5 - 1))
     model = keras_vit.builders.build(
         preset["unique_name"], classifier_activation=None
     )
@@ -255,6 +260,73 @@ def test_a_family_presets_arguments_give_timms_outputs(
     np.testing.assert_allclose(
         model.predict(images, verbose=0), expected["logits"], atol=1e-4
     )
+
+
+def test_load_weights_refuses_a_model_other_than_its_presets(
+    tiny_family_preset, tmp_path
+):
+    """A preset name through load_weights: the preset's activation,
+    epsilon and normalisation are in no tensor, so a model built with the
+    variant's defaults loaded CLIP's weights without a word and computed
+    other outputs (by 0.01 on the golden)."""
+    preset, expected = tiny_family_preset("clip")
+    # The tensors' architecture (norm_pre, no patch bias), the rest default.
+    model = keras_vit.ViT.from_variant(
+        "Fam/4", image_size=16, num_classes=8, norm_pre=True, patch_bias=False
+    )
+    before = [w.numpy().copy() for w in model.weights]
+    with pytest.raises(ValueError) as info:
+        keras_vit.load_weights(model, "clip_openai")
+    message = str(info.value)
+    assert (
+        "needs a model with activation='quick_gelu', layer_norm_epsilon=1e-05"
+        ", normalization={'mean': (0.48145466" in message
+    ), message
+    assert "ViT.from_preset('vit_fam4_clip_openai')" in message, message
+    assert message.endswith(
+        "Received: activation='gelu', layer_norm_epsilon=1e-06, "
+        "normalization=None"
+    ), message
+    for old, w in zip(before, model.weights):
+        np.testing.assert_array_equal(old, w.numpy())
+    assert not (tmp_path / "cache").exists()  # refused before downloading
+    # Built with the preset's settings (the head's activation is free), it
+    # loads and computes timm's outputs.
+    right = keras_vit.ViT.from_variant(
+        "Fam/4",
+        image_size=16,
+        num_classes=8,
+        **{**preset["vit_arguments"], "classifier_activation": "softmax"},
+        normalization=preset["normalization"],
+    )
+    keras_vit.load_weights(right, "clip_openai")
+    logits = expected["logits"] - expected["logits"].max(-1, keepdims=True)
+    want = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    got = right.predict(_pixels_for(preset, expected["images"]), verbose=0)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_load_weights_takes_any_layer_scale_start_for_a_preset(
+    tiny_family_preset,
+):
+    """LayerScale's init value is where its weights start, which the
+    preset's replace: only a model without LayerScale is refused."""
+    preset, expected = tiny_family_preset("dinov2")
+    arguments = dict(
+        image_size=16,
+        include_top=False,
+        normalization=preset["normalization"],
+        position_embedding_tokens="all",
+    )
+    model = keras_vit.ViT.from_variant(
+        "Fam/4", layer_scale_init=0.5, **arguments
+    )
+    keras_vit.load_weights(model, preset["name"])
+    got = model.predict(_pixels_for(preset, expected["images"]), verbose=0)
+    np.testing.assert_allclose(got, expected["logits"], atol=1e-4)
+    without = keras_vit.ViT.from_variant("Fam/4", **arguments)
+    with pytest.raises(ValueError, match="Received: layer_scale_init=None"):
+        keras_vit.load_weights(without, preset["name"])
 
 
 def test_convert_command_takes_what_the_file_does_not_record(tmp_path):
