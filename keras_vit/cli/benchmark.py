@@ -4,6 +4,10 @@ from keras_vit.options import PEERS
 
 #: What `keras-vit benchmark` times without `--model` or `--compare`.
 DEFAULT_MODELS = ("Ti/16", "S/16", "B/16")
+#: The batch sizes it times without `--batch-size` / `--train-batch-size`
+#: (`--profile` times one, `profile`'s default).
+DEFAULT_BATCH_SIZES = (1, 8)
+DEFAULT_TRAIN_BATCH_SIZES = (8, 32)
 #: The flags `--profile` does not take (it times float32 forward passes
 #: and steps of keras_vit alone, both with and without XLA, once), as
 #: their destinations.
@@ -60,8 +64,10 @@ def _add_model_arguments(bench):
         "--batch-size",
         type=int,
         nargs="+",
-        default=[1, 8],
-        help="inference batch sizes (default: 1 8)",
+        default=None,
+        help="inference batch sizes (default: "
+        + " ".join(map(str, DEFAULT_BATCH_SIZES))
+        + "; --profile: one, default 8)",
     )
     bench.add_argument(
         "--train", action="store_true", help="also time AdamW training steps"
@@ -70,8 +76,10 @@ def _add_model_arguments(bench):
         "--train-batch-size",
         type=int,
         nargs="+",
-        default=[8, 32],
-        help="training batch sizes (default: 8 32)",
+        default=None,
+        help="training batch sizes, with --train (default: "
+        + " ".join(map(str, DEFAULT_TRAIN_BATCH_SIZES))
+        + ")",
     )
     bench.add_argument(
         "--peers",
@@ -85,8 +93,8 @@ def _add_model_arguments(bench):
         "--timm-python",
         default=None,
         metavar="PYTHON",
-        help="time timm with this interpreter (an environment with torch "
-        "and timm; default: this one)",
+        help="time timm (--peers timm) with this interpreter (an "
+        "environment with torch and timm; default: this one)",
     )
     bench.add_argument(
         "--image-size",
@@ -148,7 +156,7 @@ def _add_compute_arguments(bench):
     bench.add_argument(
         "--remat",
         action="store_true",
-        help="rematerialise each block in training (less memory)",
+        help="rematerialise each block in training, with --train (less memory)",
     )
     bench.add_argument(
         "--profile",
@@ -169,6 +177,47 @@ def _refuse_unprofiled(args):
             )
 
 
+def _refuse_ignored(args):
+    """Raises for a flag given that the suite would ignore: one that
+    applies to training steps without `--train`, `--timm-python` without
+    timm among the peers (the header still said "remat on")."""
+    for flag, value, applies, reason in (
+        (
+            "--train-batch-size",
+            args.train_batch_size,
+            args.train,
+            "applies to the training steps, which only --train times",
+        ),
+        (
+            "--remat",
+            args.remat or None,
+            args.train,
+            "applies to the training steps, which only --train times",
+        ),
+        (
+            "--timm-python",
+            args.timm_python,
+            "timm" in args.peers,
+            "runs timm, which only --peers timm times",
+        ),
+    ):
+        if value is not None and not applies:
+            raise ValueError(f"{flag} {reason}. Received: {flag} {value}")
+
+
+def _profile_batch_size(args):
+    """`profile`'s batch size: the one `--batch-size` (it times one; the
+    last of several was taken), or `{}` for its default."""
+    if args.batch_size is None:
+        return {}
+    if len(args.batch_size) > 1:
+        raise ValueError(
+            "--profile times one batch size. Received: --batch-size "
+            + " ".join(map(str, args.batch_size))
+        )
+    return {"batch_size": args.batch_size[0]}
+
+
 def _models(args):
     """The models to time: `--model` (default: Ti/16 S/16 B/16 unless
     `--compare` names models), then the `--compare` models not in it."""
@@ -187,21 +236,29 @@ def run(args):
     )
     if args.profile:
         _refuse_unprofiled(args)
+        batch_size = _profile_batch_size(args)
         for model in models:
             benchmark.profile(
                 model,
-                batch_size=args.batch_size[-1],
                 steps=args.steps,
                 warmup=args.warmup,
                 image_size=args.image_size and args.image_size[-1],
+                **batch_size,
                 **timing,
             )
         return
+    _refuse_ignored(args)
+    inference_batches = args.batch_size or list(DEFAULT_BATCH_SIZES)
+    train_batches = (
+        (args.train_batch_size or list(DEFAULT_TRAIN_BATCH_SIZES))
+        if args.train
+        else []
+    )
 
     print(
         f"keras-vit benchmark: {', '.join(models)}; inference batches "
-        f"{args.batch_size}"
-        + (f", training batches {args.train_batch_size}" if args.train else "")
+        f"{inference_batches}"
+        + (f", training batches {train_batches}" if args.train else "")
         + (f"; image sizes {args.image_size}" if args.image_size else "")
         + f"; dtype policy {args.dtype or 'float32'}; XLA {args.jit_compile}"
         + ("; remat on" if args.remat else "")
@@ -210,8 +267,8 @@ def run(args):
     benchmark.run_suite(
         variants=models,
         compare=args.compare,
-        inference_batches=args.batch_size,
-        train_batches=args.train_batch_size if args.train else (),
+        inference_batches=inference_batches,
+        train_batches=train_batches,
         peers=["keras_vit", *args.peers],
         timm_python=args.timm_python,
         steps=args.steps,

@@ -453,6 +453,58 @@ def test_profile_refuses_the_flags_it_would_ignore(capsys, monkeypatch):
         assert f"Received: {shown}" in capsys.readouterr().err
 
 
+def test_the_suite_refuses_the_flags_it_would_ignore(capsys, monkeypatch):
+    # Each was dropped without a word: training batches and --remat without
+    # --train (the header said "remat on"), --timm-python without timm, and
+    # --profile took the last of several --batch-size.
+    monkeypatch.setattr(
+        benchmark, "run_suite", lambda **k: pytest.fail("timed")
+    )
+    monkeypatch.setattr(
+        benchmark, "profile", lambda *a, **k: pytest.fail("profiled")
+    )
+    for flags, shown in [
+        (["--train-batch-size", "4"], "--train-batch-size [4]"),
+        (["--remat"], "--remat True"),
+        (["--timm-python", "/envs/timm/python"], "--timm-python /envs/"),
+        (
+            ["--peers", "keras_hub", "--timm-python", "python"],
+            "--timm-python python",
+        ),
+        (["--profile", "--batch-size", "1", "8"], "--batch-size 1 8"),
+    ]:
+        code = cli.main(["benchmark", "--model", "Ti/16", *flags])
+        assert code == 2
+        assert f"Received: {shown}" in capsys.readouterr().err
+
+
+def test_the_suite_takes_the_flags_it_uses(capsys, monkeypatch):
+    calls = []
+    monkeypatch.setattr(benchmark, "run_suite", lambda **k: calls.append(k))
+    monkeypatch.setattr(benchmark, "profile", lambda *a, **k: calls.append(k))
+    for flags in (
+        ["--train", "--train-batch-size", "4", "--remat"],
+        ["--peers", "timm", "--timm-python", "python"],
+        [],
+        ["--profile", "--batch-size", "2"],
+        ["--profile"],
+    ):
+        assert cli.main(["benchmark", "--model", "Ti/16", *flags]) == 0
+    suite_calls = [
+        (c["inference_batches"], c["train_batches"], c["remat"])
+        for c in calls[:3]
+    ]
+    assert suite_calls == [
+        ([1, 8], [4], True),
+        ([1, 8], [], False),
+        ([1, 8], [], False),
+    ]
+    assert calls[1]["timm_python"] == "python"
+    # --profile times one batch, 8 (profile's default) unless given.
+    assert calls[3]["batch_size"] == 2 and "batch_size" not in calls[4]
+    assert "remat on" in capsys.readouterr().out
+
+
 def test_one_variant_or_batch_needs_no_tuple():
     assert suite._names("Ti/16") == ("Ti/16",)
     assert suite._names(["Ti/16", "B/16"]) == ("Ti/16", "B/16")
