@@ -242,11 +242,23 @@ def _verify(args):
 
 def _benchmark_export(args):
     from keras_vit import export
+    from keras_vit.export import tflite
 
+    # `None`: `benchmark_export`'s default, digits, where a variant needs
+    # calibrating; a source given for none was ignored.
+    given = {}
+    if args.representative_data is not None:
+        if not any(q in tflite.CALIBRATED for q in args.quantize):
+            _refuse(
+                (("--representative-data", args.representative_data, None),),
+                "calibrates "
+                + " and ".join(tflite.CALIBRATED)
+                + ", which --quantize does not include",
+            )
+        given["representative_data"] = args.representative_data
     export.benchmark_export(
         _load(args),
         quantizations=args.quantize,
-        representative_data=args.representative_data,
         threads=args.threads,
         runs=args.runs,
         warmup=args.warmup,
@@ -254,6 +266,7 @@ def _benchmark_export(args):
         tensorflow=args.tensorflow,
         onnx={"on": True, "off": False}.get(args.onnx, "auto"),
         openvino={"on": True, "off": False}.get(args.openvino, "auto"),
+        **given,
     )
 
 
@@ -408,7 +421,13 @@ def _add_benchmark_export(subparsers):
         choices=QUANTIZATIONS,
         default=list(QUANTIZATIONS),
     )
-    b.add_argument("--representative-data", default="digits", metavar="SOURCE")
+    b.add_argument(
+        "--representative-data",
+        default=None,
+        metavar="SOURCE",
+        help="calibration images for int8 / int16x8: a dataset name, "
+        "folder:PATH or an .npz (default: digits)",
+    )
     b.add_argument("--threads", nargs="+", type=_positive_int, default=[1, 2])
     b.add_argument("--runs", type=_positive_int, default=50)
     b.add_argument("--warmup", type=_non_negative_int, default=5)
