@@ -157,6 +157,72 @@ def test_finetune_needs_weights_or_offline(monkeypatch, capsys):
     assert "--weights is required" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--model", "ViT_B16"),
+        ("--weights", "augreg_in21k"),
+        ("--dataset", "cifar10"),
+        ("--image-size", "224"),
+    ],
+)
+def test_finetune_offline_refuses_the_flags_it_cannot_use(
+    flag, value, captured, monkeypatch, tmp_path, capsys
+):
+    # The audit: --offline ignored them without a word (a run "of ViT_B16
+    # on cifar10 at 224 px" was Ti/16 on digits at 32 px).
+    output = tmp_path / "run"
+    with pytest.raises(SystemExit):
+        _run_main(
+            "finetune.py",
+            ["--offline", "--output", str(output), flag, value],
+            monkeypatch,
+        )
+    name = flag.removeprefix("--").replace("-", "_")
+    err = capsys.readouterr().err
+    assert f"{flag} does not apply to --offline" in err
+    assert f"Received: {name}=" in err and value in err
+    assert captured == [] and not output.exists()
+
+
+def test_finetune_offline_takes_batch_size_and_learning_rate(
+    captured, monkeypatch, tmp_path
+):
+    (tmp_path / "pretrained.npz").write_bytes(b"")  # no pre-training
+    _run_main(
+        "finetune.py",
+        [
+            "--offline",
+            "--output",
+            str(tmp_path),
+            "--batch-size",
+            "8",
+            "--learning-rate",
+            "0.5",
+        ],
+        monkeypatch,
+    )
+    tuned, scratch = captured
+    assert tuned.model.weights == str(tmp_path / "pretrained.npz")
+    assert scratch.model.weights is None
+    for config in captured:
+        assert (config.data.dataset, config.data.batch_size) == ("digits", 8)
+        assert config.optimizer.learning_rate == 0.5
+
+
+def test_finetune_offline_checks_its_flags_before_pre_training(
+    captured, monkeypatch, tmp_path
+):
+    output = tmp_path / "run"
+    with pytest.raises(ValueError, match="Received: batch_size=0"):
+        _run_main(
+            "finetune.py",
+            ["--offline", "--output", str(output), "--batch-size", "0"],
+            monkeypatch,
+        )
+    assert captured == [] and not output.exists()
+
+
 @pytest.mark.slow
 # pytest.warns below records every warning raised inside it and re-emits the
 # others from this file, past pyproject's filters: Keras's own NumPy 2
