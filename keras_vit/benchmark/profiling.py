@@ -16,8 +16,7 @@ from keras_vit import layers as vit_layers
 from keras_vit import timing
 from keras_vit.benchmark.throughput import MIN_SECONDS
 from keras_vit.benchmark.throughput import checked_timing
-from keras_vit.benchmark.throughput import variant_name
-from keras_vit.models import ViT
+from keras_vit.benchmark.throughput import keras_vit_model
 from keras_vit.training import recipe
 
 
@@ -40,6 +39,9 @@ def profile(
     and the `tf.data` training pipeline alone (images/s, scikit-learn's
     digits augmented and resized to the model's resolution). Each is the
     median call by the suite's rule (`keras_vit.timing.latencies`).
+    `variant` is any of `keras-vit benchmark`'s models, built as the suite
+    builds them (`throughput.keras_vit_model`): a builder, variant or
+    preset's architecture, with overrides (`"S/16:hidden_dim=96"`).
 
     Returns:
         A dict of the timings.
@@ -48,8 +50,9 @@ def profile(
     batch_size = arg_checks.positive_int("batch_size", batch_size)
     steps, warmup, _ = checked_timing(steps, warmup)
     image_size = arg_checks.optional_positive_int("image_size", image_size)
-    kwargs = {} if image_size is None else {"image_size": image_size}
-    model = ViT.from_variant(variant_name(variant), **kwargs)
+    # Built as the suite builds it: a builder, variant or preset's
+    # architecture, with overrides ("B/16:pooling=gap"), logits.
+    model = keras_vit_model(variant, image_size=image_size)
     h, w = model.image_size
     tokens = model.num_tokens
     rng = np.random.default_rng(0)
@@ -98,7 +101,7 @@ def _time_model(model, images, labels, report):
     for jit in (False, True):
         model.compile(
             recipe.AdamW(1e-4),
-            keras.losses.SparseCategoricalCrossentropy(),
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             jit_compile=jit,
         )
         report(

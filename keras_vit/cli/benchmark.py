@@ -229,6 +229,7 @@ def _models(args):
 
 def run(args):
     from keras_vit import benchmark
+    from keras_vit.benchmark import throughput
 
     models = _models(args)
     timing = (
@@ -237,12 +238,15 @@ def run(args):
     if args.profile:
         _refuse_unprofiled(args)
         batch_size = _profile_batch_size(args)
+        image_size = args.image_size and args.image_size[-1]
+        for model in models:  # all built (no weights) before one is timed
+            throughput.sequence_shape(model, image_size)
         for model in models:
             benchmark.profile(
                 model,
                 steps=args.steps,
                 warmup=args.warmup,
-                image_size=args.image_size and args.image_size[-1],
+                image_size=image_size,
                 **batch_size,
                 **timing,
             )

@@ -149,3 +149,38 @@ def test_models_that_cannot_be_built_fail_before_any_timing(
     ):
         assert cli.main(["benchmark", "--model", model]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_profile_builds_the_models_the_suite_builds(monkeypatch):
+    # --profile took builder and variant names only ("Unknown ViT variant"
+    # for a preset or an override, which `--model --help` documents).
+    from keras_vit.benchmark import profiling
+
+    models = []
+    monkeypatch.setattr(
+        profiling, "_time_model", lambda model, *a: models.append(model)
+    )
+    for part in ("_time_patch_embedding", "_time_block_and_attention"):
+        monkeypatch.setattr(profiling, part, lambda *a: None)
+    monkeypatch.setattr(profiling, "_pipeline_rate", lambda *a: 1.0)
+    lines = []
+    for name in (
+        "S/16:hidden_dim=16,num_heads=2,mlp_dim=16,num_layers=1",
+        f"{SIGLIP}:num_layers=1",
+    ):
+        benchmark.profile(name, image_size=32, printer=lines.append)
+    small, siglip = models
+    assert (small.hidden_dim, small.num_heads, small.num_layers) == (16, 2, 1)
+    assert (siglip.pooling, siglip.class_token) == ("map", False)
+    assert siglip.input_shape[1:3] == (32, 32)
+    assert lines[0].startswith("S/16:hidden_dim=16") and "32x32" in lines[0]
+
+
+def test_profile_builds_every_model_before_timing_one(capsys, monkeypatch):
+    # A bad name was refused only after the models before it were profiled.
+    monkeypatch.setattr(
+        benchmark, "profile", lambda *a, **k: pytest.fail("profiled")
+    )
+    code = cli.main(["benchmark", "--profile", "--model", "Ti/16", "ViT_X"])
+    assert code == 2
+    assert "model='ViT_X'" in capsys.readouterr().err
