@@ -271,11 +271,12 @@ def main(argv=None):
         titles,
         pointing,
     )
-    figures = os.path.join(args.output, "figures")
-    visualize.inspect(
-        model, x_test[:3], figures, [f"test{i}" for i in range(3)]
-    )
+    # Saved before the figures: a figure that fails loses no training.
     model.save(os.path.join(args.output, "model.keras"))
+    figures = os.path.join(args.output, "figures")
+    # Up to 3 test images (--test-size may be 1 or 2).
+    names = [f"test{i}" for i in range(min(3, len(x_test)))]
+    visualize.inspect(model, x_test[: len(names)], figures, names)
     print(
         f"\nwrote {pointing}, {figures}/index.html and "
         f"{os.path.join(args.output, 'model.keras')}"

@@ -14,6 +14,7 @@ import re
 import runpy
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -346,6 +347,39 @@ def test_attention_maps_example_runs(tmp_path, capsys):
         "figures/attention_distance.png",
     ):
         assert (tmp_path / name).stat().st_size > 0, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test_size", [1, 2])
+def test_attention_maps_example_with_fewer_than_3_test_images(
+    test_size, monkeypatch, tmp_path
+):
+    # The audit: --test-size 1 or 2 trained, then failed on the figures of
+    # 3 test images (3 names for fewer), and model.keras was never saved.
+    game = _load("attention_maps.py")
+    monkeypatch.setitem(
+        game["main"].__globals__,
+        "MODEL",
+        dict(hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16),
+    )
+    game["main"](
+        [
+            "--output",
+            str(tmp_path),
+            "--epochs",
+            "1",
+            "--train-size",
+            "16",
+            "--test-size",
+            str(test_size),
+        ]
+    )
+    saved = keras.saving.load_model(tmp_path / "model.keras")
+    assert isinstance(saved, keras_vit.ViT) and saved.hidden_dim == 16
+    html = (tmp_path / "figures" / "index.html").read_text()
+    assert [f"test{i}" in html for i in range(3)] == [
+        i < test_size for i in range(3)
+    ]
 
 
 def test_attention_maps_example_rejects_empty_sizes(capsys):
