@@ -2,10 +2,12 @@
 builds, trains or exports.
 
 MODEL is a builder or preset name (`vit_b16_augreg_in21k_ft_in1k`, or
-`ViT_B16 --weights NAME`), a `.keras` file, a training run's folder (its
-`model.keras`), a SavedModel folder or a `.tflite` file that keras_vit
-exported (run with LiteRT; their metadata JSON gives the input size and the
-class names). Images are read and resized with `keras_vit.data.images`.
+`ViT_B16 --weights NAME`), a `.keras` file, a checkpoint file (`.npz`,
+`.safetensors`: its classes are `class_0`, `class_1`, ...), a training
+run's folder (its `model.keras`), a SavedModel folder or a `.tflite` file
+that keras_vit exported (run with LiteRT; their metadata JSON gives the
+input size and the class names). Images are read and resized with
+`keras_vit.data.images`.
 """
 
 import contextlib
@@ -24,8 +26,9 @@ def add_parser(sub):
     )
     parser.add_argument(
         "model",
-        help="a preset or builder name, a .keras file, a training run's "
-        "folder, or a SavedModel folder or .tflite file exported by keras_vit",
+        help="a preset or builder name, a .keras or checkpoint file, a "
+        "training run's folder, or a SavedModel folder or .tflite file "
+        "exported by keras_vit",
     )
     parser.add_argument("images", nargs="+", metavar="IMAGE")
     parser.add_argument(
@@ -182,11 +185,13 @@ def _named(name, weights):
 def named_class_names(name, weights, model):
     """The class names of a model built from a name: ImageNet-1k's for a
     preset of 1000 classes (all of them are ImageNet-1k's), else
-    `keras_vit.export.metadata.class_names`'s."""
+    `keras_vit.export.metadata.class_names`'s (a checkpoint file's too)."""
     from keras_vit import registry
     from keras_vit.data.imagenet import imagenet_class_names
     from keras_vit.export import metadata
 
+    if os.path.isfile(name):  # a checkpoint, no name for resolve
+        return metadata.class_names(model)
     resolved = registry.resolve(name)
     preset = resolved.preset
     if preset is None and isinstance(weights, str):

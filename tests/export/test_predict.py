@@ -208,3 +208,23 @@ def test_json_stdout_is_the_json_alone(
     out, err = capsys.readouterr()
     assert len(json.loads(out)) == len(images)
     assert "Downloading data" in err
+
+
+def test_a_checkpoint_file(images, tmp_path, capsys):
+    # The model loaded, then "Unknown model ... Received: model='...npz'":
+    # the class names were looked up by resolving the path as a name.
+    model = keras_vit.ViT(
+        image_size=32,
+        patch_size=8,
+        hidden_dim=32,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=64,
+        num_classes=5,
+    )
+    path = str(tmp_path / "tiny.npz")
+    keras_vit.weights.save_npz(model, path)
+    results = _predict_json(capsys, path, *images, "--top", "5")
+    pixels = load_image_files(images, (32, 32), 3)
+    expected = model.predict(pixels, verbose=0)
+    _check(results, expected, images, [f"class_{i}" for i in range(5)])
