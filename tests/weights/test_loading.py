@@ -1020,6 +1020,131 @@ def test_preset_unreachable_is_a_clear_error(tmp_path):
     assert not any(tmp_path.rglob("*.npz"))
 
 
+@pytest.fixture
+def http_server():
+    """`serve(data, cut=None)`: the URL of a local HTTP server sending
+    `data`; with `cut`, only its first `cut` bytes and no Content-Length
+    (a connection cut short), holding the connection open until the test
+    ends when `hold` is set."""
+    import http.server
+    import threading
+
+    release = threading.Event()
+    servers = []
+
+    def serve(data, cut=None, hold=False):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                self.send_response(200)
+                if cut is None:
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[:cut])
+                self.wfile.flush()
+                if hold:
+                    release.wait(60)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_port}/vit.npz"
+
+    yield serve
+    release.set()
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _cache(tmp_path):
+    return tmp_path / "cache" / "models" / "keras_vit"
+
+
+def test_a_truncated_cached_download_is_downloaded_again(
+    local_preset, tmp_path
+):
+    """What a download killed by an earlier version left under the cache's
+    name (no preset has a sha256): it was reused forever, and every load
+    failed on a 'truncated or corrupt' file nobody said was a download."""
+    with open(golden("vit_token.npz"), "rb") as file:
+        whole = file.read()
+    cached = _cache(tmp_path) / "Tiny8-tiny_test.npz"
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(whole[: len(whole) // 2])
+    preset = {**local_preset, "sha256": None}
+    with pytest.warns(UserWarning) as caught:
+        path = presets.download(preset)
+    message = str(caught[0].message)
+    assert f"preset 'tiny_test', {cached}, is no whole .npz file" in message
+    assert "deleted and is downloaded again" in message
+    assert path == str(cached) and cached.read_bytes() == whole
+
+
+def test_a_download_cut_short_is_refused_and_not_cached(http_server, tmp_path):
+    """A server that closes early without a Content-Length: urllib cannot
+    tell, so the half file was cached as the preset's."""
+    with open(golden("vit_token.npz"), "rb") as file:
+        whole = file.read()
+    url = http_server(whole, cut=len(whole) // 2)
+    preset = preset_record("B/16", "cut", url, 224, 1000)
+    with pytest.raises(ValueError) as info:
+        presets.download(preset, cache_dir=str(tmp_path / "cache"))
+    assert "is no whole .npz file" in str(info.value)
+    assert "nothing was cached" in str(info.value)
+    assert os.listdir(_cache(tmp_path)) == []
+
+
+@pytest.mark.slow
+def test_a_killed_download_leaves_nothing_under_the_cache_name(
+    http_server, tmp_path
+):
+    """A process killed mid-download (SIGKILL: no cleanup runs) left the
+    half file under the cache's name, reused forever; now it is a
+    temporary file, which the next download removes."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    with open(golden("vit_token.npz"), "rb") as file:
+        whole = file.read()
+    url = http_server(whole, cut=len(whole) // 2, hold=True)
+    preset = preset_record("B/16", "killed", url, 224, 1000)
+    script = (
+        "import json, sys\n"
+        "from keras_vit.weights import presets\n"
+        "presets.download(json.loads(sys.argv[1]), cache_dir=sys.argv[2])\n"
+    )
+    cache = _cache(tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, json.dumps(preset)]
+        + [str(tmp_path / "cache")]
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(
+            f.stat().st_size for f in cache.glob("*") if f.is_file()
+        ):
+            assert process.poll() is None, "the download ended by itself"
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    left = os.listdir(cache)
+    assert "ViT_B16-killed.npz" not in left and len(left) == 1, left
+    # The next download into the folder removes what the killed one left.
+    whole_preset = {**preset, "url": "file://" + golden("vit_token.npz")}
+    path = presets.download(whole_preset, cache_dir=str(tmp_path / "cache"))
+    assert os.listdir(cache) == ["ViT_B16-killed.npz"]
+    with open(path, "rb") as file:
+        assert file.read() == whole
+
+
 def test_preset_names_are_checked_against_the_variant():
     with pytest.raises(
         ValueError, match="exists for variants .*'H/14'.*not for S/16"
