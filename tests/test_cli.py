@@ -349,3 +349,33 @@ def test_inspect_names_a_file_that_is_no_image(tmp_path, capsys):
     )
     assert f"Received: image={str(page)!r}" in error
     assert not (tmp_path / "figures").exists()
+
+
+def test_inspect_names_a_missing_image_before_loading_the_model(
+    tmp_path, capsys, monkeypatch
+):
+    # The model was loaded first (a preset's weights downloaded), then
+    # TensorFlow's ReadFile error said the file was missing, in many lines.
+    from keras_vit.export import models
+
+    monkeypatch.setattr(
+        models, "load_model", lambda *a, **k: pytest.fail("loaded")
+    )
+    missing = str(tmp_path / "typo.png")
+    code = cli.main(
+        [
+            "inspect",
+            "ViT_B16",
+            "--image",
+            missing,
+            "--output",
+            str(tmp_path / "figures"),
+        ]
+    )
+    error = capsys.readouterr().err
+    assert code == 2
+    assert error == (
+        "keras-vit: error: The image file does not exist. Received: "
+        f"image={missing!r}\n"
+    )
+    assert not (tmp_path / "figures").exists()

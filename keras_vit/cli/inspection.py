@@ -42,10 +42,12 @@ def image_names(paths):
 
 def run(args):
     from keras_vit import visualize
+    from keras_vit.cli.predict import check_image_files
     from keras_vit.data.images import load_image_files
     from keras_vit.export.models import inputs_from_pixels
     from keras_vit.export.models import load_model
 
+    check_image_files(args.image)
     model = load_model(args.model, args.weights, args.image_size)
     pixels = load_image_files(args.image, model.image_size, model.num_channels)
     # As the model takes them: normalised for include_preprocessing=False.

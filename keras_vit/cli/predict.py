@@ -48,11 +48,7 @@ def add_parser(sub):
 def run(args):
     if args.top < 1:
         raise ValueError(f"--top must be 1 or more. Received: top={args.top!r}")
-    for image in args.images:
-        if not os.path.isfile(image):
-            raise ValueError(
-                f"The image file does not exist. Received: image={image!r}"
-            )
+    check_image_files(args.images)
     # With --json, stdout is the JSON alone: what loading prints there (a
     # first download's progress bar) goes to stderr.
     quiet_stdout = (
@@ -75,6 +71,17 @@ def run(args):
         for rank, c in enumerate(r["top"], 1)
     ]
     print_table(("image", "rank", "class", "probability"), rows)
+
+
+def check_image_files(paths):
+    """Raises for a path that is no file, before the model is loaded (a
+    preset's weights downloaded) and with the path alone, not TensorFlow's
+    ReadFile error."""
+    for image in paths:
+        if not os.path.isfile(image):
+            raise ValueError(
+                f"The image file does not exist. Received: image={image!r}"
+            )
 
 
 def top_classes(probabilities, class_names, images, top):
