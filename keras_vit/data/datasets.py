@@ -441,6 +441,19 @@ def _tfds_image_key(name, info):
     return images[0]
 
 
+def _close_names(name, tfds):
+    """The dataset names closest to a misspelt `name` (at most three):
+    this module's and tensorflow_datasets' own (not the community's, whose
+    list is downloaded)."""
+    import difflib
+
+    try:
+        known = tfds.list_builders(with_community_datasets=False)
+    except Exception:  # noqa: BLE001 - a hint only, never the error
+        known = []
+    return difflib.get_close_matches(name, ["digits", *known], n=3)
+
+
 def _from_tfds(name, data_dir, labels=True):
     import tensorflow as tf
 
@@ -448,10 +461,15 @@ def _from_tfds(name, data_dir, labels=True):
     try:
         builder = tfds.builder(name, data_dir=data_dir)
     except Exception as error:  # tfds raises DatasetNotFoundError et al.
+        # Its first line alone: DatasetNotFoundError's message lists every
+        # dataset tfds has (some 460 lines).
+        first = (str(error).strip().splitlines() or [""])[0]
+        close = " or ".join(map(repr, _close_names(name, tfds)))
+        hint = f" (did you mean {close}?)" if close else ""
         raise ValueError(
             "Unknown dataset. Expected 'fashion_mnist', 'digits', "
-            "'folder:PATH' or a tensorflow_datasets name. Received: "
-            f"dataset={name!r} ({type(error).__name__}: {error})"
+            f"'folder:PATH' or a tensorflow_datasets name{hint}. Received: "
+            f"dataset={name!r} ({type(error).__name__}: {first})"
         ) from None
     info = builder.info
     if labels and not info.supervised_keys:

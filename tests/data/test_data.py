@@ -676,6 +676,29 @@ def test_tensorflow_datasets_names(tmp_path):
     assert x.shape == (12, 12, 3) and int(y) == 0
 
 
+def test_a_misspelt_tensorflow_datasets_name_is_one_line_with_close_names():
+    # tensorflow_datasets' error lists all its ~450 datasets: the message
+    # was 462 lines; its first line is kept, and the closest names given.
+    pytest.importorskip("tensorflow_datasets")
+    with pytest.raises(ValueError) as error:
+        data.load("cifar_10")
+    message = str(error.value)
+    assert "\n" not in message and len(message) < 400, message
+    assert message == (
+        "Unknown dataset. Expected 'fashion_mnist', 'digits', 'folder:PATH' "
+        "or a tensorflow_datasets name (did you mean 'cifar10' or 'cifar100' "
+        "or 'cifar10_n'?). Received: dataset='cifar_10' "
+        "(DatasetNotFoundError: Dataset cifar_10 not found.)"
+    )
+    with pytest.raises(ValueError) as error:
+        data.load("digit")  # this module's names too
+    assert "(did you mean 'digits'?)" in str(error.value)
+    with pytest.raises(ValueError) as error:
+        data.load("qqqqzzzz")  # nothing close: no hint
+    assert "did you mean" not in str(error.value)
+    assert "\n" not in str(error.value)
+
+
 def test_tensorflow_datasets_without_labels(tmp_path):
     # An STL-10-like dataset: no label feature, an "unlabelled" split (and a
     # second image feature, so the image is found by its supervised key...
