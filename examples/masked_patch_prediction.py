@@ -2,7 +2,10 @@
 
     python examples/masked_patch_prediction.py [--output runs/mpp]
 
-Offline, about 6.5 minutes on a 2-core CPU. The paper's self-supervised
+About 6.5 minutes on a 2-core CPU. Fashion-MNIST comes from the Keras
+cache (`~/.keras/datasets/fashion-mnist`) or Debian's
+`dataset-fashion-mnist` package (`make demo` installs it), and is
+downloaded once through Keras where neither has it. The paper's self-supervised
 objective (Section 4.6, Appendix B.1.2): half of each image's patch
 embeddings are corrupted (80% replaced by a learned mask embedding, 10% by
 another patch's, 10% kept) and the ViT learns to predict each corrupted
@@ -74,7 +77,10 @@ def classify(x, y, test_x, test_y, epochs, weights=None, batch_size=64):
     import keras
 
     keras.utils.set_random_seed(1)  # the same head and data order for both runs
-    model = keras_vit.ViT(**MODEL, num_classes=10, weights=weights)
+    if weights is None:
+        model = keras_vit.ViT(**MODEL, num_classes=10)
+    else:  # a new zero-initialised head for the 10 classes
+        model = keras_vit.ViT.from_preset(weights, **MODEL, num_classes=10)
     steps = epochs * -(-len(x) // batch_size)
     model.compile(
         optimizer=make_optimizer(
@@ -105,17 +111,32 @@ def main(argv=None):
         help="pre-train on the first N training images (default: all)",
     )
     args = parser.parse_args(argv)
-    for flag in ("pretrain_epochs", "labels_per_class", "epochs"):
-        if getattr(args, flag) < 1:
+    for flag in ("pretrain_epochs", "labels_per_class", "epochs", "unlabelled"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
             parser.error(
                 f"--{flag.replace('_', '-')} must be at least 1. "
-                f"Received: {getattr(args, flag)}"
+                f"Received: {flag}={value}"
             )
 
     import keras
 
     keras.utils.set_random_seed(0)
     (x, y), (test_x, test_y) = datasets.fashion_mnist_arrays()
+    # Before anything is written: NumPy's slicing would take fewer images
+    # than asked for, and its sampling fail in its own words.
+    if args.unlabelled is not None and args.unlabelled > len(x):
+        parser.error(
+            f"--unlabelled must be at most the {len(x)} training images. "
+            f"Received: unlabelled={args.unlabelled}"
+        )
+    smallest = int(np.bincount(y, minlength=10).min())
+    if args.labels_per_class > smallest:
+        parser.error(
+            f"--labels-per-class must be at most {smallest}, the training "
+            "images of the smallest class. Received: "
+            f"labels_per_class={args.labels_per_class}"
+        )
     x = np.repeat(x[..., None], 3, axis=-1).astype(
         "float32"
     )  # grey -> RGB, [0, 255]

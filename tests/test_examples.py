@@ -22,6 +22,7 @@ import keras_vit
 from keras_vit.registry import find_preset
 from keras_vit.training import TrainResult
 from keras_vit.training.train import build_model
+from tests.helpers import randomize_weights
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples")
 
@@ -393,6 +394,105 @@ def test_attention_maps_example_rejects_empty_sizes(capsys):
 
 
 # === examples/masked_patch_prediction.py ===
+
+
+def _fake_fashion_mnist(monkeypatch):
+    """256 random training images (25 or 26 per class) and 32 test ones."""
+    rng = np.random.default_rng(0)
+    fake = (
+        (
+            rng.integers(0, 256, (256, 28, 28), dtype=np.uint8),
+            np.arange(256) % 10,
+        ),
+        (
+            rng.integers(0, 256, (32, 28, 28), dtype=np.uint8),
+            np.arange(32) % 10,
+        ),
+    )
+    monkeypatch.setattr(
+        keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake
+    )
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--unlabelled", "-250", "--labels-per-class", "3"],
+            "--unlabelled must be at least 1. Received: unlabelled=-250",
+        ),
+        (
+            ["--unlabelled", "0", "--labels-per-class", "3"],
+            "--unlabelled must be at least 1. Received: unlabelled=0",
+        ),
+        (
+            ["--unlabelled", "257", "--labels-per-class", "3"],
+            "--unlabelled must be at most the 256 training images. "
+            "Received: unlabelled=257",
+        ),
+        (
+            ["--labels-per-class", "26"],
+            "--labels-per-class must be at most 25, the training images of "
+            "the smallest class. Received: labels_per_class=26",
+        ),
+    ],
+)
+def test_masked_patch_prediction_refuses_sizes_out_of_range(
+    argv, message, monkeypatch, tmp_path, capsys
+):
+    # The audit: --unlabelled -250 pre-trained on the first 6 images, 0
+    # failed in the optimizer's schedule, and --labels-per-class over a
+    # class's count failed in NumPy's words.
+    _fake_fashion_mnist(monkeypatch)
+    example = _load("masked_patch_prediction.py")
+    output = tmp_path / "run"
+    with pytest.raises(SystemExit):
+        example["main"](["--output", str(output), *argv])
+    assert message in capsys.readouterr().err
+    assert not output.exists()
+
+
+def test_masked_patch_prediction_takes_the_unlabelled_images_asked_for(
+    monkeypatch, tmp_path
+):
+    _fake_fashion_mnist(monkeypatch)
+    example = _load("masked_patch_prediction.py")
+    seen = {}
+    example["main"].__globals__.update(
+        pretrain=lambda images, *a, **k: seen.update(n=len(images)) or 0.0,
+        classify=lambda x, *a, **k: seen.setdefault("labelled", len(x)),
+    )
+    argv = ["--output", str(tmp_path), "--labels-per-class", "25"]
+    example["main"]([*argv, "--unlabelled", "256"])
+    assert seen == {"n": 256, "labelled": 250}
+
+
+@pytest.mark.filterwarnings("error:ViT\\(weights=:DeprecationWarning")
+def test_masked_patch_prediction_fine_tunes_through_from_preset(
+    monkeypatch, tmp_path
+):
+    # It built ViT(..., weights=path), deprecated: now ViT.from_preset.
+    example = _load("masked_patch_prediction.py")
+    tiny = dict(hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16)
+    example["MODEL"].update(tiny)
+    backbone = keras_vit.ViT(**example["MODEL"], include_top=False)
+    randomize_weights(backbone, seed=4)
+    path = str(tmp_path / "mpp.npz")
+    keras_vit.weights.save_npz(backbone, path)
+    loaded = []
+    real = keras_vit.ViT.from_preset.__func__
+
+    def from_preset(cls, preset, **kwargs):
+        model = real(cls, preset, **kwargs)
+        loaded.append(model.get_layer("block_0").get_weights())
+        return model
+
+    monkeypatch.setattr(keras_vit.ViT, "from_preset", classmethod(from_preset))
+    x = np.random.default_rng(0).uniform(0, 255, (4, 28, 28, 3))
+    example["classify"](x, np.arange(4), x, np.arange(4), 1, path)
+    (weights,) = loaded
+    for got, saved in zip(weights, backbone.get_layer("block_0").weights):
+        np.testing.assert_array_equal(got, np.asarray(saved))
 
 
 @pytest.mark.slow
