@@ -467,7 +467,7 @@ def test_fine_tuning_with_keras(tmp_path, monkeypatch):
     # preset must exist).
     monkeypatch.chdir(tmp_path)
     _photo_folder(tmp_path)
-    source = _snippet('"sgd", 0.01, 0.0, warmup_steps=steps // 10')
+    source = _snippet('"sgd", 0.003, 0.0, warmup_steps=steps // 20')
     assert keras_vit.registry.find_preset("B/16", "augreg_in21k") is not None
     built = {}
 
@@ -484,6 +484,41 @@ def test_fine_tuning_with_keras(tmp_path, monkeypatch):
     assert isinstance(optimizer, keras.optimizers.SGD)
     assert optimizer.momentum == 0.9 and not optimizer.weight_decay
     assert optimizer.iterations.numpy() == 10  # 10 epochs of one batch
+
+
+def _train_commands(page):
+    """The flat configs of the `keras-vit train` commands in `page`'s sh
+    blocks, in order."""
+    import dataclasses
+    import shlex
+
+    from keras_vit.cli import build_parser
+    from keras_vit.cli.train import config_from_args
+    from keras_vit.training.config import flatten
+
+    text = _read(os.path.join(DOCS, page))
+    configs = []
+    for block in re.findall(r"^```sh\n(.*?)^```", text, flags=re.S | re.M):
+        for line in block.replace("\\\n", " ").splitlines():
+            argv = shlex.split(line, comments=True)
+            if argv[:2] == ["keras-vit", "train"]:
+                args = build_parser().parse_args(argv[1:])
+                config = config_from_args(args)
+                configs.append(flatten(dataclasses.asdict(config)))
+    return configs
+
+
+def test_fine_tuning_flag_by_flag_is_the_recipe():
+    # The audit: "spelled out flag by flag" trained at a learning rate of
+    # 0.01 (the recipe's is 0.003), with 100 warm-up steps (5%) and batch 32.
+    commands = _train_commands("fine-tuning.md")
+    recipe, spelled_out = (c for c in commands if c["model"] == "ViT_B16")
+    assert recipe["learning_rate"] == 0.003 and recipe["batch_size"] == 64
+    assert {
+        k: (v, spelled_out.get(k))
+        for k, v in recipe.items()
+        if v != spelled_out.get(k)
+    } == {}
 
 
 @pytest.mark.slow
