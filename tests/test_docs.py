@@ -579,6 +579,36 @@ def test_training_gpu_precision_agrees_with_the_code():
     )
 
 
+def test_training_rerun_rules_name_every_refused_setting():
+    # The audit: the page let a rerun change "the recipe's numbers" and
+    # left batch size (refused since a0dd087) and the dataset's examples
+    # (since 61237b1) out of what is refused.
+    from keras_vit.training.train import RESUME_SETTINGS
+
+    text = " ".join(_read(os.path.join(DOCS, "training-at-scale.md")).split())
+    may = text[text.index("A rerun may change") :]
+    may, refused = may.split("is refused before it runs", 1)
+    may, refused_list = may.split("One with another", 1)
+    words = {
+        "model": "model (variant",
+        "image_size": "image size",
+        "patch_size": "patch size",
+        "model_kwargs": "model options",
+        "dataset": "dataset",
+        "objective": "objective",
+        "masked_patches": "masked-patch options",
+        "optimizer": "optimizer,",
+        "validation_split": "validation split",
+        "seed": "seed",
+        "batch_size": "batch size",
+    }
+    assert sorted(words) == sorted(RESUME_SETTINGS)
+    for name in RESUME_SETTINGS:
+        assert words[name] in refused_list, name
+    assert "batch" not in may and "recipe's numbers" not in may
+    assert "classes or examples have changed" in refused
+
+
 @pytest.mark.slow
 def test_export_tflite_snippet(tmp_path, monkeypatch):
     pytest.importorskip("ai_edge_litert")
