@@ -1187,7 +1187,8 @@ PRESETS = [
         "source": "timm",
         "description": (
             "SigLIP ViT-B/16 image tower (WebLI; Zhai et al., 2023): no "
-            "class token, the MAP attention-pooling head, features"
+            "class token, the MAP attention-pooling head, tanh GELU, "
+            "features"
         ),
         "url": "https://huggingface.co/timm/vit_base_patch16_siglip_224.webli/resolve/main/model.safetensors",
         "sha256": None,
@@ -1195,7 +1196,12 @@ PRESETS = [
         "num_classes": None,
         "representation_size": None,
         "params": 92_884_224,
-        "vit_arguments": {"class_token": False, "pooling": "map", "include_top": False},
+        # Trained with the tanh GELU: big_vision's MlpBlock (vit.py) calls
+        # flax's nn.gelu, jax.nn.gelu with approximate=True by default;
+        # transformers' SiglipVisionConfig says hidden_act
+        # "gelu_pytorch_tanh", timm's later SigLIP models
+        # act_layer="gelu_tanh" (its vit_base_patch16_siglip_224 omits it).
+        "vit_arguments": {"class_token": False, "pooling": "map", "activation": "gelu_tanh", "include_top": False},
         "normalization": None,
         "license": "Apache-2.0",
         "top1": None,

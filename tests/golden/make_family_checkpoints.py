@@ -29,7 +29,10 @@ MLP 32 (mlp_ratio 2), qkv bias, LayerNorm eps 1e-6 (CLIP: 1e-5):
   bias), LayerNorm eps 1e-5, ``act_layer='quick_gelu'``, an 8-wide head
   (CLIP's projection).
 * ``siglip``: ``class_token=False, global_pool='map'`` (the MAP head:
-  ``attn_pool.*``), no head (features).
+  ``attn_pool.*``), ``act_layer='gelu_tanh'`` (big_vision trained SigLIP
+  with flax's ``nn.gelu``, tanh-approximated by default; timm's later
+  SigLIP models set it, its ``vit_base_patch16_siglip_224`` omits it),
+  no head (features).
 * ``qknorm_gap``: ``qk_norm=True``, ``reg_tokens=2``,
   ``global_pool='avg'`` (so ``fc_norm`` and no final ``norm``), 5
   classes: the options that no family above has.
@@ -136,7 +139,12 @@ FAMILIES = {
     ),
     "siglip": (
         VisionTransformer,
-        dict(num_classes=0, class_token=False, global_pool="map"),
+        dict(
+            num_classes=0,
+            class_token=False,
+            global_pool="map",
+            act_layer="gelu_tanh",
+        ),
     ),
     "qknorm_gap": (
         VisionTransformer,
@@ -182,11 +190,16 @@ def check_structure(name, model):
         ),
     }
     check(traits[name](), f"{name}: not the family's structure")
-    act = model.blocks[0].mlp.act
     x = torch.linspace(-4, 4, 11)
-    quick = x * torch.sigmoid(1.702 * x)
-    is_quick = base.max_diff(act(x), quick) < 1e-6
-    check(is_quick == (name == "clip"), f"{name}: activation")
+    want = {  # every other family: the exact GELU
+        "clip": x * torch.sigmoid(1.702 * x),
+        "siglip": torch.nn.functional.gelu(x, approximate="tanh"),
+    }.get(name, torch.nn.functional.gelu(x))
+    acts = [model.blocks[0].mlp.act]
+    if getattr(model, "attn_pool", None) is not None:  # the MAP head's MLP
+        acts.append(model.attn_pool.mlp.act)
+    for act in acts:
+        check(base.max_diff(act(x), want) < 1e-7, f"{name}: activation")
 
 
 def images(size, seed):
