@@ -13,7 +13,8 @@ The same run from the command line:
     keras-vit train --model S/16 --dataset cifar10 --image-size 64 \\
         --patch-size 8 --epochs 100 --batch-size 256 --learning-rate 1e-3 \\
         --weight-decay 0.05 --label-smoothing 0.1 --rand-augment 2 \\
-        --mixup 0.8 --cutmix 1.0 --drop-path 0.1 --output runs/cifar10
+        --mixup 0.8 --cutmix 1.0 --drop-path 0.1 --validation-split 0.02 \\
+        --strategy default --output runs/cifar10
 """
 
 import argparse

@@ -11,13 +11,14 @@ machines (host1 is the chief, "worker" 0):
     # on host2: the same, with "index": 1
 
 `strategy="auto"` sees two workers in TF_CONFIG and picks
-MultiWorkerMirroredStrategy. --batch-size is the global batch: each of the
-N workers computes batch/N examples per step. Only the chief (worker 0)
-writes the run folder (model.keras, backup/, logs); the other workers write
-to temporary folders that are removed at the end. After a crash, rerun the
-same commands: training resumes from the chief's last backup, which is why
---output should be a folder every worker can read (shared storage or
-gs://).
+MultiWorkerMirroredStrategy. --batch-size (256 by default) is the global
+batch: each of the N workers computes batch/N examples per step. Only the
+chief (worker 0) writes the run folder (model.keras, backup/, logs); the
+other workers write to temporary folders that are removed at the end.
+After a crash, rerun the same commands (the same --batch-size: a rerun
+with another is refused): training resumes from the chief's last backup,
+which is why --output should be a folder every worker can read (shared
+storage or gs://).
 
 To try it on one machine, use two terminals and localhost ports.
 """
@@ -38,6 +39,9 @@ def main():
     parser.add_argument("--output", required=True)
     parser.add_argument("--dataset", default="fashion_mnist")
     parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument(
+        "--batch-size", type=int, default=256, help="the global batch"
+    )
     args = parser.parse_args()
     config = TrainConfig(
         model=ModelConfig(
@@ -51,7 +55,7 @@ def main():
                 "mlp_dim": 192,
             },
         ),
-        data=DataConfig(args.dataset, batch_size=256),
+        data=DataConfig(args.dataset, batch_size=args.batch_size),
         optimizer=OptimizerConfig(learning_rate=2e-3, weight_decay=0.05),
         run=RunConfig(output=args.output, epochs=args.epochs),
         scale=ScaleConfig(strategy="auto"),

@@ -102,6 +102,43 @@ def test_train_multi_worker_lets_tf_config_choose(
     assert tuple(_model_of(config, 10).grid_size) == (4, 4)
 
 
+def test_train_multi_worker_takes_the_global_batch_size(
+    captured, monkeypatch, tmp_path
+):
+    # Its docstring documented a --batch-size that did not exist.
+    argv = ["--output", str(tmp_path), "--batch-size", "512"]
+    _run_main("train_multi_worker.py", argv, monkeypatch)
+    (config,) = captured
+    assert config.data.batch_size == 512
+
+
+def test_train_cifar10_command_in_its_docstring_is_the_same_run(
+    captured, monkeypatch, tmp_path
+):
+    # The audit: the "same run" from the command line held out no images
+    # (validation_split 0.0, not 0.02) and chose its strategy ("auto").
+    import shlex
+
+    from keras_vit.cli import build_parser
+    from keras_vit.cli.train import config_from_args
+    from keras_vit.training.config import flatten
+
+    module = _load("train_cifar10.py")
+    doc = module["__doc__"]
+    command = doc[doc.index("keras-vit train") :].replace("\\\n", " ")
+    argv = shlex.split(command)[1:]
+    output = argv[argv.index("--output") + 1]
+    monkeypatch.setattr(sys, "argv", ["train_cifar10.py", "--output", output])
+    module["main"]()
+    (script,) = captured
+    cli = config_from_args(build_parser().parse_args(argv))
+    script, cli = (flatten(dataclasses.asdict(c)) for c in (script, cli))
+    assert {
+        k: (v, cli.get(k)) for k, v in script.items() if v != cli.get(k)
+    } == {}
+    assert (script["validation_split"], script["strategy"]) == (0.02, "default")
+
+
 def test_train_tpu_fine_tunes_b16_at_384(captured, monkeypatch, tmp_path):
     _run_main(
         "train_tpu.py",
