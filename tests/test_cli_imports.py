@@ -179,3 +179,38 @@ def test_python_dash_m_runs_the_command():
     )
     assert process.returncode == 0, process.stderr[-3000:]
     assert process.stdout.startswith("keras-vit ")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [sys.executable, "-c", LAUNCHER, "presets"],
+        [sys.executable, "-c", LAUNCHER, "models", "--help"],
+        [sys.executable, "-m", "keras_vit.cli", "models"],
+    ],
+    ids=["presets", "models --help", "python -m keras_vit.cli models"],
+)
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(command):
+    # `keras-vit presets | head -1` ended in a BrokenPipeError traceback.
+    # The pipe's reading end is closed before the command writes, as
+    # `head` closes it once it has its line; stdout is buffered, as it is
+    # on a pipe unless PYTHONUNBUFFERED is set.
+    read, write = os.pipe()
+    os.close(read)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("PYTHONUNBUFFERED", None)
+    try:
+        process = subprocess.run(
+            command,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+    finally:
+        os.close(write)
+    # (`python -m` imports TensorFlow, whose start-up lines may show.)
+    for noise in ("Traceback", "Exception ignored", "BrokenPipeError"):
+        assert noise not in process.stderr, process.stderr[-3000:]
+    assert process.returncode == 1

@@ -34,7 +34,8 @@ def main(argv=None):
     if "keras_vit" not in sys.modules:
         with _held_back():
             cli = importlib.import_module("keras_vit.cli")
-            args = cli.build_parser().parse_args(argv)
+            with cli.quiet_closed_stdout():  # `keras-vit --help | head -1`
+                args = cli.build_parser().parse_args(argv)
             if args.command in cli.LIGHT_COMMANDS:
                 return cli.main(argv)
             if not args.tensorflow_logs:

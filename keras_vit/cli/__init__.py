@@ -71,6 +71,11 @@ def build_parser():
 
 
 def main(argv=None):
+    with quiet_closed_stdout():
+        return _main(argv)
+
+
+def _main(argv):
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "run", None) is None:
@@ -91,6 +96,32 @@ def main(argv=None):
         print(f"keras-vit: error: {found[0]} {found[1]}", file=sys.stderr)
         return 2
     return 0
+
+
+@contextlib.contextmanager
+def quiet_closed_stdout():
+    """Ends a command whose reader closed its stdout (`keras-vit presets |
+    head -1`) quietly, with status 1, where a `BrokenPipeError` traceback
+    ended it: stdout is flushed here, and on a closed pipe pointed at
+    /dev/null, so that the interpreter's own flush at exit does not fail
+    again (the Python documentation's recipe, `signal` module); so does
+    a command that exits itself (`--help`, `--version`)."""
+    try:
+        try:
+            yield
+        except SystemExit:
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()  # a closed pipe fails here, not at exit
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        raise SystemExit(1) from None
+
+
+def _stdout_to_devnull():
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def quiet_tensorflow():
