@@ -405,6 +405,9 @@ def test_pretrained_classify_with_an_imagenet_release(tmp_path, monkeypatch):
 
     source = _snippet("imagenet_utils.decode_predictions")
     assert 'weights="augreg_in21k_ft_in1k")' in source
+    # The package's resizing (bilinear, antialiased), not load_img's
+    # nearest neighbour.
+    assert "load_image_files(" in source and "load_img" not in source
     preset = keras_vit.registry.find_preset("B/16", "augreg_in21k_ft_in1k")
     assert preset["num_classes"] == 1000 and preset["image_size"] == 224
     # Offline: a small 1000-class model whose head favours class 281, and
@@ -421,6 +424,7 @@ def test_pretrained_classify_with_an_imagenet_release(tmp_path, monkeypatch):
     )
     monkeypatch.chdir(tmp_path)
     values, after = _run(source, {"model": model}, skip=("weights=",))
+    assert after["images"].shape == (1, *model.image_size, 3)
     assert after["probs"].shape == (1, 1000)
     ((top, *_),) = values[-1]
     assert top[:2] == ("n02123045", "tabby") and top[2] > 0.1
