@@ -368,6 +368,17 @@ def test_models_parameter_counts_table():
         assert model.count_params() == int(count.replace(",", "")), name
 
 
+def test_models_pooling_list_names_every_choice():
+    # The audit: the list left out "map" (attention pooling).
+    from keras_vit.options import MODEL_POOLINGS
+
+    text = " ".join(_read(os.path.join(DOCS, "models.md")).split())
+    bullet = text[text.index("`pooling` (") :].split("), `class_token`")[0]
+    for pooling in MODEL_POOLINGS:
+        assert f'`"{pooling}"`' in bullet, pooling
+    assert "`None`" in bullet
+
+
 @pytest.mark.slow
 def test_models_hybrids():
     values, _ = _run(_snippet("keras_vit.ViT_R50_B16(num_classes=10)"), {})
@@ -611,6 +622,29 @@ def test_training_rerun_rules_name_every_refused_setting():
         assert words[name] in refused_list, name
     assert "batch" not in may and "recipe's numbers" not in may
     assert "classes or examples have changed" in refused
+
+
+def test_export_verification_limits_agree_with_the_code():
+    # The audit: the page gave the classifiers' limits only, not the
+    # relative errors a feature extractor's exports are held to.
+    from keras_vit.export.checks import FEATURE_LIMITS
+    from keras_vit.export.checks import LIMITS
+
+    text = " ".join(_read(os.path.join(DOCS, "export-and-mobile.md")).split())
+    limits = text[text.index("Limits: float32") :]
+    limits = limits[: limits.index("The reference kernels")]
+
+    def power(x):  # 1e-4, as the page writes it
+        return f"{x:.0e}".replace("e-0", "e-")
+
+    assert f"float32 max |Δ| ≤ {power(LIMITS['none']['max_abs'])}" in limits
+    assert f"float16 ≤ {power(LIMITS['float16']['max_abs'])}" in limits
+    assert f"≥ {LIMITS['int8']['top1']:g} for `int8`" in limits
+    features = limits[limits.index("A feature extractor") :]
+    assert f"|Δ| ≤ {power(FEATURE_LIMITS['none']['max_abs'])}" in features
+    for mode in ("float16", "dynamic", "int16x8", "int8"):
+        relative = FEATURE_LIMITS[mode]["relative"]
+        assert re.search(rf"\b{relative:g} for `{mode}`", features), mode
 
 
 @pytest.mark.slow
