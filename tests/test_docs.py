@@ -647,6 +647,25 @@ def test_export_verification_limits_agree_with_the_code():
         assert re.search(rf"\b{relative:g} for `{mode}`", features), mode
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "docs/fine-tuning.md",
+        "examples/finetune.py",
+        "examples/masked_patch_prediction.py",
+    ],
+)
+def test_fashion_mnist_is_not_called_offline(path):
+    # The audit: "without any download" and "Offline" were false on a
+    # fresh machine: Fashion-MNIST downloads unless the Keras cache or
+    # Debian's package has it.
+    text = " ".join(_read(os.path.join(ROOT, path)).split())
+    assert "without any download" not in text
+    assert not re.search(r"\boffline on Fashion-MNIST|^Offline,", text)
+    assert "`dataset-fashion-mnist`" in text and "`make demo`" in text
+    assert re.search(r"download(s|ed) (it )?once through Keras", text)
+
+
 @pytest.mark.slow
 def test_export_tflite_snippet(tmp_path, monkeypatch):
     pytest.importorskip("ai_edge_litert")
