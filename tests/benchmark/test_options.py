@@ -27,7 +27,10 @@ def test_models_are_presets_architectures_with_overrides():
     # Overrides: JSON values, else strings; they win over the preset's.
     assert throughput.model_arguments(
         f"{SIGLIP}:pooling=gap,class_token=false"
-    ) == ("B/16", {"class_token": False, "pooling": "gap"})
+    ) == (
+        "B/16",
+        {"class_token": False, "pooling": "gap", "activation": "gelu_tanh"},
+    )
     assert throughput.model_arguments("ViT_B16:num_register_tokens=4") == (
         "B/16",
         {"num_register_tokens": 4},
