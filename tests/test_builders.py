@@ -109,6 +109,14 @@ def test_a_builder_takes_its_presets_head(ti16_preset):
         np.testing.assert_allclose(
             model.predict(want["images"], verbose=0), want["logits"], atol=1e-4
         )
+    # from_variant and from_preset with the short name too.
+    for model in (
+        keras_vit.ViT.from_variant("Ti/16", weights="tiny_test"),
+        keras_vit.ViT.from_preset(
+            "tiny_test", **keras_vit.registry.get_variant("Ti/16")
+        ),
+    ):
+        assert model.num_classes == 5
     # Told otherwise, a new head; no weights, the default 1000.
     with pytest.warns(UserWarning, match="head"):
         tuned = keras_vit.ViT_Ti16(num_classes=3, weights="tiny_test")

@@ -28,8 +28,8 @@ def prepare(weights, arguments):
 
     Returns:
         `(arguments, load)`: the arguments with what the weights decide
-        filled in: the variant's numbers and the preset's `num_classes`
-        (for a preset's unique name, where not given), the
+        filled in: the variant's numbers (for a preset's unique name), the
+        preset's `num_classes` (where not given), the
         preset's `vit_arguments` and `normalization` (those not given, so
         that `include_preprocessing=True` applies the preset's own
         normalisation to [0, 255] pixels), `image_size` (when not
@@ -42,13 +42,8 @@ def prepare(weights, arguments):
     """
     given = dict(arguments)
     named = registry.named_preset(weights) if isinstance(weights, str) else None
-    if named is not None:  # a unique name says its variant and its head
-        head = named["num_classes"]  # None: features (include_top=False)
-        given = {
-            **registry.get_variant(named["variant"]),
-            **({} if head is None else {"num_classes": head}),
-            **given,
-        }
+    if named is not None:  # a unique name says its variant
+        given = {**registry.get_variant(named["variant"]), **given}
     arguments = {**DEFAULTS, **given}
     variant = registry.find_variant(
         arguments["patch_size"],
@@ -62,6 +57,7 @@ def prepare(weights, arguments):
     if preset is not None:  # what the checkpoint needs, unless told otherwise
         given = {
             **preset["vit_arguments"],
+            **registry.presets.head_arguments(preset),
             "normalization": preset["normalization"],
             **given,
         }
