@@ -454,6 +454,22 @@ def _close_names(name, tfds):
     return difflib.get_close_matches(name, ["digits", *known], n=3)
 
 
+def _test_split(builder, labels):
+    """The split to test on: "test", else "validation"; with labels, not
+    one whose labels are -1 (tensorflow_datasets' mark for unlabelled, as
+    in imagenet2012's test split), which would score against no class."""
+    splits = builder.info.splits
+    for split in ("test", "validation"):
+        if split not in splits:
+            continue
+        if labels:
+            first = builder.as_dataset(split=f"{split}[:1]", as_supervised=True)
+            if any(int(label) < 0 for _, label in first):
+                continue
+        return split
+    return None
+
+
 def _from_tfds(name, data_dir, labels=True):
     import tensorflow as tf
 
@@ -481,7 +497,7 @@ def _from_tfds(name, data_dir, labels=True):
         )
     builder.download_and_prepare()
     splits = info.splits
-    test_split = next((s for s in ("test", "validation") if s in splits), None)
+    test_split = _test_split(builder, labels)
     key = _tfds_image_key(name, info)
     image_shape = info.features[key].shape
     if labels:

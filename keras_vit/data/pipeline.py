@@ -127,6 +127,29 @@ def _inception_crop(image, image_size, area, seed):
     return _resize(crop, image_size)
 
 
+def _one_hot(labels, num_classes):
+    """One-hot labels, refusing any outside [0, num_classes): `tf.one_hot`
+    gives all zeros for them (ImageNet's test split has label -1), which
+    would score and train silently against no class."""
+    import tensorflow as tf
+
+    labels = tf.cast(labels, tf.int64)
+    message = (
+        f"Labels must be in [0, num_classes). Received: num_classes="
+        f"{num_classes} and a label outside it (-1 marks an unlabelled "
+        "split, such as ImageNet's test split)"
+    )
+    with tf.control_dependencies(
+        [
+            tf.debugging.assert_non_negative(labels, message=message),
+            tf.debugging.assert_less(
+                labels, tf.constant(num_classes, tf.int64), message=message
+            ),
+        ]
+    ):
+        return tf.one_hot(labels, num_classes)
+
+
 def _augment_batch(positions, example, seed, aug, image_size, num_classes):
     """The training augmentation for a batch of same-sized images.
 
@@ -176,7 +199,7 @@ def _augment_batch(positions, example, seed, aug, image_size, num_classes):
             < 0.5
         )
         images = tf.where(flip, tf.reverse(images, axis=[2]), images)
-    return images, tf.one_hot(labels, num_classes), seed
+    return images, _one_hot(labels, num_classes), seed
 
 
 @functools.cache
@@ -592,7 +615,7 @@ def _augmented_batches(
             image = tf.image.stateless_random_flip_left_right(
                 image, _fold(pair, _FLIP)
             )
-        return image, tf.one_hot(label, num_classes), pair
+        return image, _one_hot(label, num_classes), pair
 
     rand_augment = None
     if aug.rand_augment:
@@ -701,9 +724,7 @@ def eval_pipeline(
     arg_checks.boolean("drop_remainder", drop_remainder)
 
     def prepare(image, label):
-        return _resize(_to_rgb(image), image_size), tf.one_hot(
-            label, num_classes
-        )
+        return _resize(_to_rgb(image), image_size), _one_hot(label, num_classes)
 
     return (
         dataset.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)

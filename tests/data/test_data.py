@@ -881,3 +881,77 @@ def test_an_image_folder_digest_tells_which_files_it_holds(tmp_path):
     assert changes[-1] == digest  # back to the same six files
     assert len({digest, *changes[:-1]}) == 4  # each change tells
     assert data.load("digits").train_digest is None  # its size tells
+
+
+def test_an_unlabelled_test_split_is_not_tested_on(tmp_path):
+    # imagenet2012's test split has label -1 on every image: it was tested
+    # on, one-hot to zeros (accuracy 0.40 and loss 0.0 on such labels).
+    tfds = pytest.importorskip("tensorflow_datasets")
+
+    class KerasVitNoTestLabels(tfds.core.GeneratorBasedBuilder):
+        VERSION = tfds.core.Version("1.0.0")
+
+        def _info(self):
+            return self.dataset_info_from_configs(
+                features=tfds.features.FeaturesDict(
+                    {
+                        "image": tfds.features.Image(shape=(8, 8, 3)),
+                        "label": tfds.features.ClassLabel(names=["a", "b"]),
+                    }
+                ),
+                supervised_keys=("image", "label"),
+            )
+
+        def _split_generators(self, dl_manager):
+            return {
+                "train": self._generate_examples(4, 0),
+                "validation": self._generate_examples(3, 1),
+                "test": self._generate_examples(2, -1),
+            }
+
+        def _generate_examples(self, n, label):
+            for i in range(n):
+                yield (
+                    i,
+                    {"image": np.zeros((8, 8, 3), np.uint8), "label": label},
+                )
+
+    d = data.load("keras_vit_no_test_labels", data_dir=str(tmp_path))
+    assert d.num_test == 3
+    assert [int(y) for _, y in d.test] == [1, 1, 1]
+    # Without labels the test split's images are as good as any.
+    d = data.load(
+        "keras_vit_no_test_labels", data_dir=str(tmp_path), labels=False
+    )
+    assert d.num_test == 2
+
+
+@pytest.mark.parametrize("label", [-1, 3])
+def test_a_label_outside_the_classes_is_refused_not_zero_hot(label):
+    # tf.one_hot(-1) is all zeros: scored and trained against no class.
+    images = tf.zeros((2, 8, 8, 3), tf.uint8)
+    ds = tf.data.Dataset.from_tensor_slices(
+        (images, tf.constant([0, label], tf.int64))
+    )
+    batches = data.eval_pipeline(ds, 3, (8, 8), 2)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="num_classes=3"):
+        list(batches)
+    # Both training paths: same-sized images batched first, and any sizes.
+    any_size = tf.data.Dataset.from_generator(
+        lambda: iter(ds),
+        output_signature=(
+            tf.TensorSpec((None, None, 3), tf.uint8),
+            tf.TensorSpec((), tf.int64),
+        ),
+    )
+    for dataset in (ds, any_size):
+        train = data.train_pipeline(dataset, 3, (8, 8), 2, seed=0)
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match="num_classes=3"
+        ):
+            next(iter(train))
+    ok = tf.data.Dataset.from_tensor_slices(
+        (images, tf.constant([0, 2], tf.int64))
+    )
+    ((_, labels),) = list(data.eval_pipeline(ok, 3, (8, 8), 2))
+    np.testing.assert_array_equal(labels, [[1, 0, 0], [0, 0, 1]])
