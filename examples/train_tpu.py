@@ -4,7 +4,11 @@ On a TPU VM (the TPU is found by itself):
 
     python examples/train_tpu.py \\
         --data-dir gs://YOUR_BUCKET/tensorflow_datasets \\
-        --output gs://YOUR_BUCKET/runs/flowers   # or a local folder
+        --output runs/flowers
+
+The output is a folder on the TPU VM's disk, or a bucket mounted there
+(e.g. with gcsfuse); a gs:// URL is refused: the run writes its files with
+the operating system's file calls.
 
 With a TPU node instead, name it: --tpu my-tpu-name (or set TPU_NAME).
 

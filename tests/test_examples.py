@@ -161,6 +161,10 @@ def test_train_tpu_fine_tunes_b16_at_384(captured, monkeypatch, tmp_path):
         "bfloat16",
     )
     assert find_preset("B/16", config.model.weights)["image_size"] == 224
+    # The docstring's --output was gs://, which the run wrote to ./gs:/.
+    doc = _load("train_tpu.py")["__doc__"]
+    command = doc[: doc.index("With a TPU node")]
+    assert "--output runs/flowers" in command and "--output gs:" not in doc
     model = _model_of(config, 102)  # oxford_flowers102
     assert tuple(model.grid_size) == (24, 24) and model.hidden_dim == 768
 

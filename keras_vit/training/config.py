@@ -732,15 +732,7 @@ class TrainConfig:
         self._check_switched_off()
         self._check_objective()
         arg_checks.positive_int("epochs", run.epochs)
-        if not isinstance(run.output, str) or not run.output:
-            raise ValueError(
-                f"`output` must be a folder. Received: output={run.output!r}"
-            )
-        if os.path.exists(run.output) and not os.path.isdir(run.output):
-            raise ValueError(
-                "The output folder is an existing file. Received: "
-                f"output={run.output!r}"
-            )
+        _check_output(run.output)
         arg_checks.non_negative_int("seed", run.seed)
         if run.seed >= 2**32:  # what keras.utils.set_random_seed takes
             raise ValueError(
@@ -888,3 +880,27 @@ def load_config(path):
         data = json.load(file)
     data.pop("resolved", None)
     return TrainConfig.from_dict(data)
+
+
+def _check_output(output):
+    """Raises for an `output` that is not a local folder's path: a URL
+    (`gs://...`) was written under the current folder, in `./gs:/...`, as
+    the run writes with `os` and `open`."""
+    if not isinstance(output, str) or not output:
+        raise ValueError(
+            f"`output` must be a folder. Received: output={output!r}"
+        )
+    if "://" in output:
+        raise ValueError(
+            "`output` must be a local folder: the run writes its files "
+            "with the operating system's file calls, which would make a "
+            "folder named after the URL's scheme under the current one. "
+            "Use the machine's disk, or mount the bucket (e.g. with "
+            "gcsfuse) and give its path. Received: "
+            f"output={output!r}"
+        )
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise ValueError(
+            "The output folder is an existing file. Received: "
+            f"output={output!r}"
+        )

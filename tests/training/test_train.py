@@ -386,7 +386,7 @@ def test_float32_training_of_long_sequences_on_a_cpu_runs_without_xla(
         assert json.load(f)["resolved"]["jit_compile"] is False
 
 
-def test_bad_input_is_refused_before_training(tmp_path):
+def test_bad_input_is_refused_before_training(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="model='ViT_X'"):
         train(tiny_config(tmp_path, model="ViT_X"))
     with pytest.raises(ValueError, match="strategy='horovod'"):
@@ -401,6 +401,13 @@ def test_bad_input_is_refused_before_training(tmp_path):
     a_file.write_text("x")
     with pytest.raises(ValueError, match="output folder is an existing file"):
         train(tiny_config(tmp_path, output=str(a_file)))
+    # A URL was written to the local disk, under ./gs:/bucket/run.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        ValueError, match="local folder.*gcsfuse.*output='gs://bucket/run'"
+    ):
+        train(tiny_config(tmp_path, output="gs://bucket/run"))
+    assert not os.path.exists(tmp_path / "gs:")
     with pytest.raises(ValueError, match="batch_size=5000"):
         train(tiny_config(tmp_path, batch_size=5000))
     with pytest.raises(ValueError, match="mixup=-1"):
