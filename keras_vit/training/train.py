@@ -391,7 +391,7 @@ def train(config, callbacks=(), strategy=None):
     _check_run_folder(config)
     _check_resumable(config)
     setup = _set_up(config, strategy)
-    data = _load_data(config)
+    data = _load_data(config, setup)
     # The model and optimizer are made (and so checked) before anything is
     # written.
     model = _build_and_compile(config, setup, data)
@@ -487,7 +487,7 @@ class _Data:
 EXAMPLES_KEY = "examples"
 
 
-def _load_data(config):
+def _load_data(config, setup):
     """Step 2: the dataset and its validation hold-out."""
     import tensorflow as tf
 
@@ -496,7 +496,7 @@ def _load_data(config):
         config.data.dataset, config.data.data_dir, labels=not masked
     )
     train_split, num_train = data.train, data.num_train
-    validation_split = None
+    validation_split = num_held = None
     if config.data.validation_split:
         train_split, validation_split, num_train, num_held = data.holdout(
             config.data.validation_split, seed=config.run.seed
@@ -511,6 +511,8 @@ def _load_data(config):
             f"`batch_size` is larger than the {num_train} training examples. "
             f"Received: batch_size={config.data.batch_size}"
         )
+    if setup.kind == "tpu":
+        _check_static_held_out(config.data.batch_size, num_held, data)
     steps_per_epoch = (
         None if num_train is None else num_train // config.data.batch_size
     )
@@ -524,6 +526,24 @@ def _load_data(config):
         steps_per_epoch,
         {"num_examples": data.num_train, "digest": data.train_digest},
     )
+
+
+def _check_static_held_out(batch_size, num_validation, data):
+    """Raises for a validation or test split smaller than the batch on a
+    TPU: its static shapes drop the partial batch, so the split vanished
+    (no val_* metrics, no best.keras, test metrics {})."""
+    for name, count in (
+        ("validation", num_validation),
+        ("test", data.num_test if data.test is not None else None),
+    ):
+        if count is not None and count < batch_size:
+            raise ValueError(
+                f"The {name} split's {count} examples are fewer than "
+                "`batch_size`: on a TPU evaluation batches are whole "
+                "(static shapes), so none would be evaluated. Use a smaller "
+                f"batch_size or more {name} examples. Received: "
+                f"batch_size={batch_size} for {count} {name} examples"
+            )
 
 
 def _build_and_compile(config, setup, data):

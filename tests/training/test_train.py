@@ -286,11 +286,12 @@ def test_a_model_without_preprocessing_trains_on_normalised_inputs(tmp_path):
                 "include_preprocessing": include,
             },
         )
-        data = train_module._load_data(config)
+        setup = types.SimpleNamespace(kind="default")
+        data = train_module._load_data(config, setup)
         model = train_module.build_model(config, data.num_classes)
         pipelines = train_module._pipelines(
             config,
-            types.SimpleNamespace(kind="default"),
+            setup,
             data,
             model,
             types.SimpleNamespace(initial_epoch=0),
@@ -1005,3 +1006,30 @@ def test_a_users_own_fit_of_a_vit_under_multi_worker_mirrored_strategy():
     losses = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
     assert losses[0] == losses[1]  # one model, trained in step
     assert len(losses[0]["fit"]) == 2 and np.isfinite(losses[0]["evaluate"])
+
+
+def test_a_held_out_split_below_the_batch_is_refused_on_a_tpu(
+    tmp_path, monkeypatch
+):
+    # A TPU's evaluation batches are whole (static shapes): a validation or
+    # test split smaller than the batch vanished, with no val_* metrics, no
+    # best.keras and test metrics {}. The TPU path's settings, on the CPU:
+    import tensorflow as tf
+
+    from keras_vit.training import strategy as run_strategy
+
+    monkeypatch.setattr(run_strategy, "kind_of", lambda strategy: "tpu")
+    cpu = tf.distribute.get_strategy()
+    # digits: 1437 training and 360 test examples; 5% held out is 72.
+    config = tiny_config(tmp_path, batch_size=128, validation_split=0.05)
+    with pytest.raises(
+        ValueError,
+        match="validation split.s 72 examples.*batch_size=128 for 72 valid",
+    ):
+        train(config, strategy=cpu)
+    config = tiny_config(tmp_path, batch_size=400)
+    with pytest.raises(
+        ValueError, match="test split's 360 examples.*batch_size=400 for 360"
+    ):
+        train(config, strategy=cpu)
+    assert not os.path.exists(config.run.output)  # refused before writing
