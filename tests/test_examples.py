@@ -22,6 +22,7 @@ import keras_vit
 from keras_vit.registry import find_preset
 from keras_vit.training import TrainResult
 from keras_vit.training.train import build_model
+from keras_vit.training.train import make_run_optimizer
 from tests.helpers import randomize_weights
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples")
@@ -167,6 +168,14 @@ def test_train_tpu_fine_tunes_b16_at_384(captured, monkeypatch, tmp_path):
     assert "--output runs/flowers" in command and "--output gs:" not in doc
     model = _model_of(config, 102)  # oxford_flowers102
     assert tuple(model.grid_size) == (24, 24) and model.hidden_dim == 768
+    # Its schedule over oxford_flowers102's 1020 training images, as the
+    # run builds it: 20 epochs were 20 steps, below the 100 of warm-up,
+    # refused only once the TPU had connected.
+    steps_per_epoch = 1020 // config.data.batch_size
+    optimizer = make_run_optimizer(config, steps_per_epoch)
+    schedule = optimizer._learning_rate  # the schedule, not its value
+    assert steps_per_epoch * config.run.epochs >= 500
+    assert schedule.total_steps == 500 and schedule.warmup_steps == 100
 
 
 def test_finetune_online_names_a_preset(captured, monkeypatch, tmp_path):

@@ -546,30 +546,37 @@ def _check_static_held_out(batch_size, num_validation, data):
             )
 
 
+def make_run_optimizer(config, steps_per_epoch):
+    """The run's optimizer and schedule, over `steps_per_epoch` (`None`
+    for a dataset of unknown size: 1000) times `config.run.epochs` steps;
+    raises for a warm-up not shorter than that."""
+    total_steps = (steps_per_epoch or 1000) * config.run.epochs
+    # 5% of the steps by default, at least one, but none for a run of
+    # one step (a tiny folder: its one step is the decay's start).
+    warmup = (
+        config.optimizer.warmup_steps
+        if config.optimizer.warmup_steps is not None
+        else min(max(1, int(0.05 * total_steps)), total_steps - 1)
+    )
+    return recipe.make_optimizer(
+        config.optimizer.name,
+        config.optimizer.learning_rate,
+        config.optimizer.weight_decay,
+        warmup,
+        total_steps,
+        config.optimizer.decay,
+        config.optimizer.clipnorm,
+        config.optimizer.momentum,
+    )
+
+
 def _build_and_compile(config, setup, data):
     """Step 3: the model and its optimizer, compiled in the strategy's
     scope; sets `setup.steps_per_execution` and `setup.jit_compile`."""
     masked = config.objective.name == "masked_patches"
     with setup.strategy.scope():
         model = build_model(config, data.num_classes, dtype=setup.policy)
-        total_steps = (data.steps_per_epoch or 1000) * config.run.epochs
-        # 5% of the steps by default, at least one, but none for a run of
-        # one step (a tiny folder: its one step is the decay's start).
-        warmup = (
-            config.optimizer.warmup_steps
-            if config.optimizer.warmup_steps is not None
-            else min(max(1, int(0.05 * total_steps)), total_steps - 1)
-        )
-        optimizer = recipe.make_optimizer(
-            config.optimizer.name,
-            config.optimizer.learning_rate,
-            config.optimizer.weight_decay,
-            warmup,
-            total_steps,
-            config.optimizer.decay,
-            config.optimizer.clipnorm,
-            config.optimizer.momentum,
-        )
+        optimizer = make_run_optimizer(config, data.steps_per_epoch)
         steps_per_execution = config.scale.steps_per_execution or (
             32 if setup.kind == "tpu" else 1
         )
