@@ -25,6 +25,7 @@
 import dataclasses
 import gzip
 import os
+import zlib
 
 import numpy as np
 
@@ -144,14 +145,50 @@ class Dataset:
         return self.subset(train), self.subset(held), len(train), len(held)
 
 
-def _read_idx(path):
-    with gzip.open(path, "rb") as file:
-        data = file.read()
-    if data[2] != 8:  # unsigned byte
-        raise ValueError(f"{path} is not a uint8 IDX file.")
-    ndim = data[3]
-    shape = np.frombuffer(data[4 : 4 + 4 * ndim], dtype=">u4").astype(int)
-    return np.frombuffer(data[4 + 4 * ndim :], dtype=np.uint8).reshape(shape)
+def _unreadable(path, why):
+    return ValueError(
+        f"A Fashion-MNIST file is unreadable ({why}); delete it to "
+        f"download it again. Received: path={path!r}"
+    )
+
+
+def _read_idx(path, ndim):
+    """The uint8 array of a gzipped IDX file of `ndim` dimensions; raises
+    naming the file for one cut short or not IDX (an error page saved as
+    .gz): gzip's and NumPy's own errors named no file."""
+    try:
+        with gzip.open(path, "rb") as file:
+            data = file.read()
+    except (OSError, EOFError, zlib.error) as error:  # BadGzipFile: OSError
+        raise _unreadable(path, f"{type(error).__name__}: {error}") from None
+    header = 4 + 4 * ndim
+    # The magic: two zero bytes, 0x08 (uint8) and the number of dimensions.
+    if len(data) < header or data[:4] != bytes([0, 0, 8, ndim]):
+        raise _unreadable(path, f"not a {ndim}-dimensional uint8 IDX file")
+    shape = tuple(np.frombuffer(data[4:header], dtype=">u4").astype(int))
+    if len(data) - header != np.prod(shape):
+        raise _unreadable(
+            path,
+            f"{len(data) - header} bytes of data for its shape {shape}, "
+            "cut short",
+        )
+    return np.frombuffer(data[header:], dtype=np.uint8).reshape(shape)
+
+
+def _read_fashion_mnist(folder):
+    """Fashion-MNIST's `((x_train, y_train), (x_test, y_test))` from the
+    IDX files in `folder`."""
+    splits = []
+    for images, labels in FASHION_MNIST_FILES.values():
+        images, labels = (os.path.join(folder, f) for f in (images, labels))
+        x, y = _read_idx(images, 3), _read_idx(labels, 1)
+        if len(x) != len(y):
+            raise _unreadable(
+                labels,
+                f"{len(y)} labels for the {len(x)} images of {images}",
+            )
+        splits.append((x, y))
+    return tuple(splits)
 
 
 def fashion_mnist_arrays():
@@ -173,15 +210,7 @@ def fashion_mnist_arrays():
             for f in pair
         ]
         if all(os.path.isfile(f) for f in files):
-            splits = []
-            for images, labels in FASHION_MNIST_FILES.values():
-                splits.append(
-                    (
-                        _read_idx(os.path.join(folder, images)),
-                        _read_idx(os.path.join(folder, labels)),
-                    )
-                )
-            return tuple(splits)
+            return _read_fashion_mnist(folder)
     return keras.datasets.fashion_mnist.load_data()
 
 

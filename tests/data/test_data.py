@@ -483,6 +483,76 @@ def test_fashion_mnist_from_the_keras_cache(tmp_path, monkeypatch):
     assert int(y) == 3
 
 
+def _fashion_mnist_cache(tmp_path):
+    folder = tmp_path / "datasets" / "fashion-mnist"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for name, array in (
+        ("train-images-idx3-ubyte.gz", rng.integers(0, 256, (6, 28, 28))),
+        ("train-labels-idx1-ubyte.gz", np.arange(6) % 10),
+        ("t10k-images-idx3-ubyte.gz", rng.integers(0, 256, (2, 28, 28))),
+        ("t10k-labels-idx1-ubyte.gz", np.array([3, 4])),
+    ):
+        _write_idx(folder / name, array)
+    return folder
+
+
+def _cut_gzip(path):
+    path.write_bytes(path.read_bytes()[:-30])
+
+
+def _html(path):
+    path.write_bytes(b"<html>Service unavailable</html>")
+
+
+def _not_idx(path):
+    with gzip.open(path, "wb") as f:
+        f.write(b"<html>Service unavailable</html>")
+
+
+def _few_images(path):
+    _write_idx(path, np.zeros((5, 28, 28)))  # 5 images, 6 labels
+
+
+def _short_data(path):
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    with gzip.open(path, "wb") as f:
+        f.write(raw[:-100])
+
+
+@pytest.mark.parametrize(
+    "spoil, why",
+    [
+        (_cut_gzip, r"\(EOFError"),  # a download cut short
+        (_html, r"\(BadGzipFile"),  # an error page saved as .gz
+        (_not_idx, "not a 3-dimensional uint8 IDX file"),
+        (_short_data, "bytes of data for its shape"),
+        (_few_images, None),
+    ],
+)
+def test_an_unreadable_fashion_mnist_file_is_named(
+    tmp_path, monkeypatch, spoil, why
+):
+    # gzip's and NumPy's errors (EOFError, BadGzipFile, a reshape's
+    # ValueError) named no file.
+    folder = _fashion_mnist_cache(tmp_path)
+    images = folder / "train-images-idx3-ubyte.gz"
+    spoil(images)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    named = images
+    if why is None:
+        named = folder / "train-labels-idx1-ubyte.gz"
+        why = f"6 labels for the 5 images of {re.escape(str(images))}"
+    with pytest.raises(ValueError) as error:
+        datasets.fashion_mnist_arrays()
+    message = str(error.value)
+    assert re.search(why, message), message
+    assert message.endswith(
+        f"delete it to download it again. Received: path={str(named)!r}"
+    ), message
+
+
 def test_fashion_mnist_is_read_from_the_debian_folder(tmp_path, monkeypatch):
     # The lookup the test below makes where the Debian package is
     # installed (not on CI), on files of its format in a stand-in folder:
