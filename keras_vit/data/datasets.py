@@ -499,12 +499,37 @@ def _test_split(builder, labels):
     return None
 
 
+def _expand(data_dir):
+    """`data_dir` with "~" expanded, but not a URL's (gs://...):
+    tensorflow_datasets took "~/tfds" for a folder named "~"."""
+    if isinstance(data_dir, str) and "://" not in data_dir:
+        return os.path.expanduser(data_dir)
+    return data_dir
+
+
+def _prepare(builder, name, data_dir):
+    """Downloads and prepares a tensorflow_datasets dataset not yet in
+    `data_dir`; raises naming both when that fails (offline: a raw
+    ConnectionError after minutes, naming neither)."""
+    try:
+        builder.download_and_prepare()
+    except Exception as error:  # noqa: BLE001 - network, manual data, ...
+        first = (str(error).strip().splitlines() or [""])[0]
+        raise ValueError(
+            "The dataset is not prepared in data_dir and could not be "
+            f"downloaded and prepared ({type(error).__name__}: {first}). "
+            f"Prepare it where it can be (`tfds build {name} --data_dir "
+            "DIR`) and give that folder. Received: "
+            f"dataset={name!r}, data_dir={data_dir!r}"
+        ) from error
+
+
 def _from_tfds(name, data_dir, labels=True):
     import tensorflow as tf
 
     tfds = extras.require("tensorflow_datasets", f"Dataset {name!r}")
     try:
-        builder = tfds.builder(name, data_dir=data_dir)
+        builder = tfds.builder(name, data_dir=_expand(data_dir))
     except Exception as error:  # tfds raises DatasetNotFoundError et al.
         # Its first line alone: DatasetNotFoundError's message lists every
         # dataset tfds has (some 460 lines).
@@ -524,7 +549,7 @@ def _from_tfds(name, data_dir, labels=True):
             "patch pre-training reads its images alone (labels=False). "
             f"Received: dataset={name!r}"
         )
-    builder.download_and_prepare()
+    _prepare(builder, name, data_dir)
     splits = info.splits
     test_split = _test_split(builder, labels)
     key = _tfds_image_key(name, info)

@@ -1025,3 +1025,55 @@ def test_a_label_outside_the_classes_is_refused_not_zero_hot(label):
     )
     ((_, labels),) = list(data.eval_pipeline(ok, 3, (8, 8), 2))
     np.testing.assert_array_equal(labels, [[1, 0, 0], [0, 0, 1]])
+
+
+def test_tensorflow_datasets_home_folder_and_a_failed_download(
+    tmp_path, monkeypatch
+):
+    # "~/tfds" was taken literally (a folder named "~" under the current
+    # one), and a download that failed (offline) gave a raw ConnectionError
+    # after minutes, naming neither the dataset nor data_dir.
+    tfds = pytest.importorskip("tensorflow_datasets")
+    offline = {"on": True}
+
+    class KerasVitOfflineImages(tfds.core.GeneratorBasedBuilder):
+        VERSION = tfds.core.Version("1.0.0")
+
+        def _info(self):
+            return self.dataset_info_from_configs(
+                features=tfds.features.FeaturesDict(
+                    {
+                        "image": tfds.features.Image(shape=(8, 8, 3)),
+                        "label": tfds.features.ClassLabel(names=["a", "b"]),
+                    }
+                ),
+                supervised_keys=("image", "label"),
+            )
+
+        def _split_generators(self, dl_manager):
+            if offline["on"]:
+                raise ConnectionError("Failed to resolve 'example.org'")
+            return {"train": self._generate_examples()}
+
+        def _generate_examples(self):
+            for i in range(4):
+                image = np.zeros((8, 8, 3), np.uint8)
+                yield i, {"image": image, "label": i % 2}
+
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    name = "keras_vit_offline_images"
+    with pytest.raises(ValueError) as error:
+        data.load(name, data_dir="~/tfds")
+    message = str(error.value)
+    assert "(ConnectionError: Failed to resolve 'example.org')" in message
+    assert message.endswith(f"Received: dataset='{name}', data_dir='~/tfds'"), (
+        message
+    )
+    offline["on"] = False
+    d = data.load(name, data_dir="~/tfds")
+    assert d.num_train == 4 and d.num_test is None
+    assert (home / "tfds" / name).is_dir()
+    assert not list(cwd.iterdir())  # no ./~/tfds
