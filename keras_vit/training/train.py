@@ -322,8 +322,9 @@ def _check_resumable(config):
     validated on, and with another batch size its learning-rate schedule
     would resume at another step than the backup's; so such a rerun is
     refused before anything runs, naming what differs. Epochs, the
-    recipe's numbers, augmentation, the precision and the strategy may
-    change.
+    optimizer's numbers (learning rate, weight decay, warm-up, decay,
+    clipping, momentum), label smoothing, augmentation, the precision and
+    the strategy may change (`RESUME_SETTINGS` names what may not).
     """
     path = os.path.join(config.run.output, "config.json")
     if not run_callbacks.read_backup(os.path.join(config.run.output, "backup")):

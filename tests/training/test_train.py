@@ -1033,3 +1033,18 @@ def test_a_held_out_split_below_the_batch_is_refused_on_a_tpu(
     ):
         train(config, strategy=cpu)
     assert not os.path.exists(config.run.output)  # refused before writing
+
+
+def test_check_resumable_names_what_a_rerun_may_change():
+    # It said "the recipe's numbers" may change; the batch size may not
+    # (since a0dd087), only the optimizer's numbers, as the docs say.
+    from keras_vit.training import train as train_module
+
+    doc = " ".join(train_module._check_resumable.__doc__.split())
+    assert "recipe's numbers" not in doc
+    assert (
+        "the optimizer's numbers (learning rate, weight decay, warm-up, "
+        "decay, clipping, momentum)" in doc
+    )
+    assert "with another batch size" in doc
+    assert "batch_size" in train_module.RESUME_SETTINGS
