@@ -1038,8 +1038,9 @@ def test_a_held_out_split_below_the_batch_is_refused_on_a_tpu(
 def test_check_resumable_names_what_a_rerun_may_change():
     # It said "the recipe's numbers" may change; the batch size may not
     # (since a0dd087), only the optimizer's numbers, as the docs say.
-    from keras_vit.training import train as train_module
+    import importlib
 
+    train_module = importlib.import_module("keras_vit.training.train")
     doc = " ".join(train_module._check_resumable.__doc__.split())
     assert "recipe's numbers" not in doc
     assert (
