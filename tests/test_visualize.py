@@ -310,7 +310,9 @@ def test_inspect_command_on_a_saved_model_and_image_files(tmp_path, capsys):
         )
         == 2
     )
-    assert "Could not read the image" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "The image file does not exist. Received: image=" in err
+    assert "no.png" in err
     # Two files of one name (a/photo.png, b/photo.png) get a figure each.
     (tmp_path / "b").mkdir()
     Image.open(image).save(tmp_path / "b" / "photo.png")
