@@ -549,20 +549,7 @@ def test_masked_patch_prediction_fine_tunes_through_from_preset(
 
 @pytest.mark.slow
 def test_masked_patch_prediction_example_runs(monkeypatch, tmp_path, capsys):
-    rng = np.random.default_rng(0)
-    fake = (
-        (
-            rng.integers(0, 256, (256, 28, 28), dtype=np.uint8),
-            np.arange(256) % 10,
-        ),
-        (
-            rng.integers(0, 256, (32, 28, 28), dtype=np.uint8),
-            np.arange(32) % 10,
-        ),
-    )
-    monkeypatch.setattr(
-        keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake
-    )
+    _fake_fashion_mnist(monkeypatch)
     example = _load("masked_patch_prediction.py")
     # A smaller model of the same geometry, to keep the XLA compiles short.
     monkeypatch.setitem(

@@ -953,6 +953,19 @@ def test_an_image_folder_digest_tells_which_files_it_holds(tmp_path):
     assert data.load("digits").train_digest is None  # its size tells
 
 
+def _two_class_info(builder, tfds):
+    """The `DatasetInfo` of a test builder of 8x8 images in classes a, b."""
+    return builder.dataset_info_from_configs(
+        features=tfds.features.FeaturesDict(
+            {
+                "image": tfds.features.Image(shape=(8, 8, 3)),
+                "label": tfds.features.ClassLabel(names=["a", "b"]),
+            }
+        ),
+        supervised_keys=("image", "label"),
+    )
+
+
 def test_an_unlabelled_test_split_is_not_tested_on(tmp_path):
     # imagenet2012's test split has label -1 on every image: it was tested
     # on, one-hot to zeros (accuracy 0.40 and loss 0.0 on such labels).
@@ -962,15 +975,7 @@ def test_an_unlabelled_test_split_is_not_tested_on(tmp_path):
         VERSION = tfds.core.Version("1.0.0")
 
         def _info(self):
-            return self.dataset_info_from_configs(
-                features=tfds.features.FeaturesDict(
-                    {
-                        "image": tfds.features.Image(shape=(8, 8, 3)),
-                        "label": tfds.features.ClassLabel(names=["a", "b"]),
-                    }
-                ),
-                supervised_keys=("image", "label"),
-            )
+            return _two_class_info(self, tfds)
 
         def _split_generators(self, dl_manager):
             return {
@@ -1040,15 +1045,7 @@ def test_tensorflow_datasets_home_folder_and_a_failed_download(
         VERSION = tfds.core.Version("1.0.0")
 
         def _info(self):
-            return self.dataset_info_from_configs(
-                features=tfds.features.FeaturesDict(
-                    {
-                        "image": tfds.features.Image(shape=(8, 8, 3)),
-                        "label": tfds.features.ClassLabel(names=["a", "b"]),
-                    }
-                ),
-                supervised_keys=("image", "label"),
-            )
+            return _two_class_info(self, tfds)
 
         def _split_generators(self, dl_manager):
             if offline["on"]:
