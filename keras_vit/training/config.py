@@ -721,6 +721,7 @@ class TrainConfig:
         if model.patch_size is not None:
             arg_checks.positive_int("patch_size", model.patch_size)
         self._check_model_kwargs()
+        self._check_model_numbers()
         datasets.check_data_dir(data.dataset, data.data_dir)
         arg_checks.positive_int("batch_size", data.batch_size)
         arg_checks.rate("validation_split", data.validation_split)
@@ -760,6 +761,29 @@ class TrainConfig:
                     f"`model.kwargs` may not set `{key}`: {place}. Received: "
                     f"model_kwargs={model.kwargs!r}"
                 )
+
+    def _check_model_numbers(self):
+        """Raises for a width, depth, head count or MLP width the model
+        refuses (`num_heads=0`, a `hidden_dim` the heads do not divide):
+        `ViT`'s own rules (`vit_config`), on the variant's numbers as
+        `model.kwargs` overrides them. Found when the model was built, they
+        were found after the dataset was loaded (a download, for a
+        `tensorflow_datasets` one) and a lock file was written into an
+        existing output folder."""
+        from keras_vit.models.config import vit_config
+
+        model = self.model
+        variant = registry.get_variant(registry.resolve(model.name).variant)
+        numbers = {
+            name: model.kwargs.get(name, variant[name])
+            for name in ("hidden_dim", "num_layers", "num_heads", "mlp_dim")
+        }
+        try:
+            vit_config(**numbers)
+        except ValueError as error:
+            raise ValueError(
+                f"{error}, for model={model.name!r} (its numbers: {numbers!r})"
+            ) from None
 
     def _check_optimizer(self):
         optimizer = self.optimizer

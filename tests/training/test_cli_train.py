@@ -1,5 +1,7 @@
 """`keras-vit train` and `few-shot` refuse what cannot be right, in one line."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -125,6 +127,47 @@ def test_train_refuses_a_number_that_cannot_be_right(
     )
     assert f"Received: {received}" in error or f" {received}" in error, error
     assert not output.exists()  # nothing was written
+
+
+BAD_HEAD_FLAGS = [
+    # flags, the error's "name=value" (Ti/16: hidden_dim 192, 3 heads)
+    (["--num-heads", "0"], "num_heads=0"),
+    (["--num-heads", "3", "--hidden-dim", "16"], "hidden_dim=16"),
+    (["--num-heads", "5"], "hidden_dim=192 and num_heads=5"),
+]
+
+
+@pytest.mark.parametrize(
+    "flags, received",
+    BAD_HEAD_FLAGS,
+    ids=[" ".join(f) for f, _ in BAD_HEAD_FLAGS],
+)
+@pytest.mark.parametrize("exists", [False, True], ids=["new", "existing"])
+def test_train_refuses_heads_the_model_refuses_before_anything_runs(
+    tmp_path, capsys, monkeypatch, flags, received, exists
+):
+    # `ViT` refused them only when the run built it: after the dataset was
+    # loaded (a tensorflow_datasets download) and after a `.lock` file was
+    # written into an existing output folder.
+    def loaded(*args, **kwargs):
+        raise AssertionError("the dataset was loaded")
+
+    monkeypatch.setattr(datasets, "load", loaded)
+    output = tmp_path / "run"
+    if exists:
+        output.mkdir()
+    tiny = TINY_FLAGS[: TINY_FLAGS.index("--hidden-dim")]
+    tiny += TINY_FLAGS[TINY_FLAGS.index("--mlp-dim") :]
+    code = cli.main(
+        ["train", "--dataset", "digits", "--output", str(output)] + tiny + flags
+    )
+    error = capsys.readouterr().err
+    assert code == 2, error[-2000:]
+    assert error.startswith("keras-vit: error: ") and error.count("\n") == 1
+    assert f"Received: {received}" in error, error
+    assert "model='Ti/16'" in error, error
+    # Nothing was written: no folder, or the folder as it was.
+    assert os.listdir(output) == [] if exists else not output.exists()
 
 
 BAD_FEW_SHOT_FLAGS = [

@@ -166,11 +166,12 @@ def test_model_kwargs_the_run_sets_itself_are_refused(key, value, where):
 
 def test_model_kwargs_of_the_architecture_are_taken():
     # The size in kwargs alone is used (nothing overwrites it), as are the
-    # architecture's numbers.
+    # architecture's numbers (a width S/16's 6 heads divide: the model's
+    # rules are checked too).
     model = dataclasses.replace(
         NESTED.model,
         image_size=None,
-        kwargs={"image_size": 64, "hidden_dim": 32, "num_layers": 1},
+        kwargs={"image_size": 64, "hidden_dim": 48, "num_layers": 1},
     )
     dataclasses.replace(NESTED, model=model).check()
     with pytest.raises(ValueError, match="Received: model_kwargs=7"):
