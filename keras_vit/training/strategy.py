@@ -127,6 +127,43 @@ def is_chief(strategy):
     return task_type == "worker" and task_id == 0 and not has_chief
 
 
+def check_same_initial_epoch(strategy, epoch, output):
+    """Raises unless every worker of `strategy` resumes at the same epoch.
+
+    Each worker of a multi-worker run reads the backup in the run folder
+    itself; on storage the workers do not share, each reads its own copy
+    of the path (or none), and workers resuming at different epochs failed
+    later with an obscure collective error, or trained out of step. Every
+    replica's epoch is gathered on every worker (`strategy.gather`, a
+    collective), so that all of them raise, not only the one that
+    differs.
+
+    Args:
+        strategy: the run's `tf.distribute.Strategy`.
+        epoch: int, the epoch this worker resumes at (0 without a
+            backup).
+        output: the run folder, named in the error.
+
+    Raises:
+        ValueError: naming the epochs, if the replicas disagree.
+    """
+    import tensorflow as tf
+
+    values = strategy.experimental_distribute_values_from_function(
+        lambda context: tf.constant([epoch], tf.int64)
+    )
+    epochs = sorted({int(e) for e in strategy.gather(values, axis=0).numpy()})
+    if len(epochs) > 1:
+        raise ValueError(
+            "The workers would resume from different epochs "
+            f"({', '.join(map(str, epochs))}; 0: no backup): each read the "
+            "backup in its own copy of the output folder. The output "
+            "folder must be on storage all workers share (a network file "
+            "system, or a bucket mounted on every worker). Received: "
+            f"output={output!r}"
+        )
+
+
 def device_kind(strategy_kind):
     """`"tpu"`, `"gpu"` or `"cpu"`: what the training runs on."""
     if strategy_kind == "tpu":

@@ -690,13 +690,18 @@ def _resume(config, setup, model, out_dir, data):
     backup = run_callbacks.read_backup(
         os.path.join(config.run.output, "backup")
     )
+    initial_epoch = backup[0]["epoch"] if backup else 0
+    if setup.kind == "multi_worker":  # (one process reads one backup)
+        run_strategy.check_same_initial_epoch(
+            setup.strategy, initial_epoch, config.run.output
+        )
     if backup:
         with setup.strategy.scope():
             run_callbacks.load_backup(model, backup[1])
     return _Backup(
         found=bool(backup),
         history=backup[0]["history"] if backup else {},
-        initial_epoch=backup[0]["epoch"] if backup else 0,
+        initial_epoch=initial_epoch,
         folder=backup_dir,
         log=os.path.join(out_dir, "log.csv"),
     )

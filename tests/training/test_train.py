@@ -724,56 +724,44 @@ def test_mirrored_strategy_over_two_devices_matches_one_device():
     assert_two_devices_match_one(MIRRORED)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("objective", ["classification", "masked-patches"])
-def test_multi_worker_training_on_localhost(tmp_path, objective):
-    import socket
+#: `keras-vit train` on digits, a tiny model, 2 epochs (add `--output`).
+TRAIN_COMMAND = [
+    sys.executable,
+    "-m",
+    "keras_vit.cli",
+    "train",
+    "--dataset",
+    "digits",
+    "--model",
+    "Ti/16",
+    "--image-size",
+    "16",
+    "--patch-size",
+    "4",
+    "--hidden-dim",
+    "32",
+    "--num-heads",
+    "2",
+    "--mlp-dim",
+    "64",
+    "--num-layers",
+    "1",
+    "--epochs",
+    "2",
+    "--batch-size",
+    "32",
+    "--mixed-precision",
+    "off",
+    "--verbose",
+    "0",
+]
 
-    ports = []
-    for _ in range(2):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ports.append(s.getsockname()[1])
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    output = str(tmp_path / "mw")
-    command = [
-        sys.executable,
-        "-m",
-        "keras_vit.cli",
-        "train",
-        "--dataset",
-        "digits",
-        "--model",
-        "Ti/16",
-        "--image-size",
-        "16",
-        "--patch-size",
-        "4",
-        "--hidden-dim",
-        "32",
-        "--num-heads",
-        "2",
-        "--mlp-dim",
-        "64",
-        "--num-layers",
-        "1",
-        "--epochs",
-        "2",
-        "--batch-size",
-        "32",
-        "--strategy",
-        "multi_worker",
-        "--mixed-precision",
-        "off",
-        "--output",
-        output,
-        "--verbose",
-        "0",
-        "--objective",
-        objective,
-    ]
+
+def _start_workers(commands):
+    """Starts `commands[i]` as worker `i` of a localhost cluster."""
+    cluster = _localhost_cluster(len(commands))
     procs = []
-    for index in range(2):
+    for index, command in enumerate(commands):
         tf_config = json.dumps(
             {"cluster": cluster, "task": {"type": "worker", "index": index}}
         )
@@ -793,6 +781,23 @@ def test_multi_worker_training_on_localhost(tmp_path, objective):
                 text=True,
             )
         )
+    return procs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("objective", ["classification", "masked-patches"])
+def test_multi_worker_training_on_localhost(tmp_path, objective):
+    output = str(tmp_path / "mw")
+    command = [
+        *TRAIN_COMMAND,
+        "--strategy",
+        "multi_worker",
+        "--output",
+        output,
+        "--objective",
+        objective,
+    ]
+    procs = _start_workers([command] * 2)
     outs = [p.communicate(timeout=600) for p in procs]
     for proc, (_, err) in zip(procs, outs):
         assert proc.returncode == 0, err[-3000:]
@@ -810,6 +815,49 @@ def test_multi_worker_training_on_localhost(tmp_path, objective):
         if d.startswith("keras_vit_worker_")
     ]
     assert leftovers == []
+
+
+@pytest.mark.slow
+def test_workers_that_would_resume_at_different_epochs_are_refused(tmp_path):
+    # Storage the workers do not share: each reads the backup in its own
+    # copy of the output path (here, two folders), the chief's from an
+    # epoch-1 run, the other none. They resumed at epochs 1 and 0 and ran
+    # out of step (an obscure collective error, or a hang); both must stop
+    # before training, naming the epochs.
+    chief, other = str(tmp_path / "chief"), str(tmp_path / "other")
+    first = subprocess.run(
+        [*TRAIN_COMMAND, "--epochs", "1", "--output", chief],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO},
+        timeout=300,
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    procs = _start_workers(
+        [
+            [*TRAIN_COMMAND, "--strategy", "multi_worker", "--output", out]
+            for out in (chief, other)
+        ]
+    )
+    try:
+        outs = [p.communicate(timeout=300) for p in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    for proc, (_, err), out in zip(procs, outs, (chief, other)):
+        assert proc.returncode == 2, err[-3000:]
+        assert (
+            "The workers would resume from different epochs (0, 1; 0: no "
+            "backup)" in err
+        ), err[-3000:]
+        assert "storage all workers share" in err
+        assert f"Received: output={out!r}" in err
+    # The chief's run was left as it was: epoch 1's backup, no final model.
+    with open(os.path.join(chief, "backup", "state.json")) as f:
+        assert json.load(f)["epoch"] == 1
+    assert not os.path.exists(other)
 
 
 def tempfile_dir():
