@@ -70,7 +70,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             (a float64 layer's: float64) attention weights `(B, num_heads,
             T, T)` (rows sum to 1). Defaults to `False`.
         dropout_seed: the seed of the attention dropout, drawn beforehand
-            from the layer's `attention_dropout.seed_generator` (`next()`),
+            from the layer's `attention_dropout` (`_dropout.draw`),
             for a caller that rematerialises the layer (`TransformerBlock`
             with `remat=True`): the generator must not advance inside
             `keras.remat`. Defaults to `None`: the layer draws its own.
@@ -149,7 +149,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             name="proj",
             dtype=self.dtype_policy,
         )
-        self.attention_dropout = keras.layers.Dropout(
+        self.attention_dropout = _dropout.Dropout(
             self.dropout_rate, dtype=self.dtype_policy
         )
         self.qkv.build(input_shape)

@@ -163,10 +163,10 @@ class TransformerBlock(keras.layers.Layer):
             name="mlp_fc2",
             dtype=policy,
         )
-        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=policy)
+        self.dropout = _dropout.Dropout(self.dropout_rate, dtype=policy)
         # Stochastic depth is dropout with one draw per example: Keras's
         # Dropout with a broadcast noise shape (rescaled by 1 / keep).
-        self.drop_path = keras.layers.Dropout(
+        self.drop_path = _dropout.Dropout(
             self.drop_path_rate, noise_shape=(None, 1, 1), dtype=policy
         )
         for layer in (self.norm1, self.attention, self.norm2, self.mlp_fc1):

@@ -16,6 +16,7 @@ from keras import ops
 
 from keras_vit import arg_checks
 from keras_vit import patch_grid
+from keras_vit.layers import _dropout
 from keras_vit.layers.attention_pooling import AttentionPooling
 from keras_vit.layers.layer_norm import LayerNorm
 from keras_vit.layers.layer_norm import statistics_dtype
@@ -788,7 +789,7 @@ def _make_layers(config, grid, stem_layer, dtype):
         dtype=dtype,
         **dynamic,
     )
-    layers["embedding_dropout"] = keras.layers.Dropout(
+    layers["embedding_dropout"] = _dropout.Dropout(
         config.dropout_rate, name="embedding_dropout", dtype=dtype
     )
     if config.norm_pre:

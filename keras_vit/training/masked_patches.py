@@ -20,6 +20,7 @@ import numpy as np
 from keras import ops
 
 from keras_vit import arg_checks
+from keras_vit.layers import _dropout
 from keras_vit.models.keras_fixes import TrainerFixes
 from keras_vit.models.vit import ViT
 
@@ -265,6 +266,10 @@ class MaskedPatchPrediction(TrainerFixes, keras.Model):
     def trainable_variables(self):
         return self.trainable_weights
 
+    def _next_seed(self):
+        # This replica's own: replicas corrupt their images differently.
+        return _dropout.replica_seed(self._seed_generator)
+
     def _corrupt(self, tokens):
         batch = ops.shape(tokens)[0]
         num_patches, width = tokens.shape[1], tokens.shape[2]
@@ -272,12 +277,12 @@ class MaskedPatchPrediction(TrainerFixes, keras.Model):
         # Exactly `count` patches of each image: those whose random draw
         # ranks lowest.
         draws = keras.random.uniform(
-            (batch, num_patches), seed=self._seed_generator
+            (batch, num_patches), seed=self._next_seed()
         )
         ranks = ops.argsort(ops.argsort(draws, axis=-1), axis=-1)
         corrupted = ranks < count
         kind = keras.random.uniform(
-            (batch, num_patches), seed=self._seed_generator
+            (batch, num_patches), seed=self._next_seed()
         )
         masked = corrupted & (kind < self.mask_rate)
         replaced = (
@@ -293,7 +298,7 @@ class MaskedPatchPrediction(TrainerFixes, keras.Model):
             (batch, num_patches),
             0,
             ops.maximum(size - 1, 1),
-            seed=self._seed_generator,
+            seed=self._next_seed(),
         )
         own = ops.reshape(
             ops.arange(size, dtype=picks.dtype), (batch, num_patches)
