@@ -698,7 +698,13 @@ def _mixed(ds, aug, fixed_size):
 
 
 def eval_pipeline(
-    dataset, num_classes, image_size, batch_size, drop_remainder=False
+    dataset,
+    num_classes,
+    image_size,
+    batch_size,
+    drop_remainder=False,
+    pad=False,
+    num_examples=None,
 ):
     """Batches of resized evaluation images and one-hot labels, in order.
 
@@ -707,11 +713,22 @@ def eval_pipeline(
         num_classes: int, the one-hot depth.
         image_size: `(height, width)` of the model input.
         batch_size: int.
-        drop_remainder: bool; `True` for static shapes (TPUs). Defaults to
-            `False`.
+        drop_remainder: bool; `True` for static shapes, the last partial
+            batch dropped. Defaults to `False`.
+        pad: bool; `True` for static shapes in which every example counts
+            (TPUs): the split is padded to whole batches with blank
+            examples, and the batches are `(images, labels,
+            sample_weights)` for Keras's `evaluate`: weight 0 for the
+            padding, `padded / num_examples` for every example (Keras
+            averages a loss over all the batches' rows, padding included,
+            so that its loss, and every weighted metric, come out as the
+            unpadded split's means). Defaults to `False`.
+        num_examples: int, the split's size, for `pad`. Defaults to `None`:
+            the dataset's cardinality, which must then be known.
 
     Returns:
-        A `tf.data.Dataset` of `(images, labels)` like `train_pipeline`'s.
+        A `tf.data.Dataset` of `(images, labels)` like `train_pipeline`'s,
+        or with `pad` `(images, labels, sample_weights)`.
     """
     import tensorflow as tf
 
@@ -722,14 +739,52 @@ def eval_pipeline(
         "batch_size", batch_size, arg_checks.INT64_BOUND, minimum=1
     )
     arg_checks.boolean("drop_remainder", drop_remainder)
+    arg_checks.boolean("pad", pad)
+    if pad and drop_remainder:
+        raise ValueError(
+            "`pad` fills the last partial batch that `drop_remainder` drops: "
+            "pass one of them. Received: drop_remainder=True and pad=True"
+        )
 
     def prepare(image, label):
         return _resize(_to_rgb(image), image_size), _one_hot(label, num_classes)
 
+    dataset = dataset.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+    if pad:
+        dataset = _padded(dataset, batch_size, num_examples)
+    return dataset.batch(
+        batch_size, drop_remainder=drop_remainder or pad
+    ).prefetch(tf.data.AUTOTUNE)
+
+
+def _padded(dataset, batch_size, num_examples):
+    """The `(image, label)` examples of `dataset` as `(image, label,
+    weight)`, followed by blank examples of weight 0 up to a whole number
+    of batches (see `eval_pipeline`'s `pad`)."""
+    import tensorflow as tf
+
+    if num_examples is None:
+        num_examples = int(dataset.cardinality())
+        if num_examples < 0:  # INFINITE or UNKNOWN
+            raise ValueError(
+                "`pad` needs the split's size, which this dataset does not "
+                "know: pass `num_examples`. Received: num_examples=None"
+            )
+    num_examples = arg_checks.positive_int("num_examples", num_examples)
+    padded = -(-num_examples // batch_size) * batch_size
+    weight = tf.constant(padded / num_examples, "float32")
+    image_spec, label_spec = dataset.element_spec
+    blank = (
+        tf.zeros(image_spec.shape, image_spec.dtype),
+        tf.zeros(label_spec.shape, label_spec.dtype),
+        tf.constant(0.0, "float32"),
+    )
     return (
-        dataset.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
-        .batch(batch_size, drop_remainder=drop_remainder)
-        .prefetch(tf.data.AUTOTUNE)
+        dataset.apply(tf.data.experimental.assert_cardinality(num_examples))
+        .map(lambda image, label: (image, label, weight))
+        .concatenate(
+            tf.data.Dataset.from_tensors(blank).repeat(padded - num_examples)
+        )
     )
 
 

@@ -3,9 +3,10 @@
 The same code trains on one CPU or GPU, several GPUs (MirroredStrategy),
 several machines (MultiWorkerMirroredStrategy) and Cloud TPUs
 (TPUStrategy): model, optimizer and metrics are created inside
-`strategy.scope()`, the batch size is global, shapes are static
-(`drop_remainder`), the step is XLA-compiled and several steps run per
-call (`steps_per_execution`).
+`strategy.scope()`, the batch size is global, shapes are static (whole
+batches: training drops an epoch's partial batch, evaluation on a TPU pads
+the split with examples of weight 0), the step is XLA-compiled and
+several steps run per call (`steps_per_execution`).
 """
 
 import dataclasses
@@ -480,6 +481,9 @@ class _Data:
     steps_per_epoch: int
     #: What the validation split is drawn from (`EXAMPLES_KEY`).
     examples: dict = None
+    #: The validation and test splits' sizes (`None` without the split).
+    num_validation: int = None
+    num_test: int = None
 
 
 #: The entry of `config.json`'s `resolved` that records what the run's
@@ -512,8 +516,9 @@ def _load_data(config, setup):
             f"`batch_size` is larger than the {num_train} training examples. "
             f"Received: batch_size={config.data.batch_size}"
         )
-    if setup.kind == "tpu":
-        _check_static_held_out(config.data.batch_size, num_held, data)
+    num_test = data.num_test if data.test is not None else None
+    if setup.kind == "tpu" and masked:
+        _check_whole_batches(config, data.num_train, num_held, num_test)
     steps_per_epoch = (
         None if num_train is None else num_train // config.data.batch_size
     )
@@ -526,25 +531,43 @@ def _load_data(config, setup):
         num_train,
         steps_per_epoch,
         {"num_examples": data.num_train, "digest": data.train_digest},
+        num_validation=num_held,
+        num_test=num_test,
     )
 
 
-def _check_static_held_out(batch_size, num_validation, data):
-    """Raises for a validation or test split smaller than the batch on a
-    TPU: its static shapes drop the partial batch, so the split vanished
-    (no val_* metrics, no best.keras, test metrics {})."""
-    for name, count in (
-        ("validation", num_validation),
-        ("test", data.num_test if data.test is not None else None),
-    ):
-        if count is not None and count < batch_size:
-            raise ValueError(
-                f"The {name} split's {count} examples are fewer than "
-                "`batch_size`: on a TPU evaluation batches are whole "
-                "(static shapes), so none would be evaluated. Use a smaller "
-                f"batch_size or more {name} examples. Received: "
-                f"batch_size={batch_size} for {count} {name} examples"
+def _check_whole_batches(config, num_examples, num_validation, num_test):
+    """Raises for a masked patch prediction run on a TPU whose validation
+    or test split is not a whole number of batches.
+
+    A TPU's evaluation batches are whole (static shapes); a classifier's
+    splits are padded with examples of weight 0 (`eval_pipeline`'s `pad`),
+    which leaves its loss and accuracy those of the whole split, but
+    masked patch prediction's cannot be: its loss is each batch's mean,
+    which Keras weights by the batch's rows, padding included, and its
+    corruption draws another patch from the padded batch. The split's last
+    partial batch was dropped instead, without a word.
+    """
+    batch_size = config.data.batch_size
+    for name, count in (("validation", num_validation), ("test", num_test)):
+        if count is None or count % batch_size == 0:
+            continue
+        hint = f"a batch_size that divides {count}"
+        if name == "validation":
+            whole = max(1, round(count / batch_size)) * batch_size
+            hint += (
+                ", or validation_split="
+                f"{whole / num_examples:.6g} "
+                f"({whole} examples)"
             )
+        raise ValueError(
+            f"The {name} split's {count} examples are not a whole number of "
+            f"batches: on a TPU evaluation batches are whole (static "
+            "shapes), and masked patch prediction's loss cannot be padded "
+            f"exactly, so {count % batch_size} examples would not be "
+            f"evaluated. Use {hint}. Received: batch_size={batch_size} for "
+            f"{count} {name} examples"
+        )
 
 
 def make_run_optimizer(config, steps_per_epoch):
@@ -599,7 +622,11 @@ def _build_and_compile(config, setup, data):
                 loss=keras.losses.CategoricalCrossentropy(
                     label_smoothing=config.objective.label_smoothing
                 ),
-                metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
+                # Weighted: a TPU's padded evaluation batches weigh their
+                # padding 0 (Keras's plain `metrics` ignore the weights).
+                weighted_metrics=[
+                    keras.metrics.CategoricalAccuracy(name="accuracy")
+                ],
             )
         model.compile(
             optimizer=optimizer,
@@ -729,12 +756,22 @@ def _pipelines(config, setup, data, model, backup):
         num_examples=data.num_train,
         initial_epoch=backup.initial_epoch,
     )
+    # A TPU's shapes are static: its splits are padded to whole batches
+    # with examples of weight 0, so that every example counts.
     static = setup.kind == "tpu"
     evaluated = {}
-    for name, split in (("validation", data.validation), ("test", data.test)):
+    for name, split, count in (
+        ("validation", data.validation, data.num_validation),
+        ("test", data.test, data.num_test),
+    ):
         evaluated[name] = (
             data_pipeline.eval_pipeline(
-                split, data.num_classes, size, config.data.batch_size, static
+                split,
+                data.num_classes,
+                size,
+                config.data.batch_size,
+                pad=static,
+                num_examples=count,
             )
             if split is not None
             else None
@@ -746,7 +783,8 @@ def _pipelines(config, setup, data, model, backup):
 
 
 def _as_model_inputs(dataset, vit):
-    """The `(images, labels)` batches of `dataset`, [0, 255] pixels, as
+    """The `(images, labels)` batches of `dataset` (or `(images, labels,
+    weights)`, padded for static shapes), [0, 255] pixels, as
     `vit` takes them: as they are, or for a model built with
     `include_preprocessing=False`, normalised as its `normalization` says
     (the multiply-add its `rescaling` layer would be), after the
@@ -761,7 +799,7 @@ def _as_model_inputs(dataset, vit):
         for value in preprocessing_scale_and_offset(vit.vit_config)
     )
     return dataset.map(
-        lambda images, labels: (images * scale + offset, labels),
+        lambda images, *rest: (images * scale + offset, *rest),
         num_parallel_calls=tf.data.AUTOTUNE,
     ).prefetch(tf.data.AUTOTUNE)
 

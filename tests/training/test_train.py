@@ -1056,33 +1056,6 @@ def test_a_users_own_fit_of_a_vit_under_multi_worker_mirrored_strategy():
     assert len(losses[0]["fit"]) == 2 and np.isfinite(losses[0]["evaluate"])
 
 
-def test_a_held_out_split_below_the_batch_is_refused_on_a_tpu(
-    tmp_path, monkeypatch
-):
-    # A TPU's evaluation batches are whole (static shapes): a validation or
-    # test split smaller than the batch vanished, with no val_* metrics, no
-    # best.keras and test metrics {}. The TPU path's settings, on the CPU:
-    import tensorflow as tf
-
-    from keras_vit.training import strategy as run_strategy
-
-    monkeypatch.setattr(run_strategy, "kind_of", lambda strategy: "tpu")
-    cpu = tf.distribute.get_strategy()
-    # digits: 1437 training and 360 test examples; 5% held out is 72.
-    config = tiny_config(tmp_path, batch_size=128, validation_split=0.05)
-    with pytest.raises(
-        ValueError,
-        match="validation split.s 72 examples.*batch_size=128 for 72 valid",
-    ):
-        train(config, strategy=cpu)
-    config = tiny_config(tmp_path, batch_size=400)
-    with pytest.raises(
-        ValueError, match="test split's 360 examples.*batch_size=400 for 360"
-    ):
-        train(config, strategy=cpu)
-    assert not os.path.exists(config.run.output)  # refused before writing
-
-
 def test_check_resumable_names_what_a_rerun_may_change():
     # It said "the recipe's numbers" may change; the batch size may not
     # (since a0dd087), only the optimizer's numbers, as the docs say.
