@@ -37,6 +37,13 @@ INTERPOLATIONS = (
 #: original code's (`scipy.ndimage.zoom`, linear).
 LOADING_INTERPOLATION = "bilinear_align_corners"
 
+#: Whether position embeddings are low-pass filtered when weights are loaded
+#: onto a smaller grid (`keras_vit.load_weights(..., antialias=)`): not by
+#: default, as the original code's method cannot be. timm's
+#: `resample_abs_pos_embed` and `Dinov2WithRegistersModel` resample with
+#: `interpolation="bicubic"` and `antialias=True`.
+LOADING_ANTIALIAS = False
+
 #: The resampling methods that have no antialiased form: the original
 #: code's linear interpolation is scipy's, which filters nothing, and
 #: TensorFlow's nearest-neighbour resize ignores `antialias`. ("area"
@@ -208,12 +215,14 @@ def _resize_grid(grid, source_grid, target_grid, interpolation, antialias):
     return ops.cast(grid, dtype)
 
 
-def resample_1d_embeddings(embeddings, length, interpolation="bilinear"):
+def resample_1d_embeddings(
+    embeddings, length, interpolation="bilinear", antialias=False
+):
     """Resamples `(n, D)` embeddings along their first axis to `length`.
 
     The rows or the columns of `position_embedding="learned2d"`, each
-    resampled on its own when the patch grid changes; the same methods as
-    `resample_position_embeddings`.
+    resampled on its own when the patch grid changes; the same methods
+    (and `antialias`) as `resample_position_embeddings`.
 
     Returns:
         `(length, D)` embeddings.
@@ -231,6 +240,7 @@ def resample_1d_embeddings(embeddings, length, interpolation="bilinear"):
         source_grid=(embeddings.shape[0], 1),
         num_prefix_tokens=0,
         interpolation=interpolation,
+        antialias=antialias,
     )
 
 

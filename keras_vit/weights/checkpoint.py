@@ -309,6 +309,8 @@ class Checkpoint:
             parts.append(f"num_register_tokens={self.num_register_tokens}")
         if self.distillation:
             parts.append("distillation=True")
+        if self.num_prefix_tokens and not self.position_prefix_tokens:
+            parts.append("position_embedding_tokens='patches'")
         if self.pooling != ("token" if self.class_token else "gap"):
             parts.append(f"pooling={self.pooling!r}")
         for option in ("layer_scale", "qk_norm", "norm_pre", "fc_norm"):
@@ -321,6 +323,41 @@ class Checkpoint:
         if self.representation_size is not None:
             parts.append(f"representation_size={self.representation_size}")
         return ", ".join(parts)
+
+
+def position_tokens_of(length, prefix, path, source_grid=None):
+    """Whether `length` position embeddings after `prefix` tokens cover
+    every token (`"all"`) or the patches only (`"patches"`), for formats
+    that do not record it (timm's `no_embed_class`; big_vision, whose
+    class token has an entry in old files only): the reading whose patch
+    count is `source_grid`'s, else a square; `None` when there are no
+    prefix tokens; `"all"` when neither reading fits, which the grid's own
+    checks (`Checkpoint.position_grid`) then report.
+
+    Raises:
+        ValueError: when both readings fit.
+    """
+    if not prefix:
+        return None
+    counts = {"all": length - prefix, "patches": length}
+    if source_grid is not None:
+        fits = [k for k, n in counts.items() if n == math.prod(source_grid)]
+    else:
+        fits = [
+            k for k, n in counts.items() if n > 0 and math.isqrt(n) ** 2 == n
+        ]
+    if len(fits) == 1:
+        return fits[0]
+    if not fits:  # reported by the grid's own checks (position_grid)
+        return "all"
+    raise ValueError(
+        f"The {length} position embeddings in {path} fit both a square grid "
+        f"of {length - prefix} patches after the {prefix} class/"
+        f"distillation/register tokens and one of {length} patches (timm's "
+        "no_embed_class) and the file does not say which. Pass "
+        "position_embedding_tokens='all' or 'patches' "
+        "(keras_vit.weights.read_checkpoint) or source_grid=(rows, cols)."
+    )
 
 
 def conv_to_projection(kernel):

@@ -92,7 +92,11 @@ def architecture(checkpoint):
         "image_size": checkpoint.image_size,
         "include_top": checkpoint.num_classes is not None,
         "num_classes": checkpoint.num_classes or 1000,
-        "representation_size": checkpoint.representation_size,
+        # A distilled model has no pre-logits layer (a DeiTModel file's
+        # pooler, never trained: dropped when loading without a head).
+        "representation_size": None
+        if checkpoint.distillation
+        else checkpoint.representation_size,
         "class_token": checkpoint.class_token,
         "pooling": checkpoint.pooling,
     }

@@ -24,6 +24,29 @@ transformers 5 names the same tensors differently in memory
 (`layers.{i}.attention.q_proj`, `mlp.fc1`, ...); files written from such a
 state dict are read too (`_NEW_NAMES`).
 
+DeiT distilled (`facebook/deit-*-distilled-*`: `DeiTModel`, and
+`DeiTForImageClassificationWithTeacher` with the `deit.` prefix) is ViT's
+naming plus a distillation token, keras_vit's `distillation=True`:
+
+    [deit.]embeddings.distillation_token (1, 1, D)
+    [deit.]embeddings.position_embeddings (1, 2 + N, D): class,
+        distillation, then the patches
+    [deit.]embeddings.mask_token             (masked-image training only:
+                                               dropped)
+    cls_classifier.{weight,bias}             (keras_vit's head)
+    distillation_classifier.{weight,bias}    (keras_vit's head_dist)
+
+`DeiTForImageClassificationWithTeacher`'s `logits` are the two heads'
+mean, as keras_vit's output with `classifier_activation=None`; a
+`DeiTModel`'s `pooler_output` (its `pooler`, a tanh layer on the class
+token that no DeiT was trained with) has no keras_vit equivalent in a
+distilled model: it is read as the pre-logits layer, which loading into
+a model without a head drops, with a note. `DeiTForImageClassification`
+(one `classifier` on the class token, the distillation token's output
+unused) has a classifier no keras_vit model has: its files are refused,
+naming the backbone to read. DeiT without distillation is on the Hub as
+`ViTForImageClassification`, read as ViT.
+
 DINOv2 (`facebook/dinov2-*`) names its blocks as ViT does, except:
 
     embeddings.mask_token (1, D)             (masked-image training only:
@@ -98,6 +121,11 @@ The `.safetensors` file records no patch grid (the `image_size` is in the
 file it is given). As transformers' own `interpolate_pos_encoding` does,
 the position embeddings are taken to be on a square grid; a checkpoint of a
 non-square grid needs `load_weights(..., source_grid=(rows, cols))`.
+transformers resamples them bicubically: `Dinov2WithRegistersModel` with
+PyTorch's antialiased bicubic, which is keras_vit's
+`load_weights(..., interpolation="bicubic", antialias=True)`; the other
+classes without antialiasing (PyTorch's cubic of a = -0.75), which no
+keras_vit interpolation is.
 """
 
 import re
@@ -117,7 +145,11 @@ SIGNATURES = (
     "embeddings.patch_embedding.weight",  # CLIP, SigLIP
     "vision_model.embeddings.patch_embedding.weight",
     "dinov2.embeddings.patch_embeddings.projection.weight",  # refused
+    "deit.embeddings.patch_embeddings.projection.weight",
 )
+#: DeiT's prefix in its classification models' files (`SIGNATURES[5]`),
+#: like ViT's `vit.`.
+_PREFIXES = ("vit.", "deit.")
 
 #: What each family's transformers config sets that its tensors do not
 #: record (see the module's docstring).
@@ -187,20 +219,35 @@ def read_huggingface(tensors, path):
         )
     if SIGNATURES[2] in tensors or SIGNATURES[3] in tensors:
         return _read_clip_or_siglip(tensors, path)
+    if any(_DEIT.search(k) for k in tensors):  # (its mask token: not DINOv2)
+        return _read_vit(tensors, path)
     if any(_DINOV2.search(k) for k in tensors):
         return _read_dinov2(tensors, path)
     return _read_vit(tensors, path)
 
 
+def _prefix(src):
+    """The prefix of a classification model's files (`vit.`, `deit.`), or
+    `""` (`ViTModel`, `DeiTModel`)."""
+    return next(
+        (
+            p
+            for p in _PREFIXES
+            if f"{p}embeddings.cls_token" in src
+            or f"{p}embeddings.patch_embeddings.projection.weight" in src
+        ),
+        "",
+    )
+
+
 def _read_vit(tensors, path):
+    """`ViTModel` / `ViTForImageClassification`, and DeiT's distilled
+    models (see the module's docstring)."""
     if any(re.search(r"(^|\.)layers\.\d+\.", k) for k in tensors):
         tensors = {_old_name(k): v for k, v in tensors.items()}
     src = TensorSource(tensors, path)
-    p = (
-        "vit."
-        if "vit.embeddings.cls_token" in src or SIGNATURES[1] in src
-        else ""
-    )
+    p = _prefix(src)
+    deit = _read_deit_tokens(src, p, path)
     out = {}
     kernel, patch_size = torch_conv_to_projection(
         src.take(f"{p}embeddings.patch_embeddings.projection.weight", 4)
@@ -213,6 +260,51 @@ def _read_vit(tensors, path):
     out["patch_encoder/position_embedding"] = src.take(
         f"{p}embeddings.position_embeddings", 3
     )
+    if deit is not None:
+        out["patch_encoder/distillation_token"] = deit
+    _vit_blocks(src, p, out)
+    torch_norm(src, f"{p}layernorm", out, "encoder_norm")
+    # Half a layer (a bias without its weight) is reported missing.
+    if f"{p}pooler.dense.weight" in src or f"{p}pooler.dense.bias" in src:
+        torch_linear(src, f"{p}pooler.dense", out, "pre_logits")
+    heads = (("classifier", "head"),)
+    if deit is not None:
+        heads = (
+            ("cls_classifier", "head"),
+            ("distillation_classifier", "head_dist"),
+        )
+    for theirs, ours in heads:
+        if f"{theirs}.weight" in src or f"{theirs}.bias" in src:
+            torch_linear(src, theirs, out, ours)
+    return src.checkpoint(
+        out,
+        "huggingface",
+        patch_size=patch_size,
+        position_embedding_tokens="all" if deit is not None else None,
+    )
+
+
+def _read_deit_tokens(src, p, path):
+    """A DeiT file's distillation token (`None` for ViT's), its mask token
+    dropped; refuses `DeiTForImageClassification`'s (see the module's
+    docstring)."""
+    token = src.take_if_present(f"{p}embeddings.distillation_token", 3)
+    if token is None:
+        return None
+    src.take_if_present(f"{p}embeddings.mask_token")  # training only
+    if "classifier.weight" in src or "classifier.bias" in src:
+        _refuse_head(
+            path,
+            "DeiTForImageClassification",
+            "the class token alone, the distillation token's output unused",
+            "the deit. prefix and classifier.*",
+            "DeiTModel",
+        )
+    return token
+
+
+def _vit_blocks(src, p, out):
+    """ViT's (and DeiT's) `encoder.layer.{i}` blocks."""
     i = 0
     while f"{p}encoder.layer.{i}.layernorm_before.weight" in src:
         prefix, name = f"{p}encoder.layer.{i}", f"block_{i}"
@@ -236,15 +328,9 @@ def _read_vit(tensors, path):
         )
         torch_linear(src, f"{prefix}.output.dense", out, f"{name}/mlp_fc2")
         i += 1
-    torch_norm(src, f"{p}layernorm", out, "encoder_norm")
-    # Half a layer (a bias without its weight) is reported missing.
-    if f"{p}pooler.dense.weight" in src or f"{p}pooler.dense.bias" in src:
-        torch_linear(src, f"{p}pooler.dense", out, "pre_logits")
-    if "classifier.weight" in src or "classifier.bias" in src:
-        torch_linear(src, "classifier", out, "head")
-    return src.checkpoint(out, "huggingface", patch_size=patch_size)
 
 
+_DEIT = re.compile(r"(^|\.)embeddings\.distillation_token$")
 _DINOV2 = re.compile(r"(^|\.)(layer_scale1\.lambda1|mask_token)$")
 
 

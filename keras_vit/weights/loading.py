@@ -29,6 +29,11 @@ RELATIVE = "attention/relative_position_embedding"
 #: The default resampling of position embeddings when a checkpoint is loaded
 #: at another resolution: the original code's (`scipy.ndimage.zoom`, linear).
 DEFAULT_INTERPOLATION = patch_grid.LOADING_INTERPOLATION
+#: Whether that resampling is antialiased (low-pass filtered onto a smaller
+#: grid) by default: not, as the original code's is not. timm's
+#: `resample_abs_pos_embed` and DINOv2 with registers need
+#: `interpolation="bicubic", antialias=True`.
+DEFAULT_ANTIALIAS = patch_grid.LOADING_ANTIALIAS
 
 
 def _variant_of(model):
@@ -42,12 +47,18 @@ def _variant_of(model):
     )
 
 
-def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
+def prepare(
+    model,
+    checkpoint,
+    interpolation=DEFAULT_INTERPOLATION,
+    antialias=DEFAULT_ANTIALIAS,
+):
     """Maps a checkpoint onto `model`'s variables, without assigning.
 
     Applies the fine-tuning rules (head dropped when the class count
-    differs, position embeddings resampled to the model's grid) and checks
-    every name, shape and dtype.
+    differs, position embeddings resampled to the model's grid with
+    `interpolation` and `antialias`, see `load_weights`) and checks every
+    name, shape and dtype.
 
     Returns:
         `(values, zeros, notes)`: path → array to assign, paths to set to
@@ -58,9 +69,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
             non-numeric and non-finite (NaN, inf) tensor, and everything
             else that keeps the checkpoint from loading.
     """
-    interpolation = arg_checks.one_of(
-        "interpolation", interpolation, patch_grid.INTERPOLATIONS
-    )
+    resize = _checked_resampling(interpolation, antialias)
     variables = {v.path: v for v in model.weights}
     tensors = dict(checkpoint.tensors)
     # Every tensor the file holds, the head dropped for fine-tuning too: a
@@ -77,7 +86,7 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
     notes += _layout_notes(model, checkpoint)
     problems = []
     notes += _resample_grids(
-        model, checkpoint, tensors, variables, interpolation, problems
+        model, checkpoint, tensors, variables, resize, problems
     )
     problems += _relative_problems(model, tensors, variables)
     sections = _mismatches(
@@ -102,6 +111,28 @@ def prepare(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
         title = "not finite in the model's dtype (out of its range)"
         _refuse(model, checkpoint, [], [(title, overflow)])
     return values, zeros, notes
+
+
+def _checked_resampling(interpolation, antialias):
+    """The resampling of position embeddings as
+    `resample_position_embeddings` takes it, `{"interpolation": ...,
+    "antialias": ...}`, checked before any file is read or downloaded:
+    `ValueError` for an unknown interpolation, an `antialias` that is not
+    a bool, or `antialias=True` with an interpolation that has no filter
+    (`patch_grid.NO_ANTIALIAS`: the default's)."""
+    interpolation = arg_checks.one_of(
+        "interpolation", interpolation, patch_grid.INTERPOLATIONS
+    )
+    antialias = patch_grid._checked_antialias(antialias, interpolation)
+    return {"interpolation": interpolation, "antialias": antialias}
+
+
+def _resampled(resize):
+    """How the embeddings were resampled, for a note: `"bicubic"`,
+    `"bicubic, antialiased"`."""
+    return resize["interpolation"] + (
+        ", antialiased" if resize["antialias"] else ""
+    )
 
 
 def _layout_notes(model, checkpoint):
@@ -208,38 +239,40 @@ def _apply_head_rules(model, checkpoint, tensors):
     return zeros, notes, allowed_missing
 
 
-def _resample_grids(
-    model, checkpoint, tensors, variables, interpolation, problems
-):
+def _resample_grids(model, checkpoint, tensors, variables, resize, problems):
     """Resamples in `tensors` the position embeddings of another patch grid
-    to `model`'s; returns the notes for the user (and appends to `problems`
-    when the checkpoint's grid is not known)."""
+    to `model`'s as `resize` says (`_checked_resampling`); returns the notes
+    for the user (and appends to `problems` when the checkpoint's grid is
+    not known, or its entries are for other tokens than the model's)."""
     notes = []
     posemb = tensors.get(POSEMB)
-    if POSEMB not in variables or np.ndim(posemb) != 3:
-        posemb = None
-    elif not _same_position_prefix(model, checkpoint, problems):
-        posemb = None  # resampling would take a prefix entry for a patch's
-    if posemb is not None:
-        target = tuple(model.grid_size)
+    source = None
+    if POSEMB in variables and np.ndim(posemb) == 3:
         try:
             source = checkpoint.position_grid
-        except ValueError as error:  # the grid is not known: say so below
-            source = None
+        except ValueError as error:
+            # Unknown grid, so unknown entries: the grid is the problem.
             problems.append(str(error) + _same_size_hint(checkpoint, model))
-        if source is not None and source != target:
+    # Of other tokens' entries, resampling would take a prefix entry for
+    # a patch's.
+    if source is not None and _same_position_prefix(
+        model, checkpoint, problems
+    ):
+        target = tuple(model.grid_size)
+        if source != target:
             tensors[POSEMB] = np.asarray(
                 patch_grid.resample_position_embeddings(
                     posemb,
                     target,
                     source_grid=source,
                     num_prefix_tokens=checkpoint.position_prefix_tokens,
-                    interpolation=interpolation,
+                    **resize,
                 )
             )
             notes.append(
                 f"Position embeddings resampled from a {source[0]}x{source[1]} "
-                f"to a {target[0]}x{target[1]} patch grid ({interpolation})."
+                f"to a {target[0]}x{target[1]} patch grid "
+                f"({_resampled(resize)})."
             )
 
     for key, axis in POSEMB_2D.items():
@@ -249,11 +282,11 @@ def _resample_grids(
         source, target = value.shape[0], model.grid_size[axis]
         if source != target and value.shape[1] == variables[key].shape[1]:
             tensors[key] = np.asarray(
-                patch_grid.resample_1d_embeddings(value, target, interpolation)
+                patch_grid.resample_1d_embeddings(value, target, **resize)
             )
             notes.append(
                 f"{'Column' if axis else 'Row'} position embeddings resampled "
-                f"from {source} to {target} ({interpolation})."
+                f"from {source} to {target} ({_resampled(resize)})."
             )
     return notes
 
@@ -550,6 +583,7 @@ def load_weights(
     cache_dir=None,
     source_grid=None,
     position_embedding_tokens=None,
+    antialias=DEFAULT_ANTIALIAS,
 ):
     """Loads released or saved weights into a `keras_vit.ViT`, exactly.
 
@@ -558,22 +592,18 @@ def load_weights(
     `ValueError` lists every missing, unexpected, mis-shaped, non-numeric
     and non-finite tensor and the model is left untouched.
 
-    Fine-tuning rules: when the checkpoint's head is for another class
-    count (kernel and bias agreeing with each other), the checkpoint's head
-    (and pre-logits layer) are not loaded and the model's head is
+    Fine-tuning rules: a well-formed head for another class count (and
+    its pre-logits layer) is not loaded and the model's head is
     zero-initialised, as in the paper; a head whose kernel and bias
-    disagree is reported as a mismatch. With `include_top=False` the head
-    is skipped. When the patch grid differs (in size or in shape: 4x4 and
-    2x8 alike), the position embeddings are resampled on the 2D grid (the
-    class token's entry kept).
+    disagree is a mismatch; `include_top=False` skips it. On another patch
+    grid (in size or shape: 4x4 and 2x8 alike) the position embeddings are
+    resampled in 2D (`interpolation`, `antialias`), prefix entries kept.
 
     The checkpoint's patch grid is the one the file records (keras_vit's
-    `.weights.h5` and `.keras`), else `source_grid`, else, for the formats
-    that record none and whose releases are all square (the original and
-    big_vision `.npz`, timm and Hugging Face `.safetensors`), the square
-    grid of the token count. A keras_vit file that records no grid (written
-    before the record) needs `source_grid` when it has 1D learned position
-    embeddings: guessing would scramble them.
+    own files), else `source_grid`, else, for the formats that record none
+    (`.npz`, `.safetensors`: their releases are all square), the square
+    grid of the token count. An old keras_vit file that records none needs
+    `source_grid`: guessing would scramble its 1D position embeddings.
 
     Args:
         model: a `keras_vit.ViT`.
@@ -595,6 +625,10 @@ def load_weights(
             distillation and register tokens, for a file whose count does
             not say it (see `keras_vit.weights.read_checkpoint`). Defaults
             to `None`: from the file.
+        antialias: bool, whether the resampling low-pass filters onto a
+            smaller grid. With `interpolation="bicubic"`: timm's
+            `resample_abs_pos_embed` (its loaders; DINOv2 under 518 px).
+            Defaults to `False`.
 
     Returns:
         The `Checkpoint` that was loaded.
@@ -610,6 +644,7 @@ def load_weights(
         "checkpoints hold float weights",
         "load them into the float model, then quantize it",
     )
+    resize = _checked_resampling(interpolation, antialias)
     path, _ = resolve(
         weights, _variant_of(model), cache_dir=cache_dir, model=model
     )
@@ -619,13 +654,19 @@ def load_weights(
         source_grid=source_grid,
         position_embedding_tokens=position_embedding_tokens,
     )
-    load_checkpoint(model, checkpoint, interpolation)
+    load_checkpoint(model, checkpoint, **resize)
     return checkpoint
 
 
-def load_checkpoint(model, checkpoint, interpolation=DEFAULT_INTERPOLATION):
-    """`load_weights` for an already read `Checkpoint`."""
-    values, zeros, notes = prepare(model, checkpoint, interpolation)
+def load_checkpoint(
+    model,
+    checkpoint,
+    interpolation=DEFAULT_INTERPOLATION,
+    antialias=DEFAULT_ANTIALIAS,
+):
+    """`load_weights` for an already read `Checkpoint` (`interpolation`
+    and `antialias` as there)."""
+    values, zeros, notes = prepare(model, checkpoint, interpolation, antialias)
     assign(model, values, zeros)
     if notes:
         warnings.warn(" ".join(notes), stacklevel=3)

@@ -24,7 +24,16 @@ patch size 1: `embedding/kernel` is `(1, 1, C_feat, D)`.
 
 big_vision's `.npz` files hold the same model under other module names
 (`MultiHeadDotProductAttention_0`, `LayerNorm_0/1`, `MlpBlock_0`, a
-`pos_embedding` at the top level); `read_big_vision` reads those.
+`pos_embedding` at the top level, or under `Transformer/` in files from
+before 2022); `read_big_vision` reads those. Its `vit.py` adds the
+position embeddings to the patches and then prepends the class token
+(`pool_type="tok"`, as its DeiT III files): `pos_embedding` is `(1, N,
+D)`, the patches only (keras_vit's `position_embedding_tokens="patches"`).
+Files of its old `vit.py`, which prepended the class token first, have
+`1 + N` entries, the class token's first (`"all"`, as the original
+layout); as big_vision's own `fix_old_checkpoints` does, the count tells
+them apart (N a square, or a square plus one; `source_grid=` for a
+non-square grid).
 
 Neither layout records the patch grid of `pos_embedding`: every release is
 square, and the original code's `load_pretrained` (like timm's loader of
@@ -46,6 +55,7 @@ from keras_vit.models import checks as model_checks
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import conv_to_projection
+from keras_vit.weights.checkpoint import position_tokens_of
 
 
 def _layer_norm(src, prefix, out, name):
@@ -144,8 +154,9 @@ def _hybrid_stem(src, out):
             out[f"{name}/{ours}"] = src.take(f"{prefix}/{theirs}", ndim)
 
 
-def _convert(src, names, source):
-    """Shared by both layouts; `names` holds the layout's module names."""
+def _convert(src, names, source, source_grid=None):
+    """Shared by both layouts; `names` holds the layout's module names
+    (and whether the class token's position entry is counted)."""
     out = {}
     _hybrid_stem(src, out)
     kernel, patch_size = conv_to_projection(src.take("embedding/kernel", 4))
@@ -154,9 +165,16 @@ def _convert(src, names, source):
     cls = src.take_if_present("cls", 3)
     if cls is not None:
         out["patch_encoder/class_token"] = cls
-    posemb = src.take_if_present(names["posemb"], 3)
+    posemb = next(
+        (src.take(name, 3) for name in names["posemb"] if name in src), None
+    )
+    tokens = None
     if posemb is not None:
         out["patch_encoder/position_embedding"] = posemb
+        if cls is not None and names["counted"]:  # see the module docstring
+            tokens = position_tokens_of(
+                posemb.shape[1], 1, src.path, source_grid
+            )
     num_heads = None
     block = names["block"]
     for i in _block_indices(src.keys(), block):
@@ -177,12 +195,18 @@ def _convert(src, names, source):
         if f"{name}/kernel" in src or f"{name}/bias" in src:
             _dense(src, name, out, name)  # half a layer: reported missing
     return src.checkpoint(
-        out, source, patch_size=patch_size, num_heads=num_heads
+        out,
+        source,
+        patch_size=patch_size,
+        num_heads=num_heads,
+        position_embedding_tokens=tokens,
     )
 
 
 ORIGINAL_NAMES = {
-    "posemb": "Transformer/posembed_input/pos_embedding",
+    "posemb": ("Transformer/posembed_input/pos_embedding",),
+    # The class token always has a position embedding.
+    "counted": False,
     "block": "Transformer/encoderblock_",
     "ln1": "LayerNorm_0",
     "mha": "MultiHeadDotProductAttention_1",
@@ -191,7 +215,9 @@ ORIGINAL_NAMES = {
 }
 
 BIG_VISION_NAMES = {
-    "posemb": "pos_embedding",
+    "posemb": ("pos_embedding", "Transformer/pos_embedding"),
+    # The class token's position embedding: in old files only.
+    "counted": True,
     "block": "Transformer/encoderblock_",
     "ln1": "LayerNorm_0",
     "mha": "MultiHeadDotProductAttention_0",
@@ -213,12 +239,16 @@ def read_original(arrays, path):
     return _convert(_source(arrays, path), ORIGINAL_NAMES, "original")
 
 
-def read_big_vision(arrays, path):
+def read_big_vision(arrays, path, source_grid=None):
     """Converts big_vision ViT `.npz` arrays (unstacked or scanned).
 
-    The position embeddings are taken to be on a square grid (the format
-    records none; see the module's docstring)."""
-    return _convert(_source(arrays, path), BIG_VISION_NAMES, "big_vision")
+    The position embeddings are taken to be on a square grid, unless
+    `source_grid` says otherwise (the format records none), and, with a
+    class token, to have an entry for it when their count says so (see
+    the module's docstring)."""
+    return _convert(
+        _source(arrays, path), BIG_VISION_NAMES, "big_vision", source_grid
+    )
 
 
 SCANNED = "Transformer/encoderblock/"
@@ -423,7 +453,7 @@ def to_original(model):
     if model.class_token:
         out["cls"] = w["patch_encoder/class_token"]
     if model.position_embedding == "learned":
-        out[ORIGINAL_NAMES["posemb"]] = w["patch_encoder/position_embedding"]
+        out[ORIGINAL_NAMES["posemb"][0]] = w["patch_encoder/position_embedding"]
     for i in range(model.num_layers):
         out.update(_block_to_original(w, i, model.num_heads, model.hidden_dim))
     out["Transformer/encoder_norm/scale"] = w["encoder_norm/gamma"]

@@ -58,7 +58,7 @@ def check_extension(path):
         )
 
 
-def _read_npz(path):
+def _read_npz(path, source_grid=None):
     arrays = files.read_npz(path, "the .npz weights file", name="weights")
     for prefix in ("opt/target/", "params/"):  # flax optimizer / big_vision
         if arrays and all(k.startswith(prefix) for k in arrays):
@@ -68,7 +68,7 @@ def _read_npz(path):
     ):
         return original.read_original(arrays, path)
     if any("MultiHeadDotProductAttention_0" in k for k in arrays):
-        return original.read_big_vision(arrays, path)
+        return original.read_big_vision(arrays, path, source_grid)
     raise ValueError(
         f"{path!r} is not a ViT checkpoint in the google-research or "
         "big_vision layout (no 'Transformer/encoderblock_*/"
@@ -125,8 +125,9 @@ def read_checkpoint(
             file's 1D position embeddings have entries for the class,
             distillation and register tokens or for the patches only (see
             `keras_vit.ViT`), for a file where their number does not say it
-            (timm's files record no `no_embed_class`; their reader takes the
-            reading whose patches make a square grid, or `source_grid`).
+            (timm's files record no `no_embed_class`, big_vision's no
+            class token's entry: their readers take the reading whose
+            patches make a square grid, or `source_grid`).
             Defaults to `None`: as the file says.
 
     Returns:
@@ -183,7 +184,7 @@ def _read(path, model, source_grid=None, position_embedding_tokens=None):
     if not os.path.isfile(path):
         raise ValueError(f"Weights file not found. Received: weights={path!r}")
     if path.endswith(".npz"):
-        return _read_npz(path)
+        return _read_npz(path, source_grid)
     if path.endswith(".safetensors"):
         return _read_safetensors(path, source_grid, position_embedding_tokens)
     if model is None:

@@ -49,10 +49,10 @@ entries and 5 prefix tokens: 3x3, or 2x2 after them) the reader refuses
 unless told (`position_embedding_tokens=`).
 """
 
-import math
 import re
 
 from keras_vit.weights.checkpoint import TensorSource
+from keras_vit.weights.checkpoint import position_tokens_of
 from keras_vit.weights.checkpoint import torch_conv_to_projection
 from keras_vit.weights.checkpoint import torch_linear
 from keras_vit.weights.checkpoint import torch_norm
@@ -123,38 +123,6 @@ def _tokens(src, out):
     if posemb is not None:
         out["patch_encoder/position_embedding"] = posemb
     return prefix
-
-
-def position_tokens_of(length, prefix, path, source_grid=None):
-    """Whether `length` position embeddings after `prefix` tokens cover
-    every token (`"all"`) or the patches only (`"patches"`): the reading
-    whose patch count is `source_grid`'s, else a square; `None` when there
-    are no prefix tokens.
-
-    Raises:
-        ValueError: when both readings fit (or neither fits the grid).
-    """
-    if not prefix:
-        return None
-    counts = {"all": length - prefix, "patches": length}
-    if source_grid is not None:
-        fits = [k for k, n in counts.items() if n == math.prod(source_grid)]
-    else:
-        fits = [
-            k for k, n in counts.items() if n > 0 and math.isqrt(n) ** 2 == n
-        ]
-    if len(fits) == 1:
-        return fits[0]
-    if not fits:  # reported by the grid's own checks (position_grid)
-        return "all"
-    raise ValueError(
-        f"The {length} position embeddings in {path} fit both a square grid "
-        f"of {length - prefix} patches after the {prefix} class/"
-        f"distillation/register tokens and one of {length} patches (timm's "
-        "no_embed_class) and the file does not say which. Pass "
-        "position_embedding_tokens='all' or 'patches' "
-        "(keras_vit.weights.read_checkpoint) or source_grid=(rows, cols)."
-    )
 
 
 def _blocks(src, out):

@@ -1,0 +1,265 @@
+"""big_vision's class-token `.npz` files (`pool_type="tok"`, as its DeiT
+III files), against a NumPy forward pass of big_vision's `vit.py`.
+
+big_vision's `_Model.__call__` adds `pos_embedding` (1, N, D) to the
+patches and then prepends `cls`: the file's position embeddings cover the
+patches only. Its old `vit.py` prepended `cls` first (1 + N entries), which
+its `fix_old_checkpoints` undoes by adding the first entry to `cls`. The
+reference below is written from that code, on the file's own arrays; it
+shares nothing with keras_vit's reader. big_vision's MLP uses flax's
+`nn.gelu`, tanh-approximated (keras_vit's `activation="gelu_tanh"`), and
+flax's LayerNorm epsilon 1e-6.
+"""
+
+import numpy as np
+import pytest
+
+import keras_vit
+from keras_vit.weights import convert
+from keras_vit.weights import read_checkpoint
+from tests import reference
+
+P, D, HEADS, MLP, LAYERS, CLASSES = 8, 16, 2, 32, 2, 5
+MHA = "MultiHeadDotProductAttention_0"
+
+
+def _weights(grid, old=False, seed=0):
+    """Random big_vision ViT weights (unprefixed names, one entry per
+    block), `pool_type="tok"`, on a `grid` of patches; `old`: the old
+    layout, with an entry for the class token."""
+    rng = np.random.default_rng(seed)
+
+    def r(*shape, scale=0.3):
+        return (rng.normal(size=shape) * scale).astype("float32")
+
+    a = {
+        "embedding/kernel": r(P, P, 3, D, scale=0.05),
+        "embedding/bias": r(D),
+        "cls": r(1, 1, D),
+        "pos_embedding": r(1, int(old) + grid[0] * grid[1], D),
+        "Transformer/encoder_norm/scale": 1 + r(D),
+        "Transformer/encoder_norm/bias": r(D),
+        "head/kernel": r(D, CLASSES),
+        "head/bias": r(CLASSES),
+    }
+    for i in range(LAYERS):
+        block = f"Transformer/encoderblock_{i}"
+        for norm in ("LayerNorm_0", "LayerNorm_1"):
+            a[f"{block}/{norm}/scale"] = 1 + r(D)
+            a[f"{block}/{norm}/bias"] = r(D)
+        for part in ("query", "key", "value"):
+            a[f"{block}/{MHA}/{part}/kernel"] = r(D, HEADS, D // HEADS)
+            a[f"{block}/{MHA}/{part}/bias"] = r(HEADS, D // HEADS)
+        a[f"{block}/{MHA}/out/kernel"] = r(HEADS, D // HEADS, D)
+        a[f"{block}/{MHA}/out/bias"] = r(D)
+        a[f"{block}/MlpBlock_0/Dense_0/kernel"] = r(D, MLP)
+        a[f"{block}/MlpBlock_0/Dense_0/bias"] = r(MLP)
+        a[f"{block}/MlpBlock_0/Dense_1/kernel"] = r(MLP, D)
+        a[f"{block}/MlpBlock_0/Dense_1/bias"] = r(D)
+    return a
+
+
+def _scanned(a):
+    """The weights as big_vision's `scan=True` writes them: one
+    `Transformer/encoderblock/...` tensor per weight, stacked on depth."""
+    out = {k: v for k, v in a.items() if "encoderblock_" not in k}
+    for key in a:
+        if key.startswith("Transformer/encoderblock_0/"):
+            rest = key[len("Transformer/encoderblock_0/") :]
+            out[f"Transformer/encoderblock/{rest}"] = np.stack(
+                [a[f"Transformer/encoderblock_{i}/{rest}"] for i in range(2)]
+            )
+    return out
+
+
+def _save(tmp_path, a, scan=False, name="bv.npz"):
+    path = str(tmp_path / name)
+    np.savez(
+        path,
+        **{"params/" + k: v for k, v in (_scanned(a) if scan else a).items()},
+    )
+    return path
+
+
+def _block(a, i):
+    """Block `i` of the file as `reference.block` takes it."""
+    b = f"Transformer/encoderblock_{i}"
+    return {
+        "ln1_gamma": a[f"{b}/LayerNorm_0/scale"],
+        "ln1_beta": a[f"{b}/LayerNorm_0/bias"],
+        "qkv_kernel": np.concatenate(
+            [
+                a[f"{b}/{MHA}/{p}/kernel"].reshape(D, D)
+                for p in "query key value".split()
+            ],
+            axis=1,
+        ),
+        "qkv_bias": np.concatenate(
+            [
+                a[f"{b}/{MHA}/{p}/bias"].reshape(D)
+                for p in "query key value".split()
+            ]
+        ),
+        "proj_kernel": a[f"{b}/{MHA}/out/kernel"].reshape(D, D),
+        "proj_bias": a[f"{b}/{MHA}/out/bias"],
+        "ln2_gamma": a[f"{b}/LayerNorm_1/scale"],
+        "ln2_beta": a[f"{b}/LayerNorm_1/bias"],
+        "fc1_kernel": a[f"{b}/MlpBlock_0/Dense_0/kernel"],
+        "fc1_bias": a[f"{b}/MlpBlock_0/Dense_0/bias"],
+        "fc2_kernel": a[f"{b}/MlpBlock_0/Dense_1/kernel"],
+        "fc2_bias": a[f"{b}/MlpBlock_0/Dense_1/bias"],
+    }
+
+
+def big_vision_logits(a, images, old=False):
+    """big_vision's `vit.py` forward pass, `pool_type="tok"`, in NumPy."""
+    x = reference.patches(images.astype("float64") / 127.5 - 1, P)
+    x = x @ a["embedding/kernel"].reshape(-1, D) + a["embedding/bias"]
+    cls, posemb = a["cls"], a["pos_embedding"]
+    if old:  # fix_old_checkpoints: the class token's entry into the token
+        cls, posemb = cls + posemb[:, :1], posemb[:, 1:]
+    x = x + posemb  # before the class token is prepended
+    x = np.concatenate([np.broadcast_to(cls, (len(x), 1, D)), x], axis=1)
+    for i in range(LAYERS):
+        x, _ = reference.block(x, _block(a, i), HEADS, activation="gelu_tanh")
+    x = reference.layer_norm(
+        x,
+        a["Transformer/encoder_norm/scale"],
+        a["Transformer/encoder_norm/bias"],
+    )
+    return x[:, 0] @ a["head/kernel"] + a["head/bias"]
+
+
+def _images(grid, seed=1):
+    rng = np.random.default_rng(seed)
+    shape = (2, P * grid[0], P * grid[1], 3)
+    return rng.integers(0, 256, shape).astype("float32")
+
+
+def _model(grid, **kwargs):
+    return keras_vit.ViT(
+        image_size=(P * grid[0], P * grid[1]),
+        patch_size=P,
+        hidden_dim=D,
+        num_layers=LAYERS,
+        num_heads=HEADS,
+        mlp_dim=MLP,
+        num_classes=CLASSES,
+        activation="gelu_tanh",
+        classifier_activation=None,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("scan", [False, True])
+def test_a_class_token_file_gives_big_visions_logits(tmp_path, scan):
+    a = _weights((4, 4))
+    path = _save(tmp_path, a, scan)
+    checkpoint = read_checkpoint(path)
+    assert checkpoint.position_embedding_tokens == "patches"
+    assert checkpoint.position_grid == (4, 4)
+    assert checkpoint.unexpected == [] and checkpoint.missing == []
+    assert convert.architecture(checkpoint)["position_embedding_tokens"] == (
+        "patches"
+    )
+    model = _model((4, 4), position_embedding_tokens="patches")
+    keras_vit.load_weights(model, path)
+    images = _images((4, 4))
+    np.testing.assert_allclose(
+        model.predict(images, verbose=0),
+        big_vision_logits(a, images),
+        atol=1e-5,
+        rtol=0,
+    )
+
+
+def test_the_model_for_the_file_is_built_from_it(tmp_path):
+    a = _weights((4, 4))
+    path = _save(tmp_path, a)
+    model = keras_vit.ViT.from_preset(
+        path,
+        patch_size=P,
+        hidden_dim=D,
+        num_layers=LAYERS,
+        num_heads=HEADS,
+        mlp_dim=MLP,
+        num_classes=CLASSES,
+        activation="gelu_tanh",
+        classifier_activation=None,
+    )
+    assert model.position_embedding_tokens == "patches"
+    images = _images((4, 4))
+    np.testing.assert_allclose(
+        model.predict(images, verbose=0),
+        big_vision_logits(a, images),
+        atol=1e-5,
+        rtol=0,
+    )
+
+
+def test_a_default_model_is_refused_with_advice_that_works(tmp_path):
+    """A default model has a position embedding for the class token: the
+    file's are refused, naming the model that takes them, which does."""
+    path = _save(tmp_path, _weights((4, 4)))
+    with pytest.raises(ValueError, match="nothing was loaded") as info:
+        keras_vit.load_weights(_model((4, 4)), path)
+    advice = "build the model with position_embedding_tokens='patches'"
+    assert advice in str(info.value)
+    assert "not a square grid" not in str(info.value)
+    keras_vit.load_weights(
+        _model((4, 4), position_embedding_tokens="patches"), path
+    )
+
+
+def test_an_old_file_with_the_class_tokens_entry(tmp_path):
+    """big_vision's old layout (1 + N entries, under `Transformer/` before
+    2022) loads into a default model, exactly as big_vision reads it."""
+    a = _weights((4, 4), old=True)
+    a["Transformer/pos_embedding"] = a.pop("pos_embedding")
+    path = _save(tmp_path, a)
+    checkpoint = read_checkpoint(path)
+    assert checkpoint.position_embedding_tokens == "all"
+    assert checkpoint.unexpected == []
+    model = _model((4, 4))
+    keras_vit.load_weights(model, path)
+    a["pos_embedding"] = a.pop("Transformer/pos_embedding")
+    images = _images((4, 4))
+    np.testing.assert_allclose(
+        model.predict(images, verbose=0),
+        big_vision_logits(a, images, old=True),
+        atol=1e-5,
+        rtol=0,
+    )
+
+
+def test_a_non_square_grid_with_source_grid(tmp_path):
+    a = _weights((2, 3))
+    path = _save(tmp_path, a)
+    with pytest.raises(ValueError, match="not a square grid"):
+        keras_vit.load_weights(
+            _model((2, 3), position_embedding_tokens="patches"), path
+        )
+    model = _model((2, 3), position_embedding_tokens="patches")
+    keras_vit.load_weights(model, path, source_grid=(2, 3))
+    images = _images((2, 3))
+    np.testing.assert_allclose(
+        model.predict(images, verbose=0),
+        big_vision_logits(a, images),
+        atol=1e-5,
+        rtol=0,
+    )
+
+
+def test_at_another_resolution_the_patches_are_resampled(tmp_path):
+    """The 4x4 file at 6x6: the patches' embeddings resampled (no class
+    entry to keep), as for a patches-only file of any format."""
+    a = _weights((4, 4))
+    path = _save(tmp_path, a)
+    model = _model((6, 6), position_embedding_tokens="patches")
+    with pytest.warns(UserWarning, match="from a 4x4 to a 6x6 patch grid"):
+        keras_vit.load_weights(model, path, interpolation="bilinear")
+    loaded = model.get_layer("patch_encoder").pos_embedding.numpy()
+    expected = keras_vit.patch_grid.resample_position_embeddings(
+        a["pos_embedding"], (6, 6), num_prefix_tokens=0
+    )
+    np.testing.assert_allclose(loaded, expected, atol=1e-6)
