@@ -181,3 +181,63 @@ def test_hybrid_exports_to_tflite_with_builtin_ops_only(tmp_path, quantize):
     ops = graph.op_histogram(path)
     assert "CONV_2D" in ops and "MAX_POOL_2D" in ops
     assert not any(op.startswith("Flex") or op == "CUSTOM" for op in ops)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_stem_group_norm_is_kerass_function_with_its_weights(dtype):
+    # The stem's GroupNorm is written to quantize cleanly; it must stay
+    # Keras's GroupNormalization (the checkpoints' layer) in every number
+    # and weight name.
+    from keras_vit.layers.resnet_stem import GroupNorm
+
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(2, 5, 6, 16)) * 3 + 1).astype(dtype)
+    gamma, beta = rng.normal(size=(2, 16)).astype(dtype)
+    ours = GroupNorm(groups=4, epsilon=1e-5, name="n", dtype=dtype)
+    theirs = keras.layers.GroupNormalization(
+        groups=4, epsilon=1e-5, name="n", dtype=dtype
+    )
+    for layer in (ours, theirs):
+        layer.build(x.shape)
+        layer.set_weights([gamma, beta])
+    assert [w.path for w in ours.weights] == [w.path for w in theirs.weights]
+    groups = x.astype("float64").reshape(2, 5, 6, 4, 4)
+    mean = groups.mean(axis=(1, 2, 4), keepdims=True)
+    var = ((groups - mean) ** 2).mean(axis=(1, 2, 4), keepdims=True)
+    expected = ((groups - mean) / np.sqrt(var + 1e-5)).reshape(x.shape)
+    expected = expected * gamma + beta
+    tolerance = 1e-6 if dtype == "float32" else 1e-12
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(ours(x), expected, atol=tolerance * scale)
+    np.testing.assert_allclose(ours(x), theirs(x), atol=2 * tolerance * scale)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quantize", ["int8", "int16x8"])
+def test_hybrid_quantizes_to_integers_only(tmp_path, quantize):
+    # Keras's GroupNormalization left float NEG / SQUARE ops in an int8
+    # file and failed int16x8.
+    from keras_vit import export
+    from keras_vit.export import graph
+
+    model = keras_vit.ViT(
+        image_size=32,
+        **{**VIT, "classifier_activation": "softmax"},
+        stem=STEMS["hybrid_r2s"]["stem"],
+    )
+    randomize_weights(model, scale=0.1)
+    # Decisive classes: a random head's near-uniform probabilities tie,
+    # and their top-1 flips on quantization noise.
+    head = model.get_layer("head")
+    head.kernel.assign(head.kernel * 30.0)
+    path = str(tmp_path / "hybrid.tflite")
+    result = export.export_tflite(
+        model,
+        path,
+        quantize=quantize,
+        representative_data="digits",
+        num_calibration_images=20,
+        num_verify_images=8,
+    )
+    assert result.metadata["quantization"] == quantize
+    assert graph.read_graph(path).float_ops() == {}

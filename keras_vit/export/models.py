@@ -95,6 +95,21 @@ def _layers(model):
     return list(model._flatten_layers(include_self=True, recursive=True))
 
 
+def keras_norm_layers(model):
+    """The paths of `model`'s layers that are Keras's own
+    `LayerNormalization` or `GroupNormalization` (not subclasses such as
+    keras_vit's): their `ops.moments` and `-mean * inv` leave float NEG /
+    SQUARE ops in a fully int8-quantized TFLite graph and fail int16x8
+    quantization, where keras_vit's `LayerNorm` and the ResNet stem's
+    `GroupNorm` convert cleanly."""
+    kinds = (keras.layers.LayerNormalization, keras.layers.GroupNormalization)
+    return sorted(
+        f"{getattr(layer, 'path', layer.name)} ({type(layer).__name__})"
+        for layer in _layers(model)
+        if type(layer) in kinds
+    )
+
+
 def non_float32_dtypes(model):
     """The dtypes other than float32 that `model`'s layers compute in (e.g.
     `["bfloat16"]` under `mixed_bfloat16`); empty for a float32 model."""

@@ -127,7 +127,40 @@ def _error_lines(error, limit=8):
         for line in str(error).splitlines()
         if re.search(r"error|not supported|failed|unsupported", line, re.I)
     ]
+    # The converter repeats a line for every op it fails on.
+    lines = list(dict.fromkeys(lines))
     return "\n".join(lines[:limit]) or str(error)[:1000]
+
+
+def _norm_cause(model, quantize):
+    """Why a full-integer conversion of `model` may keep float ops or fail
+    (Keras's own normalisation layers), or `""`."""
+    norms = models.keras_norm_layers(model) if quantize in CALIBRATED else []
+    if not norms:
+        return ""
+    return (
+        f"\nKeras's normalisation layers {', '.join(norms[:4])}"
+        f"{f' ... ({len(norms)} in all)' if len(norms) > 4 else ''} leave "
+        "float NEG / SQUARE ops "
+        f"under quantize={quantize!r}: write them as keras_vit.layers."
+        "LayerNorm does, (x - mean) * rsqrt(mean((x - mean)^2) + epsilon) "
+        "* gamma + beta, or export with quantize='dynamic'."
+    )
+
+
+def _refuse_float_ops(graph, model, quantize):
+    """Refuses a full-integer (`CALIBRATED`) graph that still computes in
+    float: its sidecar would say int8 (or int16x8) of a file that is not,
+    and an integer-only accelerator cannot run it. Here, not only in the
+    verification, so that `verify=False` cannot write such a file."""
+    floats = graph.float_ops() if quantize in CALIBRATED else {}
+    if floats:
+        listing = ", ".join(f"{k} (x{v})" for k, v in sorted(floats.items()))
+        raise ValueError(
+            f"quantize={quantize!r} left float ops in the graph of model "
+            f"{model.name!r}: {listing}. A fully quantized file computes in "
+            f"integers only, so none was written.{_norm_cause(model, quantize)}"
+        )
 
 
 def _refuse_unsupported(unsupported, model):
@@ -170,7 +203,9 @@ def tflite_bytes(
 
     Raises:
         ValueError: if the conversion needs Flex or custom ops (they are
-            named), or fails for another reason (the converter's message).
+            named), leaves float ops in an `"int8"` or `"int16x8"` graph
+            (named), or fails for another reason (the converter's
+            message).
 
     Example:
 
@@ -203,13 +238,22 @@ def tflite_bytes(
             raise ValueError(
                 f"TFLite conversion of model {model.name!r} with "
                 f"quantize={quantize!r} failed:\n{_error_lines(error)}"
+                f"{_norm_cause(model, quantize)}"
             ) from None
         with open(path, "rb") as file:
             data = file.read()
-    graph = graph_lib.read_graph(data)
+    _check_graph(graph_lib.read_graph(data), model, quantize)
+    return data
+
+
+def _check_graph(graph, model, quantize):
+    """Refuses a converted graph no phone should get, whatever the
+    verification: Flex or custom ops, float ops in a full-integer graph,
+    and degenerate calibration ranges."""
     unsupported = graph.unsupported_ops()
     if unsupported:
         _refuse_unsupported(unsupported, model)
+    _refuse_float_ops(graph, model, quantize)
     degenerate = graph.degenerate_ranges() if quantize in CALIBRATED else []
     if degenerate:
         raise ValueError(
@@ -221,7 +265,6 @@ def tflite_bytes(
             f"{_degenerate_cause(model)}LiteRT's reference kernels abort on "
             "such a file, so none was written."
         )
-    return data
 
 
 def _inputs(model, labels, *image_sources):

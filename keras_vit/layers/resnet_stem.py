@@ -1,6 +1,7 @@
 """Hybrid ViT stems: the BiT-style ResNet of the paper's hybrid models."""
 
 import keras
+from keras import backend
 from keras import ops
 
 from keras_vit import arg_checks
@@ -67,10 +68,54 @@ def _conv(filters, kernel_size, strides, name, epsilon, dtype):
     )
 
 
+@keras.saving.register_keras_serializable(package="keras_vit")
+class GroupNorm(keras.layers.GroupNormalization):
+    """Group normalisation (Wu and He, 2018) written to quantize cleanly.
+
+    `keras.layers.GroupNormalization` with its normalisation written out
+    per group as `(x - mean) * rsqrt(mean((x - mean)²) + epsilon) * gamma
+    + beta`, the form of `keras_vit.layers.LayerNorm`: Keras's own
+    (`ops.moments`, then `x * inv - mean * inv`) leaves float NEG and
+    SQUARE ops in a fully int8-quantized TFLite graph and fails int16x8
+    quantization, so a hybrid could not be quantized. The same function
+    (to float32 rounding), weights and variable names as Keras's layer:
+    checkpoints and `.keras` files load unchanged.
+
+    Args:
+        **kwargs: `keras.layers.GroupNormalization` arguments (`groups`,
+            `epsilon`, `name`, `dtype`, ...).
+
+    Example:
+
+    >>> norm = GroupNorm(groups=4, epsilon=1e-5)
+    >>> norm(np.zeros((1, 8, 8, 16))).shape
+    TensorShape([1, 8, 8, 16])
+    """
+
+    def _apply_normalization(self, reshaped_inputs, input_shape):
+        dtype = reshaped_inputs.dtype
+        # In float32 (float64 for float64 inputs) under mixed precision,
+        # as Keras's layer: group sums overflow in float16.
+        x = ops.cast(reshaped_inputs, backend.result_type(dtype, "float32"))
+        axes = list(range(1, len(x.shape)))
+        axes.pop(-2 if self.axis == -1 else self.axis - 1)  # the groups
+        mean = ops.mean(x, axis=axes, keepdims=True)
+        centered = x - mean
+        # `centered * centered`, not `ops.square`: the converter fuses
+        # square(x - mean) into SQUARED_DIFFERENCE, which has no int16
+        # kernel (see `keras_vit.layers.layer_norm.moments`).
+        variance = ops.mean(centered * centered, axis=axes, keepdims=True)
+        y = centered * ops.rsqrt(variance + self.epsilon)
+        shape = self._create_broadcast_shape(input_shape)
+        if self.scale:
+            y = y * ops.cast(ops.reshape(self.gamma, shape), x.dtype)
+        if self.center:
+            y = y + ops.cast(ops.reshape(self.beta, shape), x.dtype)
+        return ops.cast(y, dtype)
+
+
 def _norm(groups, epsilon, name, dtype):
-    return keras.layers.GroupNormalization(
-        groups=groups, epsilon=epsilon, name=name, dtype=dtype
-    )
+    return GroupNorm(groups=groups, epsilon=epsilon, name=name, dtype=dtype)
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")

@@ -199,27 +199,56 @@ def test_flex_ops_are_refused_by_name(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_keras_layer_normalization_would_not_quantize_cleanly(tmp_path):
-    # Why keras_vit has its own LayerNorm: Keras's leaves a float NEG in a
-    # "full int8" graph (verification catches it), and int16x8 fails.
+def _keras_layer_norm_model():
     inputs = keras.Input((32, 32, 3))
     x = keras.layers.Reshape((64, 48))(inputs)
     x = keras.layers.Dense(16)(x)
-    x = keras.layers.LayerNormalization(epsilon=1e-6)(x)
+    x = keras.layers.LayerNormalization(epsilon=1e-6, name="keras_ln")(x)
     x = keras.layers.GlobalAveragePooling1D()(x)
     outputs = keras.layers.Dense(3, activation="softmax")(x)
-    model = keras.Model(inputs, outputs, name="keras_layer_norm")
+    return keras.Model(inputs, outputs, name="keras_layer_norm")
+
+
+def test_keras_layer_normalization_would_not_quantize_cleanly(tmp_path):
+    # Why keras_vit has its own LayerNorm: Keras's leaves a float NEG in a
+    # "full int8" graph, refused by the conversion itself (not only by the
+    # verification), and int16x8 fails; both name the layer.
+    model = _keras_layer_norm_model()
     images = (
         np.random.default_rng(0)
         .uniform(0, 255, (16, 32, 32, 3))
         .astype("float32")
     )
-    graph = graph_lib.read_graph(tflite_lib.tflite_bytes(model, "int8", images))
-    assert graph.float_ops()["NEG"] == 1
     with pytest.raises(
-        ValueError, match="16x8-bit not yet supported for op: 'NEG'"
+        ValueError, match=r"left float ops .*NEG \(x1\)(.|\n)*keras_ln"
     ):
+        tflite_lib.tflite_bytes(model, "int8", images)
+    with pytest.raises(ValueError) as error:
         tflite_lib.tflite_bytes(model, "int16x8", images)
+    text = str(error.value)
+    assert "16x8-bit not yet supported for op: 'NEG'" in text
+    assert "keras_ln (LayerNormalization)" in text
+    lines = text.splitlines()
+    assert len(lines) == len(set(lines))  # the converter's repeats dropped
+
+
+def test_a_full_integer_file_with_float_ops_is_never_written(tmp_path):
+    # verify=False skips the verification, not the graph's own check: the
+    # file and a sidecar saying int8 were written.
+    images = (
+        np.random.default_rng(0)
+        .uniform(0, 255, (16, 32, 32, 3))
+        .astype("float32")
+    )
+    with pytest.raises(ValueError, match=r"float ops .*NEG"):
+        export.export_tflite(
+            _keras_layer_norm_model(),
+            tmp_path / "ln.tflite",
+            quantize="int8",
+            representative_data=images,
+            verify=False,
+        )
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_verify_checks_the_file_against_its_mode(random_exports, random_model):
