@@ -31,6 +31,10 @@ sidecar (`model.tflite` -> `model.json`), and inside a SavedModel folder as
 b]}` on [0, 1] pixels; with `pixel_range` [0, 255] the model applies it
 itself, with `null` (`include_preprocessing=False`) the inputs must have it
 already; `preprocessing` says the same in words.
+`input.height` and `input.width` are the size the model was built for,
+which `keras-vit predict` resizes images to; `input.shape` is what the
+file takes: a SavedModel of a `ViT(dynamic_image_size=True)` takes any
+height and width (`[null, null, null, 3]`).
 `input.quantization` / `output_quantization` are `{"scale", "zero_point"}`
 for integer tensors (`export_tflite(..., io_dtype="uint8")`): feed
 `round(pixel / scale) + zero_point`, read `(q - zero_point) * scale`. A

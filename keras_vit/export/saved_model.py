@@ -72,6 +72,17 @@ def check_output(output, inputs=(), overwrite=False):
     )
 
 
+def signature_shape(model):
+    """`(batch, height, width, channels)` the signatures take: a dynamic
+    batch, and any height and width for a `ViT(dynamic_image_size=True)`
+    (as the model takes them), else its input size. The metadata's
+    `input.shape` records it."""
+    height, width, channels = models.input_spec(model)
+    if getattr(model, "dynamic_image_size", False) is True:
+        height = width = None
+    return (None, height, width, channels)
+
+
 def build_archive(model):
     """A `keras.export.ExportArchive` with the serving signatures.
 
@@ -93,9 +104,7 @@ def build_archive(model):
     import keras
     import tensorflow as tf
 
-    height, width, channels = models.input_spec(model)
-    if getattr(model, "dynamic_image_size", False) is True:
-        height = width = None  # any size, as the model takes them
+    shape = signature_shape(model)
     key = models.output_kind(model)
     dtype = model.inputs[0].dtype
 
@@ -114,11 +123,7 @@ def build_archive(model):
             name,
             serve,
             input_signature=[
-                tf.TensorSpec(
-                    (None, height, width, channels),
-                    tf.as_dtype(spec_dtype),
-                    name="images",
-                )
+                tf.TensorSpec(shape, tf.as_dtype(spec_dtype), name="images")
             ],
         )
     return archive
@@ -208,13 +213,12 @@ def export_saved_model(
 
 def _metadata(model, class_names):
     """The contents of a SavedModel's `keras_vit.json`."""
-    height, width, channels = models.input_spec(model)
     return metadata_lib.build(
         model,
         "saved_model",
         "none",
         class_names,
-        input_shape=[None, height, width, channels],
+        input_shape=list(signature_shape(model)),
         input_dtype="float32",
         output_shape=[None, *model.output_shape[1:]],
         extra={

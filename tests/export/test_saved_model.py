@@ -175,3 +175,40 @@ def test_a_mixed_precision_model_verifies_within_its_precision(
     )
     assert report.limits["max_abs"] == 1e-4
     assert max(c.max_abs for c in report.comparisons) > 1e-4
+
+
+def test_a_dynamic_image_size_sidecar_records_any_size(tmp_path):
+    # The signatures take any height and width; the sidecar said
+    # [None, 32, 32, 3]. `height` and `width` stay the size the model was
+    # built for, which `keras-vit predict` resizes images to.
+    import tensorflow as tf
+
+    import keras_vit
+    from keras_vit.cli import predict
+    from tests.export.helpers import TINY_EXPORT
+    from tests.helpers import random_images
+    from tests.helpers import randomize_weights
+
+    model = keras_vit.ViT(**TINY_EXPORT, dynamic_image_size=True)
+    randomize_weights(model, seed=1)
+    result = export.export_saved_model(model, tmp_path / "sm", verify=False)
+    with open(tmp_path / "sm" / "keras_vit.json") as file:
+        meta = json.load(file)
+    assert meta["input"]["shape"] == [None, None, None, 3]
+    assert (meta["input"]["height"], meta["input"]["width"]) == (32, 32)
+    assert meta == json.loads(json.dumps(result.metadata))
+    serve = tf.saved_model.load(str(tmp_path / "sm")).signatures[
+        "serving_default"
+    ]
+    spec = serve.structured_input_signature[1]["images"]
+    assert spec.shape.as_list() == meta["input"]["shape"]
+    images = random_images((2, 48, 40, 3), seed=2)
+    np.testing.assert_allclose(
+        serve(images=tf.constant(images))["probabilities"].numpy(),
+        model.predict(images, verbose=0),
+        atol=1e-5,
+    )
+    photo = str(tmp_path / "photo.png")
+    tf.io.write_file(photo, tf.io.encode_png(images[0].astype("uint8")))
+    probabilities = predict.load_predictor(tmp_path / "sm").predict([photo])
+    assert probabilities.shape == (1, 10)
