@@ -21,15 +21,21 @@ def require_vit(model, action):
     return model
 
 
-def refuse_quantized(model, action, instead):
-    """Raises `ValueError` if `model` was quantized by `model.quantize()`:
-    `action` (e.g. "save_npz writes float checkpoints") cannot take it;
-    `instead` says what to do."""
-    quantized = [
+def quantized_layers(model):
+    """The paths (or names) of `model`'s layers that `model.quantize()`
+    quantized; empty for a float model."""
+    return [
         layer.path or layer.name
         for layer in model._flatten_layers()
         if layer.quantization_mode is not None
     ]
+
+
+def refuse_quantized(model, action, instead):
+    """Raises `ValueError` if `model` was quantized by `model.quantize()`:
+    `action` (e.g. "save_npz writes float checkpoints") cannot take it;
+    `instead` says what to do."""
+    quantized = quantized_layers(model)
     if quantized:
         raise ValueError(
             f"The model's layers were quantized in Keras (`model.quantize()`: "

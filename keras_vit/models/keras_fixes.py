@@ -6,6 +6,8 @@ them at the one place each is needed:
 
 - `finish_functional_init`: after `keras.Model.__init__` of a functional
   model (dtype-policy maps, the model's own policy, frozen layers);
+- `trainable_flags`: the per-layer `trainable` flags a model's
+  `get_config` records, which `finish_functional_init` sets back;
 - `config_dtype_policy`: the dtype a model's `get_config` records;
 - `TrainerFixes`: mixed into `ViT` and `MaskedPatchPrediction` before
   `keras.Model`: on the TensorFlow backend, the optimizer of a built model
@@ -22,9 +24,11 @@ import keras
 from keras_vit.layers import _step
 
 
-def finish_functional_init(model, dtype):
+def finish_functional_init(model, dtype, layer_trainable=None):
     """Fixes a functional `model` just built with `dtype` (its `dtype=`
-    argument) and its `trainable=` argument; returns nothing."""
+    argument), its `trainable=` argument and `layer_trainable` (the
+    `trainable_flags` its config recorded, checked by
+    `checked_trainable_flags`); returns nothing."""
     if isinstance(dtype, keras.dtype_policies.DTypePolicyMap):
         # A quantized model's config (see `config_dtype_policy`).
         resolve_policy_map(model, dtype)
@@ -35,6 +39,8 @@ def finish_functional_init(model, dtype):
         model.dtype_policy = dtype
     if not model.trainable:
         freeze_layers(model)
+    if layer_trainable:
+        set_trainable_flags(model, layer_trainable)
 
 
 def resolve_policy_map(model, policies):
@@ -66,6 +72,94 @@ def freeze_layers(model):
     """
     for layer in model._flatten_layers(include_self=False, recursive=False):
         layer.trainable = False
+
+
+#: The argument (and config key) that holds `trainable_flags`.
+LAYER_TRAINABLE = "layer_trainable"
+
+
+def trainable_flags(model):
+    """The layers' own `trainable` flags, for `model`'s config: `{path:
+    flag}` for each layer with weights whose flag differs from that of the
+    layer holding it (the model, for its direct layers), parents first;
+    `path` is the layer names from the model down, joined by `/`
+    (`"block_0"`, `"resnet_stem/block1_unit1"`). Empty when no layer was
+    frozen (or unfrozen) on its own.
+
+    Keras's functional config records every layer's flag, but a
+    functional subclass whose config is its constructor arguments rebuilds
+    its layers: a layer frozen for partial fine-tuning came back trainable
+    from a `.keras` file, and the optimizer, built for more variables than
+    it was saved with, dropped its state. Layers without weights are left
+    out: their flag changes no training, and their generated names
+    (`dropout_2`) change from build to build.
+    """
+    flags = {}
+
+    def visit(parent, prefix):
+        for layer in _sublayers(parent):
+            if not layer.weights:
+                continue
+            path = prefix + layer.name
+            if layer.trainable != parent.trainable:
+                flags[path] = layer.trainable
+            visit(layer, path + "/")
+
+    visit(model, "")
+    return flags
+
+
+def checked_trainable_flags(value):
+    """`value` (a `layer_trainable` argument: `None` or a dict of layer
+    path to bool) as a dict; `ValueError` for anything else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(path, str) and isinstance(flag, bool)
+        for path, flag in value.items()
+    ):
+        raise ValueError(
+            f"`{LAYER_TRAINABLE}` must map layer paths (layer names from "
+            "the model down, joined by '/') to bools. Received: "
+            f"{LAYER_TRAINABLE}={value!r}"
+        )
+    return dict(value)
+
+
+def set_trainable_flags(model, flags):
+    """Sets `trainable_flags`' `flags` on `model`'s layers, parents first
+    (a parent's flag goes down to its sublayers, as Keras sets it); every
+    path is looked up before any flag is set."""
+    layers = {path: _layer_at(model, path, flags) for path in flags}
+    for path in sorted(flags, key=lambda path: path.count("/")):
+        layers[path].trainable = flags[path]
+
+
+def _layer_at(model, path, flags):
+    """The layer with weights at `path` under `model`; `ValueError`
+    naming the path if there is none."""
+    layer = model
+    for name in path.split("/"):
+        layer = next(
+            (
+                child
+                for child in _sublayers(layer)
+                if child.name == name and child.weights
+            ),
+            None,
+        )
+        if layer is None:
+            raise ValueError(
+                f"`{LAYER_TRAINABLE}` names {path!r}, and the model "
+                f"{model.name!r} has no layer with weights there. Received: "
+                f"{LAYER_TRAINABLE}={flags!r}"
+            )
+    return layer
+
+
+def _sublayers(layer):
+    """The layers `layer` holds directly."""
+    return layer._flatten_layers(include_self=False, recursive=False)
 
 
 def config_dtype_policy(model):

@@ -67,6 +67,21 @@ def set_weights_loader(loader):
     _weights_loader = loader
 
 
+_keras_weights_check = None
+
+
+def set_keras_weights_check(check):
+    """Installs how `ViT.load_weights` checks a file before Keras loads
+    it; `keras_vit.weights` calls it when imported.
+
+    `check(model, path)` raises `ValueError`, having changed nothing,
+    unless the file (keras_vit's own `.weights.h5` or `.keras`; other
+    files are left to Keras) holds exactly `model`'s weights.
+    """
+    global _keras_weights_check
+    _keras_weights_check = check
+
+
 def _prepare_weights(weights, arguments):
     if _weights_loader is None:  # only a partial import gets here
         raise ValueError(
@@ -249,7 +264,14 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             model's config); integer policies are refused. Defaults to
             `None`, the global policy.
         name: the model's name. Defaults to `"vit"`.
-        **kwargs: other `keras.Model` arguments such as `trainable`.
+        **kwargs: other `keras.Model` arguments such as `trainable`, and
+            `layer_trainable`: a dict of layer path (layer names from the
+            model down, joined by `/`: `"block_0"`,
+            `"resnet_stem/block1_unit1"`) to its `trainable` flag, set
+            after the layers are built, parents first. `get_config`
+            records it when a layer was frozen on its own (partial
+            fine-tuning), so that a saved model comes back with those
+            layers frozen and its optimizer's state loads.
 
     Call arguments:
         images: `(B, height, width, num_channels)` images.
@@ -321,6 +343,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             if key in ARCHITECTURE_ARGUMENTS
         }
         _check_model_kwargs(kwargs)
+        layer_trainable = keras_fixes.checked_trainable_flags(
+            kwargs.pop(keras_fixes.LAYER_TRAINABLE, None)
+        )
         # A plain quantized policy would quantize the new, unloaded layers
         # (Keras: "already quantized"); a quantized model's config holds a
         # DTypePolicyMap instead.
@@ -355,7 +380,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         super().__init__(
             inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs
         )
-        keras_fixes.finish_functional_init(self, dtype)
+        keras_fixes.finish_functional_init(self, dtype, layer_trainable)
         self.vit_config = config
         self._stem_name = None if stem_layer is None else stem_layer.name
         self._grid_size = grid
@@ -408,6 +433,39 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         model = cls(**arguments, **others)
         load(model)
         return model
+
+    def load_weights(self, filepath, skip_mismatch=False, **kwargs):
+        """Loads weights saved by Keras, all or nothing.
+
+        Keras's loader copies a `.weights.h5` (or a `.keras` file's
+        weights) layer by layer and ignores what the model has no place
+        for: a deeper model's file, or one with LayerScale or `norm_pre`,
+        loaded in part, with no warning, into a model that then computed
+        other outputs. keras_vit's own files are first checked whole, as
+        `keras_vit.load_weights` checks them (every weight's name, shape,
+        dtype and finite values, the prefix tokens and the grid the file
+        records, a `.keras` file's recorded settings), and must fit as
+        they are: a head for another class count or position embeddings on
+        another grid are refused (`keras_vit.load_weights` adapts them,
+        for fine-tuning). On a mismatch a `ValueError` lists what does not
+        fit and nothing is loaded; then Keras loads the file (with the
+        optimizer's state it holds). A `.weights.h5` written before
+        keras_vit recorded its patch grid is taken to be on the model's,
+        as Keras copies it.
+
+        Args:
+            filepath: the file, as for `keras.Model.load_weights`: a
+                `.weights.h5`, a `.keras` file, or Keras's other formats
+                (sharded `.weights.json`, legacy `.h5`), which are left to
+                Keras unchecked.
+            skip_mismatch: bool, Keras's partial loading: layers whose
+                weights do not fit are skipped, each with a warning, and the
+                file is not checked first. Defaults to `False`.
+            **kwargs: other `keras.Model.load_weights` arguments.
+        """
+        if not skip_mismatch and _keras_weights_check is not None:
+            _keras_weights_check(self, filepath)
+        super().load_weights(filepath, skip_mismatch=skip_mismatch, **kwargs)
 
     @property
     def distilled_training(self):
@@ -630,14 +688,16 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         return cls.from_preset(weights, **kwargs)
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(
-                keras_fixes.config_dtype_policy(self)
-            ),
-            **self.vit_config.to_dict(),
-        }
+        config = {"name": self.name, "trainable": self.trainable}
+        # Only where a layer was frozen on its own: the configs (and files)
+        # of other models stay as they were.
+        flags = keras_fixes.trainable_flags(self)
+        if flags:
+            config[keras_fixes.LAYER_TRAINABLE] = flags
+        config["dtype"] = keras.dtype_policies.serialize(
+            keras_fixes.config_dtype_policy(self)
+        )
+        return {**config, **self.vit_config.to_dict()}
 
     @classmethod
     def from_config(cls, config):
@@ -662,6 +722,9 @@ for _name in ARCHITECTURE_ARGUMENTS:
 del _name
 
 
+#: The `ViT` arguments beyond its architecture's (`**kwargs`).
+MODEL_ARGUMENTS = ("trainable", keras_fixes.LAYER_TRAINABLE)
+
 #: `keras.applications` argument names, and what a `ViT` takes instead.
 KERAS_APPLICATIONS_ARGUMENTS = {
     "classes": "num_classes",
@@ -674,7 +737,7 @@ def _check_model_kwargs(kwargs):
     """Refuses keyword arguments that are neither `ViT`'s nor `keras.Model`'s
     (Keras's functional models would drop them without a word, so
     `ViT_B16(classes=10)` built a 1000-class model)."""
-    unknown = sorted(set(kwargs) - {"trainable"})
+    unknown = sorted(set(kwargs) - set(MODEL_ARGUMENTS))
     if unknown:
         hints = [
             f"{name} -> {KERAS_APPLICATIONS_ARGUMENTS[name]}"
