@@ -29,6 +29,7 @@ import sys
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 from PIL import Image
+from PIL import UnidentifiedImageError
 
 
 def read_metadata(model_path):
@@ -48,9 +49,30 @@ def read_metadata(model_path):
         return json.load(file)
 
 
+def check_file(name, path):
+    """Raises unless `path` is a file: a missing model would be reported
+    as missing metadata, a missing image as Pillow's traceback."""
+    if os.path.isdir(path):
+        raise ValueError(
+            f"This is a folder, not a file. Received: {name}={path!r}"
+        )
+    if not os.path.isfile(path):
+        raise ValueError(f"The file does not exist. Received: {name}={path!r}")
+
+
 def load_image(path, height, width):
-    """An RGB image resized to `(height, width)`: float32 pixels in [0, 255]."""
-    with Image.open(path) as image:
+    """An RGB image resized to `(height, width)`: float32 pixels in [0, 255].
+
+    Raises:
+        ValueError: for a file that Pillow cannot read as an image.
+    """
+    try:
+        image = Image.open(path)
+    except (UnidentifiedImageError, OSError) as error:
+        raise ValueError(
+            f"Could not read the image ({error}). Received: image={path!r}"
+        ) from None
+    with image:
         image = image.convert("RGB").resize((width, height), Image.BILINEAR)
         return np.asarray(image, dtype=np.float32)
 
@@ -101,11 +123,15 @@ def classify(model_path, image_path, top=5, threads=None):
         threads: int >= 1, or `None` (1 thread). Defaults to `None`.
 
     Raises:
-        ValueError: for `top` or `threads` below 1, a model without its
-            metadata, or a feature extractor (it returns no classes).
+        ValueError: for `top` or `threads` below 1, a model or image file
+            that does not exist, an image Pillow cannot read, a model
+            without its metadata, or a feature extractor (it returns no
+            classes).
     """
     _check_count("top", top)
     _check_count("threads", threads)
+    check_file("model", model_path)
+    check_file("image", image_path)
     metadata = read_metadata(model_path)
     kind = metadata["output"]["kind"]
     if kind == "features":

@@ -121,8 +121,20 @@ def _with_bias(x):
     return np.concatenate([x, np.full((len(x), 1), BIAS_FEATURE)], axis=1)
 
 
-def sample_shots(labels, num_classes, shots, seed):
+def sample_shots(
+    labels, num_classes, shots, seed, class_names=None, test_fraction=None
+):
     """Each class's first `k` examples in one random order per seed.
+
+    Args:
+        labels: `(N,)` int labels.
+        num_classes: int.
+        shots: examples per class, a sequence of positive ints.
+        seed: int.
+        class_names: the classes' names, for the error. Defaults to
+            `None`: their indices.
+        test_fraction: the share of the images held out to test on before
+            the examples were drawn, for the error. Defaults to `None`.
 
     Returns:
         `{k: indices into labels}` for every `k` in `shots` (larger `k`
@@ -136,19 +148,38 @@ def sample_shots(labels, num_classes, shots, seed):
     orders = [
         rng.permutation(np.flatnonzero(labels == c)) for c in range(num_classes)
     ]
-    most = max(shots)
-    short = [
-        (c, len(order)) for c, order in enumerate(orders) if len(order) < most
-    ]
-    if short:
-        listing = ", ".join(f"class {c}: {n}" for c, n in short[:5])
-        raise ValueError(
-            f"Every class needs {most} training examples for "
-            f"shots={list(shots)}; "
-            f"{len(short)} class(es) have fewer ({listing}"
-            f"{' ...' if len(short) > 5 else ''})."
-        )
+    short = [(c, len(order)) for c, order in enumerate(orders)]
+    _refuse_short_classes(short, shots, class_names, test_fraction)
     return {k: np.concatenate([order[:k] for order in orders]) for k in shots}
+
+
+def _refuse_short_classes(counts, shots, class_names, test_fraction):
+    """Raises if a class of `counts` (`(class, examples)`) has fewer
+    examples than `max(shots)`, naming the classes (by name where known)
+    and what to change."""
+    most = max(shots)
+    short = [(c, n) for c, n in counts if n < most]
+    if not short:
+        return
+    listing = ", ".join(
+        f"class {c}: {n}" if class_names is None else f"{class_names[c]!r}: {n}"
+        for c, n in short[:5]
+    )
+    held = (
+        ""
+        if test_fraction is None
+        else " or a smaller test_fraction (--test-fraction), which holds "
+        "out fewer of them"
+    )
+    received = f"shots={list(shots)}" + (
+        "" if test_fraction is None else f", test_fraction={test_fraction!r}"
+    )
+    raise ValueError(
+        f"Every class needs {most} training examples for the largest of "
+        f"shots; {len(short)} class(es) have fewer ({listing}"
+        f"{' ...' if len(short) > 5 else ''}). Pass fewer shots (--shots)"
+        f"{held}, or add images. Received: {received}"
+    )
 
 
 def linear_few_shot(
@@ -365,7 +396,9 @@ def few_shot(
     labels = _train_labels(dataset)
     # The examples the shots are drawn from (indices into the training split).
     pool, test = _test_split(dataset, len(labels), test_fraction)
-    chosen, draws = _draw_shots(labels, pool, num_classes, shots, seeds)
+    chosen, draws = _draw_shots(
+        labels, pool, dataset.class_names, shots, seeds, test_fraction
+    )
     (features, _), (test_features, test_labels) = _split_features(
         model,
         features_of,
@@ -387,15 +420,21 @@ def few_shot(
     return result
 
 
-def _draw_shots(labels, pool, num_classes, shots, seeds):
+def _draw_shots(labels, pool, class_names, shots, seeds, test_fraction):
     """`(chosen, draws)`: the training examples any draw takes (sorted
     indices into the training split), and per seed `{shots: indices into
-    chosen}`, the examples of `pool` drawn."""
+    chosen}`, the examples of `pool` drawn (`test_fraction`, for the
+    error, is what held the others out)."""
     draws = [
         {
             k: pool[i]
             for k, i in sample_shots(
-                labels[pool], num_classes, shots, seed
+                labels[pool],
+                len(class_names),
+                shots,
+                seed,
+                class_names=class_names,
+                test_fraction=test_fraction,
             ).items()
         }
         for seed in range(seeds)

@@ -94,6 +94,22 @@ def check_output_path(
 def _check_writable_place(path, name, directory):
     """Raises unless `path`'s folder exists and is writable and `path` is
     not a file where a folder is wanted (or the reverse)."""
+    _check_folder(path, name)
+    if directory and os.path.isfile(path):
+        raise ValueError(
+            f"`{name}` names an existing file, but a SavedModel is a folder. "
+            f"Received: {name}={path!r}"
+        )
+    if not directory and os.path.isdir(path):
+        raise ValueError(
+            f"`{name}` names an existing folder, but the output is a file. "
+            f"Received: {name}={path!r}"
+        )
+
+
+def _check_folder(path, name):
+    """Raises unless the folder that `path` is written into exists and is
+    writable."""
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise ValueError(
@@ -103,16 +119,6 @@ def _check_writable_place(path, name, directory):
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(
             f"The folder to write `{name}` into is not writable: {parent}. "
-            f"Received: {name}={path!r}"
-        )
-    if directory and os.path.isfile(path):
-        raise ValueError(
-            f"`{name}` names an existing file, but a SavedModel is a folder. "
-            f"Received: {name}={path!r}"
-        )
-    if not directory and os.path.isdir(path):
-        raise ValueError(
-            f"`{name}` names an existing folder, but the output is a file. "
             f"Received: {name}={path!r}"
         )
 
@@ -169,6 +175,8 @@ def _check_replaceable(path, name, overwrite, replaceable, replaces):
 def check_companion_path(path, output, name, **kwargs):
     """`check_output_path` for a file an export writes beside `output` (its
     metadata, its weights); the error says which output it belongs to.
+    The output's own folder is checked first, and named as `output`'s: a
+    missing one is the output's fault, not its companion's.
 
     Args:
         path: the companion file.
@@ -176,6 +184,8 @@ def check_companion_path(path, output, name, **kwargs):
         name: str, what the file is, for error messages (`"metadata"`).
         **kwargs: passed to `check_output_path`.
     """
+    if isinstance(output, (str, os.PathLike)) and os.fspath(output):
+        _check_folder(os.fspath(output), "output")
     try:
         return check_output_path(path, name=name, **kwargs)
     except ValueError as error:

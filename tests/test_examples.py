@@ -587,3 +587,37 @@ def test_masked_patch_prediction_example_runs(monkeypatch, tmp_path, capsys):
         assert (
             "embedding/kernel" in npz.files and "head/kernel" not in npz.files
         )
+
+
+def test_tflite_inference_names_a_bad_path_in_one_line(tmp_path, capsys):
+    # A missing .tflite was reported as missing metadata, a missing image
+    # and a file that is no image as tracebacks (FileNotFoundError,
+    # PIL.UnidentifiedImageError).
+    from keras_vit.export import tflite
+
+    model = keras_vit.ViT(
+        image_size=32,
+        patch_size=8,
+        hidden_dim=16,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=32,
+        num_classes=3,
+    )
+    exported = str(tmp_path / "vit.tflite")
+    tflite.export_tflite(model, exported, verify=False)
+    text = tmp_path / "notes.png"
+    text.write_text("not an image")
+    missing = str(tmp_path / "missing.png")
+    main = _load("tflite_inference.py")["main"]
+    for argv, why, received in (
+        (["nosuch.tflite", missing], "not exist", "model='nosuch.tflite'"),
+        ([exported, missing], "not exist", f"image={missing!r}"),
+        ([exported, str(tmp_path)], "a folder", f"image={str(tmp_path)!r}"),
+        ([exported, str(text)], "read the image", f"image={str(text)!r}"),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 2
+        (*_, line) = capsys.readouterr().err.rstrip().splitlines()
+        assert why in line and line.endswith(f"Received: {received}")

@@ -26,6 +26,7 @@ RANKS = {
     "keras_vit.arg_checks": 0,
     "keras_vit.timing": 0,
     "keras_vit.files": 0,
+    "keras_vit.model_argument": 0,
     "keras_vit.registry": 0,
     # Pure ops and input pipelines.
     "keras_vit.patch_grid": 1,

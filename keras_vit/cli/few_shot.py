@@ -1,5 +1,6 @@
 """`keras-vit few-shot`: the paper's linear few-shot evaluation."""
 
+from keras_vit import model_argument
 from keras_vit.options import FEW_SHOT_L2_REG
 from keras_vit.options import FEW_SHOT_SEEDS
 from keras_vit.options import FEW_SHOT_SHOTS
@@ -15,9 +16,7 @@ def add_parser(sub):
         "the test split; big_vision's settings (see "
         "keras_vit.evaluation).",
     )
-    parser.add_argument(
-        "model", help="a .keras file or a builder name (ViT_B16)"
-    )
+    parser.add_argument("model", help=model_argument.MODEL_HELP)
     parser.add_argument(
         "--dataset",
         required=True,
@@ -78,7 +77,10 @@ def run(args):
 
     # Before the model is loaded (a preset's weights downloaded).
     datasets.check_data_dir(args.dataset, args.data_dir)
-    model = load_model(args.model, args.weights, args.image_size)
+    model_argument.check_weights(args.model, args.weights)
+    model = load_model(
+        model_argument.run_model(args.model), args.weights, args.image_size
+    )
     result = evaluation.few_shot(
         model,
         args.dataset,

@@ -3,14 +3,14 @@ named `inspect`, which would shadow the standard library's module)."""
 
 import os
 
+from keras_vit import model_argument
+
 
 def add_parser(sub):
     parser = sub.add_parser(
         "inspect", help="write attention maps and the paper's figures"
     )
-    parser.add_argument(
-        "model", help="a .keras file or a builder name (ViT_B16)"
-    )
+    parser.add_argument("model", help=model_argument.MODEL_HELP)
     parser.add_argument(
         "--image",
         action="append",
@@ -48,7 +48,9 @@ def run(args):
     from keras_vit.export.models import load_model
 
     check_image_files(args.image)
-    model = load_model(args.model, args.weights, args.image_size)
+    model_argument.check_weights(args.model, args.weights)
+    source = model_argument.run_model(args.model)
+    model = load_model(source, args.weights, args.image_size)
     pixels = load_image_files(args.image, model.image_size, model.num_channels)
     # As the model takes them: normalised for include_preprocessing=False.
     images = inputs_from_pixels(model)(pixels)
@@ -57,7 +59,7 @@ def run(args):
         images,
         args.output,
         image_names(args.image),
-        inputs=[args.model, args.weights, *args.image],
+        inputs=[source, args.weights, *args.image],
         pixels=pixels,
     )
     for path in files:

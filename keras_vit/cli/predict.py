@@ -15,6 +15,7 @@ import json
 import os
 import sys
 
+from keras_vit import model_argument
 from keras_vit.cli._table import print_table
 
 
@@ -26,9 +27,8 @@ def add_parser(sub):
     )
     parser.add_argument(
         "model",
-        help="a preset or builder name, a .keras or checkpoint file, a "
-        "training run's folder, or a SavedModel folder or .tflite file "
-        "exported by keras_vit",
+        help=f"{model_argument.MODEL_HELP}; or a SavedModel folder or "
+        ".tflite file exported by keras_vit",
     )
     parser.add_argument("images", nargs="+", metavar="IMAGE")
     parser.add_argument(
@@ -49,6 +49,7 @@ def run(args):
     if args.top < 1:
         raise ValueError(f"--top must be 1 or more. Received: top={args.top!r}")
     check_image_files(args.images)
+    model_argument.check_weights(args.model, args.weights)
     # With --json, stdout is the JSON alone: what loading prints there (a
     # first download's progress bar) goes to stderr.
     quiet_stdout = (
@@ -78,6 +79,12 @@ def check_image_files(paths):
     preset's weights downloaded) and with the path alone, not TensorFlow's
     ReadFile error."""
     for image in paths:
+        if os.path.isdir(image):
+            raise ValueError(
+                "The image is a folder, not an image file: name the images "
+                f"in it (e.g. {os.path.join(image, '*.jpg')}). Received: "
+                f"image={image!r}"
+            )
         if not os.path.isfile(image):
             raise ValueError(
                 f"The image file does not exist. Received: image={image!r}"
@@ -148,12 +155,12 @@ def load_predictor(model, weights=None):
 
         if os.path.isfile(metadata.sidecar_path(path)):
             return _saved_model(path, weights)
-        if os.path.isfile(os.path.join(path, "model.keras")):
-            return _keras(os.path.join(path, "model.keras"), weights)
-        raise ValueError(
-            "The folder is neither a SavedModel exported by keras_vit (no "
-            "keras_vit.json) nor a training run (no model.keras). Received: "
-            f"model={path!r}"
+        return _keras(
+            model_argument.run_model(
+                path,
+                also="a SavedModel exported by keras_vit (no keras_vit.json)",
+            ),
+            weights,
         )
     if path.endswith(".tflite"):
         return _tflite(path, weights)

@@ -422,6 +422,7 @@ def _from_folder(name, folder, labels=True):
                 f"move them out of the folder. Received: dataset={name!r}"
             )
         if len(class_names) < 2 or not paths:
+            _refuse_loose_images(name, folder)
             raise ValueError(
                 "An image folder needs at least two class sub-folders holding "
                 f"images ({', '.join(IMAGE_EXTENSIONS)}). Found "
@@ -447,6 +448,29 @@ def _from_folder(name, folder, labels=True):
         select=select,
         train_digest=files_digest(folder, paths),
     )
+
+
+def _refuse_loose_images(name, folder):
+    """Raises, for an image folder that is not one of classes, if images
+    lie in it directly: the classes are its sub-folders, so those images
+    belong to none (they are no class of their own either)."""
+    loose = [
+        file
+        for file in os.listdir(folder)
+        if os.path.isfile(os.path.join(folder, file))
+        and file.lower().endswith(IMAGE_EXTENSIONS)
+        and not _hidden(file)
+    ]
+    if loose:
+        count = (
+            "1 image lies" if len(loose) == 1 else f"{len(loose)} images lie"
+        )
+        raise ValueError(
+            f"{count} directly in the image folder, in no class: each class "
+            f"needs its own sub-folder ({os.path.join(folder, 'CLASS', '')}"
+            f"{loose[0]}), and an image folder needs at least two class "
+            f"sub-folders. Received: dataset={name!r}"
+        )
 
 
 def _tfds_image_key(name, info):
@@ -534,6 +558,12 @@ def _from_tfds(name, data_dir, labels=True):
         # Its first line alone: DatasetNotFoundError's message lists every
         # dataset tfds has (some 460 lines).
         first = (str(error).strip().splitlines() or [""])[0]
+        if os.path.isdir(name):
+            raise ValueError(
+                "The dataset is not a tensorflow_datasets name, and "
+                f"{name!r} is a folder here: an image folder is given as "
+                f"'folder:{name}'. Received: dataset={name!r}"
+            ) from None
         close = " or ".join(map(repr, _close_names(name, tfds)))
         hint = f" (did you mean {close}?)" if close else ""
         raise ValueError(

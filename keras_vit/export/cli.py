@@ -9,6 +9,7 @@ import argparse
 import math
 import os
 
+from keras_vit import model_argument
 from keras_vit.options import EXPORT_FORMATS
 from keras_vit.options import INTERPRETERS
 from keras_vit.options import IO_DTYPES
@@ -65,9 +66,7 @@ def _fraction(text):
 
 def _add_model_arguments(parser):
     parser.add_argument(
-        "model",
-        metavar="MODEL",
-        help="a .keras file, or a builder name (ViT_B16) or variant (B/16)",
+        "model", metavar="MODEL", help=model_argument.MODEL_HELP
     )
     parser.add_argument(
         "--weights", default=None, help="preset or weights file to load"
@@ -84,6 +83,14 @@ def _add_model_arguments(parser):
         default=None,
         help="builder names only",
     )
+
+
+def _take_run_folder(args):
+    """Checks `args.model` with `args.weights` and puts a training run's
+    folder's `model.keras` in its place, as `keras-vit predict` takes it
+    (`keras_vit.model_argument`)."""
+    model_argument.check_weights(args.model, args.weights)
+    args.model = model_argument.run_model(args.model)
 
 
 def _load(args, model=None, weights=None):
@@ -136,6 +143,7 @@ def _export(args):
     from keras_vit.export import saved_model
     from keras_vit.export import tflite
 
+    _take_run_folder(args)
     if not args.verify:
         _refuse(
             (
@@ -213,7 +221,11 @@ def _export(args):
 
 def _verify(args):
     from keras_vit import export
+    from keras_vit.export import verification
 
+    # Both before the reference is loaded (a preset's weights downloaded).
+    verification.check_exported(args.exported)
+    model_argument.check_weights(args.reference, args.weights, "reference")
     data = args.data or ["digits"]
     kwargs = {"num_images": args.num_images}
     if os.path.isdir(args.exported):
@@ -235,7 +247,9 @@ def _verify(args):
             min_top1_agreement=args.min_top1_agreement,
             verbose=0 if args.quiet else "auto",
         )
-    reference = _load(args, model=args.reference)
+    reference = _load(
+        args, model=model_argument.run_model(args.reference, "reference")
+    )
     report = export.verify(args.exported, reference, data=data, **kwargs)
     print(report.summary())
 
@@ -244,6 +258,7 @@ def _benchmark_export(args):
     from keras_vit import export
     from keras_vit.export import tflite
 
+    _take_run_folder(args)
     # `None`: `benchmark_export`'s default, digits, where a variant needs
     # calibrating; a source given for none was ignored.
     given = {}
@@ -373,7 +388,7 @@ def _add_verify(subparsers):
         "--reference",
         required=True,
         metavar="MODEL",
-        help="the Keras model: a .keras file or a builder name",
+        help=f"the Keras model: {model_argument.MODEL_HELP}",
     )
     v.add_argument("--weights", default=None)
     v.add_argument("--image-size", type=_positive_int, default=None)

@@ -578,12 +578,31 @@ def verify(exported, reference, data="digits", **kwargs):
 
     >>> print(verify("vit_int8.tflite", "runs/digits/model.keras").summary())
     """
-    path = os.fspath(exported)
+    path = check_exported(exported)
     if os.path.isdir(path):
         return verify_saved_model(path, reference, data=data, **kwargs)
-    if os.path.isfile(path):
-        return verify_tflite(path, reference, data=data, **kwargs)
-    raise ValueError(
-        "`exported` must be a .tflite file or a SavedModel folder. "
-        f"Received: exported={path!r}"
-    )
+    return verify_tflite(path, reference, data=data, **kwargs)
+
+
+def check_exported(exported):
+    """Returns `exported` as a string, the path of a file or folder; raises
+    for one that does not exist, saying so (the error asked for "a .tflite
+    file or a SavedModel folder", as if the path named something else).
+    `keras-vit verify` calls it before the reference model is loaded.
+
+    Raises:
+        ValueError: if nothing exists at `exported`, or it is neither a
+            file nor a folder.
+    """
+    path = os.fspath(exported)
+    if not os.path.exists(path):
+        raise ValueError(
+            "The exported model does not exist (no file or folder at this "
+            f"path). Received: exported={path!r}"
+        )
+    if not (os.path.isdir(path) or os.path.isfile(path)):
+        raise ValueError(
+            "`exported` must be a .tflite file or a SavedModel folder. "
+            f"Received: exported={path!r}"
+        )
+    return path

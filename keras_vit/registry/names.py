@@ -51,5 +51,6 @@ def resolve(model):
         "Unknown model. Expected a builder name "
         f"({', '.join(variants.BUILDERS)}), a variant "
         f"({', '.join(variants.VARIANTS)}) or a preset's unique name (see "
-        f"keras_vit.list_presets()).{hint} Received: model={model!r}"
+        "keras_vit.list_presets(), or `keras-vit presets` on the command "
+        f"line).{hint} Received: model={model!r}"
     )
