@@ -18,7 +18,7 @@ other workers write to temporary folders that are removed at the end.
 After a crash, rerun the same commands (the same --batch-size: a rerun
 with another is refused): training resumes from the chief's last backup,
 which is why --output should be a folder every worker can read (shared
-storage or gs://).
+storage, e.g. a bucket mounted with gcsfuse; a gs:// URL is refused).
 
 To try it on one machine, use two terminals and localhost ports.
 """
