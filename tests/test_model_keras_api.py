@@ -246,14 +246,11 @@ def test_load_weights_checks_a_keras_file_before_keras_loads_it(
     assert not np.array_equal(model.get_weights()[-1], before[-1])
 
 
-CHECK_INSTALLED = pytest.mark.skipif(
-    vit_module._keras_weights_check is None,
-    reason="keras_vit.weights does not install its Keras-file check yet "
-    "(keras_vit.models.vit.set_keras_weights_check)",
-)
+def test_importing_keras_vit_installs_the_keras_file_check():
+    """Without it `ViT.load_weights` is Keras's partial loader again."""
+    assert vit_module._keras_weights_check is not None
 
 
-@CHECK_INSTALLED
 @pytest.mark.parametrize(
     "saved, unexpected",
     [
@@ -279,7 +276,6 @@ def test_load_weights_refuses_a_file_of_another_architecture(
         np.testing.assert_array_equal(got, want)
 
 
-@CHECK_INSTALLED
 def test_load_weights_loads_a_matching_file_exactly(tmp_path):
     source, path = _saved_weights(tmp_path)
     model = _tiny(classifier_activation=None)

@@ -1,5 +1,7 @@
 """Checking a `Checkpoint` against a model and assigning it, all or nothing."""
 
+import dataclasses
+import os
 import warnings
 
 import numpy as np
@@ -670,3 +672,47 @@ def load_checkpoint(
     assign(model, values, zeros)
     if notes:
         warnings.warn(" ".join(notes), stacklevel=3)
+
+
+def check_keras_file(model, path):
+    """Refuses, with a `ValueError` and nothing loaded, a keras_vit
+    `.weights.h5` or `.keras` file that Keras's loader would load into
+    `model` only in part or onto other settings; `ViT.load_weights` calls
+    it before Keras loads the file (other files are left to Keras).
+
+    Every check of `load_weights` applies, and no fine-tuning rule: Keras
+    copies weights as they are, so a head for another class count or
+    position embeddings on another grid are refused (`load_weights`
+    adapts them). A file that records no patch grid (written before the
+    record) is taken to be on the model's, as Keras copies it. A model
+    quantized by Keras is left to Keras (its int8 weights are Keras's
+    format only).
+    """
+    path = os.fspath(path)
+    if not reader.is_native(path) or model_checks.quantized_layers(model):
+        return
+    checkpoint = _on_the_models_grid(
+        reader.read_checkpoint(path, model=model), model
+    )
+    _, zeros, notes = prepare(model, checkpoint)
+    if zeros or notes:
+        raise ValueError(
+            f"The weights in {path} fit the model {model.name!r} only as "
+            "keras_vit.load_weights adapts them for fine-tuning: "
+            f"{' '.join(notes)} Keras's load_weights copies weights as they "
+            "are, so nothing was loaded. Load them adapted with "
+            f"keras_vit.load_weights(model, {path!r})."
+        )
+
+
+def _on_the_models_grid(checkpoint, model):
+    """`checkpoint`, with the model's patch grid where it records none
+    and its 1D position embeddings have as many patch entries."""
+    posemb = checkpoint.tensors.get(POSEMB)
+    if checkpoint.grid_size is not None or np.ndim(posemb) != 3:
+        return checkpoint
+    rows, cols = (int(g) for g in model.grid_size)
+    positions = np.shape(posemb)[1] - checkpoint.position_prefix_tokens
+    if positions != rows * cols:
+        return checkpoint
+    return dataclasses.replace(checkpoint, grid_size=(rows, cols))

@@ -282,7 +282,9 @@ def _check_token_layout(entries, model, path):
         "one token's weights could land in another's place, so nothing "
         "was loaded. Load a .keras file of the model (its config says "
         "which tokens it has) or, for a file this very model saved, "
-        f"Keras's own model.load_weights({path!r}). Received: {received}"
+        "Keras's own loader, which copies by position unchecked: "
+        f"model.load_weights({path!r}, skip_mismatch=True). "
+        f"Received: {received}"
     )
 
 

@@ -109,3 +109,4 @@ def _fill_from_checkpoint(given, arguments, preset, checkpoint):
 
 
 vit.set_weights_loader(prepare)
+vit.set_keras_weights_check(loading.check_keras_file)
