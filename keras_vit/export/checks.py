@@ -289,9 +289,20 @@ def compare(
     """A `Comparison` of `outputs` with `expected` (Keras's). For an
     `output_kind` of `"features"` (see `keras_vit.export.models`) it
     measures `relative_errors` instead of a top-1 agreement and accuracy,
-    which an argmax over feature dimensions would make up."""
+    which an argmax over feature dimensions would make up.
+
+    Raises:
+        ValueError: if the two are of different shapes (NumPy would
+            broadcast them, or fail in its own words).
+    """
     outputs = np.asarray(outputs, "float64")
     expected = np.asarray(expected, "float64")
+    if outputs.shape != expected.shape:
+        raise ValueError(
+            f"The outputs of {runtime or 'the export'} on {source or 'the'} "
+            f"images are of shape {outputs.shape}, Keras's of shape "
+            f"{expected.shape}: the export and the reference model differ."
+        )
     delta = np.abs(outputs - expected)
     if not np.all(np.isfinite(outputs)):
         max_abs = mean_abs = float("inf")

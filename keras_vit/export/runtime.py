@@ -99,7 +99,7 @@ def io_details(path):
         A dict with `input_dtype`, `output_dtype` (`"float32"`, `"int8"`,
         `"uint8"`...), `input_quantization` and `output_quantization`
         (`{"scale", "zero_point"}` for integer tensors, else `None`), and
-        `input_shape` (`-1` for a dynamic batch).
+        `input_shape` and `output_shape` (`-1` for a dynamic batch).
     """
     interpreter = load_interpreter(path, "builtin")
     inp = interpreter.get_input_details()[0]
@@ -114,6 +114,7 @@ def io_details(path):
         if np.dtype(out["dtype"]).kind in "iu"
         else None,
         "input_shape": [int(s) for s in inp["shape_signature"]],
+        "output_shape": [int(s) for s in out["shape_signature"]],
     }
 
 

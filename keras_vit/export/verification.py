@@ -301,6 +301,9 @@ def verify_tflite(
     # A mixed-precision reference is compared as the float32 model its
     # export converted (see `export_tflite`).
     model = models.float32_model(models.load_model(reference))
+    if not graph.unsupported_ops():  # LiteRT cannot load such a file
+        io = runtime.io_details(path)
+        check_reference(io["input_shape"], io["output_shape"], model, reference)
     limits = checks.tflite_limits(
         quantization,
         min_top1_agreement,
@@ -409,6 +412,9 @@ def verify_saved_model(
             f"Received: {os.fspath(path)!r}"
         )
     model = models.load_model(reference)
+    shapes = _signature_shapes(path)
+    if shapes is not None:  # else its signature failures say why
+        check_reference(*shapes, model, reference)
     limits = checks.saved_model_limits(
         models.non_float32_dtypes(model), max_abs
     )
@@ -420,6 +426,80 @@ def verify_saved_model(
     if report.failures and raise_on_failure:
         raise VerificationError("Verification failed.\n" + report.summary())
     return report
+
+
+def check_reference(input_shape, output_shape, model, reference):
+    """Refuses a `reference` model whose input or output shape differs
+    from an export's (`input_shape`, `output_shape`: the file's, batch
+    first, `None` or `-1` where it takes any size), before any image is
+    loaded or run: a reference of another class count, `include_top` or
+    image size ended in NumPy's broadcast error, LiteRT's "Dimension
+    mismatch" or a subprocess traceback, even with
+    `raise_on_failure=False`. A wrong reference is a wrong argument, not
+    a failed verification.
+
+    Raises:
+        ValueError: naming both models' shapes.
+    """
+    export_in, export_out = _dims(input_shape[1:]), _dims(output_shape)
+    model_in = tuple(models.input_spec(model))
+    model_out = _dims(model.output_shape)
+    if _fits(export_in, model_in) and _fits(export_out[1:], model_out[1:]):
+        return
+    name = (
+        os.fspath(reference)
+        if isinstance(reference, (str, os.PathLike))
+        else model.name
+    )
+    raise ValueError(
+        "The reference model's input or output shape differs from the "
+        "export's, so their outputs cannot be compared: pass the model "
+        f"the file was exported from. Received: reference={name!r} with "
+        f"input {model_in} / output {model_out} for an export of "
+        f"{export_in} / {export_out}"
+    )
+
+
+def _dims(shape):
+    """`shape` as a tuple, with `None` for a size that may vary (`-1`)."""
+    return tuple(None if d is None or d < 0 else int(d) for d in shape)
+
+
+def _fits(export, model):
+    """Whether the sizes agree wherever both are known."""
+    return len(export) == len(model) and all(
+        a is None or b is None or a == b for a, b in zip(export, model)
+    )
+
+
+def _signature_shapes(path):
+    """`(input, output)` shapes of a SavedModel's `serving_default`
+    signature, read from its `saved_model.pb` (no graph is loaded); `None`
+    if the file does not parse or has no such signature of one input and
+    one output (the fresh process's load then says what is wrong)."""
+    from google.protobuf.message import DecodeError
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(os.fspath(path), "saved_model.pb"), "rb") as file:
+        try:
+            saved.ParseFromString(file.read())
+        except DecodeError:
+            return None
+    if not saved.meta_graphs:
+        return None
+    signature = saved.meta_graphs[0].signature_def.get(models.FLOAT_SIGNATURE)
+    if signature is None or len(signature.inputs) != 1:
+        return None
+    if len(signature.outputs) != 1:
+        return None
+    shapes = []
+    for tensors in (signature.inputs, signature.outputs):
+        shape = next(iter(tensors.values())).tensor_shape
+        if shape.unknown_rank:
+            return None
+        shapes.append([d.size for d in shape.dim])
+    return tuple(shapes)
 
 
 def _saved_model_report(path, model, limits):
