@@ -12,7 +12,9 @@ import os
 import keras
 
 from keras_vit import registry
+from keras_vit.models.vit import LOADING_ARGUMENTS
 from keras_vit.models.vit import ViT
+from keras_vit.models.vit import refuse_loading_arguments
 from keras_vit.weights import loading
 from keras_vit.weights import reader
 from keras_vit.weights.convert import model_for_checkpoint
@@ -31,7 +33,12 @@ _DOC = """Builds a ViT-{variant} (arXiv 2010.11929): {hidden_dim} wide, {num_lay
             `.keras`); see `keras_vit.load_weights`. Defaults to `None`.
         **kwargs: any `keras_vit.ViT` argument (`image_size`,
             `include_top`, `pooling`, `dropout_rate`, `dtype`, ...); these
-            override the variant's own numbers.
+            override the variant's own numbers. With `weights`, also
+            `interpolation` and `antialias`: how the position embeddings
+            are resampled to another `image_size`, as
+            `keras_vit.ViT.from_preset` and `keras_vit.load_weights` take
+            them (`interpolation="bicubic", antialias=True`: timm's and
+            DINOv2's, onto a smaller grid too).
 
     Returns:
         A `keras_vit.ViT` model. It takes RGB pixel values in [0, 255] at
@@ -147,6 +154,9 @@ def build(model, weights=None, **kwargs):
             into it. Defaults to `None`.
         **kwargs: `keras_vit.ViT` arguments (`image_size`, `num_classes`,
             ...), for a name or a checkpoint file; not for a `.keras` file.
+            Where weights are loaded (from `weights`, a preset's unique
+            name or a checkpoint file), also `interpolation` and
+            `antialias`, as `keras_vit.load_weights` takes them.
 
     Returns:
         The `keras.Model`.
@@ -187,6 +197,16 @@ def build(model, weights=None, **kwargs):
 
 
 def _from_file(path, weights, kwargs):
+    """`build` for a file: a `.keras` model (with `weights` loaded into
+    it), else a checkpoint's model. The resampling arguments
+    (`LOADING_ARGUMENTS`) are checked before any file is read."""
+    resampling = {k: kwargs.pop(k) for k in LOADING_ARGUMENTS if k in kwargs}
+    if path.endswith(".keras"):  # (a checkpoint file is weights itself)
+        refuse_loading_arguments(resampling, weights)
+    resize = loading.checked_resampling(
+        resampling.get("interpolation", loading.DEFAULT_INTERPOLATION),
+        resampling.get("antialias", loading.DEFAULT_ANTIALIAS),
+    )
     if path.endswith(".keras"):
         for arg, value in kwargs.items():
             raise ValueError(
@@ -209,7 +229,7 @@ def _from_file(path, weights, kwargs):
                 f"model={path!r}"
             ) from None
         if weights is not None:
-            loading.load_weights(loaded, weights)
+            loading.load_weights(loaded, weights, **resize)
         return loaded
     if weights is not None:
         raise ValueError(
@@ -218,5 +238,7 @@ def _from_file(path, weights, kwargs):
             f"Received: weights={weights!r}"
         )
     if reader.is_native(path):  # a .weights.h5 records no architecture
-        return ViT.from_preset(path, **kwargs)
-    return model_for_checkpoint(reader.read_checkpoint(path), **kwargs)
+        return ViT.from_preset(path, **resize, **kwargs)
+    return model_for_checkpoint(
+        reader.read_checkpoint(path), **resize, **kwargs
+    )

@@ -122,3 +122,22 @@ def test_a_builder_takes_its_presets_head(ti16_preset):
         tuned = keras_vit.ViT_Ti16(num_classes=3, weights="tiny_test")
     assert tuned.num_classes == 3
     assert keras_vit.ViT_Ti16().num_classes == 1000
+
+
+def test_a_builder_passes_the_resampling_on(ti16_preset):
+    """`interpolation` and `antialias` with `weights=` give what
+    `load_weights` gives with them (a builder had no way to pass them:
+    a preset loaded at a smaller size was always resampled bilinearly)."""
+    from tests.weights import test_resample_entry_points as entry
+
+    with pytest.warns(UserWarning, match="Position embeddings resampled"):
+        model = keras_vit.ViT_Ti16(
+            weights="tiny_test", image_size=16, **entry.TIMM
+        )
+        default = keras_vit.ViT_Ti16(weights="tiny_test", image_size=16)
+    assert model.num_classes == 5 and model.grid_size == (2, 2)
+    path = keras_vit.weights.loading.resolve("tiny_test", "Ti/16")[0]
+    entry.assert_same_weights(
+        model, entry.loaded_as_load_weights(model, path, **entry.TIMM)
+    )
+    assert np.max(np.abs(entry.posemb(model) - entry.posemb(default))) > 1e-3

@@ -57,11 +57,12 @@ def set_weights_loader(loader):
     read weights; `keras_vit.weights` calls it when imported, which
     `import keras_vit` always does.
 
-    `loader(weights, arguments)` takes a `weights=` value and the `ViT`'s
-    architecture arguments (a dict), and returns `(arguments, load)`: the
-    arguments with what the weights decide filled in (`image_size`,
-    `representation_size`), and `load(model)`, which loads them into the
-    built model, all or nothing.
+    `loader(weights, arguments, **resampling)` takes a `weights=` value,
+    the `ViT`'s architecture arguments (a dict) and `LOADING_ARGUMENTS`
+    given (`interpolation`, `antialias`: checked before any file is read),
+    and returns `(arguments, load)`: the arguments with what the weights
+    decide filled in (`image_size`, `representation_size`), and
+    `load(model)`, which loads them into the built model, all or nothing.
     """
     global _weights_loader
     _weights_loader = loader
@@ -82,13 +83,36 @@ def set_keras_weights_check(check):
     _keras_weights_check = check
 
 
-def _prepare_weights(weights, arguments):
+def _prepare_weights(weights, arguments, **resampling):
     if _weights_loader is None:  # only a partial import gets here
         raise ValueError(
             "Loading weights needs keras_vit.weights (import keras_vit). "
             f"Received: weights={weights!r}"
         )
-    return _weights_loader(weights, arguments)
+    return _weights_loader(weights, arguments, **resampling)
+
+
+#: The `from_preset` arguments that say how the weights are loaded (how
+#: their position embeddings are resampled onto another patch grid, as
+#: `keras_vit.load_weights` takes them), not what the model is: they apply
+#: only where weights are loaded, and are not the model's config.
+LOADING_ARGUMENTS = ("interpolation", "antialias")
+
+
+def refuse_loading_arguments(kwargs, weights):
+    """Raises where `kwargs` holds `LOADING_ARGUMENTS` and `weights` is
+    `None`: with no weights to load they would do nothing (as a `ViT`
+    argument they would be refused as unknown, which does not say why)."""
+    given = [name for name in LOADING_ARGUMENTS if name in kwargs]
+    if weights is None and given:
+        received = ", ".join(f"{name}={kwargs[name]!r}" for name in given)
+        raise ValueError(
+            "`interpolation` and `antialias` apply only with `weights`: "
+            "they say how the position embeddings of loaded weights are "
+            "resampled onto the model's patch grid, and weights=None loads "
+            "none. Pass the weights too, or leave them out. Received: "
+            f"{received} with weights=None"
+        )
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -389,7 +413,13 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             load(self)
 
     @classmethod
-    def from_preset(cls, preset, **kwargs):
+    def from_preset(
+        cls,
+        preset,
+        interpolation=patch_grid.LOADING_INTERPOLATION,
+        antialias=patch_grid.LOADING_ANTIALIAS,
+        **kwargs,
+    ):
         """Builds a model for released or saved weights and loads them.
 
         The model is built first, from `kwargs` (any `ViT` argument) and
@@ -397,7 +427,8 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         given, their pre-logits layer when the head is theirs), then the
         weights are loaded, all or nothing, by `keras_vit.load_weights`'s
         rules: a different `num_classes` gets a new zero-initialised head, a
-        different `image_size` resampled position embeddings.
+        different `image_size` resampled position embeddings
+        (`interpolation`, `antialias`).
 
         Args:
             preset: a preset's unique name (`"vit_s16_augreg_in21k"`,
@@ -408,12 +439,31 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
                 big_vision `.npz`, a timm or Hugging Face `.safetensors`, or
                 keras_vit's own
                 `.weights.h5` / `.keras`.
+            interpolation: how the position embeddings are resampled when
+                the model's patch grid is not the weights', one of
+                `keras_vit.patch_grid.INTERPOLATIONS`, as for
+                `keras_vit.load_weights`. Defaults to its default,
+                `"bilinear_align_corners"` (the original code's).
+            antialias: bool, whether that resampling low-pass filters onto
+                a smaller grid, as for `keras_vit.load_weights`. With
+                `interpolation="bicubic"`: timm's `resample_abs_pos_embed`
+                and DINOv2 with registers (a 518 px DINOv2 checkpoint at
+                224 px). Defaults to `False`.
             **kwargs: any `ViT` argument but `weights`; the architecture
                 must be the weights' (`patch_size`, `hidden_dim`, ...).
+
+        Raises:
+            ValueError: for arguments the model cannot take, and for an
+                `interpolation` or `antialias` that `keras_vit.load_weights`
+                refuses, before any file is read or downloaded; for weights
+                that do not fit the model, with nothing loaded.
 
         Example:
 
         >>> model = keras_vit.ViT.from_preset("ViT-B_16.npz", num_classes=37)
+        >>> smaller = keras_vit.ViT.from_preset(
+        ...     "ViT-B_16.npz", image_size=160, interpolation="bicubic",
+        ...     antialias=True)
         """
         if "weights" in kwargs:
             raise ValueError(
@@ -429,7 +479,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             key: value for key, value in kwargs.items() if key not in arguments
         }
         vit_config(**arguments)  # the arguments' own errors come first
-        arguments, load = _prepare_weights(preset, arguments)
+        arguments, load = _prepare_weights(
+            preset, arguments, interpolation=interpolation, antialias=antialias
+        )
         model = cls(**arguments, **others)
         load(model)
         return model
@@ -676,12 +728,19 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
                 weights file, loaded after the model is built (see
                 `from_preset`). Defaults to `None`.
             **kwargs: any `ViT` argument, e.g. `num_classes=10` or
-                `patch_size=8`.
+                `patch_size=8`; with `weights`, also `from_preset`'s
+                `interpolation` and `antialias` (how the position
+                embeddings are resampled to another `image_size`).
+
+        Raises:
+            ValueError: for `interpolation` or `antialias` without
+                `weights`.
 
         Example:
 
         >>> keras_vit.ViT.from_variant("S/16", num_classes=10)
         """
+        refuse_loading_arguments(kwargs, weights)
         kwargs = {**variants.get_variant(variant), **kwargs}
         if weights is None:
             return cls(**kwargs)

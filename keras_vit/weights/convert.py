@@ -2,12 +2,20 @@
 
 import keras
 
+from keras_vit import arg_checks
 from keras_vit import files
 from keras_vit import registry
+from keras_vit.weights import loading
 from keras_vit.weights import reader
 
 
-def model_for_checkpoint(checkpoint, model=None, **kwargs):
+def model_for_checkpoint(
+    checkpoint,
+    model=None,
+    interpolation=loading.DEFAULT_INTERPOLATION,
+    antialias=loading.DEFAULT_ANTIALIAS,
+    **kwargs,
+):
     """Builds the `keras_vit.ViT` a checkpoint describes, with its weights.
 
     Args:
@@ -19,6 +27,15 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
             (a ViT of another size, such as one's own) a `ViT` of the
             checkpoint's own numbers; the original `.npz` records its number
             of heads, the fused-QKV formats need `num_heads=`.
+        interpolation: how the position embeddings are resampled when
+            `image_size` gives another patch grid than the checkpoint's,
+            one of `keras_vit.patch_grid.INTERPOLATIONS`, as for
+            `keras_vit.load_weights`. Defaults to its default,
+            `"bilinear_align_corners"` (the original code's).
+        antialias: bool, whether that resampling low-pass filters onto a
+            smaller grid, as for `keras_vit.load_weights`
+            (`interpolation="bicubic", antialias=True`: timm's and
+            DINOv2's). Defaults to `False`.
         **kwargs: other `keras_vit.ViT` arguments: those no file records
             (for timm's CLIP files `activation="quick_gelu"` and
             `layer_norm_epsilon=1e-5`; Hugging Face's DINOv2, CLIP and
@@ -33,9 +50,15 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
     Returns:
         The model, with the checkpoint loaded (head and resolution as in
         the checkpoint unless given).
+
+    Raises:
+        ValueError: for an `interpolation` or `antialias` that
+            `keras_vit.load_weights` refuses (before a model is built), and
+            for a checkpoint the model cannot load.
     """
     from keras_vit.models.vit import ViT
 
+    resize = loading.checked_resampling(interpolation, antialias)
     if checkpoint.misshaped:
         raise ValueError(
             f"{checkpoint.path} holds tensors of the wrong rank for its "
@@ -48,6 +71,21 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
         variant = _variant_of(checkpoint, num_heads)
     else:
         variant = registry.resolve(model).variant  # raises, listing the choices
+    args = _arguments(checkpoint, kwargs)
+    if isinstance(variant, dict):
+        vit = ViT(**variant, **args)
+    else:  # (a recorded head count that differs is refused when loading)
+        if given_heads is not None:
+            args["num_heads"] = given_heads
+        vit = ViT.from_variant(variant, **args)
+    loading.load_checkpoint(vit, checkpoint, **resize)
+    return vit
+
+
+def _arguments(checkpoint, kwargs):
+    """The `ViT` arguments of `model_for_checkpoint`'s model beyond the
+    variant's numbers: the checkpoint's (`architecture`), `kwargs` over
+    them, and the head `kwargs` imply."""
     args = {**architecture(checkpoint), **kwargs}
     if "num_classes" in kwargs and "include_top" not in kwargs:
         # Classes asked for mean a head, also over a file without one.
@@ -59,16 +97,7 @@ def model_for_checkpoint(checkpoint, model=None, **kwargs):
         # A new head for other classes is a classifier, not the file's
         # projection (CLIP's): the default activation.
         args.pop("classifier_activation", None)
-    if isinstance(variant, dict):
-        vit = ViT(**variant, **args)
-    else:  # (a recorded head count that differs is refused when loading)
-        if given_heads is not None:
-            args["num_heads"] = given_heads
-        vit = ViT.from_variant(variant, **args)
-    from keras_vit.weights.loading import load_checkpoint
-
-    load_checkpoint(vit, checkpoint)
-    return vit
+    return args
 
 
 #: The LayerScale init value a model for a checkpoint with LayerScale is
@@ -170,6 +199,8 @@ def convert(
     overwrite=False,
     verbose="auto",
     position_embedding_tokens=None,
+    interpolation=loading.DEFAULT_INTERPOLATION,
+    antialias=loading.DEFAULT_ANTIALIAS,
     **vit_arguments,
 ):
     """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
@@ -200,6 +231,14 @@ def convert(
             position embeddings' count does not say whether they cover the
             prefix tokens (see `keras_vit.weights.read_checkpoint`).
             Defaults to `None`: from the file.
+        interpolation: how the position embeddings are resampled for an
+            `image_size` (in `vit_arguments`) of another patch grid than
+            the checkpoint's, as for `keras_vit.load_weights`. Defaults to
+            its default, `"bilinear_align_corners"`.
+        antialias: bool, whether that resampling low-pass filters onto a
+            smaller grid (`interpolation="bicubic", antialias=True`:
+            timm's and DINOv2's), as for `keras_vit.load_weights`.
+            Defaults to `False`.
         **vit_arguments: `keras_vit.ViT` arguments that no file records
             (`activation="quick_gelu"`, `layer_norm_epsilon=1e-5` for a
             timm file of OpenAI's CLIP; a Hugging Face DINOv2, CLIP or
@@ -211,9 +250,8 @@ def convert(
     Returns:
         The converted `keras_vit.ViT`.
     """
+    resize = loading.checked_resampling(interpolation, antialias)
     output_path = _checked_paths(input_path, output_path, overwrite)
-    from keras_vit import arg_checks
-
     if num_heads is not None:
         num_heads = arg_checks.positive_int("num_heads", num_heads)
     progress = keras.utils.Progbar(
@@ -226,17 +264,23 @@ def convert(
     )
     progress.update(1)
     vit = model_for_checkpoint(
-        checkpoint, model, num_heads=num_heads, **vit_arguments
+        checkpoint, model, num_heads=num_heads, **resize, **vit_arguments
     )
     progress.update(2)
+    _write(vit, output_path)
+    progress.update(3, finalize=True)
+    return vit
+
+
+def _write(vit, output_path):
+    """Saves `vit` to `output_path` (`.keras`: the whole model, else its
+    weights) through a temporary file, renamed into place."""
     suffix = ".keras" if output_path.endswith(".keras") else ".weights.h5"
     with files.atomic_file(output_path, suffix=suffix) as temporary:
         if suffix == ".keras":
             vit.save(temporary)
         else:
             vit.save_weights(temporary, overwrite=True)
-    progress.update(3, finalize=True)
-    return vit
 
 
 def _checked_paths(input_path, output_path, overwrite):

@@ -71,7 +71,7 @@ def prepare(
             non-numeric and non-finite (NaN, inf) tensor, and everything
             else that keeps the checkpoint from loading.
     """
-    resize = _checked_resampling(interpolation, antialias)
+    resize = checked_resampling(interpolation, antialias)
     variables = {v.path: v for v in model.weights}
     tensors = dict(checkpoint.tensors)
     # Every tensor the file holds, the head dropped for fine-tuning too: a
@@ -115,7 +115,7 @@ def prepare(
     return values, zeros, notes
 
 
-def _checked_resampling(interpolation, antialias):
+def checked_resampling(interpolation, antialias):
     """The resampling of position embeddings as
     `resample_position_embeddings` takes it, `{"interpolation": ...,
     "antialias": ...}`, checked before any file is read or downloaded:
@@ -243,7 +243,7 @@ def _apply_head_rules(model, checkpoint, tensors):
 
 def _resample_grids(model, checkpoint, tensors, variables, resize, problems):
     """Resamples in `tensors` the position embeddings of another patch grid
-    to `model`'s as `resize` says (`_checked_resampling`); returns the notes
+    to `model`'s as `resize` says (`checked_resampling`); returns the notes
     for the user (and appends to `problems` when the checkpoint's grid is
     not known, or its entries are for other tokens than the model's)."""
     notes = []
@@ -646,7 +646,7 @@ def load_weights(
         "checkpoints hold float weights",
         "load them into the float model, then quantize it",
     )
-    resize = _checked_resampling(interpolation, antialias)
+    resize = checked_resampling(interpolation, antialias)
     path, _ = resolve(
         weights, _variant_of(model), cache_dir=cache_dir, model=model
     )

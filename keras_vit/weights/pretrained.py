@@ -16,7 +16,12 @@ from keras_vit.weights import loading
 from keras_vit.weights import reader
 
 
-def prepare(weights, arguments):
+def prepare(
+    weights,
+    arguments,
+    interpolation=loading.DEFAULT_INTERPOLATION,
+    antialias=loading.DEFAULT_ANTIALIAS,
+):
     """Resolves `weights` for a `ViT` of `arguments`.
 
     Args:
@@ -25,6 +30,12 @@ def prepare(weights, arguments):
             file (see `keras_vit.ViT.from_preset`).
         arguments: the `ViT`'s architecture arguments, a dict (those not
             given take `ViT`'s defaults).
+        interpolation: how `load` resamples the position embeddings onto
+            the model's patch grid, as for `keras_vit.load_weights`.
+            Defaults to its default (`loading.DEFAULT_INTERPOLATION`).
+        antialias: bool, whether that resampling low-pass filters onto a
+            smaller grid, as for `keras_vit.load_weights`. Defaults to its
+            default (`loading.DEFAULT_ANTIALIAS`).
 
     Returns:
         `(arguments, load)`: the arguments with what the weights decide
@@ -39,7 +50,12 @@ def prepare(weights, arguments):
         when not given, for a checkpoint whose position embeddings have
         entries for the patches only); and `load(model)`, which loads the
         weights into the model built from them, all or nothing.
+
+    Raises:
+        ValueError: for an `interpolation` or `antialias` that
+            `keras_vit.load_weights` refuses, before any file is read.
     """
+    resize = loading.checked_resampling(interpolation, antialias)
     given = dict(arguments)
     named = registry.named_preset(weights) if isinstance(weights, str) else None
     if named is not None:  # a unique name says its variant
@@ -71,7 +87,7 @@ def prepare(weights, arguments):
         loaded = checkpoint
         if loaded is None:  # keras_vit's own file: read for this model
             loaded = reader.read_checkpoint(path, model=model)
-        loading.load_checkpoint(model, loaded)
+        loading.load_checkpoint(model, loaded, **resize)
 
     return given, load
 
