@@ -3,10 +3,15 @@
 The same code trains on one CPU or GPU, several GPUs (MirroredStrategy),
 several machines (MultiWorkerMirroredStrategy) and Cloud TPUs
 (TPUStrategy): model, optimizer and metrics are created inside
-`strategy.scope()`, the batch size is global, shapes are static (whole
-batches: training drops an epoch's partial batch, evaluation on a TPU pads
-the split with examples of weight 0), the step is XLA-compiled and
-several steps run per call (`steps_per_execution`).
+`strategy.scope()` and the batch size is global. Training batches are
+whole (an epoch's partial batch is dropped). On a TPU, whose shapes are
+static, evaluation pads the validation and test splits to whole batches
+with examples of weight 0, so that every example counts; masked patch
+prediction, whose loss cannot be padded exactly, needs splits of whole
+batches there (`_check_whole_batches`). The step is XLA-compiled where it
+pays (`jit_compile`), and several steps run per call
+(`steps_per_execution`). A multi-worker run checks that every worker
+resumes from the same epoch (`strategy.check_same_initial_epoch`).
 """
 
 import dataclasses

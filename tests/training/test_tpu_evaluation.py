@@ -206,3 +206,29 @@ def test_masked_patch_prediction_on_a_tpu_needs_whole_batches(
             tmp_path, objective="masked_patches", batch_size=batch_size
         )
         train_module._check_whole_batches(config, 1437, held, tested)
+
+
+def test_the_guide_and_the_module_say_how_a_tpu_evaluates():
+    """docs/training-at-scale.md said shapes were static by
+    `drop_remainder`, which dropped evaluation examples before 9839f35;
+    the guide and `train`'s module docstring say what the code does:
+    padding of weight 0, whole-batch splits for masked patch prediction,
+    and (99889cf) the multi-worker check that every worker resumes from
+    the same epoch."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    with open(os.path.join(root, "docs", "training-at-scale.md")) as file:
+        guide = " ".join(file.read().split())
+    module = " ".join(train_module.__doc__.split())
+    assert "drop_remainder" not in guide
+    for text in (guide, module):
+        assert "examples of weight 0" in text
+        assert "masked patch prediction" in text
+        assert "whole batches" in text
+        assert "resume from the same epoch" in text or (
+            "resumes from the same epoch" in text
+        )
+    # What each names is there.
+    assert train_module._check_whole_batches
+    from keras_vit.training import strategy
+
+    assert strategy.check_same_initial_epoch
