@@ -27,6 +27,7 @@ from keras_vit import extras
 from keras_vit import files
 from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
+from keras_vit.model_argument import RUN_MODEL_FILE
 from keras_vit.models.config import preprocessing_scale_and_offset
 from keras_vit.training import callbacks as run_callbacks
 from keras_vit.training import recipe
@@ -228,27 +229,32 @@ RESUME_SETTINGS = (
 )
 
 
-#: What `train` writes into a run folder (besides its `.lock` and the
-#: hidden temporary files of its atomic writes).
-RUN_ENTRIES = (
-    "config.json",
-    "class_names.json",
-    "history.json",
-    "log.csv",
-    "curves.png",
-    "model.keras",
-    "best.keras",
-    "backbone.keras",
-    "backup",
-    "logs",
-)
-
-
 #: The file of a run folder that names its classes, in the order of the
 #: model's outputs (a JSON list of strings), written when the run starts:
 #: exports and predictions read the names from it, not from the dataset,
 #: which may have changed since.
 CLASS_NAMES_FILE = "class_names.json"
+
+#: The file of a run folder that holds the model of the best epoch so far
+#: (by validation accuracy, else training accuracy; patch accuracy for
+#: masked patch prediction), beside the final one (`RUN_MODEL_FILE`, the
+#: run's model for every command that takes a run's folder).
+BEST_MODEL_FILE = "best.keras"
+
+#: What `train` writes into a run folder (besides its `.lock` and the
+#: hidden temporary files of its atomic writes).
+RUN_ENTRIES = (
+    "config.json",
+    CLASS_NAMES_FILE,
+    "history.json",
+    "log.csv",
+    "curves.png",
+    RUN_MODEL_FILE,
+    BEST_MODEL_FILE,
+    "backbone.keras",
+    "backup",
+    "logs",
+)
 
 
 def read_class_names(folder):
@@ -828,7 +834,10 @@ def _callbacks(config, model, out_dir, pipelines, backup):
         # which writes best.keras again (after the backup, the epoch's
         # best model would be lost).
         run_callbacks.BestCheckpoint(
-            os.path.join(out_dir, "best.keras"), monitor, "max", best_so_far
+            os.path.join(out_dir, BEST_MODEL_FILE),
+            monitor,
+            "max",
+            best_so_far,
         ),
         # Writes log.csv from the history it backs up.
         run_callbacks.Backup(backup.folder, history, log=backup.log),
@@ -898,7 +907,7 @@ def _fit_and_evaluate(config, model, data, pipelines, backup, callbacks):
 def _save(config, setup, model, out_dir, history, test_metrics):
     """Step 8: the final model (and backbone), history and curves."""
     run_callbacks.atomic_write(
-        os.path.join(out_dir, "model.keras"), lambda p: model.save(p)
+        os.path.join(out_dir, RUN_MODEL_FILE), lambda p: model.save(p)
     )
     if (
         config.objective.name == "masked_patches"

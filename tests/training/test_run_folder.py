@@ -366,3 +366,34 @@ def test_a_damaged_backup_state_is_named_with_how_to_start_over(tmp_path, text):
     # Refused before anything was written.
     assert sorted(os.listdir(run)) == ["backup", "config.json"]
     assert (run / "backup" / "state.json").read_text() == text
+
+
+def test_the_run_folder_file_names_have_one_home_each():
+    """`model.keras` (what a command's MODEL means by a run's folder,
+    `model_argument.RUN_MODEL_FILE`), `best.keras` and `class_names.json`
+    are spelled once each: train.py spelled the first itself, so the
+    file it writes and the one the commands look for could drift apart."""
+    import ast
+    import importlib
+    import pathlib
+
+    from keras_vit import model_argument
+
+    # (`keras_vit.training.train` is also the function's name.)
+    train = importlib.import_module("keras_vit.training.train")
+
+    source = pathlib.Path(train.__file__).read_text()
+    strings = [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    assert strings.count(model_argument.RUN_MODEL_FILE) == 0
+    for name in (train.BEST_MODEL_FILE, train.CLASS_NAMES_FILE):
+        assert strings.count(name) == 1, name
+    entries = set(train.RUN_ENTRIES)
+    assert {
+        model_argument.RUN_MODEL_FILE,
+        train.BEST_MODEL_FILE,
+        train.CLASS_NAMES_FILE,
+    } <= entries
