@@ -28,8 +28,13 @@ class Augmentation:
         crop_area: `(min, max)` fraction of the image area to crop.
         flip: bool, random left-right flips.
         rand_augment: int, RandAugment operations per image, drawn per
-            image (0 = off; `keras.layers.RandAugment`).
-        rand_augment_magnitude: float in [0, 1], RandAugment's factor.
+            image (0 = off; `keras.layers.RandAugment`'s operations).
+        rand_augment_magnitude: float in [0, 1], RandAugment's magnitude:
+            timm's magnitude / 10 (`rand-m9` is 0.9). Each operation is
+            drawn per image within the paper's range at that magnitude,
+            either sign: rotation +-30 m degrees, translation +-0.45 m of
+            the side, shear +-0.3 m, brightness, contrast, colour and
+            sharpness factors 1 +- 0.9 m.
         mixup: float, MixUp's alpha (0 = off; `keras.layers.MixUp`).
         cutmix: float, CutMix's alpha (0 = off; `keras.layers.CutMix`).
     """
@@ -240,13 +245,24 @@ def _per_image_rand_augment_class():
 
     class PerImageRandAugment(keras.layers.RandAugment):
         """`keras.layers.RandAugment` that draws its operations per image
-        of a batch, not once for the whole batch.
+        of a batch, not once for the whole batch, with the paper's ranges.
 
         Keras's computes every operation on the whole batch and keeps the
         drawn one with `where`, so drawing one per image costs nothing
         more; its magnitudes are drawn per image already. (A single image
         takes Keras's own path.)
+
+        Keras passes its `factor` m to every operation as the range
+        `(0, m)`: at m = 0.5 rotations of 0 to 180 degrees, always
+        counter-clockwise, one-way translations of up to half the image,
+        brightness and contrast only up. `magnitude` here is timm's
+        magnitude / 10 and sets the operations' ranges as the reference
+        does (`_rand_augment_bounds`): both signs, bounded.
         """
+
+        def __init__(self, magnitude, **kwargs):
+            super().__init__(factor=magnitude, **kwargs)
+            _use_reference_ranges(self, magnitude)
 
         def get_random_transformation(self, data, training=True, seed=None):
             transformation = super().get_random_transformation(
@@ -286,6 +302,86 @@ def _per_image_rand_augment_class():
             return self.backend.cast(images, self.compute_dtype)
 
     return PerImageRandAugment
+
+
+#: RandAugment's ranges at magnitude 1 (timm's magnitude 10; Cubuk et al.,
+#: arXiv 1909.13719): rotation in degrees, translation as a fraction of the
+#: side, shear coefficient, and the enhancement factor's distance from 1
+#: (brightness, contrast, colour, sharpness). Magnitude m scales them.
+_RAND_AUGMENT_AT_ONE = dict(
+    rotation=30.0, translation=0.45, shear=0.3, enhance=0.9
+)
+
+
+def _rand_augment_bounds(magnitude):
+    """The bounds b of RandAugment's operations at `magnitude`: each is
+    drawn in `[-b, b]` about no change. timm draws a random sign for its
+    fixed magnitude; the range keeps both signs within its bound."""
+    return {
+        name: value * magnitude for name, value in _RAND_AUGMENT_AT_ONE.items()
+    }
+
+
+def _use_reference_ranges(layer, magnitude):
+    """Sets the operations of `layer` (a Keras RandAugment) to the
+    reference's ranges at `magnitude` (`_rand_augment_bounds`)."""
+    import keras
+
+    # A single number b is the range [-b, b] for Keras's geometric
+    # layers and brightness; contrast takes (b, b) for [1 - b, 1 + b]
+    # (from b alone it draws in [1, 1 + b]).
+    bound = _rand_augment_bounds(magnitude)
+    options = dict(interpolation=layer.interpolation, seed=layer.seed)
+    layer.random_rotation = keras.layers.RandomRotation(
+        bound["rotation"] / 360.0, **options
+    )
+    layer.random_translation = keras.layers.RandomTranslation(
+        bound["translation"], bound["translation"], **options
+    )
+    layer.random_shear = keras.layers.RandomShear(
+        bound["shear"], bound["shear"], **options
+    )
+    enhance = bound["enhance"]
+    colour = dict(value_range=layer.value_range, seed=layer.seed)
+    layer.random_brightness = _multiplicative_brightness_class()(
+        enhance, **colour
+    )
+    layer.random_contrast = keras.layers.RandomContrast(
+        (enhance, enhance), **colour
+    )
+    # Keras's factor s blurs at 0 and leaves the image at 0.5: the
+    # enhancement factor is 2 s.
+    layer.random_sharpness = keras.layers.RandomSharpness(
+        (0.5 - enhance / 2, 0.5 + enhance / 2), **colour
+    )
+    # Keras's factor c moves the image c of the way to grey (PIL's
+    # enhancement factor 1 - c); its check refuses c < 0, which
+    # saturates, so the range is set after it.
+    colour_layer = keras.layers.RandomColorDegeneration(0.0, **colour)
+    colour_layer.factor = (-enhance, enhance)
+    layer.random_color_degeneration = colour_layer
+
+
+@functools.cache
+def _multiplicative_brightness_class():
+    # Defined on first use: importing keras_vit.data imports no Keras.
+    import keras
+
+    class MultiplicativeBrightness(keras.layers.RandomBrightness):
+        """Brightness as RandAugment's (PIL's `ImageEnhance.Brightness`):
+        the image times a factor `1 + d`, `d` drawn in `factor`; Keras's
+        adds `d` times the value range instead, which lifts black."""
+
+        def transform_images(self, images, transformation, training=True):
+            if not training:
+                return images
+            low, high = self.value_range
+            gain = 1.0 + self.backend.cast(
+                transformation["rgb_delta"], images.dtype
+            ) / (high - low)
+            return self.backend.numpy.clip(images * gain, low, high)
+
+    return MultiplicativeBrightness
 
 
 def _keyed(layer):
@@ -623,7 +719,7 @@ def _augmented_batches(
             _per_image_rand_augment_class()(
                 value_range=(0, 255),
                 num_ops=aug.rand_augment,
-                factor=aug.rand_augment_magnitude,
+                magnitude=aug.rand_augment_magnitude,
             )
         )
 
