@@ -464,6 +464,7 @@ def _set_up(config, strategy):
             f"`batch_size` is the global batch and must be divisible by the "
             f"{replicas} replicas. Received: batch_size={batch_size}"
         )
+    _check_steps_per_execution(config.scale.steps_per_execution, kind, replicas)
     chief = run_strategy.is_chief(strategy)
     if chief and os.path.isdir(config.run.output):
         RunLock(config.run.output).acquire().release()  # refused now if held
@@ -477,6 +478,25 @@ def _set_up(config, strategy):
         tf.config.experimental.enable_op_determinism()
     policy = recipe.dtype_policy(config.scale.mixed_precision, device)
     return _Setup(strategy, kind, replicas, chief, device, policy)
+
+
+def _check_steps_per_execution(steps_per_execution, kind, replicas):
+    """Raises for several steps per execution on more than one mirrored
+    replica: Keras 3's multi-step loop fails there with "You must feed a
+    value for placeholder tensor" (keras-team/keras#19246, still so with
+    Keras 3.15 and TensorFlow 2.21; one replica, and TPUs, run it)."""
+    if (
+        steps_per_execution
+        and steps_per_execution > 1
+        and kind in ("mirrored", "multi_worker")
+        and replicas > 1
+    ):
+        raise ValueError(
+            f"`steps_per_execution` above 1 fails in Keras on {replicas} "
+            f"{kind.replace('_', '-')} replicas (keras-team/keras#19246). "
+            "Use steps_per_execution=1 (the default there). Received: "
+            f"steps_per_execution={steps_per_execution}"
+        )
 
 
 @dataclasses.dataclass

@@ -1,0 +1,63 @@
+"""Several steps per execution on mirrored replicas: refused up front,
+because Keras itself fails there (keras-team/keras#19246)."""
+
+import json
+
+from tests.training.test_train import TINY
+from tests.training.test_train import TWO_DEVICES
+from tests.training.test_train import _run
+
+SCRIPT = (
+    TWO_DEVICES
+    + """
+    import os
+    from keras_vit.training import TrainConfig, train
+    from tests.training.test_train import TINY
+
+    strategies = dict(STRATEGIES)
+    result = {}
+    # Keras alone: a plain model, two replicas, 2 steps per execution.
+    with strategies["two"].scope():
+        plain = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        plain.compile("sgd", "mse", steps_per_execution=2)
+    data = tf.data.Dataset.from_tensor_slices(
+        (np.zeros((8, 4), "float32"), np.zeros((8, 2), "float32"))).batch(4)
+    try:
+        plain.fit(data, epochs=1, verbose=0)
+        result["keras"] = "trained"
+    except Exception as error:
+        result["keras"] = type(error).__name__
+    for name in ("two", "one"):
+        output = os.path.join(OUT, name)
+        config = TrainConfig.from_dict(
+            {**TINY, "epochs": 1, "steps_per_execution": 2,
+             "output": output})
+        try:
+            train(config, strategy=strategies[name])
+            result[name] = "trained"
+        except ValueError as error:
+            result[name] = str(error)
+        result[name + "_files"] = (
+            sorted(os.listdir(output)) if os.path.isdir(output) else None)
+    print(json.dumps(result))
+"""
+)
+
+
+def test_several_steps_per_execution_on_mirrored_replicas_are_refused(
+    tmp_path,
+):
+    script = SCRIPT.replace("OUT", repr(str(tmp_path)))
+    completed = _run(script)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    # Keras's own failure, which the refusal stands in for: when a Keras
+    # release fixes it, this fails, and the refusal can go.
+    assert result["keras"] == "InvalidArgumentError"
+    assert "keras-team/keras#19246" in result["two"]
+    assert "Received: steps_per_execution=2" in result["two"]
+    assert result["two_files"] is None  # refused before anything is written
+    # One replica runs it.
+    assert result["one"] == "trained"
+    assert "model.keras" in result["one_files"]
+    assert TINY["batch_size"] % 2 == 0  # the two replicas' split is whole
