@@ -9,6 +9,7 @@ import keras
 import numpy as np
 
 from keras_vit import builders
+from keras_vit.models.config import activation_kind
 from keras_vit.models.config import preprocessing_scale_and_offset
 from keras_vit.weights import load_weights
 
@@ -209,32 +210,6 @@ def output_kind(model):
     if getattr(model, "include_top", True) is False:
         return "features"
     return activation_kind(getattr(model, "classifier_activation", "softmax"))
-
-
-def activation_kind(activation):
-    """`"logits"`, `"probabilities"` or `"outputs"` for a classifier
-    activation in any spelling `keras_vit.ViT` takes: `None`, a name, a
-    function, a saved config's dict, or a layer (`Softmax`, `Activation`,
-    `Identity`). Resolved, not compared as a string: a
-    `keras.activations.linear` head read as "outputs" had its logits
-    reported as probabilities by `keras-vit predict`."""
-    if activation is None or isinstance(activation, keras.layers.Identity):
-        return "logits"
-    if isinstance(activation, keras.layers.Activation):
-        return activation_kind(activation.activation)
-    if isinstance(activation, keras.layers.Softmax):
-        # The head's output is (batch, classes): -1 and 1 are its classes.
-        axes = set(np.atleast_1d(activation.axis).tolist())
-        return "probabilities" if axes <= {-1, 1} else "outputs"
-    try:
-        function = keras.activations.get(activation)
-    except (ValueError, TypeError):
-        return "outputs"
-    if function is keras.activations.linear:
-        return "logits"
-    if function is keras.activations.softmax:
-        return "probabilities"
-    return "outputs"
 
 
 def weight_bytes(model):

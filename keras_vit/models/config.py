@@ -12,6 +12,7 @@ import math
 import numbers
 
 import keras
+import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
@@ -469,3 +470,29 @@ def _activation(classifier_activation):
     if isinstance(classifier_activation, dict):  # from a saved config
         return resolved
     return classifier_activation
+
+
+def activation_kind(activation):
+    """`"logits"`, `"probabilities"` or `"outputs"` for a classifier
+    activation in any spelling `keras_vit.ViT` takes: `None`, a name, a
+    function, a saved config's dict, or a layer (`Softmax`, `Activation`,
+    `Identity`). Resolved, not compared as a string: a
+    `keras.activations.linear` head read as "outputs" had its logits
+    reported as probabilities by `keras-vit predict`."""
+    if activation is None or isinstance(activation, keras.layers.Identity):
+        return "logits"
+    if isinstance(activation, keras.layers.Activation):
+        return activation_kind(activation.activation)
+    if isinstance(activation, keras.layers.Softmax):
+        # The head's output is (batch, classes): -1 and 1 are its classes.
+        axes = set(np.atleast_1d(activation.axis).tolist())
+        return "probabilities" if axes <= {-1, 1} else "outputs"
+    try:
+        function = keras.activations.get(activation)
+    except (ValueError, TypeError):
+        return "outputs"
+    if function is keras.activations.linear:
+        return "logits"
+    if function is keras.activations.softmax:
+        return "probabilities"
+    return "outputs"

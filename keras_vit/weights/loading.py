@@ -10,6 +10,7 @@ from keras_vit import arg_checks
 from keras_vit import patch_grid
 from keras_vit import registry
 from keras_vit.models import checks as model_checks
+from keras_vit.models.config import activation_kind
 from keras_vit.weights import presets
 from keras_vit.weights import reader
 from keras_vit.weights.checkpoint import POSEMB
@@ -174,7 +175,8 @@ def _projection_notes(model, checkpoint):
         "classifier_activation" not in layout
         or not model.include_top
         or checkpoint.head_classes != model.num_classes
-        or model.classifier_activation == layout["classifier_activation"]
+        or activation_kind(model.classifier_activation)
+        == activation_kind(layout["classifier_activation"])
     ):
         return []
     return [

@@ -268,6 +268,12 @@ def test_loading_a_clip_projection_under_a_softmax_warns():
         keras_vit.load_weights(model, path)  # embeddings: no warning
         include_top = {**config, "include_top": False}
         keras_vit.load_weights(keras_vit.ViT(**include_top), path)
+        # The identity in another spelling is the embeddings too.
+        import keras
+
+        for linear in ("linear", keras.activations.linear):
+            spelled = {**config, "classifier_activation": linear}
+            keras_vit.load_weights(keras_vit.ViT(**spelled), path)
 
 
 def test_convert_command_takes_the_classifier_activation(tmp_path, capsys):
