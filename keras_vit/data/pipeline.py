@@ -36,7 +36,10 @@ class Augmentation:
             the side, shear +-0.3 m, brightness, contrast, colour and
             sharpness factors 1 +- 0.9 m.
         mixup: float, MixUp's alpha (0 = off; `keras.layers.MixUp`).
-        cutmix: float, CutMix's alpha (0 = off; `keras.layers.CutMix`).
+        cutmix: float, CutMix's alpha (0 = off): the mixing weight is
+            drawn from Beta(alpha, alpha) and labels are weighed by the
+            pixels pasted (the paper's, not `keras.layers.CutMix`'s
+            `factor`, which draws alpha itself in [0, factor]).
     """
 
     random_resized_crop: bool = True
@@ -382,6 +385,38 @@ def _multiplicative_brightness_class():
             return self.backend.numpy.clip(images * gain, low, high)
 
     return MultiplicativeBrightness
+
+
+@functools.cache
+def _cut_mix_class():
+    # Defined on first use: importing keras_vit.data imports no Keras.
+    import keras
+
+    class CutMix(keras.layers.CutMix):
+        """CutMix as the paper's (Yun et al., arXiv 1905.04899): the mixing
+        weight drawn from Beta(alpha, alpha) for the given alpha, and each
+        label weighed by the pixels it holds.
+
+        Keras's `factor` a draws alpha uniformly in [0, a] for each batch
+        (mostly small: weights near 0 or 1, little mixing), refuses a > 1,
+        and weighs labels by the box's continuous area, not the whole
+        pixels pasted.
+        """
+
+        _FACTOR_BOUNDS = (0, float("inf"))
+
+        def __init__(self, alpha, **kwargs):
+            super().__init__(factor=(alpha, alpha), **kwargs)
+
+        def _generate_batch_mask(self, images_shape, box_corners):
+            masks, _ = super()._generate_batch_mask(images_shape, box_corners)
+            numpy = self.backend.numpy
+            pasted = numpy.mean(
+                self.backend.cast(masks, self.compute_dtype), axis=(1, 2, 3)
+            )
+            return masks, 1.0 - pasted
+
+    return CutMix
 
 
 def _keyed(layer):
@@ -768,7 +803,7 @@ def _mixed(ds, aug, fixed_size):
     if aug.mixup:
         mixers.append((keras.layers.MixUp(alpha=aug.mixup), _MIXUP))
     if aug.cutmix:
-        mixers.append((keras.layers.CutMix(factor=aug.cutmix), _CUTMIX))
+        mixers.append((_cut_mix_class()(aug.cutmix), _CUTMIX))
     if not mixers:
         return ds.map(lambda images, labels, seeds: (images, labels))
     mixers = [(_keyed(layer), where) for layer, where in mixers]

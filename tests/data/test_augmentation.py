@@ -45,3 +45,53 @@ def test_rand_augment_ranges_are_two_sided_and_within_the_reference(
         if name == "random_sharpness":
             factor = 2 * factor - 1  # Keras's 0.5 leaves the image as it is
         check(factor, 0.9 * magnitude)
+
+
+def _own_weights_and_pixels(alpha, batches=30, batch=64, size=32):
+    """Each image's weight of its own label and the share of its own
+    pixels left after CutMix, over `batches` batches of `batch` images
+    (image i filled with the value 3 i, label i)."""
+    values = np.arange(batch)
+    images = np.broadcast_to(
+        (values * 3).astype("uint8")[:, None, None, None],
+        (batch, size, size, 3),
+    )
+    ds = tf.data.Dataset.from_tensor_slices((images, values.astype("int64")))
+    aug = pipeline.Augmentation(
+        random_resized_crop=False, flip=False, cutmix=alpha
+    )
+    stream = pipeline.train_pipeline(
+        ds,
+        batch,
+        (size, size),
+        batch,
+        augmentation=aug,
+        shuffle=False,
+        repeat=True,
+    )
+    weights, pixels = [], []
+    for x, y in stream.take(batches):
+        x, y = x.numpy(), y.numpy()
+        weights.append(y[values, values])
+        own = np.abs(x[..., 0] - values[:, None, None] * 3) < 0.5
+        pixels.append(own.mean(axis=(1, 2)))
+    return np.concatenate(weights), np.concatenate(pixels)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_cutmix_mixes_as_beta_alpha_alpha_by_the_pixels_pasted(alpha):
+    # Keras's CutMix(factor=a) drew alpha itself in [0, a] per batch (more
+    # unmixed images than Beta(a, a)), refused a > 1, and weighed labels
+    # by the box's continuous area rather than the whole pixels pasted.
+    weights, pixels = _own_weights_and_pixels(alpha)
+    # An image paired with itself keeps weight 1; the others' share of
+    # weights in (0.1, 0.9) is Beta(alpha, alpha)'s.
+    mixed = weights[weights < 1.0]
+    assert len(mixed) > 0.9 * len(weights)
+    beta = np.random.default_rng(0).beta(alpha, alpha, 200_000)
+
+    def share(w):
+        return ((w > 0.1) & (w < 0.9)).mean()
+
+    assert abs(share(mixed) - share(beta)) < 0.04
+    np.testing.assert_allclose(weights, pixels, atol=1e-6)
