@@ -25,6 +25,27 @@ def backend_env(backend="jax", **variables):
     )
 
 
+def run_on_jax(script, *args):
+    """Runs the Python `script` (with `args`) on Keras's JAX backend in a
+    subprocess; returns the JSON of its last line, which must say
+    `"backend": "jax"` (the subprocess ran where it was meant to)."""
+    import json
+    import subprocess
+    import sys
+
+    process = subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=backend_env("jax"),
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    assert result["backend"] == "jax"
+    return result
+
+
 def unwritable(monkeypatch, folder):
     """`folder` read-only as `os.access` reports it (a real chmod binds no
     one when the tests run as root, as CI's do)."""

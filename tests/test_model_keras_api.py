@@ -5,8 +5,6 @@ or silently loaded part of a file)."""
 
 import json
 import os
-import subprocess
-import sys
 import warnings
 
 import keras
@@ -16,9 +14,9 @@ import pytest
 import keras_vit
 from keras_vit.models import vit as vit_module
 from tests.helpers import TINY
-from tests.helpers import backend_env
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
+from tests.helpers import run_on_jax
 
 #: The layers the tests freeze, as Keras's transfer-learning guide freezes
 #: the bottom of a model for partial fine-tuning.
@@ -190,16 +188,7 @@ def test_layers_frozen_on_their_own_stay_frozen_on_jax(tmp_path):
     pytest.importorskip("jax")
     with open(tmp_path / "config.json", "w") as file:
         json.dump(TINY, file)
-    process = subprocess.run(
-        [sys.executable, "-c", JAX_FREEZE_SCRIPT, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=backend_env("jax"),
-        timeout=600,
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
-    result = json.loads(process.stdout.strip().splitlines()[-1])
-    assert result["backend"] == "jax"
+    result = run_on_jax(JAX_FREEZE_SCRIPT, tmp_path)
     saved, loaded = result["trainable"]
     assert saved == loaded and 0 < saved < len(_tiny().weights)
     assert result["optimizer_variables"][0] == result["optimizer_variables"][1]

@@ -11,9 +11,9 @@ import pytest
 import keras_vit
 from tests import reference
 from tests.helpers import TINY
-from tests.helpers import backend_env
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
+from tests.helpers import run_on_jax
 
 rng = np.random.default_rng(0)
 
@@ -438,8 +438,6 @@ print(json.dumps({"backend": keras.backend.backend(), "outputs": outputs}))
 @pytest.mark.slow
 def test_the_options_compute_the_same_on_jax(tmp_path):
     import json
-    import subprocess
-    import sys
 
     pytest.importorskip("jax")
     configs = {
@@ -461,16 +459,7 @@ def test_the_options_compute_the_same_on_jax(tmp_path):
         model.save_weights(tmp_path / f"{name}.weights.h5")
         expected[name] = model.predict(images, verbose=0)
     (tmp_path / "configs.json").write_text(json.dumps(configs))
-    process = subprocess.run(
-        [sys.executable, "-c", JAX_SCRIPT, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=backend_env("jax"),
-        timeout=600,
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
-    result = json.loads(process.stdout.strip().splitlines()[-1])
-    assert result["backend"] == "jax"
+    result = run_on_jax(JAX_SCRIPT, tmp_path)
     for name, out in expected.items():
         np.testing.assert_allclose(result["outputs"][name], out, atol=1e-5)
 

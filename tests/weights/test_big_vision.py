@@ -130,6 +130,16 @@ def big_vision_logits(a, images, old=False):
     return x[:, 0] @ a["head/kernel"] + a["head/bias"]
 
 
+def assert_gives_big_visions_logits(model, a, grid, old=False):
+    images = _images(grid)
+    np.testing.assert_allclose(
+        model.predict(images, verbose=0),
+        big_vision_logits(a, images, old=old),
+        atol=1e-5,
+        rtol=0,
+    )
+
+
 def _images(grid, seed=1):
     rng = np.random.default_rng(seed)
     shape = (2, P * grid[0], P * grid[1], 3)
@@ -164,13 +174,7 @@ def test_a_class_token_file_gives_big_visions_logits(tmp_path, scan):
     )
     model = _model((4, 4), position_embedding_tokens="patches")
     keras_vit.load_weights(model, path)
-    images = _images((4, 4))
-    np.testing.assert_allclose(
-        model.predict(images, verbose=0),
-        big_vision_logits(a, images),
-        atol=1e-5,
-        rtol=0,
-    )
+    assert_gives_big_visions_logits(model, a, (4, 4))
 
 
 def test_the_model_for_the_file_is_built_from_it(tmp_path):
@@ -188,13 +192,7 @@ def test_the_model_for_the_file_is_built_from_it(tmp_path):
         classifier_activation=None,
     )
     assert model.position_embedding_tokens == "patches"
-    images = _images((4, 4))
-    np.testing.assert_allclose(
-        model.predict(images, verbose=0),
-        big_vision_logits(a, images),
-        atol=1e-5,
-        rtol=0,
-    )
+    assert_gives_big_visions_logits(model, a, (4, 4))
 
 
 def test_a_default_model_is_refused_with_advice_that_works(tmp_path):
@@ -223,13 +221,7 @@ def test_an_old_file_with_the_class_tokens_entry(tmp_path):
     model = _model((4, 4))
     keras_vit.load_weights(model, path)
     a["pos_embedding"] = a.pop("Transformer/pos_embedding")
-    images = _images((4, 4))
-    np.testing.assert_allclose(
-        model.predict(images, verbose=0),
-        big_vision_logits(a, images, old=True),
-        atol=1e-5,
-        rtol=0,
-    )
+    assert_gives_big_visions_logits(model, a, (4, 4), old=True)
 
 
 def test_a_non_square_grid_with_source_grid(tmp_path):
@@ -241,13 +233,7 @@ def test_a_non_square_grid_with_source_grid(tmp_path):
         )
     model = _model((2, 3), position_embedding_tokens="patches")
     keras_vit.load_weights(model, path, source_grid=(2, 3))
-    images = _images((2, 3))
-    np.testing.assert_allclose(
-        model.predict(images, verbose=0),
-        big_vision_logits(a, images),
-        atol=1e-5,
-        rtol=0,
-    )
+    assert_gives_big_visions_logits(model, a, (2, 3))
 
 
 def test_at_another_resolution_the_patches_are_resampled(tmp_path):
