@@ -95,3 +95,57 @@ def test_cutmix_mixes_as_beta_alpha_alpha_by_the_pixels_pasted(alpha):
 
     assert abs(share(mixed) - share(beta)) < 0.04
     np.testing.assert_allclose(weights, pixels, atol=1e-6)
+
+
+def _same_sized(images):
+    """`images` as an in-memory dataset, whose static image shape took
+    the batched crop path."""
+    labels = np.zeros(len(images), "int64")
+    return tf.data.Dataset.from_tensor_slices((images, labels))
+
+
+def test_crops_of_same_sized_images_have_the_aspect_ratio_in_pixels():
+    # The batched crop drew the aspect ratio relative to the image's
+    # proportions: 64x128 images gave crops of 1.6 to 2.6 (w/h in pixels)
+    # instead of the Inception crop's 3/4 to 4/3. Each pixel holds its
+    # coordinates, so the output's corners tell the crop's size.
+    height, width, n = 64, 128, 256
+    rows, columns = np.mgrid[:height, :width]
+    image = np.stack(
+        [columns * 2, rows * 4, np.zeros_like(rows)], axis=-1
+    ).astype("uint8")
+    aug = pipeline.Augmentation(flip=False, crop_area=(0.35, 1.0))
+    stream = pipeline.train_pipeline(
+        _same_sized(np.repeat(image[None], n, 0)),
+        2,
+        (32, 32),
+        n,
+        augmentation=aug,
+        shuffle=False,
+    )
+    x = next(iter(stream))[0].numpy()
+    crop_width = (x[:, :, -1, 0] - x[:, :, 0, 0]).mean(axis=1) / 2
+    crop_height = (x[:, -1, :, 1] - x[:, 0, :, 1]).mean(axis=1) / 4
+    ratio = crop_width / crop_height
+    # (The corners are the outer pixels' centres: allow the 1/32 margin.)
+    assert ratio.min() > 0.75 * 0.93 and ratio.max() < 4 / 3 / 0.93
+    assert ratio.min() < 0.85 and ratio.max() > 1.15  # the range is used
+
+
+def test_crops_of_same_sized_images_are_antialiased():
+    # The batched crop resized with `crop_and_resize`, which does not
+    # antialias: a zone plate shrunk from 96 to 32 pixels kept its fine
+    # rings as aliases (std 71.6 levels where the eval pipeline's
+    # antialiased resize gives flat grey).
+    n = 96
+    y, x = np.mgrid[:n, :n] - n / 2
+    plate = 127.5 + 127.5 * np.cos(np.pi * (x**2 + y**2) / n)
+    plates = np.repeat(plate.astype("uint8")[None, ..., None], 3, -1)
+    ds = _same_sized(np.repeat(plates, 4, 0))
+    whole = pipeline.Augmentation(flip=False, crop_area=(1.0, 1.0))
+    train = pipeline.train_pipeline(
+        ds, 2, (32, 32), 4, augmentation=whole, shuffle=False
+    )
+    train = next(iter(train))[0].numpy()
+    evaluation = next(iter(pipeline.eval_pipeline(ds, 2, (32, 32), 4)))[0]
+    np.testing.assert_allclose(train, evaluation.numpy(), atol=0.5)
