@@ -13,6 +13,8 @@ attention matrices; the model-level functions feed them the model's own
 weights (`ViT.intermediates_model`). Plot helpers return matplotlib figures.
 """
 
+import numbers
+
 import keras
 import numpy as np
 
@@ -20,6 +22,7 @@ from keras_vit import arg_checks
 from keras_vit import extras
 from keras_vit import files
 from keras_vit.data.images import load_image_files
+from keras_vit.layers.resnet_stem import ResNetStem
 from keras_vit.models import checks as model_checks
 
 HEAD_FUSIONS = ("mean", "max", "min")
@@ -45,9 +48,11 @@ def rollout(
             token). Defaults to `1`.
         head_fusion: `"mean"`, `"max"` or `"min"` over heads. Defaults to
             `"mean"`.
-        discard_ratio: float in [0, 1), the fraction of the smallest fused
-            weights per row set to zero before the identity is added (the
-            class token's own column is kept). Defaults to `0.0`.
+        discard_ratio: float in [0, 1), the fraction of each row's patch
+            columns whose fused weights, the smallest, are set to zero
+            before the identity is added: `int(num_patches * ratio)` of
+            them. Prefix columns (class, distillation and register tokens)
+            are never dropped, nor counted. Defaults to `0.0`.
 
     Returns:
         `(B, T, T)` rollout matrices.
@@ -72,19 +77,26 @@ def rollout(
             )
         fused = getattr(attention, head_fusion)(axis=1)  # (B, T, T)
         if discard_ratio:
-            count = int(fused.shape[-1] * discard_ratio)
-            if count:
-                order = np.argsort(fused, axis=-1)
-                drop = order[..., :count]
-                mask = np.ones_like(fused, dtype=bool)
-                np.put_along_axis(mask, drop, False, axis=-1)
-                mask[..., :num_prefix_tokens] = True  # keep the class token
-                fused = np.where(mask, fused, 0.0)
+            fused = _discard_weakest(fused, num_prefix_tokens, discard_ratio)
         eye = np.eye(fused.shape[-1])[None]
         step = fused + eye
         step /= step.sum(axis=-1, keepdims=True)
         result = step if result is None else step @ result
     return result
+
+
+def _discard_weakest(fused, num_prefix_tokens, discard_ratio):
+    """`fused` with the `int(num_patches * discard_ratio)` smallest patch
+    weights of each row set to zero; the prefix columns are not candidates
+    (counting them among the smallest would drop fewer patches)."""
+    patches = fused[..., num_prefix_tokens:]
+    count = int(patches.shape[-1] * discard_ratio)
+    if not count:
+        return fused
+    drop = np.argsort(patches, axis=-1)[..., :count] + num_prefix_tokens
+    fused = fused.copy()
+    np.put_along_axis(fused, drop, 0.0, axis=-1)
+    return fused
 
 
 def _attention_layers(attentions):
@@ -128,6 +140,7 @@ def token_map(matrix, grid, num_prefix_tokens=1, class_token=None):
     )
     if class_token is None:
         class_token = num_prefix_tokens > 0
+    query = "patches"
     if arg_checks.boolean("class_token", class_token):
         if num_prefix_tokens == 0:
             # Token 0 would be the first patch: its row, mapped as the
@@ -137,10 +150,34 @@ def token_map(matrix, grid, num_prefix_tokens=1, class_token=None):
                 "is token 0). Received: class_token=True, "
                 "num_prefix_tokens=0"
             )
-        row = matrix[:, 0, num_prefix_tokens:]
-    else:
-        row = matrix[:, num_prefix_tokens:, num_prefix_tokens:].mean(axis=1)
+        query = "class_token"
+    row = _query_rows(matrix, query, num_prefix_tokens)[:, num_prefix_tokens:]
     return row.reshape(row.shape[0], *grid)
+
+
+#: Whose attention a model's maps follow (`Rollout.query`), by what its
+#: output is made of: the class token's output (`pooling="token"`, and
+#: `pooling=None` with a class token), the patch tokens (`"gap"` averages
+#: them; a model with neither class token nor pooling gives them all), or
+#: the pooling probe's output (`"map"`: the probe attends over the final
+#: tokens).
+MAP_QUERIES = {
+    "class_token": "the class token",
+    "patches": "the patch tokens (their mean)",
+    "probe": "the attention-pooling probe",
+}
+
+
+def _query_rows(matrix, query, num_prefix_tokens, probe=None):
+    """The `(B, T)` row of the `(B, T, T)` `matrix` for `query` (a key of
+    `MAP_QUERIES`): row 0, the mean of the patch rows, or the `(B, T)`
+    `probe` weights times `matrix` (the probe attends over the final
+    tokens; each draws on the inputs by its row)."""
+    if query == "probe":
+        return np.einsum("bt,btk->bk", probe, matrix)
+    if query == "class_token":
+        return matrix[:, 0]
+    return matrix[:, num_prefix_tokens:].mean(axis=1)
 
 
 def attention_distance(attentions, grid, pixels_per_token, num_prefix_tokens=1):
@@ -156,15 +193,14 @@ def attention_distance(attentions, grid, pixels_per_token, num_prefix_tokens=1):
         attentions: list over layers of `(B, heads, T, T)` weights.
         grid: `(grid_h, grid_w)` of the patch tokens.
         pixels_per_token: the side of one token in input pixels (the patch
-            size; times the stem's stride for hybrids).
+            size; times the stem's stride for hybrids), or its `(height,
+            width)` (a stem with other strides down and across).
         num_prefix_tokens: int. Defaults to `1`.
 
     Returns:
         `(num_layers, num_heads)` distances in pixels.
     """
-    pixels_per_token = arg_checks.finite_positive_float(
-        "pixels_per_token", pixels_per_token
-    )
+    pixels_per_token = _pixel_pair("pixels_per_token", pixels_per_token)
     attentions = _attention_layers(attentions)
     for attention in attentions:
         grid, num_prefix_tokens = _token_layout(
@@ -175,8 +211,8 @@ def attention_distance(attentions, grid, pixels_per_token, num_prefix_tokens=1):
         np.arange(grid_h), np.arange(grid_w), indexing="ij"
     )
     centres = np.stack([rows.ravel(), cols.ravel()], axis=1).astype("float64")
+    centres *= pixels_per_token  # in pixels, per axis
     distance = np.sqrt(((centres[:, None] - centres[None]) ** 2).sum(-1))
-    distance *= pixels_per_token
     out = []
     for attention in attentions:
         patches = attention[:, :, num_prefix_tokens:, num_prefix_tokens:]
@@ -184,6 +220,18 @@ def attention_distance(attentions, grid, pixels_per_token, num_prefix_tokens=1):
         per_query = (patches * distance).sum(-1)  # (B, heads, N)
         out.append(per_query.mean(axis=(0, 2)))
     return np.stack(out)
+
+
+def _pixel_pair(name, value):
+    """`value`, one positive number or a `(height, width)` pair of them, as
+    a `(height, width)` pair of floats."""
+    pair = value if isinstance(value, (tuple, list)) else (value, value)
+    if len(pair) != 2:
+        raise ValueError(
+            f"`{name}` must be a number or a (height, width) pair. "
+            f"Received: {name}={value!r}"
+        )
+    return tuple(arg_checks.finite_positive_float(name, v) for v in pair)
 
 
 def _token_layout(tokens, grid, num_prefix_tokens):
@@ -204,8 +252,16 @@ def _token_layout(tokens, grid, num_prefix_tokens):
 
 
 def cosine_similarity_grid(posemb, grid):
-    """`(N, D)` embeddings → `(grid_h, grid_w, grid_h, grid_w)` cosines."""
+    """`(N, D)` embeddings → `(grid_h, grid_w, grid_h, grid_w)` cosines,
+    `N = grid_h * grid_w` (row-major over the grid)."""
+    grid = arg_checks.size_2d("grid", grid)
     posemb = np.asarray(posemb, dtype="float64")
+    if posemb.ndim != 2 or posemb.shape[0] != grid[0] * grid[1]:
+        raise ValueError(
+            "`posemb` must hold one embedding per patch of `grid`, (grid_h "
+            f"* grid_w, D) = ({grid[0] * grid[1]}, D). Received: posemb of "
+            f"shape {posemb.shape} for grid={grid}"
+        )
     norms = np.maximum(np.linalg.norm(posemb, axis=-1, keepdims=True), 1e-12)
     unit = posemb / norms
     return (unit @ unit.T).reshape(*grid, *grid)
@@ -214,9 +270,56 @@ def cosine_similarity_grid(posemb, grid):
 # === Model-level functions ===
 
 
+#: Two image sides for telling a custom stem's stride from its output
+#: shapes: the stride is their difference over that of the maps' sides.
+#: The difference, 2880 = 2^6 * 3^2 * 5, is a multiple of every usual
+#: stride, so "same" (ceil) and "valid" (floor) padding give it exactly.
+_STRIDE_PROBE_SIDES = (2880, 5760)
+
+
 def _pixels_per_token(model):
-    # The patch size, times the stem's stride for hybrids.
-    return model.image_size[0] / model.grid_size[0]
+    """The `(height, width)` in input pixels of one token: the patch size,
+    times the stem's stride for hybrids (not image size over grid size:
+    a stride that does not divide the image makes the grid cover more, or
+    less, than the image)."""
+    stem = model._layer_table().get("stem")
+    strides = (1, 1) if stem is None else _stem_strides(stem, model)
+    return tuple(s * model.patch_size for s in strides)
+
+
+def _stem_strides(stem, model):
+    """The `(stride_h, stride_w)` of `model`'s `stem` layer, input pixels
+    per step on its feature map: a `ResNetStem` states its `stride`;
+    another layer's is read from its output shapes at two image sizes, or
+    refused when they do not tell it."""
+    if isinstance(stem, ResNetStem):
+        return stem.stride, stem.stride
+    channels = model.num_channels
+    small, large = _STRIDE_PROBE_SIDES
+    try:
+        sides = [
+            stem.compute_output_shape((1, side, side, channels))[1:3]
+            for side in _STRIDE_PROBE_SIDES
+        ]
+        steps = [b - a for a, b in zip(*sides)]
+    except Exception as error:  # any layer's own refusal, or None sides
+        steps = [error]
+    if not all(
+        isinstance(step, numbers.Integral)
+        and step > 0
+        and (large - small) % step == 0
+        for step in steps
+    ):
+        raise ValueError(
+            "Cannot tell how many input pixels one token of this stem's "
+            "feature map spans (needed for distances in pixels and for "
+            "overlays): its feature map must grow in proportion to the "
+            f"image (its sides at {small} and {large} px differ by "
+            f"{steps}). A stem built for one image size (a fixed "
+            "`keras.Input` shape) cannot be read: build it for any size. "
+            f"Received: stem={stem!r}"
+        )
+    return tuple((large - small) // step for step in steps)
 
 
 def attention_weights(model, images):
@@ -238,24 +341,50 @@ class Rollout:
     """The result of `attention_rollout`.
 
     Attributes:
-        maps: `(B, grid_h, grid_w)` rollout maps (class token → patches, or
-            the mean over tokens for GAP models), each summing to 1.
+        maps: `(B, grid_h, grid_w)` rollout maps, each summing to 1: the
+            rollout row of `query` over the patch tokens.
+        query: whose attention the maps follow, a key of `MAP_QUERIES`:
+            `"class_token"` (the class token's row, for models that
+            classify from it), `"patches"` (the mean of the patch tokens'
+            rows: `pooling="gap"`, whose feature is their mean), or
+            `"probe"` (`pooling="map"`: the pooling probe's attention over
+            the final tokens, averaged over its heads, times the rollout
+            matrix).
         class_attention: `(num_layers, B, heads, grid_h, grid_w)` the raw
-            attention of the class token to the patches in each layer and
-            head (the mean over query tokens for GAP models).
+            attention to the patches in each layer and head: the class
+            token's, or, when `query` is `"patches"` or `"probe"`, the mean
+            over the patch queries (the probe attends only after the last
+            block).
         grid: `(grid_h, grid_w)`.
+        pixels_per_token: the `(height, width)` of one token in input
+            pixels (the patch size, times a hybrid stem's stride): the grid
+            covers `grid_h * height` by `grid_w * width` pixels from the
+            top left, more than the image when it was padded
+            (`dynamic_image_padding`, a stem's "same" padding).
+            `plot_rollout` and `map_to_image` take it. `None` for a custom
+            stem whose stride its output shapes do not tell (one built for
+            a fixed input size).
         register_rollout: with `attention_rollout(..., registers=True)`, the
-            `(B, num_register_tokens)` rollout of the class token to each
-            register token (the mean over patch queries without a class
-            token), the same row as the maps' before they are normalised
+            `(B, num_register_tokens)` rollout of `query` to each register
+            token, the same row as the maps' before they are normalised
             (a row sums to 1 over all tokens); else `None`.
     """
 
-    def __init__(self, maps, class_attention, grid, register_rollout=None):
+    def __init__(
+        self,
+        maps,
+        class_attention,
+        grid,
+        register_rollout=None,
+        query="class_token",
+        pixels_per_token=None,
+    ):
         self.maps = maps
         self.class_attention = class_attention
         self.grid = grid
         self.register_rollout = register_rollout
+        self.query = query
+        self.pixels_per_token = pixels_per_token
 
 
 def attention_rollout(
@@ -263,45 +392,97 @@ def attention_rollout(
 ):
     """Where the model looks: attention rollout for each image.
 
-    The maps are over the patches: register tokens are left out of them
-    (`registers=True` gives their share apart).
+    The map follows what the model's output is made of (`Rollout.query`):
+    for a model that classifies from its class token, that token's rollout
+    row; for GAP models (`pooling="gap"`, or no class token), the mean of
+    the patch tokens' rows, as their features are averaged; for MAP models
+    (`pooling="map"`), the pooling probe's attention over the final tokens
+    (averaged over its heads) times the rollout matrix, since the probe
+    attends once more after the last block. The maps are over the patches:
+    prefix tokens are left out (`registers=True` gives the registers'
+    share apart).
 
     Args:
         model: a `keras_vit.ViT`.
         images: `(B, H, W, C)` images as the model takes them.
-        head_fusion: `"mean"`, `"max"` or `"min"`. Defaults to `"mean"`.
+        head_fusion: `"mean"`, `"max"` or `"min"` over the blocks' heads
+            (the probe's are averaged). Defaults to `"mean"`.
         discard_ratio: float in [0, 1), see `rollout`. Defaults to `0.0`.
         registers: bool, whether to also give the rollout to each register
             token (`Rollout.register_rollout`). Defaults to `False`.
 
     Returns:
-        A `Rollout`: per-image maps on the token grid (upsample to the image
-        with `upsample`), and the raw per-layer, per-head attention.
+        A `Rollout`: per-image maps on the token grid (for the image's
+        pixels, `map_to_image`), and the raw per-layer, per-head attention.
 
     Example:
 
     >>> result = keras_vit.visualize.attention_rollout(model, images)
-    >>> fig = keras_vit.visualize.plot_rollout(images[0], result.maps[0])
+    >>> fig = keras_vit.visualize.plot_rollout(
+    ...     images[0], result.maps[0], pixels_per_token=result.pixels_per_token
+    ... )
     """
     registers = arg_checks.boolean("registers", registers)
-    attentions = attention_weights(model, images)  # (checks that it is a ViT)
+    attentions, probe = _attentions_and_probe(model, images)
     prefix = model.num_prefix_tokens
     matrix = rollout(attentions, prefix, head_fusion, discard_ratio)
-    cls = model.class_token
+    query = _map_query(model)
     grid = model.input_grid(np.shape(images))  # a dynamic model: the input's
-    maps = token_map(matrix, grid, prefix, cls)
+    rows = _query_rows(matrix, query, prefix, probe)
+    maps = rows[:, prefix:].reshape(len(rows), *grid)
     maps = maps / maps.sum(axis=(1, 2), keepdims=True)
     per_layer = []
     for attention in attentions:
         heads = []
         for h in range(attention.shape[1]):
-            heads.append(token_map(attention[:, h], grid, prefix, cls))
+            heads.append(
+                token_map(attention[:, h], grid, prefix, query == "class_token")
+            )
         per_layer.append(np.stack(heads, axis=1))
     register_rollout = None
     if registers:  # [class, registers..., patches]
-        rows = matrix[:, 0] if cls else matrix[:, prefix:].mean(axis=1)
         register_rollout = rows[:, prefix - model.num_register_tokens : prefix]
-    return Rollout(maps, np.stack(per_layer), tuple(grid), register_rollout)
+    try:
+        pixels_per_token = _pixels_per_token(model)
+    except ValueError:  # a stem that does not tell its stride: maps still
+        pixels_per_token = None
+    return Rollout(
+        maps,
+        np.stack(per_layer),
+        tuple(grid),
+        register_rollout,
+        query=query,
+        pixels_per_token=pixels_per_token,
+    )
+
+
+def _map_query(model):
+    """The `MAP_QUERIES` key of what `model`'s output is made of."""
+    if model.pooling == "map":
+        return "probe"
+    if model.pooling == "gap" or not model.class_token:
+        return "patches"
+    return "class_token"
+
+
+def _attentions_and_probe(model, images):
+    """Every block's attention weights (as `attention_weights` gives them)
+    and, for a MAP-pooled model, its probe's `(B, T)` attention over the
+    final tokens averaged over heads (else `None`), from one pass."""
+    model_checks.require_vit(model, "Attention maps")
+    if _map_query(model) != "probe":
+        return attention_weights(model, images), None
+    out = model.forward_features(
+        np.asarray(images), training=False, return_attention=True
+    )
+    _, probe = model.get_layer("pooling")(
+        out["features"], return_attention_scores=True
+    )
+    attentions = [
+        keras.ops.convert_to_numpy(a) for a in out["attention_weights"]
+    ]
+    probe = keras.ops.convert_to_numpy(probe).astype("float64")
+    return attentions, probe.mean(axis=1)
 
 
 def mean_attention_distance(model, images):
@@ -387,11 +568,45 @@ def embedding_filters(model, n=28):
 
 
 def upsample(maps, size):
-    """Bilinearly resizes `(B, h, w)` maps to `size` = `(H, W)`."""
+    """Bilinearly resizes `(B, h, w)` maps to `size` = `(H, W)` (stretched
+    to it: `map_to_image` puts each token on the pixels it covers)."""
     import tensorflow as tf
 
     maps = np.asarray(maps, dtype="float32")[..., None]
     return tf.image.resize(maps, size, method="bilinear").numpy()[..., 0]
+
+
+def map_to_image(maps, image_size, pixels_per_token):
+    """`(B, grid_h, grid_w)` token maps as `(B, H, W)` maps on the image's
+    pixels, for overlays.
+
+    Token `(i, j)` covers the `pixels_per_token` block at row `i * h`,
+    column `j * w` from the top left, so the maps are bilinearly resized to
+    the `(grid_h * h, grid_w * w)` pixels the grid covers and cut to the
+    image: a grid padded beyond the image (`dynamic_image_padding`, a
+    stem's "same" padding) loses its extra rows and columns at the bottom
+    and right instead of being squeezed onto the image, and pixels no token
+    reaches are NaN (drawn transparent).
+
+    Args:
+        maps: `(B, grid_h, grid_w)` maps.
+        image_size: the image's `(H, W)`.
+        pixels_per_token: the `(height, width)` of one token in pixels
+            (`Rollout.pixels_per_token`), or one number for both.
+
+    Returns:
+        `(B, H, W)` float32 maps.
+    """
+    height, width = arg_checks.size_2d("image_size", image_size)
+    token_h, token_w = _pixel_pair("pixels_per_token", pixels_per_token)
+    maps = np.asarray(maps, dtype="float32")
+    grid_h, grid_w = maps.shape[-2:]
+    covered = upsample(
+        maps, (round(grid_h * token_h), round(grid_w * token_w))
+    )[:, :height, :width]
+    out = np.full((len(maps), height, width), np.nan, dtype="float32")
+    out[:, : covered.shape[1], : covered.shape[2]] = covered
+    return out
 
 
 # === Figures ===
@@ -416,11 +631,26 @@ def _display(image):
     return np.clip(image / high, 0, 1)
 
 
-def plot_rollout(image, rollout_map, title=None):
-    """The image, the rollout map, and the map overlaid on the image."""
+def plot_rollout(image, rollout_map, title=None, pixels_per_token=None):
+    """The image, the rollout map, and the map overlaid on the image.
+
+    Args:
+        image: `(H, W, C)` pixels.
+        rollout_map: `(grid_h, grid_w)`, one of `Rollout.maps`.
+        title: the figure's title. Defaults to `None`.
+        pixels_per_token: `Rollout.pixels_per_token`, to lay each token on
+            the pixels it covers (`map_to_image`). Defaults to `None`: the
+            map is stretched over the image, right only where the grid
+            covers exactly the image.
+    """
     image = _display(image)
-    heat = upsample(rollout_map[None], image.shape[:2])[0]
-    heat = heat / max(heat.max(), 1e-12)
+    if pixels_per_token is None:
+        heat = upsample(rollout_map[None], image.shape[:2])[0]
+    else:
+        heat = map_to_image(
+            rollout_map[None], image.shape[:2], pixels_per_token
+        )[0]
+    heat = heat / max(float(np.nanmax(heat)), 1e-12)
     fig, axes = _figure(1, 3, 3.0)
     axes[0, 0].imshow(image)
     axes[0, 0].set_title("image")
@@ -436,8 +666,9 @@ def plot_rollout(image, rollout_map, title=None):
 
 
 def plot_layer_attention(class_attention, index=0):
-    """A grid of the class token's attention: one row per layer, one column
-    per head, for image `index` of a `Rollout.class_attention`."""
+    """A grid of `Rollout.class_attention` (the class token's attention, or
+    the patch tokens' mean for GAP and MAP models): one row per layer, one
+    column per head, for image `index`."""
     layers, _, heads = class_attention.shape[:3]
     fig, axes = _figure(layers, heads, 1.4)
     for layer in range(layers):
@@ -461,7 +692,15 @@ def plot_layer_attention(class_attention, index=0):
 
 
 def plot_attention_distance(distances, image_size=None):
-    """Mean attention distance of every head against depth (Figure 7 right)."""
+    """Mean attention distance of every head against depth (Figure 7 right).
+
+    Args:
+        distances: `(num_layers, num_heads)` pixels
+            (`mean_attention_distance`).
+        image_size: the `(H, W)` of the images they were measured on: the
+            axis then reaches at least half the image's diagonal, so that
+            figures of one image size compare. Defaults to `None`.
+    """
     plt = extras.pyplot("plot_attention_distance")
 
     distances = np.asarray(distances)
@@ -473,8 +712,13 @@ def plot_attention_distance(distances, image_size=None):
         )
     ax.set_xlabel("network depth (layer)")
     ax.set_ylabel("mean attention distance (pixels)")
+    # Every point shows: a head looking at the farthest patches averages
+    # about the image's side, more than half its diagonal.
+    top = 1.05 * float(distances.max(initial=0.0))
     if image_size is not None:
-        ax.set_ylim(0, float(np.hypot(*image_size)) / 2)
+        top = max(top, float(np.hypot(*image_size)) / 2)
+    if top > 0:
+        ax.set_ylim(0, top)
     ax.grid(alpha=0.3)
     if heads <= 16:
         ax.legend(fontsize=6, ncol=2)
@@ -580,16 +824,19 @@ def _check_figures_folder(output, planned, inputs):
 def inspect(model, images, output, names=None, inputs=(), pixels=None):
     """Writes the paper's figures for `model` and `images` into `output`.
 
-    Files: `rollout_<name>.png` per image, `class_attention_<name>.png` (class
-    token attention per layer and head) for the first image,
+    Files: `rollout_<name>.png` per image, `class_attention_<name>.png` (the
+    attention per layer and head of the tokens the map follows: the class
+    token's, or the patch tokens' mean for GAP and MAP models; see
+    `attention_rollout`) for the first image,
     `attention_distance.png`, `position_similarity.png` (models with
     position embeddings), `embedding_filters.png` (plain ViTs), and an
     `index.html` showing them together.
 
     Args:
         model: a `keras_vit.ViT`.
-        images: `(B, H, W, C)` images at the model's resolution, as it
-            takes them (pixels in [0, 255] by default).
+        images: `(B, H, W, C)` images as the model takes them (pixels in
+            [0, 255] by default), at its resolution or, for a
+            `dynamic_image_size` model, any size it takes.
         output: a folder (created if needed). Files of the names above
             in a folder that an earlier `inspect` did not write (no
             keras_vit `index.html`) are refused, not replaced.
@@ -666,6 +913,15 @@ def _file_name_parts(names, images):
     return names
 
 
+#: The caption of `inspect`'s per-layer figure, by `Rollout.query`.
+_LAYER_CAPTIONS = {
+    "class_token": "Class-token attention",
+    "patches": "Attention of the patch tokens (mean over them)",
+    "probe": "Attention of the patch tokens (mean over them; the pooling "
+    "probe attends after the last layer)",
+}
+
+
 def _write_figures(plt, model, images, names, planned, output):
     """Writes `inspect`'s figures into `output`; returns their `(file name,
     caption)` pairs, in order. `images`: the model's inputs and the same
@@ -687,19 +943,25 @@ def _write_figures(plt, model, images, names, planned, output):
     result = attention_rollout(model, images)
     for i, name in enumerate(names):
         save(
-            plot_rollout(shown[i], result.maps[i], title=name),
+            plot_rollout(
+                shown[i],
+                result.maps[i],
+                title=name,
+                pixels_per_token=result.pixels_per_token,
+            ),
             f"rollout_{name}.png",
-            f"Attention rollout, {name}",
+            f"Attention rollout of {MAP_QUERIES[result.query]}, {name}",
         )
     save(
         plot_layer_attention(result.class_attention, 0),
         f"class_attention_{names[0]}.png",
-        "Class-token attention per layer (rows) and head (columns), "
-        f"{names[0]}",
+        f"{_LAYER_CAPTIONS[result.query]} per layer (rows) and head "
+        f"(columns), {names[0]}",
     )
     save(
+        # The images' own size: a dynamic model's need not be its build's.
         plot_attention_distance(
-            mean_attention_distance(model, images), model.image_size
+            mean_attention_distance(model, images), images.shape[1:3]
         ),
         "attention_distance.png",
         "Mean attention distance per head against depth",

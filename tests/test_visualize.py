@@ -214,7 +214,7 @@ def test_hybrid_maps_are_on_the_feature_grid():
     )
     images = random_images((1, 32, 32, 3))
     assert visualize.attention_rollout(model, images).maps.shape == (1, 4, 4)
-    assert visualize._pixels_per_token(model) == 8
+    assert visualize._pixels_per_token(model) == (8, 8)
     with pytest.raises(ValueError, match="feature map"):
         visualize.embedding_filters(model)
 
