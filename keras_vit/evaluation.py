@@ -301,7 +301,8 @@ def _check(shots, seeds):
 def representation_model(model):
     """A model from `model`'s input to the representation few-shot reads:
     the pre-logits layer's output, else the pooled feature that feeds the
-    head (for `include_top=False`, the model's own output). With DeiT's
+    head, after `fc_norm` where the model has it (for `include_top=False`,
+    the model's own output). With DeiT's
     distillation token, the mean of the class and distillation tokens'
     features (what its two heads read, and timm's pre-logits), as the
     model's own output without a head.
@@ -311,6 +312,8 @@ def representation_model(model):
             without pooling (its output is a token sequence).
     """
     import keras
+
+    from keras_vit.models.vit import HEAD_LAYERS
 
     model_checks.require_vit(model, "Few-shot evaluation")
     names = [layer.name for layer in model.layers]
@@ -324,7 +327,10 @@ def representation_model(model):
             (pooling.output + tokens[:, 1]) / 2,
             name=f"{model.name}_representation",
         )
-    for name in ("pre_logits", "pooling"):
+    # The last of the layers before the head (pre-logits after fc_norm
+    # after pooling): with fc_norm, the pooled feature normalised, as the
+    # head reads it (timm's and big_vision's pre-logits).
+    for name in reversed(HEAD_LAYERS[: HEAD_LAYERS.index("head")]):
         if name in names:
             return keras.Model(
                 model.input,

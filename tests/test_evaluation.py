@@ -118,6 +118,33 @@ def test_a_label_column_is_taken_as_labels():
     assert flat.mean(5) == 1.0
 
 
+@pytest.mark.parametrize("include_top", [True, False])
+def test_the_representation_is_what_the_head_reads_after_fc_norm(
+    include_top,
+):
+    # With pooling="gap", fc_norm=True the head reads the pooled feature
+    # normalised; few-shot read it before the norm (per-image std 0.4-0.5
+    # where the head's input has 1.0).
+    model = keras_vit.ViT(
+        **{**TINY, "num_classes": 3},
+        pooling="gap",
+        fc_norm=True,
+        include_top=include_top,
+    )
+    randomize_weights(model, scale=0.5)
+    images = np.random.default_rng(0).uniform(0, 255, (4, 32, 32, 3))
+    head_input = (
+        keras.Model(model.input, model.get_layer("head").input)
+        if include_top
+        else model
+    ).predict(images, verbose=0)
+    np.testing.assert_allclose(
+        evaluation.representation_model(model).predict(images, verbose=0),
+        head_input,
+        atol=1e-6,
+    )
+
+
 def test_few_shot_of_a_model_on_digits(capsys):
     # The representation is the pre-logits layer's, else the pooled token.
     with_pre_logits = keras_vit.ViT(**TINY, representation_size=12)

@@ -695,7 +695,8 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
 
         >>> model = keras_vit.ViT_Ti16()
         >>> out = model.intermediates_model()(images)
-        >>> cls_attention = out["attention_weights"][-1][:, :, 0, 1:]
+        >>> last = out["attention_weights"][-1]  # (B, heads, T, T)
+        >>> cls_attention = last[:, :, 0, model.num_prefix_tokens :]
         """
         arg_checks.boolean("attention", attention)
         inputs = _images_input(self.vit_config, self.dtype_policy)
