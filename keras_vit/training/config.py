@@ -159,7 +159,9 @@ _AUGMENTATION_FLAGS = dict(
     ),
     flip=_metadata("random horizontal flips", kind="switch"),
     rand_augment=_metadata("RandAugment ops per image (0: off)"),
-    rand_augment_magnitude=_metadata("RandAugment's magnitude, in [0, 1]"),
+    rand_augment_magnitude=_metadata(
+        "RandAugment's magnitude, in [0, 1] (timm's m / 10: rand-m9 is 0.9)"
+    ),
     mixup=_metadata("MixUp alpha (0: off)"),
     cutmix=_metadata("CutMix alpha (0: off)"),
 )

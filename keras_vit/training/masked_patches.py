@@ -249,11 +249,22 @@ class MaskedPatchPrediction(TrainerFixes, keras.Model):
         self.color_head.build((None, None, self.backbone.hidden_dim))
         self.built = True
 
+    def _final_norm(self):
+        """The backbone's final LayerNorm where it comes after the pooling
+        (`fc_norm=True`): `forward_features` stops before it, and the patch
+        tokens go through it here, as the encoder's outputs would."""
+        if not self.backbone.vit_config.fc_norm:
+            return None
+        return self.backbone.get_layer("fc_norm")
+
     def _unused(self):
-        # The backbone's classifier layers take no part in this task.
+        # The backbone's classifier layers take no part in this task (its
+        # fc_norm does: the final LayerNorm).
+        final_norm = self._final_norm()
         return {
             id(w)
             for layer in self.backbone.head_layers()
+            if layer is not final_norm
             for w in layer.weights
         }
 
@@ -325,7 +336,11 @@ class MaskedPatchPrediction(TrainerFixes, keras.Model):
         x = self.backbone.forward_features(
             images, training=training, patch_hook=corrupt
         )
-        logits = self.color_head(x[:, self.backbone.num_prefix_tokens :])
+        x = x[:, self.backbone.num_prefix_tokens :]
+        final_norm = self._final_norm()
+        if final_norm is not None:
+            x = final_norm(x, training=training)
+        logits = self.color_head(x)
         targets = mean_color_classes(
             images, self.tile_size, self.bits, self.value_range
         )

@@ -1,9 +1,11 @@
 """The optimisation recipe: optimizer, learning-rate schedule, precision.
 
-Defaults follow the paper (Section 4.1, Appendix B.1): Adam with
-beta1 0.9, beta2 0.999 and decoupled weight decay 0.1, a linear warm-up
-then decay, gradient clipping at global norm 1; SGD with momentum 0.9 and
-cosine decay for fine-tuning (`TrainConfig.fine_tune`).
+The optimizers are the paper's (Section 4.1, Appendix B.1): Adam with
+beta1 0.9, beta2 0.999 and decoupled weight decay 0.1, gradient clipping
+at global norm 1; SGD with momentum 0.9 for fine-tuning
+(`TrainConfig.fine_tune`). The schedule's defaults are keras_vit's: a
+linear warm-up then cosine decay (the paper pre-trains with linear
+decay), and no decay on biases, norms and embeddings (big_vision's).
 """
 
 import math

@@ -196,6 +196,31 @@ def test_other_backbones(kwargs, tile):
     )
 
 
+def test_an_fc_norm_backbones_patch_tokens_go_through_its_final_norm():
+    # With pooling="gap", fc_norm=True the final LayerNorm comes after the
+    # pooling, and forward_features stops before it: the colour head read
+    # unnormalised tokens (mean up to 0.65, std 0.5-1.3) and fc_norm was
+    # left out of training.
+    backbone = keras_vit.ViT(
+        **SMALL, pooling="gap", fc_norm=True, include_top=False
+    )
+    mpp = MaskedPatchPrediction(backbone, seed=0)
+    images = random_images((2, 32, 32, 3))
+    mpp(images)  # built
+    seen = []
+    call = mpp.color_head.call
+    mpp.color_head.call = lambda x, **kw: seen.append(x) or call(x, **kw)
+    mpp(images)
+    tokens = keras.ops.convert_to_numpy(seen[0])
+    # LayerNorm at its initial scale 1 and offset 0: each token is
+    # normalised.
+    np.testing.assert_allclose(tokens.mean(-1), 0, atol=1e-5)
+    np.testing.assert_allclose(tokens.std(-1), 1, atol=1e-2)
+    trainable = {id(w) for w in mpp.trainable_weights}
+    fc_norm = {id(w) for w in backbone.get_layer("fc_norm").weights}
+    assert len(fc_norm) == 2 and fc_norm <= trainable
+
+
 def _one_colour_images(count, seed):
     # Each image one colour of 8, with noise that keeps its class: a masked
     # patch carries no colour, so only the other patches can tell it.
