@@ -250,7 +250,15 @@ def _verify(args):
     reference = _load(
         args, model=model_argument.run_model(args.reference, "reference")
     )
-    report = export.verify(args.exported, reference, data=data, **kwargs)
+    # The error for a reference of other shapes names what was passed
+    # (the file, run folder or builder name), not the loaded model's name.
+    report = export.verify(
+        args.exported,
+        reference,
+        data=data,
+        reference_name=args.reference,
+        **kwargs,
+    )
     print(report.summary())
 
 

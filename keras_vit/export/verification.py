@@ -239,6 +239,7 @@ def verify_tflite(
     num_threads=None,
     raise_on_failure=True,
     verbose="auto",
+    reference_name=None,
 ):
     """Verifies a `.tflite` file against the Keras model it came from.
 
@@ -270,6 +271,12 @@ def verify_tflite(
         verbose: a Keras progress bar of the runs (each runtime on each
             image set): `0` (none), `1` (a bar), `2` (a line when done) or
             `"auto"` (`1`). Defaults to `"auto"`.
+        reference_name: str, what the error for a reference of other
+            shapes calls `reference`: a caller that loads the model itself
+            (`keras-vit verify`, for its --weights, --image-size and
+            --num-classes) passes what its user named, not the loaded
+            model's name. Defaults to `None`: `reference` itself when it
+            is a path or name, else the model's name.
 
     Returns:
         A `VerificationReport`.
@@ -282,7 +289,7 @@ def verify_tflite(
     >>> report = verify_tflite("vit.tflite", "runs/digits/model.keras")
     >>> print(report.summary())
     """
-    # Long: its docstring documents ten arguments; the body is the steps:
+    # Long: its docstring documents twelve arguments; the body is the steps:
     # check, read the graph, load the reference, compare, judge.
     num_images, num_threads, runtimes = _check_tflite_arguments(
         data,
@@ -303,7 +310,12 @@ def verify_tflite(
     model = models.float32_model(models.load_model(reference))
     if not graph.unsupported_ops():  # LiteRT cannot load such a file
         io = runtime.io_details(path)
-        check_reference(io["input_shape"], io["output_shape"], model, reference)
+        check_reference(
+            io["input_shape"],
+            io["output_shape"],
+            model,
+            reference if reference_name is None else reference_name,
+        )
     limits = checks.tflite_limits(
         quantization,
         min_top1_agreement,
@@ -375,6 +387,7 @@ def verify_saved_model(
     num_images=32,
     max_abs=None,
     raise_on_failure=True,
+    reference_name=None,
 ):
     """Verifies a SavedModel in a fresh process that never imports keras_vit.
 
@@ -395,6 +408,9 @@ def verify_saved_model(
             or `checks.SAVED_MODEL_REDUCED_PRECISION`'s limit for a model that
             computes in bfloat16 or float16.
         raise_on_failure: bool. Defaults to `True`.
+        reference_name: str, what the error for a reference of other
+            shapes calls `reference` (see `verify_tflite`). Defaults to
+            `None`.
 
     Returns:
         A `VerificationReport`.
@@ -414,7 +430,11 @@ def verify_saved_model(
     model = models.load_model(reference)
     shapes = _signature_shapes(path)
     if shapes is not None:  # else its signature failures say why
-        check_reference(*shapes, model, reference)
+        check_reference(
+            *shapes,
+            model,
+            reference if reference_name is None else reference_name,
+        )
     limits = checks.saved_model_limits(
         models.non_float32_dtypes(model), max_abs
     )

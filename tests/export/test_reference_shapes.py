@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import keras_vit
+from keras_vit import cli
 from keras_vit import export
 from keras_vit.export import checks
 from tests.export.helpers import TINY_EXPORT
@@ -57,6 +58,44 @@ def test_the_reference_it_came_from_passes(exports, random_model):
             exports[fmt], random_model, data="digits", num_images=4
         )
         assert report.passed
+
+
+def _other_reference(kind, folder):
+    """The argument `keras-vit verify --reference` gets for a 5-class
+    model, as a `.keras` file, a training run's folder or a builder name,
+    and the flags that go with it."""
+    if kind == "builder":
+        return "ViT_Ti16", ["--image-size", "32", "--num-classes", "5"]
+    model = keras_vit.ViT(**{**TINY_EXPORT, "num_classes": 5}, name="other")
+    if kind == "file":
+        path = folder / "tiny.keras"
+        model.save(path)
+        return str(path), []
+    run = folder / "run"
+    run.mkdir()
+    model.save(run / "model.keras")
+    return str(run), []
+
+
+@pytest.mark.parametrize(
+    "fmt, kind",
+    [
+        ("tflite", "file"),
+        ("tflite", "run_folder"),
+        ("tflite", "builder"),
+        ("saved_model", "file"),
+    ],
+)
+def test_the_command_names_the_reference_as_passed(
+    exports, fmt, kind, tmp_path, capsys
+):
+    # It named the model `keras-vit verify` had loaded ("'other'",
+    # "'vit_ti16'"), not the file, folder or builder name passed.
+    reference, flags = _other_reference(kind, tmp_path)
+    argv = ["verify", exports[fmt], "--reference", reference, *flags]
+    assert cli.main([*argv, "--num-images", "4", "--quiet"]) == 2
+    error = capsys.readouterr().err
+    assert f"Received: reference={reference!r} with input" in error, error
 
 
 def test_compare_refuses_outputs_of_other_shapes():
