@@ -282,7 +282,7 @@ def _pixels_per_token(model):
     times the stem's stride for hybrids (not image size over grid size:
     a stride that does not divide the image makes the grid cover more, or
     less, than the image)."""
-    stem = model._layer_table().get("stem")
+    stem = model.stem_layer
     strides = (1, 1) if stem is None else _stem_strides(stem, model)
     return tuple(s * model.patch_size for s in strides)
 

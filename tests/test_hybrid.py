@@ -97,6 +97,7 @@ def test_keras_application_as_stem(tmp_path):
         stem=stem,
     )
     assert model.grid_size == (2, 2)  # MobileNetV2 has stride 32
+    assert model.stem_layer is stem
     images = random_images((2, 64, 64, 3))
     out = model(images).numpy()
     assert out.shape == (2, 3)
@@ -107,6 +108,24 @@ def test_keras_application_as_stem(tmp_path):
     np.testing.assert_allclose(
         loaded(images).numpy(), model(images).numpy(), atol=1e-5
     )
+
+
+def test_stem_layer_is_the_stem_or_none(tmp_path):
+    model = keras_vit.ViT(**{**VIT, **STEMS["hybrid_r2s"]})
+    stem = model.stem_layer
+    assert isinstance(stem, keras_vit.layers.ResNetStem)
+    assert any(layer is stem for layer in model.layers)
+    # The layer the patches come from: its map is the blocks' token grid.
+    images = random_images((1, 32, 32, 3))
+    assert tuple(stem(images).shape[1:3]) == model.grid_size
+    path = str(tmp_path / "hybrid.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.stem_layer.get_config() == stem.get_config()
+    with pytest.raises(AttributeError):
+        model.stem_layer = None
+    plain = keras_vit.ViT(**{**VIT, "image_size": 32, "patch_size": 8})
+    assert plain.stem_layer is None
 
 
 def test_hybrid_config_and_keras_round_trip(tmp_path):

@@ -572,6 +572,17 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         own grid is its size over `patch_size` (see `input_grid`)."""
         return self._grid_size
 
+    @property
+    def stem_layer(self):
+        """A hybrid's CNN stem, the layer its patches are cut from (a
+        `ResNetStem`, or the layer passed as `stem`), for code that needs
+        its weights or stride (`keras_vit.visualize` maps tokens to
+        pixels with it); `None` for a plain ViT, whose patches are raw
+        pixels. Read-only: the config's `stem` builds it."""
+        if self._stem_name is None:
+            return None
+        return self.get_layer(self._stem_name)
+
     def input_grid(self, image_shape):
         """The `(grid_h, grid_w)` token grid of images of `image_shape`
         (`(B, H, W, C)`, `(H, W, C)` or `(H, W)`): `grid_size` for a
