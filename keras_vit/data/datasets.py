@@ -342,14 +342,18 @@ def read_image(path):
         return decode_image(contents)
 
 
-def decode_image(contents):
+def decode_image(contents, channels=3):
     """Decodes an image file's `contents` (a scalar string tensor) as
-    `uint8 (H, W, 3)`, JPEGs as PIL decodes them.
+    `uint8 (H, W, channels)`, JPEGs as PIL decodes them.
 
     `tf.io.decode_image` decodes JPEGs with TensorFlow's default (fast) DCT,
     which differs from PIL's (timm's, torchvision's), by up to 18 levels
     on photos; `dct_method="INTEGER_ACCURATE"` is libjpeg's default and
     PIL's, and gives the same pixels. Other formats decode exactly anyway.
+
+    Args:
+        contents: the file's bytes, a scalar string tensor.
+        channels: 3, 1, or 0 for the file's own. Defaults to 3.
     """
     import tensorflow as tf
 
@@ -357,10 +361,10 @@ def decode_image(contents):
     return tf.cond(
         tf.equal(tf.strings.substr(contents, 0, len(jpeg)), jpeg),
         lambda: tf.io.decode_jpeg(
-            contents, channels=3, dct_method="INTEGER_ACCURATE"
+            contents, channels=channels, dct_method="INTEGER_ACCURATE"
         ),
         lambda: tf.io.decode_image(
-            contents, channels=3, expand_animations=False
+            contents, channels=channels, expand_animations=False
         ),
     )
 
@@ -571,9 +575,79 @@ def _prepare(builder, name, data_dir):
         ) from error
 
 
-def _from_tfds(name, data_dir, labels=True):
+def _tfds_stores_jpegs(builder, key, tfds):
+    """Whether the image feature `key` of a prepared tensorflow_datasets
+    dataset holds JPEGs: its `encoding_format`, else (unset: files stored
+    as given, imagenet2012's and oxford_flowers102's JPEGs, CIFAR's arrays
+    as PNGs) its first file's signature."""
+    feature = builder.info.features[key]
+    if feature.encoding_format is not None:
+        return feature.encoding_format == "jpeg"
+    first = builder.as_dataset(
+        split=f"{next(iter(builder.info.splits))}[:1]",
+        decoders={key: tfds.decode.SkipDecoding()},
+    )
+    contents = next(iter(first.take(1)))[key].numpy()
+    return contents.startswith(IMAGE_SIGNATURES[0][1])
+
+
+def _tfds_image_decoder(builder, key, tfds):
+    """`decode(contents)` for the image feature `key` of a prepared
+    tensorflow_datasets dataset that holds JPEGs, else `None`.
+
+    tensorflow_datasets decodes JPEGs with TensorFlow's default DCT, up to
+    18 levels off PIL's (timm's) pixels; `decode_image` gives PIL's. PNGs
+    decode exactly with its own decoder, which also caches a small
+    dataset's decoded images (CIFAR's: decoded once, not every epoch).
+    """
+    feature = builder.info.features[key]
+    channels = feature.shape[-1] if feature.shape else None
+    if (
+        feature.np_dtype != np.uint8
+        or channels not in (None, 1, 3)
+        or not _tfds_stores_jpegs(builder, key, tfds)
+    ):
+        return None
+
+    def decode(contents):
+        image = decode_image(contents, channels=channels or 0)
+        image.set_shape(feature.shape)
+        return image
+
+    return decode
+
+
+def _tfds_reader(builder, key, labels):
+    """`read(split)` -> a `tf.data.Dataset` of `(image, label)` from a
+    tensorflow_datasets builder; without labels the image feature `key`
+    alone, label 0. JPEG images decode as PIL decodes them
+    (`_tfds_image_decoder`)."""
     import tensorflow as tf
 
+    tfds = extras.require("tensorflow_datasets", "A tensorflow_datasets name")
+    decode = _tfds_image_decoder(builder, key, tfds)
+    decoders = None if decode is None else {key: tfds.decode.SkipDecoding()}
+
+    def pair(example):
+        return example[key], tf.constant(0, tf.int64)
+
+    def decoded(image, label):
+        return decode(image), label
+
+    def read(split):
+        dataset = builder.as_dataset(
+            split=split, as_supervised=labels, decoders=decoders
+        )
+        if not labels:
+            dataset = dataset.map(pair, num_parallel_calls=tf.data.AUTOTUNE)
+        if decode is not None:
+            dataset = dataset.map(decoded, num_parallel_calls=tf.data.AUTOTUNE)
+        return dataset
+
+    return read
+
+
+def _from_tfds(name, data_dir, labels=True):
     tfds = extras.require("tensorflow_datasets", f"Dataset {name!r}")
     try:
         builder = tfds.builder(name, data_dir=_expand(data_dir))
@@ -607,12 +681,10 @@ def _from_tfds(name, data_dir, labels=True):
     test_split = _test_split(builder, labels)
     key = _tfds_image_key(name, info)
     image_shape = info.features[key].shape
+    read = _tfds_reader(builder, key, labels)
     if labels:
         class_names = list(info.features[info.supervised_keys[1]].names)
         train_split = "train"
-
-        def read(split):
-            return builder.as_dataset(split=split, as_supervised=True)
     else:
         # Without labels, a dataset's unlabelled split (STL-10's 100,000
         # images) is training data too.
@@ -620,12 +692,6 @@ def _from_tfds(name, data_dir, labels=True):
         train_split = "+".join(
             s for s in ("train", "unlabelled") if s in splits
         )
-
-        def read(split):
-            return builder.as_dataset(split=split).map(
-                lambda example: (example[key], tf.constant(0, tf.int64)),
-                num_parallel_calls=tf.data.AUTOTUNE,
-            )
 
     if not all(s in splits for s in train_split.split("+")):
         raise ValueError(

@@ -1123,3 +1123,88 @@ def test_tensorflow_datasets_home_folder_and_a_failed_download(
     assert d.num_train == 4 and d.num_test is None
     assert (home / "tfds" / name).is_dir()
     assert not list(cwd.iterdir())  # no ./~/tfds
+
+
+def _pil_jpeg(seed, mode):
+    """A noise image (16x20) as PIL writes it as a JPEG, and PIL's pixels of
+    those bytes, `(H, W, C)`."""
+    import io
+
+    from PIL import Image
+
+    channels = 1 if mode == "L" else 3
+    noise = np.random.default_rng(seed).integers(
+        0, 256, (16, 20, channels), dtype=np.uint8
+    )
+    buffer = io.BytesIO()
+    Image.fromarray(noise.squeeze(-1) if mode == "L" else noise).save(
+        buffer, format="JPEG", quality=90
+    )
+    pixels = np.asarray(Image.open(io.BytesIO(buffer.getvalue())))
+    return buffer.getvalue(), pixels.reshape(16, 20, channels)
+
+
+def _jpeg_builder(tfds, class_name, feature, mode):
+    """A tensorflow_datasets builder class of 4 train and 2 test JPEGs
+    written by PIL, stored as given; `pixels[split]` PIL's pixels."""
+    pixels = {"train": [], "test": []}
+
+    def generate(split, n, seed):
+        for i in range(n):
+            contents, expected = _pil_jpeg(seed + i, mode)
+            pixels[split].append(expected)
+            yield i, {"image": contents, "label": i % 2}
+
+    def info(builder):
+        return builder.dataset_info_from_configs(
+            features=tfds.features.FeaturesDict(
+                {
+                    "image": feature,
+                    "label": tfds.features.ClassLabel(num_classes=2),
+                }
+            ),
+            supervised_keys=("image", "label"),
+        )
+
+    body = {
+        "__module__": __name__,
+        "VERSION": tfds.core.Version("1.0.0"),
+        "_info": info,
+        "_split_generators": lambda builder, dl_manager: {
+            "train": generate("train", 4, 0),
+            "test": generate("test", 2, 10),
+        },
+        "_generate_examples": lambda builder: None,
+    }
+    type(class_name, (tfds.core.GeneratorBasedBuilder,), body)
+    return pixels
+
+
+def test_tensorflow_datasets_jpegs_decode_as_pil_decodes_them(tmp_path):
+    # tensorflow_datasets decodes JPEGs with TensorFlow's default DCT: off
+    # PIL's (timm's) pixels by up to 18 levels; image folders read PIL's.
+    tfds = pytest.importorskip("tensorflow_datasets")
+    cases = (
+        (  # encoded as JPEG, 3 channels, one size
+            "KerasVitPilJpegs",
+            tfds.features.Image(shape=(16, 20, 3), encoding_format="jpeg"),
+            "RGB",
+            (16, 20, 3),
+        ),
+        (  # files stored as they are (no format), grayscale, any size
+            "KerasVitPilGrayJpegFiles",
+            tfds.features.Image(shape=(None, None, 1)),
+            "L",
+            (None, None, 1),
+        ),
+    )
+    for class_name, feature, mode, shape in cases:
+        pixels = _jpeg_builder(tfds, class_name, feature, mode)
+        name = re.sub(r"(?<!^)(?=[A-Z])", "_", class_name).lower()
+        for labels in (True, False):
+            d = data.load(name, data_dir=str(tmp_path), labels=labels)
+            assert d.train.element_spec[0].shape.as_list() == list(shape)
+            for split, images in (("train", d.train), ("test", d.test)):
+                read = sorted(x.numpy().tobytes() for x, _ in images)
+                want = sorted(p.tobytes() for p in pixels[split])
+                assert read == want, (class_name, labels, split)
