@@ -457,6 +457,7 @@ def _from_folder(name, folder, labels=True):
                 f"sub-folders and {len(paths)} images. Received: "
                 f"dataset={name!r}"
             )
+        _warn_loose_images(folder)
 
     paths = np.asarray(paths)
     labels = np.asarray(indices, "int64")
@@ -477,26 +478,53 @@ def _from_folder(name, folder, labels=True):
     )
 
 
-def _refuse_loose_images(name, folder):
-    """Raises, for an image folder that is not one of classes, if images
-    lie in it directly: the classes are its sub-folders, so those images
-    belong to none (they are no class of their own either)."""
-    loose = [
+def _loose_images(folder):
+    """The image files lying directly in an image folder, sorted: with
+    class sub-folders, images of no class."""
+    return sorted(
         file
         for file in os.listdir(folder)
         if os.path.isfile(os.path.join(folder, file))
         and file.lower().endswith(IMAGE_EXTENSIONS)
         and not _hidden(file)
-    ]
+    )
+
+
+def _loose_count(loose):
+    """`1 image lies` or `N images lie`, for `loose` images."""
+    return "1 image lies" if len(loose) == 1 else f"{len(loose)} images lie"
+
+
+def _refuse_loose_images(name, folder):
+    """Raises, for an image folder that is not one of classes, if images
+    lie in it directly: the classes are its sub-folders, so those images
+    belong to none (they are no class of their own either)."""
+    loose = _loose_images(folder)
     if loose:
-        count = (
-            "1 image lies" if len(loose) == 1 else f"{len(loose)} images lie"
-        )
         raise ValueError(
-            f"{count} directly in the image folder, in no class: each class "
-            f"needs its own sub-folder ({os.path.join(folder, 'CLASS', '')}"
-            f"{loose[0]}), and an image folder needs at least two class "
-            f"sub-folders. Received: dataset={name!r}"
+            f"{_loose_count(loose)} directly in the image folder, in no "
+            "class: each class needs its own sub-folder "
+            f"({os.path.join(folder, 'CLASS', '')}{loose[0]}), and an image "
+            "folder needs at least two class sub-folders. Received: "
+            f"dataset={name!r}"
+        )
+
+
+def _warn_loose_images(folder):
+    """Warns, once, if images lie directly in an image folder of classes:
+    they are read as no class (as Keras's `image_dataset_from_directory`
+    does), which said nothing, so a class left loose went untrained."""
+    import warnings
+
+    loose = _loose_images(folder)
+    if loose:
+        warnings.warn(
+            f"{_loose_count(loose)} directly in the image folder {folder!r}, "
+            "next to its class sub-folders, and are ignored: each class "
+            "needs its own sub-folder "
+            f"({os.path.join(folder, 'CLASS', '')}{loose[0]}).",
+            UserWarning,
+            stacklevel=4,
         )
 
 

@@ -1208,3 +1208,37 @@ def test_tensorflow_datasets_jpegs_decode_as_pil_decodes_them(tmp_path):
                 read = sorted(x.numpy().tobytes() for x, _ in images)
                 want = sorted(p.tobytes() for p in pixels[split])
                 assert read == want, (class_name, labels, split)
+
+
+def test_images_next_to_class_folders_are_ignored_with_a_warning(tmp_path):
+    # train/cat/*.png, train/dog/*.png and train/stray.png: the loose images
+    # were ignored without a word (as Keras's image_dataset_from_directory).
+    import warnings
+
+    from PIL import Image
+
+    for label in ("cat", "dog"):
+        (tmp_path / label).mkdir()
+        Image.new("RGB", (6, 6)).save(tmp_path / label / "0.png")
+
+    def load(**kwargs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            d = data.load(f"folder:{tmp_path}", **kwargs)
+        return d, [str(w.message) for w in caught if "image" in str(w.message)]
+
+    d, said = load()
+    assert d.num_train == 2 and said == []  # none loose: no warning
+    for name in ("stray.png", "other.jpg"):
+        Image.new("RGB", (6, 6)).save(tmp_path / name)
+    (tmp_path / "notes.txt").write_text("not an image")
+    d, said = load()
+    assert d.num_train == 2 and d.class_names == ["cat", "dog"]
+    assert len(said) == 1, said
+    assert said[0].startswith(
+        f"2 images lie directly in the image folder {str(tmp_path)!r}, "
+    )
+    assert "ignored: each class needs its own sub-folder" in said[0]
+    assert os.path.join(str(tmp_path), "CLASS", "other.jpg") in said[0]
+    d, said = load(labels=False)  # read, not ignored: no warning
+    assert d.num_train == 4 and said == []
