@@ -48,6 +48,7 @@ import os
 from keras_vit import files
 from keras_vit.export import models
 from keras_vit.training.config import flatten
+from keras_vit.training.train import RUN_CONFIG_FILE
 from keras_vit.training.train import read_class_names
 
 SAVED_MODEL_METADATA = "keras_vit.json"
@@ -119,7 +120,7 @@ def training_run_class_names(model_path):
     recorded = read_class_names(folder)
     if recorded is not None:
         return recorded
-    config_path = os.path.join(folder, "config.json")
+    config_path = os.path.join(folder, RUN_CONFIG_FILE)
     if not os.path.isfile(config_path):
         return None
     try:

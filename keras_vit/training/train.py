@@ -229,6 +229,15 @@ RESUME_SETTINGS = (
 )
 
 
+#: The file of a run folder that holds its settings (the nested config,
+#: JSON), written when the run starts: resuming compares the new settings
+#: with it, `--config` reruns it, and exports find the run's dataset in it.
+RUN_CONFIG_FILE = "config.json"
+
+#: The folder of a run folder that holds the backup of the last completed
+#: epoch (`keras_vit.training.callbacks`), which a rerun resumes from.
+BACKUP_FOLDER = "backup"
+
 #: The file of a run folder that names its classes, in the order of the
 #: model's outputs (a JSON list of strings), written when the run starts:
 #: exports and predictions read the names from it, not from the dataset,
@@ -244,7 +253,7 @@ BEST_MODEL_FILE = "best.keras"
 #: What `train` writes into a run folder (besides its `.lock` and the
 #: hidden temporary files of its atomic writes).
 RUN_ENTRIES = (
-    "config.json",
+    RUN_CONFIG_FILE,
     CLASS_NAMES_FILE,
     "history.json",
     "log.csv",
@@ -252,7 +261,7 @@ RUN_ENTRIES = (
     RUN_MODEL_FILE,
     BEST_MODEL_FILE,
     "backbone.keras",
-    "backup",
+    BACKUP_FOLDER,
     "logs",
 )
 
@@ -312,14 +321,15 @@ def _check_run_folder(config):
     folder = config.run.output
     if not os.path.isdir(folder):
         return
-    if _is_run_config(os.path.join(folder, "config.json")):
+    if _is_run_config(os.path.join(folder, RUN_CONFIG_FILE)):
         return
     taken = sorted(set(os.listdir(folder)) & set(RUN_ENTRIES))
     if taken:
         raise ValueError(
-            "The output folder is not a keras_vit run's (its config.json is "
-            "not one a run wrote, or it has none) and holds files a run "
-            f"writes: {', '.join(taken)}. Training would overwrite them. "
+            "The output folder is not a keras_vit run's (its "
+            f"{RUN_CONFIG_FILE} is not one a run wrote, or it has none) and "
+            f"holds files a run writes: {', '.join(taken)}. Training would "
+            "overwrite them. "
             "Use another `output`, or move them first. Received: "
             f"output={folder!r}"
         )
@@ -338,8 +348,10 @@ def _check_resumable(config):
     clipping, momentum), label smoothing, augmentation, the precision and
     the strategy may change (`RESUME_SETTINGS` names what may not).
     """
-    path = os.path.join(config.run.output, "config.json")
-    if not run_callbacks.read_backup(os.path.join(config.run.output, "backup")):
+    path = os.path.join(config.run.output, RUN_CONFIG_FILE)
+    if not run_callbacks.read_backup(
+        os.path.join(config.run.output, BACKUP_FOLDER)
+    ):
         return
     if not os.path.isfile(path):
         return
@@ -685,7 +697,7 @@ def _check_same_data(config, data):
     its learning-rate schedule's).
     """
     folder = config.run.output
-    if not run_callbacks.read_backup(os.path.join(folder, "backup")):
+    if not run_callbacks.read_backup(os.path.join(folder, BACKUP_FOLDER)):
         return
     recorded = None if data.class_names is None else read_class_names(folder)
     if recorded is not None and recorded != data.class_names:
@@ -695,7 +707,7 @@ def _check_same_data(config, data):
             "in the dataset now. Use another `output`, or the run's "
             f"classes. Received: output={folder!r}"
         )
-    path = os.path.join(folder, "config.json")
+    path = os.path.join(folder, RUN_CONFIG_FILE)
     if not os.path.isfile(path):
         return
     with open(path, encoding="utf-8") as file:
@@ -733,7 +745,7 @@ class _Backup:
 
 def _resume(config, setup, model, out_dir, data):
     """Step 4 (in the locked folder): the backup's state, loaded."""
-    backup_dir = os.path.join(out_dir, "backup")
+    backup_dir = os.path.join(out_dir, BACKUP_FOLDER)
     if setup.chief:
         # A run killed while writing left hidden temporary files.
         for folder in (out_dir, backup_dir):
@@ -746,7 +758,7 @@ def _resume(config, setup, model, out_dir, data):
     # readable by all of them: shared storage or gs://), so that all start
     # the same epoch with the same weights.
     backup = run_callbacks.read_backup(
-        os.path.join(config.run.output, "backup")
+        os.path.join(config.run.output, BACKUP_FOLDER)
     )
     initial_epoch = backup[0]["epoch"] if backup else 0
     if setup.kind == "multi_worker":  # (one process reads one backup)
@@ -883,7 +895,9 @@ def _write_config(config, setup, model, out_dir, backup, data):
             EXAMPLES_KEY: data.examples,
         }
     )
-    run_callbacks.write_json(os.path.join(out_dir, "config.json"), write_config)
+    run_callbacks.write_json(
+        os.path.join(out_dir, RUN_CONFIG_FILE), write_config
+    )
     if data.class_names is not None:
         run_callbacks.write_json(
             os.path.join(out_dir, CLASS_NAMES_FILE), data.class_names
