@@ -284,3 +284,40 @@ def test_a_tiny_run_on_the_jax_backend(tmp_path):
         else:
             assert timm["images_per_s"] > 0, timm
     assert (tmp_path / json_path.name.replace(".json", ".md")).exists()
+
+
+def test_the_rate_rows_model_gives_logits(gpu, monkeypatch):
+    # The training step's loss takes logits (from_logits=True) and timm's
+    # model gives logits: a softmax head would train on probabilities
+    # taken for logits and add a softmax timm does not run.
+    pytest.importorskip("jax")
+    import keras
+    import numpy as np
+
+    # _keras_vit_rate counts keras.ops.dot_product_attention's calls by
+    # replacing it: the original is put back after the test.
+    monkeypatch.setattr(
+        keras.ops, "dot_product_attention", keras.ops.dot_product_attention
+    )
+    built, original = [], gpu._vit
+
+    class Built(Exception):
+        pass
+
+    def vit(*args, **kwargs):
+        built.append(original(*args, **kwargs))
+        raise Built
+
+    monkeypatch.setattr(gpu, "_vit", vit)
+    job = {"tiny": True, "mode": "train", "batch": 2}
+    with pytest.raises(Built):
+        gpu._keras_vit_rate(job, time.perf_counter() + 60)
+    (model,) = built
+    rng = np.random.default_rng(0)
+    for variable in model.trainable_variables:  # a zero head is not enough
+        variable.assign(variable.numpy() + rng.normal(0, 0.5, variable.shape))
+    images = rng.uniform(0, 255, (2, 32, 32, 3)).astype("float32")
+    out = np.asarray(model(images, training=False), "float32")
+    assert out.shape == (2, gpu.TINY["num_classes"])
+    assert not np.allclose(out.sum(-1), 1.0, atol=1e-2), out.sum(-1)
+    assert out.min() < 0, out
