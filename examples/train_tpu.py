@@ -14,11 +14,13 @@ With a TPU node instead, name it: --tpu my-tpu-name (or set TPU_NAME).
 
 What the run does on the TPU: TPUStrategy is created by `strategy="tpu"`;
 the model, optimizer and metrics are built inside its scope; the global
-batch (128) is split over the cores; shapes are static (partial batches
-dropped, evaluation batches too); the step is XLA-compiled and up to 32
-steps run per host call (`steps_per_execution`, at most an epoch's: here
-7, 1020 images in batches of 128); mixed precision is bfloat16. TPUs
-read data from Cloud Storage, so the tensorflow_datasets folder must be a
+batch (128) is split over the cores; shapes are static (an epoch's
+partial training batch is dropped; evaluation batches are padded with
+examples of weight 0, so every test image counts); the step is
+XLA-compiled and up to 32 steps run per host call
+(`steps_per_execution`, at most an epoch's: here 7, 1020 images in
+batches of 128); mixed precision is bfloat16. TPUs read data from Cloud
+Storage, so the tensorflow_datasets folder must be a
 gs:// path; prepare it once from any machine with `tfds build
 oxford_flowers102 --data_dir gs://...`.
 

@@ -1,8 +1,8 @@
 """Export a model to a SavedModel for serving, verified before it is written.
 
 The same as `keras-vit export MODEL --format saved_model ...`: the script
-adds `--format saved_model` and hands the rest to `keras_vit.cli.main`.
-What the SavedModel holds: the README's export section.
+adds `--format saved_model` (and refuses another) and hands the rest to
+`keras_vit.cli`. What the SavedModel holds: the README's export section.
 
     python export/export_saved_model.py runs/digits/model.keras \\
         --output serving/vit/1
@@ -12,7 +12,7 @@ What the SavedModel holds: the README's export section.
 
 import sys
 
-from keras_vit.cli import main
+from keras_vit.cli import export_as
 
 if __name__ == "__main__":
-    sys.exit(main(["export", "--format", "saved_model", *sys.argv[1:]]))
+    sys.exit(export_as("saved_model", sys.argv[1:]))

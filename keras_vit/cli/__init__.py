@@ -75,6 +75,25 @@ def main(argv=None):
         return _main(argv)
 
 
+def export_as(export_format, argv):
+    """`keras-vit export --format export_format` with `argv` (the export/
+    folder's scripts). A `--format` of the user's own, in any spelling
+    argparse takes (`--format=X`, `--form X`), is refused: the last one
+    given would win, and `export_tflite.py --format saved_model` wrote a
+    SavedModel without a word."""
+    command = ["export", "--format", export_format, *argv]
+    given = build_parser().parse_args(command).format
+    if given != export_format:
+        print(
+            f"keras-vit: error: this script exports --format {export_format}; "
+            "leave --format out, or run `keras-vit export`. Received: "
+            f"--format={given}",
+            file=sys.stderr,
+        )
+        return 2
+    return main(command)
+
+
 def _main(argv):
     parser = build_parser()
     args = parser.parse_args(argv)

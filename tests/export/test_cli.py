@@ -130,6 +130,36 @@ def test_export_script_and_builder_name(tmp_path):
     assert "passed" in process.stdout
 
 
+@pytest.mark.parametrize(
+    "script, other",
+    [("export_tflite.py", "saved_model"), ("export_saved_model.py", "tflite")],
+)
+@pytest.mark.parametrize("spelling", ["--format={}", "--form {}"])
+def test_export_scripts_refuse_another_format(
+    tmp_path, script, other, spelling
+):
+    # argparse lets the last --format win: export_tflite.py --format
+    # saved_model wrote a SavedModel without a word.
+    out = tmp_path / "out"
+    process = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "export", script),
+            "model.keras",
+            *spelling.format(other).split(),
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert process.returncode == 2
+    assert f"Received: --format={other}" in process.stderr
+    assert not out.exists()
+
+
 def test_tflite_inference_example_uses_litert_only(cli_export, tmp_path):
     from keras_vit.cli import predict
     from keras_vit.data.datasets import digits_arrays
