@@ -34,6 +34,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -322,9 +323,9 @@ def markdown(report):
         f"# keras_vit and timm on {machine.get('device', 'a GPU')}, "
         f"{report['date']}",
         "",
-        "`python benchmarks/gpu_h200.py"
-        + (" --tiny" if report["tiny"] else "")
-        + "`; versions: "
+        f"`{report['command']}`; arguments: "
+        + ", ".join(f"{k} {v}" for k, v in report["arguments"].items())
+        + "; versions: "
         + ", ".join(f"{k} {v}" for k, v in sorted(machine.items())),
         "",
         f"Peak: {PEAK_SOURCE}; measured bfloat16 matmul "
@@ -427,6 +428,25 @@ def write_report(report, folder):
     return paths
 
 
+def new_report(args, argv, results, wall_s):
+    """The report of a run: its command line as given (`argv`, default
+    `sys.argv[1:]`) and every argument parsed, defaults included, so that
+    the figures can be reproduced; the machine, the peak and the rows."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return {
+        "date": datetime.date.today().isoformat(),
+        "command": shlex.join(["python", "benchmarks/gpu_h200.py", *argv]),
+        "arguments": {k: v for k, v in vars(args).items() if k != "worker"},
+        "tiny": args.tiny,
+        "budget_s": args.budget_s,
+        "wall_s": wall_s,
+        "machine": machine_of(results),
+        "datasheet_bf16_peak_flops": H200_BF16_DENSE_FLOPS,
+        "peak_source": PEAK_SOURCE,
+        "results": results,
+    }
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.worker:
@@ -437,16 +457,7 @@ def main(argv=None):
         plan_for(args), args.budget_s, subprocess_runner(args, worker_env(site))
     )
     add_shares(results)
-    report = {
-        "date": datetime.date.today().isoformat(),
-        "tiny": args.tiny,
-        "budget_s": args.budget_s,
-        "wall_s": time.monotonic() - start,
-        "machine": machine_of(results),
-        "datasheet_bf16_peak_flops": H200_BF16_DENSE_FLOPS,
-        "peak_source": PEAK_SOURCE,
-        "results": results,
-    }
+    report = new_report(args, argv, results, time.monotonic() - start)
     for path in write_report(report, args.out):
         print(path)
     return 0

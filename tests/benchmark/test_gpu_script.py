@@ -133,14 +133,28 @@ def _report(gpu):
         },
     ]
     gpu.add_shares(results)
-    return {
-        "date": "2026-12-01",
-        "tiny": False,
-        "budget_s": 450.0,
-        "wall_s": 400.0,
-        "machine": gpu.machine_of(results),
-        "results": results,
-    }
+    argv = ["--steps", "5", "--warmup", "2", "--skip-timm", "--out", "a b"]
+    report = gpu.new_report(gpu.parse_args(argv), argv, results, 400.0)
+    return {**report, "date": "2026-12-01"}
+
+
+def test_the_report_records_the_command_and_every_argument(gpu):
+    report = _report(gpu)
+    assert report["command"] == (
+        "python benchmarks/gpu_h200.py --steps 5 --warmup 2 --skip-timm "
+        "--out 'a b'"
+    )
+    arguments = report["arguments"]
+    assert (arguments["steps"], arguments["warmup"]) == (5, 2)
+    assert (arguments["skip_timm"], arguments["out"]) == (True, "a b")
+    # The defaults too: what was not given is recorded as it was taken.
+    assert (arguments["min_seconds"], arguments["wheels"]) == (3.0, None)
+    assert (arguments["budget_s"], arguments["tiny"]) == (450.0, False)
+    assert "worker" not in arguments
+    page = gpu.markdown(report)
+    assert report["command"] in page
+    assert "steps 5, warmup 2" in page and "min_seconds 3.0" in page
+    assert "skip_timm True" in page and "wheels None" in page
 
 
 def test_shares_of_the_peak(gpu):
