@@ -38,9 +38,9 @@ from keras_vit.options import PEERS
 
 def measure_in_subprocess(timm_python=None, **kwargs):
     """`measure(**kwargs)` in a fresh Python process, one per XLA setting
-    timed (`jit_choices`), the faster reported; `{"error": why}` if the
-    peer is not installed or fails. timm runs in `timm_python` (default:
-    this interpreter)."""
+    timed (`jit_choices`), the faster timed again in a third (`_faster`);
+    `{"error": why}` if the peer is not installed or fails. timm runs in
+    `timm_python` (default: this interpreter)."""
     kwargs.update(
         checked_measurement(
             kwargs.get("mode"),
@@ -83,10 +83,22 @@ def measure_in_subprocess(timm_python=None, **kwargs):
     if kwargs["mode"] == "inference":
         choices = jit_choices(jit, "inference")
     results = [_in_worker({**kwargs, "jit_compile": jit}) for jit in choices]
-    measured = [r for r in results if "error" not in r]
-    if not measured:
-        return results[0]
-    return max(measured, key=lambda r: r["images_per_s"])
+    return _faster(kwargs, choices, results)
+
+
+def _faster(kwargs, choices, results):
+    """The faster XLA setting's row, from a fresh sample: the faster of two
+    samples is biased up (by 3% at a 5% spread between runs, 11% at 20%),
+    which a peer timed once is not, so the setting the first samples chose
+    is timed again in a process of its own and that sample reported. One
+    setting measured (the other failed): its sample, chosen by no race."""
+    measured = [
+        (r, jit) for r, jit in zip(results, choices) if "error" not in r
+    ]
+    if len(measured) < 2:
+        return (measured[0] if measured else results)[0]
+    _, jit = max(measured, key=lambda pair: pair[0]["images_per_s"])
+    return _in_worker({**kwargs, "jit_compile": jit})
 
 
 def _in_worker(kwargs):
