@@ -35,6 +35,14 @@ from keras_vit.benchmark.throughput import policy_name
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 from keras_vit.options import PEERS
 
+#: The footnote of a row whose peak memory is not the peer's alone (the
+#: runtimes': `"memory_includes_export"`), marked "MB peak*".
+MEMORY_NOTE = (
+    "* MB peak of a row so marked (ONNX Runtime, OpenVINO) includes "
+    "TensorFlow, the Keras model and its export, done in the same process: "
+    "not comparable with the other rows'"
+)
+
 
 def measure_in_subprocess(timm_python=None, **kwargs):
     """`measure(**kwargs)` in a fresh Python process, one per XLA setting
@@ -360,6 +368,8 @@ def summary_lines(rows):
     for variant, mode, batch, peer, size in good:
         groups.setdefault((variant, mode, batch, peer), []).append(size)
     lines = []
+    if any(r.get("memory_includes_export") for r in good.values()):
+        lines.append(MEMORY_NOTE)
     for key, sizes in groups.items():
         variant, mode, batch, peer = key
         pairs = [
@@ -375,6 +385,8 @@ def summary_lines(rows):
         )
         memory = ", ".join(
             f"{s} px {a['peak_memory_mb'] / b['peak_memory_mb']:.2f}x"
+            if not b.get("memory_includes_export")
+            else f"{s} px not comparable (*)"
             for s, a, b in pairs
         )
         lines.append(
@@ -458,8 +470,9 @@ def _format_row(row, width=8):
         xla = f"  (rounds {low:.2f}-{high:.2f})" + xla
     cores = row.get("cores_busy")
     cores = "" if cores is None else f"  {cores:4.2f} cores busy"
+    mark = "*" if row.get("memory_includes_export") else " "  # MEMORY_NOTE
     return (
         f"{head}  {row['images_per_s']:8.2f} images/s  "
-        f"{row['peak_memory_mb']:8.0f} MB peak  "
+        f"{row['peak_memory_mb']:8.0f} MB peak{mark} "
         f"{100 * row['fraction_of_peak']:5.1f}% of peak{cores}{xla}"
     )

@@ -683,3 +683,41 @@ def test_keras_vit_benchmark_model_gives_logits_as_its_peers():
         "Ti/16:classifier_activation=softmax", image_size=32
     )
     assert named.classifier_activation == "softmax"
+
+
+def test_runtime_memory_is_marked_not_comparable(monkeypatch):
+    # ONNX Runtime's and OpenVINO's process imports TensorFlow, builds the
+    # Keras model and exports it before the runtime runs: its peak memory
+    # is marked and footnoted, not set against the other peers' as theirs.
+    from keras_vit.benchmark.peers import runtime_peers
+
+    monkeypatch.setattr(
+        runtime_peers, "time_onnxruntime", lambda *args: (0.5, 1.0)
+    )
+    result = benchmark.measure(
+        peer="onnxruntime",
+        variant="Ti/16:num_layers=1",
+        mode="inference",
+        batch_size=1,
+        image_size=32,
+    )
+    assert result["images_per_s"] == 2.0 and result["peak_memory_mb"] > 0
+    assert result["memory_includes_export"] is True
+    row = {
+        "variant": "Ti/16",
+        "image_size": 32,
+        "tokens": 17,
+        "mode": "inference",
+        "batch": 1,
+        "fraction_of_peak": 0.1,
+    }
+    ours = {**row, "peer": "keras_vit", "images_per_s": 4.0}
+    ours["peak_memory_mb"] = 100.0
+    theirs = {**row, "peer": "onnxruntime", **result}
+    assert "MB peak*" in suite._format_row(theirs)
+    assert "MB peak*" not in suite._format_row(ours)
+    assert suite.summary_lines([ours, theirs]) == [
+        suite.MEMORY_NOTE,
+        "keras_vit / onnxruntime, Ti/16 inference batch 1: images/s "
+        "32 px 2.00x; peak memory 32 px not comparable (*)",
+    ]
