@@ -144,7 +144,8 @@ def _add_compute_arguments(bench):
         help="XLA (auto: training as `keras-vit train` compiles it, "
         "on but on a CPU for bfloat16, over 512 tokens and over 384 "
         "features; inference is "
-        "timed with and without, the faster is reported)",
+        "timed with and without, the faster timed again in a fresh "
+        "process and reported)",
     )
     bench.add_argument(
         "--dtype",
