@@ -146,18 +146,23 @@ def _images(grid, seed=1):
     return rng.integers(0, 256, shape).astype("float32")
 
 
+#: The model the files are of (big_vision's MLP: the tanh GELU), but its
+#: image size and token layout.
+ARCHITECTURE = dict(
+    patch_size=P,
+    hidden_dim=D,
+    num_layers=LAYERS,
+    num_heads=HEADS,
+    mlp_dim=MLP,
+    num_classes=CLASSES,
+    activation="gelu_tanh",
+    classifier_activation=None,
+)
+
+
 def _model(grid, **kwargs):
     return keras_vit.ViT(
-        image_size=(P * grid[0], P * grid[1]),
-        patch_size=P,
-        hidden_dim=D,
-        num_layers=LAYERS,
-        num_heads=HEADS,
-        mlp_dim=MLP,
-        num_classes=CLASSES,
-        activation="gelu_tanh",
-        classifier_activation=None,
-        **kwargs,
+        image_size=(P * grid[0], P * grid[1]), **ARCHITECTURE, **kwargs
     )
 
 
@@ -180,17 +185,7 @@ def test_a_class_token_file_gives_big_visions_logits(tmp_path, scan):
 def test_the_model_for_the_file_is_built_from_it(tmp_path):
     a = _weights((4, 4))
     path = _save(tmp_path, a)
-    model = keras_vit.ViT.from_preset(
-        path,
-        patch_size=P,
-        hidden_dim=D,
-        num_layers=LAYERS,
-        num_heads=HEADS,
-        mlp_dim=MLP,
-        num_classes=CLASSES,
-        activation="gelu_tanh",
-        classifier_activation=None,
-    )
+    model = keras_vit.ViT.from_preset(path, **ARCHITECTURE)
     assert model.position_embedding_tokens == "patches"
     assert_gives_big_visions_logits(model, a, (4, 4))
 
