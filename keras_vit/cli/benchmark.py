@@ -207,8 +207,8 @@ def _refuse_ignored(args):
 
 
 def _profile_batch_size(args):
-    """`profile`'s batch size: the one `--batch-size` (it times one; the
-    last of several was taken), or `{}` for its default."""
+    """`profile`'s batch size: the one `--batch-size` (several are
+    refused), or `{}` for its default."""
     if args.batch_size is None:
         return {}
     if len(args.batch_size) > 1:

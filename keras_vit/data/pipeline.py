@@ -538,7 +538,7 @@ def train_pipeline(
     ds = _augmented_batches(
         ds, fixed_size, seed, aug, image_size, num_classes, batch_size
     )
-    return _mixed(ds, aug, fixed_size).prefetch(tf.data.AUTOTUNE)
+    return _mixed(ds, aug).prefetch(tf.data.AUTOTUNE)
 
 
 def _check_train_arguments(
@@ -676,8 +676,8 @@ def _augmented_batches(
 ):
     """`(images, labels, seeds)` batches of the `(position, example)`
     stream `ds`, cropped or resized, flipped and RandAugmented, each by its
-    own seed (per batch if `fixed_size`, else per image); every draw is
-    per image either way."""
+    own seed (RandAugment's per batch, keyed by its first image's, if
+    `fixed_size`); every draw is per image either way."""
     import tensorflow as tf
 
     def augment(position, example):
@@ -717,14 +717,9 @@ def _augmented_batches(
         # image's seed.
         ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
         ds = ds.batch(batch_size, drop_remainder=True)
-        ds = ds.map(lambda x, y, pairs: (x, y, pairs[0]))
         if rand_augment is not None:
             ds = ds.map(
-                lambda x, y, batch_seed: (
-                    rand_augment(x, batch_seed),
-                    y,
-                    batch_seed,
-                ),
+                lambda x, y, pairs: (rand_augment(x, pairs[0]), y, pairs),
                 num_parallel_calls=tf.data.AUTOTUNE,
             )
     else:
@@ -738,7 +733,7 @@ def _augmented_batches(
     return ds
 
 
-def _mixed(ds, aug, fixed_size):
+def _mixed(ds, aug):
     """The `(images, labels)` batches of the `(images, labels, seeds)`
     batches `ds`, MixUp or CutMix applied (half the batches each when both
     are on)."""
@@ -755,8 +750,7 @@ def _mixed(ds, aug, fixed_size):
     mixers = [(_keyed(layer), where) for layer, where in mixers]
 
     def mix(images, labels, seeds):
-        # The batch's seed (per image: its first image's).
-        key = seeds if fixed_size else seeds[0]
+        key = seeds[0]  # the batch's: its first image's
         data = {"images": images, "labels": labels}
         calls = [
             lambda data, m=m, w=w: m(data, _fold(key, w)) for m, w in mixers

@@ -559,7 +559,7 @@ def _load_data(config, setup):
             f"`batch_size` is larger than the {num_train} training examples. "
             f"Received: batch_size={config.data.batch_size}"
         )
-    num_test = data.num_test if data.test is not None else None
+    num_test = data.num_test  # None without a test split
     if setup.kind == "tpu" and masked:
         _check_whole_batches(config, data.num_train, num_held, num_test)
     steps_per_epoch = (

@@ -98,8 +98,8 @@ def test_cutmix_mixes_as_beta_alpha_alpha_by_the_pixels_pasted(alpha):
 
 
 def _same_sized(images):
-    """`images` as an in-memory dataset, whose static image shape took
-    the batched crop path."""
+    """`images` as an in-memory dataset, of one static image shape (it
+    took a batched crop path before bf08162)."""
     labels = np.zeros(len(images), "int64")
     return tf.data.Dataset.from_tensor_slices((images, labels))
 

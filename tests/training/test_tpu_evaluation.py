@@ -227,8 +227,3 @@ def test_the_guide_and_the_module_say_how_a_tpu_evaluates():
         assert "resume from the same epoch" in text or (
             "resumes from the same epoch" in text
         )
-    # What each names is there.
-    assert train_module._check_whole_batches
-    from keras_vit.training import strategy
-
-    assert strategy.check_same_initial_epoch
