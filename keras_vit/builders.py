@@ -60,35 +60,15 @@ BUILDERS = registry.BUILDERS
 def _builder(name, variant):
     def builder(num_classes=None, weights=None, **kwargs):
         kwargs.setdefault("name", registry.model_name(variant))
-        if num_classes is not None:
+        if num_classes is not None:  # else the preset's head (loading
+            # fills it in: `registry.presets.head_arguments`), else 1000
             kwargs["num_classes"] = num_classes
-        else:  # the preset's head, else ViT's default (1000)
-            kwargs.update(_preset_head(variant, weights, kwargs))
         return ViT.from_variant(variant, weights=weights, **kwargs)
 
     builder.__name__ = builder.__qualname__ = name
     builder.__module__ = __name__
     builder.__doc__ = _doc(name, variant)
     return builder
-
-
-def _preset_head(variant, weights, kwargs):
-    """`registry.presets.head_arguments` of the preset `weights` names for
-    the variant of the model's numbers (`variant`'s, unless `kwargs`
-    override them), or `{}` where `weights` names none."""
-    if not isinstance(weights, str):
-        return {}
-    numbers = {**registry.get_variant(variant), **kwargs}
-    found = registry.find_variant(
-        numbers["patch_size"],
-        numbers["hidden_dim"],
-        numbers["num_layers"],
-        numbers["num_heads"],
-        numbers["mlp_dim"],
-        numbers.get("stem"),
-    )
-    preset = registry.find_preset(found, weights) if found else None
-    return registry.presets.head_arguments(preset)
 
 
 def _doc(builder, variant):
