@@ -285,6 +285,22 @@ def test_load_weights_loads_a_matching_file_exactly(tmp_path):
         np.testing.assert_array_equal(got, want)
 
 
+def test_a_remote_keras_file_is_left_to_keras(monkeypatch):
+    # Keras reads gs://... paths; keras_vit's readers do not, and the check
+    # refused them as "not found" before Keras could read them.
+    from keras_vit.weights import loading
+    from keras_vit.weights import reader
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("read")
+
+    monkeypatch.setattr(reader, "read_checkpoint", no_read)
+    model = _tiny()
+    assert loading.check_keras_file(model, "gs://b/vit.weights.h5") is None
+    with pytest.raises(AssertionError, match="read"):
+        loading.check_keras_file(model, "vit.weights.h5")
+
+
 # --- copying a model ---------------------------------------------------------
 
 

@@ -687,11 +687,16 @@ def check_keras_file(model, path):
     position embeddings on another grid are refused (`load_weights`
     adapts them). A file that records no patch grid (written before the
     record) is taken to be on the model's, as Keras copies it. A model
-    quantized by Keras is left to Keras (its int8 weights are Keras's
-    format only).
+    quantized by Keras (its int8 weights are Keras's format only) and a
+    remote file (`gs://...`: Keras reads it, keras_vit's readers do not)
+    are left to Keras, unchecked.
     """
     path = os.fspath(path)
-    if not reader.is_native(path) or model_checks.quantized_layers(model):
+    if (
+        not reader.is_native(path)
+        or "://" in path  # a remote file (gs://...): Keras's own, unchecked
+        or model_checks.quantized_layers(model)
+    ):
         return
     checkpoint = _on_the_models_grid(
         reader.read_checkpoint(path, model=model), model
