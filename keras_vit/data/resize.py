@@ -1,0 +1,138 @@
+"""How an image becomes a model's input for inference and evaluation: the
+one source of the resize setting (`check`, a model's `image_resize`) and of
+the op that applies it (`resize_image`).
+
+Two ways are in use among the released checkpoints' evaluations:
+
+- squashed: the whole image resized to the input size, its aspect ratio
+  not kept. google-research/vision_transformer evaluates so
+  (`vit_jax/input_pipeline.py`: `tf.image.resize`, bilinear, without
+  antialiasing), as does Hugging Face's `ViTImageProcessor` (PIL's
+  bilinear, which antialiases). `crop_pct=None`.
+- cropped, as timm evaluates (`timm.data.transforms_factory.
+  transforms_imagenet_eval`, crop mode "center"): the image resized,
+  aspect ratio kept, so that it covers `floor(size / crop_pct)`, then the
+  centre `size` cut out. `crop_pct` 0.9 for timm's 224 px ViTs, 1.0 (the
+  shorter side to the size, the rest of the longer cut off) for its 384 px
+  ones, DeiT III and DINOv2; bicubic, antialiased (PIL).
+
+TensorFlow's antialiased bicubic is PIL's kernel (Keys, a = -0.5), and the
+sizes and offsets below round as torchvision's do, so a timm crop comes
+out within a pixel level of timm's on the same decoded pixels.
+"""
+
+import math
+
+from keras_vit import arg_checks
+
+#: The interpolations an `image_resize` takes (`tf.image.resize` methods).
+INTERPOLATIONS = ("bilinear", "bicubic")
+
+#: The setting's keys; a model without one (and any key not given) takes
+#: `DEFAULT`: the whole image squashed, bilinear, antialiased.
+DEFAULT = {"crop_pct": None, "interpolation": "bilinear", "antialias": True}
+
+
+def check(image_resize):
+    """`image_resize` checked and completed from `DEFAULT`: `None` (the
+    default), or a dict with any of `crop_pct` (`None` to squash, or the
+    fraction in (0, 1] of the resized image that the centre crop keeps),
+    `interpolation` (one of `INTERPOLATIONS`) and `antialias` (bool).
+
+    Raises:
+        ValueError: naming the key and the value received.
+    """
+    if image_resize is None:
+        return dict(DEFAULT)
+    if not isinstance(image_resize, dict) or not set(image_resize) <= set(
+        DEFAULT
+    ):
+        raise ValueError(
+            "`image_resize` must be None or a dict with keys among "
+            f"{sorted(DEFAULT)}. Received: image_resize={image_resize!r}"
+        )
+    checked = {**DEFAULT, **image_resize}
+    crop_pct = checked["crop_pct"]
+    if crop_pct is not None and not (
+        arg_checks.finite_positive_float("image_resize['crop_pct']", crop_pct)
+        <= 1.0
+    ):
+        raise ValueError(
+            "`image_resize['crop_pct']` must be None or in (0, 1]. "
+            f"Received: image_resize={image_resize!r}"
+        )
+    return {
+        "crop_pct": None if crop_pct is None else float(crop_pct),
+        "interpolation": arg_checks.one_of(
+            "image_resize['interpolation']",
+            checked["interpolation"],
+            INTERPOLATIONS,
+        ),
+        "antialias": arg_checks.boolean(
+            "image_resize['antialias']", checked["antialias"]
+        ),
+    }
+
+
+def resize_image(image, image_size, image_resize=None):
+    """One `(H, W, C)` image as a float32 `(height, width, C)` model input,
+    resized as `image_resize` (checked by `check`) says.
+
+    Args:
+        image: a tensor `(H, W, C)`, any real dtype (decoded pixels).
+        image_size: `(height, width)` of the model input.
+        image_resize: a model's `image_resize`, or `None` for `DEFAULT`.
+    """
+    import tensorflow as tf
+
+    setting = check(image_resize)
+    height, width = (int(side) for side in image_size)
+    image = tf.cast(image, "float32")
+    resize = {
+        "method": setting["interpolation"],
+        "antialias": setting["antialias"],
+    }
+    if setting["crop_pct"] is None:
+        return tf.image.resize(image, (height, width), **resize)
+    scaled = _cover_size(tf.shape(image)[:2], height, width, setting)
+    image = tf.image.resize(image, scaled, **resize)
+    top = _centre_offset(scaled[0], height)
+    left = _centre_offset(scaled[1], width)
+    crop = image[top : top + height, left : left + width]
+    crop.set_shape([height, width, image.shape[-1]])
+    return crop
+
+
+def _cover_size(shape, height, width, setting):
+    """The `(rows, columns)` that timm resizes an image of `shape` to
+    before its centre crop: the image scaled, aspect ratio kept, to cover
+    `floor(side / crop_pct)` of each side; for a square input, torchvision's
+    `Resize(int)` (the shorter side to that size, the longer truncated),
+    else timm's `ResizeKeepRatio` (both rounded half to even)."""
+    import tensorflow as tf
+
+    crop_pct = setting["crop_pct"]
+    target = (math.floor(height / crop_pct), math.floor(width / crop_pct))
+    rows, columns = (tf.cast(shape[i], "float64") for i in (0, 1))
+    if target[0] == target[1]:
+        short = tf.minimum(rows, columns)
+        size = [
+            tf.where(
+                side == short,
+                float(target[0]),
+                tf.floor(target[0] * side / short),
+            )
+            for side in (rows, columns)
+        ]
+    else:
+        ratio = tf.minimum(rows / target[0], columns / target[1])
+        size = [tf.round(side / ratio) for side in (rows, columns)]
+    return tf.cast(tf.stack(size), "int32")
+
+
+def _centre_offset(size, crop):
+    """torchvision's `CenterCrop` offset: `round((size - crop) / 2)`, half
+    to even as Python's `round`."""
+    import tensorflow as tf
+
+    return tf.cast(tf.round(tf.cast(size - crop, "float64") / 2.0), "int32")
