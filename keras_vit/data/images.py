@@ -3,7 +3,8 @@ every command (`keras-vit inspect`, `export`, `verify`, `few-shot`).
 
 `model_pixels` turns RGB pixels into a model's channels (for one channel,
 the luma with ITU-R 601 weights); `load_image_files` reads image files with
-the training pipelines' reader and resizing, then `model_pixels`.
+the pipelines' reader and evaluation resizing (a model's `image_resize`),
+then `model_pixels`.
 """
 
 import numpy as np
@@ -36,10 +37,20 @@ def _reason(message):
     return message.splitlines()[0]
 
 
-def load_image_files(paths, image_size, num_channels=3):
+def load_image_files(paths, image_size, num_channels=3, image_resize=None):
     """Reads image files as float32 `(N, H, W, num_channels)` pixels in
     [0, 255], resized to `image_size` `(H, W)` as `eval_pipeline` resizes
-    (bilinear, antialiased) and converted by `model_pixels`.
+    them and converted by `model_pixels`.
+
+    Args:
+        paths: image file paths (JPEG, PNG, GIF or BMP).
+        image_size: `(height, width)` of the model input.
+        num_channels: 1 or 3, the model's. Defaults to `3`.
+        image_resize: how each image is resized: a model's `image_resize`
+            (`model.image_resize`: a preset's evaluation, timm's centre
+            crop or the whole image squashed; see
+            `keras_vit.data.resize.check`). Defaults to `None`: the whole
+            image squashed, bilinear, antialiased.
 
     Raises:
         ValueError: for a file that cannot be read or is not an image,
@@ -48,8 +59,10 @@ def load_image_files(paths, image_size, num_channels=3):
     import tensorflow as tf
 
     from keras_vit.data import datasets
-    from keras_vit.data import pipeline
+    from keras_vit.data import resize
 
+    image_size = tuple(image_size)
+    image_resize = resize.check(image_resize)
     out = []
     for path in paths:
         try:
@@ -59,5 +72,7 @@ def load_image_files(paths, image_size, num_channels=3):
             raise ValueError(
                 f"Could not read the image: {reason}. Received: image={path!r}"
             ) from None
-        out.append(np.asarray(pipeline._resize(image, tuple(image_size))))
+        out.append(
+            np.asarray(resize.resize_image(image, image_size, image_resize))
+        )
     return model_pixels(np.stack(out), num_channels).astype("float32")

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 
 from keras_vit import arg_checks
+from keras_vit.data import resize
 
 
 @dataclasses.dataclass
@@ -110,11 +111,9 @@ def _to_rgb(image):
 
 
 def _resize(image, image_size):
-    import tensorflow as tf
-
-    return tf.image.resize(
-        tf.cast(image, "float32"), image_size, method="bilinear", antialias=True
-    )
+    """The whole image squashed to `image_size` (`resize.DEFAULT`), as
+    training resizes without a random crop, and after one."""
+    return resize.resize_image(image, image_size)
 
 
 def _inception_crop(image, image_size, area, seed):
@@ -776,6 +775,7 @@ def eval_pipeline(
     drop_remainder=False,
     pad=False,
     num_examples=None,
+    image_resize=None,
 ):
     """Batches of resized evaluation images and one-hot labels, in order.
 
@@ -796,6 +796,11 @@ def eval_pipeline(
             unpadded split's means). Defaults to `False`.
         num_examples: int, the split's size, for `pad`. Defaults to `None`:
             the dataset's cardinality, which must then be known.
+        image_resize: how each image is resized to `image_size`: a model's
+            `image_resize` (a preset's evaluation: timm's centre crop, or
+            the whole image squashed; see `keras_vit.data.resize.check`).
+            Defaults to `None`: the whole image squashed, bilinear,
+            antialiased.
 
     Returns:
         A `tf.data.Dataset` of `(images, labels)` like `train_pipeline`'s,
@@ -811,6 +816,7 @@ def eval_pipeline(
     )
     arg_checks.boolean("drop_remainder", drop_remainder)
     arg_checks.boolean("pad", pad)
+    image_resize = resize.check(image_resize)
     if pad and drop_remainder:
         raise ValueError(
             "`pad` fills the last partial batch that `drop_remainder` drops: "
@@ -818,7 +824,8 @@ def eval_pipeline(
         )
 
     def prepare(image, label):
-        return _resize(_to_rgb(image), image_size), _one_hot(label, num_classes)
+        image = resize.resize_image(_to_rgb(image), image_size, image_resize)
+        return image, _one_hot(label, num_classes)
 
     dataset = dataset.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
     if pad:

@@ -116,12 +116,9 @@ def _cover_size(shape, height, width, setting):
     rows, columns = (tf.cast(shape[i], "float64") for i in (0, 1))
     if target[0] == target[1]:
         short = tf.minimum(rows, columns)
+        scaled = tf.constant(target[0], "float64")
         size = [
-            tf.where(
-                side == short,
-                float(target[0]),
-                tf.floor(target[0] * side / short),
-            )
+            tf.where(side == short, scaled, tf.floor(scaled * side / short))
             for side in (rows, columns)
         ]
     else:

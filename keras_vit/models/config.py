@@ -15,6 +15,7 @@ import keras
 import numpy as np
 
 from keras_vit import arg_checks
+from keras_vit.data import resize
 from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
 from keras_vit.options import ACTIVATIONS
 from keras_vit.options import MODEL_POOLINGS
@@ -51,6 +52,7 @@ class ViTConfig:
     classifier_activation: object
     include_preprocessing: bool
     normalization: object
+    image_resize: object
     num_channels: int
     stem: object
     remat: bool
@@ -132,6 +134,7 @@ DEFAULTS = {
     "classifier_activation": "softmax",
     "include_preprocessing": True,
     "normalization": None,
+    "image_resize": None,
     "num_channels": 3,
     "stem": None,
     "remat": False,
@@ -243,6 +246,7 @@ def _checked(
     classifier_activation,
     include_preprocessing,
     normalization,
+    image_resize,
     num_channels,
     stem,
     remat,
@@ -283,6 +287,7 @@ def _checked(
             "include_preprocessing", include_preprocessing
         ),
         normalization=_normalization(normalization, num_channels),
+        image_resize=resize.check(image_resize),
         num_channels=num_channels,
         stem=stem,
         remat=arg_checks.boolean("remat", remat),

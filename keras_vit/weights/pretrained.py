@@ -41,9 +41,10 @@ def prepare(
         `(arguments, load)`: the arguments with what the weights decide
         filled in: the variant's numbers (for a preset's unique name), the
         preset's `num_classes` (where not given), the
-        preset's `vit_arguments` and `normalization` (those not given, so
-        that `include_preprocessing=True` applies the preset's own
-        normalisation to [0, 255] pixels), `image_size` (when not
+        preset's `vit_arguments`, `normalization` and `image_resize`
+        (those not given, so that `include_preprocessing=True` applies the
+        preset's own normalisation to [0, 255] pixels, and images are
+        resized as its evaluation resized them), `image_size` (when not
         given: the preset's or the checkpoint's resolution),
         `representation_size` (when the head is the checkpoint's: its
         pre-logits layer) and `position_embedding_tokens` (`"patches"`,
@@ -75,6 +76,7 @@ def prepare(
             **preset["vit_arguments"],
             **registry.presets.head_arguments(preset),
             "normalization": preset["normalization"],
+            "image_resize": preset["image_resize"],
             **given,
         }
         arguments = {**DEFAULTS, **given}

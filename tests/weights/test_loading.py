@@ -957,6 +957,7 @@ def preset_record(variant, name, url, image_size, num_classes, **fields):
         "params": None,
         "vit_arguments": {},
         "normalization": None,
+        "image_resize": None,
         "license": None,
         **fields,
     }
