@@ -2,6 +2,7 @@
 `include_preprocessing=True`, so every model takes RGB pixels in [0, 255]."""
 
 import json
+import os
 
 import keras
 import numpy as np
@@ -263,3 +264,21 @@ def test_the_convert_command_takes_a_mean_and_std(tmp_path, capsys):
     assert cli.main([*argv, *mean, *std]) == 0
     model = keras.saving.load_model(output, safe_mode=True)
     assert model.normalization == IMAGENET and model.include_preprocessing
+
+
+def test_the_convert_command_takes_an_image_resize(tmp_path, capsys):
+    from tests.weights.test_golden_parity import golden
+
+    output = str(tmp_path / "m.keras")
+    argv = ["convert", golden("vit_token.npz"), "--output", output, "--quiet"]
+    crop = ["--crop-pct", "0.9", "--resize-interpolation", "bicubic"]
+    assert cli.main([*argv, "--crop-pct", "1.5"]) == 2
+    assert "Received: image_resize={'crop_pct': 1.5}" in capsys.readouterr().err
+    assert not os.path.exists(output)  # refused before anything is written
+    assert cli.main([*argv, *crop]) == 0
+    model = keras.saving.load_model(output, safe_mode=True)
+    assert model.image_resize == {
+        "crop_pct": 0.9,
+        "interpolation": "bicubic",
+        "antialias": True,
+    }

@@ -1,5 +1,6 @@
 """`keras-vit convert`: a checkpoint in keras_vit's format."""
 
+from keras_vit.data.resize import INTERPOLATIONS
 from keras_vit.options import ACTIVATIONS
 from keras_vit.options import POSITION_EMBEDDING_TOKENS
 
@@ -95,6 +96,28 @@ def _add_unrecorded(parser):
                 "for DeiT and DINOv2)"
             ),
         )
+    _add_image_resize(parser)
+
+
+def _add_image_resize(parser):
+    """The flags of the model's `image_resize`, which no file records."""
+    parser.add_argument(
+        "--crop-pct",
+        type=float,
+        default=None,
+        metavar="F",
+        help="resize images for inference as timm evaluates: aspect ratio "
+        "kept, the shorter side to size / F, the centre cut out (0.9 for "
+        "timm's 224 px ViTs, DeiT, CLIP, SigLIP; 1.0 for DeiT III, DINOv2, "
+        "384 px); default: the whole image squashed",
+    )
+    parser.add_argument(
+        "--resize-interpolation",
+        choices=INTERPOLATIONS,
+        default=None,
+        help="the interpolation of that resizing (bicubic for timm's "
+        "files; default: bilinear)",
+    )
 
 
 def run(args):
@@ -115,6 +138,16 @@ def run(args):
         )
     if args.mean is not None:
         unrecorded["normalization"] = {"mean": args.mean, "std": args.std}
+    image_resize = {
+        key: value
+        for key, value in (
+            ("crop_pct", args.crop_pct),
+            ("interpolation", args.resize_interpolation),
+        )
+        if value is not None
+    }
+    if image_resize:  # checked by keras_vit.ViT
+        unrecorded["image_resize"] = image_resize
     model = convert(
         args.input,
         args.output,
