@@ -360,9 +360,9 @@ def few_shot(
     Args:
         model: a `keras_vit.ViT` (its pre-logits or pooled feature is read;
             the head is not used), a `.keras` file or a builder name. The
-            images are fed as it takes them: [0, 255] pixels, normalised
-            as its `normalization` says if it was built with
-            `include_preprocessing=False`.
+            images are resized as its `image_resize` says and fed as it
+            takes them: [0, 255] pixels, normalised as its `normalization`
+            says if it was built with `include_preprocessing=False`.
         dataset: a name `keras_vit.data.load` reads (`"digits"`,
             `"fashion_mnist"`, `"folder:PATH"`, a tensorflow_datasets name)
             or a loaded `keras_vit.data.Dataset`.
@@ -512,42 +512,39 @@ def _split_features(
     model, features_of, splits, num_classes, batch_size, verbose
 ):
     """`[(features, labels)]` of `features_of` (`model`'s representation)
-    on each of `splits` (datasets of `(image, label)`), at `model`'s
-    `image_size` (a `ViT(dynamic_image_size=True)` takes any size), the
-    images as `model` takes them (normalised for
-    `include_preprocessing=False`)."""
-    from keras_vit.export.models import inputs_from_pixels
-
-    prepare = inputs_from_pixels(model)
+    on each of `splits` (datasets of `(image, label)`)."""
     return [
-        _features(
-            features_of,
-            pairs,
-            num_classes,
-            batch_size,
-            model.image_size,
-            prepare,
-            verbose,
-        )
+        _features(features_of, model, pairs, num_classes, batch_size, verbose)
         for pairs in splits
     ]
 
 
-def _features(
-    model, pairs, num_classes, batch_size, image_size, prepare, verbose=0
-):
-    """`(features, labels)` of a dataset of `(image, label)`, in order, with
-    a Keras progress bar of the batches at `verbose` 1 or 2. `prepare` turns
-    the pipeline's [0, 255] pixels into the model's inputs
-    (`keras_vit.export.models.inputs_from_pixels`: `model` is the
-    representation model, which records no preprocessing)."""
+def _features(features_of, model, pairs, num_classes, batch_size, verbose=0):
+    """`(features, labels)` of `features_of` (`model`'s representation,
+    which records no preprocessing) on a dataset of `(image, label)`, in
+    order, with a Keras progress bar of the batches at `verbose` 1 or 2.
+    The images are read as `model` is evaluated: at its `image_size` (a
+    `ViT(dynamic_image_size=True)` takes any size), resized as its
+    `image_resize` says (a preset's evaluation: timm's centre crop or the
+    squash), and turned into what it takes
+    (`keras_vit.export.models.inputs_from_pixels`: normalised for
+    `include_preprocessing=False`)."""
     import keras
 
     from keras_vit import data
+    from keras_vit.data import resize
     from keras_vit.data.images import model_pixels
+    from keras_vit.export.models import inputs_from_pixels
 
-    channels = model.input_shape[-1]
-    batches = data.eval_pipeline(pairs, num_classes, image_size, batch_size)
+    prepare = inputs_from_pixels(model)
+    channels = features_of.input_shape[-1]
+    batches = data.eval_pipeline(
+        pairs,
+        num_classes,
+        model.image_size,
+        batch_size,
+        image_resize=resize.of_model(model),
+    )
     known = int(batches.cardinality())
     progress = keras.utils.Progbar(
         known if known >= 0 else None, verbose=verbose
@@ -555,7 +552,9 @@ def _features(
     features, labels = [], []
     for step, (images, onehot) in enumerate(batches.as_numpy_iterator(), 1):
         images = prepare(model_pixels(images, channels))
-        features.append(np.asarray(model.predict_on_batch(images), "float32"))
+        features.append(
+            np.asarray(features_of.predict_on_batch(images), "float32")
+        )
         labels.append(np.argmax(onehot, axis=-1))
         progress.update(step, finalize=step == known)
     if known < 0:

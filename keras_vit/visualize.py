@@ -1009,8 +1009,10 @@ def _write_index(model, output, written):
     files.atomic_write(os.path.join(output, "index.html"), write_page)
 
 
-def load_images(paths, image_size, num_channels=3):
+def load_images(paths, image_size, num_channels=3, image_resize=None):
     """Reads image files as `(B, H, W, num_channels)` float32 pixels in
-    [0, 255], resized to `image_size` `(H, W)`: see
+    [0, 255], resized to `image_size` `(H, W)` as `image_resize` says
+    (pass a model's, `keras_vit.data.resize.of_model(model)`, to see what
+    the model sees when evaluated; `None` squashes): see
     `keras_vit.data.images.load_image_files`, the reader it calls."""
-    return load_image_files(paths, image_size, num_channels)
+    return load_image_files(paths, image_size, num_channels, image_resize)

@@ -43,6 +43,7 @@ def image_names(paths):
 def run(args):
     from keras_vit import visualize
     from keras_vit.cli.predict import check_image_files
+    from keras_vit.data import resize
     from keras_vit.data.images import load_image_files
     from keras_vit.export.models import inputs_from_pixels
     from keras_vit.export.models import load_model
@@ -51,7 +52,12 @@ def run(args):
     model_argument.check_weights(args.model, args.weights)
     source = model_argument.run_model(args.model)
     model = load_model(source, args.weights, args.image_size)
-    pixels = load_image_files(args.image, model.image_size, model.num_channels)
+    pixels = load_image_files(
+        args.image,
+        model.image_size,
+        model.num_channels,
+        image_resize=resize.of_model(model),  # as its evaluation resized
+    )
     # As the model takes them: normalised for include_preprocessing=False.
     images = inputs_from_pixels(model)(pixels)
     files = visualize.inspect(

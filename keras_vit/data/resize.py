@@ -1,5 +1,5 @@
 """How an image becomes a model's input for inference and evaluation: the
-one source of the resize setting (`check`, a model's `image_resize`) and of
+one source of the resize setting (`check`; a model's, `of_model`) and of
 the op that applies it (`resize_image`).
 
 Two ways are in use among the released checkpoints' evaluations:
@@ -72,6 +72,16 @@ def check(image_resize):
             "image_resize['antialias']", checked["antialias"]
         ),
     }
+
+
+def of_model(model):
+    """The `image_resize` that images are read with for `model`: a
+    `keras_vit.ViT`'s own (from its preset: the resize its published
+    accuracy was measured with), or `None` (`DEFAULT`, the squash) for any
+    other Keras model, which records none. Every command and evaluation
+    that reads images for a model asks here, so that they all resize alike.
+    """
+    return getattr(model, "image_resize", None)
 
 
 def resize_image(image, image_size, image_resize=None):

@@ -20,6 +20,7 @@ import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit import files
+from keras_vit.data import resize
 from keras_vit.data.images import GRAY_WEIGHTS  # noqa: F401 - its old home
 from keras_vit.data.images import model_pixels
 from keras_vit.export import models
@@ -53,6 +54,7 @@ def load_images(
     name="representative_data",
     value_range=(0.0, 255.0),
     normalize=None,
+    image_resize=None,
 ):
     """Loads images from `source` shaped `(N, *image_size, num_channels)`.
 
@@ -78,6 +80,11 @@ def load_images(
             `include_preprocessing=False`), or `None` to keep pixels; it is
             not applied to an array or `.npz`, which hold the model's
             inputs already. Defaults to `None`.
+        image_resize: how a dataset's or folder's images are resized to
+            `image_size`: a model's `image_resize`
+            (`keras_vit.data.resize.of_model(model)`: a preset's
+            evaluation, timm's centre crop or the squash). Defaults to
+            `None`: the whole image squashed, bilinear, antialiased.
 
     Returns:
         An `ImageSet`.
@@ -95,7 +102,14 @@ def load_images(
     if limit is not None:
         limit = arg_checks.positive_int("limit", limit)
     result = _read_source(
-        source, image_size, num_channels, limit, split, name, normalize
+        source,
+        image_size,
+        num_channels,
+        limit,
+        split,
+        name,
+        normalize,
+        image_resize,
     )
     images = _checked_pixels(
         result.images, (*image_size, num_channels), value_range, name, source
@@ -108,7 +122,14 @@ def load_images(
 
 
 def _read_source(
-    source, image_size, num_channels, limit, split, name, normalize
+    source,
+    image_size,
+    num_channels,
+    limit,
+    split,
+    name,
+    normalize,
+    image_resize,
 ):
     """The `ImageSet` that `source` names, as it is (unchecked; a dataset's
     or folder's pixels through `normalize`, if not `None`)."""
@@ -122,7 +143,7 @@ def _read_source(
             return _from_npz(text, name)
         if text.startswith("folder:") or _is_dataset_name(text):
             result = _from_dataset(
-                text, image_size, num_channels, limit, split, name
+                text, image_size, num_channels, limit, split, name, image_resize
             )
             if result is not None and normalize is not None:
                 result.images = normalize(result.images)
@@ -238,7 +259,12 @@ def _from_npz(path, name):
     return ImageSet(images, labels, path)
 
 
-def _from_dataset(source, image_size, num_channels, limit, split, name):
+def _from_dataset(
+    source, image_size, num_channels, limit, split, name, image_resize
+):
+    """The `ImageSet` of a dataset name or `"folder:PATH"`, its images
+    resized to `image_size` as `image_resize` says (by
+    `keras_vit.data.eval_pipeline`)."""
     from keras_vit import data
 
     if num_channels not in (1, 3):
@@ -277,7 +303,9 @@ def _from_dataset(source, image_size, num_channels, limit, split, name):
         num_classes = dataset.num_classes
     if limit is not None:
         pairs = pairs.take(limit)
-    batches = data.eval_pipeline(pairs, num_classes, image_size, batch_size=64)
+    batches = data.eval_pipeline(
+        pairs, num_classes, image_size, 64, image_resize=image_resize
+    )
     images, labels = [], []
     for x, y in batches.as_numpy_iterator():
         images.append(x)
@@ -296,7 +324,8 @@ def _from_dataset(source, image_size, num_channels, limit, split, name):
 
 def load_model_inputs(model, source, limit=100, split="test", name="data"):
     """`load_images` for `model`: at its input size and channels, a
-    dataset's or folder's pixels turned into what it takes
+    dataset's or folder's images resized as its `image_resize` says and
+    their pixels turned into what it takes
     (`keras_vit.export.models.inputs_from_pixels`: normalised for a model
     built with `include_preprocessing=False`), and every source's values
     checked against its input range (`models.input_range`). The
@@ -319,4 +348,6 @@ def load_model_inputs(model, source, limit=100, split="test", name="data"):
         value_range=models.input_range(model),
         # Refused only when pixels must be converted (an array is not).
         normalize=lambda pixels: models.inputs_from_pixels(model)(pixels),
+        # As the model is evaluated: a preset's centre crop or the squash.
+        image_resize=resize.of_model(model),
     )

@@ -27,6 +27,7 @@ from keras_vit import extras
 from keras_vit import files
 from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
+from keras_vit.data import resize
 from keras_vit.model_argument import RUN_MODEL_FILE
 from keras_vit.models.config import preprocessing_scale_and_offset
 from keras_vit.training import callbacks as run_callbacks
@@ -815,6 +816,9 @@ def _pipelines(config, setup, data, model, backup):
                 config.data.batch_size,
                 pad=static,
                 num_examples=count,
+                # As the model is evaluated (a preset's: timm's centre
+                # crop, or the squash); training's augmentation is its own.
+                image_resize=resize.of_model(vit),
             )
             if split is not None
             else None
