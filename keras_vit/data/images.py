@@ -76,3 +76,21 @@ def load_image_files(paths, image_size, num_channels=3, image_resize=None):
             np.asarray(resize.resize_image(image, image_size, image_resize))
         )
     return model_pixels(np.stack(out), num_channels).astype("float32")
+
+
+def decoded_model_pixels(contents, image_size, image_resize=None):
+    """An image file's bytes (a scalar string tensor) as the float32 RGB
+    `(height, width, 3)` pixels in [0, 255] that `load_image_files` reads
+    from the file, in a TensorFlow graph: decoded as PIL decodes
+    (`datasets.decode_image`), resized as `image_resize` says, clipped (as
+    `model_pixels` clips). A SavedModel export's `serving_bytes` signature
+    runs it, so that a served JPEG is the model's input that the
+    `keras-vit` commands would give it."""
+    import tensorflow as tf
+
+    from keras_vit.data import datasets
+    from keras_vit.data import resize
+
+    image = datasets.decode_image(contents)
+    image = resize.resize_image(image, image_size, image_resize)
+    return tf.clip_by_value(image, 0.0, 255.0)

@@ -1,9 +1,11 @@
 """Export for serving and for phones: SavedModel and TFLite (LiteRT), verified.
 
 - `export_saved_model(model, "serving/vit")`: a SavedModel with a
-  `serving_default` signature (float32 pixels) and `serving_uint8` (not
-  for a model built with `include_preprocessing=False`), dynamic batch,
-  preprocessing inside; it runs with TensorFlow alone.
+  `serving_default` signature (float32 pixels), `serving_uint8` and
+  `serving_bytes` (image files, resized inside as the model's
+  `image_resize` says; neither for a model built with
+  `include_preprocessing=False`), dynamic batch, preprocessing inside; it
+  runs with TensorFlow alone.
 - `export_tflite(model, "vit.tflite", quantize="int8",
   representative_data="digits")`: LiteRT builtin ops only, float32,
   float16, dynamic-range int8, full int8 or int16x8.

@@ -304,21 +304,32 @@ def input_range(model):
     return (low - margin, high + margin)
 
 
-#: SavedModel signature names: float32 inputs, and uint8 pixels.
+#: SavedModel signature names: float32 inputs, uint8 pixels, and encoded
+#: image files (JPEG, PNG, GIF, BMP bytes; TF Serving's REST API takes them
+#: base64-encoded as `{"b64": ...}`).
 FLOAT_SIGNATURE = "serving_default"
 UINT8_SIGNATURE = "serving_uint8"
+BYTES_SIGNATURE = "serving_bytes"
+
+#: The input name of `BYTES_SIGNATURE` (the others take `images`).
+BYTES_INPUT = "image_bytes"
 
 
 def saved_model_signatures(model):
     """`{name: input dtype}` of a SavedModel export of `model` (written by
     `keras_vit.export.saved_model`, checked by `verify_saved_model`):
     `serving_default` takes float32 inputs; `serving_uint8` takes uint8
-    pixels (a decoded JPEG as it is) and exists only for a model that
-    takes [0, 255] pixels: the normalised inputs of one built with
+    pixels (a decoded JPEG as it is) and `serving_bytes` encoded image
+    files (`"string"`: decoded and resized inside, as the model's
+    `image_resize` says), both only for a model that takes [0, 255] RGB
+    pixels: the normalised inputs of one built with
     `include_preprocessing=False` do not fit in uint8 (-1 would wrap to
-    255), and normalising inside the signature would be a second copy of
-    the model's preprocessing."""
+    255), normalising inside the signature would be a second copy of the
+    model's preprocessing, and a grayscale model's luma is left to the
+    caller."""
     signatures = {FLOAT_SIGNATURE: "float32"}
     if takes_pixels(model):
         signatures[UINT8_SIGNATURE] = "uint8"
+        if input_spec(model)[-1] == 3:
+            signatures[BYTES_SIGNATURE] = "string"
     return signatures

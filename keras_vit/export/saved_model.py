@@ -15,10 +15,11 @@ from keras_vit.export import representative
 from keras_vit.export import verification as verify_lib
 from keras_vit.export.report import ExportResult
 
-#: Signature names: float inputs (the default) and uint8 pixels (for a
-#: model that takes pixels: `models.saved_model_signatures`).
+#: Signature names: float inputs (the default), uint8 pixels and image
+#: files (for a model that takes pixels: `models.saved_model_signatures`).
 FLOAT_SIGNATURE = models.FLOAT_SIGNATURE
 UINT8_SIGNATURE = models.UINT8_SIGNATURE
+BYTES_SIGNATURE = models.BYTES_SIGNATURE
 
 #: What `export_saved_model` writes at the top of its folder
 #: (`ExportArchive.write_out`'s files, and keras_vit's metadata).
@@ -87,13 +88,17 @@ def build_archive(model):
     """A `keras.export.ExportArchive` with the serving signatures.
 
     `serving_default` takes float32 `[batch, H, W, C]` images and, for a
-    model that takes [0, 255] pixels, `serving_uint8` uint8 ones (what a
-    decoded JPEG is; a model built with `include_preprocessing=False` has
-    none: `models.saved_model_signatures`); both take a dynamic batch (and
-    any `H` and `W` for a `ViT(dynamic_image_size=True)`), keep the model's
-    preprocessing inside, and return
-    `{"probabilities": [batch, num_classes]}` (`"logits"` or `"features"`
-    for such models).
+    model that takes [0, 255] RGB pixels, `serving_uint8` uint8 ones (what
+    a decoded JPEG is) and `serving_bytes` a `[batch]` string tensor of
+    image files (JPEG, PNG, GIF, BMP), decoded as PIL decodes them and
+    resized to the model's input as its `image_resize` says, as
+    `keras_vit.data.images.load_image_files` reads files (a model built
+    with `include_preprocessing=False` has neither:
+    `models.saved_model_signatures`). All take a dynamic batch (the
+    images any `H` and `W` for a `ViT(dynamic_image_size=True)`; files are
+    resized to its `image_size`), keep the model's preprocessing inside,
+    and return `{"probabilities": [batch, num_classes]}` (`"logits"` or
+    `"features"` for such models).
 
     Args:
         model: a `keras.Model` with one image input.
@@ -111,6 +116,9 @@ def build_archive(model):
     def serve(images):
         return {key: model(tf.cast(images, dtype), training=False)}
 
+    def serve_bytes(image_bytes):
+        return serve(_decoded_batch(model, image_bytes))
+
     # No `archive.track(model)`: the endpoints' variables are tracked by
     # the archive anyway, and tracking the model as well saves every weight
     # twice (Keras 3.15 writes `variables/...` and `_all_variables/...`: a
@@ -119,14 +127,33 @@ def build_archive(model):
     # signatures.
     archive = keras.export.ExportArchive()
     for name, spec_dtype in models.saved_model_signatures(model).items():
-        archive.add_endpoint(
-            name,
-            serve,
-            input_signature=[
-                tf.TensorSpec(shape, tf.as_dtype(spec_dtype), name="images")
-            ],
-        )
+        if name == models.BYTES_SIGNATURE:
+            spec = tf.TensorSpec([None], tf.string, name=models.BYTES_INPUT)
+            archive.add_endpoint(name, serve_bytes, input_signature=[spec])
+            continue
+        spec = tf.TensorSpec(shape, tf.as_dtype(spec_dtype), name="images")
+        archive.add_endpoint(name, serve, input_signature=[spec])
     return archive
+
+
+def _decoded_batch(model, image_bytes):
+    """A `[batch]` string tensor of image files as `model`'s float32
+    `[batch, H, W, 3]` pixels (`images.decoded_model_pixels`, at its input
+    size)."""
+    import tensorflow as tf
+
+    from keras_vit.data import images
+    from keras_vit.data import resize
+
+    height, width, channels = models.input_spec(model)
+    image_resize = resize.of_model(model)
+    return tf.map_fn(
+        lambda contents: images.decoded_model_pixels(
+            contents, (height, width), image_resize
+        ),
+        image_bytes,
+        fn_output_signature=tf.TensorSpec((height, width, channels), "float32"),
+    )
 
 
 def export_saved_model(
@@ -143,8 +170,10 @@ def export_saved_model(
     Signatures with a dynamic batch and the preprocessing inside:
     `serving_default` (float32 inputs: [0, 255] pixels, or the normalised
     inputs of a model built with `include_preprocessing=False`) and, for a
-    model that takes pixels, `serving_uint8` (uint8 pixels), each returning
-    `{"probabilities": ...}`. The labels and input spec are
+    model that takes RGB pixels, `serving_uint8` (uint8 pixels) and
+    `serving_bytes` (image files, decoded and resized as the model's
+    `image_resize` says), each returning `{"probabilities": ...}`
+    (`build_archive`). The labels and input spec are
     written to `keras_vit.json` inside the folder. Unless `verify=False`,
     the SavedModel is reloaded in a fresh Python process that never imports
     keras_vit, and its outputs compared with Keras's (max |Δ| ≤ 1e-4) at
@@ -223,7 +252,12 @@ def _metadata(model, class_names):
         output_shape=[None, *model.output_shape[1:]],
         extra={
             "signatures": {
-                name: {"input": "images", "dtype": dtype}
+                name: {
+                    "input": models.BYTES_INPUT
+                    if dtype == "string"
+                    else "images",
+                    "dtype": dtype,
+                }
                 for name, dtype in models.saved_model_signatures(model).items()
             },
             "output_key": models.output_kind(model),

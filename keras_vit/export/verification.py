@@ -392,11 +392,13 @@ def verify_saved_model(
     """Verifies a SavedModel in a fresh process that never imports keras_vit.
 
     The subprocess loads it with `tf.saved_model.load` and runs its
-    signatures (`serving_default` on float inputs; `serving_uint8`, which
-    only a model that takes [0, 255] pixels has, on the same images
-    rounded to uint8) in batches of 16 and on one image alone; the outputs
-    are compared with Keras's. A signature missing, or one an export of
-    the model would not have, is a failure.
+    signatures (`serving_default` on float inputs; those only a model that
+    takes [0, 255] RGB pixels has: `serving_uint8` on the same images
+    rounded to uint8, `serving_bytes` on those as PNG files, which Keras
+    is given resized as the model's `image_resize` says) in batches of 16
+    and on one image alone; the outputs are compared with Keras's. A
+    signature missing, or one an export of the model would not have, is a
+    failure.
 
     Args:
         path: the SavedModel folder.
@@ -612,8 +614,12 @@ def _compare_saved_model(report, path, model, image_sets):
 
 def _compare_signature(report, name, outputs, model, images, dtype):
     """One signature's outputs (and on one image alone) against Keras's
-    on `images` (rounded for uint8 pixels), added to `report`."""
+    on what it was given (`standalone/saved_model_check.py`): `images`,
+    rounded for uint8 pixels, and for image files those read as
+    keras_vit reads files (`_read_as_files`), added to `report`."""
     x = images.images if dtype == "float32" else np.round(images.images)
+    if dtype == "string":
+        x = _read_as_files(model, x)
     keras_out = _reference_outputs(model, x)
     kind = models.output_kind(model)
     report.comparisons.append(
@@ -633,11 +639,38 @@ def _compare_signature(report, name, outputs, model, images, dtype):
         )
 
 
+def _read_as_files(model, pixels):
+    """uint8-valued `pixels` as `model` takes them from image files that
+    hold them (PNG, lossless): resized as its `image_resize` says, at its
+    input size (`keras_vit.data.images.decoded_model_pixels`, the function
+    the `serving_bytes` signature runs)."""
+    import tensorflow as tf
+
+    from keras_vit.data import images
+    from keras_vit.data import resize
+
+    size = models.input_spec(model)[:2]
+    return np.stack(
+        [
+            images.decoded_model_pixels(
+                tf.io.encode_png(p.astype("uint8")),
+                size,
+                resize.of_model(model),
+            )
+            for p in pixels
+        ]
+    )
+
+
 def _signature_failures(expected, present):
     """The serving signatures missing from a SavedModel (`present`: its
     signatures' names), or there that an export of the model would not
     have (`expected`: `models.saved_model_signatures`)."""
-    known = {models.FLOAT_SIGNATURE, models.UINT8_SIGNATURE}
+    known = {
+        models.FLOAT_SIGNATURE,
+        models.UINT8_SIGNATURE,
+        models.BYTES_SIGNATURE,
+    }
     failures = [
         f"the SavedModel has no {name} signature"
         for name in expected
@@ -645,8 +678,8 @@ def _signature_failures(expected, present):
     ]
     failures += [
         f"the SavedModel has a {name} signature, which an export of this "
-        "model does not have (uint8 pixels; the model takes normalised "
-        "inputs, include_preprocessing=False)"
+        "model does not have (pixels or image files; the model takes "
+        "normalised inputs, include_preprocessing=False, or one channel)"
         for name in sorted(known & present - set(expected))
     ]
     return failures

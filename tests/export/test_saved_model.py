@@ -9,7 +9,9 @@ import warnings
 import numpy as np
 import pytest
 
+import keras_vit
 from keras_vit import export
+from keras_vit.data.images import load_image_files
 from keras_vit.export import verification
 
 # Run in a fresh interpreter: TensorFlow only, never keras_vit.
@@ -23,11 +25,17 @@ images = np.load(images_path)
 loaded = tf.saved_model.load(path)
 serve = loaded.signatures["serving_default"]
 serve_uint8 = loaded.signatures["serving_uint8"]
+serve_bytes = loaded.signatures["serving_bytes"]
+with open(sys.argv[4], "rb") as file:
+    jpeg = file.read()
 out = {
     "batch3": serve(images=tf.constant(images[:3]))["probabilities"].numpy(),
     "batch1": serve(images=tf.constant(images[3:4]))["probabilities"].numpy(),
     "uint8": serve_uint8(
         images=tf.constant(images.astype("uint8"))
+    )["probabilities"].numpy(),
+    "bytes": serve_bytes(
+        image_bytes=tf.constant([jpeg, jpeg])
     )["probabilities"].numpy(),
 }
 np.savez(out_path, **out)
@@ -48,6 +56,7 @@ def test_saved_model_reloads_without_keras_vit(random_model, tmp_path):
     assert {c.runtime for c in result.report.comparisons} == {
         "serving_default",
         "serving_uint8",
+        "serving_bytes",
     }
     for c in result.report.comparisons:
         assert c.max_abs <= 1e-4
@@ -58,7 +67,11 @@ def test_saved_model_reloads_without_keras_vit(random_model, tmp_path):
         meta = json.load(file)
     assert meta["class_names"][0] == "c0"
     assert meta["input"]["shape"] == [None, 32, 32, 3]
-    assert sorted(meta["signatures"]) == ["serving_default", "serving_uint8"]
+    assert meta["signatures"] == {
+        "serving_default": {"input": "images", "dtype": "float32"},
+        "serving_uint8": {"input": "images", "dtype": "uint8"},
+        "serving_bytes": {"input": "image_bytes", "dtype": "string"},
+    }
 
     images = (
         np.random.default_rng(1)
@@ -74,6 +87,7 @@ def test_saved_model_reloads_without_keras_vit(random_model, tmp_path):
             str(tmp_path / "sm"),
             str(tmp_path / "images.npy"),
             str(tmp_path / "out.npz"),
+            keras_vit.sample_image_path(),
         ],
         capture_output=True,
         text=True,
@@ -84,13 +98,19 @@ def test_saved_model_reloads_without_keras_vit(random_model, tmp_path):
     info = json.loads(process.stdout.strip().splitlines()[-1])
     assert info == {
         "keras_vit": False,
-        "signatures": ["serving_default", "serving_uint8"],
+        "signatures": ["serving_bytes", "serving_default", "serving_uint8"],
     }
     expected = random_model.predict(images, verbose=0)
     out = np.load(tmp_path / "out.npz")
     np.testing.assert_allclose(out["batch3"], expected[:3], atol=1e-5)
     np.testing.assert_allclose(out["batch1"], expected[3:4], atol=1e-5)
     np.testing.assert_allclose(out["uint8"], expected, atol=1e-5)
+    # A JPEG file read as `keras-vit predict` reads it (the model's
+    # image_resize, here the default squash).
+    files = load_image_files([keras_vit.sample_image_path()] * 2, (32, 32))
+    np.testing.assert_allclose(
+        out["bytes"], random_model.predict(files, verbose=0), atol=1e-5
+    )
 
 
 def test_saved_model_replaces_an_earlier_export_whole(random_model, tmp_path):
@@ -212,3 +232,47 @@ def test_a_dynamic_image_size_sidecar_records_any_size(tmp_path):
     tf.io.write_file(photo, tf.io.encode_png(images[0].astype("uint8")))
     probabilities = predict.load_predictor(tmp_path / "sm").predict([photo])
     assert probabilities.shape == (1, 10)
+
+
+def test_served_image_files_are_resized_as_the_model_says(tmp_path):
+    # serving_bytes decodes and resizes inside the SavedModel as the
+    # model's image_resize says (here timm's crop), as keras_vit reads the
+    # file; the whole photo squashed gives other outputs.
+    import tensorflow as tf
+
+    from tests.export.helpers import TINY_EXPORT
+    from tests.helpers import randomize_weights
+
+    crop = {"crop_pct": 0.9, "interpolation": "bicubic"}
+    model = keras_vit.ViT(**TINY_EXPORT, image_resize=crop)
+    randomize_weights(model, seed=2)
+    result = export.export_saved_model(
+        model, tmp_path / "sm", num_verify_images=8
+    )
+    assert result.report.passed  # its verification ran serving_bytes
+    assert "serving_bytes" in {c.runtime for c in result.report.comparisons}
+    path = keras_vit.sample_image_path()
+    with open(path, "rb") as file:
+        jpeg = file.read()
+    serve = tf.saved_model.load(str(tmp_path / "sm")).signatures
+    served = serve["serving_bytes"](image_bytes=tf.constant([jpeg]))
+    served = served["probabilities"].numpy()
+    size = model.image_size
+    cropped = load_image_files([path], size, image_resize=model.image_resize)
+    np.testing.assert_allclose(
+        served, model.predict(cropped, verbose=0), atol=1e-5
+    )
+    squashed = model.predict(load_image_files([path], size), verbose=0)
+    assert np.abs(served - squashed).max() > 1e-3
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"include_preprocessing": False}, {"num_channels": 1}]
+)
+def test_no_image_files_for_a_model_that_takes_no_rgb_pixels(kwargs):
+    # Normalised inputs, or one channel: the caller prepares them.
+    from keras_vit.export import models
+    from tests.export.helpers import TINY_EXPORT
+
+    model = keras_vit.ViT(**TINY_EXPORT, **kwargs)
+    assert "serving_bytes" not in models.saved_model_signatures(model)

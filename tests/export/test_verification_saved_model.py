@@ -125,7 +125,8 @@ def _faked(signatures, model):
 def test_the_signatures_are_those_an_export_of_the_model_has(
     folder, random_model, monkeypatch
 ):
-    # A model that takes pixels has serving_uint8 too: missing, it fails.
+    # A model that takes RGB pixels has serving_uint8 and serving_bytes
+    # too: missing, they fail.
     report = _verify(
         folder,
         random_model,
@@ -134,7 +135,10 @@ def test_the_signatures_are_those_an_export_of_the_model_has(
     )
     # (The fake folder's empty variables fail the weight check too.)
     found = [f for f in report.failures if "signature" in f]
-    assert found == ["the SavedModel has no serving_uint8 signature"]
+    assert found == [
+        "the SavedModel has no serving_uint8 signature",
+        "the SavedModel has no serving_bytes signature",
+    ]
     assert [c.runtime for c in report.comparisons] == ["serving_default"]
     # A model built with include_preprocessing=False has no serving_uint8
     # (uint8 cannot hold its normalised inputs): one there is a failure,
