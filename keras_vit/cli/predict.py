@@ -6,8 +6,9 @@ MODEL is a builder or preset name (`vit_b16_augreg_in21k_ft_in1k`, or
 `.safetensors`: its classes are `class_0`, `class_1`, ...), a training
 run's folder (its `model.keras`), a SavedModel folder or a `.tflite` file
 that keras_vit exported (run with LiteRT; their metadata JSON gives the
-input size and the class names). Images are read and resized with
-`keras_vit.data.images`.
+input size and the class names). Images are read with
+`keras_vit.data.images` and resized as the model was evaluated: a Keras
+model's `image_resize`, an export's metadata `input.image_resize`.
 """
 
 import contextlib
@@ -117,11 +118,15 @@ def top_classes(probabilities, class_names, images, top):
 
 class Predictor:
     """A model's class probabilities for image files (`predict(paths)`),
-    its input `(height, width, channels)` and `class_names`. `prepare`
-    turns the files' [0, 255] pixels into the model's inputs (normalised
-    for a model built with `include_preprocessing=False`)."""
+    its input `(height, width, channels)` and `class_names`. The files are
+    resized as `image_resize` says (the model's, see
+    `keras_vit.data.resize.check`), and `prepare` turns their [0, 255]
+    pixels into the model's inputs (normalised for a model built with
+    `include_preprocessing=False`)."""
 
-    def __init__(self, run, input_spec, class_names, kind, prepare):
+    def __init__(
+        self, run, input_spec, class_names, kind, prepare, image_resize
+    ):
         if kind == "features":
             raise ValueError(
                 "The model has no classifier head (include_top=False): it "
@@ -129,6 +134,7 @@ class Predictor:
             )
         self._run = run
         self._prepare = prepare
+        self.image_resize = image_resize
         self.input_spec = input_spec
         self.class_names = class_names
         self.kind = kind
@@ -139,7 +145,9 @@ class Predictor:
         from keras_vit.data.images import load_image_files
 
         height, width, channels = self.input_spec
-        pixels = load_image_files(paths, (height, width), channels)
+        pixels = load_image_files(
+            paths, (height, width), channels, self.image_resize
+        )
         outputs = np.asarray(self._run(self._prepare(pixels)), dtype="float64")
         if self.kind == "logits":
             outputs = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
@@ -170,6 +178,7 @@ def load_predictor(model, weights=None):
 
 
 def _keras(path, weights):
+    from keras_vit.data import resize
     from keras_vit.export import metadata
     from keras_vit.export import models
 
@@ -180,10 +189,12 @@ def _keras(path, weights):
         metadata.class_names(model, model_source=path),
         models.output_kind(model),
         models.inputs_from_pixels(model),
+        resize.of_model(model),
     )
 
 
 def _named(name, weights):
+    from keras_vit.data import resize
     from keras_vit.export import models
 
     model = models.load_model(name, weights)
@@ -193,6 +204,7 @@ def _named(name, weights):
         named_class_names(name, weights, model),
         models.output_kind(model),
         models.inputs_from_pixels(model),
+        resize.of_model(model),
     )
 
 
@@ -241,6 +253,14 @@ def _input_spec(found):
     return spec["height"], spec["width"], spec["channels"]
 
 
+def _image_resize(found):
+    """How the model an export's metadata describes takes its images: its
+    `input.image_resize`. Metadata written before that field existed
+    describes an export that `keras-vit predict` always fed whole images,
+    squashed: the default (`None`), which is what it gets."""
+    return found["input"].get("image_resize")
+
+
 def _inputs_from_pixels(path, found):
     """What `keras_vit.export.models.inputs_from_pixels` gives for the
     model an export's metadata describes: pixels as they are if it
@@ -276,6 +296,7 @@ def _tflite(path, weights):
         found["class_names"],
         found["output"]["kind"],
         _inputs_from_pixels(path, found),
+        _image_resize(found),
     )
 
 
@@ -292,4 +313,5 @@ def _saved_model(path, weights):
         found["class_names"],
         found["output"]["kind"],
         _inputs_from_pixels(path, found),
+        _image_resize(found),
     )

@@ -16,7 +16,10 @@ sidecar (`model.tflite` -> `model.json`), and inside a SavedModel folder as
   "input": {"shape": [1, 32, 32, 3], "height": 32, "width": 32,
             "channels": 3, "layout": "NHWC", "color": "RGB",
             "dtype": "float32", "pixel_range": [0, 255],
-            "normalization": null, "quantization": null},
+            "normalization": null,
+            "image_resize": {"crop_pct": null, "interpolation": "bilinear",
+                             "antialias": true},
+            "quantization": null},
   "preprocessing": "none: feed RGB pixel values in [0, 255] ...",
   "quantization": "none",
   "batch_size": 1,
@@ -35,6 +38,14 @@ already; `preprocessing` says the same in words.
 which `keras-vit predict` resizes images to; `input.shape` is what the
 file takes: a SavedModel of a `ViT(dynamic_image_size=True)` takes any
 height and width (`[null, null, null, 3]`).
+`input.image_resize` is how an image becomes that size, the model's
+`image_resize` (`keras_vit.data.resize`; the default for a model that is
+no `keras_vit.ViT`): `crop_pct` null squashes the whole image; else the
+image is resized, aspect ratio kept, to cover `floor(height / crop_pct)`
+x `floor(width / crop_pct)` and the centre `height` x `width` cut out
+(timm's evaluation); with `interpolation` (`"bilinear"` or `"bicubic"`)
+and `antialias`. Metadata written before it existed describes exports
+that were fed squashed images (its default).
 `input.quantization` / `output_quantization` are `{"scale", "zero_point"}`
 for integer tensors (`export_tflite(..., io_dtype="uint8")`): feed
 `round(pixel / scale) + zero_point`, read `(q - zero_point) * scale`. A
@@ -46,6 +57,7 @@ import json
 import os
 
 from keras_vit import files
+from keras_vit.data import resize
 from keras_vit.export import models
 from keras_vit.training.config import flatten
 from keras_vit.training.train import RUN_CONFIG_FILE
@@ -222,6 +234,7 @@ def build(
             "dtype": input_dtype,
             "pixel_range": [0, 255] if pixels else None,
             "normalization": _normalization(model),
+            "image_resize": resize.check(resize.of_model(model)),
             "quantization": input_quantization,
         },
         "preprocessing": preprocessing_text(model),
@@ -255,8 +268,8 @@ def preprocessing_text(model):
     if models.takes_pixels(model):
         return (
             "none outside the model: feed RGB pixel values in [0, 255] "
-            "(resized to height x width); the model normalises them "
-            f"itself: {formula}"
+            "(resized to height x width as input.image_resize says); the "
+            f"model normalises them itself: {formula}"
         )
     if not hasattr(model, "normalization"):  # not a keras_vit.ViT
         return (
@@ -266,7 +279,8 @@ def preprocessing_text(model):
     return (
         "the model takes already-normalised inputs (it was built with "
         "include_preprocessing=False): feed RGB pixels in [0, 255] "
-        f"(resized to height x width) as {formula}"
+        "(resized to height x width as input.image_resize says) as "
+        f"{formula}"
     )
 
 

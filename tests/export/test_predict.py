@@ -228,3 +228,53 @@ def test_a_checkpoint_file(images, tmp_path, capsys):
     pixels = load_image_files(images, (32, 32), 3)
     expected = model.predict(pixels, verbose=0)
     _check(results, expected, images, [f"class_{i}" for i in range(5)])
+
+
+def test_exports_resize_as_their_model_was_evaluated(tmp_path):
+    # Exports recorded no image_resize and `keras-vit predict` squashed
+    # every image, whatever crop the model (a preset) was evaluated with.
+    from keras_vit import export
+    from keras_vit.export import metadata
+    from tests.helpers import TINY
+    from tests.helpers import randomize_weights
+
+    setting = {"crop_pct": 1.0, "interpolation": "bicubic"}
+    model = keras_vit.ViT(**TINY, image_resize=setting)
+    randomize_weights(model, seed=4, scale=0.5)
+    path = str(tmp_path / "serving")
+    export.export_saved_model(model, path, verify=False)
+    found = metadata.read_metadata(path)
+    assert found["input"]["image_resize"] == {**setting, "antialias": True}
+    photo = keras_vit.sample_image_path()  # 3:2, so crop and squash differ
+    cropped = load_image_files([photo], (32, 32), 3, model.image_resize)
+    squashed = load_image_files([photo], (32, 32), 3)
+    assert np.abs(cropped - squashed).mean() > 5.0
+    expected = model.predict(cropped, verbose=0)
+    other = model.predict(squashed, verbose=0)
+    assert np.abs(expected - other).max() > 1e-3  # the resize shows
+    model.save(tmp_path / "m.keras")
+    for source in (path, str(tmp_path / "m.keras")):
+        got = predict.load_predictor(source).predict([photo])
+        np.testing.assert_allclose(got, expected, atol=1e-5)
+    # Metadata from before input.image_resize: its exports were fed
+    # squashed images, and still are.
+    del found["input"]["image_resize"]
+    metadata.write(metadata.sidecar_path(path), found)
+    got = predict.load_predictor(path).predict([photo])
+    np.testing.assert_allclose(got, other, atol=1e-5)
+
+
+def test_a_model_that_is_no_vit_records_the_squash():
+    from keras_vit.data import resize
+    from keras_vit.export import metadata
+
+    inputs = keras.Input((32, 32, 3))
+    outputs = keras.layers.Dense(2, activation="softmax")(
+        keras.layers.GlobalAveragePooling2D()(inputs)
+    )
+    model = keras.Model(inputs, outputs)
+    found = metadata.build(
+        model, "tflite", "none", ["a", "b"], [1, 32, 32, 3], "float32", [1, 2]
+    )
+    assert found["input"]["image_resize"] == resize.DEFAULT
+    json.dumps(found)  # JSON as it is
