@@ -10,19 +10,23 @@ takes come from the JSON that `keras-vit export` writes next to the model
     python examples/tflite_inference.py vit.tflite photo.jpg \\
         [--top 5] [--threads 2]
 
-prints the top-5 classes with their probabilities. What the model takes is
-the metadata's `input`: RGB pixel values in [0, 255] when its `pixel_range`
-is [0, 255] (the default export: the model normalises them itself); for a
-model built with `include_preprocessing=False` (`pixel_range` null), the
-pixels normalised as its `normalization` says (null: `pixels / 127.5 - 1`;
-else `(pixels / 255 - mean) / std` per channel). A full-integer model
-(`--io-dtype uint8` or `int8`) takes those values quantized with the input's
-scale and zero point. A feature extractor (`include_top=False`, output
-kind "features") has no classes and is refused.
+prints the top-5 classes with their probabilities. The image is resized as the
+model was evaluated, as the metadata's `input.image_resize` says: the whole
+image squashed (`crop_pct` null), or timm's centre crop (resized, aspect ratio
+kept, to cover `floor(size / crop_pct)`, then the centre cut out). What the
+model takes is the metadata's `input`: RGB pixel values in [0, 255] when its
+`pixel_range` is [0, 255] (the default export: the model normalises them
+itself); for a model built with `include_preprocessing=False` (`pixel_range`
+null), the pixels normalised as its `normalization` says (null:
+`pixels / 127.5 - 1`; else `(pixels / 255 - mean) / std` per channel). A
+full-integer model (`--io-dtype uint8` or `int8`) takes those values quantized
+with the input's scale and zero point. A feature extractor
+(`include_top=False`, output kind "features") has no classes and is refused.
 """
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -60,12 +64,27 @@ def check_file(name, path):
         raise ValueError(f"The file does not exist. Received: {name}={path!r}")
 
 
-def load_image(path, height, width):
-    """An RGB image resized to `(height, width)`: float32 pixels in [0, 255].
+#: The metadata's `image_resize` interpolations as Pillow's filters.
+FILTERS = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
+
+
+def load_image(path, height, width, image_resize=None):
+    """An RGB image as the model's `(height, width)` input, resized as the
+    metadata's `input.image_resize` says: float32 pixels in [0, 255].
+
+    With `crop_pct` null the whole image is squashed to the size (also for
+    `None`: metadata of an older keras_vit, whose exports were always fed
+    squashed images); else, as timm and torchvision evaluate, it is
+    resized keeping its aspect ratio (`cover_size`) and the centre cut out.
+    Pillow always antialiases: a setting with `antialias` false (TensorFlow's
+    resize without it, as Google's own evaluation) is approximated.
 
     Raises:
         ValueError: for a file that Pillow cannot read as an image.
     """
+    setting = image_resize or {}
+    crop_pct = setting.get("crop_pct")
+    resample = FILTERS[setting.get("interpolation", "bilinear")]
     try:
         image = Image.open(path)
     except (UnidentifiedImageError, OSError) as error:
@@ -73,8 +92,34 @@ def load_image(path, height, width):
             f"Could not read the image ({error}). Received: image={path!r}"
         ) from None
     with image:
-        image = image.convert("RGB").resize((width, height), Image.BILINEAR)
+        image = image.convert("RGB")
+        if crop_pct is None:
+            image = image.resize((width, height), resample)
+        else:
+            columns, rows = cover_size(image.size, height, width, crop_pct)
+            image = image.resize((columns, rows), resample)
+            left = round((columns - width) / 2)  # torchvision's CenterCrop
+            top = round((rows - height) / 2)
+            image = image.crop((left, top, left + width, top + height))
         return np.asarray(image, dtype=np.float32)
+
+
+def cover_size(size, height, width, crop_pct):
+    """`(columns, rows)` that an image of Pillow's `size` is resized to
+    before the centre crop: scaled, aspect ratio kept, to cover
+    `floor(side / crop_pct)` of each side; for a square input
+    torchvision's `Resize(int)` (the shorter side to that size, the longer
+    truncated), else timm's `ResizeKeepRatio` (rounded)."""
+    target = (math.floor(height / crop_pct), math.floor(width / crop_pct))
+    columns, rows = size
+    if target[0] == target[1]:
+        short = min(rows, columns)
+        return tuple(
+            target[0] if side == short else int(target[0] * side / short)
+            for side in (columns, rows)
+        )
+    ratio = min(rows / target[0], columns / target[1])
+    return round(columns / ratio), round(rows / ratio)
 
 
 def model_inputs(pixels, spec, model_path):
@@ -150,7 +195,8 @@ def classify(model_path, image_path, top=5, threads=None):
         interpreter.resize_tensor_input(inp["index"], [1, height, width, 3])
     interpreter.allocate_tensors()
 
-    pixels = load_image(image_path, height, width)[None]
+    resize = metadata["input"].get("image_resize")
+    pixels = load_image(image_path, height, width, resize)[None]
     x = model_inputs(pixels, metadata["input"], model_path)
     if np.dtype(inp["dtype"]).kind in "iu":  # a full-integer model
         scale, zero_point = inp["quantization"]

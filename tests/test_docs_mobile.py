@@ -5,6 +5,7 @@ and, where `kotlinc` is installed, the Kotlin one compiles against stubs
 of the Android, org.json and LiteRT classes (tests/mobile_stubs/).
 """
 
+import math
 import os
 import re
 import shutil
@@ -133,6 +134,12 @@ SWIFT_TYPES = {
     "Any",
     "Array",
     "Bool",
+    # CoreGraphics (Apple's documentation of CGContext, CGImage, CGRect)
+    "CGColorSpaceCreateDeviceRGB",
+    "CGContext",
+    "CGImage",
+    "CGImageAlphaInfo",
+    "CGRect",
 }
 
 
@@ -231,3 +238,110 @@ def test_the_snippets_formula_is_keras_vits():
                 _normalised(pixel, None, normalization), expected, atol=1e-6
             )
     assert _normalised(37.0, [0, 255], imagenet) == 37.0
+
+
+# How a photo becomes the model's height x width, from vit.json's
+# input.image_resize: crop_pct null (or no image_resize: an older export,
+# always fed squashed images) squashes the whole image; else it is scaled,
+# aspect ratio kept, to cover floor(size / crop_pct), and the centre cut
+# out. The snippets squashed every photo, whatever crop the model was
+# evaluated with.
+
+
+def test_kotlin_snippet_resizes_as_the_metadata_says():
+    source = _block("kotlin", "class VitClassifier")
+    assert (
+        'input.optJSONObject("image_resize")?.let { if (it.isNull("crop_pct")) '
+        'null else it.getDouble("crop_pct") }' in source
+    )
+    code = _code(source)  # what follows is code, not a comment
+    fit = code[code.index("private fun fit(") : code.index("fun classify(")]
+    squash = "cropPct ?: return Bitmap.createScaledBitmap(bitmap, width, "
+    assert squash + "height, true)" in fit
+    for line in (
+        "floor(height / crop)",
+        "floor(width / crop)",
+        "minOf(h / coverH, w / coverW)",
+        "if (coverH == coverW) floor(coverH * h / short) else round(h / ratio)",
+        "if (coverH == coverW) floor(coverW * w / short) else round(w / ratio)",
+        "round((cols - width) / 2)",
+        "round((rows - height) / 2)",
+        "Bitmap.createBitmap(scaled, left, top, width, height)",
+    ):
+        assert line in fit, line
+    assert "val scaled = fit(bitmap)" in code[code.index("fun classify(") :]
+
+
+def test_swift_snippet_resizes_as_the_metadata_says():
+    source = _block("swift", "final class VitClassifier")
+    assert "import CoreGraphics\n" in source
+    assert (
+        'cropPct = (input["image_resize"] as? [String: Any])?["crop_pct"] '
+        "as? Double" in source
+    )
+    code = _code(source)  # what follows is code, not a comment
+    rgb = code[code.index("func rgb(of image: CGImage)") :]
+    rgb = rgb[: rgb.index("func classify(")]
+    assert rgb.index("CGRect(x: 0, y: 0, width: width, height: height)") < (
+        rgb.index("if let crop = cropPct {")
+    )
+    for line in (
+        "(Double(height) / crop).rounded(.down)",
+        "(Double(width) / crop).rounded(.down)",
+        "min(h / coverH, w / coverW)",
+        "coverH == coverW ? (coverH * h / short).rounded(.down) : "
+        "(h / ratio).rounded(.toNearestOrEven)",
+        "coverH == coverW ? (coverW * w / short).rounded(.down) : "
+        "(w / ratio).rounded(.toNearestOrEven)",
+        "((cols - Double(width)) / 2).rounded(.toNearestOrEven)",
+        "((rows - Double(height)) / 2).rounded(.toNearestOrEven)",
+        # y points up in Core Graphics: the crop's top is `top` rows down.
+        "CGRect(x: -left, y: top + Double(height) - rows, width: cols, "
+        "height: rows)",
+        "context.draw(image, in: rect)",
+        "filter { $0 % 4 != 3 }",
+    ):
+        assert line in rgb, line
+
+
+def _snippets_crop(rows, columns, height, width, crop_pct):
+    """The snippets' sizes and offsets, in Python: `(scaled rows, scaled
+    columns, top, left)`; `round` is half to even in Kotlin, Swift's
+    `.toNearestOrEven` and Python alike."""
+    cover_h = math.floor(height / crop_pct)
+    cover_w = math.floor(width / crop_pct)
+    short = min(rows, columns)
+    ratio = min(rows / cover_h, columns / cover_w)
+    square = cover_h == cover_w
+    scaled_rows = (
+        math.floor(cover_h * rows / short) if square else round(rows / ratio)
+    )
+    scaled_columns = (
+        math.floor(cover_w * columns / short)
+        if square
+        else round(columns / ratio)
+    )
+    top = round((scaled_rows - height) / 2)
+    left = round((scaled_columns - width) / 2)
+    return scaled_rows, scaled_columns, top, left
+
+
+def test_the_snippets_crop_is_keras_vits():
+    import tensorflow as tf
+
+    from keras_vit.data import resize
+
+    for rows, columns in ((256, 384), (384, 256), (333, 500), (37, 41)):
+        for height, width in ((224, 224), (32, 32), (32, 48), (384, 384)):
+            for crop_pct in (0.875, 0.9, 0.95, 1.0):
+                setting = resize.check({"crop_pct": crop_pct})
+                scaled = resize._cover_size(
+                    tf.constant([rows, columns]), height, width, setting
+                ).numpy()
+                want = (
+                    *scaled.tolist(),
+                    int(resize._centre_offset(scaled[0], height)),
+                    int(resize._centre_offset(scaled[1], width)),
+                )
+                got = _snippets_crop(rows, columns, height, width, crop_pct)
+                assert got == want, (rows, columns, height, width, crop_pct)

@@ -179,3 +179,37 @@ def test_missing_or_old_metadata_is_refused(exported, photo, tmp_path):
     (tmp_path / "alone.json").write_text(json.dumps(meta))
     with pytest.raises(ValueError, match="no input.normalization"):
         classify(str(alone), photo[0])
+
+
+def test_the_example_resizes_as_the_metadata_says(tmp_path):
+    # The example squashed every image bilinearly, whatever crop the model
+    # was evaluated with (its metadata's input.image_resize).
+    from keras_vit.data.images import load_image_files
+
+    setting = {"crop_pct": 1.0, "interpolation": "bicubic", "antialias": True}
+    model = keras_vit.ViT(**TINY_EXPORT, image_resize=setting)
+    randomize_weights(model, seed=12, scale=0.5)
+    path = str(tmp_path / "vit.tflite")
+    tflite_lib.export_tflite(model, path, verify=False)
+    photo = keras_vit.sample_image_path()  # 3:2: crop and squash differ
+    load = _example()["load_image"]
+    for each in (setting, {**setting, "crop_pct": 0.9}, None):
+        for height, width in ((32, 32), (32, 48)):
+            # Pillow's pixels are keras_vit's TensorFlow ones, within a
+            # level (they differ by more than 5 between crop and squash).
+            want = load_image_files([photo], (height, width), 3, each)[0]
+            got = load(photo, height, width, each)
+            assert np.abs(got - want).mean() < 0.5, (each, height, width)
+    probabilities = _by_class(_example()["classify"](path, photo, CLASSES))
+    expected = predict.load_predictor(path).predict([photo])[0]
+    np.testing.assert_allclose(probabilities, expected, atol=2e-3)
+    # Metadata from before input.image_resize: its exports were fed
+    # squashed images, and still are.
+    sidecar = tmp_path / "vit.json"
+    meta = json.loads(sidecar.read_text())
+    del meta["input"]["image_resize"]
+    sidecar.write_text(json.dumps(meta))
+    squashed = load_image_files([photo], (32, 32))
+    expected = model.predict(squashed, verbose=0)[0]
+    probabilities = _by_class(_example()["classify"](path, photo, CLASSES))
+    np.testing.assert_allclose(probabilities, expected, atol=2e-3)
