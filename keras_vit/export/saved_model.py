@@ -167,14 +167,12 @@ def export_saved_model(
 ):
     """Exports a model as a SavedModel for serving, verified.
 
-    Signatures with a dynamic batch and the preprocessing inside:
-    `serving_default` (float32 inputs: [0, 255] pixels, or the normalised
-    inputs of a model built with `include_preprocessing=False`) and, for a
-    model that takes RGB pixels, `serving_uint8` (uint8 pixels) and
-    `serving_bytes` (image files, decoded and resized as the model's
-    `image_resize` says), each returning `{"probabilities": ...}`
-    (`build_archive`). The labels and input spec are
-    written to `keras_vit.json` inside the folder. Unless `verify=False`,
+    Signatures with a dynamic batch and the preprocessing inside
+    (`build_archive`): `serving_default` (float32 inputs), and for a model
+    that takes RGB pixels `serving_uint8` and `serving_bytes` (image files,
+    resized as its `image_resize` says), each returning `{"probabilities":
+    ...}`. The labels and input spec go in `keras_vit.json` inside the
+    folder. Unless `verify=False`,
     the SavedModel is reloaded in a fresh Python process that never imports
     keras_vit, and its outputs compared with Keras's (max |Δ| ≤ 1e-4) at
     two batch sizes, before the folder is moved into place.
