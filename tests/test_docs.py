@@ -682,6 +682,27 @@ def test_export_tflite_snippet(tmp_path, monkeypatch):
     assert after["result"].metadata["quantization"] == "dynamic"
 
 
+def test_serving_image_files_snippet(tmp_path, monkeypatch):
+    import shutil
+
+    from keras_vit import export
+    from keras_vit.data.images import load_image_files
+
+    monkeypatch.chdir(tmp_path)
+    model = keras_vit.ViT(**TINY, image_resize={"crop_pct": 0.9})
+    randomize_weights(model)
+    (tmp_path / "serving" / "vit").mkdir(parents=True)
+    export.export_saved_model(model, "serving/vit/1", verify=False)
+    shutil.copy(keras_vit.sample_image_path(), "cat.jpg")
+    _, after = _run(_snippet('signatures["serving_bytes"]'), {})
+    pixels = load_image_files(["cat.jpg"], 32, image_resize={"crop_pct": 0.9})
+    np.testing.assert_allclose(
+        after["probabilities"].numpy(),
+        model.predict(pixels, verbose=0),
+        atol=1e-5,
+    )
+
+
 @pytest.mark.slow
 def test_export_openvino(tmp_path, monkeypatch):
     pytest.importorskip("openvino")

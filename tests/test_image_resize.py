@@ -87,3 +87,12 @@ def test_files_and_the_evaluation_pipeline_resize_alike(tmp_path):
     np.testing.assert_allclose(images[0], cropped, atol=1e-3)
     with pytest.raises(ValueError, match=r"Received: image_resize='x'"):
         eval_pipeline(pairs, 2, 32, 1, image_resize="x")
+
+
+def test_files_take_a_square_size_as_an_int_and_refuse_a_bad_one():
+    path = keras_vit.sample_image_path()
+    np.testing.assert_array_equal(
+        load_image_files([path], 24), load_image_files([path], (24, 24))
+    )
+    with pytest.raises(ValueError, match=r"Received: image_size=\(0, 24\)"):
+        load_image_files([path], (0, 24))

@@ -9,6 +9,8 @@ then `model_pixels`.
 
 import numpy as np
 
+from keras_vit import arg_checks
+
 #: RGB -> grayscale weights (ITU-R 601, as PIL's "L" mode).
 GRAY_WEIGHTS = (0.299, 0.587, 0.114)
 
@@ -44,7 +46,8 @@ def load_image_files(paths, image_size, num_channels=3, image_resize=None):
 
     Args:
         paths: image file paths (JPEG, PNG, GIF or BMP).
-        image_size: `(height, width)` of the model input.
+        image_size: `(height, width)` of the model input, or an int for
+            a square one.
         num_channels: 1 or 3, the model's. Defaults to `3`.
         image_resize: how each image is resized: a model's `image_resize`
             (`model.image_resize`: a preset's evaluation, timm's centre
@@ -61,7 +64,7 @@ def load_image_files(paths, image_size, num_channels=3, image_resize=None):
     from keras_vit.data import datasets
     from keras_vit.data import resize
 
-    image_size = tuple(image_size)
+    image_size = arg_checks.size_2d("image_size", image_size)
     image_resize = resize.check(image_resize)
     out = []
     for path in paths:
