@@ -76,8 +76,9 @@ def load_image(path, height, width, image_resize=None):
     `None`: metadata of an older keras_vit, whose exports were always fed
     squashed images); else, as timm and torchvision evaluate, it is
     resized keeping its aspect ratio (`cover_size`) and the centre cut out.
-    Pillow always antialiases: a setting with `antialias` false (TensorFlow's
-    resize without it, as Google's own evaluation) is approximated.
+    Pillow's `resize` antialiases; with `antialias` false (TensorFlow's
+    resize without it, as Google's own evaluation) the image is sampled at
+    the output's pixel centres instead (`resized`).
 
     Raises:
         ValueError: for a file that Pillow cannot read as an image.
@@ -85,6 +86,7 @@ def load_image(path, height, width, image_resize=None):
     setting = image_resize or {}
     crop_pct = setting.get("crop_pct")
     resample = FILTERS[setting.get("interpolation", "bilinear")]
+    antialias = setting.get("antialias", True)
     try:
         image = Image.open(path)
     except (UnidentifiedImageError, OSError) as error:
@@ -94,14 +96,26 @@ def load_image(path, height, width, image_resize=None):
     with image:
         image = image.convert("RGB")
         if crop_pct is None:
-            image = image.resize((width, height), resample)
+            image = resized(image, (width, height), resample, antialias)
         else:
             columns, rows = cover_size(image.size, height, width, crop_pct)
-            image = image.resize((columns, rows), resample)
+            image = resized(image, (columns, rows), resample, antialias)
             left = round((columns - width) / 2)  # torchvision's CenterCrop
             top = round((rows - height) / 2)
             image = image.crop((left, top, left + width, top + height))
         return np.asarray(image, dtype=np.float32)
+
+
+def resized(image, size, resample, antialias):
+    """`image` resized to Pillow's `size` `(columns, rows)`: `resize`
+    (which low-pass filters when it shrinks, as TensorFlow's antialiased
+    resize), or without antialiasing an affine scaling, which samples the
+    image at the output pixels' centres as `tf.image.resize` does."""
+    if antialias:
+        return image.resize(size, resample)
+    columns, rows = size
+    scale = (image.width / columns, 0, 0, 0, image.height / rows, 0)
+    return image.transform(size, Image.AFFINE, scale, resample=resample)
 
 
 def cover_size(size, height, width, crop_pct):
