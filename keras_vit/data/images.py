@@ -16,12 +16,12 @@ GRAY_WEIGHTS = (0.299, 0.587, 0.114)
 
 
 def model_pixels(images, num_channels):
-    """RGB batches `(N, H, W, 3)` as a model with `num_channels` (1 or 3)
-    takes them: clipped to [0, 255] (antialiased resizing overshoots), and
-    for one channel the luma with ITU-R 601 weights, which sum to 1, so that
-    a grayscale source (digits; the pipeline repeats it in three channels)
+    """RGB batches `(N, H, W, 3)` in [0, 255] (`resize.resize_image`'s,
+    which clips) as a model with `num_channels` (1 or 3) takes them: for
+    one channel the luma with ITU-R 601 weights, which sum to 1, so that a
+    grayscale source (digits; the pipeline repeats it in three channels)
     comes back as it was."""
-    images = np.clip(images, 0.0, 255.0)
+    images = np.asarray(images, "float32")
     if num_channels == 1:
         images = images @ np.asarray(GRAY_WEIGHTS, "float32")[:, None]
     return images
@@ -85,15 +85,13 @@ def decoded_model_pixels(contents, image_size, image_resize=None):
     """An image file's bytes (a scalar string tensor) as the float32 RGB
     `(height, width, 3)` pixels in [0, 255] that `load_image_files` reads
     from the file, in a TensorFlow graph: decoded as PIL decodes
-    (`datasets.decode_image`), resized as `image_resize` says, clipped (as
-    `model_pixels` clips). A SavedModel export's `serving_bytes` signature
-    runs it, so that a served JPEG is the model's input that the
-    `keras-vit` commands would give it."""
-    import tensorflow as tf
-
+    (`datasets.decode_image`), resized as `image_resize` says
+    (`resize.resize_image`, which clips). A SavedModel export's
+    `serving_bytes` signature runs it, so that a served JPEG is the model's
+    input that the `keras-vit` commands would give it."""
     from keras_vit.data import datasets
     from keras_vit.data import resize
 
-    image = datasets.decode_image(contents)
-    image = resize.resize_image(image, image_size, image_resize)
-    return tf.clip_by_value(image, 0.0, 255.0)
+    return resize.resize_image(
+        datasets.decode_image(contents), image_size, image_resize
+    )

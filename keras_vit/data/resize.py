@@ -86,7 +86,9 @@ def of_model(model):
 
 def resize_image(image, image_size, image_resize=None):
     """One `(H, W, C)` image as a float32 `(height, width, C)` model input,
-    resized as `image_resize` (checked by `check`) says.
+    resized as `image_resize` (checked by `check`) says, and clipped to
+    [0, 255]: bicubic interpolation overshoots (below 0 near dark edges),
+    where timm's PIL pixels are uint8.
 
     Args:
         image: a tensor `(H, W, C)`, any real dtype (decoded pixels).
@@ -103,14 +105,15 @@ def resize_image(image, image_size, image_resize=None):
         "antialias": setting["antialias"],
     }
     if setting["crop_pct"] is None:
-        return tf.image.resize(image, (height, width), **resize)
-    scaled = _cover_size(tf.shape(image)[:2], height, width, setting)
-    image = tf.image.resize(image, scaled, **resize)
-    top = _centre_offset(scaled[0], height)
-    left = _centre_offset(scaled[1], width)
-    crop = image[top : top + height, left : left + width]
-    crop.set_shape([height, width, image.shape[-1]])
-    return crop
+        image = tf.image.resize(image, (height, width), **resize)
+    else:
+        scaled = _cover_size(tf.shape(image)[:2], height, width, setting)
+        image = tf.image.resize(image, scaled, **resize)
+        top = _centre_offset(scaled[0], height)
+        left = _centre_offset(scaled[1], width)
+        image = image[top : top + height, left : left + width]
+        image.set_shape([height, width, image.shape[-1]])
+    return tf.clip_by_value(image, 0.0, 255.0)
 
 
 def _cover_size(shape, height, width, setting):

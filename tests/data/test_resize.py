@@ -114,3 +114,15 @@ def test_the_default_is_the_whole_image_bilinear_antialiased():
 def test_a_bad_setting_is_refused_naming_it(bad, message):
     with pytest.raises(ValueError, match=message):
         resize.check(bad)
+
+
+def test_bicubic_overshoot_is_clipped_to_pixels():
+    # A black image with one white column: bicubic rings below 0 beside
+    # it (timm's PIL pixels are uint8), which the model must not get.
+    image = np.zeros((40, 40, 3), "float32")
+    image[:, 20] = 255.0
+    setting = {"crop_pct": 1.0, "interpolation": "bicubic", "antialias": False}
+    out = np.asarray(resize.resize_image(image, (60, 60), setting))
+    assert out.min() == 0.0 and 200.0 < out.max() <= 255.0
+    raw = tf.image.resize(image, (60, 60), "bicubic")  # without the clip
+    assert float(tf.reduce_min(raw)) < -1.0
