@@ -96,3 +96,16 @@ def test_files_take_a_square_size_as_an_int_and_refuse_a_bad_one():
     )
     with pytest.raises(ValueError, match=r"Received: image_size=\(0, 24\)"):
         load_image_files([path], (0, 24))
+
+
+def test_a_presets_setting_is_its_own():
+    # Records shared one dict per setting: editing one preset's (or the
+    # constant) changed 33 others.
+    first = registry.get_preset("vit_b16_augreg_in21k_ft_in1k")
+    first["image_resize"]["crop_pct"] = 1.0
+    try:
+        deit = registry.get_preset("vit_s16_deit_distilled_in1k")
+        assert deit["image_resize"]["crop_pct"] == 0.9
+        assert registry_presets.TIMM_CROP["crop_pct"] == 0.9
+    finally:
+        first["image_resize"]["crop_pct"] = 0.9
