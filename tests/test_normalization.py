@@ -271,9 +271,9 @@ def test_the_convert_command_takes_an_image_resize(tmp_path, capsys):
 
     output = str(tmp_path / "m.keras")
     argv = ["convert", golden("vit_token.npz"), "--output", output, "--quiet"]
-    crop = ["--crop-pct", "0.9", "--resize-interpolation", "bicubic"]
+    crop = ["--crop-pct", "0.9"]  # bicubic, as timm's crop
     assert cli.main([*argv, "--crop-pct", "1.5"]) == 2
-    assert "Received: image_resize={'crop_pct': 1.5}" in capsys.readouterr().err
+    assert "Received: image_resize={'crop_pct': 1.5" in capsys.readouterr().err
     assert not os.path.exists(output)  # refused before anything is written
     assert cli.main([*argv, *crop]) == 0
     model = keras.saving.load_model(output, safe_mode=True)
@@ -282,3 +282,14 @@ def test_the_convert_command_takes_an_image_resize(tmp_path, capsys):
         "interpolation": "bicubic",
         "antialias": True,
     }
+
+
+def test_the_convert_commands_interpolation_can_be_told(tmp_path):
+    from tests.weights.test_golden_parity import golden
+
+    output = str(tmp_path / "m.keras")
+    argv = ["convert", golden("vit_token.npz"), "--output", output, "--quiet"]
+    bilinear = ["--resize-interpolation", "bilinear"]
+    assert cli.main([*argv, "--crop-pct", "1.0", *bilinear]) == 0
+    model = keras.saving.load_model(output, safe_mode=True)
+    assert model.image_resize["interpolation"] == "bilinear"

@@ -115,8 +115,8 @@ def _add_image_resize(parser):
         "--resize-interpolation",
         choices=INTERPOLATIONS,
         default=None,
-        help="the interpolation of that resizing (bicubic for timm's "
-        "files; default: bilinear)",
+        help="the interpolation of the resizing (default: bicubic with "
+        "--crop-pct, as timm's; else bilinear)",
     )
 
 
@@ -138,11 +138,14 @@ def run(args):
         )
     if args.mean is not None:
         unrecorded["normalization"] = {"mean": args.mean, "std": args.std}
+    interpolation = args.resize_interpolation
+    if interpolation is None and args.crop_pct is not None:
+        interpolation = "bicubic"  # timm's crop
     image_resize = {
         key: value
         for key, value in (
             ("crop_pct", args.crop_pct),
-            ("interpolation", args.resize_interpolation),
+            ("interpolation", interpolation),
         )
         if value is not None
     }
