@@ -201,9 +201,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             `include_preprocessing=False` it only records what the inputs
             must be (exports state it). Defaults to `None`.
         image_resize: how an image is resized to the model's input for
-            inference and evaluation (`keras_vit.load_image_files`,
-            `keras_vit.data.eval_pipeline`, the commands and exports; not
-            the training augmentation): `None`, the whole image squashed,
+            inference and evaluation (`keras_vit.data.eval_pipeline`,
+            `keras_vit.data.images.load_image_files`, the commands and
+            exports; not the training augmentation): `None`, the whole image squashed,
             bilinear with antialiasing; or a dict with any of `crop_pct`
             (timm's centre crop: the image resized, aspect ratio kept, to
             cover `size / crop_pct`, then the centre cut out; `None`

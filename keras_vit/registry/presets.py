@@ -1378,7 +1378,8 @@ def list_presets(model=None):
         `unique_name`; `name`, the short name a builder's `weights=` also
         takes; `variant`, `image_size`, `num_classes`,
         `representation_size`, `params`, `source`, `description`, `url`,
-        `sha256`, `vit_arguments`, `normalization`, `license`).
+        `sha256`, `vit_arguments`, `normalization`, `image_resize`,
+        `license`).
 
     Example:
 
