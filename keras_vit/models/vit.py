@@ -200,18 +200,18 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             gives its own, its record's `normalization`). With
             `include_preprocessing=False` it only records what the inputs
             must be (exports state it). Defaults to `None`.
-        image_resize: how an image is resized to the model's input for
-            inference and evaluation (`keras_vit.data.eval_pipeline`,
-            `keras_vit.data.images.load_image_files`, the commands and
-            exports; not the training augmentation): `None`, the whole image squashed,
-            bilinear with antialiasing; or a dict with any of `crop_pct`
-            (timm's centre crop: the image resized, aspect ratio kept, to
-            cover `size / crop_pct`, then the centre cut out; `None`
-            squashes), `interpolation` (`"bilinear"` or `"bicubic"`) and
-            `antialias` (bool). A preset gives its evaluation's (its
-            record's `image_resize`), e.g. `{"crop_pct": 0.9,
-            "interpolation": "bicubic"}` for timm's 224 px ViTs. Read back
-            complete (`keras_vit.data.resize.check`). Defaults to `None`.
+        image_resize: how an image is resized to the model's input for inference
+            and evaluation (`keras_vit.data.eval_pipeline`,
+            `keras_vit.data.images.load_image_files`, the commands and exports;
+            not the training augmentation): `None`, the whole image squashed,
+            bilinear with antialiasing; or a dict with any of `crop_pct` (timm's
+            centre crop: the image resized, aspect ratio kept, to cover `size /
+            crop_pct`, then the centre cut out; `None` squashes),
+            `interpolation` (`"bilinear"` or `"bicubic"`) and `antialias`
+            (bool). A preset gives its evaluation's (its record's
+            `image_resize`), e.g. `{"crop_pct": 0.9, "interpolation":
+            "bicubic"}` for timm's 224 px ViTs. Read back complete
+            (`keras_vit.data.resize.check`). Defaults to `None`.
         num_channels: int, the channels of the input images. Defaults to
             `3`.
         stem: `None` (patches of raw pixels, the plain ViT), or a CNN whose
