@@ -700,6 +700,12 @@ def test_presets_listing_shows_the_unique_name(capsys):
     assert cli.main(["presets", "--model", "ViT_Ti16"]) == 0
     out = capsys.readouterr().out
     assert "unique_name" in out and "vit_ti16_augreg_in21k_ft_in1k_384" in out
+    # Each preset's evaluation resize (keras_vit.data.resize.describe).
+    rows = {line.split()[2]: line for line in out.splitlines()[1:-1]}
+    assert rows["vit_ti16_augreg_in21k"].endswith("crop 0.9 bicubic")
+    assert rows["vit_ti16_augreg_in21k_ft_in1k_384"].endswith(
+        "squash bilinear, no antialias"
+    )
 
 
 def test_train_config_resolves_its_model_through_the_registry():

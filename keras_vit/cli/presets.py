@@ -14,6 +14,7 @@ def add_parser(sub):
 
 
 def run(args):
+    from keras_vit.data import resize
     from keras_vit.registry import list_presets
 
     header = (
@@ -24,6 +25,7 @@ def run(args):
         "classes",
         "pre-logits",
         "source",
+        "resize",
     )
     rows = [
         (
@@ -34,6 +36,7 @@ def run(args):
             p["num_classes"] or "-",
             p["representation_size"] or "-",
             p["source"],
+            resize.describe(p["image_resize"]),
         )
         for p in list_presets(args.model)
     ]

@@ -74,6 +74,16 @@ def check(image_resize):
     }
 
 
+def describe(image_resize):
+    """`image_resize` in a few words, for tables: `"crop 0.9 bicubic"`,
+    `"squash bilinear"`, with `", no antialias"` where it has none."""
+    setting = check(image_resize)
+    crop = setting["crop_pct"]
+    words = "squash" if crop is None else f"crop {crop}"
+    words += f" {setting['interpolation']}"
+    return words if setting["antialias"] else words + ", no antialias"
+
+
 def of_model(model):
     """The `image_resize` that images are read with for `model`: a
     `keras_vit.ViT`'s own (from its preset: the resize its published

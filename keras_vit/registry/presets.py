@@ -38,7 +38,8 @@ Each record holds every fact about its checkpoint (`FIELDS`):
   `image_resize`), which a model built for the preset takes (unless told
   otherwise) for inference and evaluation: that of whoever measured its
   `top1`; where none is published, timm's, where timm lists the file or
-  its copy of it; else its publisher's. timm's `pretrained_cfg`
+  its copy of it; else its publisher's (for Hugging Face's `google/`
+  files, the `ViTImageProcessor` published with them). timm's `pretrained_cfg`
   (`TIMM_CROP`, or `TIMM_FULL_CROP` for its 384 px ViTs, DeiT III and
   DINOv2; timm 1.0.31), google-research/vision_transformer's squash
   (`GOOGLE_SQUASH`) and Hugging Face's `ViTImageProcessor`'s
