@@ -127,6 +127,53 @@ def is_chief(strategy):
     return task_type == "worker" and task_id == 0 and not has_chief
 
 
+def all_succeed(strategy, step, output):
+    """Runs `step()` on this worker, then tells every worker of `strategy`
+    whether all of them succeeded (`strategy.gather` of a flag per
+    replica, a collective every worker joins).
+
+    A check that only the chief makes (of the run folder, which only it
+    writes) used to stop the chief alone: the other workers then waited at
+    the run's next collective for a process that had exited, forever.
+    Now each of them stops too.
+
+    Args:
+        strategy: the run's `tf.distribute.Strategy`.
+        step: a callable, run on every worker.
+        output: the run folder, named in the others' error.
+
+    Returns:
+        What `step` returned.
+
+    Raises:
+        Exception: `step`'s own error, on the worker where it failed, once
+            the others know.
+        ValueError: on the other workers, when one failed.
+    """
+    import tensorflow as tf
+
+    error, result = None, None
+    try:
+        result = step()
+    except Exception as caught:  # told to the others, then raised
+        error = caught
+    failed = int(error is not None)
+    values = strategy.experimental_distribute_values_from_function(
+        lambda context: tf.constant([failed], tf.int64)
+    )
+    any_failed = int(tf.reduce_max(strategy.gather(values, axis=0)).numpy())
+    if error is not None:
+        raise error
+    if any_failed:
+        raise ValueError(
+            "Another worker of the run stopped before training (its own "
+            "error says why; the chief checks the output folder, which "
+            "only it writes): this worker stops too rather than wait for "
+            f"it. Received: output={output!r}"
+        )
+    return result
+
+
 def check_same_initial_epoch(strategy, epoch, output):
     """Raises unless every worker of `strategy` resumes at the same epoch.
 

@@ -422,9 +422,9 @@ def train(config, callbacks=(), strategy=None):
     # written.
     model = _build_and_compile(config, setup, data)
     out_dir, temporary = _output_dirs(config, setup.chief)
-    lock = RunLock(out_dir).acquire() if setup.chief else None
+    lock = _claim_run_folder(config, setup, out_dir, data)
     try:
-        backup = _resume(config, setup, model, out_dir, data)
+        backup = _resume(config, setup, model, out_dir)
         pipelines = _pipelines(config, setup, data, model, backup)
         run_files = _callbacks(config, model, out_dir, pipelines, backup)
         if setup.chief:
@@ -479,8 +479,10 @@ def _set_up(config, strategy):
         )
     _check_steps_per_execution(config.scale.steps_per_execution, kind, replicas)
     chief = run_strategy.is_chief(strategy)
-    if chief and os.path.isdir(config.run.output):
-        RunLock(config.run.output).acquire().release()  # refused now if held
+    # Refused now if held (a multi-worker chief checks with the others:
+    # `_claim_run_folder`).
+    if chief and kind != "multi_worker" and os.path.isdir(config.run.output):
+        RunLock(config.run.output).acquire().release()
     device = run_strategy.device_kind(kind)
     # The run is reproducible from its seed: initialisation, shuffling and
     # augmentation; `deterministic` also makes TensorFlow's kernels so.
@@ -744,17 +746,37 @@ class _Backup:
     log: str
 
 
-def _resume(config, setup, model, out_dir, data):
+def _claim_run_folder(config, setup, out_dir, data):
+    """Step 3b: the chief locks the run folder (its `RunLock`, returned;
+    `None` on other workers) and checks it again, as another run may have
+    written it since the first check. In a multi-worker run every worker
+    learns whether the chief succeeded (`run_strategy.all_succeed`), so
+    that none waits for a chief that stopped."""
+
+    def claim():
+        if not setup.chief:
+            return None
+        lock = RunLock(out_dir).acquire()
+        try:
+            # A run killed while writing left hidden temporary files.
+            for folder in (out_dir, os.path.join(out_dir, BACKUP_FOLDER)):
+                files.remove_leftovers(folder)
+            _check_run_folder(config)
+            _check_resumable(config)
+            _check_same_data(config, data)
+        except BaseException:
+            lock.release()
+            raise
+        return lock
+
+    if setup.kind != "multi_worker":
+        return claim()
+    return run_strategy.all_succeed(setup.strategy, claim, config.run.output)
+
+
+def _resume(config, setup, model, out_dir):
     """Step 4 (in the locked folder): the backup's state, loaded."""
     backup_dir = os.path.join(out_dir, BACKUP_FOLDER)
-    if setup.chief:
-        # A run killed while writing left hidden temporary files.
-        for folder in (out_dir, backup_dir):
-            files.remove_leftovers(folder)
-        # Another run may have written the folder since the first check.
-        _check_run_folder(config)
-        _check_resumable(config)
-        _check_same_data(config, data)
     # Every worker resumes from the chief's backup (the run folder must be
     # readable by all of them: shared storage or gs://), so that all start
     # the same epoch with the same weights.
