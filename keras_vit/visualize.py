@@ -423,7 +423,18 @@ def attention_rollout(
     ... )
     """
     registers = arg_checks.boolean("registers", registers)
-    attentions, probe = _attentions_and_probe(model, images)
+    attentions = _attentions_and_probe(model, images)
+    return _rollout_of(
+        model, images, attentions, head_fusion, discard_ratio, registers
+    )
+
+
+def _rollout_of(
+    model, images, attentions, head_fusion, discard_ratio, registers
+):
+    """`attention_rollout`'s `Rollout` from `attentions`, the blocks' and
+    the probe's (`_attentions_and_probe`) on `images`."""
+    attentions, probe = attentions
     prefix = model.num_prefix_tokens
     matrix = rollout(attentions, prefix, head_fusion, discard_ratio)
     query = _map_query(model)
@@ -495,8 +506,14 @@ def mean_attention_distance(model, images):
     Returns:
         `(num_layers, num_heads)` mean distances in pixels.
     """
+    return _distance_of(model, images, attention_weights(model, images))
+
+
+def _distance_of(model, images, attentions):
+    """`mean_attention_distance` from the blocks' `attentions` on
+    `images`."""
     return attention_distance(
-        attention_weights(model, images),
+        attentions,
         model.input_grid(np.shape(images)),
         _pixels_per_token(model),
         model.num_prefix_tokens,
@@ -940,7 +957,9 @@ def _write_figures(plt, model, images, names, planned, output):
         plt.close(fig)
         written.append((name, caption))
 
-    result = attention_rollout(model, images)
+    # One forward pass for the maps and the distances.
+    attentions = _attentions_and_probe(model, images)
+    result = _rollout_of(model, images, attentions, "mean", 0.0, False)
     for i, name in enumerate(names):
         save(
             plot_rollout(
@@ -961,7 +980,7 @@ def _write_figures(plt, model, images, names, planned, output):
     save(
         # The images' own size: a dynamic model's need not be its build's.
         plot_attention_distance(
-            mean_attention_distance(model, images), images.shape[1:3]
+            _distance_of(model, images, attentions[0]), images.shape[1:3]
         ),
         "attention_distance.png",
         "Mean attention distance per head against depth",

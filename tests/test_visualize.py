@@ -248,6 +248,32 @@ def test_inspect_writes_non_blank_figures_and_a_page(tmp_path):
     assert page.count("<img") == 6
 
 
+def test_inspect_runs_the_attention_once(tmp_path, monkeypatch):
+    # The maps and the distances came from two forward passes of the
+    # same images; the distances drawn are the public function's.
+    import matplotlib.pyplot as plt
+
+    model = _model()
+    images = random_images((2, 32, 48, 3))
+    expected = visualize.mean_attention_distance(model, images)
+    calls, drawn = [], []
+    real = visualize.attention_weights
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+
+    def distances(values, image_size):
+        drawn.append(values)
+        return plt.figure()
+
+    monkeypatch.setattr(visualize, "attention_weights", counted)
+    monkeypatch.setattr(visualize, "plot_attention_distance", distances)
+    visualize.inspect(model, images, str(tmp_path / "a"))
+    assert len(calls) == 1
+    np.testing.assert_allclose(drawn[0], expected, rtol=1e-6)
+
+
 def test_inspect_draws_the_pixels_it_is_given(tmp_path, monkeypatch):
     # A model built with include_preprocessing=False takes normalised
     # images; the rollout figure draws the pixels.
