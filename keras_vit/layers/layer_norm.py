@@ -158,15 +158,16 @@ def fused_forward(x, gamma, beta, epsilon, dtype):
     return ops.cast(centered * inv_std * gamma + beta, dtype), mean, inv_std
 
 
-def moments(x, epsilon):
-    """`(mean, x - mean, 1 / sqrt(var + epsilon))` of `x` over its
-    last axis (the mean and the inverse deviation keep it, of size 1)."""
-    mean = ops.mean(x, axis=-1, keepdims=True)
+def moments(x, epsilon, axis=-1):
+    """`(mean, x - mean, 1 / sqrt(var + epsilon))` of `x` over `axis` (an
+    axis or a list of them; the mean and the inverse deviation keep them,
+    of size 1). The hybrid stem's `GroupNorm` takes its groups' too."""
+    mean = ops.mean(x, axis=axis, keepdims=True)
     centered = x - mean
     # `centered * centered`, not `ops.square(centered)`: the TFLite
     # converter fuses square(x - mean) into SQUARED_DIFFERENCE, which
     # LiteRT cannot run on int16 (int16x8 quantization). Same numbers.
-    variance = ops.mean(centered * centered, axis=-1, keepdims=True)
+    variance = ops.mean(centered * centered, axis=axis, keepdims=True)
     return mean, centered, ops.rsqrt(variance + epsilon)
 
 

@@ -5,6 +5,7 @@ from keras import backend
 from keras import ops
 
 from keras_vit import arg_checks
+from keras_vit.layers import layer_norm
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -99,13 +100,8 @@ class GroupNorm(keras.layers.GroupNormalization):
         x = ops.cast(reshaped_inputs, backend.result_type(dtype, "float32"))
         axes = list(range(1, len(x.shape)))
         axes.pop(-2 if self.axis == -1 else self.axis - 1)  # the groups
-        mean = ops.mean(x, axis=axes, keepdims=True)
-        centered = x - mean
-        # `centered * centered`, not `ops.square`: the converter fuses
-        # square(x - mean) into SQUARED_DIFFERENCE, which has no int16
-        # kernel (see `keras_vit.layers.layer_norm.moments`).
-        variance = ops.mean(centered * centered, axis=axes, keepdims=True)
-        y = centered * ops.rsqrt(variance + self.epsilon)
+        _, centered, inv_std = layer_norm.moments(x, self.epsilon, axes)
+        y = centered * inv_std
         shape = self._create_broadcast_shape(input_shape)
         if self.scale:
             y = y * ops.cast(ops.reshape(self.gamma, shape), x.dtype)
