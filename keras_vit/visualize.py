@@ -157,12 +157,14 @@ def token_map(matrix, grid, num_prefix_tokens=1, class_token=None):
 
 #: Whose attention a model's maps follow (`Rollout.query`), by what its
 #: output is made of: the class token's output (`pooling="token"`, and
-#: `pooling=None` with a class token), the patch tokens (`"gap"` averages
-#: them; a model with neither class token nor pooling gives them all), or
-#: the pooling probe's output (`"map"`: the probe attends over the final
-#: tokens).
+#: `pooling=None` with a class token), with DeiT's distillation token the
+#: mean of the two (its output is the mean of their heads), the patch
+#: tokens (`"gap"` averages them; a model with neither class token nor
+#: pooling gives them all), or the pooling probe's output (`"map"`: the
+#: probe attends over the final tokens).
 MAP_QUERIES = {
     "class_token": "the class token",
+    "class_and_distillation": "the class and distillation tokens (their mean)",
     "patches": "the patch tokens (their mean)",
     "probe": "the attention-pooling probe",
 }
@@ -170,13 +172,16 @@ MAP_QUERIES = {
 
 def _query_rows(matrix, query, num_prefix_tokens, probe=None):
     """The `(B, T)` row of the `(B, T, T)` `matrix` for `query` (a key of
-    `MAP_QUERIES`): row 0, the mean of the patch rows, or the `(B, T)`
+    `MAP_QUERIES`): row 0, the mean of rows 0 and 1, the mean of the patch
+    rows, or the `(B, T)`
     `probe` weights times `matrix` (the probe attends over the final
     tokens; each draws on the inputs by its row)."""
     if query == "probe":
         return np.einsum("bt,btk->bk", probe, matrix)
     if query == "class_token":
         return matrix[:, 0]
+    if query == "class_and_distillation":  # tokens 0 and 1
+        return matrix[:, :2].mean(axis=1)
     return matrix[:, num_prefix_tokens:].mean(axis=1)
 
 
@@ -442,14 +447,21 @@ def _rollout_of(
     rows = _query_rows(matrix, query, prefix, probe)
     maps = rows[:, prefix:].reshape(len(rows), *grid)
     maps = maps / maps.sum(axis=(1, 2), keepdims=True)
-    per_layer = []
-    for attention in attentions:
-        heads = []
-        for h in range(attention.shape[1]):
-            heads.append(
-                token_map(attention[:, h], grid, prefix, query == "class_token")
-            )
-        per_layer.append(np.stack(heads, axis=1))
+    # Per layer, the tokens' own attention (the probe's comes after the
+    # last layer: there, the patch tokens').
+    layer_query = "patches" if query == "probe" else query
+    per_layer = [
+        np.stack(
+            [
+                _query_rows(attention[:, h], layer_query, prefix)[
+                    :, prefix:
+                ].reshape(len(attention), *grid)
+                for h in range(attention.shape[1])
+            ],
+            axis=1,
+        )
+        for attention in attentions
+    ]
     register_rollout = None
     if registers:  # [class, registers..., patches]
         register_rollout = rows[:, prefix - model.num_register_tokens : prefix]
@@ -473,7 +485,7 @@ def _map_query(model):
         return "probe"
     if model.pooling == "gap" or not model.class_token:
         return "patches"
-    return "class_token"
+    return "class_and_distillation" if model.distillation else "class_token"
 
 
 def _attentions_and_probe(model, images):
@@ -933,6 +945,8 @@ def _file_name_parts(names, images):
 #: The caption of `inspect`'s per-layer figure, by `Rollout.query`.
 _LAYER_CAPTIONS = {
     "class_token": "Class-token attention",
+    "class_and_distillation": "Attention of the class and distillation "
+    "tokens (their mean)",
     "patches": "Attention of the patch tokens (mean over them)",
     "probe": "Attention of the patch tokens (mean over them; the pooling "
     "probe attends after the last layer)",

@@ -361,10 +361,34 @@ def test_gap_models_with_a_class_token_map_the_patches_they_average():
     )
 
 
+def test_distilled_models_map_the_class_and_distillation_tokens():
+    # A DeiT's output is the mean of its class and distillation heads; the
+    # map followed the class token alone.
+    model = _vit(distillation=True)
+    images = random_images((2, 32, 32, 3))
+    attentions = visualize.attention_weights(model, images)
+    expected = reference_rollout(attentions)[:, :2, 2:].mean(axis=1)
+    expected = expected / expected.sum(axis=-1, keepdims=True)
+    result = visualize.attention_rollout(model, images)
+    np.testing.assert_allclose(result.maps.reshape(2, -1), expected, atol=1e-6)
+    assert result.query == "class_and_distillation"
+    last = np.asarray(attentions[-1], "float64")[:, :, :2, 2:].mean(axis=2)
+    np.testing.assert_allclose(
+        result.class_attention[-1].reshape(2, 2, -1), last, atol=1e-6
+    )
+    class_only = reference_rollout(attentions)[:, 0, 2:]
+    class_only = class_only / class_only.sum(axis=-1, keepdims=True)
+    assert np.abs(class_only - expected).max() > 1e-4  # the check can fail
+
+
 @pytest.mark.parametrize(
     "kwargs, caption",
     [
         ({}, "Class-token attention per layer"),
+        (
+            {"distillation": True},
+            "Attention of the class and distillation tokens (their mean)",
+        ),
         ({"pooling": "gap"}, "Attention of the patch tokens (mean over them)"),
         ({"pooling": "map"}, "Attention of the patch tokens (mean over them;"),
     ],
