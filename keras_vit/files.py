@@ -440,6 +440,26 @@ def atomic_directory(path):
             shutil.rmtree(old, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def temporary_folder(path):
+    """Yields a private temporary folder next to `path`, removed afterwards.
+
+    For an export of several files (an ONNX model and its `.data`, an
+    OpenVINO `.xml` and its `.bin`): they are written and checked in it,
+    then moved into place one by one with `os.replace`, which is atomic on
+    the one file system they share. Named as `atomic_file`'s temporary
+    files, so one that a killed writer left is removed by the next atomic
+    write into the folder (`remove_leftovers`).
+    """
+    parent, prefix = _temporary_name(path)
+    remove_leftovers(parent)
+    folder = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=".tmp")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def atomic_write(path, write):
     """Calls `write(temporary_path)`, then renames it to `path`.
 

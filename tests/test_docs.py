@@ -714,7 +714,7 @@ def test_export_openvino(tmp_path, monkeypatch):
         _snippet('openvino.export_openvino(model, "vit.xml")'),
         {"model": model, "images": images},
     )
-    assert sorted(os.listdir(tmp_path)) == ["vit.bin", "vit.xml"]
+    assert sorted(os.listdir(tmp_path)) == ["vit.bin", "vit.json", "vit.xml"]
     expected = model.predict(images, verbose=0)
     assert np.ptp(expected) > 1e-3
     np.testing.assert_allclose(namespace["probabilities"], expected, atol=1e-5)

@@ -4,14 +4,17 @@ builds, trains or exports.
 MODEL is a builder or preset name (`vit_b16_augreg_in21k_ft_in1k`, or
 `ViT_B16 --weights NAME`), a `.keras` file, a checkpoint file (`.npz`,
 `.safetensors`: its classes are `class_0`, `class_1`, ...), a training
-run's folder (its `model.keras`), a SavedModel folder or a `.tflite` file
-that keras_vit exported (run with LiteRT; their metadata JSON gives the
-input size and the class names). Images are read with
-`keras_vit.data.images` and resized as the model was evaluated: a Keras
-model's `image_resize`, an export's metadata `input.image_resize`.
+run's folder (its `model.keras`), or an export of keras_vit's with its
+metadata JSON, which gives the input size, the class names and how to
+resize: a SavedModel folder, a `.tflite` file (run with LiteRT), an
+`.onnx` file (ONNX Runtime) or an OpenVINO `.xml` (OpenVINO Runtime).
+Images are read with `keras_vit.data.images` and resized as the model was
+evaluated: a Keras model's `image_resize`, an export's metadata
+`input.image_resize`.
 """
 
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -28,8 +31,9 @@ def add_parser(sub):
     )
     parser.add_argument(
         "model",
-        help=f"{model_argument.MODEL_HELP}; or a SavedModel folder or "
-        ".tflite file exported by keras_vit",
+        help=f"{model_argument.MODEL_HELP}; or a SavedModel folder, "
+        ".tflite, .onnx or OpenVINO .xml file exported by keras_vit (with "
+        "its metadata .json)",
     )
     parser.add_argument("images", nargs="+", metavar="IMAGE")
     parser.add_argument(
@@ -157,12 +161,12 @@ class Predictor:
 
 def load_predictor(model, weights=None):
     """A `Predictor` for `model` (see the module docstring)."""
+    from keras_vit.export import metadata
+
     path = os.fspath(model)
     if os.path.isdir(path):
-        from keras_vit.export import metadata
-
         if os.path.isfile(metadata.sidecar_path(path)):
-            return _saved_model(path, weights)
+            return _exported(path, weights, "saved_model")
         return _keras(
             model_argument.run_model(
                 path,
@@ -170,8 +174,9 @@ def load_predictor(model, weights=None):
             ),
             weights,
         )
-    if path.endswith(".tflite"):
-        return _tflite(path, weights)
+    fmt = metadata.sidecar_format(path)
+    if fmt is not None:
+        return _exported(path, weights, fmt)
     if path.endswith(".keras"):
         return _keras(path, weights)
     return _named(path, weights)
@@ -228,8 +233,24 @@ def named_class_names(name, weights, model):
 
 
 def _exported(path, weights, fmt):
-    """The metadata of an export at `path` (a `.tflite` file or SavedModel
-    folder), checked."""
+    """A `Predictor` for the export at `path` of format `fmt` (its
+    metadata's `format`: `"saved_model"` or a key of
+    `keras_vit.export.metadata.SIDECAR_FORMATS`), as its metadata
+    describes it."""
+    found = _metadata(path, weights, fmt)
+    prepare = _inputs_from_pixels(path, found)  # refused before loading
+    return Predictor(
+        _runner(path, fmt, found),
+        _input_spec(found),
+        found["class_names"],
+        found["output"]["kind"],
+        prepare,
+        _image_resize(found),
+    )
+
+
+def _metadata(path, weights, fmt):
+    """The metadata of an export at `path` of format `fmt`, checked."""
     from keras_vit.export import metadata
 
     if weights is not None:
@@ -240,12 +261,73 @@ def _exported(path, weights, fmt):
     if not os.path.exists(path):
         raise ValueError(f"The model does not exist. Received: model={path!r}")
     found = metadata.read_metadata(path)
-    if found is None or found.get("format") != fmt:
+    if found is None:
         raise ValueError(
             f"Expected an export of keras_vit with its metadata "
-            f"({metadata.sidecar_path(path)}). Received: model={path!r}"
+            f"({metadata.sidecar_path(path)}), which is missing. Received: "
+            f"model={path!r}"
+        )
+    if found.get("format") != fmt:
+        raise ValueError(
+            f"The metadata beside the model ({metadata.sidecar_path(path)}) "
+            f"is of an export of format {found.get('format')!r}, not of this "
+            f"{fmt!r} one. Received: model={path!r}"
         )
     return found
+
+
+def _runner(path, fmt, found):
+    """A function from the model's inputs to its outputs: the export at
+    `path` run by its format's runtime (ONNX Runtime and OpenVINO Runtime
+    one static batch, the metadata's `batch_size`, at a time)."""
+    if fmt == "tflite":
+        from keras_vit.export import runtime
+
+        return functools.partial(runtime.run_tflite, path)  # batches itself
+    if fmt == "saved_model":
+        import tensorflow as tf
+
+        from keras_vit.export import saved_model
+
+        signatures = tf.saved_model.load(path).signatures
+        serve = signatures[saved_model.FLOAT_SIGNATURE]
+        key = found["output_key"]
+        return lambda x: serve(images=tf.constant(x))[key].numpy()
+    if fmt == "onnx":
+        from keras_vit.export import onnx
+
+        session = onnx.session(path)
+
+        def run(x):
+            return session.run(None, {session.get_inputs()[0].name: x})[0]
+
+    else:
+        from keras_vit.export import openvino
+
+        compiled = openvino.compile_openvino(path)
+
+        def run(x):
+            return compiled(x)[0]
+
+    return functools.partial(_in_batches, run, found["batch_size"])
+
+
+def _in_batches(run, batch_size, x):
+    """`run` on `x` `batch_size` rows at a time (all at once if `None`),
+    the last batch padded with zeros (their outputs dropped)."""
+    import numpy as np
+
+    x = np.asarray(x, "float32")
+    if batch_size is None:
+        return np.asarray(run(x))
+    outputs = []
+    for start in range(0, len(x), batch_size):
+        batch = x[start : start + batch_size]
+        padding = np.zeros((batch_size - len(batch), *x.shape[1:]), x.dtype)
+        outputs.append(
+            np.asarray(run(np.concatenate([batch, padding])))[: len(batch)]
+        )
+    return np.concatenate(outputs)
 
 
 def _input_spec(found):
@@ -267,8 +349,6 @@ def _inputs_from_pixels(path, found):
     normalises them itself (`pixel_range` [0, 255]), else normalised as
     its `normalization` says (`null`: the paper's [-1, 1]); refused if the
     metadata predates `normalization` (it would be a guess)."""
-    import functools
-
     from keras_vit.export import models
 
     spec = found["input"]
@@ -283,35 +363,4 @@ def _inputs_from_pixels(path, found):
         )
     return functools.partial(
         models.normalize_pixels, normalization=spec["normalization"]
-    )
-
-
-def _tflite(path, weights):
-    from keras_vit.export import runtime
-
-    found = _exported(path, weights, "tflite")
-    return Predictor(
-        lambda x: runtime.run_tflite(path, x),
-        _input_spec(found),
-        found["class_names"],
-        found["output"]["kind"],
-        _inputs_from_pixels(path, found),
-        _image_resize(found),
-    )
-
-
-def _saved_model(path, weights):
-    import tensorflow as tf
-
-    from keras_vit.export import saved_model
-
-    found = _exported(path, weights, "saved_model")
-    serve = tf.saved_model.load(path).signatures[saved_model.FLOAT_SIGNATURE]
-    return Predictor(
-        lambda x: serve(images=tf.constant(x))[found["output_key"]].numpy(),
-        _input_spec(found),
-        found["class_names"],
-        found["output"]["kind"],
-        _inputs_from_pixels(path, found),
-        _image_resize(found),
     )

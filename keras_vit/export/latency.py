@@ -135,10 +135,10 @@ def benchmark_export(
         warmup: int, untimed calls first. Defaults to `5`.
         output_dir: an existing folder to keep the exports in (named after
             the model: `<name>_<quantization>.tflite`,
-            `<name>_saved_model/`, `<name>.onnx`, `<name>.xml`); earlier
-            exports of those names are replaced, other files of those names
-            refused. Defaults to `None`: a temporary folder, removed
-            afterwards.
+            `<name>_saved_model/`, `<name>.onnx`, `<name>_openvino.xml`,
+            each with its metadata); earlier exports of those names are
+            replaced, other files of those names refused. Defaults to
+            `None`: a temporary folder, removed afterwards.
         tensorflow: bool, whether to time Keras and the SavedModel (in a
             subprocess per thread count). Defaults to `True`.
         onnx: `"auto"`, `True` or `False`: whether to also export the model
@@ -210,7 +210,7 @@ def _onnx_rows(model, folder, threads, runs, warmup):
     """Exports `model` to ONNX in `folder` and times it with ONNX Runtime."""
     path = onnx_lib.export_onnx(
         model, os.path.join(folder, f"{model.name}.onnx")
-    )
+    ).path
     return _rows(
         "onnxruntime",
         "float32",
@@ -223,19 +223,23 @@ def _onnx_rows(model, folder, threads, runs, warmup):
 def _openvino_rows(model, folder, threads, runs, warmup):
     """Exports `model` to OpenVINO IR in `folder` and times it with OpenVINO
     Runtime (the size is the `.xml` and `.bin` together)."""
-    path = openvino_lib.export_openvino(
-        model, os.path.join(folder, f"{model.name}.xml")
+    result = openvino_lib.export_openvino(
+        model, os.path.join(folder, _openvino_name(model.name))
     )
-    size = os.path.getsize(path) + os.path.getsize(
-        path[: -len(".xml")] + ".bin"
-    )
+    path = result.path
     return _rows(
         "openvino",
         "float32",
         threads,
-        size,
+        result.metadata["file_bytes"],
         lambda t: time_openvino(path, t, runs, warmup),
     )
+
+
+def _openvino_name(name):
+    """The OpenVINO file of model `name`: not `<name>.xml`, whose metadata
+    (`<name>.json`) would be the ONNX file's."""
+    return f"{name}_openvino.xml"
 
 
 def _tflite_rows(files, threads, runs, warmup):
@@ -408,7 +412,7 @@ def _check_outputs(
         )
     if openvino:
         openvino_lib.check_output(
-            os.path.join(folder, f"{name}.xml"), inputs, None
+            os.path.join(folder, _openvino_name(name)), inputs, None
         )
 
 

@@ -1,9 +1,10 @@
 """The model's labels and input spec, written next to every export.
 
 A phone app needs to know what to feed a model and what its outputs mean.
-`keras_vit.export` writes this as JSON: next to a `.tflite` file as a
-sidecar (`model.tflite` -> `model.json`), and inside a SavedModel folder as
-`keras_vit.json`. The format (all keys always present):
+`keras_vit.export` writes this as JSON: next to a `.tflite`, `.onnx` or
+OpenVINO `.xml` file as a sidecar (`model.tflite` -> `model.json`, see
+`SIDECAR_FORMATS`), and inside a SavedModel folder as `keras_vit.json`.
+The format (all keys always present):
 
 ```json
 {
@@ -48,7 +49,10 @@ and `antialias`. Metadata written before it existed describes exports
 that were fed squashed images (its default).
 `input.quantization` / `output_quantization` are `{"scale", "zero_point"}`
 for integer tensors (`export_tflite(..., io_dtype="uint8")`): feed
-`round(pixel / scale) + zero_point`, read `(q - zero_point) * scale`. A
+`round(pixel / scale) + zero_point`, read `(q - zero_point) * scale`.
+`file_bytes` counts the model's files: an ONNX model's external `.data`
+and an OpenVINO graph's `.bin` included (ONNX and OpenVINO files are
+float32: `quantization` is `"none"`, both quantizations `null`). A
 SavedModel's file has `signatures` and `output_key` instead of the last
 three keys.
 """
@@ -64,6 +68,15 @@ from keras_vit.training.train import RUN_CONFIG_FILE
 from keras_vit.training.train import read_class_names
 
 SAVED_MODEL_METADATA = "keras_vit.json"
+
+#: The exports whose metadata is a sidecar (`x.tflite` -> `x.json`), by
+#: their metadata's `format`: the model file's extension and the format's
+#: name in messages. `keras-vit predict` knows them by the extension.
+SIDECAR_FORMATS = {
+    "tflite": (".tflite", "TFLite"),
+    "onnx": (".onnx", "ONNX"),
+    "openvino": (".xml", "OpenVINO"),
+}
 
 
 def sidecar_path(path):
@@ -81,6 +94,22 @@ def sidecar_path(path):
         return os.path.join(path, SAVED_MODEL_METADATA)
     root, _ = os.path.splitext(path)
     return root + ".json"
+
+
+def sidecar_format(path):
+    """The `format` of the metadata beside the model file `path`, by its
+    extension (`SIDECAR_FORMATS`), or `None` for any other path.
+
+    Example:
+
+    >>> sidecar_format("out/vit.xml")
+    'openvino'
+    """
+    path = os.fspath(path)
+    for fmt, (extension, _) in SIDECAR_FORMATS.items():
+        if path.endswith(extension):
+            return fmt
+    return None
 
 
 def read_labels(path):
@@ -196,6 +225,17 @@ def class_names(model, labels=None, model_source=None):
     return [f"class_{i}" for i in range(num_classes)]
 
 
+def load_labelled(model, labels=None):
+    """`(model, class_names)`: `model` (a `keras.Model`, a `.keras` file
+    or a builder name) loaded (`models.load_model`) as the float32 copy an
+    export holds (`models.float32_model`), and its `class_names(...,
+    labels, model_source=model)` (a training run's, for a `.keras` path).
+    """
+    loaded = models.load_model(model)
+    names = class_names(loaded, labels, model)
+    return models.float32_model(loaded), names
+
+
 def build(
     model,
     fmt,
@@ -244,6 +284,44 @@ def build(
     if extra:
         metadata.update(extra)
     return metadata
+
+
+def for_file(
+    model, fmt, quantization, class_names, batch_size, file_bytes, io=None
+):
+    """The sidecar's contents for a model file of format `fmt` (a key of
+    `SIDECAR_FORMATS`) at a static `batch_size` (`None`: dynamic).
+
+    Args:
+        io: the file's tensors as `keras_vit.export.runtime.io_details`
+            gives them for a `.tflite` file, or `None` for float32 input
+            and output without quantization (ONNX, OpenVINO). Defaults to
+            `None`.
+    """
+    if io is None:
+        io = {
+            "input_dtype": "float32",
+            "output_dtype": "float32",
+            "input_quantization": None,
+            "output_quantization": None,
+        }
+    height, width, channels = models.input_spec(model)
+    return build(
+        model,
+        fmt,
+        quantization,
+        class_names,
+        input_shape=[batch_size, height, width, channels],
+        input_dtype=io["input_dtype"],
+        output_shape=[batch_size, *model.output_shape[1:]],
+        output_dtype=io["output_dtype"],
+        input_quantization=io["input_quantization"],
+        extra={
+            "output_quantization": io["output_quantization"],
+            "parameters": int(model.count_params()),
+            "file_bytes": file_bytes,
+        },
+    )
 
 
 def _normalization(model):
@@ -336,23 +414,26 @@ def is_metadata(path, fmt=None):
     )
 
 
-def check_sidecar(output, inputs=(), overwrite=False):
-    """The sidecar of the `.tflite` file `output`, checked as outputs are
-    (see `keras_vit.files.check_output_path`): it must differ from `output`
+def check_sidecar(output, inputs=(), overwrite=False, fmt="tflite"):
+    """The sidecar of the model file `output` of format `fmt` (a key of
+    `SIDECAR_FORMATS`), checked as outputs are (see
+    `keras_vit.files.check_output_path`): it must differ from `output`
     (`vit.json` would be overwritten by its own metadata) and replaces only
-    an earlier sidecar of keras_vit's.
+    an earlier sidecar of keras_vit's of the same format (`vit.tflite` and
+    `vit.onnx` would share `vit.json`: the second export is refused).
 
     Returns:
         The sidecar's path.
     """
+    extension, name = SIDECAR_FORMATS[fmt]
     sidecar = sidecar_path(output)
     if os.path.normcase(os.path.abspath(sidecar)) == os.path.normcase(
         os.path.abspath(output)
     ):
         raise ValueError(
             "`output` ends in .json, which is the name of its own metadata "
-            "file (x.tflite -> x.json): the metadata would overwrite the "
-            "model. Name the file .tflite. Received: "
+            f"file (x{extension} -> x.json): the metadata would overwrite "
+            f"the model. Name the file {extension}. Received: "
             f"output={os.fspath(output)!r}"
         )
     return files.check_companion_path(
@@ -360,7 +441,19 @@ def check_sidecar(output, inputs=(), overwrite=False):
         output,
         "metadata",
         inputs=inputs,
-        replaceable=lambda p: is_metadata(p, "tflite"),
+        replaceable=lambda p: is_metadata(p, fmt),
         overwrite=overwrite,
-        replaces="keras_vit's metadata of a TFLite export",
+        replaces=f"keras_vit's metadata of an export to {name}",
     )
+
+
+def clear_sidecar(sidecar):
+    """Removes an export's earlier metadata just before its new model files
+    take their place; the new metadata is written right after them
+    (`write`). A stop requested by then (`keras_vit.files.request_stop`)
+    is honoured first, keeping the old model with its metadata. A run
+    stopped, or failing, between the two leaves the new model without
+    metadata, which `keras-vit predict` refuses, never the new model beside
+    the old model's class names and input size."""
+    files.raise_if_stopped()
+    files.remove_file(sidecar)

@@ -202,6 +202,17 @@ def input_spec(model):
     return tuple(int(s) for s in shapes[1:])
 
 
+def check_pixels(model, batch_size):
+    """Random float32 pixels in [0, 255] (seed 0), `(batch_size, height,
+    width, channels)` (a batch of 2 for a dynamic one), which the ONNX and
+    OpenVINO exports are checked against Keras on."""
+    height, width, channels = input_spec(model)
+    x = np.random.default_rng(0).uniform(
+        0, 255, (batch_size or 2, height, width, channels)
+    )
+    return x.astype("float32")
+
+
 def output_kind(model):
     """What the model returns: `"probabilities"`, `"logits"`, `"features"`
     or `"outputs"` (another activation's). The SavedModel's output key, the

@@ -8,7 +8,8 @@ with ONNX's `Erf`, exact in float32. And the weights are not frozen into
 the graph that tf2onnx copies and optimizes but added afterwards (see
 `_convert`): a fraction of the memory and time, and models over ONNX's
 2 GiB file limit are written with external data. ONNX Runtime's outputs
-are then checked against Keras's.
+are then checked against Keras's, and the labels and input spec written
+beside the file (`vit.onnx` -> `vit.json`, `keras_vit.export.metadata`).
 
 Optional: needs `tf2onnx` and `onnxruntime`, the optional extra
 `pip install "keras-vision-transformer[onnx]"`, not required dependencies
@@ -17,15 +18,15 @@ of keras_vit.
 
 import functools
 import os
-import shutil
-import tempfile
 
 import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit import extras
 from keras_vit import files
+from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
+from keras_vit.export.report import ExportResult
 from keras_vit.export.report import VerificationError
 
 #: The oldest ONNX opset the graph converts to: `Erf` (the exact GELU)
@@ -190,14 +191,16 @@ def is_onnx(path):
 
 def check_output(output, inputs=(), overwrite=False):
     """Checks the paths an ONNX export writes before any work is done: the
-    `.onnx` file and its external data (`<output>.data`), by the rule of
+    `.onnx` file, its external data (`<output>.data`) and its metadata
+    (`x.onnx` -> `x.json`), by the rule of
     `keras_vit.files.check_output_path`. An existing file is replaced only
-    if it is an ONNX export (the data file: if the `.onnx` beside it is),
-    or with `overwrite`.
+    if it is an ONNX export (the data file: if the `.onnx` beside it is;
+    the metadata: keras_vit's of an ONNX export), or with `overwrite`.
 
     Returns:
         The `.onnx` path as a string.
     """
+    metadata_lib.check_sidecar(output, inputs, overwrite, "onnx")
     output = files.check_output_path(
         output,
         inputs=inputs,
@@ -226,6 +229,7 @@ def export_onnx(
     atol=1e-4,
     external_data=None,
     overwrite=False,
+    labels=None,
 ):
     """Exports a model to an `.onnx` file for ONNX Runtime, checked.
 
@@ -233,6 +237,8 @@ def export_onnx(
     inside, as in Keras) and returns the model's outputs. With `verify`,
     ONNX Runtime's outputs on random pixels are compared with Keras's before
     the file is moved into place; nothing is left at `output` on failure.
+    The model's labels and input spec go to a JSON sidecar (`vit.onnx` ->
+    `vit.json`, see `keras_vit.export.metadata`), as for TFLite.
     A mixed-precision model is exported as its float32 copy (see
     `keras_vit.export.models.float32_model`).
 
@@ -254,21 +260,22 @@ def export_onnx(
             `EXTERNAL_DATA_BYTES` (2 GB) of weights, since one ONNX file
             cannot exceed 2 GiB (ViT-H/14's weights are 2.5 GB).
         overwrite: bool, whether to replace an existing file at `output`
-            (or `<output>.data`) that is not an ONNX export. Defaults to
-            `False`.
+            (or `<output>.data`, or its sidecar) that is not an ONNX
+            export. Defaults to `False`.
+        labels: class names: a list, or a text file with one per line.
+            Defaults to `None`: the training run's if known, else
+            `"class_0"`, ...
 
     Returns:
-        The path written.
+        An `ExportResult` (its `report` is `None`: the check raises).
 
     Example:
 
-    >>> export_onnx(keras_vit.ViT_Ti16(), "vit_ti16.onnx")
+    >>> result = export_onnx(keras_vit.ViT_Ti16(), "vit_ti16.onnx")
     """
-    import tensorflow as tf
-
     output = check_output(
         output,
-        [model] if isinstance(model, (str, os.PathLike)) else [],
+        [p for p in (model, labels) if isinstance(p, (str, os.PathLike))],
         overwrite,
     )
     opset, atol = _check_arguments(
@@ -276,22 +283,16 @@ def export_onnx(
     )
     # ONNX Runtime has no bfloat16 kernels on CPU: a mixed-precision model
     # is exported, and checked, as its float32 copy.
-    model = models.float32_model(models.load_model(model))
+    model, class_names = metadata_lib.load_labelled(model, labels)
     _register_erfc()
-    height, width, channels = models.input_spec(model)
-    spec = tf.TensorSpec(
-        (batch_size, height, width, channels), tf.float32, name="images"
-    )
-    x = np.random.default_rng(0).uniform(
-        0, 255, (batch_size or 2, height, width, channels)
-    )
-    x = x.astype("float32")
-    expected = np.asarray(
-        model(x, training=False)
-    )  # the model must have been called
+    x = models.check_pixels(model, batch_size)
+    # (The model must have been called.)
+    expected = np.asarray(model(x, training=False))
     checked = (x, expected, atol) if verify else None
-    _write_checked(model, spec, opset, output, external_data, checked)
-    return output
+    meta = _write_checked(
+        model, batch_size, opset, output, external_data, checked, class_names
+    )
+    return ExportResult(output, metadata_lib.sidecar_path(output), meta)
 
 
 def _check_arguments(batch_size, opset, verify, atol, external_data):
@@ -318,18 +319,22 @@ def _check_arguments(batch_size, opset, verify, atol, external_data):
     return opset, atol
 
 
-def _write_checked(model, spec, opset, output, external_data, checked=None):
+def _write_checked(
+    model, batch_size, opset, output, external_data, checked, class_names
+):
     """Converts `model` and writes it to `output` (and `<output>.data`)
     once ONNX Runtime's outputs on `checked`'s pixels are within its `atol`
-    of Keras's (`checked`: `(x, expected, atol)`, or `None`)."""
-    # Written in a private folder beside `output` (the model may be two
-    # files), checked there, then moved into place: data first, model last.
-    folder = tempfile.mkdtemp(
-        dir=os.path.dirname(os.path.abspath(output)),
-        prefix=f".{os.path.basename(output)}.",
-        suffix=".tmp",
+    of Keras's (`checked`: `(x, expected, atol)`, or `None`), its metadata
+    (with `class_names`) beside it; returns the metadata."""
+    import tensorflow as tf
+
+    spec = tf.TensorSpec(
+        (batch_size, *models.input_spec(model)), tf.float32, name="images"
     )
-    try:
+    # Written in a private folder beside `output` (the model may be two
+    # files), checked there, then moved into place: data first, model last,
+    # the metadata after them.
+    with files.temporary_folder(output) as folder:
         tmp = os.path.join(folder, os.path.basename(output))
         external = _save(_convert(model, spec, opset), tmp, external_data)
         if checked is not None:
@@ -341,18 +346,34 @@ def _write_checked(model, spec, opset, output, external_data, checked=None):
                     f"The ONNX export differs from Keras by up to {error:.3g} "
                     f"(limit {atol:g}); {output!r} was not written."
                 )
-        mode = 0o666 & ~files._umask()  # onnx writes the data file 0600
+        size = os.path.getsize(tmp)
         if external:
-            os.chmod(tmp + ".data", mode)
-            os.replace(tmp + ".data", output + ".data")
-        os.chmod(tmp, mode)
-        os.replace(tmp, output)
-        if not external:
-            # An earlier export's weights, which the new model does not
-            # read (`check_output` allowed replacing them).
-            files.remove_file(output + ".data")
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+            size += os.path.getsize(tmp + ".data")
+        meta = metadata_lib.for_file(
+            model, "onnx", "none", class_names, batch_size, size
+        )
+        _move_into_place(tmp, output, external)
+        metadata_lib.write(metadata_lib.sidecar_path(output), meta)
+    return meta
+
+
+def _move_into_place(tmp, output, external):
+    """Moves the checked model at `tmp` (and its `.data` if `external`) to
+    `output`, data first, with the permissions of a new file. An earlier
+    export's metadata is removed first (`metadata.clear_sidecar`): a run
+    killed between the two renames, which leaves the new data beside the
+    old model, leaves them without metadata too."""
+    mode = 0o666 & ~files._umask()  # onnx writes the data file 0600
+    metadata_lib.clear_sidecar(metadata_lib.sidecar_path(output))
+    if external:
+        os.chmod(tmp + ".data", mode)
+        os.replace(tmp + ".data", output + ".data")
+    os.chmod(tmp, mode)
+    os.replace(tmp, output)
+    if not external:
+        # An earlier export's weights, which the new model does not
+        # read (`check_output` allowed replacing them).
+        files.remove_file(output + ".data")
 
 
 def session(path, num_threads=None):

@@ -4,7 +4,9 @@ The conversion is Keras's own (`model.export(path, format="openvino")`,
 which hands the TensorFlow graph to OpenVINO's converter); `export_openvino`
 adds what the other exports here do: a static batch if asked, the float32
 copy of a mixed-precision model, a check of OpenVINO Runtime's outputs
-against Keras's, and files moved into place only once checked.
+against Keras's, files moved into place only once checked, and the labels
+and input spec beside them (`vit.xml` -> `vit.json`,
+`keras_vit.export.metadata`).
 
 The IR (`.xml` graph, `.bin` weights beside it) holds float32 weights; the
 precision OpenVINO computes in is chosen when it compiles the model
@@ -17,15 +19,15 @@ not a required dependency of keras_vit.
 """
 
 import os
-import shutil
-import tempfile
 
 import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit import extras
 from keras_vit import files
+from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
+from keras_vit.export.report import ExportResult
 from keras_vit.export.report import VerificationError
 
 #: Compute precisions OpenVINO's CPU plugin takes (its
@@ -84,10 +86,11 @@ def is_openvino(path):
 
 def check_output(output, inputs=(), overwrite=False):
     """Checks the paths an OpenVINO export writes before any work is done:
-    the `.xml` graph and the `.bin` weights beside it, by the rule of
-    `keras_vit.files.check_output_path`. An existing file is replaced only
-    if it is an OpenVINO graph (the `.bin`: if the `.xml` beside it is), or
-    with `overwrite`.
+    the `.xml` graph, the `.bin` weights and the metadata (`x.xml` ->
+    `x.json`) beside it, by the rule of `keras_vit.files.check_output_path`.
+    An existing file is replaced only if it is an OpenVINO graph (the
+    `.bin`: if the `.xml` beside it is; the metadata: keras_vit's of an
+    OpenVINO export), or with `overwrite`.
 
     Returns:
         The `.xml` path as a string.
@@ -99,6 +102,7 @@ def check_output(output, inputs=(), overwrite=False):
             f"An OpenVINO model is an `.xml` file (its weights a `.bin` beside "
             f"it). Received: output={output!r}"
         )
+    metadata_lib.check_sidecar(output, inputs, overwrite, "openvino")
     output = files.check_output_path(
         output,
         inputs=inputs,
@@ -107,7 +111,7 @@ def check_output(output, inputs=(), overwrite=False):
         replaces="an OpenVINO model",
     )
     files.check_companion_path(
-        output[: -len(".xml")] + ".bin",
+        _weights(output),
         output,
         "weights",
         inputs=inputs,
@@ -119,7 +123,13 @@ def check_output(output, inputs=(), overwrite=False):
 
 
 def export_openvino(
-    model, output, batch_size=1, verify=True, atol=1e-4, overwrite=False
+    model,
+    output,
+    batch_size=1,
+    verify=True,
+    atol=1e-4,
+    overwrite=False,
+    labels=None,
 ):
     """Exports a model to OpenVINO IR (`output` and its `.bin`), checked.
 
@@ -127,7 +137,9 @@ def export_openvino(
     inside, as in Keras) and returns the model's outputs. With `verify`,
     OpenVINO Runtime's float32 outputs on random pixels are compared with
     Keras's before the files are moved into place; nothing is left at
-    `output` on failure. A mixed-precision model is exported as its float32
+    `output` on failure. The model's labels and input spec go to a JSON
+    sidecar (`vit.xml` -> `vit.json`, see `keras_vit.export.metadata`), as
+    for TFLite. A mixed-precision model is exported as its float32
     copy (`keras_vit.export.models.float32_model`); compile it with
     `precision="bfloat16"` to compute in bfloat16.
 
@@ -142,72 +154,78 @@ def export_openvino(
         verify: bool, whether to compare against Keras. Defaults to `True`.
         atol: float, the largest |difference| allowed. Defaults to `1e-4`.
             A larger difference raises `VerificationError` (a `ValueError`).
-        overwrite: bool, whether to replace existing files at `output` and
-            its `.bin` that are not an OpenVINO export. Defaults to `False`.
+        overwrite: bool, whether to replace existing files at `output`, its
+            `.bin` and its sidecar that are not an OpenVINO export.
+            Defaults to `False`.
+        labels: class names: a list, or a text file with one per line.
+            Defaults to `None`: the training run's if known, else
+            `"class_0"`, ...
 
     Returns:
-        The path written (the `.xml` file).
+        An `ExportResult` (its `report` is `None`: the check raises).
 
     Example:
 
-    >>> export_openvino(keras_vit.ViT_Ti16(), "vit_ti16.xml")
+    >>> result = export_openvino(keras_vit.ViT_Ti16(), "vit_ti16.xml")
     """
     openvino = _require()
     output = check_output(
         output,
-        [model] if isinstance(model, (str, os.PathLike)) else [],
+        [p for p in (model, labels) if isinstance(p, (str, os.PathLike))],
         overwrite,
     )
     if batch_size is not None:
         arg_checks.positive_int("batch_size", batch_size)
     atol = arg_checks.non_negative_float("atol", atol)
     arg_checks.boolean("verify", verify)
-    model = models.float32_model(models.load_model(model))
-    height, width, channels = models.input_spec(model)
-    x = np.random.default_rng(0).uniform(
-        0, 255, (batch_size or 2, height, width, channels)
-    )
-    x = x.astype("float32")
-    expected = np.asarray(model(x, training=False))
+    model, class_names = metadata_lib.load_labelled(model, labels)
     # Written in a private folder beside `output`, checked there, then
-    # moved into place: weights first, graph last.
-    folder = tempfile.mkdtemp(
-        dir=os.path.dirname(os.path.abspath(output)),
-        prefix=f".{os.path.basename(output)}.",
-        suffix=".tmp",
-    )
-    try:
-        tmp = _save_ir(
-            openvino,
-            model,
-            folder,
-            output,
-            batch_size,
-            (height, width, channels),
-        )
+    # moved into place: weights first, graph last, the metadata after them.
+    with files.temporary_folder(output) as folder:
+        tmp = _save_ir(openvino, model, folder, output, batch_size)
         if verify:
-            error = float(np.max(np.abs(run_openvino(tmp, x) - expected)))
-            if not error <= atol:
-                raise VerificationError(
-                    "The OpenVINO export differs from Keras by up to "
-                    f"{error:.3g} "
-                    f"(limit {atol:g}); {output!r} was not written."
-                )
+            _check(tmp, model, batch_size, atol, output)
+        meta = metadata_lib.for_file(
+            model,
+            "openvino",
+            "none",
+            class_names,
+            batch_size,
+            sum(os.path.getsize(p) for p in (tmp, _weights(tmp))),
+        )
         _move_into_place(tmp, output)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return output
+        metadata_lib.write(metadata_lib.sidecar_path(output), meta)
+    return ExportResult(output, metadata_lib.sidecar_path(output), meta)
 
 
-def _save_ir(openvino, model, folder, output, batch_size, input_shape):
+def _weights(graph):
+    """The `.bin` weights file of the `.xml` graph `graph`."""
+    return graph[: -len(".xml")] + ".bin"
+
+
+def _check(path, model, batch_size, atol, output):
+    """Raises `VerificationError` unless OpenVINO Runtime's float32
+    outputs of the IR at `path` on random pixels are within `atol` of
+    Keras's."""
+    x = models.check_pixels(model, batch_size)
+    expected = np.asarray(model(x, training=False))
+    error = float(np.max(np.abs(run_openvino(path, x) - expected)))
+    if not error <= atol:
+        raise VerificationError(
+            f"The OpenVINO export differs from Keras by up to {error:.3g} "
+            f"(limit {atol:g}); {output!r} was not written."
+        )
+
+
+def _save_ir(openvino, model, folder, output, batch_size):
     """Saves `model` as OpenVINO IR in `folder` under `output`'s name
-    (float32 weights; inputs `(batch_size, *input_shape)`, the batch
-    dynamic if `batch_size` is `None`); returns the `.xml` path."""
+    (float32 weights; inputs `(batch_size, height, width, channels)`, the
+    batch dynamic if `batch_size` is `None`); returns the `.xml` path."""
     keras_graph = os.path.join(folder, "keras.xml")
     model.export(keras_graph, format="openvino", verbose=False)
     graph = openvino.Core().read_model(keras_graph)
     if batch_size is not None:
-        graph.reshape([batch_size, *input_shape])
+        graph.reshape([batch_size, *models.input_spec(model)])
     tmp = os.path.join(folder, os.path.basename(output))
     openvino.save_model(graph, tmp, compress_to_fp16=False)
     del graph
@@ -216,11 +234,13 @@ def _save_ir(openvino, model, folder, output, batch_size, input_shape):
 
 def _move_into_place(tmp, output):
     """Moves the IR at `tmp` (and its `.bin`) to `output`, weights first,
-    with the permissions of a new file."""
-    weights = output[: -len(".xml")] + ".bin"
-    tmp_weights = tmp[: -len(".xml")] + ".bin"
+    with the permissions of a new file. An earlier export's metadata is
+    removed first (`metadata.clear_sidecar`): a run killed between the two
+    renames, which leaves the new weights beside the old graph, leaves them
+    without metadata too."""
     mode = 0o666 & ~files._umask()
-    for path in (tmp_weights, tmp):
+    for path in (_weights(tmp), tmp):
         os.chmod(path, mode)
-    os.replace(tmp_weights, weights)
+    metadata_lib.clear_sidecar(metadata_lib.sidecar_path(output))
+    os.replace(_weights(tmp), _weights(output))
     os.replace(tmp, output)

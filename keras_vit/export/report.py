@@ -175,10 +175,13 @@ class ExportResult:
     """What an export wrote.
 
     Attributes:
-        path: the `.tflite` file or SavedModel folder.
+        path: the `.tflite`, `.onnx` or OpenVINO `.xml` file, or the
+            SavedModel folder.
         metadata_path: the JSON with the labels and input spec.
         metadata: its contents.
-        report: the `VerificationReport`, or `None` without verification.
+        report: the `VerificationReport`, or `None` without verification
+            and for ONNX and OpenVINO (whose check against Keras raises a
+            `VerificationError` when it fails).
     """
 
     path: str

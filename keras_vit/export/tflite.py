@@ -313,7 +313,7 @@ def check_output(output, inputs=(), overwrite=False):
     Returns:
         `(output, sidecar)` as strings.
     """
-    sidecar = metadata_lib.check_sidecar(output, inputs, overwrite)
+    sidecar = metadata_lib.check_sidecar(output, inputs, overwrite, "tflite")
     output = files.check_output_path(
         output,
         inputs=inputs,
@@ -438,15 +438,12 @@ def export_tflite(
             "activation ranges: pass a dataset name, 'folder:PATH' or an .npz. "
             "Received: representative_data=None"
         )
-    source = model
-    model = models.load_model(model)
+    # A mixed-precision model is exported, and verified, as its float32 copy.
+    model, class_names = metadata_lib.load_labelled(model, labels)
     if min_top1_agreement is not None:  # refused before the conversion
         checks.tflite_limits(
             quantize, min_top1_agreement, output_kind=models.output_kind(model)
         )
-    class_names = metadata_lib.class_names(model, labels, source)
-    # A mixed-precision model is exported, and verified, as its float32 copy.
-    model = models.float32_model(model)
     calibration = None
     if representative_data is not None:
         calibration = load_calibration(
@@ -474,7 +471,9 @@ def export_tflite(
         min_top1_agreement,
         meta_path,
     )
-    meta = _metadata(model, quantize, class_names, batch_size, io, len(data))
+    meta = metadata_lib.for_file(
+        model, "tflite", quantize, class_names, batch_size, len(data), io
+    )
     metadata_lib.write(meta_path, meta)
     return ExportResult(output, meta_path, meta, report)
 
@@ -494,10 +493,8 @@ def _write_verified(
     `output` if it fails. Returns `(report or None, io_details)`.
 
     An earlier `sidecar` (metadata file) is removed just before the new
-    model takes `output`'s place, its own metadata written after: a run
-    stopped between the two leaves a model without metadata, which
-    `keras-vit predict` refuses, never the new model beside the old
-    model's class names and input size."""
+    model takes `output`'s place (`metadata.clear_sidecar`), its own
+    metadata written after."""
     report = None
     with files.atomic_file(output, suffix=".tflite") as tmp:
         with open(tmp, "wb") as file:
@@ -515,10 +512,7 @@ def _write_verified(
                 )
             report.path = output
         io = runtime.io_details(tmp)
-        # A stop requested by now would keep the old model: keep its
-        # metadata too.
-        files.raise_if_stopped()
-        files.remove_file(sidecar)
+        metadata_lib.clear_sidecar(sidecar)
     return report, io
 
 
@@ -586,26 +580,4 @@ def load_calibration(
         limit=num_images,
         split="train",
         name="representative_data",
-    )
-
-
-def _metadata(model, quantize, class_names, batch_size, io, file_bytes):
-    """The sidecar's contents for a `.tflite` file whose tensors are `io`
-    (`keras_vit.export.runtime.io_details`)."""
-    height, width, channels = models.input_spec(model)
-    return metadata_lib.build(
-        model,
-        "tflite",
-        quantize,
-        class_names,
-        input_shape=[batch_size, height, width, channels],
-        input_dtype=io["input_dtype"],
-        output_shape=[batch_size, *model.output_shape[1:]],
-        output_dtype=io["output_dtype"],
-        input_quantization=io["input_quantization"],
-        extra={
-            "output_quantization": io["output_quantization"],
-            "parameters": int(model.count_params()),
-            "file_bytes": file_bytes,
-        },
     )

@@ -1,6 +1,7 @@
 """ONNX export (optional: tf2onnx and onnxruntime), to time ONNX Runtime."""
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ def test_onnx_matches_keras_with_exact_gelu(random_model, tmp_path):
     # registered one must give Keras's outputs.
     path = export.export_onnx(
         random_model, tmp_path / "m.onnx", batch_size=None
-    )
+    ).path
     x = np.random.default_rng(1).uniform(
         0, 255, (3, *random_model.input_shape[1:])
     )
@@ -38,7 +39,9 @@ def test_relative_position_embeddings_export_to_onnx(tmp_path):
     # Their logits are skewed with reshapes and strided slices.
     model = keras_vit.ViT(**TINY_EXPORT, position_embedding="relative")
     randomize_weights(model, seed=2)
-    path = export.export_onnx(model, tmp_path / "rel.onnx", batch_size=None)
+    path = export.export_onnx(
+        model, tmp_path / "rel.onnx", batch_size=None
+    ).path
     x = (
         np.random.default_rng(1)
         .uniform(0, 255, (3, 32, 32, 3))
@@ -90,7 +93,7 @@ def test_bad_arguments_are_refused_by_name(random_model, tmp_path):
     assert os.listdir(tmp_path) == []
     path = export.export_onnx(
         random_model, tmp_path / "m.onnx", opset=onnx_lib.MIN_OPSET
-    )
+    ).path
     x = (
         np.random.default_rng(1)
         .uniform(0, 255, (1, 32, 32, 3))
@@ -110,7 +113,7 @@ def test_weights_are_initializers_with_the_models_values(
     import onnx
     from onnx import numpy_helper
 
-    path = export.export_onnx(random_model, tmp_path / "m.onnx")
+    path = export.export_onnx(random_model, tmp_path / "m.onnx").path
     graph = onnx.load(path).graph
     assert [i.name for i in graph.input] == ["images"]
     initializers = [numpy_helper.to_array(t) for t in graph.initializer]
@@ -135,7 +138,8 @@ def test_the_graph_does_not_depend_on_the_weights_values(tmp_path):
     randomize_weights(trained, seed=4)
 
     def ops(model, name):
-        graph = onnx.load(export.export_onnx(model, tmp_path / name)).graph
+        path = export.export_onnx(model, tmp_path / name).path
+        graph = onnx.load(path).graph
         return collections.Counter(node.op_type for node in graph.node)
 
     assert ops(fresh, "fresh.onnx") == ops(trained, "trained.onnx")
@@ -149,7 +153,7 @@ def test_dropout_seed_state_is_not_left_in_the_file(tmp_path):
     model = keras_vit.ViT(
         **TINY_EXPORT, dropout_rate=0.1, attention_dropout_rate=0.1
     )
-    path = export.export_onnx(model, tmp_path / "m.onnx")
+    path = export.export_onnx(model, tmp_path / "m.onnx").path
     graph = onnx.load(path).graph
     used = {name for node in graph.node for name in node.input}
     assert all(t.name in used for t in graph.initializer)
@@ -158,10 +162,14 @@ def test_dropout_seed_state_is_not_left_in_the_file(tmp_path):
 def test_external_data_writes_the_weights_beside_the_model(
     random_model, tmp_path
 ):
-    path = export.export_onnx(
+    result = export.export_onnx(
         random_model, tmp_path / "m.onnx", external_data=True
     )
-    assert sorted(os.listdir(tmp_path)) == ["m.onnx", "m.onnx.data"]
+    path = result.path
+    assert sorted(os.listdir(tmp_path)) == ["m.json", "m.onnx", "m.onnx.data"]
+    assert result.metadata["file_bytes"] == os.path.getsize(
+        path
+    ) + os.path.getsize(path + ".data")
     umask = os.umask(0)
     os.umask(umask)
     for name in ("m.onnx", "m.onnx.data"):  # not onnx's private 0600
@@ -173,7 +181,7 @@ def test_external_data_writes_the_weights_beside_the_model(
     assert os.path.getsize(tmp_path / "m.onnx.data") >= moved
     single = export.export_onnx(
         random_model, tmp_path / "single.onnx", verify=False
-    )
+    ).path
     assert (
         os.path.getsize(single) - os.path.getsize(path) > 0.9 * moved
     )  # less the references to it
@@ -190,12 +198,14 @@ def test_large_weights_go_to_external_data_by_default(
     # Above EXTERNAL_DATA_BYTES (ONNX files stop at 2 GiB; ViT-H/14 has
     # 2.5 GB of weights); a tiny threshold stands in for a huge model.
     export.export_onnx(random_model, tmp_path / "small.onnx")
-    assert sorted(os.listdir(tmp_path)) == ["small.onnx"]
+    assert sorted(os.listdir(tmp_path)) == ["small.json", "small.onnx"]
     monkeypatch.setattr(onnx_lib, "EXTERNAL_DATA_BYTES", 1000)
     export.export_onnx(random_model, tmp_path / "big.onnx")
     assert sorted(os.listdir(tmp_path)) == [
+        "big.json",
         "big.onnx",
         "big.onnx.data",
+        "small.json",
         "small.onnx",
     ]
 
@@ -225,7 +235,7 @@ def test_a_mixed_bfloat16_model_exports_as_float32(tmp_path):
     randomize_weights(mixed, seed=2, scale=0.1)
     reference = keras_vit.ViT(**TINY_EXPORT)
     reference.set_weights(mixed.get_weights())
-    path = export.export_onnx(mixed, tmp_path / "m.onnx")
+    path = export.export_onnx(mixed, tmp_path / "m.onnx").path
     x = (
         np.random.default_rng(1)
         .uniform(0, 255, (1, 32, 32, 3))
@@ -245,10 +255,113 @@ def test_a_re_export_without_external_data_removes_the_old_data(
     export.export_onnx(random_model, target, external_data=True)
     assert (tmp_path / "m.onnx.data").exists()
     export.export_onnx(random_model, target, external_data=False)
-    assert sorted(os.listdir(tmp_path)) == ["m.onnx"]
+    assert sorted(os.listdir(tmp_path)) == ["m.json", "m.onnx"]
     x = np.zeros((1, 32, 32, 3), "float32")
     np.testing.assert_allclose(
         onnx_lib.run_onnx(str(target), x),
         np.asarray(random_model(x)),
         atol=1e-4,
     )
+
+
+def _run_folder(model_path, folder):
+    """A training run's folder holding a copy of `model_path`: its config
+    names the digits, whose class names are "0" ... "9"."""
+    folder.mkdir()
+    shutil.copy(model_path, folder / "model.keras")
+    (folder / "config.json").write_text('{"data": {"dataset": "digits"}}')
+    return str(folder / "model.keras")
+
+
+def test_the_sidecar_holds_labels_input_spec_and_resize(
+    random_model_path, tmp_path
+):
+    # ONNX exports wrote no metadata: no class names, input spec or resize.
+    setting = {"crop_pct": 1.0, "interpolation": "bicubic"}
+    model = keras_vit.ViT(**TINY_EXPORT, image_resize=setting)
+    randomize_weights(model, seed=6)
+    labels = [f"label{i}" for i in range(10)]
+    result = export.export_onnx(model, tmp_path / "m.onnx", labels=labels)
+    assert result.metadata_path == str(tmp_path / "m.json")
+    found = export.read_metadata(result.path)
+    assert found == result.metadata
+    assert found["format"] == "onnx"
+    assert found["class_names"] == labels
+    assert found["input"]["shape"] == [1, 32, 32, 3]
+    assert (found["input"]["height"], found["input"]["width"]) == (32, 32)
+    assert found["input"]["pixel_range"] == [0, 255]
+    assert found["input"]["image_resize"] == {**setting, "antialias": True}
+    assert found["output"] == {
+        "kind": "probabilities",
+        "shape": [1, 10],
+        "dtype": "float32",
+    }
+    assert found["file_bytes"] == os.path.getsize(result.path)
+    assert found["parameters"] == model.count_params()
+    # Without labels: the training run's class names, as for TFLite.
+    path = _run_folder(random_model_path, tmp_path / "run")
+    result = export.export_onnx(path, tmp_path / "run.onnx", batch_size=None)
+    assert result.metadata["class_names"] == [str(d) for d in range(10)]
+    assert result.metadata["input"]["shape"] == [None, 32, 32, 3]
+
+
+def test_a_sidecar_it_did_not_write_is_refused_before_the_conversion(
+    random_model, tmp_path, monkeypatch
+):
+    notes = tmp_path / "m.json"
+    notes.write_text('{"mine": true}')
+    monkeypatch.setattr(
+        onnx_lib, "_convert", lambda *a: pytest.fail("converted")
+    )
+    with pytest.raises(
+        ValueError, match=r"metadata of an export to ONNX.*Received: metadata="
+    ):
+        export.export_onnx(random_model, tmp_path / "m.onnx")
+    # A TFLite file's metadata (vit.tflite and vit.onnx share vit.json).
+    notes.write_text('{"format": "tflite", "keras_vit_version": "0.1.0"}')
+    with pytest.raises(ValueError, match="metadata of an export to ONNX"):
+        export.export_onnx(random_model, tmp_path / "m.onnx")
+    assert os.listdir(tmp_path) == ["m.json"]
+    with pytest.raises(ValueError, match="its own metadata"):
+        export.export_onnx(random_model, tmp_path / "m.json", overwrite=True)
+    assert os.listdir(tmp_path) == ["m.json"]
+
+
+def test_a_failed_re_export_keeps_the_earlier_export_and_its_sidecar(
+    random_model, tmp_path, monkeypatch
+):
+    first = export.export_onnx(random_model, tmp_path / "m.onnx")
+    labels = list("abcdefghij")
+    before = {n: (tmp_path / n).read_bytes() for n in os.listdir(tmp_path)}
+    assert sorted(before) == ["m.json", "m.onnx"]
+    run = onnx_lib.run_onnx
+    monkeypatch.setattr(
+        onnx_lib, "run_onnx", lambda path, x: run(path, x) + 1e-3
+    )
+    with pytest.raises(export.VerificationError):
+        export.export_onnx(random_model, first.path, labels=labels)
+    after = {n: (tmp_path / n).read_bytes() for n in os.listdir(tmp_path)}
+    assert after == before
+    monkeypatch.setattr(onnx_lib, "run_onnx", run)
+    # An earlier ONNX export's sidecar is replaced with the new one.
+    export.export_onnx(random_model, first.path, labels=labels)
+    assert export.read_metadata(first.path)["class_names"] == labels
+
+
+def test_a_re_export_stopped_before_its_metadata_leaves_none(
+    random_model, tmp_path, monkeypatch
+):
+    # Stopped after the new model took its place but before its metadata
+    # was written: the old metadata is gone, not left to describe it.
+    output = tmp_path / "m.onnx"
+    export.export_onnx(random_model, output, labels=list("abcdefghij"))
+    old_model = output.read_bytes()
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(onnx_lib.metadata_lib, "write", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        export.export_onnx(random_model, output, batch_size=2)
+    assert output.read_bytes() != old_model
+    assert not (tmp_path / "m.json").exists()

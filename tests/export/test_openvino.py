@@ -1,6 +1,7 @@
 """OpenVINO export (optional: openvino), used to time OpenVINO Runtime."""
 
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -26,8 +27,8 @@ def _pixels(model, batch, seed=1):
 def test_openvino_matches_keras(random_model, tmp_path):
     path = export.export_openvino(
         random_model, tmp_path / "m.xml", batch_size=None
-    )
-    assert sorted(os.listdir(tmp_path)) == ["m.bin", "m.xml"]
+    ).path
+    assert sorted(os.listdir(tmp_path)) == ["m.bin", "m.json", "m.xml"]
     x = _pixels(random_model, 3)
     expected = np.asarray(random_model(x))
     np.testing.assert_allclose(
@@ -53,7 +54,7 @@ def test_a_static_batch_is_fixed_in_the_graph(random_model, tmp_path):
 
     path = export.export_openvino(
         random_model, tmp_path / "m.xml", batch_size=4
-    )
+    ).path
     graph = openvino.Core().read_model(path)
     assert list(graph.inputs[0].get_shape()) == [4, 32, 32, 3]
     # OpenVINO's error for a batch the graph does not have is its own type,
@@ -70,14 +71,14 @@ def test_hybrids_and_mixed_precision_models_export(tmp_path):
         stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4},
     )
     randomize_weights(hybrid, seed=4)
-    path = export.export_openvino(hybrid, tmp_path / "hybrid.xml")
+    path = export.export_openvino(hybrid, tmp_path / "hybrid.xml").path
     x = _pixels(hybrid, 1)
     np.testing.assert_allclose(
         openvino_lib.run_openvino(path, x), np.asarray(hybrid(x)), atol=1e-4
     )
     mixed = keras_vit.ViT(**TINY_EXPORT, dtype="mixed_bfloat16")
     randomize_weights(mixed, seed=5)
-    path = export.export_openvino(mixed, tmp_path / "mixed.xml")
+    path = export.export_openvino(mixed, tmp_path / "mixed.xml").path
     reference = export.models.float32_model(mixed)
     np.testing.assert_allclose(
         openvino_lib.run_openvino(path, x), np.asarray(reference(x)), atol=1e-4
@@ -109,9 +110,100 @@ def test_bad_arguments_are_refused_by_name(random_model, tmp_path):
         with pytest.raises(ValueError, match=message):
             export.export_openvino(random_model, **kwargs)
     assert os.listdir(tmp_path) == []
-    path = export.export_openvino(random_model, tmp_path / "m.xml")
+    path = export.export_openvino(random_model, tmp_path / "m.xml").path
     with pytest.raises(ValueError, match="precision='int4'"):
         openvino_lib.compile_openvino(path, precision="int4")
     with pytest.raises(ValueError, match="num_threads=0"):
         openvino_lib.compile_openvino(path, num_threads=0)
     assert keras.backend.backend() == "tensorflow"
+
+
+def test_the_sidecar_holds_labels_input_spec_and_resize(
+    random_model_path, tmp_path
+):
+    # OpenVINO exports wrote no metadata: no class names, input spec or
+    # resize.
+    setting = {"crop_pct": 1.0, "interpolation": "bicubic"}
+    model = keras_vit.ViT(**TINY_EXPORT, image_resize=setting)
+    randomize_weights(model, seed=6)
+    labels = [f"label{i}" for i in range(10)]
+    result = export.export_openvino(model, tmp_path / "m.xml", labels=labels)
+    assert result.metadata_path == str(tmp_path / "m.json")
+    found = export.read_metadata(result.path)
+    assert found == result.metadata
+    assert found["format"] == "openvino"
+    assert found["class_names"] == labels
+    assert found["input"]["shape"] == [1, 32, 32, 3]
+    assert (found["input"]["height"], found["input"]["width"]) == (32, 32)
+    assert found["input"]["image_resize"] == {**setting, "antialias": True}
+    assert found["output"]["kind"] == "probabilities"
+    assert found["file_bytes"] == os.path.getsize(
+        tmp_path / "m.xml"
+    ) + os.path.getsize(tmp_path / "m.bin")
+    # Without labels: the training run's class names, as for TFLite.
+    (tmp_path / "run").mkdir()
+    shutil.copy(random_model_path, tmp_path / "run" / "model.keras")
+    (tmp_path / "run" / "config.json").write_text(
+        '{"data": {"dataset": "digits"}}'
+    )
+    result = export.export_openvino(
+        str(tmp_path / "run" / "model.keras"), tmp_path / "run.xml"
+    )
+    assert result.metadata["class_names"] == [str(d) for d in range(10)]
+
+
+def test_a_sidecar_it_did_not_write_is_refused_before_the_conversion(
+    random_model, tmp_path, monkeypatch
+):
+    (tmp_path / "m.json").write_text(
+        '{"format": "onnx", "keras_vit_version": 1}'
+    )
+    monkeypatch.setattr(
+        openvino_lib, "_save_ir", lambda *a: pytest.fail("converted")
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"metadata of an export to OpenVINO.*Received: metadata=",
+    ):
+        export.export_openvino(random_model, tmp_path / "m.xml")
+    assert os.listdir(tmp_path) == ["m.json"]
+
+
+def test_a_failed_re_export_keeps_the_earlier_export_and_its_sidecar(
+    random_model, tmp_path, monkeypatch
+):
+    first = export.export_openvino(random_model, tmp_path / "m.xml")
+    labels = list("abcdefghij")
+    before = {n: (tmp_path / n).read_bytes() for n in os.listdir(tmp_path)}
+    assert sorted(before) == ["m.bin", "m.json", "m.xml"]
+    run = openvino_lib.run_openvino
+    monkeypatch.setattr(
+        openvino_lib, "run_openvino", lambda path, x: run(path, x) + 1e-3
+    )
+    with pytest.raises(export.VerificationError):
+        export.export_openvino(random_model, first.path, labels=labels)
+    after = {n: (tmp_path / n).read_bytes() for n in os.listdir(tmp_path)}
+    assert after == before
+    monkeypatch.setattr(openvino_lib, "run_openvino", run)
+    # An earlier OpenVINO export's sidecar is replaced with the new one.
+    export.export_openvino(random_model, first.path, labels=labels)
+    assert export.read_metadata(first.path)["class_names"] == labels
+
+
+def test_a_re_export_stopped_before_its_metadata_leaves_none(
+    random_model, tmp_path, monkeypatch
+):
+    # Stopped after the new model took its place but before its metadata
+    # was written: the old metadata is gone, not left to describe it.
+    output = tmp_path / "m.xml"
+    export.export_openvino(random_model, output, labels=list("abcdefghij"))
+    old_model = output.read_bytes()
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(openvino_lib.metadata_lib, "write", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        export.export_openvino(random_model, output, batch_size=2)
+    assert output.read_bytes() != old_model
+    assert not (tmp_path / "m.json").exists()

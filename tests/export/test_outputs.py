@@ -455,7 +455,7 @@ def test_a_re_export_never_leaves_the_old_metadata_beside_the_new_model(
     def stopped(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(tflite_lib, "_metadata", stopped)
+    monkeypatch.setattr(tflite_lib.metadata_lib, "write", stopped)
     with pytest.raises(KeyboardInterrupt):
         export.export_tflite(
             random_model_path, output, verify=False, quantize="float16"

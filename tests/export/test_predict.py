@@ -278,3 +278,62 @@ def test_a_model_that_is_no_vit_records_the_squash():
     )
     assert found["input"]["image_resize"] == resize.DEFAULT
     json.dumps(found)  # JSON as it is
+
+
+def _probabilities(results, num_classes):
+    """Each image's probabilities by class index, from `--json` results
+    of `--top num_classes`."""
+    rows = np.zeros((len(results), num_classes))
+    for row, result in zip(rows, results):
+        for c in result["top"]:
+            row[c["index"]] = c["probability"]
+    return rows
+
+
+def test_onnx_and_openvino_exports_predict_as_the_keras_model(tmp_path, capsys):
+    # `keras-vit predict` took no .onnx or OpenVINO .xml file (their
+    # exports wrote no metadata); with their sidecars they are read, and
+    # resized, as the model was evaluated: a crop of the 3:2 photo.
+    pytest.importorskip("tf2onnx")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("openvino")
+    from keras_vit import export
+    from tests.helpers import TINY
+    from tests.helpers import randomize_weights
+
+    setting = {"crop_pct": 1.0, "interpolation": "bicubic"}
+    model = keras_vit.ViT(**TINY, image_resize=setting)
+    randomize_weights(model, seed=4, scale=0.5)
+    model.save(tmp_path / "m.keras")
+    photo = keras_vit.sample_image_path()
+    labels = [f"label{i}" for i in range(5)]
+    onnx_path = export.export_onnx(model, tmp_path / "m.onnx", labels=labels)
+    xml_path = export.export_openvino(model, tmp_path / "v.xml", labels=labels)
+    argv = [photo, photo, photo, "--top", "5"]  # 3 images, batch 1 each
+    expected = _probabilities(
+        _predict_json(capsys, str(tmp_path / "m.keras"), *argv), 5
+    )
+    squashed = model.predict(load_image_files([photo], (32, 32), 3), verbose=0)
+    assert np.abs(expected[0] - squashed[0]).max() > 1e-3  # the crop shows
+    for path in (onnx_path.path, xml_path.path):
+        results = _predict_json(capsys, path, *argv)
+        assert [c["class"] for c in results[0]["top"]] == [
+            labels[c["index"]] for c in results[0]["top"]
+        ]
+        np.testing.assert_allclose(
+            _probabilities(results, 5), expected, atol=1e-4
+        )
+
+
+@pytest.mark.parametrize("name", ["m.onnx", "m.xml"])
+def test_an_export_without_its_sidecar_is_refused_naming_it(
+    tmp_path, capsys, name
+):
+    # Not read as a builder name ("Unknown model"), nor run without
+    # knowing its input size, resize and classes.
+    (tmp_path / name).write_bytes(b"a model")
+    photo = keras_vit.sample_image_path()
+    assert cli.main(["predict", str(tmp_path / name), photo]) == 2
+    err = capsys.readouterr().err
+    assert f"({tmp_path / 'm.json'}), which is missing" in err
+    assert f"Received: model={str(tmp_path / name)!r}" in err

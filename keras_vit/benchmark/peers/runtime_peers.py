@@ -23,7 +23,7 @@ def time_onnxruntime(model, batch_size, steps, warmup, min_seconds=0.0):
     with tempfile.TemporaryDirectory() as folder:
         path = onnx_lib.export_onnx(
             model, os.path.join(folder, "model.onnx"), batch_size=batch_size
-        )
+        ).path
         session = onnx_lib.session(path, num_threads=os.cpu_count())
     name = session.get_inputs()[0].name
     x = _pixels(model, batch_size)
@@ -41,7 +41,7 @@ def time_openvino(
     with tempfile.TemporaryDirectory() as folder:
         path = openvino_lib.export_openvino(
             model, os.path.join(folder, "model.xml"), batch_size=batch_size
-        )
+        ).path
         compiled = openvino_lib.compile_openvino(
             path, compute_dtype, os.cpu_count()
         )
