@@ -1,4 +1,5 @@
-"""Export for serving and for phones: SavedModel and TFLite (LiteRT), verified.
+"""Export for serving and for phones: SavedModel, TFLite (LiteRT), ONNX and
+OpenVINO IR, each checked against Keras and described by its metadata.
 
 - `export_saved_model(model, "serving/vit")`: a SavedModel with a
   `serving_default` signature (float32 pixels), `serving_uint8` and
@@ -9,17 +10,21 @@
 - `export_tflite(model, "vit.tflite", quantize="int8",
   representative_data="digits")`: LiteRT builtin ops only, float32,
   float16, dynamic-range int8, full int8 or int16x8.
-- Every export writes its labels and input spec as JSON (`metadata`) and is
-  verified before it is moved into place (`verify`): op list, weight bytes,
-  outputs against Keras with LiteRT's XNNPACK, builtin and reference
-  kernels.
+- Every export writes its labels and input spec as JSON (`metadata`): a
+  sidecar beside a `.tflite`, `.onnx` or OpenVINO `.xml` file
+  (`vit.onnx` -> `vit.json`), `keras_vit.json` inside a SavedModel; it
+  gives `keras-vit predict` the class names, the input size and how to
+  resize images. A SavedModel or TFLite file is verified before it is
+  moved into place (`verify`): op list, weight bytes, outputs against
+  Keras with LiteRT's XNNPACK, builtin and reference kernels.
 - `benchmark_export(model)` prints latency at batch 1 for Keras, the
   SavedModel, ONNX Runtime (when installed) and each TFLite variant.
 - `export_onnx(model, "vit.onnx")`: ONNX through Keras and tf2onnx (optional
-  dependencies), checked against Keras; used to time ONNX Runtime.
+  dependencies), checked against Keras, with its metadata; run by ONNX
+  Runtime (`keras-vit predict`, and timed).
 - `export_openvino(model, "vit.xml")`: OpenVINO IR through Keras (optional
-  dependency `openvino`), checked against Keras; used to time OpenVINO
-  Runtime.
+  dependency `openvino`), checked against Keras, with its metadata; run by
+  OpenVINO Runtime (`keras-vit predict`, and timed).
 
 The command line is `keras-vit export`, `keras-vit verify` and
 `keras-vit benchmark-export`.
