@@ -52,7 +52,9 @@ class Checkpoint:
         layout_defaults: `keras_vit.ViT` arguments that the file's layout
             implies but its tensors do not record (Hugging Face's DINOv2,
             CLIP and SigLIP layouts: the activation and LayerNorm epsilon
-            of the family's transformers config; CLIP's `patch_bias=False`).
+            of the family's transformers config; CLIP's `patch_bias=False`;
+            a big_vision two-tower file's tanh GELU and, its `head` being
+            the image embedding, `classifier_activation=None`).
             `keras_vit.weights.convert.architecture` passes them on; an
             argument given replaces them.
     """

@@ -110,9 +110,10 @@ def architecture(checkpoint):
     """The `keras_vit.ViT` arguments (beyond the variant's numbers) that
     `checkpoint`'s tensors imply: head, resolution, pooling, prefix tokens
     and the options of the modern families, and the `layout_defaults` of
-    the Hugging Face DINOv2, CLIP and SigLIP layouts (their family's
-    activation and LayerNorm epsilon; `classifier_activation=None` for a
-    CLIP file's image projection, whose outputs are embeddings, unless
+    the Hugging Face DINOv2, CLIP and SigLIP layouts and of big_vision's
+    two-tower files (their family's activation and LayerNorm epsilon;
+    `classifier_activation=None` for a CLIP file's image projection and a
+    two-tower file's `head`, whose outputs are embeddings, unless
     `model_for_checkpoint` is given another class count: a new classifier).
     What no file records otherwise (the
     activation and LayerNorm epsilon of a timm file, the number of heads of

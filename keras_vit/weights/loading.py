@@ -142,8 +142,9 @@ def _layout_notes(model, checkpoint):
     """A note where `model` differs from what the file's layout implies
     but its tensors do not record (`Checkpoint.layout_defaults`: the
     activation and LayerNorm epsilon of a Hugging Face DINOv2, CLIP or
-    SigLIP file): the weights fit, the outputs would not be the
-    checkpoint's unless the difference is meant."""
+    SigLIP file, the activation of a big_vision two-tower file): the
+    weights fit, the outputs would not be the checkpoint's unless the
+    difference is meant."""
     differ = {
         name: (value, getattr(model, name))
         for name, value in checkpoint.layout_defaults.items()
@@ -157,7 +158,8 @@ def _layout_notes(model, checkpoint):
     ours = ", ".join(f"{k}={v[1]!r}" for k, v in differ.items())
     return notes + [
         f"{checkpoint.path} is in a layout whose models have {theirs} "
-        f"(transformers' config default; the file does not record it) and "
+        "(its layout's default: transformers' config, big_vision's MLP; the "
+        "file does not record it) and "
         f"the model has {ours}: its outputs are not the checkpoint's unless "
         "that is meant (e.g. LAION's CLIP, activation='gelu'). "
         "keras_vit.weights.convert.model_for_checkpoint builds the model "
@@ -167,9 +169,10 @@ def _layout_notes(model, checkpoint):
 
 def _projection_notes(model, checkpoint):
     """A note where the file's head is an embedding projection (CLIP's
-    `visual_projection`, `classifier_activation=None` in its
-    `layout_defaults`), the model loads it, and its classifier activation
-    would change the embeddings (a softmax over them)."""
+    `visual_projection`, a big_vision two-tower file's `head`:
+    `classifier_activation=None` in its `layout_defaults`), the model
+    loads it, and its classifier activation would change the embeddings
+    (a softmax over them)."""
     layout = checkpoint.layout_defaults
     if (
         "classifier_activation" not in layout
@@ -181,7 +184,8 @@ def _projection_notes(model, checkpoint):
         return []
     return [
         f"The head in {checkpoint.path} is an image projection (CLIP's "
-        "visual_projection), whose outputs are embeddings, and the model "
+        "visual_projection, SigLIP's head), whose outputs are embeddings, "
+        "and the model "
         f"has classifier_activation={model.classifier_activation!r}: its "
         "outputs are not the embeddings unless that is meant (pass "
         f"classifier_activation={layout['classifier_activation']!r})."

@@ -35,6 +35,26 @@ layout); as big_vision's own `fix_old_checkpoints` does, the count tells
 them apart (N a square, or a square plus one; `source_grid=` for a
 non-square grid).
 
+With `pool_type="map"` (SigLIP's image tower, no class token, position
+embeddings for the patches only) big_vision's ViT pools with a
+`MAPHead_0`, read into a `pooling="map"` model's `pooling/` layer:
+
+    MAPHead_0/probe (1, 1, D)
+    MAPHead_0/MultiHeadDotProductAttention_0/{query,key,value,out}/...
+        (as a block's; key and value fused as keras_vit's `key_value`)
+    MAPHead_0/LayerNorm_0/{scale,bias}
+    MAPHead_0/MlpBlock_0/Dense_{0,1}/{kernel,bias}
+
+SigLIP's own releases are two-tower files: the image tower under
+`params/img/`, which is what is read (`image_tower`), its `head` the
+projection into the shared image-text embedding (a model with
+`num_classes` its width and `classifier_activation=None`, as the file
+implies: `TWO_TOWER_DEFAULTS`). The text tower (`params/txt/`) and the
+sigmoid loss's temperature and bias (`params/t`, `params/b`) are no part
+of an image model: they are left out, not reported as unexpected.
+Single-tower files with a top-level `MAPHead_0` (under `params/` or
+unprefixed) read as any big_vision file.
+
 Neither layout records the patch grid of `pos_embedding`: every release is
 square, and the original code's `load_pretrained` (like timm's loader of
 these files) takes the grid to be the square of the token count. So does
@@ -68,12 +88,14 @@ def _dense(src, prefix, out, name):
     out[f"{name}/bias"] = src.take(f"{prefix}/bias", 1)
 
 
-def _attention(src, prefix, out, name):
-    """Separate (D, heads, d) q/k/v kernels → one fused (D, 3D) kernel.
+def _fused(src, prefix, parts, out, name):
+    """Separate (D, heads, d) kernels and (heads, d) biases of `parts`
+    (`"query"`, ...) of a flax attention → one fused (D, len(parts)·D)
+    kernel and bias, as keras_vit's (and timm's) `qkv` or `kv`.
 
     Returns the number of heads (`None` if the kernels are missing)."""
     kernels, biases, num_heads = [], [], None
-    for part in ("query", "key", "value"):
+    for part in parts:
         kernel = src.take(f"{prefix}/{part}/kernel", 3)
         bias = src.take(f"{prefix}/{part}/bias", 2)
         if kernel is not None:
@@ -81,14 +103,65 @@ def _attention(src, prefix, out, name):
             kernel = kernel.reshape(kernel.shape[0], -1)
         kernels.append(kernel)
         biases.append(None if bias is None else bias.reshape(-1))
-    out[f"{name}/qkv/kernel"] = concatenate(kernels, axis=1)
-    out[f"{name}/qkv/bias"] = concatenate(biases)
+    out[f"{name}/kernel"] = concatenate(kernels, axis=1)
+    out[f"{name}/bias"] = concatenate(biases)
+    return num_heads
+
+
+def _out_projection(src, prefix, out, name):
+    """A flax attention's (heads, d, D) `out` kernel → a (D, D) one."""
     proj = src.take(f"{prefix}/out/kernel", 3)
-    out[f"{name}/proj/kernel"] = (
+    out[f"{name}/kernel"] = (
         None if proj is None else proj.reshape(-1, proj.shape[-1])
     )
-    out[f"{name}/proj/bias"] = src.take(f"{prefix}/out/bias", 1)
+    out[f"{name}/bias"] = src.take(f"{prefix}/out/bias", 1)
+
+
+def _attention(src, prefix, out, name):
+    """A block's attention → fused `qkv` and `proj`.
+
+    Returns the number of heads (`None` if the kernels are missing)."""
+    parts = ("query", "key", "value")
+    num_heads = _fused(src, prefix, parts, out, f"{name}/qkv")
+    _out_projection(src, prefix, out, f"{name}/proj")
     return num_heads
+
+
+MAP_HEAD = "MAPHead_0"
+
+
+def _map_head(src, out):
+    """big_vision's `MAPHead_0` (`pool_type="map"`: SigLIP's attention
+    pooling) as keras_vit's `pooling/` (`AttentionPooling`, where timm's
+    `attn_pool` goes too): the probe, the probe's `query`, the tokens'
+    `key_value` (`[keys | values]`), `proj`, `norm` and the MLP.
+
+    Returns the number of heads of its attention (`None` if the file has
+    no `MAPHead_0`, or its query kernel is missing)."""
+    if not any(k.startswith(f"{MAP_HEAD}/") for k in src.keys()):
+        return None
+    mha = f"{MAP_HEAD}/MultiHeadDotProductAttention_0"
+    out["pooling/probe"] = src.take(f"{MAP_HEAD}/probe", 3)
+    num_heads = _fused(src, mha, ("query",), out, "pooling/query")
+    _fused(src, mha, ("key", "value"), out, "pooling/key_value")
+    _out_projection(src, mha, out, "pooling/proj")
+    _layer_norm(src, f"{MAP_HEAD}/LayerNorm_0", out, "pooling/norm")
+    _dense(src, f"{MAP_HEAD}/MlpBlock_0/Dense_0", out, "pooling/mlp_fc1")
+    _dense(src, f"{MAP_HEAD}/MlpBlock_0/Dense_1", out, "pooling/mlp_fc2")
+    return num_heads
+
+
+def _check_map_heads(src, map_heads, num_heads):
+    """keras_vit's MAP head has the blocks' number of heads (as
+    big_vision's `MAPHead` is built): another count is reported with the
+    file's other faults."""
+    if map_heads is not None and num_heads is not None:
+        if map_heads != num_heads:
+            src.misshaped.append(
+                f"{MAP_HEAD}/MultiHeadDotProductAttention_0/query/kernel "
+                f"(source name): {map_heads} heads, and the blocks have "
+                f"{num_heads} (keras_vit's MAP head has the blocks' count)"
+            )
 
 
 def _block_indices(keys, block_prefix):
@@ -154,9 +227,11 @@ def _hybrid_stem(src, out):
             out[f"{name}/{ours}"] = src.take(f"{prefix}/{theirs}", ndim)
 
 
-def _convert(src, names, source, source_grid=None):
+def _convert(src, names, source, source_grid=None, layout_defaults=None):
     """Shared by both layouts; `names` holds the layout's module names
-    (and whether the class token's position entry is counted)."""
+    (and whether the class token's position entry is counted);
+    `layout_defaults` what the file implies beyond its tensors
+    (`Checkpoint.layout_defaults`)."""
     out = {}
     _hybrid_stem(src, out)
     kernel, patch_size = conv_to_projection(src.take("embedding/kernel", 4))
@@ -191,6 +266,8 @@ def _convert(src, names, source, source_grid=None):
         _dense(src, f"{mlp}/Dense_0", out, f"block_{i}/mlp_fc1")
         _dense(src, f"{mlp}/Dense_1", out, f"block_{i}/mlp_fc2")
     _layer_norm(src, "Transformer/encoder_norm", out, "encoder_norm")
+    if names["map_head"]:
+        _check_map_heads(src, _map_head(src, out), num_heads)
     for name in ("pre_logits", "head"):
         if f"{name}/kernel" in src or f"{name}/bias" in src:
             _dense(src, name, out, name)  # half a layer: reported missing
@@ -200,6 +277,7 @@ def _convert(src, names, source, source_grid=None):
         patch_size=patch_size,
         num_heads=num_heads,
         position_embedding_tokens=tokens,
+        layout_defaults=layout_defaults or {},
     )
 
 
@@ -212,6 +290,7 @@ ORIGINAL_NAMES = {
     "mha": "MultiHeadDotProductAttention_1",
     "ln2": "LayerNorm_2",
     "mlp": "MlpBlock_3",
+    "map_head": False,
 }
 
 BIG_VISION_NAMES = {
@@ -223,6 +302,8 @@ BIG_VISION_NAMES = {
     "mha": "MultiHeadDotProductAttention_0",
     "ln2": "LayerNorm_1",
     "mlp": "MlpBlock_0",
+    # `pool_type="map"` (SigLIP): MAPHead_0.
+    "map_head": True,
 }
 
 
@@ -239,16 +320,77 @@ def read_original(arrays, path):
     return _convert(_source(arrays, path), ORIGINAL_NAMES, "original")
 
 
-def read_big_vision(arrays, path, source_grid=None):
+def read_big_vision(arrays, path, source_grid=None, two_tower=False):
     """Converts big_vision ViT `.npz` arrays (unstacked or scanned).
 
     The position embeddings are taken to be on a square grid, unless
     `source_grid` says otherwise (the format records none), and, with a
     class token, to have an entry for it when their count says so (see
-    the module's docstring)."""
+    the module's docstring). `two_tower`: the arrays are the image tower
+    of a two-tower file (`image_tower`), whose layout implies
+    `TWO_TOWER_DEFAULTS`."""
     return _convert(
-        _source(arrays, path), BIG_VISION_NAMES, "big_vision", source_grid
+        _source(arrays, path),
+        BIG_VISION_NAMES,
+        "big_vision",
+        source_grid,
+        layout_defaults=TWO_TOWER_DEFAULTS if two_tower else None,
     )
+
+
+#: The image tower of a big_vision two-tower file (SigLIP, LiT):
+#: `params/img/...` (or `img/...` in a tree saved without `params`).
+_IMAGE_TOWER = re.compile(r"^(?:params/)?img/")
+#: What makes a file a two-tower one: either tower.
+_TOWER = re.compile(r"^(?:params/)?(?:img|txt)/")
+#: Its other parts: the text tower and the contrastive loss's temperature
+#: `t` and bias `b` (SigLIP's). Not the image model's: left out unread.
+_OTHER_TOWER = re.compile(r"^(?:params/)?(?:txt/|t$|b$)")
+#: What a two-tower file's image tower implies beyond its tensors
+#: (`Checkpoint.layout_defaults`): big_vision's MLP is flax's `nn.gelu`,
+#: tanh-approximated, and `head` projects into the embedding space the
+#: text tower shares: embeddings, not a classifier's logits (no softmax).
+TWO_TOWER_DEFAULTS = {
+    "activation": "gelu_tanh",
+    "classifier_activation": None,
+}
+
+
+def image_tower(arrays, path):
+    """The image tower of a big_vision two-tower `.npz` (SigLIP's
+    releases): the `params/img/` tensors without that prefix; the text
+    tower (`params/txt/`) and `params/t`, `params/b` are left out (not
+    reported: they belong to the file, not to an image model). Other
+    tensors are kept, so that they are reported as unexpected.
+
+    Returns:
+        `(arrays, two_tower)`: the image tower's arrays and `True`; for a
+        file that is not a two-tower one, `arrays` as they are and
+        `False`.
+
+    Raises:
+        ValueError: for a two-tower file without an image tower.
+    """
+    if not any(_TOWER.match(k) for k in arrays):
+        return arrays, False
+    image = {
+        k[m.end() :]: v
+        for k, v in arrays.items()
+        if (m := _IMAGE_TOWER.match(k))
+    }
+    if not image:
+        raise ValueError(
+            "A big_vision two-tower file without an image tower (no "
+            "'params/img/' tensors) cannot be read: keras_vit reads the "
+            f"image tower. Its first keys: {sorted(arrays)[:5]}. Received: "
+            f"weights={path!r}"
+        )
+    rest = {
+        k: v
+        for k, v in arrays.items()
+        if not _IMAGE_TOWER.match(k) and not _OTHER_TOWER.match(k)
+    }
+    return {**image, **rest}, True
 
 
 SCANNED = "Transformer/encoderblock/"

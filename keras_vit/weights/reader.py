@@ -9,7 +9,9 @@
 
 Within a container, the layout is recognised by the names that only it
 uses (e.g. timm's `patch_embed.proj.weight`); nothing is guessed from
-shapes. Any failure to read names the file.
+shapes. Any failure to read names the file. Of a big_vision two-tower
+file (SigLIP's releases) the image tower is read
+(`keras_vit.weights.original.image_tower`).
 
 The patch grid of the position embeddings is what the file records
 (keras_vit's own files), else the square grid for the formats whose
@@ -63,17 +65,23 @@ def _read_npz(path, source_grid=None):
     for prefix in ("opt/target/", "params/"):  # flax optimizer / big_vision
         if arrays and all(k.startswith(prefix) for k in arrays):
             arrays = {k[len(prefix) :]: v for k, v in arrays.items()}
+    # SigLIP's two-tower files: the image tower only.
+    arrays, two_tower = original.image_tower(arrays, path)
     if "Transformer/posembed_input/pos_embedding" in arrays or any(
         "MultiHeadDotProductAttention_1" in k for k in arrays
     ):
         return original.read_original(arrays, path)
     if any("MultiHeadDotProductAttention_0" in k for k in arrays):
-        return original.read_big_vision(arrays, path, source_grid)
+        return original.read_big_vision(
+            arrays, path, source_grid, two_tower=two_tower
+        )
     raise ValueError(
-        f"{path!r} is not a ViT checkpoint in the google-research or "
+        "The weights file is not a ViT checkpoint in the google-research or "
         "big_vision layout (no 'Transformer/encoderblock_*/"
-        "MultiHeadDotProductAttention_*' tensors). Its first keys: "
-        f"{sorted(arrays)[:5]}"
+        "MultiHeadDotProductAttention_*' "
+        + ("tensors in its image tower" if two_tower else "tensors")
+        + f"). Its first keys: {sorted(arrays)[:5]}. Received: "
+        f"weights={path!r}"
     )
 
 

@@ -1,5 +1,7 @@
 """big_vision's class-token `.npz` files (`pool_type="tok"`, as its DeiT
-III files), against a NumPy forward pass of big_vision's `vit.py`.
+III files), against a NumPy forward pass of big_vision's `vit.py`; and
+SigLIP's two-tower files (`pool_type="map"`, below), against timm's
+outputs.
 
 big_vision's `_Model.__call__` adds `pos_embedding` (1, N, D) to the
 patches and then prepends `cls`: the file's position embeddings cover the
@@ -10,6 +12,8 @@ shares nothing with keras_vit's reader. big_vision's MLP uses flax's
 `nn.gelu`, tanh-approximated (keras_vit's `activation="gelu_tanh"`), and
 flax's LayerNorm epsilon 1e-6.
 """
+
+import os
 
 import numpy as np
 import pytest
@@ -244,3 +248,205 @@ def test_at_another_resolution_the_patches_are_resampled(tmp_path):
         a["pos_embedding"], (6, 6), num_prefix_tokens=0
     )
     np.testing.assert_allclose(loaded, expected, atol=1e-6)
+
+
+# SigLIP's own releases: big_vision two-tower files (`params/img/`,
+# `params/txt/`, `params/t`, `params/b`), whose image tower pools with a
+# `MAPHead_0`. tests/golden/make_bigvision_siglip.py (developer-side: torch,
+# timm) wrote a tiny one from a timm model, proven by timm's own reader of
+# these files, and timm's outputs.
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden")
+SIGLIP_FILES = ("bigvision_siglip.npz", "bigvision_siglip_scan.npz")
+#: The image tower of the golden files, what they do not record included
+#: (its tanh GELU): SigLIP's structure, made tiny.
+SIGLIP = dict(
+    image_size=32,
+    patch_size=8,
+    hidden_dim=32,
+    num_layers=2,
+    num_heads=4,
+    mlp_dim=64,
+    class_token=False,
+    pooling="map",
+    activation="gelu_tanh",
+)
+#: The image embedding's width (the file's `head`).
+EMBEDDING = 16
+SIGLIP_ATOL = 1e-4
+
+
+def _siglip(name=SIGLIP_FILES[0]):
+    """A golden two-tower file's path, and timm's outputs on its images."""
+    path = os.path.join(GOLDEN, name)
+    expected = os.path.join(GOLDEN, "bigvision_siglip.expected.npz")
+    with np.load(expected) as data:
+        return path, {k: data[k] for k in data.files}
+
+
+def _arrays(path):
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
+
+
+def _write(tmp_path, arrays, name="siglip.npz"):
+    path = str(tmp_path / name)
+    np.savez(path, **arrays)
+    return path
+
+
+def _embedder(**kwargs):
+    """The image tower with its head: the image embedding."""
+    return keras_vit.ViT(
+        **SIGLIP,
+        num_classes=EMBEDDING,
+        classifier_activation=None,
+        **kwargs,
+    )
+
+
+def _assert_gives(model, expected, key="logits"):
+    np.testing.assert_allclose(
+        model.predict(expected["images"], verbose=0),
+        expected[key],
+        atol=SIGLIP_ATOL,
+        rtol=0,
+    )
+
+
+@pytest.mark.parametrize("name", SIGLIP_FILES)
+def test_a_siglip_two_tower_file_gives_timms_outputs(name):
+    """The image tower, from the file alone: its MAP head and its `head`
+    (the image embedding, no softmax), as timm's outputs; the pooled
+    features with `include_top=False`."""
+    path, expected = _siglip(name)
+    checkpoint = read_checkpoint(path)
+    assert checkpoint.unexpected == [] and checkpoint.missing == []
+    assert checkpoint.misshaped == []
+    model = convert.model_for_checkpoint(checkpoint)
+    assert model.pooling == "map" and not model.class_token
+    assert model.num_classes == EMBEDDING
+    assert model.classifier_activation is None
+    assert model.activation == "gelu_tanh"
+    _assert_gives(model, expected)
+    features = keras_vit.ViT(**SIGLIP, include_top=False)
+    keras_vit.load_weights(features, path)
+    _assert_gives(features, expected, "features")
+
+
+def test_from_preset_builds_the_siglip_image_tower():
+    path, expected = _siglip()
+    model = keras_vit.ViT.from_preset(
+        path, **SIGLIP, num_classes=EMBEDDING, classifier_activation=None
+    )
+    _assert_gives(model, expected)
+
+
+def test_the_text_tower_is_not_read(tmp_path):
+    """Its tensors (NaN here, which a read tensor may not be), `t` and `b`
+    are left out, not reported; a tensor of neither tower is."""
+    path, expected = _siglip()
+    arrays = _arrays(path)
+    text = [k for k in arrays if k.startswith("params/txt/")]
+    assert text and "params/t" in arrays and "params/b" in arrays
+    for key in text + ["params/t", "params/b"]:
+        arrays[key] = np.full_like(arrays[key], np.nan)
+    model = _embedder()
+    keras_vit.load_weights(model, _write(tmp_path, arrays))
+    _assert_gives(model, expected)
+    arrays["params/extra"] = np.zeros(3, "float32")
+    checkpoint = read_checkpoint(_write(tmp_path, arrays, "extra.npz"))
+    assert checkpoint.unexpected == ["extra"]  # under the stripped params/
+
+
+@pytest.mark.parametrize("prefix", ["params/", ""])
+def test_a_single_tower_file_with_a_map_head(tmp_path, prefix):
+    """The image tower alone, its `MAPHead_0` at the top level."""
+    path, expected = _siglip()
+    arrays = {
+        prefix + k[len("params/img/") :]: v
+        for k, v in _arrays(path).items()
+        if k.startswith("params/img/")
+    }
+    path = _write(tmp_path, arrays)
+    checkpoint = read_checkpoint(path)
+    assert checkpoint.pooling == "map"
+    assert checkpoint.unexpected == [] and checkpoint.missing == []
+    model = _embedder()
+    keras_vit.load_weights(model, path)
+    _assert_gives(model, expected)
+
+
+def _section(message, title):
+    """The items of the `title` section of a loading error."""
+    items = []
+    for line in message.split(f"  {title} (")[1].split("\n")[1:]:
+        if not line.startswith(" " * 4):
+            break
+        items.append(line.strip())
+    return items
+
+
+@pytest.mark.parametrize(
+    "tensor, ours",
+    [
+        ("MAPHead_0/probe", "pooling/probe"),
+        ("MAPHead_0/LayerNorm_0/scale", "pooling/norm/gamma"),
+        (
+            "MAPHead_0/MultiHeadDotProductAttention_0/key/kernel",
+            "pooling/key_value/kernel",
+        ),
+    ],
+)
+def test_a_file_missing_a_map_tensor_is_refused_naming_it(
+    tmp_path, tensor, ours
+):
+    path, _ = _siglip()
+    arrays = _arrays(path)
+    del arrays["params/img/" + tensor]
+    model = _embedder()
+    before = [w.numpy() for w in model.weights]
+    with pytest.raises(ValueError, match="nothing was loaded") as info:
+        keras_vit.load_weights(model, _write(tmp_path, arrays))
+    message = str(info.value)
+    assert sorted(_section(message, "missing from the checkpoint")) == sorted(
+        [f"{tensor} (source name)", ours]
+    )
+    assert "unexpected in the checkpoint" not in message
+    for weight, value in zip(model.weights, before):
+        np.testing.assert_array_equal(weight.numpy(), value)
+
+
+def test_a_map_head_of_another_head_count_is_refused(tmp_path):
+    """keras_vit's MAP head has the blocks' heads: one with another count
+    would compute another pooling, and is refused, naming it."""
+    path, _ = _siglip()
+    arrays = _arrays(path)
+    mha = "params/img/MAPHead_0/MultiHeadDotProductAttention_0"
+    for part in ("query", "key", "value"):
+        arrays[f"{mha}/{part}/kernel"] = arrays[f"{mha}/{part}/kernel"].reshape(
+            32, 2, 16
+        )
+        arrays[f"{mha}/{part}/bias"] = arrays[f"{mha}/{part}/bias"].reshape(
+            2, 16
+        )
+    arrays[f"{mha}/out/kernel"] = arrays[f"{mha}/out/kernel"].reshape(2, 16, 32)
+    with pytest.raises(ValueError, match="nothing was loaded") as info:
+        keras_vit.load_weights(_embedder(), _write(tmp_path, arrays))
+    assert (
+        "MAPHead_0/MultiHeadDotProductAttention_0/query/kernel (source "
+        "name): 2 heads, and the blocks have 4"
+    ) in str(info.value)
+
+
+def test_a_two_tower_file_without_an_image_tower_is_refused(tmp_path):
+    path, _ = _siglip()
+    arrays = {
+        k: v
+        for k, v in _arrays(path).items()
+        if not k.startswith("params/img/")
+    }
+    path = _write(tmp_path, arrays)
+    with pytest.raises(ValueError, match="without an image tower") as info:
+        read_checkpoint(path)
+    assert f"Received: weights={path!r}" in str(info.value)
