@@ -50,7 +50,7 @@ STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu")
 OBJECTIVES = ("classification", "masked_patches")
 
 #: Formats of `keras-vit export`.
-EXPORT_FORMATS = ("saved_model", "tflite")
+EXPORT_FORMATS = ("saved_model", "tflite", "onnx", "openvino")
 
 #: Quantization modes of `keras_vit.export.export_tflite`.
 QUANTIZATIONS = ("none", "float16", "dynamic", "int8", "int16x8")

@@ -139,10 +139,6 @@ def _refuse(flags, reason):
 
 
 def _export(args):
-    from keras_vit import export
-    from keras_vit.export import saved_model
-    from keras_vit.export import tflite
-
     _take_run_folder(args)
     if not args.verify:
         _refuse(
@@ -161,8 +157,16 @@ def _export(args):
             "--num-calibration-images applies with --representative-data only. "
             f"Received: --num-calibration-images {args.num_calibration_images}"
         )
-    # Flags not given are left to the exporters' defaults.
-    given = {
+    result = _EXPORTERS[args.format](args)
+    if result.report is not None:
+        print(result.report.summary())
+    print(f"wrote {result.path} and {result.metadata_path}")
+
+
+def _verification_flags(args):
+    """The verification flags given, by the exporters' argument names (the
+    rest are left to their defaults)."""
+    return {
         key: value
         for key, value in (
             ("verify_data", args.verify_data),
@@ -171,52 +175,107 @@ def _export(args):
         )
         if value is not None
     }
-    if args.format == "saved_model":
-        _refuse(
+
+
+def _tflite_only(args):
+    """The flags of TFLite's quantization, verification on images and
+    agreement, with their defaults, for `_refuse`."""
+    return (
+        ("--quantize", args.quantize, "none"),
+        ("--io-dtype", args.io_dtype, "float32"),
+        ("--representative-data", args.representative_data, None),
+        ("--min-top1-agreement", args.min_top1_agreement, None),
+    )
+
+
+def _export_saved_model(args):
+    from keras_vit import export
+    from keras_vit.export import saved_model
+
+    _refuse(
+        (
+            *_tflite_only(args),
+            # (`_batch_size` reads "dynamic" as None: say it as given.)
             (
-                ("--quantize", args.quantize, "none"),
-                # (`_batch_size` reads "dynamic" as None: say it as given.)
-                (
-                    "--batch-size",
-                    "dynamic" if args.batch_size is None else args.batch_size,
-                    1,
-                ),
-                ("--io-dtype", args.io_dtype, "float32"),
-                ("--representative-data", args.representative_data, None),
-                ("--min-top1-agreement", args.min_top1_agreement, None),
+                "--batch-size",
+                "dynamic" if args.batch_size is None else args.batch_size,
+                1,
             ),
-            "applies to --format tflite only (a SavedModel is not quantized, "
-            "takes a dynamic batch and is held to max |Δ| limits)",
-        )
-        # Checked before the model is loaded, with every input the command
-        # reads (a --weights file too, which the exporter cannot see).
-        saved_model.check_output(args.output, _inputs(args), args.overwrite)
-        result = export.export_saved_model(
-            _source(args),
-            args.output,
-            labels=args.labels,
-            verify=args.verify,
-            overwrite=args.overwrite,
-            **given,
-        )
-    else:
-        tflite.check_output(args.output, _inputs(args), args.overwrite)
-        result = export.export_tflite(
-            _source(args),
-            args.output,
-            quantize=args.quantize,
-            representative_data=args.representative_data,
-            batch_size=args.batch_size,
-            io_dtype=args.io_dtype,
-            labels=args.labels,
-            verify=args.verify,
-            min_top1_agreement=args.min_top1_agreement,
-            overwrite=args.overwrite,
-            **given,
-        )
-    if result.report is not None:
-        print(result.report.summary())
-    print(f"wrote {result.path} and {result.metadata_path}")
+        ),
+        "applies to --format tflite only (a SavedModel is not quantized, "
+        "takes a dynamic batch and is held to max |Δ| limits)",
+    )
+    # Checked before the model is loaded, with every input the command
+    # reads (a --weights file too, which the exporter cannot see).
+    saved_model.check_output(args.output, _inputs(args), args.overwrite)
+    return export.export_saved_model(
+        _source(args),
+        args.output,
+        labels=args.labels,
+        verify=args.verify,
+        overwrite=args.overwrite,
+        **_verification_flags(args),
+    )
+
+
+def _export_tflite(args):
+    from keras_vit import export
+    from keras_vit.export import tflite
+
+    tflite.check_output(args.output, _inputs(args), args.overwrite)
+    return export.export_tflite(
+        _source(args),
+        args.output,
+        quantize=args.quantize,
+        representative_data=args.representative_data,
+        batch_size=args.batch_size,
+        io_dtype=args.io_dtype,
+        labels=args.labels,
+        verify=args.verify,
+        min_top1_agreement=args.min_top1_agreement,
+        overwrite=args.overwrite,
+        **_verification_flags(args),
+    )
+
+
+def _export_runtime_file(args):
+    """`--format onnx` or `openvino`: float32, the model's batch
+    (`--batch-size`), checked against Keras on random pixels."""
+    from keras_vit.export import onnx
+    from keras_vit.export import openvino
+
+    module = {"onnx": onnx, "openvino": openvino}[args.format]
+    _refuse(
+        (
+            *_tflite_only(args),
+            ("--verify-data", args.verify_data, None),
+            ("--num-images", args.num_images, None),
+        ),
+        f"applies to --format tflite only (an {_NAMES[args.format]} export "
+        "is float32 and verified against Keras on random pixels)",
+    )
+    module.check_output(args.output, _inputs(args), args.overwrite)
+    export = getattr(module, f"export_{args.format}")
+    return export(
+        _source(args),
+        args.output,
+        batch_size=args.batch_size,
+        verify=args.verify,
+        overwrite=args.overwrite,
+        labels=args.labels,
+    )
+
+
+#: The runtimes' own names of `_export_runtime_file`'s formats.
+_NAMES = {"onnx": "ONNX", "openvino": "OpenVINO"}
+
+#: How `keras-vit export` writes each of `EXPORT_FORMATS`.
+_EXPORTERS = {
+    "saved_model": _export_saved_model,
+    "tflite": _export_tflite,
+    "onnx": _export_runtime_file,
+    "openvino": _export_runtime_file,
+}
 
 
 def _verify(args):
@@ -308,15 +367,19 @@ def add_commands(subparsers):
 def _add_export(subparsers):
     e = subparsers.add_parser(
         "export",
-        help="export to a SavedModel or a TFLite (LiteRT) file, verified",
-        description="Export a model to a SavedModel (serving) or a TFLite "
-        "file (phones), with its labels and input spec in a JSON next to it, "
-        "verified against Keras before it is written.",
+        help="export to a SavedModel, a TFLite (LiteRT), ONNX or OpenVINO "
+        "file, verified",
+        description="Export a model to a SavedModel (serving), a TFLite "
+        "file (phones), an ONNX file or OpenVINO IR, with its labels and "
+        "input spec in a JSON next to it, verified against Keras before it "
+        "is written.",
     )
     _add_model_arguments(e)
     e.add_argument("--format", choices=EXPORT_FORMATS, required=True)
     e.add_argument(
-        "--output", required=True, help="the .tflite file or SavedModel folder"
+        "--output",
+        required=True,
+        help="the SavedModel folder, or the .tflite, .onnx or .xml file",
     )
     e.add_argument("--quantize", choices=QUANTIZATIONS, default="none")
     e.add_argument(
@@ -330,7 +393,8 @@ def _add_export(subparsers):
         "--batch-size",
         type=_batch_size,
         default=1,
-        help="static batch of the TFLite file, or 'dynamic' (default: 1)",
+        help="static batch of a TFLite, ONNX or OpenVINO file, or "
+        "'dynamic' (default: 1)",
     )
     e.add_argument(
         "--io-dtype",

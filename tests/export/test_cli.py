@@ -53,6 +53,35 @@ def test_export_writes_a_verified_file_and_its_labels(cli_export, capsys):
     assert meta["quantization"] == "dynamic"
 
 
+@pytest.mark.parametrize(
+    "fmt, name, runtime",
+    [("onnx", "vit.onnx", "onnxruntime"), ("openvino", "vit.xml", "openvino")],
+)
+def test_export_writes_onnx_and_openvino_with_their_labels(
+    random_model_path, tmp_path, capsys, fmt, name, runtime
+):
+    # `--format` took saved_model and tflite only: ONNX and OpenVINO were
+    # written from Python alone.
+    pytest.importorskip(runtime)
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"c{i}\n" for i in range(10)))
+    out = tmp_path / name
+    argv = ["export", random_model_path, "--format", fmt, "--output", str(out)]
+    assert cli.main([*argv, "--labels", str(labels)]) == 0
+    with open(tmp_path / "vit.json") as file:
+        meta = json.load(file)
+    assert meta["format"] == fmt and meta["class_names"][3] == "c3"
+    assert f"wrote {out}" in capsys.readouterr().out
+    # TFLite's quantization and image verification are refused up front.
+    other = tmp_path / f"other{os.path.splitext(name)[1]}"
+    quantized = ["--output", str(other), "--quantize", "dynamic"]
+    assert cli.main([*argv[:4], *quantized]) == 2
+    assert "--quantize applies to --format tflite only" in (
+        capsys.readouterr().err
+    )
+    assert not other.exists()
+
+
 def test_verify_command(cli_export, trained_model_path, capsys):
     code = cli.main(
         [
