@@ -161,10 +161,10 @@ def all_succeed(strategy, step, output):
     values = strategy.experimental_distribute_values_from_function(
         lambda context: tf.constant([failed], tf.int64)
     )
-    any_failed = int(tf.reduce_max(strategy.gather(values, axis=0)).numpy())
+    gathered = strategy.gather(values, axis=0)
     if error is not None:
         raise error
-    if any_failed:
+    if int(tf.reduce_max(gathered).numpy()):
         raise ValueError(
             "Another worker of the run stopped before training (its own "
             "error says why; the chief checks the output folder, which "

@@ -422,8 +422,9 @@ def train(config, callbacks=(), strategy=None):
     # written.
     model = _build_and_compile(config, setup, data)
     out_dir, temporary = _output_dirs(config, setup.chief)
-    lock = _claim_run_folder(config, setup, out_dir, data)
+    lock = None
     try:
+        lock = _claim_run_folder(config, setup, out_dir, data)
         backup = _resume(config, setup, model, out_dir)
         pipelines = _pipelines(config, setup, data, model, backup)
         run_files = _callbacks(config, model, out_dir, pipelines, backup)
@@ -771,7 +772,17 @@ def _claim_run_folder(config, setup, out_dir, data):
 
     if setup.kind != "multi_worker":
         return claim()
-    return run_strategy.all_succeed(setup.strategy, claim, config.run.output)
+    claimed = []
+    try:
+        run_strategy.all_succeed(
+            setup.strategy, lambda: claimed.append(claim()), config.run.output
+        )
+    except BaseException:  # another worker failed, or the gathering did
+        for lock in claimed:
+            if lock is not None:
+                lock.release()
+        raise
+    return claimed[0]
 
 
 def _resume(config, setup, model, out_dir):

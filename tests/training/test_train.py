@@ -757,8 +757,9 @@ TRAIN_COMMAND = [
 ]
 
 
-def _start_workers(commands):
-    """Starts `commands[i]` as worker `i` of a localhost cluster."""
+def _start_workers(commands, **variables):
+    """Starts `commands[i]` as worker `i` of a localhost cluster (with the
+    environment `variables` too)."""
     cluster = _localhost_cluster(len(commands))
     procs = []
     for index, command in enumerate(commands):
@@ -770,6 +771,7 @@ def _start_workers(commands):
             "TF_CONFIG": tf_config,
             "TF_CPP_MIN_LOG_LEVEL": "3",
             "PYTHONPATH": REPO,
+            **variables,
         }
         procs.append(
             subprocess.Popen(
@@ -885,7 +887,9 @@ def test_a_chief_that_refuses_the_folder_stops_every_worker(tmp_path):
     with open(path, "w") as f:
         json.dump(recorded, f)
     command = [*TRAIN_COMMAND, "--strategy", "multi_worker", "--output", output]
-    procs = _start_workers([command] * 2)
+    scratch = tmp_path / "tmp"  # the non-chief worker's temporary folder
+    scratch.mkdir()
+    procs = _start_workers([command] * 2, TMPDIR=str(scratch))
     try:
         outs = [p.communicate(timeout=300) for p in procs]
     finally:
@@ -897,6 +901,7 @@ def test_a_chief_that_refuses_the_folder_stops_every_worker(tmp_path):
     assert "holds a run trained on other images" in chief_err
     assert "Another worker of the run stopped before training" in other_err
     assert f"Received: output={output!r}" in other_err
+    assert os.listdir(scratch) == []  # its temporary folder was removed
 
 
 def tempfile_dir():
