@@ -241,18 +241,20 @@ def _export_tflite(args):
 def _export_runtime_file(args):
     """`--format onnx` or `openvino`: float32, the model's batch
     (`--batch-size`), checked against Keras on random pixels."""
+    from keras_vit.export import metadata
     from keras_vit.export import onnx
     from keras_vit.export import openvino
 
     module = {"onnx": onnx, "openvino": openvino}[args.format]
+    name = metadata.SIDECAR_FORMATS[args.format][1]
     _refuse(
         (
             *_tflite_only(args),
             ("--verify-data", args.verify_data, None),
             ("--num-images", args.num_images, None),
         ),
-        f"applies to --format tflite only (an {_NAMES[args.format]} export "
-        "is float32 and verified against Keras on random pixels)",
+        f"applies to --format tflite only (an {name} export is float32 "
+        "and verified against Keras on random pixels)",
     )
     module.check_output(args.output, _inputs(args), args.overwrite)
     export = getattr(module, f"export_{args.format}")
@@ -265,9 +267,6 @@ def _export_runtime_file(args):
         labels=args.labels,
     )
 
-
-#: The runtimes' own names of `_export_runtime_file`'s formats.
-_NAMES = {"onnx": "ONNX", "openvino": "OpenVINO"}
 
 #: How `keras-vit export` writes each of `EXPORT_FORMATS`.
 _EXPORTERS = {

@@ -207,15 +207,17 @@ def benchmark_export(
 
 
 def _onnx_rows(model, folder, threads, runs, warmup):
-    """Exports `model` to ONNX in `folder` and times it with ONNX Runtime."""
-    path = onnx_lib.export_onnx(
+    """Exports `model` to ONNX in `folder` and times it with ONNX Runtime
+    (the size is the `.onnx` and its external `.data` together)."""
+    result = onnx_lib.export_onnx(
         model, os.path.join(folder, f"{model.name}.onnx")
-    ).path
+    )
+    path = result.path
     return _rows(
         "onnxruntime",
         "float32",
         threads,
-        os.path.getsize(path),
+        result.metadata["file_bytes"],
         lambda t: time_onnx(path, t, runs, warmup),
     )
 

@@ -368,7 +368,8 @@ def write(path, metadata):
 
 
 def read_metadata(path):
-    """The metadata of an export (a `.tflite` file or SavedModel), or `None`.
+    """The metadata of an export (a SavedModel folder, or a `.tflite`,
+    `.onnx` or OpenVINO `.xml` file), or `None`.
 
     Raises:
         ValueError: if the metadata file is not a JSON object (it names the
@@ -414,7 +415,7 @@ def is_metadata(path, fmt=None):
     )
 
 
-def check_sidecar(output, inputs=(), overwrite=False, fmt="tflite"):
+def check_sidecar(output, inputs, overwrite, fmt):
     """The sidecar of the model file `output` of format `fmt` (a key of
     `SIDECAR_FORMATS`), checked as outputs are (see
     `keras_vit.files.check_output_path`): it must differ from `output`
@@ -422,10 +423,15 @@ def check_sidecar(output, inputs=(), overwrite=False, fmt="tflite"):
     an earlier sidecar of keras_vit's of the same format (`vit.tflite` and
     `vit.onnx` would share `vit.json`: the second export is refused).
 
+
     Returns:
         The sidecar's path.
     """
     extension, name = SIDECAR_FORMATS[fmt]
+    if not isinstance(output, (str, os.PathLike)):
+        raise ValueError(
+            f"`output` must be a path. Received: output={output!r}"
+        )
     sidecar = sidecar_path(output)
     if os.path.normcase(os.path.abspath(sidecar)) == os.path.normcase(
         os.path.abspath(output)
@@ -436,6 +442,7 @@ def check_sidecar(output, inputs=(), overwrite=False, fmt="tflite"):
             f"the model. Name the file {extension}. Received: "
             f"output={os.fspath(output)!r}"
         )
+    _refuse_another_exports_sidecar(sidecar, output, fmt)
     return files.check_companion_path(
         sidecar,
         output,
@@ -444,6 +451,40 @@ def check_sidecar(output, inputs=(), overwrite=False, fmt="tflite"):
         replaceable=lambda p: is_metadata(p, fmt),
         overwrite=overwrite,
         replaces=f"keras_vit's metadata of an export to {name}",
+    )
+
+
+def check_extension(output, fmt):
+    """Refuses an `output` of format `fmt` (a key of `SIDECAR_FORMATS`)
+    that does not end in its extension: `keras-vit predict` tells the
+    formats apart by it (an ONNX model written as `vit.tflite` was run by
+    LiteRT, one named `model` taken for a builder name). TFLite files,
+    which LiteRT reads by any name, are left to the caller."""
+    extension, name = SIDECAR_FORMATS[fmt]
+    if not os.fspath(output).endswith(extension):
+        raise ValueError(
+            f"The {name} export must be a `{extension}` file: `keras-vit "
+            f"predict` and its metadata (x{extension} -> x.json) go by the "
+            f"name. Received: output={os.fspath(output)!r}"
+        )
+
+
+def _refuse_another_exports_sidecar(sidecar, output, fmt):
+    """Refuses, even with `overwrite`, a `sidecar` that is keras_vit's
+    metadata of an export of another format than `fmt` (`vit.tflite` and
+    `vit.onnx` share `vit.json`): replacing it would leave that export
+    without its class names and input spec, which `overwrite` (for files
+    keras_vit did not write) does not ask for."""
+    if not os.path.isfile(sidecar) or not is_metadata(sidecar):
+        return
+    other = _read_json(sidecar).get("format")
+    if other == fmt:
+        return
+    raise ValueError(
+        f"{sidecar} is the metadata of the {other} export beside it: this "
+        f"export's would replace it, leaving that one without its class "
+        "names and input spec. Give this export another name. Received: "
+        f"output={os.fspath(output)!r}"
     )
 
 

@@ -217,6 +217,7 @@ def check_output(output, inputs=(), overwrite=False):
         overwrite=overwrite,
         replaces="the external data of an ONNX model at output",
     )
+    metadata_lib.check_extension(output, "onnx")
     return output
 
 

@@ -95,13 +95,7 @@ def check_output(output, inputs=(), overwrite=False):
     Returns:
         The `.xml` path as a string.
     """
-    if not isinstance(output, (str, os.PathLike)) or not os.fspath(
-        output
-    ).endswith(".xml"):
-        raise ValueError(
-            f"An OpenVINO model is an `.xml` file (its weights a `.bin` beside "
-            f"it). Received: output={output!r}"
-        )
+    metadata_lib.check_extension(output, "openvino")  # its .bin's name
     metadata_lib.check_sidecar(output, inputs, overwrite, "openvino")
     output = files.check_output_path(
         output,

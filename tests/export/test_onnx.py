@@ -317,10 +317,23 @@ def test_a_sidecar_it_did_not_write_is_refused_before_the_conversion(
         ValueError, match=r"metadata of an export to ONNX.*Received: metadata="
     ):
         export.export_onnx(random_model, tmp_path / "m.onnx")
-    # A TFLite file's metadata (vit.tflite and vit.onnx share vit.json).
+    # A TFLite file's metadata (vit.tflite and vit.onnx share vit.json):
+    # refused even with overwrite, which would leave the TFLite file
+    # without its class names.
     notes.write_text('{"format": "tflite", "keras_vit_version": "0.1.0"}')
-    with pytest.raises(ValueError, match="metadata of an export to ONNX"):
-        export.export_onnx(random_model, tmp_path / "m.onnx")
+    for overwrite in (False, True):
+        with pytest.raises(
+            ValueError, match=r"metadata of the tflite export beside it"
+        ):
+            export.export_onnx(
+                random_model, tmp_path / "m.onnx", overwrite=overwrite
+            )
+    assert os.listdir(tmp_path) == ["m.json"]
+    # Another extension: `keras-vit predict vit.tflite` ran it with LiteRT.
+    with pytest.raises(
+        ValueError, match=r"must be a `.onnx` file.*output='.*n.tflite'"
+    ):
+        export.export_onnx(random_model, str(tmp_path / "n.tflite"))
     assert os.listdir(tmp_path) == ["m.json"]
     with pytest.raises(ValueError, match="its own metadata"):
         export.export_onnx(random_model, tmp_path / "m.json", overwrite=True)

@@ -161,6 +161,19 @@ def test_a_sidecar_it_did_not_write_is_refused_before_the_conversion(
     monkeypatch.setattr(
         openvino_lib, "_save_ir", lambda *a: pytest.fail("converted")
     )
+    # An ONNX export's metadata (m.onnx and m.xml share m.json): refused
+    # even with overwrite, which would leave that export without it.
+    for overwrite in (False, True):
+        with pytest.raises(
+            ValueError,
+            match=r"metadata of the onnx export beside it.*Received: output=",
+        ):
+            export.export_openvino(
+                random_model, tmp_path / "m.xml", overwrite=overwrite
+            )
+    assert os.listdir(tmp_path) == ["m.json"]
+    # A file keras_vit did not write: refused unless overwrite.
+    (tmp_path / "m.json").write_text('{"mine": true}')
     with pytest.raises(
         ValueError,
         match=r"metadata of an export to OpenVINO.*Received: metadata=",

@@ -307,14 +307,25 @@ def test_onnx_and_openvino_exports_predict_as_the_keras_model(tmp_path, capsys):
     model.save(tmp_path / "m.keras")
     photo = keras_vit.sample_image_path()
     labels = [f"label{i}" for i in range(5)]
-    onnx_path = export.export_onnx(model, tmp_path / "m.onnx", labels=labels)
+    # A static batch of 2 for ONNX: 3 images are a batch and a padded one.
+    onnx_path = export.export_onnx(
+        model, tmp_path / "m.onnx", labels=labels, batch_size=2
+    )
     xml_path = export.export_openvino(model, tmp_path / "v.xml", labels=labels)
-    argv = [photo, photo, photo, "--top", "5"]  # 3 images, batch 1 each
+    # Three different images, so that order and the padding's cut show.
+    from PIL import Image
+
+    with Image.open(photo) as image:
+        image.transpose(Image.FLIP_LEFT_RIGHT).save(tmp_path / "flip.png")
+        image.rotate(90, expand=True).save(tmp_path / "turn.png")
+    images = [photo, str(tmp_path / "flip.png"), str(tmp_path / "turn.png")]
+    argv = [*images, "--top", "5"]
     expected = _probabilities(
         _predict_json(capsys, str(tmp_path / "m.keras"), *argv), 5
     )
     squashed = model.predict(load_image_files([photo], (32, 32), 3), verbose=0)
     assert np.abs(expected[0] - squashed[0]).max() > 1e-3  # the crop shows
+    assert np.abs(expected[0] - expected[2]).max() > 1e-3  # images differ
     for path in (onnx_path.path, xml_path.path):
         results = _predict_json(capsys, path, *argv)
         assert [c["class"] for c in results[0]["top"]] == [
