@@ -349,15 +349,16 @@ class Rollout:
         maps: `(B, grid_h, grid_w)` rollout maps, each summing to 1: the
             rollout row of `query` over the patch tokens.
         query: whose attention the maps follow, a key of `MAP_QUERIES`:
-            `"class_token"` (the class token's row, for models that
-            classify from it), `"patches"` (the mean of the patch tokens'
-            rows: `pooling="gap"`, whose feature is their mean), or
-            `"probe"` (`pooling="map"`: the pooling probe's attention over
-            the final tokens, averaged over its heads, times the rollout
-            matrix).
+            `"class_token"` (the class token's row, for models that classify
+            from it), `"class_and_distillation"` (the mean of rows 0 and 1, a
+            distilled DeiT's), `"patches"` (the mean of the patch tokens' rows:
+            `pooling="gap"`, whose feature is their mean), or `"probe"`
+            (`pooling="map"`: the pooling probe's attention over the final
+            tokens, averaged over its heads, times the rollout matrix).
         class_attention: `(num_layers, B, heads, grid_h, grid_w)` the raw
             attention to the patches in each layer and head: the class
-            token's, or, when `query` is `"patches"` or `"probe"`, the mean
+            token's (with the distillation token's, their mean), or, when
+            `query` is `"patches"` or `"probe"`, the mean
             over the patch queries (the probe attends only after the last
             block).
         grid: `(grid_h, grid_w)`.
@@ -398,14 +399,15 @@ def attention_rollout(
     """Where the model looks: attention rollout for each image.
 
     The map follows what the model's output is made of (`Rollout.query`):
-    for a model that classifies from its class token, that token's rollout
-    row; for GAP models (`pooling="gap"`, or no class token), the mean of
-    the patch tokens' rows, as their features are averaged; for MAP models
-    (`pooling="map"`), the pooling probe's attention over the final tokens
-    (averaged over its heads) times the rollout matrix, since the probe
-    attends once more after the last block. The maps are over the patches:
-    prefix tokens are left out (`registers=True` gives the registers'
-    share apart).
+    for a model that classifies from its class token, that token's rollout row
+    (a distilled DeiT's: the mean of its class and distillation tokens' rows, as
+    its output is the mean of their heads); for GAP models (`pooling="gap"`, or
+    no class token), the mean of the patch tokens' rows, as their features are
+    averaged; for MAP models (`pooling="map"`), the pooling probe's attention
+    over the final tokens (averaged over its heads) times the rollout matrix,
+    since the probe attends once more after the last block. The maps are over
+    the patches: prefix tokens are left out (`registers=True` gives the
+    registers' share apart).
 
     Args:
         model: a `keras_vit.ViT`.

@@ -248,29 +248,36 @@ def test_inspect_writes_non_blank_figures_and_a_page(tmp_path):
     assert page.count("<img") == 6
 
 
-def test_inspect_runs_the_attention_once(tmp_path, monkeypatch):
+@pytest.mark.parametrize("pooling", ["token", "map"])
+def test_inspect_runs_the_attention_once(tmp_path, monkeypatch, pooling):
     # The maps and the distances came from two forward passes of the
-    # same images; the distances drawn are the public function's.
+    # same images (a MAP model's maps from `forward_features`, the
+    # distances from `attention_weights`); the distances drawn are the
+    # public function's.
     import matplotlib.pyplot as plt
 
-    model = _model()
+    model = _model(pooling=pooling)
     images = random_images((2, 32, 48, 3))
     expected = visualize.mean_attention_distance(model, images)
     calls, drawn = [], []
-    real = visualize.attention_weights
+    weights, features = visualize.attention_weights, model.forward_features
 
-    def counted(*args):
-        calls.append(args)
-        return real(*args)
+    def counted(function):
+        def call(*args, **kwargs):
+            calls.append(function.__name__)
+            return function(*args, **kwargs)
+
+        return call
 
     def distances(values, image_size):
         drawn.append(values)
         return plt.figure()
 
-    monkeypatch.setattr(visualize, "attention_weights", counted)
+    monkeypatch.setattr(visualize, "attention_weights", counted(weights))
+    monkeypatch.setattr(model, "forward_features", counted(features))
     monkeypatch.setattr(visualize, "plot_attention_distance", distances)
     visualize.inspect(model, images, str(tmp_path / "a"))
-    assert len(calls) == 1
+    assert len(calls) == 1, calls
     np.testing.assert_allclose(drawn[0], expected, rtol=1e-6)
 
 
