@@ -25,10 +25,10 @@ def test_unknown_format_and_quantization_on_the_command_line(
     out = str(tmp_path / "m.tflite")
     with pytest.raises(SystemExit) as exit_info:
         cli.main(
-            ["export", random_model_path, "--format", "onnx", "--output", out]
+            ["export", random_model_path, "--format", "coreml", "--output", out]
         )
     assert exit_info.value.code == 2
-    assert "invalid choice: 'onnx'" in capsys.readouterr().err
+    assert "invalid choice: 'coreml'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
         cli.main(
             [
