@@ -786,6 +786,17 @@ def _start_workers(commands, **variables):
     return procs
 
 
+def _outputs(procs, timeout=300):
+    """Each worker's `(stdout, stderr)`; any still running after `timeout`
+    seconds (one waiting for a peer that stopped) is killed."""
+    try:
+        return [p.communicate(timeout=timeout) for p in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("objective", ["classification", "masked-patches"])
 def test_multi_worker_training_on_localhost(tmp_path, objective):
@@ -842,12 +853,7 @@ def test_workers_that_would_resume_at_different_epochs_are_refused(tmp_path):
             for out in (chief, other)
         ]
     )
-    try:
-        outs = [p.communicate(timeout=300) for p in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
+    outs = _outputs(procs)
     for proc, (_, err), out in zip(procs, outs, (chief, other)):
         assert proc.returncode == 2, err[-3000:]
         assert (
@@ -878,12 +884,7 @@ def test_a_chief_that_refuses_the_folder_stops_every_worker(tmp_path):
     lock = RunLock(output).acquire()  # another run, writing there
     try:
         procs = _start_workers([command] * 2, TMPDIR=str(scratch))
-        try:
-            outs = [p.communicate(timeout=300) for p in procs]
-        finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.kill()
+        outs = _outputs(procs)
     finally:
         lock.release()
     (_, chief_err), (_, other_err) = outs
