@@ -326,6 +326,28 @@ BYTES_SIGNATURE = "serving_bytes"
 BYTES_INPUT = "image_bytes"
 
 
+def decoded_files(model, image_bytes):
+    """A `[batch]` string tensor of image files as `model`'s float32
+    `[batch, H, W, 3]` pixels: each decoded and resized at its input size
+    as its `image_resize` says (`keras_vit.data.images.decoded_model_pixels`,
+    as `load_image_files` reads files), in a graph: the SavedModel's
+    `serving_bytes` signature runs it, and its verification the same."""
+    import tensorflow as tf
+
+    from keras_vit.data import images
+    from keras_vit.data import resize
+
+    height, width, channels = input_spec(model)
+    image_resize = resize.of_model(model)
+    return tf.map_fn(
+        lambda contents: images.decoded_model_pixels(
+            contents, (height, width), image_resize
+        ),
+        image_bytes,
+        fn_output_signature=tf.TensorSpec((height, width, channels), "float32"),
+    )
+
+
 def saved_model_signatures(model):
     """`{name: input dtype}` of a SavedModel export of `model` (written by
     `keras_vit.export.saved_model`, checked by `verify_saved_model`):

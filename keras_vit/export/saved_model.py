@@ -117,7 +117,7 @@ def build_archive(model):
         return {key: model(tf.cast(images, dtype), training=False)}
 
     def serve_bytes(image_bytes):
-        return serve(_decoded_batch(model, image_bytes))
+        return serve(models.decoded_files(model, image_bytes))
 
     # No `archive.track(model)`: the endpoints' variables are tracked by
     # the archive anyway, and tracking the model as well saves every weight
@@ -134,26 +134,6 @@ def build_archive(model):
         spec = tf.TensorSpec(shape, tf.as_dtype(spec_dtype), name="images")
         archive.add_endpoint(name, serve, input_signature=[spec])
     return archive
-
-
-def _decoded_batch(model, image_bytes):
-    """A `[batch]` string tensor of image files as `model`'s float32
-    `[batch, H, W, 3]` pixels (`images.decoded_model_pixels`, at its input
-    size)."""
-    import tensorflow as tf
-
-    from keras_vit.data import images
-    from keras_vit.data import resize
-
-    height, width, channels = models.input_spec(model)
-    image_resize = resize.of_model(model)
-    return tf.map_fn(
-        lambda contents: images.decoded_model_pixels(
-            contents, (height, width), image_resize
-        ),
-        image_bytes,
-        fn_output_signature=tf.TensorSpec((height, width, channels), "float32"),
-    )
 
 
 def export_saved_model(

@@ -641,25 +641,12 @@ def _compare_signature(report, name, outputs, model, images, dtype):
 
 def _read_as_files(model, pixels):
     """uint8-valued `pixels` as `model` takes them from image files that
-    hold them (PNG, lossless): resized as its `image_resize` says, at its
-    input size (`keras_vit.data.images.decoded_model_pixels`, the function
-    the `serving_bytes` signature runs)."""
+    hold them (PNG, lossless): what the `serving_bytes` signature gives
+    the model (`models.decoded_files`)."""
     import tensorflow as tf
 
-    from keras_vit.data import images
-    from keras_vit.data import resize
-
-    size = models.input_spec(model)[:2]
-    return np.stack(
-        [
-            images.decoded_model_pixels(
-                tf.io.encode_png(p.astype("uint8")),
-                size,
-                resize.of_model(model),
-            )
-            for p in pixels
-        ]
-    )
+    files = [tf.io.encode_png(p.astype("uint8")) for p in pixels]
+    return np.asarray(models.decoded_files(model, tf.stack(files)))
 
 
 def _signature_failures(expected, present):
