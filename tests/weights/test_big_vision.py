@@ -13,8 +13,6 @@ shares nothing with keras_vit's reader. big_vision's MLP uses flax's
 flax's LayerNorm epsilon 1e-6.
 """
 
-import os
-
 import numpy as np
 import pytest
 
@@ -22,6 +20,8 @@ import keras_vit
 from keras_vit.weights import convert
 from keras_vit.weights import read_checkpoint
 from tests import reference
+from tests.weights.test_golden_parity import expected as golden_arrays
+from tests.weights.test_golden_parity import golden
 
 P, D, HEADS, MLP, LAYERS, CLASSES = 8, 16, 2, 32, 2, 5
 MHA = "MultiHeadDotProductAttention_0"
@@ -256,7 +256,6 @@ def test_at_another_resolution_the_patches_are_resampled(tmp_path):
 # timm) wrote a tiny one from a timm model, proven by timm's own reader of
 # these files, and timm's outputs.
 
-GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden")
 SIGLIP_FILES = ("bigvision_siglip.npz", "bigvision_siglip_scan.npz")
 #: The image tower of the golden files, what they do not record included
 #: (its tanh GELU): SigLIP's structure, made tiny.
@@ -278,10 +277,7 @@ SIGLIP_ATOL = 1e-4
 
 def _siglip(name=SIGLIP_FILES[0]):
     """A golden two-tower file's path, and timm's outputs on its images."""
-    path = os.path.join(GOLDEN, name)
-    expected = os.path.join(GOLDEN, "bigvision_siglip.expected.npz")
-    with np.load(expected) as data:
-        return path, {k: data[k] for k in data.files}
+    return golden(name), golden_arrays("bigvision_siglip.expected.npz")
 
 
 def _arrays(path):
