@@ -46,6 +46,30 @@ def run_on_jax(script, *args):
     return result
 
 
+def made_once(tmp_path_factory, name, make):
+    """`folder / name` after `make(folder)` filled it, made once for the
+    whole run: pytest-xdist's workers share it (a session fixture is
+    otherwise made in every worker). The first worker to ask makes it
+    under a file lock; the others wait for it. Without `fcntl` (Windows)
+    each worker makes its own."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above the workers' own
+    try:
+        import fcntl
+    except ImportError:
+        fcntl, root = None, tmp_path_factory.getbasetemp()
+    folder = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / f"{name}.made").exists():
+            folder.mkdir(exist_ok=True)  # (a failed make: tried again)
+            make(folder)
+            (root / f"{name}.made").touch()
+    return folder
+
+
 def unwritable(monkeypatch, folder):
     """`folder` read-only as `os.access` reports it (a real chmod binds no
     one when the tests run as root, as CI's do)."""

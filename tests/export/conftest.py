@@ -10,6 +10,7 @@ import pytest
 
 import keras_vit
 from tests.export.helpers import TINY_EXPORT
+from tests.helpers import made_once
 from tests.helpers import randomize_weights
 
 
@@ -30,6 +31,11 @@ def trained_model_path(tmp_path_factory):
     Saved like a `keras-vit train` run: `model.keras` next to a
     `config.json` naming the dataset, so exports find the class names.
     """
+    folder = made_once(tmp_path_factory, "digits_run", _train_digits)
+    return str(folder / "model.keras")
+
+
+def _train_digits(folder):
     from keras_vit.export import load_images
 
     keras.utils.set_random_seed(0)
@@ -48,13 +54,10 @@ def trained_model_path(tmp_path_factory):
     # seed 6 before it too); at 20 epochs those seeds agree at 0.995-1.0.
     model.fit(train.images, train.labels, batch_size=64, epochs=20, verbose=0)
     accuracy = model.evaluate(test.images, test.labels, verbose=0)[1]
-    folder = tmp_path_factory.mktemp("digits_run")
-    path = str(folder / "model.keras")
-    model.save(path)
+    model.save(str(folder / "model.keras"))
     with open(folder / "config.json", "w") as file:
         file.write('{"dataset": "digits"}')
     print(f"tiny digits ViT: test accuracy {accuracy:.4f}")
-    return path
 
 
 @pytest.fixture(scope="session")
