@@ -289,12 +289,12 @@ def test_a_remote_keras_file_is_left_to_keras(monkeypatch):
     # Keras reads gs://... paths; keras_vit's readers do not, and the check
     # refused them as "not found" before Keras could read them.
     from keras_vit.weights import loading
-    from keras_vit.weights import reader
+    from keras_vit.weights import native
 
     def no_read(*args, **kwargs):
         raise AssertionError("read")
 
-    monkeypatch.setattr(reader, "read_checkpoint", no_read)
+    monkeypatch.setattr(native, "opened_keras_weights", no_read)
     model = _tiny()
     assert loading.check_keras_file(model, "gs://b/vit.weights.h5") is None
     with pytest.raises(AssertionError, match="read"):

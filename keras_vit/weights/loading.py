@@ -11,6 +11,7 @@ from keras_vit import patch_grid
 from keras_vit import registry
 from keras_vit.models import checks as model_checks
 from keras_vit.models.config import activation_kind
+from keras_vit.weights import native
 from keras_vit.weights import presets
 from keras_vit.weights import reader
 from keras_vit.weights.checkpoint import POSEMB
@@ -55,6 +56,7 @@ def prepare(
     checkpoint,
     interpolation=DEFAULT_INTERPOLATION,
     antialias=DEFAULT_ANTIALIAS,
+    keep=True,
 ):
     """Maps a checkpoint onto `model`'s variables, without assigning.
 
@@ -62,6 +64,10 @@ def prepare(
     differs, position embeddings resampled to the model's grid with
     `interpolation` and `antialias`, see `load_weights`) and checks every
     name, shape and dtype.
+
+    With `keep=False` only checks: `values` is empty, and a checkpoint
+    whose tensors are read when used (`native.opened_keras_weights`) is
+    read one tensor at a time.
 
     Returns:
         `(values, zeros, notes)`: path → array to assign, paths to set to
@@ -98,22 +104,29 @@ def prepare(
     sections.append(("not finite (NaN or inf)", non_finite))
     if problems or any(items for _, items in sections):
         _refuse(model, checkpoint, problems, sections)
-    with np.errstate(over="ignore"):  # an overflow is reported below
-        values = {
-            path: np.asarray(value, dtype=variables[path].dtype)
-            for path, value in tensors.items()
-        }
-    # Finite in the file, inf in a narrower dtype (above 65504 in a float16
-    # model): as broken a weight as one stored inf.
-    overflow = sorted(
-        line
-        for path, value in values.items()
-        if (line := _overflow(path, tensors[path], value)) is not None
-    )
+    values = _in_model_dtypes(model, checkpoint, tensors, variables, keep)
+    return values, zeros, notes
+
+
+def _in_model_dtypes(model, checkpoint, tensors, variables, keep):
+    """`{path: tensor in its variable's dtype}` (`{}` unless `keep`: then
+    one tensor is in memory at a time where the checkpoint reads them
+    when used). Refuses tensors finite in the file and infinite in a
+    narrower dtype (above 65504 in a float16 model): as broken a weight
+    as one stored inf."""
+    values, overflow = {}, []
+    for path, value in tensors.items():
+        value = np.asarray(value)
+        with np.errstate(over="ignore"):  # an overflow is reported below
+            cast = np.asarray(value, dtype=variables[path].dtype)
+        if (line := _overflow(path, value, cast)) is not None:
+            overflow.append(line)
+        if keep:
+            values[path] = cast
     if overflow:
         title = "not finite in the model's dtype (out of its range)"
-        _refuse(model, checkpoint, [], [(title, overflow)])
-    return values, zeros, notes
+        _refuse(model, checkpoint, [], [(title, sorted(overflow))])
+    return values
 
 
 def checked_resampling(interpolation, antialias):
@@ -693,7 +706,9 @@ def check_keras_file(model, path):
     record) is taken to be on the model's, as Keras copies it. A model
     quantized by Keras (its int8 weights are Keras's format only) and a
     remote file (`gs://...`: Keras reads it, keras_vit's readers do not)
-    are left to Keras, unchecked.
+    are left to Keras, unchecked. The file is read one tensor at a time
+    (`native.opened_keras_weights`): the check adds about one tensor's
+    memory to Keras's loading.
     """
     path = os.fspath(path)
     if (
@@ -702,10 +717,9 @@ def check_keras_file(model, path):
         or model_checks.quantized_layers(model)
     ):
         return
-    checkpoint = _on_the_models_grid(
-        reader.read_checkpoint(path, model=model), model
-    )
-    _, zeros, notes = prepare(model, checkpoint)
+    with native.opened_keras_weights(path, model) as checkpoint:
+        checkpoint = _on_the_models_grid(checkpoint, model)
+        _, zeros, notes = prepare(model, checkpoint, keep=False)
     if zeros or notes:
         raise ValueError(
             f"The weights in {path} fit the model {model.name!r} only as "

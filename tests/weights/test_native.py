@@ -1,6 +1,8 @@
 """keras_vit's own files (`.keras`, `.weights.h5`): what their tensors,
 held by position, cannot tell apart is checked, never guessed."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -193,3 +195,92 @@ def test_a_weights_file_with_its_heads_says_its_tokens(tmp_path, layout):
         _without_token_record(path),
         "does not record its model's prefix tokens",
     )
+
+
+# --- reading in place --------------------------------------------------------
+
+
+def _member_data_start(path):
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("model.weights.h5")
+    assert info.compress_type == zipfile.ZIP_STORED  # as Keras writes it
+    with open(path, "rb") as file:
+        file.seek(info.header_offset + 26)
+        name, extra = np.frombuffer(file.read(4), "<u2")
+    return info.header_offset + 30 + int(name) + int(extra), info.file_size
+
+
+def test_a_check_reads_the_file_in_place_one_tensor_at_a_time(tmp_path):
+    import h5py
+
+    from keras_vit.weights import loading
+    from keras_vit.weights import native
+
+    model = _tiny(seed=1)
+    for path in (
+        _save(model, tmp_path / "m.keras"),
+        _save(model, tmp_path / "m.weights.h5"),
+    ):
+        with native.opened_keras_weights(path, model) as checkpoint:
+            tensors = checkpoint.tensors
+            assert all(isinstance(t, h5py.Dataset) for t in tensors.values())
+            values, zeros, notes = loading.prepare(
+                model, checkpoint, keep=False
+            )
+            assert (values, zeros, notes) == ({}, [], [])
+            for weight in model.weights:
+                np.testing.assert_array_equal(tensors[weight.path], weight)
+        # Read into memory, the same values.
+        read = native.read_keras_weights(path, model).tensors
+        assert all(type(t) is np.ndarray for t in read.values())
+        assert sorted(read) == sorted(tensors)
+        loaded = keras_vit.ViT(**TINY)
+        loaded.load_weights(path)
+        _assert_same_outputs(model, loaded)
+
+
+def test_a_stored_member_reads_as_its_bytes_wherever_it_seeks(tmp_path):
+    import io
+
+    from keras_vit.weights.native import _StoredMember
+
+    path = _save(_tiny(), tmp_path / "m.keras")
+    start, size = _member_data_start(path)
+    with open(path, "rb") as file:
+        file.seek(start)
+        data = file.read(size)
+    with open(path, "rb", buffering=0) as raw:
+        member = _StoredMember(raw, start, size)
+        assert member.seek(0, io.SEEK_END) == size and member.read(5) == b""
+        rng = np.random.default_rng(0)
+        for offset in rng.integers(0, size, 20):
+            member.seek(int(offset))
+            assert member.read(300) == data[offset : offset + 300]
+            member.seek(-7, io.SEEK_CUR)
+            assert member.read(7) == data[offset + 293 : offset + 300]
+        with pytest.raises(OSError, match="negative"):
+            member.seek(-1)
+
+
+def test_a_damaged_stored_member_is_refused_naming_the_file(tmp_path):
+    # Read in place, the member's CRC is still checked (zipfile checks it
+    # reading to the end): a damaged tensor is no silent wrong weight.
+    from keras_vit.weights import native
+
+    path = _save(_tiny(), tmp_path / "m.keras")
+    start, size = _member_data_start(path)
+    with open(path, "r+b") as file:
+        file.seek(start + size - 100)  # tensor data, past the metadata
+        byte = file.read(1)
+        file.seek(-1, 1)
+        file.write(bytes([byte[0] ^ 0xFF]))
+    for load in (keras_vit.load_weights, keras_vit.ViT.load_weights):
+        _refused(_tiny(seed=2), path, "truncated or corrupt.*CRC", load)
+    # A tensor that cannot be read inside the `with` is named as well.
+    model = _tiny()
+    path = _save(model, tmp_path / "ok.weights.h5")
+    with pytest.raises(ValueError, match=re.escape(path)):
+        with native.opened_keras_weights(path, model):
+            raise OSError("Can't read data")
