@@ -131,11 +131,7 @@ class Predictor:
     def __init__(
         self, run, input_spec, class_names, kind, prepare, image_resize
     ):
-        if kind == "features":
-            raise ValueError(
-                "The model has no classifier head (include_top=False): it "
-                "returns features, not classes. Received: a feature extractor"
-            )
+        _refuse_features(kind)
         self._run = run
         self._prepare = prepare
         self.image_resize = image_resize
@@ -157,6 +153,16 @@ class Predictor:
             outputs = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
             outputs /= outputs.sum(axis=-1, keepdims=True)
         return outputs
+
+
+def _refuse_features(kind):
+    """Refuses a model whose output `kind` is `"features"`: it has no
+    classes to predict."""
+    if kind == "features":
+        raise ValueError(
+            "The model has no classifier head (include_top=False): it "
+            "returns features, not classes. Received: a feature extractor"
+        )
 
 
 def load_predictor(model, weights=None):
@@ -238,7 +244,9 @@ def _exported(path, weights, fmt):
     `keras_vit.export.metadata.SIDECAR_FORMATS`), as its metadata
     describes it."""
     found = _metadata(path, weights, fmt)
-    prepare = _inputs_from_pixels(path, found)  # refused before loading
+    # Refused before the export is loaded (a runtime's session, seconds).
+    _refuse_features(found["output"]["kind"])
+    prepare = _inputs_from_pixels(path, found)
     return Predictor(
         _runner(path, fmt, found),
         _input_spec(found),

@@ -188,3 +188,9 @@ class ExportResult:
     metadata_path: str
     metadata: dict
     report: object = None
+
+    def __fspath__(self):
+        """`path`: a result goes where a path does (`os.fspath`, `open`,
+        `pathlib.Path`), as the path `export_onnx` and `export_openvino`
+        returned before they returned a result."""
+        return self.path

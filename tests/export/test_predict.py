@@ -348,3 +348,26 @@ def test_an_export_without_its_sidecar_is_refused_naming_it(
     err = capsys.readouterr().err
     assert f"({tmp_path / 'm.json'}), which is missing" in err
     assert f"Received: model={str(tmp_path / name)!r}" in err
+
+
+def test_a_feature_extractor_is_refused_before_its_export_is_loaded(
+    tmp_path, images, capsys, monkeypatch
+):
+    from keras_vit import export
+    from tests.export.helpers import TINY_EXPORT
+
+    model = keras_vit.ViT(**{**TINY_EXPORT, "include_top": False})
+    keras_path = str(tmp_path / "features.keras")
+    model.save(keras_path)
+    tflite_path = str(tmp_path / "features.tflite")
+    export.export_tflite(model, tflite_path, verify=False)
+
+    def no_runtime(*args):
+        raise AssertionError("the export was loaded")
+
+    monkeypatch.setattr(predict, "_runner", no_runtime)
+    for path in (keras_path, tflite_path):
+        assert cli.main(["predict", path, images[0]]) == 2
+        err = capsys.readouterr().err
+        assert "no classifier head (include_top=False)" in err, err
+        assert "Received: a feature extractor" in err

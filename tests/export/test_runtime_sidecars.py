@@ -79,7 +79,11 @@ def test_the_sidecar_holds_labels_input_spec_and_resize(
     labels = [f"label{i}" for i in range(10)]
     result = fmt.export(model, tmp_path / f"m{fmt.extension}", labels=labels)
     assert result.metadata_path == str(tmp_path / "m.json")
-    found = export.read_metadata(result.path)
+    # A result goes where the path these exporters once returned went.
+    assert (
+        os.fspath(result) == result.path == str(tmp_path / f"m{fmt.extension}")
+    )
+    found = export.read_metadata(result)
     assert found == result.metadata
     assert found["format"] == fmt.name
     assert found["class_names"] == labels
