@@ -498,7 +498,11 @@ def _castable(value, dtype):
     """Whether a checkpoint array may be assigned to a variable of `dtype`:
     floats to floats, integers to integers (never strings, booleans or
     objects, which NumPy would cast or fail on with no file named)."""
-    kind = np.asarray(value).dtype.kind
+    # An h5py dataset's dtype, without reading it (`opened_keras_weights`).
+    stored = getattr(value, "dtype", None)
+    kind = (
+        np.asarray(value).dtype if stored is None else np.dtype(stored)
+    ).kind
     target = np.dtype(str(dtype).replace("bfloat16", "float32")).kind
     if target == "f":
         return kind == "f"
