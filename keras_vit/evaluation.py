@@ -317,9 +317,11 @@ def representation_model(model):
 
     model_checks.require_vit(model, "Few-shot evaluation")
     names = [layer.name for layer in model.layers]
-    if getattr(model, "distillation", False) and "head" in names:
+    if getattr(model, "distillation", False) and "pooling" in names:
         # The head layers skip pre-logits and fc_norm with distillation
-        # (`vit._call_head`): the two tokens' mean is their input.
+        # (`vit._call_head`): the two tokens' mean is their input, and
+        # without a head the model's output. Not the pooling layer's
+        # output alone, which is the class token.
         pooling = model.get_layer("pooling")
         tokens = pooling.input
         return keras.Model(

@@ -145,6 +145,32 @@ def test_the_representation_is_what_the_head_reads_after_fc_norm(
     )
 
 
+@pytest.mark.parametrize("include_top", [True, False])
+def test_a_distilled_model_is_read_as_the_mean_of_its_two_tokens(
+    include_top,
+):
+    # Without a head (a DeiT preset loaded with include_top=False) few-shot
+    # read the pooling layer's output, the class token alone (max
+    # difference 1.1 from the mean on this model), where the model's own
+    # output and timm's pre-logits are the two tokens' mean.
+    model = keras_vit.ViT(
+        **{**TINY, "num_classes": 3},
+        distillation=True,
+        include_top=include_top,
+    )
+    randomize_weights(model, scale=0.5)
+    images = np.random.default_rng(0).uniform(0, 255, (4, 32, 32, 3))
+    # The final tokens, through the model's own layers: class, distillation.
+    tokens = np.asarray(model.forward_features(images))
+    expected = (tokens[:, 0] + tokens[:, 1]) / 2
+    assert np.abs(tokens[:, 0] - expected).max() > 0.1
+    np.testing.assert_allclose(
+        evaluation.representation_model(model).predict(images, verbose=0),
+        expected,
+        atol=1e-5,
+    )
+
+
 def test_few_shot_of_a_model_on_digits(capsys):
     # The representation is the pre-logits layer's, else the pooled token.
     with_pre_logits = keras_vit.ViT(**TINY, representation_size=12)
