@@ -43,6 +43,14 @@ SEEDS = FEW_SHOT_SEEDS
 L2_REG = FEW_SHOT_L2_REG
 #: The constant feature that stands for the bias.
 BIAS_FEATURE = 100.0
+#: The first line of the summary of a model whose weights are random: its
+#: accuracies look like any others (0.3-0.6 on digits), and untrained
+#: features are a baseline worth running on purpose, not a mistake to
+#: refuse.
+UNTRAINED_NOTICE = (
+    "NOTE: the model is untrained (random weights: a builder or variant name "
+    "without weights); these accuracies are a random-features baseline"
+)
 
 
 @dataclasses.dataclass
@@ -55,6 +63,8 @@ class FewShotResult:
         num_test: test images each accuracy is measured on.
         dataset: where the images came from.
         l2_reg: the L2 penalty used.
+        untrained: whether the model's weights were random (built from a
+            name without weights), which `summary()` says first.
     """
 
     accuracy: dict
@@ -62,14 +72,17 @@ class FewShotResult:
     num_test: int
     dataset: str = ""
     l2_reg: float = L2_REG
+    untrained: bool = False
 
     def mean(self, shots):
         """The mean accuracy over seeds at `shots` per class."""
         return float(np.mean(self.accuracy[shots]))
 
     def summary(self):
-        """A table: shots, mean accuracy and each seed's."""
-        lines = [
+        """A table: shots, mean accuracy and each seed's (after a notice
+        if the model was untrained)."""
+        lines = [UNTRAINED_NOTICE] if self.untrained else []
+        lines += [
             f"linear few-shot on {self.dataset or 'the data'}: "
             f"{self.num_classes} "
             f"classes, {self.num_test} test images, L2 {self.l2_reg:g}",
@@ -298,6 +311,21 @@ def _check(shots, seeds):
     return tuple(sorted(shots)), arg_checks.positive_int("seeds", seeds)
 
 
+def random_weights(model, weights=None):
+    """Whether `model` and `weights`, as `few_shot` and `keras-vit
+    few-shot` take them, build a model with random weights: a builder or
+    variant name with no `weights` (a preset's unique name, a file and a
+    built model bring theirs)."""
+    from keras_vit import registry
+
+    if weights is not None or not isinstance(model, str):
+        return False
+    try:
+        return registry.resolve(model).preset is None
+    except ValueError:  # a file or folder
+        return False
+
+
 def representation_model(model):
     """A model from `model`'s input to the representation few-shot reads:
     the pre-logits layer's output, else the pooled feature that feeds the
@@ -396,6 +424,7 @@ def few_shot(
     l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
     batch_size = arg_checks.positive_int("batch_size", batch_size)
     verbose = arg_checks.verbosity("verbose", verbose)
+    untrained = random_weights(model)
     model = load_model(model)
     features_of = representation_model(model)
     if not isinstance(dataset, data.Dataset):
@@ -425,6 +454,7 @@ def few_shot(
         l2_reg,
     )
     result.dataset = dataset.name
+    result.untrained = untrained
     return result
 
 

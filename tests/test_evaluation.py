@@ -253,6 +253,38 @@ def test_few_shot_command(tmp_path, capsys):
     assert "needs 500 training examples" in capsys.readouterr().err
 
 
+def test_an_untrained_model_is_named_so_in_the_output(capsys, monkeypatch):
+    # `keras-vit few-shot ViT_Ti16 --dataset digits` (no --weights)
+    # printed a table like a trained model's, nothing saying the weights
+    # were random. Untrained features stay allowed (a baseline).
+    argv = ["few-shot", "ViT_Ti16", "--image-size", "32", "--dataset"]
+    argv += ["digits", "--shots", "1", "--seeds", "1", "--quiet"]
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0] == evaluation.UNTRAINED_NOTICE
+    assert lines[1].startswith("linear few-shot on digits: 10 classes")
+    assert "untrained" in evaluation.UNTRAINED_NOTICE
+    # The library says it too, for a name (built small here); a built
+    # model, a preset's unique name or a file brings its weights.
+    from keras_vit.export import models
+
+    monkeypatch.setattr(models, "load_model", lambda m: keras_vit.ViT(**TINY))
+    result = evaluation.few_shot(
+        "ViT_Ti16", "digits", shots=1, seeds=1, verbose=0
+    )
+    assert result.untrained
+    assert result.summary().startswith(evaluation.UNTRAINED_NOTICE + "\n")
+    assert evaluation.random_weights("B/16")
+    for model, weights in (
+        ("ViT_B16", "augreg_in21k"),
+        ("vit_b16_augreg_in21k_ft_in1k", None),
+        ("runs/demo/best.keras", None),
+        (keras_vit.ViT(**TINY), None),
+    ):
+        assert not evaluation.random_weights(model, weights), model
+
+
 def test_sources_without_labels_or_selection_give_the_same_result():
     # A tensorflow_datasets split knows neither its labels nor how to read
     # chosen examples alone: its labels are read in a pass, its examples

@@ -51,7 +51,9 @@ def add_parser(sub):
     parser.add_argument(
         "--weights",
         default=None,
-        help="preset or checkpoint, with a builder name",
+        help="preset or checkpoint, with a builder name (without it a "
+        "builder name's weights are random: an untrained baseline, which "
+        "the output says)",
     )
     parser.add_argument("--image-size", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=64)
@@ -78,6 +80,9 @@ def run(args):
     # Before the model is loaded (a preset's weights downloaded).
     datasets.check_data_dir(args.dataset, args.data_dir)
     model_argument.check_weights(args.model, args.weights)
+    # Said as the table's first line (an error stays the only line on
+    # stderr).
+    untrained = evaluation.random_weights(args.model, args.weights)
     model = load_model(
         model_argument.run_model(args.model), args.weights, args.image_size
     )
@@ -92,4 +97,5 @@ def run(args):
         test_fraction=args.test_fraction,
         verbose=0 if args.quiet else "auto",
     )
+    result.untrained = untrained
     print(result.summary())
