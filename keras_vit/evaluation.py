@@ -424,12 +424,10 @@ def few_shot(
     l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
     batch_size = arg_checks.positive_int("batch_size", batch_size)
     verbose = arg_checks.verbosity("verbose", verbose)
-    untrained = random_weights(model)
-    model = load_model(model)
+    untrained, model = random_weights(model), load_model(model)
     features_of = representation_model(model)
     if not isinstance(dataset, data.Dataset):
         dataset = data.load(dataset, data_dir=data_dir)
-    num_classes = dataset.num_classes
     labels = _train_labels(dataset)
     # The examples the shots are drawn from (indices into the training split).
     pool, test = _test_split(dataset, len(labels), test_fraction)
@@ -440,7 +438,7 @@ def few_shot(
         model,
         features_of,
         (dataset.subset(chosen), test),
-        num_classes,
+        dataset.num_classes,
         batch_size,
         verbose,
     )
@@ -450,12 +448,12 @@ def few_shot(
         labels[chosen],
         test_features,
         test_labels,
-        num_classes,
+        dataset.num_classes,
         l2_reg,
     )
-    result.dataset = dataset.name
-    result.untrained = untrained
-    return result
+    return dataclasses.replace(
+        result, dataset=dataset.name, untrained=untrained
+    )
 
 
 def _draw_shots(labels, pool, class_names, shots, seeds, test_fraction):
