@@ -293,7 +293,8 @@ def compare(
 
     Raises:
         ValueError: if the two are of different shapes (NumPy would
-            broadcast them, or fail in its own words).
+            broadcast them, or fail in its own words), or `labels` are
+            not one class index of the outputs per image.
     """
     outputs = np.asarray(outputs, "float64")
     expected = np.asarray(expected, "float64")
@@ -303,6 +304,7 @@ def compare(
             f"images are of shape {outputs.shape}, Keras's of shape "
             f"{expected.shape}: the export and the reference model differ."
         )
+    _check_labels(labels, outputs, source)
     delta = np.abs(outputs - expected)
     if not np.all(np.isfinite(outputs)):
         max_abs = mean_abs = float("inf")
@@ -329,6 +331,30 @@ def compare(
         comparison.accuracy = float(np.mean(top1 == labels))
         comparison.reference_accuracy = float(np.mean(ref_top1 == labels))
     return comparison
+
+
+def _check_labels(labels, outputs, source):
+    """Raises unless `labels` (or `None`) hold one index of `outputs`'
+    classes per image: a label past the last class (a dataset of more
+    classes than the model) was counted wrong, and the accuracy made up.
+    `representative.model_labels` maps a folder's labels to the model's."""
+    if labels is None:
+        return
+    labels = np.asarray(labels)
+    classes = int(np.prod(outputs.shape[1:]))
+    if (
+        labels.shape != (len(outputs),)
+        or labels.dtype.kind not in "iu"
+        or labels.min(initial=0) < 0
+        or labels.max(initial=0) >= classes
+    ):
+        raise ValueError(
+            f"`labels` must hold one class index in [0, {classes}) per "
+            f"image ({len(outputs)}). Received: labels of shape "
+            f"{labels.shape} and dtype {labels.dtype}, in "
+            f"[{labels.min(initial=0)}, {labels.max(initial=0)}], for "
+            f"source={source!r}"
+        )
 
 
 def limit_failures(comparisons, limits):

@@ -35,11 +35,14 @@ class ImageSet:
             [0, 255], or normalised ones for a model that takes them.
         labels: int `(N,)` class indices, or `None`.
         source: a short description of where they came from.
+        class_names: the names of the classes `labels` index (a
+            dataset's, or a folder's sorted sub-folders), or `None`.
     """
 
     images: np.ndarray
     labels: np.ndarray = None
     source: str = ""
+    class_names: list = None
 
     def __len__(self):
         return len(self.images)
@@ -118,7 +121,7 @@ def load_images(
     if limit is not None:
         images = images[:limit]
         labels = None if labels is None else labels[:limit]
-    return ImageSet(images, labels, result.source)
+    return ImageSet(images, labels, result.source, result.class_names)
 
 
 def _read_source(
@@ -319,10 +322,19 @@ def _from_dataset(
         images,
         np.concatenate(labels) if labelled else None,
         source if source.startswith("folder:") else f"{source} ({split})",
+        list(dataset.class_names) if labelled else None,
     )
 
 
-def load_model_inputs(model, source, limit=100, split="test", name="data"):
+def load_model_inputs(
+    model,
+    source,
+    limit=100,
+    split="test",
+    name="data",
+    class_names=None,
+    strict=True,
+):
     """`load_images` for `model`: at its input size and channels, a
     dataset's or folder's images resized as its `image_resize` says and
     their pixels turned into what it takes
@@ -330,15 +342,23 @@ def load_model_inputs(model, source, limit=100, split="test", name="data"):
     built with `include_preprocessing=False`), and every source's values
     checked against its input range (`models.input_range`). The
     calibration and the verification of every export read their images
-    here, so that both see what the model takes.
+    here, so that both see what the model takes. The labels of a dataset
+    or folder are those of `model`'s outputs (`model_labels`), or `None`.
+
+    Args:
+        class_names: the names of `model`'s outputs (an export's), or
+            `None` (or `"class_0"`, ... placeholders): none known.
+            Defaults to `None`.
+        strict: bool, whether a folder whose labels cannot be matched is
+            refused (else its labels are dropped). Defaults to `True`.
 
     Raises:
-        ValueError: as `load_images`; and for a dataset or folder given
-            to a model that takes normalised inputs and records no
-            normalisation.
+        ValueError: as `load_images` and `model_labels`; and for a dataset
+            or folder given to a model that takes normalised inputs and
+            records no normalisation.
     """
     height, width, channels = models.input_spec(model)
-    return load_images(
+    images = load_images(
         source,
         (height, width),
         channels,
@@ -350,4 +370,80 @@ def load_model_inputs(model, source, limit=100, split="test", name="data"):
         normalize=lambda pixels: models.inputs_from_pixels(model)(pixels),
         # As the model is evaluated: a preset's centre crop or the squash.
         image_resize=resize.of_model(model),
+    )
+    if models.output_kind(model) == "features":
+        return images
+    return model_labels(
+        images, class_names, int(model.output_shape[-1]), name, source, strict
+    )
+
+
+def model_labels(
+    images, class_names, num_classes, name="data", source=None, strict=True
+):
+    """`images` (an `ImageSet`) with labels that index a model's outputs,
+    so that an accuracy compares like with like.
+
+    A folder's labels index its own sorted sub-folders, not the model's
+    classes: a folder missing one class shifted every later label by one,
+    and the accuracy was wrong with no error. So where both sides have
+    names the labels are mapped by name; where the model has none (`None`
+    or placeholders) they are kept if the counts agree. A folder that
+    cannot be mapped is refused; a dataset's labels (the default
+    `"digits"`, which verifies any model) are dropped: no accuracy.
+
+    Args:
+        images: an `ImageSet`.
+        class_names: the names of the model's outputs, or `None`.
+        num_classes: int, the model's outputs.
+        name: str, the argument's name for the error. Defaults to
+            `"data"`.
+        source: what the caller passed, for the error. Defaults to `None`:
+            `images.source`.
+        strict: bool, whether a folder that cannot be matched is refused;
+            `False` drops its labels. Defaults to `True`.
+
+    Returns:
+        An `ImageSet` (`class_names` the model's where they were mapped).
+
+    Raises:
+        ValueError: for an image folder whose sub-folders are not among
+            the model's class names, or, where the model has none, whose
+            count differs from the model's classes.
+    """
+    own = images.class_names
+    if images.labels is None or own is None:
+        return images
+    named = class_names is not None and list(class_names) != [
+        f"class_{i}" for i in range(len(class_names))
+    ]
+    if named:
+        index = {str(n): i for i, n in enumerate(class_names)}
+        unknown = [n for n in own if str(n) not in index]
+        if not unknown:
+            mapping = np.array([index[str(n)] for n in own], "int64")
+            labels = mapping[np.asarray(images.labels, "int64")]
+            return dataclasses.replace(
+                images, labels=labels, class_names=list(class_names)
+            )
+        problem = (
+            f"its classes {unknown[:5]}{' ...' if len(unknown) > 5 else ''} "
+            f"are not among the model's class names ({list(class_names)[:10]}"
+            f"{' ...' if len(class_names) > 10 else ''})"
+        )
+    elif len(own) == num_classes:
+        return images
+    else:
+        problem = (
+            f"it has {len(own)} classes ({own[:10]}), the model "
+            f"{num_classes}, and records no class names to match them by"
+        )
+    if not strict or not images.source.startswith("folder:"):
+        return dataclasses.replace(images, labels=None)
+    raise ValueError(
+        f"The image folder's labels cannot be matched to the model's "
+        f"outputs: {problem}. Name the sub-folders as the model's classes "
+        "(an export's `labels`), or pass a folder without class "
+        f"sub-folders. Received: {name}="
+        f"{_describe(images.source if source is None else source)}"
     )

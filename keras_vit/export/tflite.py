@@ -447,7 +447,7 @@ def export_tflite(
     calibration = None
     if representative_data is not None:
         calibration = load_calibration(
-            model, representative_data, num_calibration_images
+            model, representative_data, num_calibration_images, class_names
         )
     data = tflite_bytes(
         model,
@@ -470,6 +470,7 @@ def export_tflite(
         num_verify_images,
         min_top1_agreement,
         meta_path,
+        class_names,
     )
     meta = metadata_lib.for_file(
         model, "tflite", quantize, class_names, batch_size, len(data), io
@@ -487,9 +488,11 @@ def _write_verified(
     num_images,
     min_top1_agreement,
     sidecar,
+    class_names=None,
 ):
     """Writes the flatbuffer `data` to `output` once `verify_tflite` has
-    passed it on `sources` (`None`: unverified); nothing is left at
+    passed it on `sources` (`None`: unverified; a labelled folder's
+    classes matched to `class_names`, the export's); nothing is left at
     `output` if it fails. Returns `(report or None, io_details)`.
 
     An earlier `sidecar` (metadata file) is removed just before the new
@@ -509,6 +512,7 @@ def _write_verified(
                     num_images=num_images,
                     quantization=quantize,
                     min_top1_agreement=min_top1_agreement,
+                    class_names=class_names,
                 )
             report.path = output
         io = runtime.io_details(tmp)
@@ -570,14 +574,22 @@ def _check_arguments(
 
 
 def load_calibration(
-    model, representative_data, num_images=NUM_CALIBRATION_IMAGES
+    model,
+    representative_data,
+    num_images=NUM_CALIBRATION_IMAGES,
+    class_names=None,
 ):
     """The representative images, as the model takes them (the train
-    split of a dataset; normalised for include_preprocessing=False)."""
+    split of a dataset; normalised for include_preprocessing=False). They
+    are verified on too: their labels are matched to `class_names` (the
+    export's) where they can be, else dropped (calibration needs none, so
+    a folder is not refused for them)."""
     return representative.load_model_inputs(
         model,
         representative_data,
         limit=num_images,
         split="train",
         name="representative_data",
+        class_names=class_names,
+        strict=False,
     )

@@ -39,6 +39,7 @@ import numpy as np
 from keras_vit import arg_checks
 from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
+from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
 from keras_vit.export import moved
 from keras_vit.export import report as report_lib
@@ -95,15 +96,38 @@ def _sources(data):
     return sources
 
 
-def _image_sets(data, model, num_images):
+def _image_sets(data, model, num_images, class_names=None):
     """Each source of `data` as `model` takes it (a dataset's test split;
-    normalised for include_preprocessing=False, as the calibration is)."""
+    normalised for include_preprocessing=False, as the calibration is),
+    its labels those of the outputs named `class_names`
+    (`representative.model_labels`)."""
     return [
         representative.load_model_inputs(
-            model, source, limit=num_images, split="test", name="data"
+            model,
+            source,
+            limit=num_images,
+            split="test",
+            name="data",
+            class_names=class_names,
         )
         for source in _sources(data)
     ]
+
+
+def _class_names(path, reference, class_names=None):
+    """The names of an export's outputs, which a labelled folder's classes
+    are matched to: `class_names`, else its metadata's (an export's
+    sidecar, a SavedModel's keras_vit.json), else the training run's of a
+    `.keras` `reference`, else `None`."""
+    if class_names is not None:
+        return list(class_names)
+    try:
+        recorded = (metadata_lib.read_metadata(path) or {}).get("class_names")
+    except ValueError:  # not keras_vit's JSON: no names from it
+        recorded = None
+    if recorded:
+        return list(recorded)
+    return metadata_lib.training_run_class_names(reference)
 
 
 def _reference_outputs(model, images):
@@ -240,6 +264,7 @@ def verify_tflite(
     raise_on_failure=True,
     verbose="auto",
     reference_name=None,
+    class_names=None,
 ):
     """Verifies a `.tflite` file against the Keras model it came from.
 
@@ -277,6 +302,11 @@ def verify_tflite(
             --num-classes) passes what its user named, not the loaded
             model's name. Defaults to `None`: `reference` itself when it
             is a path or name, else the model's name.
+        class_names: the names of the file's outputs, which a labelled
+            image folder's sub-folders are matched to for the accuracy
+            (`representative.model_labels`). Defaults to `None`: the
+            export's metadata's, else the training run's of a `.keras`
+            `reference`.
 
     Returns:
         A `VerificationReport`.
@@ -329,7 +359,12 @@ def verify_tflite(
             report,
             path,
             model,
-            _image_sets(data, model, num_images),
+            _image_sets(
+                data,
+                model,
+                num_images,
+                _class_names(path, reference, class_names),
+            ),
             runtimes,
             threads,
             skip_reference=bool(graph.degenerate_ranges()),
@@ -388,6 +423,7 @@ def verify_saved_model(
     max_abs=None,
     raise_on_failure=True,
     reference_name=None,
+    class_names=None,
 ):
     """Verifies a SavedModel in a fresh process that never imports keras_vit.
 
@@ -413,6 +449,9 @@ def verify_saved_model(
         reference_name: str, what the error for a reference of other
             shapes calls `reference` (see `verify_tflite`). Defaults to
             `None`.
+        class_names: the names of its outputs (see `verify_tflite`).
+            Defaults to `None`: its keras_vit.json's, else the training
+            run's of a `.keras` `reference`.
 
     Returns:
         A `VerificationReport`.
@@ -441,8 +480,9 @@ def verify_saved_model(
         models.non_float32_dtypes(model), max_abs
     )
     report = _saved_model_report(path, model, limits)
+    names = _class_names(path, reference, class_names)
     _compare_saved_model(
-        report, path, model, _image_sets(data, model, num_images)
+        report, path, model, _image_sets(data, model, num_images, names)
     )
     _check_limits(report, limits)
     if report.failures and raise_on_failure:
