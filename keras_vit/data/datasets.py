@@ -87,6 +87,10 @@ class Dataset:
             that order, reading only those (arrays, image folders), or `None`.
         select_range: `select_range(start, stop)` -> a contiguous run of
             `train` read alone (tensorflow_datasets' split slicing), or `None`.
+        read_at: `read_at(order)` -> the `train` examples at the int64
+            indices of the `tf.data.Dataset` `order`, in that order, reading
+            only those (arrays, image folders), or `None`: what `indexed`
+            reads.
         train_digest: what `train`'s examples are, in order, where their
             number does not tell (an image folder: the SHA-256 of its files'
             paths below it, `files_digest`), else `None`. A validation split
@@ -104,6 +108,7 @@ class Dataset:
     train_labels: object = dataclasses.field(default=None, repr=False)
     select: object = dataclasses.field(default=None, repr=False)
     select_range: object = dataclasses.field(default=None, repr=False)
+    read_at: object = dataclasses.field(default=None, repr=False)
     train_digest: str = dataclasses.field(default=None, repr=False)
 
     @property
@@ -120,14 +125,37 @@ class Dataset:
 
         return select_indices(self.train, indices)
 
-    def holdout(self, fraction, seed=0):
+    def indexed(self, indices=None):
+        """The training examples (those at `indices`, if given) as a
+        `keras_vit.data.pipeline.Indexed` source, which `train_pipeline`
+        shuffles whole before reading an image; `None` where the source is
+        not read by index (tensorflow_datasets, whose records were
+        shuffled when it was prepared)."""
+        from keras_vit.data.pipeline import Indexed
+
+        if self.read_at is None:
+            return None
+        if indices is None:
+            return Indexed(self.num_train, self.read_at)
+        chosen = np.asarray(indices, "int64")
+
+        def read(order):
+            import tensorflow as tf
+
+            table = tf.constant(chosen)
+            return self.read_at(order.map(lambda i: tf.gather(table, i)))
+
+        return Indexed(len(chosen), read)
+
+    def holdout(self, fraction, seed=0, indexed=False):
         """Holds a fraction of `train` out, the same way every time.
 
         Image folders and arrays hold out a random `fraction` (by `seed`),
         read without the other images; a tensorflow_datasets split its last
         `fraction` (its records were shuffled when it was prepared), read
         with split slicing; any other source filters its examples by index.
-        Nothing is buffered in memory.
+        Nothing is buffered in memory. With `indexed`, the training part
+        is `indexed`'s source where there is one.
 
         Returns:
             `(train, validation, num_train, num_validation)`.
@@ -142,7 +170,8 @@ class Dataset:
                 len(train),
                 len(held),
             )
-        return self.subset(train), self.subset(held), len(train), len(held)
+        kept = (indexed and self.indexed(train)) or self.subset(train)
+        return kept, self.subset(held), len(train), len(held)
 
 
 def _unreadable(path, why):
@@ -241,6 +270,13 @@ def _from_arrays(name, splits, class_names):
             (x_train[indices], y_train[indices])
         )
 
+    def read_at(order):
+        images, labels = tf.constant(x_train), tf.constant(y_train)
+        return order.map(
+            lambda i: (tf.gather(images, i), tf.gather(labels, i)),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+
     return Dataset(
         name=name,
         train=tf.data.Dataset.from_tensor_slices((x_train, y_train)),
@@ -253,6 +289,7 @@ def _from_arrays(name, splits, class_names):
         channels=x_train.shape[-1],
         train_labels=y_train,
         select=select,
+        read_at=read_at,
     )
 
 
@@ -399,6 +436,13 @@ def read_images(paths, labels):
     """
     import tensorflow as tf
 
+    return _decoded(tf.data.Dataset.from_tensor_slices((paths, labels)))
+
+
+def _decoded(files):
+    """`read_images`'s examples of a `tf.data.Dataset` of `(path, label)`."""
+    import tensorflow as tf
+
     def one(path, label):
         decoded = (
             tf.data.Dataset.from_tensors(path).map(read_image).ignore_errors()
@@ -410,7 +454,7 @@ def read_images(paths, labels):
             .map(lambda image: (image, label))
         )
 
-    return tf.data.Dataset.from_tensor_slices((paths, labels)).interleave(
+    return files.interleave(
         one, block_length=1, num_parallel_calls=tf.data.AUTOTUNE
     )
 
@@ -465,6 +509,14 @@ def _from_folder(name, folder, labels=True):
     def select(chosen):
         return read_images(paths[chosen], labels[chosen])
 
+    def read_at(order):
+        import tensorflow as tf
+
+        files, classes = tf.constant(paths), tf.constant(labels)
+        return _decoded(
+            order.map(lambda i: (tf.gather(files, i), tf.gather(classes, i)))
+        )
+
     return Dataset(
         name=name,
         train=select(np.arange(len(paths))),
@@ -474,6 +526,7 @@ def _from_folder(name, folder, labels=True):
         channels=3,
         train_labels=labels,
         select=select,
+        read_at=read_at,
         train_digest=files_digest(folder, paths),
     )
 

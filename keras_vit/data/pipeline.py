@@ -96,6 +96,37 @@ class Augmentation:
 NO_AUGMENTATION = Augmentation(random_resized_crop=False, flip=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class Indexed:
+    """Training examples read by index, so that `train_pipeline` orders
+    the whole split before reading any image.
+
+    A shuffle buffer over the decoded examples mixed only a window of
+    them: an image folder lists its files class by class, so with more
+    files than the buffer every batch held a few neighbouring classes,
+    and the buffer held thousands of full-size images. Here each epoch is
+    a permutation of the indices (`tf.random.experimental.index_shuffle`,
+    no buffer), and only then are the images read. See
+    `keras_vit.data.Dataset.indexed`.
+
+    Attributes:
+        size: int, the number of examples.
+        read: `read(order)` -> a `tf.data.Dataset` of `(image, label)`:
+            the examples at the int64 indices of the `tf.data.Dataset`
+            `order`, in that order, reading only those.
+    """
+
+    size: int
+    read: object = dataclasses.field(repr=False)
+
+    @property
+    def element_spec(self):
+        """The `(image, label)` spec of the examples."""
+        import tensorflow as tf
+
+        return self.read(tf.data.Dataset.range(0)).element_spec
+
+
 def _to_rgb(image):
     import tensorflow as tf
 
@@ -430,11 +461,18 @@ def _example_seed(seed, position):
     return _fold(tf.constant([_EXAMPLE_KEY, seed], "int64"), position)
 
 
-def _shuffle_seed(seed, epoch):
-    """The shuffle seed (an int64 scalar) of epoch `epoch`."""
+def _shuffle_key(seed, epoch):
+    """The stateless seed pair of epoch `epoch`'s shuffle."""
     import tensorflow as tf
 
-    key = _fold(tf.constant([_SHUFFLE_KEY, seed], "int64"), epoch)
+    return _fold(tf.constant([_SHUFFLE_KEY, seed], "int64"), epoch)
+
+
+def _shuffle_seed(seed, epoch):
+    """The shuffle seed (an int64 scalar) of epoch `epoch`, for a buffer."""
+    import tensorflow as tf
+
+    key = _shuffle_key(seed, epoch)
     return tf.random.stateless_uniform(
         [], seed=key, minval=1, maxval=2**31 - 1, dtype="int64"
     )
@@ -456,6 +494,13 @@ def train_pipeline(
 ):
     """Batches of augmented training images and one-hot labels.
 
+    An `Indexed` source (an image folder's or arrays' examples, see
+    `keras_vit.data.Dataset.indexed`) is shuffled whole, by index, before
+    any image is read; a `tf.data.Dataset` through a buffer of
+    `shuffle_buffer` examples (which only mixes a window of them: its
+    examples must be in random order already, as tensorflow_datasets
+    writes them).
+
     Every random choice, the shuffle order included, is a function of
     `(seed, epoch, position in the epoch)`, so the epochs of a stream that
     starts at `initial_epoch` are exactly those of one that started at 0:
@@ -469,14 +514,15 @@ def train_pipeline(
 
     Args:
         dataset: `tf.data.Dataset` of `(image, label)` (see
-            `keras_vit.data.load`).
+            `keras_vit.data.load`), or an `Indexed` source of them.
         num_classes: int, the one-hot depth.
         image_size: `(height, width)` of the model input.
         batch_size: int, the global batch; the last partial batch is
             dropped (static shapes for TPUs and XLA).
         augmentation: an `Augmentation`. Defaults to `Augmentation()`.
         shuffle: bool, whether to shuffle each epoch. Defaults to `True`.
-        shuffle_buffer: int, the shuffle buffer. Defaults to `10_000`.
+        shuffle_buffer: int, the shuffle buffer of a `tf.data.Dataset`
+            (an `Indexed` source needs none). Defaults to `10_000`.
         seed: int >= 0, seeds the shuffle and every random augmentation.
         deterministic: bool, whether the output order must not depend on
             thread timing (slower). Defaults to `False`.
@@ -523,7 +569,9 @@ def train_pipeline(
     options = tf.data.Options()
     options.deterministic = bool(deterministic)
     ds = _epoch_stream(
-        dataset.with_options(options),
+        dataset
+        if isinstance(dataset, Indexed)
+        else dataset.with_options(options),
         options,
         shuffle=shuffle,
         shuffle_buffer=shuffle_buffer,
@@ -557,7 +605,9 @@ def _check_train_arguments(
     """`train_pipeline`'s arguments checked, in order: the normalised
     `(num_classes, image_size, batch_size, augmentation, shuffle_buffer,
     seed, num_examples, initial_epoch)`."""
-    _check_dataset(dataset)
+    _check_dataset(
+        dataset.read(_range(0)) if isinstance(dataset, Indexed) else dataset
+    )
     num_classes = arg_checks.positive_int("num_classes", num_classes)
     image_size = arg_checks.size_2d("image_size", image_size)
     batch_size = arg_checks.int_below(
@@ -582,6 +632,8 @@ def _check_train_arguments(
     )
     arg_checks.boolean("deterministic", deterministic)
     arg_checks.boolean("repeat", repeat)
+    if num_examples is None and isinstance(dataset, Indexed):
+        num_examples = dataset.size
     if num_examples is not None:
         num_examples = arg_checks.int_below(
             "num_examples", num_examples, arg_checks.INT64_BOUND, minimum=1
@@ -630,17 +682,20 @@ def _epoch_stream(
     import tensorflow as tf
 
     def epoch_of(epoch):
-        ds = source
-        if shuffle:
+        if isinstance(source, Indexed):
+            ds = source.read(_epoch_order(source.size, shuffle, seed, epoch))
+        elif shuffle:
             # A graph-level seed, so that the shuffle's seeds are
             # (1, f(seed, epoch)) whatever the global seed is (a tensor
             # seed under a global seed of 0 fails in TensorFlow).
             tf.random.set_seed(1)
-            ds = ds.shuffle(
+            ds = source.shuffle(
                 shuffle_buffer,
                 seed=_shuffle_seed(seed, epoch),
                 reshuffle_each_iteration=False,
             )
+        else:
+            ds = source
         if repeat and num_examples is not None:
             # Whole batches only, so every pass over the data is exactly
             # one epoch and a resumed run starts its epochs where they
@@ -668,6 +723,30 @@ def _epoch_stream(
         )
     # (The options of `source` do not reach past `flat_map`.)
     return epochs.flat_map(epoch_of).with_options(options)
+
+
+def _range(size):
+    import tensorflow as tf
+
+    return tf.data.Dataset.range(size)
+
+
+def _epoch_order(size, shuffle, seed, epoch):
+    """The indices of the `size` examples of epoch `epoch` in the order it
+    reads them: with `shuffle`, a permutation of them all drawn from
+    `(seed, epoch)` alone (stateless: the same in a resumed run, on every
+    worker), held by no buffer."""
+    import tensorflow as tf
+
+    order = _range(size)
+    if not shuffle:
+        return order
+    key = _shuffle_key(seed, epoch)
+    return order.map(
+        lambda index: tf.random.experimental.index_shuffle(
+            index, key, tf.constant(size - 1, "int64")
+        )
+    )
 
 
 def _augmented_batches(

@@ -547,11 +547,15 @@ def _load_data(config, setup):
     data = data_datasets.load(
         config.data.dataset, config.data.data_dir, labels=not masked
     )
-    train_split, num_train = data.train, data.num_train
+    # Read by index where the source allows (arrays, image folders), so
+    # that each epoch is a shuffle of the whole split: a shuffle buffer of
+    # an image folder's class-ordered files mixed a few classes at a time.
+    train_split = data.indexed() or data.train
+    num_train = data.num_train
     validation_split = num_held = None
     if config.data.validation_split:
         train_split, validation_split, num_train, num_held = data.holdout(
-            config.data.validation_split, seed=config.run.seed
+            config.data.validation_split, seed=config.run.seed, indexed=True
         )
         # Its size, known: an image folder's selection has none, and Keras
         # then warned "Your input ran out of data" after every validation.

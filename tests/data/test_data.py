@@ -455,6 +455,97 @@ def test_holdout_and_subsets_read_only_their_own_images(tmp_path):
     assert chosen == digits.train_labels[[0, 10, 20]].tolist()
 
 
+def _class_ordered_folder(path, classes=8, per_class=8):
+    # Image i (class i // per_class) is a 4x4 grey square of value i.
+    from PIL import Image
+
+    for c in range(classes):
+        (path / f"c{c}").mkdir()
+        for i in range(per_class):
+            Image.new("L", (4, 4), c * per_class + i).save(
+                path / f"c{c}" / f"{i}.png"
+            )
+    return data.load(f"folder:{path}")
+
+
+def _epoch_pipe(source, epoch=0):
+    return data.train_pipeline(
+        source,
+        8,
+        (4, 4),
+        8,
+        augmentation=data.NO_AUGMENTATION,
+        shuffle_buffer=4,
+        seed=1,
+        deterministic=True,
+        initial_epoch=epoch,
+    )
+
+
+def _values(pipe):
+    # The image values of one iteration (one epoch), batch by batch.
+    batches = []
+    for x, y in pipe:
+        values = x.numpy()[:, 0, 0, 0].astype(int)
+        # Each label is its image's.
+        np.testing.assert_array_equal(y.numpy().argmax(1), values // 8)
+        batches.append(values)
+    return np.stack(batches)
+
+
+def test_an_image_folder_is_shuffled_whole_before_it_is_read(tmp_path):
+    # An image folder lists its files class by class, and a shuffle buffer
+    # smaller than the folder (10,000 decoded images by default) mixed only
+    # a window of them: every batch held a few neighbouring classes (30,000
+    # images of 100 classes, batch 128: batch 0 held classes 0..33). Its
+    # `indexed` source is shuffled whole, by index, before any image is read.
+    d = _class_ordered_folder(tmp_path)
+    buffered = _values(_epoch_pipe(d.train))  # a buffer of 4: a window
+    assert len(set(buffered[0] // 8)) <= 2  # classes 0 and 1
+    source = d.indexed()
+    assert source.size == 64
+    pipe = _epoch_pipe(source)
+    epochs = [_values(pipe) for _ in range(3)]  # one epoch per iteration
+    for batches in epochs:
+        assert sorted(batches.ravel()) == list(range(64))
+        # 8 of 64 images drawn at random: 5.3 classes on average.
+        assert np.mean([len(set(b // 8)) for b in batches]) >= 4
+    assert not np.array_equal(epochs[0], epochs[1])
+    # A stream started at an epoch (a resumed run) draws that epoch.
+    np.testing.assert_array_equal(_values(_epoch_pipe(source, 2)), epochs[2])
+    # Its training part after a hold-out: shuffled the same way, and only
+    # its images are read (the held-out files may be broken).
+    train, held, n_train, _ = d.holdout(0.25, seed=0, indexed=True)
+    held_values = {int(x.numpy()[0, 0, 0]) for x, _ in held}
+    for value in held_values:
+        (tmp_path / f"c{value // 8}" / f"{value % 8}.png").write_bytes(b"")
+    values = _values(_epoch_pipe(train))
+    assert sorted(values.ravel()) == sorted(set(range(64)) - held_values)
+    assert values.size == n_train == 48
+    assert np.mean([len(set(b // 8)) for b in values]) >= 4
+
+
+def test_arrays_are_shuffled_whole_by_index():
+    # The in-memory arrays (digits, Fashion-MNIST) are read by index too: a
+    # buffer of 10,000 mixed only the first 10,000 of Fashion-MNIST's 60,000
+    # into an epoch's first batches.
+    digits = data.load("digits")
+    source = digits.indexed()
+    assert source.size == digits.num_train
+    pipe = data.train_pipeline(
+        source, 10, (8, 8), 64, augmentation=data.NO_AUGMENTATION, seed=2
+    )
+    labels = np.concatenate([y.numpy().argmax(1) for _, y in pipe])
+    whole = len(labels)
+    assert whole == digits.num_train // 64 * 64
+    np.testing.assert_array_equal(
+        np.bincount(labels, minlength=10)
+        <= np.bincount(digits.train_labels, minlength=10),
+        True,
+    )
+    assert not np.array_equal(labels, digits.train_labels[:whole])
+
+
 def test_validation_split_is_disjoint_and_stable():
     ds, _, _ = _examples(n=20)
     ids = tf.data.Dataset.range(20).map(

@@ -1112,3 +1112,54 @@ def test_check_resumable_names_what_a_rerun_may_change():
     )
     assert "with another batch size" in doc
     assert "batch_size" in train_module.RESUME_SETTINGS
+
+
+def test_a_run_shuffles_an_image_folder_whole(tmp_path):
+    # A run read an image folder's files class by class through a buffer of
+    # 10,000 decoded images: past that many files, every batch held a few
+    # neighbouring classes. Its training part is now read by index, each
+    # epoch a shuffle of it all, and holds out what the hold-out says.
+    import importlib
+    import types
+
+    from PIL import Image
+
+    from keras_vit.data.pipeline import Indexed
+
+    train_module = importlib.import_module("keras_vit.training.train")
+    folder = tmp_path / "images"
+    for c in range(4):
+        (folder / f"c{c}").mkdir(parents=True)
+        for i in range(16):
+            Image.new("L", (4, 4), 16 * c + i).save(
+                folder / f"c{c}" / f"{i}.png"
+            )
+    config = tiny_config(
+        tmp_path,
+        dataset=f"folder:{folder}",
+        validation_split=0.25,
+        batch_size=16,
+        deterministic=True,
+    )
+    setup = types.SimpleNamespace(kind="default")
+    data = train_module._load_data(config, setup)
+    assert isinstance(data.train, Indexed)
+    assert data.train.size == data.num_train == 48
+    model = train_module.build_model(config, data.num_classes)
+    pipelines = train_module._pipelines(
+        config, setup, data, model, types.SimpleNamespace(initial_epoch=0)
+    )
+    # A 16 px image of one grey value, each label its image's.
+    seen = []
+    for images, labels in pipelines["train"].take(3):
+        values = np.round(images.numpy()[:, 0, 0, 0]).astype(int)
+        np.testing.assert_array_equal(labels.numpy().argmax(1), values // 16)
+        seen.append(values)
+    held = {
+        int(round(v))
+        for images, _ in pipelines["validation"]
+        for v in images.numpy()[:, 0, 0, 0]
+    }
+    assert len(held) == 16
+    assert sorted(np.concatenate(seen)) == sorted(set(range(64)) - held)
+    assert np.mean([len(set(v // 16)) for v in seen]) >= 3
