@@ -75,7 +75,16 @@ class FewShotResult:
     untrained: bool = False
 
     def mean(self, shots):
-        """The mean accuracy over seeds at `shots` per class."""
+        """The mean accuracy over seeds at `shots` per class.
+
+        Raises:
+            ValueError: for a shot count that was not run.
+        """
+        if shots not in self.accuracy:
+            raise ValueError(
+                f"`shots` must be a shot count of this evaluation, one of "
+                f"{sorted(self.accuracy)}. Received: shots={shots!r}"
+            )
         return float(np.mean(self.accuracy[shots]))
 
     def summary(self):
@@ -114,6 +123,8 @@ def fit_predict(
     train_features, train_labels = _examples(
         "train", train_features, train_labels, num_classes
     )
+    _finite("train_features", train_features)
+    _finite("test_features", test_features)
     x = np.asarray(train_features, "float64")
     mean = x.mean(axis=0, keepdims=True)
     std = x.std(axis=0, keepdims=True) + 1e-5
@@ -128,6 +139,20 @@ def fit_predict(
         w = x.T @ np.linalg.solve(x @ x.T + l2_reg * np.eye(n), y)
     test = _with_bias((np.asarray(test_features, "float64") - mean) / std)
     return np.argmax(test @ w, axis=1)
+
+
+def _finite(name, features):
+    """Raises for NaN or infinite features (a model's overflow): the
+    solve gives NaN weights, and argmax over NaN scores picks class 0 for
+    every image, an accuracy of 1/K with no error."""
+    bad = ~np.isfinite(np.atleast_1d(np.asarray(features, "float64")))
+    if bad.any():
+        rows = np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))
+        raise ValueError(
+            f"`{name}` must be finite; {len(rows)} row(s) hold NaN or "
+            f"infinite values (the model's features overflowed?). "
+            f"Received: {name} with rows {rows[:5].tolist()} not finite"
+        )
 
 
 def _with_bias(x):

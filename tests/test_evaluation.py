@@ -101,6 +101,28 @@ def test_bad_features_and_labels_are_named():
         evaluation.fit_predict(x, np.array([0, -1, 0, 1]), x, 2)
 
 
+def test_a_shot_count_not_run_and_non_finite_features_are_named():
+    # mean(3) raised a bare KeyError; NaN features (an overflow) gave NaN
+    # scores whose argmax is class 0 for every image, 1/K with no error.
+    result = evaluation.FewShotResult({1: [0.5, 0.7], 5: [0.9]}, 2, 10)
+    assert result.mean(1) == pytest.approx(0.6)
+    with pytest.raises(ValueError) as caught:
+        result.mean(3)
+    assert str(caught.value).endswith("one of [1, 5]. Received: shots=3")
+    rng = np.random.default_rng(0)
+    x, labels = rng.normal(size=(6, 4)), np.array([0, 1, 2] * 2)
+    broken = x.copy()
+    broken[4, 2] = np.nan
+    for train, test, name in ((broken, x, "train"), (x, broken, "test")):
+        with pytest.raises(ValueError) as caught:
+            evaluation.fit_predict(train, labels, test, 3)
+        message = str(caught.value)
+        assert message.startswith(f"`{name}_features` must be finite; 1 row")
+        assert message.endswith("rows [4] not finite")
+    with pytest.raises(ValueError, match="`test_features` must be finite"):
+        evaluation.linear_few_shot(x, labels, broken * np.inf, labels, 3, 1, 1)
+
+
 def test_a_label_column_is_taken_as_labels():
     # Keras's (N, 1) sparse labels: compared with (N,) predictions they
     # would broadcast to (N, N), an accuracy near chance whatever the
