@@ -130,8 +130,9 @@ def _cover_size(shape, height, width, setting):
     """The `(rows, columns)` that timm resizes an image of `shape` to
     before its centre crop: the image scaled, aspect ratio kept, to cover
     `floor(side / crop_pct)` of each side; for a square input, torchvision's
-    `Resize(int)` (the shorter side to that size, the longer truncated),
-    else timm's `ResizeKeepRatio` (both rounded half to even)."""
+    `Resize(int)` (the shorter side to that size, the longer truncated:
+    `int(size * long / short)`), else timm's `ResizeKeepRatio` (each side
+    rounded half to even, as Python's `round`)."""
     import tensorflow as tf
 
     crop_pct = setting["crop_pct"]
