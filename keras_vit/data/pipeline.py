@@ -35,7 +35,11 @@ class Augmentation:
             drawn per image within the paper's range at that magnitude,
             either sign: rotation +-30 m degrees, translation +-0.45 m of
             the side, shear +-0.3 m, brightness, contrast, colour and
-            sharpness factors 1 +- 0.9 m.
+            sharpness factors 1 +- 0.9 m; solarization inverts the pixels
+            at or above a threshold of 256 down to 256 - 256 m (timm's),
+            posterization keeps 8 down to 8 - int(4 m) bits (the paper's 8
+            to 4 bits, fewer as m grows). Magnitude 0 changes nothing but
+            auto-contrast and equalization, which have no magnitude.
         mixup: float, MixUp's alpha (0 = off; `keras.layers.MixUp`).
         cutmix: float, CutMix's alpha (0 = off): the mixing weight is
             drawn from Beta(alpha, alpha) and labels are weighed by the
@@ -287,17 +291,26 @@ def _per_image_rand_augment_class():
 
 #: RandAugment's ranges at magnitude 1 (timm's magnitude 10; Cubuk et al.,
 #: arXiv 1909.13719): rotation in degrees, translation as a fraction of the
-#: side, shear coefficient, and the enhancement factor's distance from 1
-#: (brightness, contrast, colour, sharpness). Magnitude m scales them.
+#: side, shear coefficient, the enhancement factor's distance from 1
+#: (brightness, contrast, colour, sharpness), solarization's threshold's
+#: distance from 256 (which inverts no pixel) and the bits posterization
+#: drops. Magnitude m scales them.
 _RAND_AUGMENT_AT_ONE = dict(
-    rotation=30.0, translation=0.45, shear=0.3, enhance=0.9
+    rotation=30.0,
+    translation=0.45,
+    shear=0.3,
+    enhance=0.9,
+    solarize=256.0,
+    posterize=4.0,
 )
 
 
 def _rand_augment_bounds(magnitude):
     """The bounds b of RandAugment's operations at `magnitude`: each is
-    drawn in `[-b, b]` about no change. timm draws a random sign for its
-    fixed magnitude; the range keeps both signs within its bound."""
+    drawn in `[-b, b]` about no change (solarization's and
+    posterization's in `[0, b]`: they have one direction). timm draws a
+    random sign for its fixed magnitude; the range keeps both signs within
+    its bound."""
     return {
         name: value * magnitude for name, value in _RAND_AUGMENT_AT_ONE.items()
     }
@@ -341,6 +354,52 @@ def _use_reference_ranges(layer, magnitude):
     colour_layer = keras.layers.RandomColorDegeneration(0.0, **colour)
     colour_layer.factor = (-enhance, enhance)
     layer.random_color_degeneration = colour_layer
+    layer.solarization = _solarization_class()(bound["solarize"], **colour)
+    # Bits kept drawn in [8 - int(4 m), 8] (Keras draws in [low, high)):
+    # the paper's (AutoAugment's) 4 to 8 bits, fewer as m grows as in
+    # timm's increasing operations. timm's `_posterize_increasing_level_
+    # to_arg` (4 - int(4 m) bits, TF models' and UDA's) keeps 4 bits at
+    # magnitude 0 and none at 1 (a black image); Keras kept int(8 m).
+    layer.random_posterization = keras.layers.RandomPosterization(
+        (8 - int(bound["posterize"]), 9), **colour
+    )
+
+
+@functools.cache
+def _solarization_class():
+    # Defined on first use: importing keras_vit.data imports no Keras.
+    import keras
+
+    class ReferenceSolarization(keras.layers.Solarization):
+        """Solarization as timm's and big_vision's (PIL's
+        `ImageOps.solarize`): every pixel at or above a threshold is
+        inverted, nothing is added. The threshold is drawn in
+        `[256 - bound, 256]`: at magnitude m, `bound` = 256 m, timm's
+        `_solarize_increasing_level_to_arg` (256 - int(256 m) at timm's
+        magnitude 10 m); 256 inverts nothing.
+
+        Keras's draws an addition and a threshold in [0, 255 m]: at
+        magnitude 0 a threshold of 0 inverted the whole image, and at 0.9
+        it changed every pixel of a ramp of the 256 values (this changes
+        m / 2 of them on average).
+        """
+
+        def __init__(self, bound, **kwargs):
+            # No addition; thresholds first drawn in [0, 255].
+            super().__init__(threshold_factor=(0.0, 1.0), **kwargs)
+            self.bound = bound
+
+        def get_random_transformation(self, data, training=True, seed=None):
+            transformation = super().get_random_transformation(
+                data, training=training, seed=seed
+            )
+            if transformation is None:
+                return None
+            drawn = transformation["thresholds"] / 255.0  # U(0, 1)
+            transformation["thresholds"] = 256.0 - self.bound * drawn
+            return transformation
+
+    return ReferenceSolarization
 
 
 @functools.cache

@@ -45,6 +45,52 @@ def test_rand_augment_ranges_are_two_sided_and_within_the_reference(
         if name == "random_sharpness":
             factor = 2 * factor - 1  # Keras's 0.5 leaves the image as it is
         check(factor, 0.9 * magnitude)
+    _check_solarization_and_posterization(layer, magnitude)
+
+
+def _check_solarization_and_posterization(layer, magnitude):
+    """Checks `layer`'s solarization and posterization at `magnitude` on a
+    ramp of the 256 pixel values; returns the ramps they give."""
+    # Keras's Solarization added U(0, 255 m) and inverted the pixels at or
+    # above a threshold in U(0, 255 m): at magnitudes 0 and 0.9 it changed
+    # every pixel of this ramp. timm's (and big_vision's) adds nothing and
+    # inverts at or above 256 - 256 m; here the threshold is drawn between
+    # that and 256 (none). Posterization keeps 8 down to 8 - int(4 m) bits
+    # (the paper's 4 to 8; Keras kept int(8 m), 4 bits at m = 0.5).
+    ramp = np.arange(256, dtype="float32")
+    images = tf.constant(np.tile(ramp[None, :, None, None], (4000, 1, 1, 3)))
+    t = layer.get_random_transformation(images, training=True)["transforms"]
+    solarized = np.asarray(
+        layer.solarization.transform_images(images, t["solarization"])
+    )[..., 0, 0]
+    changed = solarized != ramp
+    inverted = np.broadcast_to(255 - ramp, solarized.shape)
+    np.testing.assert_array_equal(solarized[changed], inverted[changed])
+    thresholds = np.asarray(t["solarization"]["thresholds"]).ravel()
+    assert thresholds.min() >= 256 * (1 - magnitude) - 1e-3
+    assert thresholds.max() <= 256 + 1e-3
+    # Thresholds uniform in [256 (1 - m), 256] invert m / 2 of a ramp.
+    assert abs(changed.mean() - magnitude / 2) < 0.02
+    posterized = np.asarray(
+        layer.random_posterization.transform_images(
+            images, t["random_posterization"]
+        )
+    )[..., 0, 0]
+    # k bits kept leave 2^k values of the 256, each a multiple of 2^(8-k).
+    kept = [len(np.unique(row)).bit_length() - 1 for row in posterized]
+    assert set(kept) == set(range(8 - int(4 * magnitude), 9))
+    np.testing.assert_array_equal(
+        posterized % 2 ** (8 - np.array(kept))[:, None], 0
+    )
+    return solarized, posterized
+
+
+def test_rand_augment_magnitude_zero_leaves_solarization_and_posterization():
+    layer = pipeline._per_image_rand_augment_class()(
+        value_range=(0, 255), num_ops=2, magnitude=0.0
+    )
+    for ramps in _check_solarization_and_posterization(layer, 0.0):
+        assert (ramps == np.arange(256.0)).all()
 
 
 def _own_weights_and_pixels(alpha, batches=30, batch=64, size=32):
