@@ -325,7 +325,13 @@ def _use_reference_ranges(layer, magnitude):
     # layers and brightness; contrast takes (b, b) for [1 - b, 1 + b]
     # (from b alone it draws in [1, 1 + b]).
     bound = _rand_augment_bounds(magnitude)
-    options = dict(interpolation=layer.interpolation, seed=layer.seed)
+    # The layer's own dtype (float32, `_augmented_batches`): under a global
+    # mixed precision policy the new layers computed in bfloat16.
+    options = dict(
+        interpolation=layer.interpolation,
+        seed=layer.seed,
+        dtype=layer.dtype_policy,
+    )
     layer.random_rotation = keras.layers.RandomRotation(
         bound["rotation"] / 360.0, **options
     )
@@ -336,7 +342,11 @@ def _use_reference_ranges(layer, magnitude):
         bound["shear"], bound["shear"], **options
     )
     enhance = bound["enhance"]
-    colour = dict(value_range=layer.value_range, seed=layer.seed)
+    colour = dict(
+        value_range=layer.value_range,
+        seed=layer.seed,
+        dtype=layer.dtype_policy,
+    )
     layer.random_brightness = _multiplicative_brightness_class()(
         enhance, **colour
     )
@@ -840,6 +850,9 @@ def _augmented_batches(
                 value_range=(0, 255),
                 num_ops=aug.rand_augment,
                 magnitude=aug.rand_augment_magnitude,
+                # float32 pixels, whatever the global policy (under
+                # mixed_bfloat16 the images came out bfloat16).
+                dtype="float32",
             )
         )
 
@@ -877,11 +890,16 @@ def _mixed(ds, aug):
     import keras
     import tensorflow as tf
 
+    # float32, whatever the global policy: under mixed_bfloat16 Keras's
+    # MixUp raised a TypeError and CutMix a ValueError (bfloat16 weights
+    # against float32 images).
     mixers = []
     if aug.mixup:
-        mixers.append((keras.layers.MixUp(alpha=aug.mixup), _MIXUP))
+        mixers.append(
+            (keras.layers.MixUp(alpha=aug.mixup, dtype="float32"), _MIXUP)
+        )
     if aug.cutmix:
-        mixers.append((_cut_mix_class()(aug.cutmix), _CUTMIX))
+        mixers.append((_cut_mix_class()(aug.cutmix, dtype="float32"), _CUTMIX))
     if not mixers:
         return ds.map(lambda images, labels, seeds: (images, labels))
     mixers = [(_keyed(layer), where) for layer, where in mixers]

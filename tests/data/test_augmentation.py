@@ -222,3 +222,44 @@ def test_jpegs_decode_to_the_pixels_pil_decodes(tmp_path):
     # The command line's reader, at the image's own size (no resampling).
     read = images.load_image_files([path], expected.shape[:2])
     np.testing.assert_allclose(read[0], expected, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "augmentation",
+    [
+        pipeline.Augmentation(rand_augment=2, rand_augment_magnitude=0.9),
+        pipeline.Augmentation(mixup=0.4),
+        pipeline.Augmentation(cutmix=1.0),
+    ],
+    ids=["rand_augment", "mixup", "cutmix"],
+)
+def test_augmentation_is_float32_under_a_mixed_precision_policy(augmentation):
+    # Keras's preprocessing layers take the global dtype policy: under
+    # mixed_bfloat16 CutMix raised a ValueError, MixUp a TypeError, and
+    # RandAugment gave bfloat16 images (float32 is promised). They compute
+    # in float32 now, the same numbers as under the float32 policy.
+    import keras
+
+    images = np.random.default_rng(0).integers(0, 256, (16, 12, 12, 3))
+    ds = tf.data.Dataset.from_tensor_slices(
+        (images.astype("uint8"), np.arange(16, dtype="int64") % 4)
+    )
+
+    def batches():
+        stream = pipeline.train_pipeline(
+            ds, 4, (8, 8), 8, augmentation=augmentation, deterministic=True
+        )
+        return [(x.numpy(), y.numpy(), x.dtype, y.dtype) for x, y in stream]
+
+    expected = batches()
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        got = batches()
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    assert len(got) == len(expected) == 2
+    for (x, y, x_type, y_type), (want_x, want_y, _, _) in zip(got, expected):
+        assert x_type == y_type == tf.float32
+        np.testing.assert_array_equal(x, want_x)
+        np.testing.assert_array_equal(y, want_y)
