@@ -134,16 +134,19 @@ def test_training_validates_on_the_cropped_images(
         np.testing.assert_allclose(image, cat, atol=1e-3)
 
 
-def test_calibration_and_verification_read_cropped_images(
-    cropping_model, cat, cat_folder
-):
+def test_calibration_and_verification_read_cropped_images(cat, cat_folder):
     from keras_vit.export import representative
     from keras_vit.export import verification
 
-    calibration = representative.load_model_inputs(
-        cropping_model, cat_folder, split="train"
+    # Two classes, as the folder's (verification matches its labels to the
+    # model's outputs).
+    model = keras_vit.ViT(
+        **{**TINY, "num_layers": 1, "num_classes": 2}, image_resize=CROP
     )
-    (verified,) = verification._image_sets(cat_folder, cropping_model, 4)
+    calibration = representative.load_model_inputs(
+        model, cat_folder, split="train"
+    )
+    (verified,) = verification._image_sets(cat_folder, model, 4)
     for images in (calibration.images, verified.images):
         assert images.shape == (4, 32, 32, 3)
         for image in images:
