@@ -320,11 +320,11 @@ SECTIONS = {
 #:
 #: - `pretrain`: the fields' defaults, as they are: the paper's pre-training
 #:   optimizer (Section 4.1, Appendix B.1: Adam, beta 0.9 / 0.999, weight
-#:   decay 0.1, decoupled and not on biases, norms or embeddings; linear
-#:   warm-up; clipping at global norm 1), with cosine decay and a peak
-#:   learning rate of 0.001, at a small batch (128, the paper's is 4096)
-#:   for 10 epochs, with random resized crops and flips: for training from
-#:   scratch.
+#:   decay 0.1, decoupled, here not on biases, norms or embeddings as in
+#:   big_vision; linear warm-up; clipping at global norm 1), with cosine
+#:   decay and a peak learning rate of 0.001, at a small batch (128, the
+#:   paper's is 4096) for 10 epochs, with random resized crops and flips:
+#:   for training from scratch.
 #: - `fine_tune`: the paper's fine-tuning recipe (Appendix B.1.1): SGD with
 #:   momentum 0.9, no weight decay, clipping at global norm 1, cosine decay
 #:   after a linear warm-up, a learning rate from the paper's grid

@@ -299,6 +299,9 @@ def make_optimizer(
             weight_decay=weight_decay,
             beta_1=0.9,
             beta_2=0.999,
+            # The paper's Adam (flax; big_vision's optax), timm's and
+            # PyTorch's: 1e-8. Keras's default is 1e-7.
+            epsilon=1e-8,
             global_clipnorm=clipnorm,
         )
     optimizer.exclude_from_weight_decay(var_names=NO_DECAY)

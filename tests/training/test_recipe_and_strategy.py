@@ -172,7 +172,10 @@ def test_sgd_for_fine_tuning():
     assert isinstance(optimizer, keras.optimizers.SGD)
     assert optimizer.momentum == 0.9
     assert not optimizer.weight_decay  # none unless given
-    assert recipe.make_optimizer("adamw").weight_decay == 0.1
+    adamw = recipe.make_optimizer("adamw")
+    assert adamw.weight_decay == 0.1
+    # The paper's (flax's), timm's and PyTorch's epsilon, not Keras's 1e-7.
+    assert (adamw.beta_1, adamw.beta_2, adamw.epsilon) == (0.9, 0.999, 1e-8)
     with pytest.raises(ValueError, match="optimizer='lamb'"):
         recipe.make_optimizer("lamb")
 
