@@ -27,6 +27,11 @@ class Augmentation:
             `tf.image.sample_distorted_bounding_box`). If `False`, the image
             is resized whole.
         crop_area: `(min, max)` fraction of the image area to crop.
+            Defaults to `(0.35, 1.0)`, milder than big_vision's
+            `inception_crop` (from 0.05) and timm's `RandomResizedCrop`
+            (from 0.08; pass `(0.08, 1.0)` for it). TensorFlow's sampler
+            draws the aspect ratio uniformly in 3/4 to 4/3 (timm:
+            log-uniformly) and takes the whole image after 10 misses.
         flip: bool, random left-right flips.
         rand_augment: int, RandAugment operations per image, drawn per
             image (0 = off; `keras.layers.RandAugment`'s operations).
