@@ -20,6 +20,7 @@ import os
 import shutil
 import socket
 import tempfile
+import warnings
 
 import keras
 
@@ -621,11 +622,26 @@ def _check_whole_batches(config, num_examples, num_validation, num_test):
         )
 
 
+#: The steps an epoch of unknown size is taken to have by the schedule.
+UNKNOWN_EPOCH_STEPS = 1000
+
+
 def make_run_optimizer(config, steps_per_epoch):
     """The run's optimizer and schedule, over `steps_per_epoch` (`None`
-    for a dataset of unknown size: 1000) times `config.run.epochs` steps;
-    raises for a warm-up not shorter than that."""
-    total_steps = (steps_per_epoch or 1000) * config.run.epochs
+    for a dataset of unknown size: `UNKNOWN_EPOCH_STEPS`, with a warning)
+    times `config.run.epochs` steps; raises for a warm-up not shorter
+    than that."""
+    if steps_per_epoch is None:
+        warnings.warn(
+            "The training split's size is unknown: the learning-rate "
+            f"schedule takes {UNKNOWN_EPOCH_STEPS} steps an epoch. Longer "
+            "epochs end at the decay's final rate (0 for cosine), shorter "
+            "ones before the decay ends; set optimizer.warmup_steps and "
+            "epochs for your data's size, or use a dataset whose size is "
+            "known (every built-in loader's is).",
+            stacklevel=2,
+        )
+    total_steps = (steps_per_epoch or UNKNOWN_EPOCH_STEPS) * config.run.epochs
     # 5% of the steps by default, at least one, but none for a run of
     # one step (a tiny folder: its one step is the decay's start).
     warmup = (

@@ -1,4 +1,6 @@
 import json
+import pathlib
+import warnings
 
 import keras
 import numpy as np
@@ -365,3 +367,17 @@ def test_only_the_chief_writes(cluster, task_type, task_id, chief):
     strategy = _Strategy(_Resolver(cluster, task_type, task_id))
     assert run_strategy.is_chief(strategy) is chief
     assert run_strategy.is_chief(object()) is True
+
+
+def test_a_schedule_for_an_epoch_of_unknown_size_warns():
+    from keras_vit.training.train import UNKNOWN_EPOCH_STEPS
+    from keras_vit.training.train import make_run_optimizer
+    from tests.training.test_train import tiny_config
+
+    config = tiny_config(pathlib.Path("unused"), epochs=3)
+    with pytest.warns(UserWarning, match="size is unknown.*1000 steps"):
+        optimizer = make_run_optimizer(config, None)
+    assert optimizer._learning_rate.total_steps == UNKNOWN_EPOCH_STEPS * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert make_run_optimizer(config, 7)._learning_rate.total_steps == 21
