@@ -13,21 +13,16 @@ import zipfile
 
 import pytest
 
+from tests.benchmark import SCRIPTS
+from tests.benchmark import script as benchmark_script
 from tests.helpers import backend_env
 
-SCRIPT = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
-    "benchmarks",
-    "gpu_h200.py",
-)
+SCRIPT = os.path.join(SCRIPTS, "gpu_h200.py")
 
 
 @pytest.fixture(scope="module")
 def gpu():
-    spec = importlib.util.spec_from_file_location("gpu_h200", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("gpu_h200")
 
 
 def test_arguments(gpu, capsys):

@@ -1,31 +1,17 @@
 """benchmarks/load_memory.py measures a load in a process of its own."""
 
-import importlib.util
-import os
 import sys
 
 import pytest
 
 import keras_vit
+from tests.benchmark import script as benchmark_script
 from tests.helpers import TINY
-
-SCRIPT = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
-    "benchmarks",
-    "load_memory.py",
-)
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("load_memory", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="resource.getrusage")
 def test_a_load_is_measured_in_its_own_process(tmp_path):
-    script = _script()
+    script = benchmark_script("load_memory")
     model = keras_vit.ViT(**TINY)
     weights, keras_file = script.saved_files(model, str(tmp_path))
     assert weights.endswith(".weights.h5") and keras_file.endswith(".keras")

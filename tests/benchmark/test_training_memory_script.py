@@ -1,24 +1,15 @@
 """benchmarks/training_memory.py reads what a training step keeps."""
 
-import importlib.util
 import json
-import os
 import sys
 
 import pytest
 
-SCRIPT = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
-    "benchmarks",
-    "training_memory.py",
-)
+from tests.benchmark import script as benchmark_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("training_memory", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("training_memory")
 
 
 TINY = (

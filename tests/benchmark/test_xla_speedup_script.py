@@ -1,25 +1,15 @@
 """benchmarks/xla_speedup.py times XLA against no XLA in one process."""
 
-import importlib.util
-import os
-
 import pytest
 
 from keras_vit.training import recipe
+from tests.benchmark import script as benchmark_script
 
-SCRIPT = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
-    "benchmarks",
-    "xla_speedup.py",
-)
 TINY = "Ti/16:patch_size=4,num_layers=1,num_heads=2,hidden_dim=16,mlp_dim=32"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("xla_speedup", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("xla_speedup")
 
 
 def test_it_prints_a_ratio_and_the_auto_pick_per_size(capsys):
