@@ -222,7 +222,7 @@ def class_names(model, labels=None, model_source=None):
     names = training_run_class_names(model_source)
     if names is not None and len(names) == num_classes:
         return names
-    return [f"class_{i}" for i in range(num_classes)]
+    return models.placeholder_class_names(num_classes)
 
 
 def load_labelled(model, labels=None):

@@ -235,6 +235,12 @@ def weight_bytes(model):
     )
 
 
+def placeholder_class_names(num_classes):
+    """`["class_0", "class_1", ...]`: the names of a model's outputs where
+    none are known (no `labels`, no training run's)."""
+    return [f"class_{i}" for i in range(num_classes)]
+
+
 def takes_pixels(model):
     """Whether the model takes RGB pixel values in [0, 255] itself."""
     return bool(getattr(model, "include_preprocessing", True))

@@ -414,9 +414,8 @@ def model_labels(
     own = images.class_names
     if images.labels is None or own is None:
         return images
-    named = class_names is not None and list(class_names) != [
-        f"class_{i}" for i in range(len(class_names))
-    ]
+    placeholders = models.placeholder_class_names(len(class_names or ()))
+    named = class_names is not None and list(class_names) != placeholders
     if named:
         index = {str(n): i for i, n in enumerate(class_names)}
         unknown = [n for n in own if str(n) not in index]
