@@ -511,17 +511,17 @@ def _draw_shots(labels, pool, class_names, shots, seeds, test_fraction):
 
 
 def _train_labels(dataset):
-    """The labels of `dataset`'s training split, in order."""
+    """The labels of `dataset`'s training split, in order: known already
+    (arrays, image folders), else read in one pass, without decoding an
+    image where the source allows (tensorflow_datasets: each of ImageNet's
+    1.28M training images was decoded for its label, then dropped)."""
     if dataset.train_labels is not None:
         return dataset.train_labels
-    # A tensorflow_datasets split: one pass over it for the labels.
-    return np.concatenate(
-        list(
-            dataset.train.map(lambda image, label: label)
-            .batch(4096)
-            .as_numpy_iterator()
-        )
-    )
+    if dataset.read_train_labels is not None:
+        labels = dataset.read_train_labels()
+    else:
+        labels = dataset.train.map(lambda image, label: label)
+    return np.concatenate(list(labels.batch(4096).as_numpy_iterator()))
 
 
 def _test_split(dataset, num_train, test_fraction):

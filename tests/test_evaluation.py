@@ -324,6 +324,49 @@ def test_sources_without_labels_or_selection_give_the_same_result():
     assert a.accuracy == b.accuracy
 
 
+def test_a_tensorflow_datasets_splits_labels_are_read_without_its_images(
+    tmp_path, monkeypatch
+):
+    # Few-shot read a tensorflow_datasets split's labels from its decoded
+    # examples: each of its JPEGs (ImageNet's 1.28M) was decoded for its
+    # label and dropped. They come from the records, no image decoded.
+    import tensorflow as tf
+
+    from keras_vit import data
+    from keras_vit.data import datasets
+    from tests.data.test_data import _jpeg_builder
+
+    tfds = pytest.importorskip("tensorflow_datasets")
+    _jpeg_builder(
+        tfds,
+        "KerasVitFewShotJpegs",
+        tfds.features.Image(shape=(16, 20, 3), encoding_format="jpeg"),
+        "RGB",
+        train=6,
+    )
+    decoded = []  # one entry per image decoded
+    decode_image = datasets.decode_image
+
+    def counted(contents, channels=3):
+        def count():
+            decoded.append(1)
+            return np.int64(0)
+
+        with tf.control_dependencies([tf.py_function(count, [], tf.int64)]):
+            return tf.identity(decode_image(contents, channels))
+
+    monkeypatch.setattr(datasets, "decode_image", counted)
+    d = data.load("keras_vit_few_shot_jpegs", data_dir=str(tmp_path))
+    labels = evaluation._train_labels(d)
+    assert decoded == []
+    assert labels.dtype == np.int64
+    np.testing.assert_array_equal(np.bincount(labels), [3, 3])
+    # In the split's order (tensorflow_datasets' shuffled one), which
+    # reading its examples decodes each image for (the count counts).
+    assert labels.tolist() == [int(y) for _, y in d.train]
+    assert len(decoded) == 6
+
+
 def test_an_image_folder_is_tested_on_a_held_out_share(tmp_path):
     # A folder has no test split: refused unless a share is held out, and
     # the shots are drawn from the other images only.

@@ -19,7 +19,8 @@
   may be a `gs://` path for TPUs): its `supervised_keys` (image, label);
   with `labels=False` its image feature alone, as one class
   `"unlabelled"`, from the `"train"` split and the `"unlabelled"` split
-  where there is one (`"stl10"`).
+  where there is one (`"stl10"`). JPEGs decode as PIL decodes them; for
+  training, after the shuffle (`Dataset.training_source`).
 """
 
 import dataclasses
@@ -89,8 +90,18 @@ class Dataset:
             `train` read alone (tensorflow_datasets' split slicing), or `None`.
         read_at: `read_at(order)` -> the `train` examples at the int64
             indices of the `tf.data.Dataset` `order`, in that order, reading
-            only those (arrays, image folders), or `None`: what `indexed`
-            reads.
+            only those (arrays, image folders), or `None`: what
+            `training_source` reads.
+        training_range: `training_range(start, stop)` -> what
+            `training_source` gives for the `train` examples from `start`
+            to `stop` (`None`: from the first, to the last) of a source
+            read by split slicing (tensorflow_datasets): a
+            `keras_vit.data.pipeline.Encoded` source of their records, the
+            images not yet decoded, where keras_vit decodes them (JPEGs),
+            else the decoded examples; or `None`.
+        read_train_labels: `read_train_labels()` -> a `tf.data.Dataset` of
+            `train`'s labels in order, read without decoding an image
+            (tensorflow_datasets), or `None`.
         train_digest: what `train`'s examples are, in order, where their
             number does not tell (an image folder: the SHA-256 of its files'
             paths below it, `files_digest`), else `None`. A validation split
@@ -109,6 +120,8 @@ class Dataset:
     select: object = dataclasses.field(default=None, repr=False)
     select_range: object = dataclasses.field(default=None, repr=False)
     read_at: object = dataclasses.field(default=None, repr=False)
+    training_range: object = dataclasses.field(default=None, repr=False)
+    read_train_labels: object = dataclasses.field(default=None, repr=False)
     train_digest: str = dataclasses.field(default=None, repr=False)
 
     @property
@@ -125,37 +138,63 @@ class Dataset:
 
         return select_indices(self.train, indices)
 
-    def indexed(self, indices=None):
-        """The training examples (those at `indices`, if given) as a
-        `keras_vit.data.pipeline.Indexed` source, which `train_pipeline`
-        shuffles whole before reading an image; `None` where the source is
-        not read by index (tensorflow_datasets, whose records were
-        shuffled when it was prepared)."""
+    def training_source(self, indices=None):
+        """What `train_pipeline` shuffles to train on `train` (or on the
+        examples at `indices`, increasing): where the source allows, they
+        are shuffled before any image is read or decoded.
+
+        - arrays, image folders: a `keras_vit.data.pipeline.Indexed`
+          source, which `train_pipeline` shuffles whole, by index, before
+          reading an image (a buffer of an image folder's class-ordered
+          files mixed a few classes at a time);
+        - a tensorflow_datasets split of JPEGs: a
+          `keras_vit.data.pipeline.Encoded` source, whose records
+          `train_pipeline` shuffles through its buffer still encoded,
+          decoding each image after it (a buffer of decoded full-size
+          images held some four times the memory; big_vision and timm
+          shuffle the encoded records too);
+        - otherwise (a tensorflow_datasets split of PNGs, which
+          tensorflow_datasets decodes and caches when small) the decoded
+          examples, a `tf.data.Dataset` (`train`, or `subset(indices)`).
+        """
+        import tensorflow as tf
+
+        from keras_vit.data.pipeline import Encoded
         from keras_vit.data.pipeline import Indexed
+        from keras_vit.data.pipeline import select_indices
 
-        if self.read_at is None:
-            return None
-        if indices is None:
-            return Indexed(self.num_train, self.read_at)
-        chosen = np.asarray(indices, "int64")
+        chosen = None if indices is None else np.asarray(indices, "int64")
+        if self.read_at is not None:
+            if chosen is None:
+                return Indexed(self.num_train, self.read_at)
 
-        def read(order):
-            import tensorflow as tf
+            def read(order):
+                table = tf.constant(chosen)
+                return self.read_at(order.map(lambda i: tf.gather(table, i)))
 
-            table = tf.constant(chosen)
-            return self.read_at(order.map(lambda i: tf.gather(table, i)))
+            return Indexed(len(chosen), read)
+        if self.training_range is None:
+            return self.train if chosen is None else self.subset(chosen)
+        source = self.training_range(None, None)
+        if chosen is None:
+            return source
+        if isinstance(source, Encoded):
+            return dataclasses.replace(
+                source, examples=select_indices(source.examples, chosen)
+            )
+        return select_indices(source, chosen)
 
-        return Indexed(len(chosen), read)
-
-    def holdout(self, fraction, seed=0, indexed=False):
+    def holdout(self, fraction, seed=0, training=False):
         """Holds a fraction of `train` out, the same way every time.
 
         Image folders and arrays hold out a random `fraction` (by `seed`),
         read without the other images; a tensorflow_datasets split its last
         `fraction` (its records were shuffled when it was prepared), read
         with split slicing; any other source filters its examples by index.
-        Nothing is buffered in memory. With `indexed`, the training part
-        is `indexed`'s source where there is one.
+        Nothing is buffered in memory. With `training`, the training part
+        is what `training_source` gives for it (what `train_pipeline`
+        shuffles before reading or decoding the images), else decoded
+        examples.
 
         Returns:
             `(train, validation, num_train, num_validation)`.
@@ -164,13 +203,19 @@ class Dataset:
 
         train, held = holdout_indices(self.num_train, fraction, seed)
         if self.select is None and self.select_range is not None:
+            num_kept = len(train)
+            kept = (
+                self.training_range
+                if training and self.training_range is not None
+                else self.select_range
+            )(0, num_kept)
             return (
-                self.select_range(0, len(train)),
-                self.select_range(len(train), self.num_train),
-                len(train),
+                kept,
+                self.select_range(num_kept, self.num_train),
+                num_kept,
                 len(held),
             )
-        kept = (indexed and self.indexed(train)) or self.subset(train)
+        kept = self.training_source(train) if training else self.subset(train)
         return kept, self.subset(held), len(train), len(held)
 
 
@@ -699,33 +744,67 @@ def _tfds_image_decoder(builder, key, tfds):
 
 
 def _tfds_reader(builder, key, labels):
-    """`read(split)` -> a `tf.data.Dataset` of `(image, label)` from a
-    tensorflow_datasets builder; without labels the image feature `key`
-    alone, label 0. JPEG images decode as PIL decodes them
-    (`_tfds_image_decoder`)."""
+    """`(read, records, decode)` of a tensorflow_datasets builder.
+
+    `records(split, encoded)` -> a `tf.data.Dataset` of `(image, label)`
+    records; without labels the image feature `key` alone, label 0; with
+    `encoded`, each image its file's bytes, not decoded. `decode(image,
+    label)` -> the example of such a record, its JPEG decoded as PIL
+    decodes it (`_tfds_image_decoder`), or `None` where the images are
+    not JPEGs (tensorflow_datasets decodes them). `read(split)` -> the
+    examples, decoded.
+    """
     import tensorflow as tf
 
     tfds = extras.require("tensorflow_datasets", "A tensorflow_datasets name")
-    decode = _tfds_image_decoder(builder, key, tfds)
-    decoders = None if decode is None else {key: tfds.decode.SkipDecoding()}
+    decode_file = _tfds_image_decoder(builder, key, tfds)
 
     def pair(example):
         return example[key], tf.constant(0, tf.int64)
 
-    def decoded(image, label):
-        return decode(image), label
-
-    def read(split):
+    def records(split, encoded):
         dataset = builder.as_dataset(
-            split=split, as_supervised=labels, decoders=decoders
+            split=split,
+            as_supervised=labels,
+            decoders={key: tfds.decode.SkipDecoding()} if encoded else None,
         )
         if not labels:
             dataset = dataset.map(pair, num_parallel_calls=tf.data.AUTOTUNE)
-        if decode is not None:
-            dataset = dataset.map(decoded, num_parallel_calls=tf.data.AUTOTUNE)
         return dataset
 
-    return read
+    decode = None
+    if decode_file is not None:
+
+        def decode(image, label):
+            return decode_file(image), label
+
+    def read(split):
+        if decode is None:
+            return records(split, encoded=False)
+        return records(split, encoded=True).map(
+            decode, num_parallel_calls=tf.data.AUTOTUNE
+        )
+
+    return read, records, decode
+
+
+def _tfds_training_range(split, records, decode):
+    """`training_range(start, stop)` (see `Dataset`) of the training split
+    `split` of a tensorflow_datasets builder's `records` and `decode`
+    (`_tfds_reader`): the records of its JPEGs as an `Encoded` source,
+    decoded by `train_pipeline` after its shuffle buffer (the buffer holds
+    the files' bytes, not full-size images), else its decoded examples."""
+    from keras_vit.data.pipeline import Encoded
+
+    def training_range(start, stop):
+        part = split
+        if (start, stop) != (None, None):  # one split: split slicing
+            part = f"{split}[{start or ''}:{'' if stop is None else stop}]"
+        if decode is None:
+            return records(part, encoded=False)
+        return Encoded(records(part, encoded=True), decode)
+
+    return training_range
 
 
 def _from_tfds(name, data_dir, labels=True):
@@ -762,7 +841,7 @@ def _from_tfds(name, data_dir, labels=True):
     test_split = _test_split(builder, labels)
     key = _tfds_image_key(name, info)
     image_shape = info.features[key].shape
-    read = _tfds_reader(builder, key, labels)
+    read, records, decode = _tfds_reader(builder, key, labels)
     if labels:
         class_names = list(info.features[info.supervised_keys[1]].names)
         train_split = "train"
@@ -781,9 +860,18 @@ def _from_tfds(name, data_dir, labels=True):
             f"Received: dataset={name!r}"
         )
     single = "+" not in train_split
+
+    def read_train_labels():
+        # The images' bytes, never decoded: a pass for the labels alone.
+        return records(train_split, encoded=True).map(
+            lambda image, label: label
+        )
+
     return Dataset(
         name=name,
         train=read(train_split),
+        training_range=_tfds_training_range(train_split, records, decode),
+        read_train_labels=read_train_labels,
         test=None if test_split is None else read(test_split),
         select_range=(
             lambda start, stop: read(f"{train_split}[{start}:{stop}]")

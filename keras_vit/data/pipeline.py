@@ -116,7 +116,7 @@ class Indexed:
     and the buffer held thousands of full-size images. Here each epoch is
     a permutation of the indices (`tf.random.experimental.index_shuffle`,
     no buffer), and only then are the images read. See
-    `keras_vit.data.Dataset.indexed`.
+    `keras_vit.data.Dataset.training_source`.
 
     Attributes:
         size: int, the number of examples.
@@ -131,9 +131,54 @@ class Indexed:
     @property
     def element_spec(self):
         """The `(image, label)` spec of the examples."""
+        return _none_read(self).element_spec
+
+
+@dataclasses.dataclass(frozen=True)
+class Encoded:
+    """Training examples whose images are decoded after the shuffle, so
+    that `train_pipeline`'s shuffle buffer holds encoded images (a JPEG's
+    bytes), not decoded ones.
+
+    A tensorflow_datasets split went through the buffer of
+    `shuffle_buffer` examples decoded: for ImageNet some 10,000 full-size
+    images (about 4 GB) where their JPEGs take about 1.1 GB. big_vision's
+    and timm's readers shuffle the encoded records and decode after the
+    buffer, as here: each epoch shuffles `examples` as a `tf.data.Dataset`
+    is shuffled (the same seeds), then decodes them in a parallel map. See
+    `keras_vit.data.Dataset.training_source`.
+
+    Attributes:
+        examples: a `tf.data.Dataset` of `(encoded image, label)` records
+            (a scalar string and an integer label).
+        decode: `decode(image, label)` -> `(image, label)`: a record's
+            example, the image decoded (a function `tf.data` traces).
+    """
+
+    examples: object
+    decode: object = dataclasses.field(repr=False)
+
+    @property
+    def element_spec(self):
+        """The `(image, label)` spec of the examples, decoded."""
+        return _none_read(self).element_spec
+
+    def decoded(self, records):
+        """The examples of `records` (some of `examples`), decoded in a
+        parallel map."""
         import tensorflow as tf
 
-        return self.read(tf.data.Dataset.range(0)).element_spec
+        return records.map(self.decode, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def _none_read(source):
+    """A `tf.data.Dataset` of `source`'s examples (as `train_pipeline`
+    takes it) that reads none: their decoded spec, for checks."""
+    if isinstance(source, Indexed):
+        return source.read(_range(0))
+    if isinstance(source, Encoded):
+        return source.decoded(source.examples.take(0))
+    return source
 
 
 def _to_rgb(image):
@@ -568,12 +613,15 @@ def train_pipeline(
 ):
     """Batches of augmented training images and one-hot labels.
 
-    An `Indexed` source (an image folder's or arrays' examples, see
-    `keras_vit.data.Dataset.indexed`) is shuffled whole, by index, before
-    any image is read; a `tf.data.Dataset` through a buffer of
-    `shuffle_buffer` examples (which only mixes a window of them: its
-    examples must be in random order already, as tensorflow_datasets
-    writes them).
+    What `keras_vit.data.Dataset.training_source` gives is shuffled
+    before any image is read or decoded where the source allows: an
+    `Indexed` source (an image folder's or arrays' examples) whole, by
+    index, before any image is read; an `Encoded` source (a
+    tensorflow_datasets split of JPEGs) through a buffer of
+    `shuffle_buffer` encoded records, each image decoded after it; a
+    `tf.data.Dataset` through a buffer of `shuffle_buffer` examples. A
+    buffer only mixes a window of the examples: they must be in random
+    order already, as tensorflow_datasets writes them.
 
     Every random choice, the shuffle order included, is a function of
     `(seed, epoch, position in the epoch)`, so the epochs of a stream that
@@ -588,7 +636,8 @@ def train_pipeline(
 
     Args:
         dataset: `tf.data.Dataset` of `(image, label)` (see
-            `keras_vit.data.load`), or an `Indexed` source of them.
+            `keras_vit.data.load`), or an `Indexed` or `Encoded` source of
+            them.
         num_classes: int, the one-hot depth.
         image_size: `(height, width)` of the model input.
         batch_size: int, the global batch; the last partial batch is
@@ -596,7 +645,8 @@ def train_pipeline(
         augmentation: an `Augmentation`. Defaults to `Augmentation()`.
         shuffle: bool, whether to shuffle each epoch. Defaults to `True`.
         shuffle_buffer: int, the shuffle buffer of a `tf.data.Dataset`
-            (an `Indexed` source needs none). Defaults to `10_000`.
+            or of an `Encoded` source's records (an `Indexed` source needs
+            none). Defaults to `10_000`.
         seed: int >= 0, seeds the shuffle and every random augmentation.
         deterministic: bool, whether the output order must not depend on
             thread timing (slower). Defaults to `False`.
@@ -643,9 +693,7 @@ def train_pipeline(
     options = tf.data.Options()
     options.deterministic = bool(deterministic)
     ds = _epoch_stream(
-        dataset
-        if isinstance(dataset, Indexed)
-        else dataset.with_options(options),
+        _with_options(dataset, options),
         options,
         shuffle=shuffle,
         shuffle_buffer=shuffle_buffer,
@@ -660,6 +708,19 @@ def train_pipeline(
         ds, fixed_size, seed, aug, image_size, num_classes, batch_size
     )
     return _mixed(ds, aug).prefetch(tf.data.AUTOTUNE)
+
+
+def _with_options(source, options):
+    """`source` (as `train_pipeline` takes it) with `options` on the
+    `tf.data.Dataset` it shuffles (an `Indexed` source has none: its
+    `read` makes a new one each epoch)."""
+    if isinstance(source, Indexed):
+        return source
+    if isinstance(source, Encoded):
+        return dataclasses.replace(
+            source, examples=source.examples.with_options(options)
+        )
+    return source.with_options(options)
 
 
 def _check_train_arguments(
@@ -679,9 +740,7 @@ def _check_train_arguments(
     """`train_pipeline`'s arguments checked, in order: the normalised
     `(num_classes, image_size, batch_size, augmentation, shuffle_buffer,
     seed, num_examples, initial_epoch)`."""
-    _check_dataset(
-        dataset.read(_range(0)) if isinstance(dataset, Indexed) else dataset
-    )
+    _check_dataset(_none_read(dataset))
     num_classes = arg_checks.positive_int("num_classes", num_classes)
     image_size = arg_checks.size_2d("image_size", image_size)
     batch_size = arg_checks.int_below(
@@ -755,6 +814,11 @@ def _epoch_stream(
     for when the next epoch starts)."""
     import tensorflow as tf
 
+    encoded = isinstance(source, Encoded)
+    # An `Encoded` source's records are shuffled as they are, and their
+    # images decoded after the buffer (below).
+    records = source.examples if encoded else source
+
     def epoch_of(epoch):
         if isinstance(source, Indexed):
             ds = source.read(_epoch_order(source.size, shuffle, seed, epoch))
@@ -763,18 +827,20 @@ def _epoch_stream(
             # (1, f(seed, epoch)) whatever the global seed is (a tensor
             # seed under a global seed of 0 fails in TensorFlow).
             tf.random.set_seed(1)
-            ds = source.shuffle(
+            ds = records.shuffle(
                 shuffle_buffer,
                 seed=_shuffle_seed(seed, epoch),
                 reshuffle_each_iteration=False,
             )
         else:
-            ds = source
+            ds = records
         if repeat and num_examples is not None:
             # Whole batches only, so every pass over the data is exactly
             # one epoch and a resumed run starts its epochs where they
             # began.
             ds = ds.take(num_examples // batch_size * batch_size)
+        if encoded:
+            ds = source.decoded(ds)
         # Each example's seed is a function of its position (epoch and
         # place in it), which is all that is attached here (`enumerate` is
         # cheap; the seeds are made in the parallel maps).

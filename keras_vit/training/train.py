@@ -548,15 +548,18 @@ def _load_data(config, setup):
     data = data_datasets.load(
         config.data.dataset, config.data.data_dir, labels=not masked
     )
-    # Read by index where the source allows (arrays, image folders), so
-    # that each epoch is a shuffle of the whole split: a shuffle buffer of
-    # an image folder's class-ordered files mixed a few classes at a time.
-    train_split = data.indexed() or data.train
+    # Shuffled before its images are read or decoded where the source
+    # allows (`Dataset.training_source`): arrays and image folders by index,
+    # each epoch a shuffle of the whole split (a shuffle buffer of an image
+    # folder's class-ordered files mixed a few classes at a time); a
+    # tensorflow_datasets split of JPEGs through the buffer still encoded,
+    # decoded after it (a buffer of decoded images took ~4x the memory).
+    train_split = data.training_source()
     num_train = data.num_train
     validation_split = num_held = None
     if config.data.validation_split:
         train_split, validation_split, num_train, num_held = data.holdout(
-            config.data.validation_split, seed=config.run.seed, indexed=True
+            config.data.validation_split, seed=config.run.seed, training=True
         )
         # Its size, known: an image folder's selection has none, and Keras
         # then warned "Your input ran out of data" after every validation.

@@ -498,11 +498,11 @@ def test_an_image_folder_is_shuffled_whole_before_it_is_read(tmp_path):
     # smaller than the folder (10,000 decoded images by default) mixed only
     # a window of them: every batch held a few neighbouring classes (30,000
     # images of 100 classes, batch 128: batch 0 held classes 0..33). Its
-    # `indexed` source is shuffled whole, by index, before any image is read.
+    # training source is shuffled whole, by index, before any image is read.
     d = _class_ordered_folder(tmp_path)
     buffered = _values(_epoch_pipe(d.train))  # a buffer of 4: a window
     assert len(set(buffered[0] // 8)) <= 2  # classes 0 and 1
-    source = d.indexed()
+    source = d.training_source()
     assert source.size == 64
     pipe = _epoch_pipe(source)
     epochs = [_values(pipe) for _ in range(3)]  # one epoch per iteration
@@ -515,7 +515,7 @@ def test_an_image_folder_is_shuffled_whole_before_it_is_read(tmp_path):
     np.testing.assert_array_equal(_values(_epoch_pipe(source, 2)), epochs[2])
     # Its training part after a hold-out: shuffled the same way, and only
     # its images are read (the held-out files may be broken).
-    train, held, n_train, _ = d.holdout(0.25, seed=0, indexed=True)
+    train, held, n_train, _ = d.holdout(0.25, seed=0, training=True)
     held_values = {int(x.numpy()[0, 0, 0]) for x, _ in held}
     for value in held_values:
         (tmp_path / f"c{value // 8}" / f"{value % 8}.png").write_bytes(b"")
@@ -530,7 +530,7 @@ def test_arrays_are_shuffled_whole_by_index():
     # buffer of 10,000 mixed only the first 10,000 of Fashion-MNIST's 60,000
     # into an epoch's first batches.
     digits = data.load("digits")
-    source = digits.indexed()
+    source = digits.training_source()
     assert source.size == digits.num_train
     pipe = data.train_pipeline(
         source, 10, (8, 8), 64, augmentation=data.NO_AUGMENTATION, seed=2
@@ -873,6 +873,12 @@ def test_tensorflow_datasets_names(tmp_path):
     assert (n_train, n_held) == (6, 3)
     assert [x.numpy().tobytes() for x, _ in train] == every[:6]
     assert [x.numpy().tobytes() for x, _ in held] == every[6:]
+    # Its PNGs, which tensorflow_datasets decodes (and caches, small), are
+    # trained on decoded, as they are read.
+    assert isinstance(d.training_source(), tf.data.Dataset)
+    train = d.holdout(0.34, training=True)[0]
+    assert isinstance(train, tf.data.Dataset)
+    assert [x.numpy().tobytes() for x, _ in train] == every[:6]
     x, y = next(iter(d.train))
     assert x.shape == (12, 12, 3) and x.dtype == tf.uint8
     batch = next(iter(data.eval_pipeline(d.test, 3, (16, 16), 4)))
@@ -1235,9 +1241,10 @@ def _pil_jpeg(seed, mode):
     return buffer.getvalue(), pixels.reshape(16, 20, channels)
 
 
-def _jpeg_builder(tfds, class_name, feature, mode):
-    """A tensorflow_datasets builder class of 4 train and 2 test JPEGs
-    written by PIL, stored as given; `pixels[split]` PIL's pixels."""
+def _jpeg_builder(tfds, class_name, feature, mode, train=4):
+    """A tensorflow_datasets builder class of `train` (4) train and 2 test
+    JPEGs written by PIL, labels alternately 0 and 1, stored as given;
+    `pixels[split]` PIL's pixels."""
     pixels = {"train": [], "test": []}
 
     def generate(split, n, seed):
@@ -1262,7 +1269,7 @@ def _jpeg_builder(tfds, class_name, feature, mode):
         "VERSION": tfds.core.Version("1.0.0"),
         "_info": info,
         "_split_generators": lambda builder, dl_manager: {
-            "train": generate("train", 4, 0),
+            "train": generate("train", train, 0),
             "test": generate("test", 2, 10),
         },
         "_generate_examples": lambda builder: None,
@@ -1299,6 +1306,140 @@ def test_tensorflow_datasets_jpegs_decode_as_pil_decodes_them(tmp_path):
                 read = sorted(x.numpy().tobytes() for x, _ in images)
                 want = sorted(p.tobytes() for p in pixels[split])
                 assert read == want, (class_name, labels, split)
+
+
+def _train_batches(source, seed=1):
+    """One epoch of `train_pipeline` on `source` (16x20 images, batch 4,
+    no augmentation) as `[(images, labels)]` arrays."""
+    pipe = data.train_pipeline(
+        source,
+        2,
+        (16, 20),
+        4,
+        augmentation=data.NO_AUGMENTATION,
+        seed=seed,
+        deterministic=True,
+    )
+    return [(x.numpy(), y.numpy()) for x, y in pipe]
+
+
+def _same_batches(a, b):
+    return len(a) == len(b) and all(
+        np.array_equal(xa, xb) and np.array_equal(ya, yb)
+        for (xa, ya), (xb, yb) in zip(a, b)
+    )
+
+
+def test_tensorflow_datasets_jpegs_are_shuffled_before_they_are_decoded(
+    tmp_path, monkeypatch
+):
+    # A tensorflow_datasets split went through train_pipeline's shuffle
+    # buffer decoded: for ImageNet some 10,000 full-size images (~4 GB)
+    # where their JPEGs take ~1.1 GB. Its training source shuffles the
+    # records, each image its JPEG's bytes, and decodes after the buffer
+    # (as big_vision's and timm's readers do), with the same seeds.
+    from keras_vit.data.pipeline import Encoded
+
+    tfds = pytest.importorskip("tensorflow_datasets")
+    pixels = _jpeg_builder(
+        tfds,
+        "KerasVitShuffledJpegs",
+        tfds.features.Image(shape=(16, 20, 3), encoding_format="jpeg"),
+        "RGB",
+        train=16,
+    )
+    d = data.load("keras_vit_shuffled_jpegs", data_dir=str(tmp_path))
+    source = d.training_source()
+    assert isinstance(source, Encoded)
+    record = (tf.TensorSpec((), tf.string), tf.TensorSpec((), tf.int64))
+    assert source.examples.element_spec == record
+    assert source.element_spec == d.train.element_spec
+    shuffled = []  # the spec of what each shuffle buffer holds
+    shuffle = tf.data.Dataset.shuffle
+
+    def recorded(dataset, *args, **kwargs):
+        shuffled.append(dataset.element_spec)
+        return shuffle(dataset, *args, **kwargs)
+
+    monkeypatch.setattr(tf.data.Dataset, "shuffle", recorded)
+    batches = _train_batches(source)
+    assert shuffled == [record]  # the JPEGs' bytes, not their pixels
+    shuffled.clear()
+    decoded = _train_batches(d.train)
+    assert shuffled == [d.train.element_spec]
+    # The same batches as the decoded split's shuffled by the same seed:
+    # the same examples, order and (PIL's) pixels.
+    assert len(batches) == 4
+    assert _same_batches(batches, decoded)
+    images = np.concatenate([x for x, _ in batches])
+    labels = np.concatenate([y.argmax(1) for _, y in batches])
+    expected = {p.tobytes(): i % 2 for i, p in enumerate(pixels["train"])}
+    seen = {
+        np.round(x).astype(np.uint8).tobytes(): y
+        for x, y in zip(images, labels)
+    }
+    assert seen == expected
+    # A seed gives its order every time, another seed another order.
+    assert _same_batches(_train_batches(source), batches)
+    assert not _same_batches(_train_batches(source, seed=2), batches)
+    # The training part of a hold-out (the split's head): encoded too.
+    train, _, n_train, _ = d.holdout(0.25, training=True)
+    assert isinstance(train, Encoded) and n_train == 12
+    assert _same_batches(
+        _train_batches(train), _train_batches(d.holdout(0.25)[0])
+    )
+    # Without labels: label 0, the same images.
+    d = data.load(
+        "keras_vit_shuffled_jpegs", data_dir=str(tmp_path), labels=False
+    )
+    source = d.training_source()
+    assert isinstance(source, Encoded)
+    unlabelled = list(source.decoded(source.examples))
+    assert [int(y) for _, y in unlabelled] == [0] * 16
+    assert sorted(x.numpy().tobytes() for x, _ in unlabelled) == sorted(
+        p.tobytes() for p in pixels["train"]
+    )
+
+
+def test_a_run_trains_on_a_tensorflow_datasets_split_decoded_after_shuffle(
+    tmp_path,
+):
+    # What a run hands train_pipeline (`_load_data`) for a tensorflow_datasets
+    # split of JPEGs, with and without a hold-out: the encoded records.
+    import importlib
+    import types
+
+    from keras_vit.data.pipeline import Encoded
+    from keras_vit.training import TrainConfig
+
+    tfds = pytest.importorskip("tensorflow_datasets")
+    _jpeg_builder(
+        tfds,
+        "KerasVitRunJpegs",
+        tfds.features.Image(shape=(16, 20, 3), encoding_format="jpeg"),
+        "RGB",
+        train=8,
+    )
+    train_module = importlib.import_module("keras_vit.training.train")
+    for split, num_train in ((0.0, 8), (0.25, 6)):
+        config = TrainConfig.from_dict(
+            {
+                "model": "Ti/16",
+                "dataset": "keras_vit_run_jpegs",
+                "data_dir": str(tmp_path),
+                "output": str(tmp_path / "run"),
+                "image_size": 16,
+                "patch_size": 4,
+                "batch_size": 2,
+                "validation_split": split,
+            }
+        )
+        loaded = train_module._load_data(
+            config, types.SimpleNamespace(kind="default")
+        )
+        assert isinstance(loaded.train, Encoded), split
+        assert loaded.num_train == num_train
+        assert len(list(loaded.train.examples)) == num_train
 
 
 def test_images_next_to_class_folders_are_ignored_with_a_warning(tmp_path):
