@@ -31,12 +31,16 @@ import contextlib
 import dataclasses
 import io
 import json
+import os
+import shutil
 import struct
+import tempfile
 import zipfile
 
 import h5py
 import numpy as np
 
+from keras_vit import files
 from keras_vit.layers.patch_encoder import GRID_RECORD
 from keras_vit.layers.patch_encoder import TOKENS_RECORD
 from keras_vit.weights.checkpoint import Checkpoint
@@ -150,6 +154,52 @@ def _member_data(path, archive, info):
         name_length, extra_length = struct.unpack("<HH", header[26:30])
         start = info.header_offset + 30 + name_length + extra_length
         yield _StoredMember(raw, start, info.file_size)
+
+
+@contextlib.contextmanager
+def weights_for_keras(path):
+    """The file Keras's `Model.load_weights` should read for `path`: a
+    local `.keras` file's weights member copied to a `.weights.h5` in a
+    temporary folder (removed afterwards), any other file as it is.
+
+    Keras reads a `.keras` file's weights member through `zipfile`, whose
+    seeks read from the member's start on Python 3.11: 15-17 s for a
+    ViT-B/16, where the copy and its loading take about 1 s
+    (keras-team/keras#19793 mended `load_model`, which copies the member
+    too, not `load_weights`). The two files hold the same weights and
+    Keras loads them the same way. The folder goes next to the file, else
+    in the system's temporary folder; where neither can hold the copy (no
+    space, read-only), or the archive cannot be copied from, Keras reads
+    the archive itself and reports its own errors.
+    """
+    name = os.fspath(path)
+    if not (isinstance(name, str) and name.endswith(".keras")) or "://" in name:
+        yield path
+        return
+    with contextlib.ExitStack() as stack:
+        copy = None
+        for folder in (files.temporary_folder, _system_temporary_folder):
+            try:
+                copy = _copied_member(name, stack.enter_context(folder(name)))
+                break
+            except Exception:  # noqa: BLE001 - OSError, zipfile's, zlib's
+                stack.close()
+        yield path if copy is None else copy
+
+
+def _system_temporary_folder(name):
+    del name  # the system's folder, wherever the file is
+    return tempfile.TemporaryDirectory(prefix="keras_vit-")
+
+
+def _copied_member(path, folder):
+    """Copies the weights member of the `.keras` file `path` into `folder`
+    (zipfile checks its CRC on the way); returns the copy's path."""
+    copy = os.path.join(folder, WEIGHTS_MEMBER)
+    with zipfile.ZipFile(path) as archive:
+        with archive.open(WEIGHTS_MEMBER) as member, open(copy, "wb") as out:
+            shutil.copyfileobj(member, out, 1 << 24)
+    return copy
 
 
 class _StoredMember(io.RawIOBase):

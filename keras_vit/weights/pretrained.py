@@ -13,6 +13,7 @@ from keras_vit import registry
 from keras_vit.models import vit
 from keras_vit.models.config import DEFAULTS
 from keras_vit.weights import loading
+from keras_vit.weights import native
 from keras_vit.weights import reader
 
 
@@ -128,3 +129,4 @@ def _fill_from_checkpoint(given, arguments, preset, checkpoint):
 
 vit.set_weights_loader(prepare)
 vit.set_keras_weights_check(loading.check_keras_file)
+vit.set_keras_weights_file(native.weights_for_keras)

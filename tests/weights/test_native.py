@@ -1,6 +1,7 @@
 """keras_vit's own files (`.keras`, `.weights.h5`): what their tensors,
 held by position, cannot tell apart is checked, never guessed."""
 
+import os
 import re
 
 import numpy as np
@@ -239,6 +240,98 @@ def test_a_check_reads_the_file_in_place_one_tensor_at_a_time(tmp_path):
         loaded = keras_vit.ViT(**TINY)
         loaded.load_weights(path)
         _assert_same_outputs(model, loaded)
+
+
+def _keras_reads(monkeypatch):
+    """The paths Keras's own `Model.load_weights` is given, as a list."""
+    import keras
+
+    seen, keras_load = [], keras.Model.load_weights
+
+    def spy(model, filepath, *args, **kwargs):
+        seen.append((str(filepath), os.path.isfile(filepath)))
+        return keras_load(model, filepath, *args, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "load_weights", spy)
+    return seen
+
+
+def test_load_weights_hands_keras_a_copy_of_a_keras_files_weights(
+    tmp_path, monkeypatch
+):
+    # Keras read the weights member through zipfile's seeks, which read
+    # from the member's start on Python 3.11: 15-17 s for a ViT-B/16.
+    import tempfile
+
+    from keras_vit import files
+    from keras_vit.weights import native
+
+    # Its optimizer holds a step count and moments, which the file keeps.
+    source = _tiny(seed=1)
+    source.compile("adam", "sparse_categorical_crossentropy")
+    source.optimizer.build(source.trainable_variables)
+    rng = np.random.default_rng(0)
+    for variable in source.optimizer.variables:
+        variable.assign(rng.uniform(1, 2, variable.shape))
+    path = str(tmp_path / "m.keras")
+    source.save(path)
+    seen = _keras_reads(monkeypatch)
+
+    def loaded():
+        model = _tiny(seed=2)
+        model.compile("adam", "sparse_categorical_crossentropy")
+        model.optimizer.build(model.trainable_variables)
+        model.load_weights(path)
+        for got, want in zip(model.variables, source.variables, strict=True):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+        for got, want in zip(
+            model.optimizer.variables, source.optimizer.variables, strict=True
+        ):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+        return seen[-1]
+
+    copy, existed = loaded()
+    assert existed and os.path.basename(copy) == "model.weights.h5"
+    assert os.path.dirname(os.path.dirname(copy)) == str(tmp_path)
+    assert os.listdir(tmp_path) == ["m.keras"]  # the copy's folder went
+
+    # A folder that cannot hold it: the system's temporary folder does.
+    def refused(name):
+        raise PermissionError(f"read-only: {name}")
+
+    monkeypatch.setattr(files, "temporary_folder", refused)
+    copy, existed = loaded()
+    assert existed and copy.startswith(tempfile.gettempdir() + os.sep)
+    assert not os.path.exists(copy)
+    # Neither: Keras reads the archive itself.
+    monkeypatch.setattr(native, "_system_temporary_folder", refused)
+    assert loaded() == (path, True)
+    assert os.listdir(tmp_path) == ["m.keras"]
+
+
+def test_a_damaged_member_is_left_to_keras_without_the_check(tmp_path):
+    # skip_mismatch=True skips keras_vit's check: the copy, which checks
+    # the member's CRC, does not stand in for the archive, and what was
+    # copied is removed.
+    import zipfile
+
+    from keras_vit.weights import native
+
+    path = _save(_tiny(seed=1), tmp_path / "m.keras")
+    start, size = _member_data_start(path)
+    with open(path, "r+b") as file:
+        file.seek(start + size // 2)
+        byte = file.read(1)
+        file.seek(start + size // 2)
+        file.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(zipfile.BadZipFile, match="CRC"):
+        with zipfile.ZipFile(path) as archive:
+            archive.read(native.WEIGHTS_MEMBER)
+    with native.weights_for_keras(path) as readable:
+        assert readable == path
+    assert os.listdir(tmp_path) == ["m.keras"]
+    with native.weights_for_keras(tmp_path / "x.weights.h5") as readable:
+        assert readable == tmp_path / "x.weights.h5"  # not a .keras file
 
 
 def test_a_stored_member_reads_as_its_bytes_wherever_it_seeks(tmp_path):
