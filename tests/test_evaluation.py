@@ -365,6 +365,15 @@ def test_a_tensorflow_datasets_splits_labels_are_read_without_its_images(
     # reading its examples decodes each image for (the count counts).
     assert labels.tolist() == [int(y) for _, y in d.train]
     assert len(decoded) == 6
+    # The shots (here the last two) decode theirs alone: a filter of the
+    # decoded split decoded every image up to the last one chosen.
+    examples = list(d.train)
+    before = len(decoded)
+    chosen = list(d.subset([4, 5]))
+    assert len(decoded) - before == 2
+    for got, want in zip(chosen, examples[4:], strict=True):
+        np.testing.assert_array_equal(got[0], want[0])
+        assert int(got[1]) == int(want[1])
 
 
 def test_an_image_folder_is_tested_on_a_held_out_share(tmp_path):

@@ -130,12 +130,20 @@ class Dataset:
 
     def subset(self, indices):
         """The training examples at `indices` (increasing), in order: read
-        alone where the source allows, else filtered out of `train`."""
+        alone where the source allows, else filtered out of `train` (a
+        tensorflow_datasets split of JPEGs: out of its records, so that
+        only the chosen images are decoded, not all those before the last
+        chosen one: few-shot's shots of ImageNet)."""
         indices = np.asarray(indices, "int64")
         if self.select is not None:
             return self.select(indices)
+        from keras_vit.data.pipeline import Encoded
         from keras_vit.data.pipeline import select_indices
 
+        if self.training_range is not None:
+            source = self.training_range(None, None)
+            if isinstance(source, Encoded):
+                return source.decoded(select_indices(source.examples, indices))
         return select_indices(self.train, indices)
 
     def training_source(self, indices=None):
