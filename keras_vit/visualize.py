@@ -432,26 +432,28 @@ def attention_rollout(
     registers = arg_checks.boolean("registers", registers)
     attentions = _attentions_and_probe(model, images)
     return _rollout_of(
-        model, images, attentions, head_fusion, discard_ratio, registers
+        model,
+        images,
+        attentions,
+        registers,
+        head_fusion=head_fusion,
+        discard_ratio=discard_ratio,
     )
 
 
-def _rollout_of(
-    model, images, attentions, head_fusion, discard_ratio, registers
-):
+def _rollout_of(model, images, attentions, registers=False, **fusion):
     """`attention_rollout`'s `Rollout` from `attentions`, the blocks' and
-    the probe's (`_attentions_and_probe`) on `images`."""
+    the probe's (`_attentions_and_probe`) on `images`; `fusion`: `rollout`'s
+    `head_fusion` and `discard_ratio` (its defaults where not given)."""
     attentions, probe = attentions
     prefix = model.num_prefix_tokens
-    matrix = rollout(attentions, prefix, head_fusion, discard_ratio)
+    matrix = rollout(attentions, prefix, **fusion)
     query = _map_query(model)
     grid = model.input_grid(np.shape(images))  # a dynamic model: the input's
     rows = _query_rows(matrix, query, prefix, probe)
     maps = rows[:, prefix:].reshape(len(rows), *grid)
     maps = maps / maps.sum(axis=(1, 2), keepdims=True)
-    # Per layer, the tokens' own attention (the probe's comes after the
-    # last layer: there, the patch tokens').
-    layer_query = "patches" if query == "probe" else query
+    layer_query = _layer_query(query)
     per_layer = [
         np.stack(
             [
@@ -479,6 +481,13 @@ def _rollout_of(
         query=query,
         pixels_per_token=pixels_per_token,
     )
+
+
+def _layer_query(query):
+    """The `MAP_QUERIES` key of the tokens whose own attention each layer's
+    maps show for `query`: itself, but for the probe, which attends after
+    the last layer: there, the patch tokens'."""
+    return "patches" if query == "probe" else query
 
 
 def _map_query(model):
@@ -944,15 +953,16 @@ def _file_name_parts(names, images):
     return names
 
 
-#: The caption of `inspect`'s per-layer figure, by `Rollout.query`.
-_LAYER_CAPTIONS = {
-    "class_token": "Class-token attention",
-    "class_and_distillation": "Attention of the class and distillation "
-    "tokens (their mean)",
-    "patches": "Attention of the patch tokens (mean over them)",
-    "probe": "Attention of the patch tokens (mean over them; the pooling "
-    "probe attends after the last layer)",
-}
+def _layer_caption(query, name):
+    """The caption of `inspect`'s per-layer figure of image `name` for
+    `Rollout.query`."""
+    caption = (
+        f"Attention of {MAP_QUERIES[_layer_query(query)]} per layer (rows) "
+        f"and head (columns), {name}"
+    )
+    if query == "probe":
+        caption += "; the pooling probe attends after the last layer"
+    return caption
 
 
 def _write_figures(plt, model, images, names, planned, output):
@@ -975,7 +985,7 @@ def _write_figures(plt, model, images, names, planned, output):
 
     # One forward pass for the maps and the distances.
     attentions = _attentions_and_probe(model, images)
-    result = _rollout_of(model, images, attentions, "mean", 0.0, False)
+    result = _rollout_of(model, images, attentions)
     for i, name in enumerate(names):
         save(
             plot_rollout(
@@ -990,8 +1000,7 @@ def _write_figures(plt, model, images, names, planned, output):
     save(
         plot_layer_attention(result.class_attention, 0),
         f"class_attention_{names[0]}.png",
-        f"{_LAYER_CAPTIONS[result.query]} per layer (rows) and head "
-        f"(columns), {names[0]}",
+        _layer_caption(result.query, names[0]),
     )
     save(
         # The images' own size: a dynamic model's need not be its build's.
