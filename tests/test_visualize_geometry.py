@@ -384,15 +384,22 @@ def test_distilled_models_map_the_class_and_distillation_tokens():
 @pytest.mark.parametrize(
     "kwargs, caption",
     [
-        ({}, "Attention of the class token per layer"),
+        ({}, "Attention of the class token per layer (rows)"),
         (
             {"distillation": True},
-            "Attention of the class and distillation tokens (their mean) per",
+            "Attention of the class and distillation tokens (their mean) "
+            "per layer (rows)",
         ),
-        ({"pooling": "gap"}, "Attention of the patch tokens (their mean) per"),
+        (
+            {"pooling": "gap"},
+            "Attention of the patch tokens (their mean) per layer (rows)",
+        ),
+        # The probe attends after the last layer: per layer, the patches'.
         (
             {"pooling": "map"},
-            "image0; the pooling probe attends after the last layer",
+            "Attention of the patch tokens (their mean) per layer (rows) and "
+            "head (columns), image0; the pooling probe attends after the "
+            "last layer",
         ),
     ],
 )
