@@ -502,7 +502,8 @@ def _map_query(model):
 def _attentions_and_probe(model, images):
     """Every block's attention weights (as `attention_weights` gives them)
     and, for a MAP-pooled model, its probe's `(B, T)` attention over the
-    final tokens averaged over heads (else `None`), from one pass."""
+    final tokens averaged over heads, zero on those it leaves out (else
+    `None`), from one pass."""
     model_checks.require_vit(model, "Attention maps")
     if _map_query(model) != "probe":
         return attention_weights(model, images), None
@@ -515,8 +516,10 @@ def _attentions_and_probe(model, images):
     attentions = [
         keras.ops.convert_to_numpy(a) for a in out["attention_weights"]
     ]
-    probe = keras.ops.convert_to_numpy(probe).astype("float64")
-    return attentions, probe.mean(axis=1)
+    probe = keras.ops.convert_to_numpy(probe).astype("float64").mean(axis=1)
+    # Zero for the prefix tokens the probe leaves out (`pool_include_prefix`).
+    skipped = attentions[-1].shape[-1] - probe.shape[-1]
+    return attentions, np.pad(probe, ((0, 0), (skipped, 0)))
 
 
 def mean_attention_distance(model, images):

@@ -225,6 +225,8 @@ def vit(images, model):
         ) / 2
         return softmax(x) if model.classifier_activation == "softmax" else x
     if model.pooling == "map":
+        if not model.pool_include_prefix:  # timm's pool_include_prefix
+            x = x[:, model.num_prefix_tokens :]
         x, _ = map_head(
             x,
             model.get_layer("pooling"),

@@ -44,6 +44,12 @@ def _tiny(**kwargs):
         ALL_OPTIONS,
         {"pooling": "map"},
         {"pooling": "map", "class_token": True, "num_register_tokens": 2},
+        {
+            "pooling": "map",
+            "class_token": True,
+            "num_register_tokens": 2,
+            "pool_include_prefix": True,
+        },
         {"pooling": "map", "include_top": False, **ALL_OPTIONS},
     ],
     ids=lambda kwargs: "-".join(f"{k}={v}" for k, v in kwargs.items()),
@@ -118,6 +124,11 @@ def test_options_round_trip_through_config_and_keras_file(tmp_path):
         ({"fc_norm": True}, "fc_norm=True and pooling='token'"),
         ({"num_register_tokens": -1}, "num_register_tokens=-1"),
         ({"num_register_tokens": 1.5}, "num_register_tokens=1.5"),
+        (
+            {"pool_include_prefix": True, "pooling": "gap"},
+            "pool_include_prefix=True and pooling='gap'",
+        ),
+        ({"pool_include_prefix": 1, "pooling": "map"}, "pool_include_prefix=1"),
         (
             {"position_embedding_tokens": "class"},
             "position_embedding_tokens='class'",
@@ -313,6 +324,42 @@ def test_map_pooling_attends_from_one_probe_with_the_models_heads():
     np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-6)
     _, expected = reference.map_head(tokens.numpy().astype("float64"), pool, 2)
     np.testing.assert_allclose(weights.numpy(), expected, atol=1e-5)
+
+
+def test_map_pooling_leaves_the_prefix_tokens_out_as_timm():
+    # timm's VisionTransformer.pool drops the class token and registers
+    # before attn_pool (pool_include_prefix=False): the probe attends to
+    # the patches only, and its attention maps are zero on the prefix.
+    from keras_vit import visualize
+
+    model = _tiny(pooling="map", class_token=True, num_register_tokens=2)
+    randomize_weights(model, scale=0.3)
+    assert model.get_layer("pooling").num_prefix_tokens == 3
+    images = random_images((2, 32, 32, 3))
+    tokens = model.forward_features(images)
+    _, weights = model.get_layer("pooling")(
+        tokens, return_attention_scores=True
+    )
+    assert weights.shape == (2, 2, 16)
+    result = visualize.attention_rollout(model, images)
+    np.testing.assert_allclose(result.maps.sum(axis=(1, 2)), 1.0, atol=1e-6)
+    # With the prefix included, the probe reads the class and register
+    # tokens too: other outputs from the same weights.
+    included = keras_vit.ViT.from_config(
+        {**model.get_config(), "pool_include_prefix": True}
+    )
+    included.set_weights(model.get_weights())
+    assert included.get_layer("pooling").num_prefix_tokens == 0
+    assert np.max(np.abs(included(images) - model(images))) > 1e-3
+
+
+def test_a_map_config_saved_before_the_prefix_was_left_out_keeps_it():
+    model = _tiny(pooling="map", class_token=True)
+    config = model.get_config()
+    del config["pool_include_prefix"]  # as written by earlier versions
+    assert keras_vit.ViT.from_config(config).pool_include_prefix is True
+    config["pooling"] = "gap"
+    assert keras_vit.ViT.from_config(config).pool_include_prefix is False
 
 
 def test_map_pooling_round_trips_and_trains(tmp_path):

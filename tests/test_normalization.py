@@ -266,6 +266,42 @@ def test_the_convert_command_takes_a_mean_and_std(tmp_path, capsys):
     assert model.normalization == IMAGENET and model.include_preprocessing
 
 
+PIXEL_UNITS = {
+    "mean": (123.675, 116.28, 103.53),
+    "std": (58.395, 57.12, 57.375),
+}
+
+
+@pytest.mark.parametrize(
+    "norm",
+    [
+        PIXEL_UNITS,
+        {"mean": (200, 0, 0), "std": (0.5, 0.5, 0.5)},
+        {"mean": (-0.1, 0.5, 0.5), "std": (0.5, 0.5, 0.5)},
+        {"mean": (0.5, 0.5, 0.5), "std": (0.5, 1.5, 0.5)},
+    ],
+)
+def test_a_normalization_in_pixel_units_is_refused(norm):
+    # mmcv-style numbers for [0, 255] pixels mapped every image into a band
+    # 0.017 wide, and the model still predicted confidently.
+    with pytest.raises(ValueError, match="divide them by 255") as info:
+        keras_vit.ViT(**TINY, normalization=norm)
+    assert f"Received: normalization={norm!r}" in str(info.value)
+
+
+def test_the_convert_command_refuses_a_mean_in_pixel_units(tmp_path, capsys):
+    from tests.weights.test_golden_parity import golden
+
+    output = tmp_path / "m.keras"
+    argv = ["convert", golden("vit_token.npz"), "--output", str(output)]
+    mean = ["--mean", *(str(v) for v in PIXEL_UNITS["mean"])]
+    std = ["--std", *(str(v) for v in PIXEL_UNITS["std"])]
+    assert cli.main([*argv, *mean, *std, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "divide them by 255" in err and "0.485" in err, err
+    assert not output.exists()
+
+
 def test_the_convert_command_takes_an_image_resize(tmp_path, capsys):
     from tests.weights.test_golden_parity import golden
 

@@ -64,8 +64,9 @@ def model_flops(model):
     and distillation tokens are tokens of every block
     (`num_prefix_tokens`), the distillation head is a second head, and the
     MAP head (`pooling="map"`) counts its probe's query projection, the
-    key / value projection of all the tokens, one query's attention logits
-    and weighting, its output projection and its MLP (`_map_flops`).
+    key / value projection of the tokens it attends to, one query's
+    attention logits and weighting, its output projection and its MLP
+    (`_map_flops`).
     Elementwise work is not counted, as the LayerNorms, GELU and softmax
     are not: `norm_pre`, `fc_norm`, LayerScale, QK-norm, the activation,
     the patch bias and the pooling's mean add nothing.
@@ -96,7 +97,7 @@ def model_flops(model):
     )
     total = stem_flops + 2.0 * n * patch_dim * d + model.num_layers * per_block
     if model.pooling == "map":
-        total += _map_flops(t, d, m)
+        total += _map_flops(t if model.pool_include_prefix else n, d, m)
     if model.include_top:
         width = d
         if model.representation_size:

@@ -1,7 +1,10 @@
 """`keras-vit convert`: a checkpoint in keras_vit's format."""
 
+import sys
+
 from keras_vit.data.resize import INTERPOLATIONS
 from keras_vit.options import ACTIVATIONS
+from keras_vit.options import MODEL_POOLINGS
 from keras_vit.options import POSITION_EMBEDDING_TOKENS
 
 
@@ -42,6 +45,15 @@ def add_parser(sub):
         help="whether the position embeddings have entries for the class, "
         "distillation and register tokens ('all') or the patches only, where "
         "their count does not say it (default: from the file)",
+    )
+    parser.add_argument(
+        "--pooling",
+        choices=MODEL_POOLINGS,
+        default=None,
+        help="how the tokens are pooled: a file with a class token and no "
+        "fc_norm reads as 'token', and one trained with average pooling "
+        "(timm's global_pool='avg', fc_norm=False) cannot say otherwise: "
+        "give 'gap' for it (default: from the file)",
     )
     _add_unrecorded(parser)
     parser.add_argument(
@@ -120,6 +132,15 @@ def _add_image_resize(parser):
     )
 
 
+def _report(message):
+    """Shows what the converted model assumed, before the user trusts it."""
+    print(
+        f"keras-vit convert: {message}\n  (flags: --num-heads, --activation, "
+        "--layer-norm-epsilon, --mean/--std)",
+        file=sys.stderr,
+    )
+
+
 def run(args):
     from keras_vit.weights.convert import convert
 
@@ -136,6 +157,8 @@ def run(args):
             "--mean and --std go together. Received: "
             f"mean={args.mean} and std={args.std}"
         )
+    if args.pooling is not None:
+        unrecorded["pooling"] = args.pooling
     if args.mean is not None:
         unrecorded["normalization"] = {"mean": args.mean, "std": args.std}
     interpolation = args.resize_interpolation
@@ -160,6 +183,7 @@ def run(args):
         position_embedding_tokens=args.position_embedding_tokens,
         overwrite=args.overwrite,
         verbose=0 if args.quiet else "auto",
+        report=_report,
         **unrecorded,
     )
     print(

@@ -15,10 +15,13 @@ class AttentionPooling(keras.layers.Layer):
 
     Multihead attention pooling, big_vision's `MAPHead` (SigLIP) and timm's
     `AttentionPoolLatent`: one learned probe token (`probe`) is the query of
-    a multi-head attention over all the tokens (`query` maps the probe,
+    a multi-head attention over the tokens (`query` maps the probe,
     `key_value` the tokens, fused `[keys | values]` as timm's `kv`, `proj`
     the heads' output), then `x = x + MLP(LayerNorm(x))` (`norm`,
     `mlp_fc1`, `mlp_fc2`), and the probe's output is the feature.
+    The first `num_prefix_tokens` tokens (a class token, registers) are
+    left out, as timm's `VisionTransformer` leaves them out of its
+    `attn_pool` (`pool_include_prefix=False`).
 
     Args:
         num_heads: int, attention heads; must divide the token width.
@@ -27,13 +30,15 @@ class AttentionPooling(keras.layers.Layer):
             `1e-6`.
         activation: the MLP activation, one of
             `keras_vit.options.ACTIVATIONS`. Defaults to `"gelu"`.
+        num_prefix_tokens: int, tokens at the start that the probe does
+            not attend to. Defaults to `0` (all the tokens).
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
         tokens: `(B, T, D)` tokens.
         return_attention_scores: bool, whether to also return the probe's
-            float32 attention weights `(B, num_heads, T)`. Defaults to
-            `False`.
+            float32 attention weights `(B, num_heads, T - num_prefix_tokens)`
+            over the tokens it attends to. Defaults to `False`.
 
     Returns:
         A `(B, D)` tensor, or `(features, attention_weights)`.
@@ -51,6 +56,7 @@ class AttentionPooling(keras.layers.Layer):
         mlp_dim,
         layer_norm_epsilon=1e-6,
         activation="gelu",
+        num_prefix_tokens=0,
         **kwargs,
     ):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
@@ -63,6 +69,9 @@ class AttentionPooling(keras.layers.Layer):
         self.activation = arg_checks.one_of(
             "activation", activation, ACTIVATIONS
         )
+        self.num_prefix_tokens = arg_checks.non_negative_int(
+            "num_prefix_tokens", num_prefix_tokens
+        )
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
@@ -70,6 +79,14 @@ class AttentionPooling(keras.layers.Layer):
             "AttentionPooling", input_shape, "the token width"
         )
         self.head_dim = arg_checks.head_width(self.num_heads, dim)
+        count = input_shape[1]
+        if count is not None and count <= self.num_prefix_tokens:
+            raise ValueError(
+                "AttentionPooling leaves out the first `num_prefix_tokens` "
+                "tokens, and these inputs have no other. Received: "
+                f"num_prefix_tokens={self.num_prefix_tokens} for tokens of "
+                f"shape {tuple(input_shape)}"
+            )
         self.input_spec = keras.layers.InputSpec(ndim=3, axes={-1: dim})
         policy = self.dtype_policy
         self.probe = self.add_weight(
@@ -99,6 +116,8 @@ class AttentionPooling(keras.layers.Layer):
         self.norm.build((None, dim))
 
     def call(self, tokens, return_attention_scores=False):
+        if self.num_prefix_tokens:
+            tokens = tokens[:, self.num_prefix_tokens :]
         shape = ops.shape(tokens)
         batch, count = shape[0], shape[1]
         dim = tokens.shape[-1]
@@ -138,8 +157,11 @@ class AttentionPooling(keras.layers.Layer):
         )
         if not return_attention_scores:
             return out
+        count = tokens.shape[1]
+        if count is not None:
+            count -= self.num_prefix_tokens
         weights = keras.KerasTensor(
-            (tokens.shape[0], self.num_heads, tokens.shape[1]), dtype="float32"
+            (tokens.shape[0], self.num_heads, count), dtype="float32"
         )
         return out, weights
 
@@ -151,6 +173,7 @@ class AttentionPooling(keras.layers.Layer):
                 "mlp_dim": self.mlp_dim,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "activation": self.activation,
+                "num_prefix_tokens": self.num_prefix_tokens,
             }
         )
         return config

@@ -65,6 +65,7 @@ class ViTConfig:
     position_embedding_tokens: str
     num_register_tokens: int
     distillation: bool
+    pool_include_prefix: bool
     dynamic_image_size: bool = False
     dynamic_image_padding: bool = False
 
@@ -147,6 +148,7 @@ DEFAULTS = {
     "position_embedding_tokens": "all",
     "num_register_tokens": 0,
     "distillation": False,
+    "pool_include_prefix": False,
     "dynamic_image_size": False,
     "dynamic_image_padding": False,
 }
@@ -168,6 +170,7 @@ OPTIONS = (
     "position_embedding_tokens",
     "num_register_tokens",
     "distillation",
+    "pool_include_prefix",
 )
 
 
@@ -306,6 +309,7 @@ def _options(
     position_embedding_tokens,
     num_register_tokens,
     distillation,
+    pool_include_prefix,
 ):
     """The checked values of the `OPTIONS`, for `config` (the rest)."""
     distillation = arg_checks.boolean("distillation", distillation)
@@ -330,6 +334,16 @@ def _options(
             "pooling='gap'. Received: "
             f"fc_norm=True and pooling={config.pooling!r}"
         )
+    pool_include_prefix = arg_checks.boolean(
+        "pool_include_prefix", pool_include_prefix
+    )
+    if pool_include_prefix and config.pooling != "map":
+        raise ValueError(
+            "pool_include_prefix=True lets the attention-pooling probe "
+            "attend to the class and register tokens too, so it is for "
+            "pooling='map'. Received: pool_include_prefix=True and "
+            f"pooling={config.pooling!r}"
+        )
     if layer_scale_init is not None:
         layer_scale_init = _check_scale("layer_scale_init", layer_scale_init)
     return {
@@ -348,6 +362,7 @@ def _options(
             "num_register_tokens", num_register_tokens
         ),
         "distillation": distillation,
+        "pool_include_prefix": pool_include_prefix,
     }
 
 
@@ -427,7 +442,29 @@ def _normalization(normalization, num_channels):
             else _finite(f"normalization['{key}']", v)
             for v in values
         )
+    _refuse_pixel_units(checked, normalization)
     return checked
+
+
+def _refuse_pixel_units(checked, normalization):
+    """Refuses a mean outside [0, 1] or a std above 1: the numbers of
+    [0, 255] pixels (mmcv's and many configs' `123.675, 116.28, 103.53`),
+    which would map every image into a band near one value, and the model
+    would still predict, confidently and wrongly."""
+    if all(0 <= m <= 1 for m in checked["mean"]) and all(
+        s <= 1 for s in checked["std"]
+    ):
+        return
+    scaled = {
+        key: tuple(round(v / 255, 6) for v in values)
+        for key, values in checked.items()
+    }
+    raise ValueError(
+        "`normalization` is the mean and std of pixels in [0, 1]: each "
+        "mean in [0, 1], each std at most 1. These look like [0, 255] "
+        f"pixel units; divide them by 255 ({scaled}). Received: "
+        f"normalization={normalization!r}"
+    )
 
 
 def _finite(name, value):

@@ -177,7 +177,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             Defaults to `True`.
         pooling: `"token"` (the class token's output), `"gap"` (mean of the
             patch tokens), `"map"` (multihead attention pooling: a learned
-            probe attends over all the tokens, then an MLP, with the
+            probe attends over the patch tokens, then an MLP, with the
             model's heads and `mlp_dim`: SigLIP's MAP head,
             `keras_vit.layers.AttentionPooling`), or `None` (with
             `include_top=False` only: return all tokens, `(B, T, D)`).
@@ -291,6 +291,11 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             (timm's `set_distilled_training`); `fit` with one label needs it
             `False`, the default. Needs `pooling="token"` (or `None`).
             Defaults to `False`.
+        pool_include_prefix: bool, with `pooling="map"`: whether the
+            pooling probe also attends to the prefix tokens (class token,
+            registers), not only to the patches. timm leaves them out (its
+            `pool_include_prefix=False`), as do the weights readers.
+            Defaults to `False`.
         dynamic_image_size: bool, whether the model takes images of any
             height and width that `patch_size` divides (input shape
             `(None, None, num_channels)`), as timm's `dynamic_img_size`:
@@ -384,6 +389,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         position_embedding_tokens="all",
         num_register_tokens=0,
         distillation=False,
+        pool_include_prefix=False,
         dynamic_image_size=False,
         dynamic_image_padding=False,
         weights=None,
@@ -812,6 +818,10 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        if config.get("pooling") == "map":
+            # Saved before the probe left the prefix tokens out: it
+            # attended to them all.
+            config.setdefault("pool_include_prefix", True)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.get(config["dtype"])
         return cls(**config)
@@ -1010,6 +1020,9 @@ def _make_head(config, dtype):
             config.mlp_dim,
             layer_norm_epsilon=config.layer_norm_epsilon,
             activation=config.activation,
+            num_prefix_tokens=(
+                0 if config.pool_include_prefix else config.num_prefix_tokens
+            ),
             name="pooling",
             dtype=dtype,
         )

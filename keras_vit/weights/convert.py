@@ -1,5 +1,7 @@
 """Converting a released checkpoint into keras_vit's own file."""
 
+import warnings
+
 import keras
 
 from keras_vit import arg_checks
@@ -202,6 +204,7 @@ def convert(
     position_embedding_tokens=None,
     interpolation=loading.DEFAULT_INTERPOLATION,
     antialias=loading.DEFAULT_ANTIALIAS,
+    report=None,
     **vit_arguments,
 ):
     """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
@@ -225,9 +228,8 @@ def convert(
             `output_path` (a converted checkpoint cannot be told from a
             trained model, so none is replaced unless asked). The input is
             never replaced. Defaults to `False`.
-        verbose: a Keras progress bar of the three steps (read, build and
-            load, write): `0` (none), `1` (a bar), `2` (a line when done)
-            or `"auto"` (`1`). Defaults to `"auto"`.
+        verbose: a Keras progress bar of the read, load and write steps:
+            `0`, `1`, `2` or `"auto"` (`1`). Defaults to `"auto"`.
         position_embedding_tokens: `"all"` or `"patches"`, for a file whose
             position embeddings' count does not say whether they cover the
             prefix tokens (see `keras_vit.weights.read_checkpoint`).
@@ -240,13 +242,11 @@ def convert(
             smaller grid (`interpolation="bicubic", antialias=True`:
             timm's and DINOv2's), as for `keras_vit.load_weights`.
             Defaults to `False`.
-        **vit_arguments: `keras_vit.ViT` arguments that no file records
-            (`activation="quick_gelu"`, `layer_norm_epsilon=1e-5` for a
-            timm file of OpenAI's CLIP; a Hugging Face DINOv2, CLIP or
-            SigLIP file implies its family's, which these replace;
-            `normalization=`, the mean and std of its inputs;
-            `classifier_activation=`, whose default is `"softmax"`, but
-            `None` for a Hugging Face CLIP file's image projection).
+        report: a function given the message of what the model assumed
+            (`assumed`). Defaults to `None`: a `UserWarning`.
+        **vit_arguments: `keras_vit.ViT` arguments, those no file records
+            among them (`activation`, `layer_norm_epsilon`,
+            `normalization`: see `model_for_checkpoint`'s `kwargs`).
 
     Returns:
         The converted `keras_vit.ViT`.
@@ -270,7 +270,69 @@ def convert(
     progress.update(2)
     _write(vit, output_path)
     progress.update(3, finalize=True)
+    given = set(vit_arguments) | ({"num_heads"} if num_heads else set())
+    _report_assumed(checkpoint, vit, given, report)
     return vit
+
+
+def _report_assumed(checkpoint, vit, given, report):
+    """Hands `report` (else a `UserWarning`) what `vit` `assumed` without
+    `given`, the names of the arguments passed."""
+    lines = assumed(checkpoint, vit, given)
+    input_path = checkpoint.path
+    if not lines:
+        return
+    message = (
+        f"{input_path} does not record these, so they were assumed; "
+        "pass them if the model was trained with others:\n"
+        + "\n".join(f"  {line}" for line in lines)
+    )
+    if report is None:
+        warnings.warn(message, UserWarning, stacklevel=3)
+    else:
+        report(message)
+
+
+def _clip_layout(checkpoint, layout):
+    """Whether `checkpoint` has CLIP's image tower (`norm_pre`, no patch
+    bias) with no family activation that its layout implies."""
+    return (
+        checkpoint.norm_pre
+        and not checkpoint.patch_bias
+        and "activation" not in layout
+    )
+
+
+#: The `ViT` arguments that change a converted model's outputs and that
+#: no weights file records in its tensors (`num_heads`: the fused-QKV
+#: formats, timm's and Hugging Face's; the rest: every format).
+UNRECORDED = ("num_heads", "activation", "layer_norm_epsilon", "normalization")
+
+
+def assumed(checkpoint, model, given):
+    """One line for each of `UNRECORDED` that `model`, converted from
+    `checkpoint`, took without `checkpoint` recording it or `given` (the
+    names of the arguments passed) saying it: its value and where it came
+    from. A wrong head count or CLIP's activation loads without a word
+    and computes other outputs, so the caller shows these."""
+    layout = checkpoint.layout_defaults
+    lines = []
+    for name in UNRECORDED:
+        if name in given or (name == "num_heads" and checkpoint.num_heads):
+            continue
+        value = getattr(model, name)
+        if name == "num_heads":
+            origin = "the ViT variant of its width and depth"
+        elif name in layout:
+            origin = "its layout's family"
+        else:
+            origin = "keras_vit's default"
+        if name == "normalization" and value is None:
+            origin += ": inputs scaled to [-1, 1]"
+        if name == "activation" and _clip_layout(checkpoint, layout):
+            origin += "; OpenAI's CLIP files need 'quick_gelu'"
+        lines.append(f"{name}={value!r} ({origin})")
+    return lines
 
 
 def _write(vit, output_path):

@@ -36,6 +36,15 @@ MLP 32 (mlp_ratio 2), qkv bias, LayerNorm eps 1e-6 (CLIP: 1e-5):
 * ``qknorm_gap``: ``qk_norm=True``, ``reg_tokens=2``,
   ``global_pool='avg'`` (so ``fc_norm`` and no final ``norm``), 5
   classes: the options that no family above has.
+* ``map_reg``: ``class_token=False, reg_tokens=4, global_pool='map'``,
+  5 classes (``vit_so150m_patch16_reg4_map_256``'s options): the MAP
+  head leaves the registers out (``pool_include_prefix=False``).
+* ``map_cls``: a class token and ``global_pool='map'``, 5 classes: the
+  MAP head leaves the class token out.
+* ``cls_avg``: a class token kept with ``global_pool='avg',
+  fc_norm=False`` (the final ``norm`` before the mean of the patches), 5
+  classes: a file that reads as class-token pooling; keras_vit needs
+  ``pooling='gap'``.
 
 Every parameter is moved away from its initialisation (as
 make_checkpoints.py: + N(0, 0.1), N(0, 0.2) for norms), eval mode. Model
@@ -150,6 +159,15 @@ FAMILIES = {
         VisionTransformer,
         dict(num_classes=5, qk_norm=True, reg_tokens=2, global_pool="avg"),
     ),
+    "map_reg": (
+        VisionTransformer,
+        dict(num_classes=5, class_token=False, reg_tokens=4, global_pool="map"),
+    ),
+    "map_cls": (VisionTransformer, dict(num_classes=5, global_pool="map")),
+    "cls_avg": (
+        VisionTransformer,
+        dict(num_classes=5, global_pool="avg", fc_norm=False),
+    ),
 }
 check = base.check
 
@@ -187,6 +205,22 @@ def check_structure(name, model):
             "fc_norm.weight" in sd
             and "norm.weight" not in sd
             and "blocks.0.attn.q_norm.weight" in sd
+        ),
+        "map_reg": lambda: (
+            "attn_pool.latent" in sd
+            and "cls_token" not in sd
+            and sd["reg_token"].shape == (1, 4, 16)
+            and not model.pool_include_prefix
+        ),
+        "map_cls": lambda: (
+            "attn_pool.latent" in sd
+            and "cls_token" in sd
+            and not model.pool_include_prefix
+        ),
+        "cls_avg": lambda: (
+            "cls_token" in sd
+            and "norm.weight" in sd
+            and "fc_norm.weight" not in sd
         ),
     }
     check(traits[name](), f"{name}: not the family's structure")

@@ -381,3 +381,46 @@ def test_classes_asked_for_give_a_head_over_a_file_without_one():
         read_checkpoint(path), num_heads=2
     )
     assert not features.include_top
+
+
+def test_convert_says_what_the_file_does_not_record(
+    tmp_path, capsys, tiny_variant
+):
+    # A fused-QKV file's heads come from the variant of its width and depth,
+    # the activation, epsilon and normalisation from the defaults: each is
+    # named on stderr, with its value, before the user trusts the numbers.
+    output = str(tmp_path / "a.keras")
+    timm_file = golden("vit_token.timm.safetensors")
+    assert cli.main(["convert", timm_file, "--output", output]) == 0
+    err = capsys.readouterr().err
+    heads = TINY["num_heads"]
+    for line in (
+        f"num_heads={heads} (the ViT variant of its width and depth)",
+        "activation='gelu' (keras_vit's default)",
+        "layer_norm_epsilon=1e-06 (keras_vit's default)",
+        "normalization=None (keras_vit's default: inputs scaled to [-1, 1])",
+    ):
+        assert line in err, err
+    # What is given is not assumed; the original .npz records its heads.
+    given = [
+        "--activation", "gelu", "--layer-norm-epsilon", "1e-6",
+        "--mean", "0.5", "0.5", "0.5", "--std", "0.5", "0.5", "0.5",
+    ]  # fmt: skip
+    npz = golden("vit_token.npz")
+    args = ["convert", npz, "--output", str(tmp_path / "b.keras"), *given]
+    assert cli.main(args) == 0
+    assert "assumed" not in capsys.readouterr().err
+
+
+def test_convert_of_a_clip_layout_names_the_activation(tmp_path):
+    # A timm CLIP file (norm_pre, no patch bias) converted with the default
+    # GELU is 0.03 off for OpenAI's CLIPs: the warning says what they need.
+    clip = os.path.join(os.path.dirname(golden("x")), "family_clip")
+    with pytest.warns(UserWarning, match="need 'quick_gelu'") as caught:
+        convert_checkpoint(
+            clip + ".timm.safetensors",
+            str(tmp_path / "c.keras"),
+            num_heads=2,
+            verbose=0,
+        )
+    assert "num_heads" not in str(caught[0].message)

@@ -11,10 +11,12 @@ must give the same outputs to 1e-5 in float32 (`ATOL`).
 
 import os
 
+import keras
 import numpy as np
 import pytest
 
 import keras_vit
+from keras_vit import cli
 from keras_vit.weights import convert
 from keras_vit.weights import loading
 from keras_vit.weights import read_checkpoint
@@ -36,6 +38,10 @@ FAMILIES = {
     "clip": {"activation": "quick_gelu", "layer_norm_epsilon": 1e-5},
     "siglip": {"activation": "gelu_tanh"},
     "qknorm_gap": {},
+    "map_reg": {},
+    "map_cls": {},
+    # A class token with average pooling: the file reads as token pooling.
+    "cls_avg": {"pooling": "gap"},
 }
 
 #: The architecture each file implies (`convert.architecture`).
@@ -53,6 +59,13 @@ IMPLIED = {
     "clip": {"norm_pre": True, "patch_bias": False},
     "siglip": {"pooling": "map", "class_token": False},
     "qknorm_gap": {"qk_norm": True, "fc_norm": True, "pooling": "gap"},
+    "map_reg": {
+        "pooling": "map",
+        "class_token": False,
+        "num_register_tokens": 4,
+    },
+    "map_cls": {"pooling": "map", "class_token": True},
+    "cls_avg": {"pooling": "token", "class_token": True},
 }
 
 
@@ -102,6 +115,35 @@ def test_clip_needs_its_quick_gelu():
     )
     outputs = model.predict(expected["images"], verbose=0)
     assert np.max(np.abs(outputs - expected["logits"])) > 1e-3  # 10x tol
+
+
+def test_a_class_token_file_trained_with_average_pooling_needs_telling(
+    tmp_path,
+):
+    """timm's global_pool="avg" with fc_norm=False and the class token
+    kept writes the same tensors as a class-token model: the file is read
+    as pooling="token" (the weights guide says so), and pooling="gap"
+    overrides that guess exactly (`keras-vit convert --pooling gap`)."""
+    path, expected = files("cls_avg")
+    guessed = convert.model_for_checkpoint(
+        read_checkpoint(path), num_heads=2, classifier_activation=None
+    )
+    assert guessed.pooling == "token"
+    outputs = guessed.predict(expected["images"], verbose=0)
+    assert np.max(np.abs(outputs - expected["logits"])) > 1e-2
+    _, told, _ = build("cls_avg")
+    assert told.pooling == "gap" and told.class_token
+    output = str(tmp_path / "cls_avg.keras")
+    flags = ["--num-heads", "2", "--classifier-activation", "none"]
+    command = ["convert", path, "--output", output, "--pooling", "gap"]
+    assert cli.main([*command, *flags, "--quiet"]) == 0
+    loaded = keras.saving.load_model(output, safe_mode=True)
+    np.testing.assert_allclose(
+        loaded.predict(expected["images"], verbose=0),
+        expected["logits"],
+        atol=ATOL,
+        rtol=0,
+    )
 
 
 def test_siglip_needs_its_tanh_gelu():
