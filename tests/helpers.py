@@ -138,17 +138,16 @@ def xla_kernel_op_kinds(graph):
 
 def record_step_xla(monkeypatch):
     """A list that gets what each attention call's `softmax_dtype` was
-    told of XLA (`_step.xla_compiled()`: True, False or None), as
-    the model runs."""
+    told of XLA (its layer's `step_xla`: True, False or None), as the
+    model runs."""
     from keras_vit.layers import _attention_core
-    from keras_vit.layers import _step
 
     seen = []
     real = _attention_core.softmax_dtype
 
-    def spy(dtype):
-        seen.append(_step.xla_compiled())
-        return real(dtype)
+    def spy(dtype, step_xla=None):
+        seen.append(step_xla)
+        return real(dtype, step_xla)
 
     monkeypatch.setattr(_attention_core, "softmax_dtype", spy)
     return seen

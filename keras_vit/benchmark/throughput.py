@@ -21,7 +21,7 @@ from keras_vit import timing
 from keras_vit.benchmark.peers import keras_hub_peer
 from keras_vit.benchmark.peers import runtime_peers
 from keras_vit.benchmark.peers import timm_runner
-from keras_vit.layers import _step
+from keras_vit.layers import kernels
 from keras_vit.models import ViT
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 from keras_vit.options import PEERS
@@ -161,9 +161,9 @@ def benchmark(
 
 def _predicts(model, images, jit_compile):
     """The model's forward pass as its `predict` step runs it: said to be
-    compiled with XLA or not (`layers._step.compiled_step`), as
+    compiled with XLA or not (`layers.kernels.compiled_step`), as
     keras_vit's trainer says it."""
-    with _step.compiled_step(xla=jit_compile):
+    with kernels.compiled_step(model, xla=jit_compile):
         return model(images, training=False)
 
 

@@ -23,13 +23,13 @@ equals `sum(dO * O)` over the head's width (Dao, 2023, FlashAttention-2,
 Section 3.1.2), a float32 sum at token size. In mixed bfloat16 `dP` is a
 bfloat16 matmul's output already; a float32 `P * (dP - r)` cast back cost
 four more `(B, heads, T, T)` kernels per block for the same rounding.
-The outputs `O` cost no memory where the step runs without XLA: they are
-the output projection's input, one buffer. XLA instead fuses their
-transpose into the row term's reduction, which then reads the matmul's
-`(B, heads, T, d)` result, and keeps both layouts (ViT-B/16 float32, 224
-px, batch 8: 58 MB). In a step its trainer says XLA compiles
-(`_step.compiled_step`), the row term is `sum(dP * P)` in float32, one more
-fused read of the two `(B, heads, T, T)` matrices the backward pass has.
+The outputs `O` cost no memory where the step runs without XLA: they are the
+output projection's input, one buffer. XLA instead fuses their transpose into
+the row term's reduction, which then reads the matmul's `(B, heads, T, d)`
+result, and keeps both layouts (ViT-B/16 float32, 224 px, batch 8: 58 MB). In a
+step its trainer says XLA compiles (`step_xla=True`, see `kernels`), the row
+term is `sum(dP * P)` in float32, one more fused read of the two `(B, heads, T,
+T)` matrices the backward pass has.
 
 `attend` returns the outputs alone: the weights a caller asks for are
 the plain `probabilities`, which the graph prunes when nothing reads them;
@@ -46,7 +46,6 @@ from keras import ops
 
 from keras_vit.layers import _fused
 from keras_vit.layers import _recompute
-from keras_vit.layers import _step
 from keras_vit.layers.layer_norm import statistics_dtype
 
 
@@ -58,32 +57,33 @@ def probabilities(query, key, dtype=None):
     return ops.softmax(ops.cast(ops.matmul(query, key), dtype), axis=-1)
 
 
-def _row_from_outputs():
+def row_from_outputs(step_xla):
     """Whether `attend`'s backward pass takes its row term from the
-    outputs: unless the step is known to run under XLA, which would keep
-    a second copy of them (the module's docstring)."""
-    return _step.xla_compiled() is not True
+    outputs: unless the step is known to run under XLA (`step_xla`, see
+    `kernels`), which would keep a second copy of them (the module's
+    docstring)."""
+    return step_xla is not True
 
 
-def softmax_dtype(dtype):
+def softmax_dtype(dtype, step_xla=None):
     """The dtype the attention takes its softmax in, for `dtype` inputs
     (`attend`'s, and the plain path's in inference).
 
-    float32 (float64 for float64: `statistics_dtype`) unless a bfloat16
-    softmax keeps float32 precision: on TensorFlow, oneDNN's CPU softmax
-    computes in float32 and rounds once (one kernel instead of a cast up,
-    a float32 softmax and a cast down; B/16 at 512 px, batch 4: each
-    block's attention 156 -> 115 ms, forward and backward), but Eigen's
-    (TensorFlow without oneDNN) and XLA's compute `x - max` in bfloat16:
-    7% error on small probabilities against 0.4%. So bfloat16 only in a
-    step (training, evaluation or prediction) whose trainer says it runs
-    without XLA (`_step.compiled_step`), on TensorFlow on a machine
-    without a GPU and with XLA's auto-clustering off, where a probe finds
-    the CPU's bfloat16 softmax at float32 precision (`_keeps_float32`).
+    float32 (float64 for float64: `statistics_dtype`) unless a bfloat16 softmax
+    keeps float32 precision: on TensorFlow, oneDNN's CPU softmax computes in
+    float32 and rounds once (one kernel instead of a cast up, a float32 softmax
+    and a cast down; B/16 at 512 px, batch 4: each block's attention 156 -> 115
+    ms, forward and backward), but Eigen's (TensorFlow without oneDNN) and XLA's
+    compute `x - max` in bfloat16: 7% error on small probabilities against 0.4%.
+    So bfloat16 only in a step (training, evaluation or prediction) whose
+    trainer says it runs without XLA (`step_xla=False`, see `kernels`), on
+    TensorFlow on a machine without a GPU and with XLA's auto-clustering off,
+    where a probe finds the CPU's bfloat16 softmax at float32 precision
+    (`_keeps_float32`).
     """
     if (
         keras.backend.standardize_dtype(dtype) != "bfloat16"
-        or _step.xla_compiled() is not False
+        or step_xla is not False
         or not _tensorflow_cpu_without_xla()
         or not _keeps_float32("bfloat16")
     ):
@@ -130,8 +130,7 @@ def _softmax_gradient(probs, d_probs, row):
     return probs * (d_probs - ops.cast(row, d_probs.dtype))
 
 
-@ops.custom_gradient
-def attend(query, key, value):
+def attend(query, key, value, step_xla=None):
     """Softmax attention `softmax(query @ key) @ value`, with a backward
     pass that recomputes the probabilities.
 
@@ -139,6 +138,10 @@ def attend(query, key, value):
         query: `(B, heads, T, d)` queries, already scaled by `d ** -0.5`.
         key: `(B, heads, d, T)` keys, transposed, ready for `query @ key`.
         value: `(B, heads, T, d)` values.
+        step_xla: what the trainer said of the step (`kernels`): it picks
+            the softmax's dtype (`softmax_dtype`) and the backward pass's
+            row term (`row_from_outputs`). Defaults to `None` (not
+            known).
 
     Returns:
         The `(B, T, heads, d)` outputs, in token order (ready to be
@@ -147,9 +150,27 @@ def attend(query, key, value):
         dtype; the softmax is in float32 (float64 of float64 inputs), or
         where that keeps float32 precision in bfloat16 (`softmax_dtype`).
     """
-    precision = softmax_dtype(value.dtype)
+    return _attend(
+        softmax_dtype(value.dtype, step_xla), row_from_outputs(step_xla)
+    )(query, key, value)
+
+
+def _attend(precision, from_outputs):
+    """`attend`'s custom-gradient function, for a softmax in `precision`
+    and the row term from the outputs or not (`from_outputs`)."""
+
+    @ops.custom_gradient
+    def attention(query, key, value):
+        return _attention_and_gradient(
+            query, key, value, precision, from_outputs
+        )
+
+    return attention
+
+
+def _attention_and_gradient(query, key, value, precision, from_outputs):
+    """The outputs of `attend` and their gradient function."""
     wide = statistics_dtype(value.dtype)  # the row term's
-    from_outputs = _row_from_outputs()
     weights = ops.cast(probabilities(query, key, precision), value.dtype)
     outputs = ops.transpose(ops.matmul(weights, value), (0, 2, 1, 3))
 

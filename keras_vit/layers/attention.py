@@ -27,10 +27,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     The softmax is computed in float32, so mixed-precision training
     (`mixed_float16`, `mixed_bfloat16`) does not overflow or lose the small
     attention weights; in bfloat16 only where the CPU's bfloat16 softmax
-    computes in float32 and rounds once (in a trainer's step without XLA:
-    `_attention_core.softmax_dtype`). The weights returned are float32. A
-    float64 layer computes its softmax, and returns its weights, in float64
-    (`statistics_dtype`).
+    computes in float32 and rounds once (in a trainer's step without XLA,
+    `step_xla=False`: `keras_vit.layers.kernels`). The weights returned are
+    float32. A float64 layer computes its softmax, and returns its weights, in
+    float64 (`statistics_dtype`).
 
     With `relative_positions=T` the layer is the paper's relative-position
     ablation (Appendix D.4): every offset `p_q - p_k` between a query and a
@@ -110,6 +110,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.layer_norm_epsilon = arg_checks.epsilon(
             "layer_norm_epsilon", layer_norm_epsilon
         )
+        #: What the trainer said of the step being traced (`kernels`).
+        self.step_xla = None
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
@@ -231,7 +233,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if training and self._recomputes_probabilities():
             # The weights: pruned from the graph where nothing reads them.
             weights = _attention_core.probabilities(query, key)
-            return _attention_core.attend(query, key, value), weights
+            outputs = _attention_core.attend(query, key, value, self.step_xla)
+            return outputs, weights
         logits = ops.matmul(query, key)
         if self.relative_positions is not None:
             logits = logits + self._relative_logits(query, batch)
@@ -255,7 +258,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         the logits: one `(B, heads, T, T)` kernel instead of three, and
         no float32 copies (the float32 `weights` are pruned unless a caller
         reads them). Training keeps the cast (its gradient's row sum)."""
-        dtype = _attention_core.softmax_dtype(self.compute_dtype)
+        dtype = _attention_core.softmax_dtype(self.compute_dtype, self.step_xla)
         if training or dtype == statistics_dtype(self.compute_dtype):
             return ops.cast(weights, self.compute_dtype)
         return ops.softmax(ops.cast(logits, dtype), axis=-1)

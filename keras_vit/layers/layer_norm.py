@@ -6,7 +6,6 @@ from keras.backend import standardize_dtype
 
 from keras_vit import arg_checks
 from keras_vit.layers import _fused
-from keras_vit.layers import _step
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -31,17 +30,17 @@ class LayerNorm(keras.layers.Layer):
     about 6% faster; the forward graph, and so every export, is unchanged.
 
     In a bfloat16 evaluation or prediction step that its trainer says runs
-    without XLA (`_step.compiled_step`: `evaluate` and `predict` of a
+    without XLA (`step_xla=False`, see `kernels`: `evaluate` and `predict` of a
     model compiled with `jit_compile=False`, as `keras-vit` compiles mixed
-    bfloat16 on a CPU), the layer is one XLA kernel (`fused_forward`)
-    rather than a dozen TensorFlow ops, each a pass over the tokens:
-    ViT-B/16 mixed-bfloat16 prediction 1.07-1.10x at 224 px, batch 8, and
-    1.05-1.09x at 384 px, batch 4 (`keras-vit benchmark`, a 2-core Intel
-    Xeon with AMX), for 67-88 MB more resident memory (XLA's compiler, in a
-    process that may not have used it). Not in float32, where it measured
-    0.88-1.04x. XLA's sums round otherwise than TensorFlow's: the output
-    equals the plain graph's to float32 rounding before the cast. Called
-    directly (or traced for an export) the layer keeps the plain graph.
+    bfloat16 on a CPU), the layer is one XLA kernel (`fused_forward`) rather
+    than a dozen TensorFlow ops, each a pass over the tokens: ViT-B/16
+    mixed-bfloat16 prediction 1.07-1.10x at 224 px, batch 8, and 1.05-1.09x at
+    384 px, batch 4 (`keras-vit benchmark`, a 2-core Intel Xeon with AMX), for
+    67-88 MB more resident memory (XLA's compiler, in a process that may not
+    have used it). Not in float32, where it measured 0.88-1.04x. XLA's sums
+    round otherwise than TensorFlow's: the output equals the plain graph's to
+    float32 rounding before the cast. Called directly (or traced for an export)
+    the layer keeps the plain graph.
 
     Args:
         epsilon: float, added to the variance. Defaults to `1e-6`, the
@@ -65,6 +64,8 @@ class LayerNorm(keras.layers.Layer):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.epsilon = arg_checks.epsilon("epsilon", epsilon)
+        #: What the trainer said of the step being traced (`kernels`).
+        self.step_xla = None
 
     def build(self, input_shape):
         dim = arg_checks.known_last_dim(
@@ -102,7 +103,7 @@ class LayerNorm(keras.layers.Layer):
         return (
             not training
             and self.compute_dtype == "bfloat16"
-            and _step.xla_compiled() is False
+            and self.step_xla is False
         )
 
     def compute_output_shape(self, input_shape):

@@ -14,14 +14,70 @@ them at the one place each is needed:
   built before the first training step is traced, `fit` / `evaluate`
   under MultiWorkerMirroredStrategy, and (not a fix: what only the
   trainer knows) whether XLA compiles the training step; and no training
-  step where TensorFlow's oneDNN ops are told the weights never change.
+  step where TensorFlow's oneDNN ops are told the weights never change;
+- `overrides_private`: the guard of every override of a private Keras
+  method (here and in `keras_vit.training.recipe`'s optimizers).
 """
 
+import inspect
 import os
+import warnings
 
 import keras
 
-from keras_vit.layers import _step
+from keras_vit.layers import kernels
+
+#: The last Keras release (major, minor) on which each override of a
+#: private Keras method (`overrides_private`) was checked against the
+#: behaviour it works around. A test fails on a later Keras, so that each
+#: is checked again there and dropped where Keras no longer needs it.
+CHECKED_THROUGH = (3, 15)
+
+#: `(Keras class, method name, mixin)` of every private override.
+PRIVATE_OVERRIDES = []
+
+
+def overrides_private(base, *names):
+    """Marks a mixin class that overrides the private methods `names` of
+    the Keras class `base`, to work around a behaviour of the Keras
+    releases up to `CHECKED_THROUGH` that its docstring names.
+
+    A private method may change or go in any Keras release. Where `base`
+    has no method of that name, or one that takes other parameters, the
+    override would be called with arguments it does not expect, or never:
+    it is removed from the mixin, with a warning that says which
+    workaround is off, and Keras's own method runs. Checked on the
+    TensorFlow backend, the one these workarounds are for (elsewhere the
+    overrides hand over to Keras or are not mixed in).
+    """
+
+    def guard(mixin):
+        if keras.backend.backend() != "tensorflow":
+            return mixin
+        for name in names:
+            theirs = getattr(base, name, None)
+            if theirs is None or _parameters(theirs) != _parameters(
+                getattr(mixin, name)
+            ):
+                warnings.warn(
+                    f"keras_vit's {mixin.__name__}.{name} works around "
+                    f"Keras {CHECKED_THROUGH[0]}.{CHECKED_THROUGH[1]}'s "
+                    f"{base.__name__}.{name}, which Keras "
+                    f"{keras.__version__} does not have in that form: the "
+                    "workaround is off.",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                delattr(mixin, name)
+            else:
+                PRIVATE_OVERRIDES.append((base, name, mixin))
+        return mixin
+
+    return guard
+
+
+def _parameters(method):
+    return list(inspect.signature(method).parameters)
 
 
 def finish_functional_init(model, dtype, layer_trainable=None):
@@ -206,6 +262,7 @@ class _OptimizerBuiltFirst:
         return super().make_train_function(force=force)
 
 
+@overrides_private(keras.Model, "_maybe_symbolic_build")
 class _MultiWorkerFit:
     """`fit` / `evaluate` fixes for MultiWorkerMirroredStrategy on the
     TensorFlow backend."""
@@ -251,7 +308,7 @@ class _MultiWorkerFit:
 
 class _StepSaysXla:
     """Tells the layers whether XLA compiles the step being traced
-    (`layers/_step.compiled_step`): only the trainer knows (TensorFlow
+    (`layers.kernels.compiled_step`): only the trainer knows (TensorFlow
     gives a traced function no sign of it). Without XLA a bfloat16 step
     can take its attention's softmax in bfloat16 at float32 precision
     (`_attention_core.softmax_dtype`), and an evaluation or prediction
@@ -273,7 +330,7 @@ class _StepSaysXla:
             return super().predict_step(data)
 
     def _compiled_step(self):
-        return _step.compiled_step(xla=bool(self.jit_compile))
+        return kernels.compiled_step(self, xla=bool(self.jit_compile))
 
 
 #: TensorFlow's switch that has its oneDNN ops treat every weight as a

@@ -13,6 +13,7 @@ import math
 import keras
 
 from keras_vit import arg_checks
+from keras_vit.models import keras_fixes
 from keras_vit.options import DECAYS
 from keras_vit.options import DEFAULT_WEIGHT_DECAY
 from keras_vit.options import MIXED_PRECISION
@@ -82,6 +83,7 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+@keras_fixes.overrides_private(keras.optimizers.Optimizer, "_clip_gradients")
 class _GlobalClipAcrossReplicas:
     """Clips by the global norm of the gradient summed over all replicas.
 
@@ -109,6 +111,11 @@ class _GlobalClipAcrossReplicas:
         return [None if g is None else next(shares) for g in grads]
 
 
+@keras_fixes.overrides_private(
+    keras.optimizers.Optimizer,
+    "_all_reduce_sum_gradients",
+    "_apply_weight_decay",
+)
 class _UpdateAsGradientsArrive:
     """Updates each variable once its own gradient exists, on TensorFlow.
 

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 import keras_vit
 from keras_vit.layers import _attention_core
-from keras_vit.layers import _step
+from keras_vit.layers import kernels
 from tests.helpers import TINY
 from tests.helpers import record_step_xla
 
@@ -51,7 +51,7 @@ def test_the_probe_finds_the_softmaxes_at_float32_precision(onednn):
         assert not keeps
 
 
-def _softmax_input_dtypes(dtype):
+def _softmax_input_dtypes(dtype, step_xla=None):
     inputs = [
         tf.zeros(shape, dtype) for shape in ((1, 2, 5, 4), (1, 2, 4, 5))
     ] + [tf.zeros((1, 2, 5, 4), dtype)]
@@ -60,7 +60,7 @@ def _softmax_input_dtypes(dtype):
     def step(query, key, value):
         with tf.GradientTape() as tape:
             tape.watch([query, key, value])
-            out = _attention_core.attend(query, key, value)
+            out = _attention_core.attend(query, key, value, step_xla)
         return tape.gradient(out, [query, key, value])
 
     graph = step.get_concrete_function(*inputs).graph
@@ -76,18 +76,16 @@ def test_a_bfloat16_softmax_only_in_a_step_said_to_run_without_xla(
 ):
     monkeypatch.setattr(_attention_core, "_keeps_float32", lambda _: True)
     assert _softmax_input_dtypes("bfloat16") == {"float32"}
-    with _step.compiled_step(xla=True):
-        assert _softmax_input_dtypes("bfloat16") == {"float32"}
-    with _step.compiled_step(xla=False):
-        # Both passes' softmaxes, the forward's and the recomputed one.
-        assert _softmax_input_dtypes("bfloat16") == {"bfloat16"}
-        assert _softmax_input_dtypes("float32") == {"float32"}
-        monkeypatch.setenv("TF_XLA_FLAGS", "--tf_xla_auto_jit=2")
-        assert _softmax_input_dtypes("bfloat16") == {"float32"}
-        monkeypatch.delenv("TF_XLA_FLAGS")
-        # Where the CPU's bfloat16 softmax is not float32-precise: float32.
-        monkeypatch.setattr(_attention_core, "_keeps_float32", lambda _: False)
-        assert _softmax_input_dtypes("bfloat16") == {"float32"}
+    assert _softmax_input_dtypes("bfloat16", step_xla=True) == {"float32"}
+    # Both passes' softmaxes, the forward's and the recomputed one.
+    assert _softmax_input_dtypes("bfloat16", step_xla=False) == {"bfloat16"}
+    assert _softmax_input_dtypes("float32", step_xla=False) == {"float32"}
+    monkeypatch.setenv("TF_XLA_FLAGS", "--tf_xla_auto_jit=2")
+    assert _softmax_input_dtypes("bfloat16", step_xla=False) == {"float32"}
+    monkeypatch.delenv("TF_XLA_FLAGS")
+    # Where the CPU's bfloat16 softmax is not float32-precise: float32.
+    monkeypatch.setattr(_attention_core, "_keeps_float32", lambda _: False)
+    assert _softmax_input_dtypes("bfloat16", step_xla=False) == {"float32"}
     assert _softmax_input_dtypes("bfloat16") == {"float32"}
 
 
@@ -130,9 +128,9 @@ def test_inference_takes_a_bfloat16_softmax_only_in_a_step_said_to(
     layer(tokens)
     plain = {("float32", ("Cast",))}  # cast down for the values' matmul
     assert _layer_softmaxes(layer, tokens, False) == plain
-    with _step.compiled_step(xla=True):
+    with kernels.compiled_step(layer, xla=True):
         assert _layer_softmaxes(layer, tokens, False) == plain
-    with _step.compiled_step(xla=False):
+    with kernels.compiled_step(layer, xla=False):
         # One bfloat16 softmax feeds the values' matmul; the float32
         # weights are computed only for a caller that asks for them.
         assert _layer_softmaxes(layer, tokens, False) == {
@@ -171,3 +169,25 @@ def test_a_training_step_says_whether_xla_compiles_it(jit_compile, monkeypatch):
     with tf.GradientTape():
         model(images, training=True)
     assert seen == [None] * TINY["num_layers"]
+
+
+def test_the_step_switch_is_the_models_own_and_is_put_back():
+    # The trainer tells its own layers, for the step it traces, and puts
+    # back what they had: a model called after fit (an export's trace)
+    # and the same layers in a model of one's own keep the plain graph.
+    model = keras_vit.ViT(**TINY, dtype="mixed_bfloat16")
+    model.compile("adamw", "sparse_categorical_crossentropy")
+    images = np.zeros((2, 32, 32, 3), "float32")
+    model.train_on_batch(images, np.zeros((2,), "int32"))
+    told = [
+        layer.step_xla
+        for layer in model._flatten_layers()
+        if hasattr(layer, "step_xla")
+    ]
+    assert len(told) == 3 * TINY["num_layers"] + 1  # 2 norms, 1 attention
+    assert set(told) == {None}
+    block = model.get_layer("block_0")
+    with kernels.compiled_step(block, xla=False):
+        assert block.attention.step_xla is False
+        assert model.get_layer("block_1").attention.step_xla is None
+    assert block.attention.step_xla is None

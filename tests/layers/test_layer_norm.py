@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import keras_vit
-from keras_vit.layers import _step
+from keras_vit.layers import kernels
 from keras_vit.layers import layer_norm
 from tests import reference
 from tests.helpers import TINY
@@ -154,7 +154,7 @@ def test_a_bfloat16_step_without_xla_takes_the_layer_as_one_xla_kernel():
     layer.set_weights(list(rng.normal(1.0, 0.3, (2, 64)).astype("float32")))
 
     def step(x, training=False, xla=False):
-        with _step.compiled_step(xla=xla):
+        with kernels.compiled_step(layer, xla=xla):
             return layer(x, training=training)
 
     assert any("Rsqrt" in kinds for kinds in _xla_kernels(step, x))
@@ -164,7 +164,7 @@ def test_a_bfloat16_step_without_xla_takes_the_layer_as_one_xla_kernel():
     assert not _xla_kernels(lambda x: step(x, training=True), x)
     assert not _xla_kernels(lambda x: step(x, xla=True), x)
     in_float32 = keras_vit.layers.LayerNorm()
-    with _step.compiled_step(xla=False):
+    with kernels.compiled_step(in_float32, xla=False):
         assert not _xla_kernels(in_float32, keras.ops.cast(x, "float32"))
 
     fused = tf.function(step)(x)

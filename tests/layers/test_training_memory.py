@@ -23,7 +23,7 @@ import keras_vit
 from keras_vit.layers import _attention_core
 from keras_vit.layers import _gelu
 from keras_vit.layers import _norm_dense
-from keras_vit.layers import _step
+from keras_vit.layers import kernels
 from tests.helpers import randomize_weights
 from tests.helpers import xla_kernel_op_kinds
 
@@ -34,10 +34,10 @@ def _plain_attention(query, key, value):
     return outputs, weights  # outputs in token order: (B, T, heads, d)
 
 
-def _attend_and_weights(query, key, value):
+def _attend_and_weights(query, key, value, step_xla=None):
     # What the attention layer computes in training.
     return (
-        _attention_core.attend(query, key, value),
+        _attention_core.attend(query, key, value, step_xla),
         _attention_core.probabilities(query, key),
     )
 
@@ -72,9 +72,9 @@ def test_attention_gradients_equal_autodiff(through_weights, xla):
     ]
     inputs = (query, key, value)
     want, want_grads = _gradients(_plain_attention, inputs, cotangents)
-    said = _step.compiled_step(xla) if xla else contextlib.nullcontext()
-    with said:
-        got, got_grads = _gradients(_attend_and_weights, inputs, cotangents)
+    got, got_grads = _gradients(
+        lambda *x: _attend_and_weights(*x, step_xla=xla), inputs, cotangents
+    )
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     for a, b in zip(got_grads, want_grads):
@@ -97,9 +97,9 @@ def test_attention_gradients_in_bfloat16_are_as_accurate_as_autodiff(
     # float32 precision.
     if softmax == "bfloat16" and not _attention_core._keeps_float32(softmax):
         pytest.skip("this CPU's bfloat16 softmax is not float32-precise")
-    monkeypatch.setattr(_attention_core, "softmax_dtype", lambda _: softmax)
+    monkeypatch.setattr(_attention_core, "softmax_dtype", lambda *_: softmax)
     monkeypatch.setattr(
-        _attention_core, "_row_from_outputs", lambda: row_from_outputs
+        _attention_core, "row_from_outputs", lambda _: row_from_outputs
     )
     rng = np.random.default_rng(2)
     shapes = ((2, 3, 65, 16), (2, 3, 16, 65), (2, 3, 65, 16))
@@ -500,15 +500,20 @@ def test_under_xla_the_attention_keeps_no_second_copy_of_its_outputs():
     # the projection's input: in a step said to run under XLA the row
     # term does not read the (B, T, heads, d) outputs; only the projection
     # keeps its (B·T, D) input.
-    def kept_outputs():
-        kept = _kept_for_backward(_tiny_model(), tf.zeros((2, 16, 16, 3)))
+    def kept_outputs(xla=None):
+        model = _tiny_model()
+        said = (
+            contextlib.nullcontext()
+            if xla is None
+            else kernels.compiled_step(model, xla)
+        )
+        with said:
+            kept = _kept_for_backward(model, tf.zeros((2, 16, 16, 3)))
         return [op for op, shape in kept if shape == (2, 17, 2, 8)]
 
     assert kept_outputs() == ["Transpose"]  # without XLA: the one buffer
-    with _step.compiled_step(xla=True):
-        assert kept_outputs() == []
-    with _step.compiled_step(xla=False):
-        assert kept_outputs() == ["Transpose"]
+    assert kept_outputs(xla=True) == []
+    assert kept_outputs(xla=False) == ["Transpose"]
 
 
 def test_a_training_step_keeps_no_layer_norm_output(monkeypatch):
