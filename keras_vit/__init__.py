@@ -36,7 +36,7 @@ from keras_vit.layers import ResNetStem
 from keras_vit.layers import StdConv2D
 from keras_vit.layers import TokenPooling
 from keras_vit.layers import TransformerBlock
-from keras_vit.models import ViT
+from keras_vit.models.vit import ViT
 from keras_vit.registry import list_presets
 from keras_vit.version import __version__
 from keras_vit.weights import load_weights

@@ -31,7 +31,7 @@ import keras_vit
 folder = sys.argv[1]
 config = json.load(open(f"{folder}/config.json"))
 inputs = np.load(f"{folder}/inputs.npz")
-model = keras_vit.ViT(**config, weights=f"{folder}/model.npz")
+model = keras_vit.ViT.from_preset(f"{folder}/model.npz", **config)
 np.save(f"{folder}/{keras.backend.backend()}_outputs.npy",
         model.predict(inputs["images"], verbose=0))
 """
@@ -158,7 +158,9 @@ result = {"backend": keras.backend.backend()}
 models = {}
 for remat in (False, True):
     keras.utils.set_random_seed(7)  # the same dropout seeds
-    model = keras_vit.ViT(**config, remat=remat, weights=f"{folder}/model.npz")
+    model = keras_vit.ViT.from_preset(
+        f"{folder}/model.npz", **config, remat=remat
+    )
     model.compile(optimizer=keras.optimizers.SGD(0.1),  # default jit_compile
                   loss="sparse_categorical_crossentropy")
     history = model.fit(inputs["images"], inputs["labels"], epochs=2,

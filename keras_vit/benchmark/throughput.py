@@ -22,8 +22,8 @@ from keras_vit.benchmark.peers import keras_hub_peer
 from keras_vit.benchmark.peers import runtime_peers
 from keras_vit.benchmark.peers import timm_runner
 from keras_vit.layers import kernels
-from keras_vit.models import ViT
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
+from keras_vit.models.vit import ViT
 from keras_vit.options import PEERS
 from keras_vit.options import RUNTIMES
 from keras_vit.training import recipe

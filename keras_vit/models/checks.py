@@ -1,18 +1,32 @@
 """Checks of a model handed to the package: that it is a `keras_vit.ViT`,
 that Keras did not quantize it. Argument checks of plain values are
-`keras_vit.arg_checks`'s."""
+`keras_vit.arg_checks`'s.
 
-from keras_vit.models.vit import ViT
+Below the model class (`keras_vit.models.vit`), whose weights loading
+calls these checks: a `ViT` is told by the `ViTConfig` it was built from.
+"""
+
+import keras
+
+from keras_vit.models.config import ViTConfig
+
+
+def is_vit(model):
+    """Whether `model` is a `keras_vit.ViT` (or a subclass): a Keras model
+    built from a `ViTConfig`."""
+    return isinstance(model, keras.Model) and isinstance(
+        getattr(model, "vit_config", None), ViTConfig
+    )
 
 
 def require_vit(model, action):
     """Raises `ValueError` unless `model` is a `keras_vit.ViT`; `action`
     says what needs one (e.g. "load_weights")."""
-    if not isinstance(model, ViT):
+    if not is_vit(model):
         backbone = getattr(model, "backbone", None)
         hint = (
             f" (for a {type(model).__name__}, pass its `backbone`)"
-            if isinstance(backbone, ViT)
+            if is_vit(backbone)
             else ""
         )
         raise ValueError(

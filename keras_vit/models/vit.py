@@ -2,14 +2,12 @@
 
 The constructor builds layers from a checked `ViTConfig`
 (`keras_vit.models.config`); weights are loaded after construction, by
-`ViT.from_preset` and the builders' `weights=` (the reading itself is
-`keras_vit.weights`', which sets `set_weights_loader`: the model does not
-import the weights above it). Keras workarounds: `keras_fixes`.
+`ViT.from_preset` and the builders' `weights=`, with the readers and
+loading of `keras_vit.weights` (below the model). Keras workarounds:
+`keras_fixes`.
 """
 
-import contextlib
 import dataclasses
-import warnings
 
 import keras
 import numpy as np
@@ -34,6 +32,9 @@ from keras_vit.models.config import ViTConfig
 from keras_vit.models.config import preprocessing_scale_and_offset
 from keras_vit.models.config import vit_config
 from keras_vit.registry import variants
+from keras_vit.weights import loading
+from keras_vit.weights import native
+from keras_vit.weights import pretrained
 
 #: The `ViT` arguments that a `ViTConfig` holds, in signature order.
 ARCHITECTURE_ARGUMENTS = tuple(
@@ -49,67 +50,6 @@ HEAD_LAYERS = (
     "head_dist",
     "predictions",
 )
-
-_weights_loader = None
-
-
-def set_weights_loader(loader):
-    """Installs how `ViT.from_preset` (and the deprecated `ViT(weights=)`)
-    read weights; `keras_vit.weights` calls it when imported, which
-    `import keras_vit` always does.
-
-    `loader(weights, arguments, **resampling)` takes a `weights=` value,
-    the `ViT`'s architecture arguments (a dict) and `LOADING_ARGUMENTS`
-    given (`interpolation`, `antialias`: checked before any file is read),
-    and returns `(arguments, load)`: the arguments with what the weights
-    decide filled in (`image_size`, `representation_size`), and
-    `load(model)`, which loads them into the built model, all or nothing.
-    """
-    global _weights_loader
-    _weights_loader = loader
-
-
-_keras_weights_check = None
-
-
-def set_keras_weights_check(check):
-    """Installs how `ViT.load_weights` checks a file before Keras loads
-    it; `keras_vit.weights` calls it when imported.
-
-    `check(model, path)` raises `ValueError`, having changed nothing,
-    unless the file (keras_vit's own `.weights.h5` or `.keras`; other
-    files are left to Keras) holds exactly `model`'s weights.
-    """
-    global _keras_weights_check
-    _keras_weights_check = check
-
-
-#: `weights_for_keras(path)`, a context manager: the file Keras's loader
-#: reads for `path` (`set_keras_weights_file`); `None` reads `path`.
-_keras_weights_file = None
-
-
-def set_keras_weights_file(weights_for_keras):
-    """Installs what `ViT.load_weights` hands Keras's loader for a file;
-    `keras_vit.weights` calls it when imported.
-
-    `weights_for_keras(path)` is a context manager that yields a file of
-    the same weights which Keras reads faster (a `.keras` file's weights
-    member copied out: `keras_vit.weights.native.weights_for_keras`), or
-    `path` itself.
-    """
-    global _keras_weights_file
-    _keras_weights_file = weights_for_keras
-
-
-def _prepare_weights(weights, arguments, **resampling):
-    if _weights_loader is None:  # only a partial import gets here
-        raise ValueError(
-            "Loading weights needs keras_vit.weights (import keras_vit). "
-            f"Received: weights={weights!r}"
-        )
-    return _weights_loader(weights, arguments, **resampling)
-
 
 #: The `from_preset` arguments that say how the weights are loaded (how
 #: their position embeddings are resampled onto another patch grid, as
@@ -315,10 +255,6 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             built, else TensorFlow's `InvalidArgumentError` when it runs;
             under XLA, which drops such checks, a reshape's error).
             Defaults to `False`.
-        weights: deprecated: use `ViT.from_preset(weights, ...)` or a
-            builder's `weights=` (`keras_vit.ViT_B16(weights=...)`), which
-            load after construction. Still accepted for one release, with a
-            `DeprecationWarning`, and loaded the same way. Defaults to `None`.
         dtype: the floating-point dtype policy of the layers, e.g.
             `"mixed_bfloat16"` (or the `DTypePolicyMap` of a quantized
             model's config); integer policies are refused. Defaults to
@@ -392,7 +328,6 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         pool_include_prefix=False,
         dynamic_image_size=False,
         dynamic_image_padding=False,
-        weights=None,
         dtype=None,
         name="vit",
         **kwargs,
@@ -413,18 +348,6 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         # DTypePolicyMap instead.
         arg_checks.float_dtype_policy("dtype", dtype, quantized=False)
         config = vit_config(**arguments)
-        load = None
-        if weights is not None:
-            warnings.warn(
-                "ViT(weights=...) is deprecated and will be removed in the "
-                "next release: use ViT.from_preset(weights, ...) or a "
-                "builder's weights= (keras_vit.ViT_B16(weights=...)).",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            arguments, load = _prepare_weights(weights, arguments)
-            config = vit_config(**arguments)
-
         stem_layer = _make_stem(config.stem, dtype)
         if stem_layer is not None and not isinstance(config.stem, dict):
             config = dataclasses.replace(
@@ -447,8 +370,6 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         self._stem_name = None if stem_layer is None else stem_layer.name
         self._grid_size = grid
         self._distilled_training = False
-        if load is not None:
-            load(self)
 
     @classmethod
     def from_preset(
@@ -517,7 +438,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             key: value for key, value in kwargs.items() if key not in arguments
         }
         vit_config(**arguments)  # the arguments' own errors come first
-        arguments, load = _prepare_weights(
+        arguments, load = pretrained.prepare(
             preset, arguments, interpolation=interpolation, antialias=antialias
         )
         model = cls(**arguments, **others)
@@ -555,13 +476,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
                 file is not checked first. Defaults to `False`.
             **kwargs: other `keras.Model.load_weights` arguments.
         """
-        if not skip_mismatch and _keras_weights_check is not None:
-            _keras_weights_check(self, filepath)
-        if _keras_weights_file is None:
-            readable = contextlib.nullcontext(filepath)
-        else:
-            readable = _keras_weights_file(filepath)
-        with readable as path:
+        if not skip_mismatch:
+            loading.check_keras_file(self, filepath)
+        with native.weights_for_keras(filepath) as path:
             super().load_weights(path, skip_mismatch=skip_mismatch, **kwargs)
 
     @property

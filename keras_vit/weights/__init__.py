@@ -10,9 +10,6 @@ and every builder's `weights=` build the model for the weights first
 import warnings
 
 from keras_vit import registry
-
-# Installs the model's weights loader (`ViT.from_preset`, builders' `weights=`).
-from keras_vit.weights import pretrained  # noqa: F401
 from keras_vit.weights.checkpoint import Checkpoint
 from keras_vit.weights.loading import DEFAULT_INTERPOLATION
 from keras_vit.weights.loading import load_checkpoint

@@ -7,6 +7,7 @@ import keras
 from keras_vit import arg_checks
 from keras_vit import files
 from keras_vit import registry
+from keras_vit.models.vit import ViT
 from keras_vit.weights import loading
 from keras_vit.weights import reader
 
@@ -58,8 +59,6 @@ def model_for_checkpoint(
             `keras_vit.load_weights` refuses (before a model is built), and
             for a checkpoint the model cannot load.
     """
-    from keras_vit.models.vit import ViT
-
     resize = loading.checked_resampling(interpolation, antialias)
     if checkpoint.misshaped:
         raise ValueError(

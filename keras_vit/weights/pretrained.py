@@ -4,16 +4,12 @@
 (and so every builder's `weights=`) get their weights: it resolves a preset
 name or a file, reads what must be known before the model is built (the
 resolution, a pre-logits layer), and returns the loading to do once the
-model exists. The model's constructor reads no file; importing this module
-installs `prepare` as the model's weights loader
-(`keras_vit.models.vit.set_weights_loader`).
+model exists. The model's constructor reads no file.
 """
 
 from keras_vit import registry
-from keras_vit.models import vit
 from keras_vit.models.config import DEFAULTS
 from keras_vit.weights import loading
-from keras_vit.weights import native
 from keras_vit.weights import reader
 
 
@@ -125,8 +121,3 @@ def _fill_from_checkpoint(given, arguments, preset, checkpoint):
         # Position embeddings for the patches only (DeiT III, timm's
         # no_embed_class): the model's must be too, or none would fit.
         given["position_embedding_tokens"] = "patches"
-
-
-vit.set_weights_loader(prepare)
-vit.set_keras_weights_check(loading.check_keras_file)
-vit.set_keras_weights_file(native.weights_for_keras)

@@ -280,8 +280,8 @@ def test_pretraining_learns_the_task_and_fine_tunes(tmp_path):
     # The backbone fine-tunes like any checkpoint: a new head, its encoder.
     keras_vit.weights.save_npz(mpp.backbone, str(tmp_path / "mpp.npz"))
     with pytest.warns(UserWarning, match="head"):
-        model = keras_vit.ViT(
-            **{**SMALL, "num_classes": 3}, weights=str(tmp_path / "mpp.npz")
+        model = keras_vit.ViT.from_preset(
+            str(tmp_path / "mpp.npz"), **{**SMALL, "num_classes": 3}
         )
     for name in ("patch_encoder", "block_1", "encoder_norm"):
         for a, b in zip(

@@ -176,8 +176,8 @@ def test_a_checkpoint_with_other_heads_is_refused():
     # 4-head checkpoint into a 2-head model of the same width used to
     # succeed, computing something else.
     with pytest.raises(ValueError, match="num_heads: checkpoint 4, model 2"):
-        keras_vit.ViT(
-            **{**TINY, "num_heads": 2}, weights=golden("vit_token.npz")
+        keras_vit.ViT.from_preset(
+            golden("vit_token.npz"), **{**TINY, "num_heads": 2}
         )
 
 

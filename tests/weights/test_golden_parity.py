@@ -105,8 +105,8 @@ def test_prelogits_layer_is_taken_from_the_checkpoint():
     assert model.representation_size == 24
     assert model.get_config()["representation_size"] == 24
     ref = expected("vit_prelogits.expected.npz")
-    features = keras_vit.ViT(
-        weights=golden("vit_prelogits.npz"), **{**TINY, "include_top": False}
+    features = keras_vit.ViT.from_preset(
+        golden("vit_prelogits.npz"), **{**TINY, "include_top": False}
     ).predict(ref["images"], verbose=0)
     np.testing.assert_allclose(features, ref["features"], atol=1e-4)
 

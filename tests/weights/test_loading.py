@@ -1258,19 +1258,6 @@ def test_from_preset_builds_for_the_weights_then_loads_them():
         )
 
 
-def test_the_constructors_weights_argument_is_a_deprecated_path_to_from_preset():  # noqa: E501
-    ref = expected("vit_prelogits.expected.npz")
-    with pytest.warns(DeprecationWarning, match=r"ViT\.from_preset"):
-        model = keras_vit.ViT(weights=golden("vit_prelogits.npz"), **TINY)
-    np.testing.assert_allclose(
-        model.predict(ref["images"], verbose=0), ref["logits"], atol=1e-4
-    )
-    # Builders and from_variant load after construction: no deprecation.
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        keras_vit.ViT.from_variant("Ti/16", image_size=32, num_classes=3)
-
-
 def test_a_download_shows_keras_progress_bar(local_preset, capsys):
     # keras.utils.get_file draws it (the bar is Keras's, not ours).
     path = presets.download(local_preset)
