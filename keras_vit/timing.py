@@ -27,8 +27,9 @@ def latencies(fn, steps, warmup, min_seconds=0.0):
 
     Calls are timed until there are at least `steps` of them and together
     they took at least `min_seconds`: a fast call (ViT-Ti/16 at batch 1,
-    ~25 ms here) is then sampled often enough for a stable median, while a
-    slow one (a B/16 training step) still runs `steps` times.
+    tens of milliseconds on a CPU) is then sampled often enough for a
+    stable median, while a slow one (a B/16 training step) still runs
+    `steps` times.
     """
     for _ in range(warmup):
         fn()
@@ -44,8 +45,9 @@ def seconds_and_cores(fn, steps, warmup, min_seconds=0.0):
     """The median seconds per call of `fn` (see `latencies` for which
     calls), and the CPU cores the process kept busy meanwhile.
 
-    The median, not the mean: on shared machines (this project's VM varies
-    by ±20% between runs) one stalled step otherwise moves the figure.
+    The median, not the mean: on shared machines, whose timings drift
+    between runs (`benchmarks/results/2026-11-29-export-latency-ti16.md`),
+    one stalled step otherwise moves the figure.
 
     Cores busy is the process's CPU time over the wall time of the timed
     calls: 2.0 on two cores means both were running throughout, whether

@@ -98,16 +98,16 @@ def _convert(model, spec, opset):
 
     tf2onnx converts a frozen graph: every variable becomes a constant,
     copied by the freezing, by grappler and by each of tf2onnx's optimizer
-    passes, which deep-copy the whole graph (ViT-B/16, 346 MB of weights:
-    47 s and 6.7 GB of RSS above the model's own, 18 GB before a garbage
-    collection was forced between passes). Instead the forward pass is
-    traced with the weights as inputs (Keras's `StatelessScope`, as in
+    passes, which deep-copy the whole graph: time and memory grow with the
+    weights' size times the passes. Instead the forward pass is traced
+    with the weights as inputs (Keras's `StatelessScope`, as in
     `model.stateless_call`), so the graph that is frozen and optimized
-    carries no weights (7 s, 1.1 GB above the model); the inputs then
-    become initializers, which ONNX Runtime treats as constants (same
-    nodes, same latency). One difference: grappler can no longer fold
-    weights whose values make ops no-ops (LayerNorm scales of exactly 1,
-    zero biases), which only freshly initialized models have.
+    carries no weights (ViT-B/16 both ways:
+    `benchmarks/results/2026-12-05-figures-moved-from-docstrings.md`);
+    the inputs then become initializers, which ONNX Runtime treats as
+    constants (same nodes, same latency). One difference: grappler can no
+    longer fold weights whose values make ops no-ops (LayerNorm scales of
+    exactly 1, zero biases), which only freshly initialized models have.
     """
     import keras
     import tensorflow as tf

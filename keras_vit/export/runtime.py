@@ -68,8 +68,8 @@ def xnnpack_partitions(path, num_threads=1):
     `1` means XNNPACK takes the whole graph. Every op it cannot take (for
     example a `STRIDED_SLICE` with `shrink_axis_mask`) runs on LiteRT's
     builtin kernels and splits the graph: each piece is threaded on its own
-    and the hand-offs cost time (keras_vit's float32 ViT-Ti/16 took 2.1x as
-    long at 2 threads when every block was cut in two).
+    and the hand-offs cost time (keras_vit's float32 ViT-Ti/16 with every
+    block cut in two: `benchmarks/results/2026-11-29-export-latency-ti16.md`).
 
     Args:
         path: the `.tflite` file.

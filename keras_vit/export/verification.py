@@ -51,10 +51,11 @@ from keras_vit.export.report import VerificationError
 from keras_vit.export.report import VerificationReport
 
 #: Images per source the reference kernels check when the limit is on max
-#: |Δ| only (float32, float16): they are unoptimized loops (ViT-B/16: 13 s
-#: an image, against 2.4 s for the builtin kernels and 0.9 s for XNNPACK),
-#: so 100 images would take 22 minutes of a B/16 export's 27. A top-1
-#: floor (quantized files) needs every image, so it gets them.
+#: |Δ| only (float32, float16): they are unoptimized loops, several times
+#: slower than the builtin kernels and XNNPACK, and on 100 images they would
+#: take most of a big model's verification (ViT-B/16's timings:
+#: `benchmarks/results/2026-12-05-figures-moved-from-docstrings.md`). A
+#: top-1 floor (quantized files) needs every image, so it gets them.
 REFERENCE_KERNEL_IMAGES = 8
 
 # `keras_vit.export.benchmark` makes its interpreters through this name.
@@ -282,15 +283,16 @@ def verify_tflite(
             `keras_vit.export.runtime.INTERPRETERS`).
             Defaults to all three. The reference kernels see only the first
             `REFERENCE_KERNEL_IMAGES` (8) images of each source unless a
-            top-1 floor applies (they are slow: 13 s an image for B/16).
+            top-1 floor applies (they are unoptimized loops, the slowest).
         min_top1_agreement: float in [0, 1], overrides the mode's floor.
             Defaults to `None`.
         max_abs: float >= 0, overrides the mode's max |Δ|. Defaults to
             `None`.
         num_threads: int, interpreter threads. Defaults to `None`: every
-            CPU core (XNNPACK runs ~1.7x faster at 2 threads than at 1,
-            with bitwise the same outputs; the builtin kernels measured
-            no faster, and the reference kernels run on one thread).
+            CPU core (XNNPACK shares its work out over them, with bitwise
+            the same outputs; the builtin kernels gain nothing from them,
+            and the reference kernels run on one thread: figures in
+            `benchmarks/results/2026-12-05-figures-moved-from-docstrings.md`).
         raise_on_failure: bool, whether a failure raises. Defaults to
             `True`.
         verbose: a Keras progress bar of the runs (each runtime on each

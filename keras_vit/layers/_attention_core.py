@@ -72,14 +72,14 @@ def softmax_dtype(dtype, step_xla=None):
     float32 (float64 for float64: `statistics_dtype`) unless a bfloat16 softmax
     keeps float32 precision: on TensorFlow, oneDNN's CPU softmax computes in
     float32 and rounds once (one kernel instead of a cast up, a float32 softmax
-    and a cast down; B/16 at 512 px, batch 4: each block's attention 156 -> 115
-    ms, forward and backward), but Eigen's (TensorFlow without oneDNN) and XLA's
-    compute `x - max` in bfloat16: 7% error on small probabilities against 0.4%.
-    So bfloat16 only in a step (training, evaluation or prediction) whose
-    trainer says it runs without XLA (`step_xla=False`, see `kernels`), on
-    TensorFlow on a machine without a GPU and with XLA's auto-clustering off,
-    where a probe finds the CPU's bfloat16 softmax at float32 precision
-    (`_keeps_float32`).
+    and a cast down, in both passes; timings and errors:
+    `benchmarks/results/2026-12-02-attention-backward.md`), but Eigen's
+    (TensorFlow without oneDNN) and XLA's compute `x - max` in bfloat16: 7%
+    error on small probabilities against 0.4%. So bfloat16 only in a step
+    (training, evaluation or prediction) whose trainer says it runs without XLA
+    (`step_xla=False`, see `kernels`), on TensorFlow on a machine without a GPU
+    and with XLA's auto-clustering off, where a probe finds the CPU's bfloat16
+    softmax at float32 precision (`_keeps_float32`).
     """
     if (
         keras.backend.standardize_dtype(dtype) != "bfloat16"
@@ -124,9 +124,10 @@ def _keeps_float32(dtype):
 def _softmax_gradient(probs, d_probs, row):
     """`P * (dP - row)`, the float32 `row` taken to `dP`'s dtype: the
     logits' gradient, in one pass over the `(B, heads, T, T)` tensors on
-    TensorFlow (`_fused`; B/16's bfloat16 at 1025 tokens, batch 4: 62
-    against 22 ms a block, the training step 1.088x; 1.02x at 197 tokens,
-    batch 8; float32 at 577 tokens level)."""
+    TensorFlow (`_fused`) where each op would be a pass of its own; it
+    pays in bfloat16 on long sequences (figures: `benchmarks/results/`,
+    2026-12-02-xeon-optimizer-fusions.md and, a block alone,
+    2026-12-05-figures-moved-from-docstrings.md)."""
     return probs * (d_probs - ops.cast(row, d_probs.dtype))
 
 

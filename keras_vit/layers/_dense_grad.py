@@ -4,12 +4,12 @@ gradients that fuse a dense layer with what feeds it (`_norm_dense`,
 
 For `(N, in)` rows and an `(N, out)` upstream gradient, the kernel's
 gradient is `rows^T @ upstream`. Written as `einsum("ni,no->io")`,
-TensorFlow 2.21 with oneDNN takes a slow path for some shapes: float32,
-rows of 768 and a gradient of 3072 (ViT-B/16's `mlp_fc1`), 98-111 GFLOP/s
-against 229-279 for the transposed matmul, at N = 788 to 4,100 on a
-2-core Intel Xeon with AMX (the other B/16 shapes, and bfloat16, within
-10% either way). The transpose is folded into the matmul (TensorFlow's
-grappler, XLA).
+TensorFlow 2.21 with oneDNN takes a slow path for some shapes (float32
+rows of 768 and a gradient of 3072, ViT-B/16's `mlp_fc1`, ran at under
+half the transposed matmul's rate:
+`benchmarks/results/2026-12-02-xeon-optimizer-fusions.md`). A matmul of
+the transpose takes oneDNN's matmul kernel, the transpose folded into it
+(TensorFlow's grappler, XLA).
 """
 
 from keras import ops

@@ -4,7 +4,8 @@
 sqrt(2))`, and automatic differentiation of those ops keeps four
 MLP-wide tensors alive for the backward pass besides `x` (`-x / sqrt(2)`,
 the `erfc`, `0.5 * x`, and the sum): in a ViT-B/16 training step at 384 px
-that is 1.3 GB of the 3.6 GB kept between the passes. `gelu` computes
+that is 1.3 GB of the 3.6 GB kept between the passes (read off the step's
+graph: `benchmarks/results/2026-12-01-training-memory.md`). `gelu` computes
 the same function and differentiates it in closed form from `x` alone:
 `d/dx = Phi(x) + x * phi(x)` (Hendrycks and Gimpel, 2016), in float32;
 its forward pass computes a bfloat16 GELU in float32 too (`exact`).
@@ -16,9 +17,9 @@ for ViT-B/16 at 384 px, batch 4), as fused MLP kernels do.
 
 On TensorFlow the elementwise chains (the GELU, and its value and
 derivative in the backward pass) run as one XLA kernel each
-(`_fused.elementwise`): a mixed-bfloat16 ViT-B/16 training step at 224
-px, batch 8, 1.16x faster (float32 without XLA 1.04x), alternating in one
-process on a 2-core Intel Xeon.
+(`_fused.elementwise`): one pass over the MLP's activations instead of
+one per op (what a training step gains:
+`benchmarks/results/2026-12-02-xeon-optimizer-fusions.md`).
 """
 
 import math
@@ -69,9 +70,9 @@ def gelu_dense(x, kernel, bias):
 
 def exact(x):
     """`x * Phi(x)` in `x`'s dtype. Of a lower precision than float32 it
-    is computed in float32: TensorFlow's `gelu` of bfloat16 (an `erfc` of
-    bfloat16) takes 4x as long on the CPU as a cast up, an `erf` and a
-    cast down (ViT-Ti/16 batch 8's MLP activations: 4.6 against 1.1 ms).
+    is computed in float32: TensorFlow's CPU `gelu` of bfloat16 (an
+    `erfc` of bfloat16) is slower than a cast up, an `erf` and a cast down
+    (`benchmarks/results/2026-12-02-training-memory-recompute.md`).
     Of float32 it is the plain op, whose `erfc` is exact in the negative
     tail, where `0.5 + 0.5 * erf` rounds `Phi` to 0 (at twice the cost).
     Of float64 it is the formula in float64 (`statistics_dtype`): the

@@ -11,17 +11,18 @@ dtype) and two floats a row, recomputing `x̂` and the output once the
 upstream gradient exists (`_recompute.after`), as fused LayerNorm-linear
 kernels do (NVIDIA Apex's and Transformer Engine's `LayerNormLinear`):
 two rows' worth less per LayerNorm, 170 MB kept for ViT-B/16 at 384 px,
-batch 4, in float32 and in mixed bfloat16 alike (TensorFlow's tensor peak
-fell 131 MB in float32 with XLA, 176 MB in mixed bfloat16). Training
+batch 4, in float32 and in mixed bfloat16 alike (the step peaks before
+and after: `benchmarks/results/2026-12-02-layernorm-dense.md`). Training
 steps only: inference keeps the two layers' own graph, the one every
 export converts.
 
 On TensorFlow the LayerNorm's elementwise work (its output, recomputed,
-and its gradients) runs as one XLA kernel each (`_fused.elementwise`):
-mixed-bfloat16 ViT-B/16 training at 224 px, batch 8, 1.035x (float32
-without XLA 0.993x, level), alternating in one process on a 2-core Intel
-Xeon. XLA's sums round otherwise than TensorFlow's: the output equals the
-two layers' to float32 rounding, no longer bit for bit.
+and its gradients) runs as one XLA kernel each (`_fused.elementwise`)
+rather than as an op, and a pass over the rows, per step of the formula:
+faster in mixed bfloat16, level in float32 without XLA
+(`benchmarks/results/2026-12-02-xeon-optimizer-fusions.md`). XLA's sums
+round otherwise than TensorFlow's: the output equals the two layers' to
+float32 rounding, no longer bit for bit.
 """
 
 import keras

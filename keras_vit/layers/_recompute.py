@@ -7,13 +7,16 @@ runs in the backward pass and is not merged with the forward pass's:
 
 - TensorFlow's graph executor runs an op as soon as its inputs exist, so
   a recomputation from forward tensors alone runs during the forward pass
-  and its result waits for the backward pass: in a mixed-bfloat16
-  ViT-B/16 step at 384 px, batch 4, that kept every block's probabilities
-  and the step peaked 1.0 GB higher (4,374 against 3,381 MB).
+  and its result waits for the backward pass: every block's attention
+  probabilities are kept after all, and the step peaks higher by about
+  their size.
 - XLA (under TensorFlow's `jit_compile` and on JAX) merges the two as
-  common subexpressions, with the same effect (4,754 against 4,333 MB in
-  float32). XLA on the CPU drops optimization barriers before it merges,
-  so a barrier would not do.
+  common subexpressions, with the same effect. XLA on the CPU drops
+  optimization barriers before it merges, so a barrier would not do.
+
+The step's peaks with and without the wait:
+`benchmarks/results/2026-12-02-training-memory-recompute.md` and
+`benchmarks/results/2026-12-05-figures-moved-from-docstrings.md`.
 
 `after` gives the recomputation inputs that depend on the upstream
 gradient, as TensorFlow's `recompute_grad` does: plus a zero made from

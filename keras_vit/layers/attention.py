@@ -185,8 +185,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # Split the fused projection on its last axis (a TFLite SPLIT) rather
         # than indexing a transposed (3, B, heads, T, d) tensor: `qkv[0]` is
         # a STRIDED_SLICE with shrink_axis_mask, which XNNPACK does not
-        # delegate, and it cut every block out of the delegate (TFLite
-        # float32 Ti/16 at batch 1: 29 ms -> 14 ms with 2 threads).
+        # delegate, and it cut every block out of the delegate, each piece
+        # threaded alone with hand-offs between them (timings:
+        # benchmarks/results/2026-11-29-export-latency-ti16.md).
         query, key, value = ops.split(projected, 3, axis=-1)
         heads = (batch, tokens, self.num_heads, self.head_dim)
         if self.qk_norm:  # over each head's width: (B, T, heads, d)
@@ -303,9 +304,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         al. (2018, Music Transformer) turns the `(T, 2T - 1)` logits into
         `(T, T)` with reshapes and slices alone: in the flattened logits,
         `(q, k)` sits at `T - 1 + q · (2T - 2) + k`. No gather, so TFLite's
-        XNNPACK delegate keeps the block whole; under XLA a training step's
-        relative term costs 0.6x a gather's at ViT-Ti/16's shapes (0.4x
-        at 65 tokens), its forward pass the same or less, measured here.
+        XNNPACK delegate keeps the block whole; under XLA it costs no more
+        than a gather in the forward pass and less in a training step,
+        whose gather would be differentiated as a scatter-add (figures:
+        `benchmarks/results/2026-12-05-figures-moved-from-docstrings.md`).
         """
         tokens = self.relative_positions  # static: the layer takes T tokens
         offsets = 2 * tokens - 1

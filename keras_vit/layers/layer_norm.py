@@ -26,18 +26,18 @@ class LayerNorm(keras.layers.Layer):
     normalised `x̂`, `σ = sqrt(var + epsilon)`), not automatic
     differentiation of the forward ops: the same gradient (to float32
     rounding), with two row reductions instead of the five or so that
-    autodiff leaves. Under XLA on a CPU it makes a ViT-Ti/16 training step
-    about 6% faster; the forward graph, and so every export, is unchanged.
+    autodiff leaves, which XLA on a CPU lowers into slow windowed
+    reductions (timings: `benchmarks/results/2026-11-30-profile.md`); the
+    forward graph, and so every export, is unchanged.
 
     In a bfloat16 evaluation or prediction step that its trainer says runs
     without XLA (`step_xla=False`, see `kernels`: `evaluate` and `predict` of a
     model compiled with `jit_compile=False`, as `keras-vit` compiles mixed
     bfloat16 on a CPU), the layer is one XLA kernel (`fused_forward`) rather
-    than a dozen TensorFlow ops, each a pass over the tokens: ViT-B/16
-    mixed-bfloat16 prediction 1.07-1.10x at 224 px, batch 8, and 1.05-1.09x at
-    384 px, batch 4 (`keras-vit benchmark`, a 2-core Intel Xeon with AMX), for
-    67-88 MB more resident memory (XLA's compiler, in a process that may not
-    have used it). Not in float32, where it measured 0.88-1.04x. XLA's sums
+    than a dozen TensorFlow ops, each a pass over the tokens, for some more
+    resident memory (XLA's compiler, in a process that may not have used it).
+    Not in float32, where the fewer passes did not pay
+    (`benchmarks/results/2026-12-03-xeon-where-the-time-goes.md`). XLA's sums
     round otherwise than TensorFlow's: the output equals the plain graph's to
     float32 rounding before the cast. Called directly (or traced for an export)
     the layer keeps the plain graph.

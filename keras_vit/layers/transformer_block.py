@@ -242,9 +242,9 @@ class TransformerBlock(keras.layers.Layer):
 
         # The MLP runs on (B·T, D) rows: on TensorFlow that lets grappler
         # fuse MatMul + bias + GELU into one oneDNN op (a Dense on a 3-D
-        # input is reshape-MatMul-reshape, which blocks the fusion).
-        # Without XLA (with the attention's rows too) B/16 inference at
-        # batch 8 is 14% faster; under XLA it makes no difference.
+        # input is reshape-MatMul-reshape, which blocks the fusion). It
+        # pays without XLA; XLA fuses either way (timings:
+        # benchmarks/results/2026-11-30-profile.md).
         shape = ops.shape(x)
         rows = ops.reshape(x, (-1, x.shape[-1]))
         y = _norm_dense.project(self.norm2, self.mlp_fc1, rows, training)

@@ -239,12 +239,11 @@ class _OptimizerBuiltFirst:
     other backends, it builds it before). Its slots are then created while
     the step runs: `tf.function` traces the step twice, and the slots (two
     float32 copies of every weight) are allocated among the step's
-    activations, which fragments memory. Measured for ViT-B/16 at 384 px,
-    batch 4, mixed bfloat16 (`train_on_batch`): the process's peak after
-    two to four steps 3,333-3,449 MB against 3,023-3,210 MB built first,
-    the first step 20-28 s against 13-15 s. Built here, as Keras builds
-    it under a strategy, from the trainable variables as they are when
-    training starts.
+    activations, which fragments memory: the peak over the later steps,
+    and the first step's time, are higher than with the slots made first
+    (`benchmarks/results/2026-12-02-optimizer-built-first.md`). Built
+    here, as Keras builds it under a strategy, from the trainable
+    variables as they are when training starts.
     """
 
     def make_train_function(self, force=False):

@@ -461,8 +461,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         for fine-tuning). On a mismatch a `ValueError` lists what does not
         fit and nothing is loaded; then Keras loads the file (with the
         optimizer's state it holds): a `.keras` file's weights from a
-        temporary copy, which Keras reads in about a second where it took
-        15-17 s to read a ViT-B/16's from the archive on Python 3.11. A
+        temporary copy, which Keras reads straight through, where in the
+        archive each of its seeks re-reads the member from its start (on
+        Python 3.11; `benchmarks/results/2026-12-03-load-keras-copy.md`). A
         `.weights.h5` written before keras_vit recorded its patch grid is
         taken to be on the model's, as Keras copies it.
 

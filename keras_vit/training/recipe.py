@@ -134,9 +134,9 @@ class _UpdateAsGradientsArrive:
       second float32 copy of the kernels). Here the decay runs in
       `update_step`, after the variable's gradient exists.
 
-    ViT-B/16, 224 px, batch 8, float32, AdamW: TensorFlow's tensor peak in
-    a training step 2,217-2,229 MB with Keras's order, 1,810 MB with this
-    one (1,733 MB for the gradients alone, computed and dropped). Under
+    A training step's tensor peak falls to about what computing the
+    gradients alone takes (figures:
+    `benchmarks/results/2026-12-02-xeon-optimizer-fusions.md`). Under
     global-norm clipping every gradient is needed for the norm anyway.
     """
 
@@ -181,9 +181,9 @@ class _FusedAdamUpdate:
     in the same order (`m += (g - m)(1 - beta_1)`, `v += (g^2 - v)(1 -
     beta_2)`, `var -= alpha m / (sqrt(v) + epsilon)`, `alpha = lr sqrt(1 -
     beta_2^t) / (1 - beta_1^t)`) in one pass that reads `g` and `var`, `m`,
-    `v` and writes the last three, as PyTorch's fused AdamW does: 1.04x
-    (float32) and 1.055x (mixed bfloat16) a ViT-B/16 training step at 224
-    px, batch 8, alternating in one process on a 2-core Intel Xeon. One
+    `v` and writes the last three, as PyTorch's fused AdamW does (what a
+    training step gains:
+    `benchmarks/results/2026-12-02-xeon-optimizer-fusions.md`). One
     difference: the kernel takes `1 - beta_2` in float32 (1 - 0.999f =
     0.0010000467), where Keras casts Python's 0.001, a second-moment rate
     4.7e-5 higher relative (as if beta_2 were 0.99899995, the float32
@@ -361,10 +361,11 @@ def dtype_policy(
     float16 on older GPUs (Volta, Turing: Keras scales the loss), also when
     the capability is unknown; on CPUs, bfloat16 where the CPU computes it
     natively (AVX-512 BF16 or AMX) and float32 elsewhere: without those
-    instructions bfloat16 is emulated and slower (half the speed of float32
-    measured on an AVX-512 CPU without BF16), while with them a ViT-B/16
-    training step at batch 8 ran 1.7x faster than float32 (2.81 vs 1.66
-    images/s, without XLA: see `auto_jit_compile`). `"off"` is float32.
+    instructions bfloat16 is emulated, slower than float32, while with
+    them oneDNN's bfloat16 matmuls make it the faster (without XLA: see
+    `auto_jit_compile`). Figures: `benchmarks/results/2026-11-30-profile.md`
+    and `benchmarks/results/2026-12-01-epyc-avx512bf16.md`. `"off"` is
+    float32.
 
     Args:
         mixed_precision: `"auto"`, `"off"`, `"bfloat16"` or `"float16"`.
@@ -414,22 +415,17 @@ def auto_jit_compile(
 
     - XLA has no cross-device collectives (several CPU replicas).
     - It computes bfloat16 matmuls without oneDNN's AVX-512 BF16 kernels,
-      which TensorFlow uses without XLA: on an AVX-512 BF16 CPU a
-      `mixed_bfloat16` ViT-B/16 training step at batch 8 ran at 1.63
-      images/s with XLA and 2.81 without (float32: 1.66), ViT-Ti/16 at
-      17.6 and 23.9 (float32: 18.7).
+      which TensorFlow uses without XLA: a `mixed_bfloat16` step compiled
+      with XLA runs at about float32's speed
+      (`benchmarks/results/2026-12-01-epyc-avx512bf16.md`).
     - In float32 its fused elementwise ops win where they are a large part
       of the step, in narrow models; oneDNN's matmuls win in wide ones and
-      its batched attention matmuls on long sequences. XLA's speed over
-      TensorFlow's without it, training steps at 224 px (197 tokens)
-      alternating in one process on a 2-core Intel Xeon (AMX), AdamW:
-      ViT-Ti/16 (192 features) 1.105x, S/16 (384) 1.057x, B/16 (768)
-      0.956x at batch 8 and 0.975x at batch 4. On a 2-core AMD EPYC
-      (AVX-512), before the fused layers' kernel gradients left
-      `einsum` (which made steps without XLA slower): B/16 at batch 4,
-      1.09x at 197 tokens, 0.99x at 401 (320 px), 0.98x at 577 (384 px),
-      0.88x at 1025 (512 px); ViT-Ti/16, 1.12x at 197 (batch 8), 1.07x at
-      401, 0.96x at 577, 1.01x at 1025.
+      its batched attention matmuls on long sequences. The two limits
+      are where XLA stopped paying in training steps alternated with and
+      without it: by width,
+      `benchmarks/results/2026-12-02-xeon-optimizer-fusions.md`; by
+      tokens,
+      `benchmarks/results/2026-12-05-figures-moved-from-docstrings.md`.
 
     Args:
         device_kind: `"tpu"`, `"gpu"` or `"cpu"`.

@@ -137,9 +137,10 @@ def _member_data(path, archive, info):
     """The archive member `info` as a seekable binary file. Keras stores
     it uncompressed: it is read in place (`_StoredMember`), its CRC checked
     first, where `archive.open` seeks by reading from the member's start
-    (on Python 3.11 h5py took 19 s over a ViT-B/16's 347 MB, against 0.1 s
-    in place) and `archive.read` holds it all in memory. A compressed
-    member is read into memory."""
+    (on Python 3.11 each of h5py's seeks re-reads what comes before it;
+    `benchmarks/results/2026-12-05-figures-moved-from-docstrings.md`) and
+    `archive.read` holds it all in memory. A compressed member is read
+    into memory."""
     if info.compress_type != zipfile.ZIP_STORED:
         yield io.BytesIO(archive.read(info))
         return
@@ -163,9 +164,10 @@ def weights_for_keras(path):
     temporary folder (removed afterwards), any other file as it is.
 
     Keras reads a `.keras` file's weights member through `zipfile`, whose
-    seeks read from the member's start on Python 3.11: 15-17 s for a
-    ViT-B/16, where the copy and its loading take about 1 s
-    (keras-team/keras#19793 mended `load_model`, which copies the member
+    seeks read from the member's start on Python 3.11, each one
+    re-reading what comes before it; the copy is written, and then read,
+    straight through (`benchmarks/results/2026-12-03-load-keras-copy.md`;
+    keras-team/keras#19793 mended `load_model`, which copies the member
     too, not `load_weights`). The two files hold the same weights and
     Keras loads them the same way. The folder goes next to the file, else
     in the system's temporary folder; where neither can hold the copy (no
