@@ -2,13 +2,16 @@
 #   make demo   runs the main job
 #   make test   runs the test suite
 # Both create the virtual environment .venv on first use.
+#   make test-fast  the tests that take under a second each (a few minutes)
+#   make durations  the full suite, writing tests/durations.json, which
+#                   says which tests test-fast leaves out
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test benchmark clean
+.PHONY: demo test test-fast durations benchmark clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +35,13 @@ demo: $(VENV)/.installed
 # `$(PY) -m pytest tests` runs the same suite in one process.
 test: $(VENV)/.installed
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal tests
+
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal -m "not slow" tests
+
+durations: $(VENV)/.installed
+	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal \
+	  --write-durations tests/durations.json tests
 
 benchmark: $(VENV)/.installed
 	$(VENV)/bin/keras-vit benchmark --model ViT_B16 --batch-size 8 --train

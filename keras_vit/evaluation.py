@@ -31,7 +31,15 @@ import dataclasses
 import numpy as np
 
 from keras_vit import arg_checks
+from keras_vit import data
+from keras_vit import registry
+from keras_vit.data import resize
+from keras_vit.data.images import model_pixels
+from keras_vit.data.pipeline import holdout_indices
+from keras_vit.export.models import inputs_from_pixels
+from keras_vit.export.models import load_model
 from keras_vit.models import checks as model_checks
+from keras_vit.models.vit import HEAD_LAYERS
 from keras_vit.options import FEW_SHOT_L2_REG
 from keras_vit.options import FEW_SHOT_SEEDS
 from keras_vit.options import FEW_SHOT_SHOTS
@@ -341,7 +349,6 @@ def random_weights(model, weights=None):
     few-shot` take them, build a model with random weights: a builder or
     variant name with no `weights` (a preset's unique name, a file and a
     built model bring theirs)."""
-    from keras_vit import registry
 
     if weights is not None or not isinstance(model, str):
         return False
@@ -365,8 +372,6 @@ def representation_model(model):
             without pooling (its output is a token sequence).
     """
     import keras
-
-    from keras_vit.models.vit import HEAD_LAYERS
 
     model_checks.require_vit(model, "Few-shot evaluation")
     names = [layer.name for layer in model.layers]
@@ -442,8 +447,6 @@ def few_shot(
     >>> model = keras_vit.ViT_B16(weights="in21k")
     >>> result = few_shot(model, "cifar100", shots=5)
     """
-    from keras_vit import data
-    from keras_vit.export.models import load_model
 
     shots, seeds = _check(shots, seeds)
     l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
@@ -539,7 +542,6 @@ def _test_split(dataset, num_train, test_fraction):
                 "to hold out part of its images. Received: "
                 f"dataset={dataset.name!r}"
             )
-        from keras_vit.data.pipeline import holdout_indices
 
         if (
             isinstance(test_fraction, bool)
@@ -585,11 +587,6 @@ def _features(features_of, model, pairs, num_classes, batch_size, verbose=0):
     (`keras_vit.export.models.inputs_from_pixels`: normalised for
     `include_preprocessing=False`)."""
     import keras
-
-    from keras_vit import data
-    from keras_vit.data import resize
-    from keras_vit.data.images import model_pixels
-    from keras_vit.export.models import inputs_from_pixels
 
     prepare = inputs_from_pixels(model)
     channels = features_of.input_shape[-1]

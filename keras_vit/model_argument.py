@@ -5,8 +5,8 @@ its help, a training run's folder taken as its model, and a preset in
 
 One home for all of them, so that every command takes what `predict` takes
 and says so in the same words. A leaf (it imports nothing of the package):
-both `keras_vit.cli` and `keras_vit.export.cli`, which sits below it in the
-layers, read it while the parser is built, before Keras is imported.
+`keras_vit.cli` reads it while the parser is built, before Keras is
+imported, and the training run writes the `RUN_MODEL_FILE` it names.
 """
 
 import os

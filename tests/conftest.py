@@ -1,4 +1,5 @@
 import gc
+import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -75,3 +76,53 @@ def pytest_collection_finish(session):
     tests leave)."""
     gc.collect()
     gc.freeze()
+
+
+#: Each test's seconds (setup, call and teardown) in a full run, by node
+#: id: `make durations` writes it. `make test-fast` leaves out the tests
+#: marked `slow` (`pytest -m "not slow"`), which are those marked so in
+#: their file and those that took more than `FAST_SECONDS` here; a test
+#: not in the file counts as fast until the file is written again.
+DURATIONS = os.path.join(os.path.dirname(__file__), "durations.json")
+FAST_SECONDS = 1.0
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--write-durations",
+        metavar="PATH",
+        default=None,
+        help="write each test's seconds to PATH as JSON (tests/durations.json "
+        "is what marks the slow tests: `make durations`)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        with open(DURATIONS, encoding="utf-8") as file:
+            seconds = json.load(file)
+    except FileNotFoundError:
+        return
+    for item in items:
+        if seconds.get(item.nodeid, 0.0) > FAST_SECONDS:
+            item.add_marker(pytest.mark.slow)
+
+
+_durations = {}
+
+
+def pytest_runtest_logreport(report):
+    """Adds up each test's phases (in the controller under xdist, which
+    hands it every worker's reports)."""
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + (
+        report.duration
+    )
+
+
+def pytest_sessionfinish(session):
+    path = session.config.getoption("--write-durations")
+    if path and not os.environ.get("PYTEST_XDIST_WORKER") and _durations:
+        times = {k: round(v, 2) for k, v in sorted(_durations.items())}
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump(times, file, indent=0)
+            file.write("\n")

@@ -193,3 +193,51 @@ def test_the_circle_check_finds_the_circle_that_was_there():
 def test_the_source_tree_is_what_was_read():
     assert os.path.isfile(PACKAGE / "__init__.py")
     assert len(MODULES) > 50 and "keras_vit.models.vit" in GRAPH
+
+
+#: Where an import inside a function is the rule: the command line keeps
+#: `--help` and the listing commands free of Keras and TensorFlow.
+COMMAND_LINE = ("keras_vit.cli", "keras_vit._launcher")
+
+
+def _deferred_imports():
+    """`module:line` of each import of a keras_vit module inside a
+    function outside `COMMAND_LINE`, and whether the comment right above
+    it gives the reason (`# Deferred: ...`)."""
+    found = {}
+    for name, path in MODULES.items():
+        if name.startswith(COMMAND_LINE) or name in SHIMS:
+            continue
+        lines = path.read_text().splitlines()
+        for function in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(
+                function, (ast.FunctionDef, ast.AsyncFunctionDef)
+            ):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Import):
+                    module = node.names[0].name
+                elif isinstance(node, ast.ImportFrom):
+                    module = node.module or ""
+                else:
+                    continue
+                if module.split(".")[0] == "keras_vit":
+                    above = "\n".join(lines[: node.lineno - 1]).rsplit("\n")
+                    comments = [
+                        line.strip()
+                        for line in above[-3:]
+                        if line.strip().startswith("#")
+                    ]
+                    found[f"{name}:{node.lineno}"] = any(
+                        c.startswith("# Deferred:") for c in comments
+                    )
+    return found
+
+
+def test_imports_inside_functions_say_why():
+    # An import is at the top of its module, where a reader looks and the
+    # layering above sees it; inside a function only where a measured cost
+    # says so, in a "# Deferred:" comment right above it.
+    found = _deferred_imports()
+    assert [where for where, said in found.items() if not said] == []
+    assert len(found) <= 2, sorted(found)

@@ -67,10 +67,12 @@ def reference_distance(attentions, grid, pixels, num_prefix_tokens):
 
 def reference_probe_attention(model, images):
     """The MAP probe's softmax over the final tokens, heads averaged,
-    from the pooling layer's weights."""
+    from the pooling layer's weights; zero on the prefix tokens, which it
+    leaves out as timm's does (`pool_include_prefix=False`)."""
     pool = model.get_layer("pooling")
     tokens = keras.ops.convert_to_numpy(model.forward_features(images))
-    tokens = tokens.astype("float64")
+    skipped = 0 if model.pool_include_prefix else model.num_prefix_tokens
+    tokens = tokens.astype("float64")[:, skipped:]
     dim, heads = tokens.shape[-1], pool.num_heads
     width = dim // heads
     probe = np.asarray(pool.probe, "float64").reshape(1, dim)
@@ -83,7 +85,7 @@ def reference_probe_attention(model, images):
         logits = keys[..., part] @ query[0, part] / np.sqrt(width)  # (B, T)
         logits = np.exp(logits - logits.max(axis=-1, keepdims=True))
         weights.append(logits / logits.sum(axis=-1, keepdims=True))
-    return np.mean(weights, axis=0)
+    return np.pad(np.mean(weights, axis=0), ((0, 0), (skipped, 0)))
 
 
 def _vit(**kwargs):

@@ -31,6 +31,10 @@ import zlib
 import numpy as np
 
 from keras_vit import extras
+from keras_vit.data.pipeline import Encoded
+from keras_vit.data.pipeline import Indexed
+from keras_vit.data.pipeline import holdout_indices
+from keras_vit.data.pipeline import select_indices
 
 #: The one class name of an image folder read without labels.
 UNLABELLED = "unlabelled"
@@ -137,8 +141,6 @@ class Dataset:
         indices = np.asarray(indices, "int64")
         if self.select is not None:
             return self.select(indices)
-        from keras_vit.data.pipeline import Encoded
-        from keras_vit.data.pipeline import select_indices
 
         if self.training_range is not None:
             source = self.training_range(None, None)
@@ -166,10 +168,6 @@ class Dataset:
           examples, a `tf.data.Dataset` (`train`, or `subset(indices)`).
         """
         import tensorflow as tf
-
-        from keras_vit.data.pipeline import Encoded
-        from keras_vit.data.pipeline import Indexed
-        from keras_vit.data.pipeline import select_indices
 
         chosen = None if indices is None else np.asarray(indices, "int64")
         if self.read_at is not None:
@@ -207,7 +205,6 @@ class Dataset:
         Returns:
             `(train, validation, num_train, num_validation)`.
         """
-        from keras_vit.data.pipeline import holdout_indices
 
         train, held = holdout_indices(self.num_train, fraction, seed)
         if self.select is None and self.select_range is not None:
@@ -802,7 +799,6 @@ def _tfds_training_range(split, records, decode):
     (`_tfds_reader`): the records of its JPEGs as an `Encoded` source,
     decoded by `train_pipeline` after its shuffle buffer (the buffer holds
     the files' bytes, not full-size images), else its decoded examples."""
-    from keras_vit.data.pipeline import Encoded
 
     def training_range(start, stop):
         part = split

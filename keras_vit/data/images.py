@@ -10,6 +10,8 @@ then `model_pixels`.
 import numpy as np
 
 from keras_vit import arg_checks
+from keras_vit.data import datasets
+from keras_vit.data import resize
 
 #: RGB -> grayscale weights (ITU-R 601, as PIL's "L" mode).
 GRAY_WEIGHTS = (0.299, 0.587, 0.114)
@@ -31,7 +33,6 @@ def _reason(message):
     """The reader's own words in a TensorFlow error's `message` (its
     assertion's data, `NOT_AN_IMAGE` or `NOT_DECODABLE` without the colon),
     else the message's first line."""
-    from keras_vit.data import datasets
 
     for known in (datasets.NOT_AN_IMAGE, datasets.NOT_DECODABLE):
         if known in message:
@@ -61,9 +62,6 @@ def load_image_files(paths, image_size, num_channels=3, image_resize=None):
     """
     import tensorflow as tf
 
-    from keras_vit.data import datasets
-    from keras_vit.data import resize
-
     image_size = arg_checks.size_2d("image_size", image_size)
     image_resize = resize.check(image_resize)
     out = []
@@ -89,8 +87,6 @@ def decoded_model_pixels(contents, image_size, image_resize=None):
     (`resize.resize_image`, which clips). A SavedModel export's
     `serving_bytes` signature runs it, so that a served JPEG is the model's
     input that the `keras-vit` commands would give it."""
-    from keras_vit.data import datasets
-    from keras_vit.data import resize
 
     return resize.resize_image(
         datasets.decode_image(contents), image_size, image_resize

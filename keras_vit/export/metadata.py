@@ -61,11 +61,13 @@ import json
 import os
 
 from keras_vit import files
+from keras_vit.data import datasets
 from keras_vit.data import resize
 from keras_vit.export import models
 from keras_vit.training.config import flatten
 from keras_vit.training.train import RUN_CONFIG_FILE
 from keras_vit.training.train import read_class_names
+from keras_vit.version import __version__
 
 SAVED_MODEL_METADATA = "keras_vit.json"
 
@@ -170,7 +172,6 @@ def training_run_class_names(model_path):
             dataset = flatten(json.load(file)).get("dataset")
     except (OSError, ValueError, AttributeError):
         return None
-    from keras_vit.data import datasets
 
     if dataset == "digits":
         return [str(d) for d in range(10)]
@@ -249,7 +250,6 @@ def build(
     extra=None,
 ):
     """The metadata dict of one export (see the module docstring)."""
-    from keras_vit.version import __version__
 
     height, width, channels = models.input_spec(model)
     pixels = models.takes_pixels(model)

@@ -9,8 +9,12 @@ import keras
 import numpy as np
 
 from keras_vit import builders
+from keras_vit.data import images
+from keras_vit.data import resize
 from keras_vit.models.config import activation_kind
 from keras_vit.models.config import preprocessing_scale_and_offset
+from keras_vit.models.vit import ViT
+from keras_vit.training.masked_patches import MaskedPatchPrediction
 from keras_vit.weights import load_weights
 
 
@@ -66,7 +70,6 @@ def load_model(model, weights=None, image_size=None, num_classes=None):
 
 
 def _refuse_pretraining(model, name):
-    from keras_vit.training.masked_patches import MaskedPatchPrediction
 
     if isinstance(model, MaskedPatchPrediction):
         raise ValueError(
@@ -141,7 +144,6 @@ def float32_model(model):
     dtypes = non_float32_dtypes(model)
     if not dtypes:
         return model
-    from keras_vit.models.vit import ViT
 
     try:
         if isinstance(model, ViT):
@@ -339,9 +341,6 @@ def decoded_files(model, image_bytes):
     as `load_image_files` reads files), in a graph: the SavedModel's
     `serving_bytes` signature runs it, and its verification the same."""
     import tensorflow as tf
-
-    from keras_vit.data import images
-    from keras_vit.data import resize
 
     height, width, channels = input_spec(model)
     image_resize = resize.of_model(model)

@@ -19,6 +19,7 @@ import os
 import numpy as np
 
 from keras_vit import arg_checks
+from keras_vit import data
 from keras_vit import files
 from keras_vit.data import resize
 from keras_vit.data.images import GRAY_WEIGHTS  # noqa: F401 - its old home
@@ -268,7 +269,6 @@ def _from_dataset(
     """The `ImageSet` of a dataset name or `"folder:PATH"`, its images
     resized to `image_size` as `image_resize` says (by
     `keras_vit.data.eval_pipeline`)."""
-    from keras_vit import data
 
     if num_channels not in (1, 3):
         raise ValueError(

@@ -772,6 +772,8 @@ class TrainConfig:
         were found after the dataset was loaded (a download, for a
         `tensorflow_datasets` one) and a lock file was written into an
         existing output folder."""
+        # Deferred: `keras-vit train --help` builds its flags from this
+        # module, without Keras (models.config imports it).
         from keras_vit.models.config import vit_config
 
         model = self.model
@@ -864,6 +866,7 @@ class TrainConfig:
         arg_checks.one_of("objective", objective.name, OBJECTIVES)
         options = objective.masked_patches
         if options:
+            # Deferred: as `vit_config` above (masked_patches is Keras).
             from keras_vit.training import masked_patches
 
             if objective.name != "masked_patches":

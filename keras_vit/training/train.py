@@ -24,6 +24,7 @@ import warnings
 
 import keras
 
+from keras_vit import builders
 from keras_vit import extras
 from keras_vit import files
 from keras_vit.data import datasets as data_datasets
@@ -37,6 +38,9 @@ from keras_vit.training import strategy as run_strategy
 from keras_vit.training.config import TrainConfig  # noqa: F401 - its old home
 from keras_vit.training.config import flatten
 from keras_vit.training.config import load_config  # noqa: F401 - its old home
+from keras_vit.training.masked_patches import MaskedPatchPrediction
+from keras_vit.weights import convert
+from keras_vit.weights import reader
 
 
 @dataclasses.dataclass
@@ -55,8 +59,6 @@ def build_model(config, num_classes, dtype=None):
     """The model a config asks for (inside a strategy scope): a
     `keras_vit.ViT`, or for masked patch prediction a
     `MaskedPatchPrediction` around a `keras_vit.ViT` without a head."""
-    from keras_vit import builders
-    from keras_vit.training.masked_patches import MaskedPatchPrediction
 
     spec = config.model
     kwargs = dict(spec.kwargs)
@@ -90,8 +92,6 @@ def _checkpoint_options(weights):
     registers, LayerScale, MAP pooling, a distillation token, ...), so that
     `--weights FILE` of a modern family builds the model its tensors fit;
     `{}` for a preset name or a Keras weights file."""
-    from keras_vit.weights import convert
-    from keras_vit.weights import reader
 
     checkpoint_file = (
         isinstance(weights, str)

@@ -70,6 +70,7 @@ import re
 import numpy as np
 
 from keras_vit import files
+from keras_vit import patch_grid
 from keras_vit.layers.resnet_stem import ResNetStem
 from keras_vit.models import checks as model_checks
 from keras_vit.weights.checkpoint import TensorSource
@@ -571,7 +572,6 @@ def to_original(model):
         ValueError: naming each setting of `model` the layout has no place
             for (LayerScale, registers, a distillation token, ...).
     """
-    from keras_vit import patch_grid
 
     model_checks.require_vit(model, "The original .npz layout (save_npz)")
     model_checks.refuse_quantized(
