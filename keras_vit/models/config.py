@@ -29,43 +29,47 @@ DEFAULT_IMAGE_SIZE = 224
 @dataclasses.dataclass(frozen=True)
 class ViTConfig:
     """A ViT's architecture: `ViT`'s arguments, checked and resolved
-    (`image_size` a `(height, width)` pair, `class_token` a bool). See
-    `keras_vit.ViT` for their meaning. `stem` is `None`, a dict of
-    `ResNetStem` arguments, or a serialized Keras layer."""
+    (`image_size` a `(height, width)` pair, `class_token` a bool) by
+    `vit_config`. See `keras_vit.ViT` for their meaning. `stem` is `None`,
+    a dict of `ResNetStem` arguments, or a serialized Keras layer.
 
-    image_size: tuple
-    patch_size: int
-    hidden_dim: int
-    num_layers: int
-    num_heads: int
-    mlp_dim: int
-    num_classes: int
-    include_top: bool
-    pooling: object
-    class_token: bool
-    position_embedding: str
-    representation_size: object
-    dropout_rate: float
-    attention_dropout_rate: float
-    drop_path_rate: float
-    layer_norm_epsilon: float
-    classifier_activation: object
-    include_preprocessing: bool
-    normalization: object
-    image_resize: object
-    num_channels: int
-    stem: object
-    remat: bool
-    activation: str
-    layer_scale_init: object
-    qk_norm: bool
-    patch_bias: bool
-    norm_pre: bool
-    fc_norm: bool
-    position_embedding_tokens: str
-    num_register_tokens: int
-    distillation: bool
-    pool_include_prefix: bool
+    The one source of the arguments' names and defaults: each field's
+    default is `ViT`'s (a test holds its signature to them), before
+    `vit_config` resolves it."""
+
+    image_size: object = None
+    patch_size: int = 16
+    hidden_dim: int = 768
+    num_layers: int = 12
+    num_heads: int = 12
+    mlp_dim: int = 3072
+    num_classes: int = 1000
+    include_top: bool = True
+    pooling: object = "token"
+    class_token: bool = None
+    position_embedding: str = "learned"
+    representation_size: object = None
+    dropout_rate: float = 0.0
+    attention_dropout_rate: float = 0.0
+    drop_path_rate: float = 0.0
+    layer_norm_epsilon: float = 1e-6
+    classifier_activation: object = "softmax"
+    include_preprocessing: bool = True
+    normalization: object = None
+    image_resize: object = None
+    num_channels: int = 3
+    stem: object = None
+    remat: bool = False
+    activation: str = "gelu"
+    layer_scale_init: object = None
+    qk_norm: bool = False
+    patch_bias: bool = True
+    norm_pre: bool = False
+    fc_norm: bool = False
+    position_embedding_tokens: str = "all"
+    num_register_tokens: int = 0
+    distillation: bool = False
+    pool_include_prefix: bool = False
     dynamic_image_size: bool = False
     dynamic_image_padding: bool = False
 
@@ -113,72 +117,19 @@ class ViTConfig:
         )
 
 
-#: `ViT`'s architecture defaults (its signature shows the same; a test
-#: keeps them equal).
+#: `ViT`'s architecture defaults: the `ViTConfig` fields'.
 DEFAULTS = {
-    "image_size": None,
-    "patch_size": 16,
-    "hidden_dim": 768,
-    "num_layers": 12,
-    "num_heads": 12,
-    "mlp_dim": 3072,
-    "num_classes": 1000,
-    "include_top": True,
-    "pooling": "token",
-    "class_token": None,
-    "position_embedding": "learned",
-    "representation_size": None,
-    "dropout_rate": 0.0,
-    "attention_dropout_rate": 0.0,
-    "drop_path_rate": 0.0,
-    "layer_norm_epsilon": 1e-6,
-    "classifier_activation": "softmax",
-    "include_preprocessing": True,
-    "normalization": None,
-    "image_resize": None,
-    "num_channels": 3,
-    "stem": None,
-    "remat": False,
-    "activation": "gelu",
-    "layer_scale_init": None,
-    "qk_norm": False,
-    "patch_bias": True,
-    "norm_pre": False,
-    "fc_norm": False,
-    "position_embedding_tokens": "all",
-    "num_register_tokens": 0,
-    "distillation": False,
-    "pool_include_prefix": False,
-    "dynamic_image_size": False,
-    "dynamic_image_padding": False,
+    field.name: field.default for field in dataclasses.fields(ViTConfig)
 }
-
-#: Whether the model takes any resolution at call time (the position
-#: embeddings resampled in the graph), and pads to the patch size; checked
-#: by `_dynamic`.
-DYNAMIC = ("dynamic_image_size", "dynamic_image_padding")
-
-#: The architecture options that go beyond the paper's ViT (DeiT, DeiT III,
-#: DINOv2, CLIP, SigLIP); each is off at its default.
-OPTIONS = (
-    "activation",
-    "layer_scale_init",
-    "qk_norm",
-    "patch_bias",
-    "norm_pre",
-    "fc_norm",
-    "position_embedding_tokens",
-    "num_register_tokens",
-    "distillation",
-    "pool_include_prefix",
-)
 
 
 def vit_config(**arguments):
     """Checks `ViT`'s architecture arguments and returns their `ViTConfig`.
 
     Arguments not given take `DEFAULTS` (`ViT`'s); `image_size=None` is
-    224. Raises `ValueError` naming the argument and the value received.
+    224. Each argument is checked alone (`_ALONE`), then the rules between
+    them (`_RULES`) resolve what depends on others. Raises `ValueError`
+    naming the argument and the value received.
     """
     unknown = sorted(set(arguments) - set(DEFAULTS))
     if unknown:
@@ -186,201 +137,79 @@ def vit_config(**arguments):
             "Unknown ViT architecture argument(s). Received: "
             + ", ".join(f"{name}={arguments[name]!r}" for name in unknown)
         )
-    arguments = {**DEFAULTS, **arguments}
-    options = {name: arguments.pop(name) for name in OPTIONS}
-    dynamic = {name: arguments.pop(name) for name in DYNAMIC}
-    config = _checked(**arguments)
-    config = dataclasses.replace(config, **_options(config, **options))
-    return dataclasses.replace(config, **_dynamic(config, **dynamic))
+    values = {**DEFAULTS, **arguments}
+    for name, check in _ALONE.items():
+        values[name] = check(name, values[name])
+    for rule in _RULES:
+        values.update(rule(values))
+    return ViTConfig(**values)
 
 
-def _dynamic(config, dynamic_image_size, dynamic_image_padding):
-    """The checked values of `DYNAMIC`, for `config` (the rest)."""
-    dynamic_image_size = arg_checks.boolean(
-        "dynamic_image_size", dynamic_image_size
-    )
-    dynamic_image_padding = arg_checks.boolean(
-        "dynamic_image_padding", dynamic_image_padding
-    )
-    if dynamic_image_padding and not dynamic_image_size:
-        raise ValueError(
-            "dynamic_image_padding=True pads images of any size, so it "
-            "needs dynamic_image_size=True (a fixed-size model takes only "
-            "its image_size). Received: dynamic_image_padding=True and "
-            "dynamic_image_size=False"
-        )
-    if dynamic_image_size and config.stem is not None:
-        raise ValueError(
-            "dynamic_image_size=True is for plain ViTs: a hybrid's stem "
-            "maps the image to its feature map at a size fixed when the "
-            "model is built. Build the hybrid at each image_size instead. "
-            f"Received: dynamic_image_size=True and stem={config.stem!r}"
-        )
-    if dynamic_image_size and config.position_embedding == "relative":
-        raise ValueError(
-            "dynamic_image_size=True needs position embeddings on the patch "
-            "grid: relative positions along the token sequence are learned "
-            "for one sequence length. Received: dynamic_image_size=True and "
-            "position_embedding='relative'"
-        )
-    return {
-        "dynamic_image_size": dynamic_image_size,
-        "dynamic_image_padding": dynamic_image_padding,
-    }
+def _choice(choices):
+    return lambda name, value: arg_checks.one_of(name, value, choices)
 
 
-def _checked(
-    image_size,
-    patch_size,
-    hidden_dim,
-    num_layers,
-    num_heads,
-    mlp_dim,
-    num_classes,
-    include_top,
-    pooling,
-    class_token,
-    position_embedding,
-    representation_size,
-    dropout_rate,
-    attention_dropout_rate,
-    drop_path_rate,
-    layer_norm_epsilon,
-    classifier_activation,
-    include_preprocessing,
-    normalization,
-    image_resize,
-    num_channels,
-    stem,
-    remat,
-):
-    hidden_dim, num_heads = _width_and_heads(hidden_dim, num_heads)
-    include_top, pooling, class_token = _pooling(
-        include_top, pooling, class_token
-    )
-    num_channels = arg_checks.positive_int("num_channels", num_channels)
-    return ViTConfig(
-        image_size=arg_checks.size_2d(
-            "image_size",
-            DEFAULT_IMAGE_SIZE if image_size is None else image_size,
+def _optional(check):
+    return lambda name, value: None if value is None else check(name, value)
+
+
+#: The checks of each argument that needs no other, by name: each takes
+#: the name and the value, and returns the value checked.
+_ALONE = {
+    **dict.fromkeys(
+        ("patch_size", "num_layers", "mlp_dim", "num_classes", "num_channels"),
+        arg_checks.positive_int,
+    ),
+    **dict.fromkeys(
+        ("dropout_rate", "attention_dropout_rate", "drop_path_rate"),
+        arg_checks.rate,
+    ),
+    **dict.fromkeys(
+        (
+            "include_top",
+            "include_preprocessing",
+            "remat",
+            "qk_norm",
+            "patch_bias",
+            "norm_pre",
+            "fc_norm",
+            "distillation",
+            "pool_include_prefix",
+            "dynamic_image_size",
+            "dynamic_image_padding",
         ),
-        patch_size=arg_checks.positive_int("patch_size", patch_size),
-        hidden_dim=hidden_dim,
-        num_layers=arg_checks.positive_int("num_layers", num_layers),
-        num_heads=num_heads,
-        mlp_dim=arg_checks.positive_int("mlp_dim", mlp_dim),
-        num_classes=arg_checks.positive_int("num_classes", num_classes),
-        include_top=include_top,
-        pooling=pooling,
-        class_token=class_token,
-        position_embedding=_position_embedding(position_embedding, hidden_dim),
-        representation_size=arg_checks.optional_positive_int(
-            "representation_size", representation_size
-        ),
-        dropout_rate=arg_checks.rate("dropout_rate", dropout_rate),
-        attention_dropout_rate=arg_checks.rate(
-            "attention_dropout_rate", attention_dropout_rate
-        ),
-        drop_path_rate=arg_checks.rate("drop_path_rate", drop_path_rate),
-        layer_norm_epsilon=arg_checks.epsilon(
-            "layer_norm_epsilon", layer_norm_epsilon
-        ),
-        classifier_activation=_activation(classifier_activation),
-        include_preprocessing=arg_checks.boolean(
-            "include_preprocessing", include_preprocessing
-        ),
-        normalization=_normalization(normalization, num_channels),
-        image_resize=resize.check(image_resize),
-        num_channels=num_channels,
-        stem=stem,
-        remat=arg_checks.boolean("remat", remat),
-        **{name: DEFAULTS[name] for name in OPTIONS},
-    )
+        arg_checks.boolean,
+    ),
+    "representation_size": arg_checks.optional_positive_int,
+    "layer_norm_epsilon": arg_checks.epsilon,
+    "classifier_activation": lambda _, value: _activation(value),
+    "image_resize": lambda _, value: resize.check(value),
+    "activation": _choice(ACTIVATIONS),
+    "pooling": _choice((*MODEL_POOLINGS, None)),
+    "position_embedding": _choice(MODEL_POSITION_EMBEDDINGS),
+    "position_embedding_tokens": _choice(POSITION_EMBEDDING_TOKENS),
+    "num_register_tokens": arg_checks.non_negative_int,
+    "layer_scale_init": _optional(_check_scale),
+    "image_size": lambda name, value: arg_checks.size_2d(
+        name, DEFAULT_IMAGE_SIZE if value is None else value
+    ),
+}
 
 
-def _options(
-    config,
-    activation,
-    layer_scale_init,
-    qk_norm,
-    patch_bias,
-    norm_pre,
-    fc_norm,
-    position_embedding_tokens,
-    num_register_tokens,
-    distillation,
-    pool_include_prefix,
-):
-    """The checked values of the `OPTIONS`, for `config` (the rest)."""
-    distillation = arg_checks.boolean("distillation", distillation)
-    if distillation and not (
-        config.class_token and config.pooling in ("token", None)
-    ):
-        raise ValueError(
-            "distillation=True (DeiT's distillation token and head) needs "
-            "a class token and pooling='token' (or None). Received: "
-            f"distillation=True, pooling={config.pooling!r} and "
-            f"class_token={config.class_token}"
-        )
-    if distillation and config.representation_size is not None:
-        raise ValueError(
-            "distillation=True has no pre-logits layer. Received: "
-            f"representation_size={config.representation_size}"
-        )
-    fc_norm = arg_checks.boolean("fc_norm", fc_norm)
-    if fc_norm and config.pooling != "gap":
-        raise ValueError(
-            "fc_norm=True (the final LayerNorm after pooling) is for "
-            "pooling='gap'. Received: "
-            f"fc_norm=True and pooling={config.pooling!r}"
-        )
-    pool_include_prefix = arg_checks.boolean(
-        "pool_include_prefix", pool_include_prefix
-    )
-    if pool_include_prefix and config.pooling != "map":
-        raise ValueError(
-            "pool_include_prefix=True lets the attention-pooling probe "
-            "attend to the class and register tokens too, so it is for "
-            "pooling='map'. Received: pool_include_prefix=True and "
-            f"pooling={config.pooling!r}"
-        )
-    if layer_scale_init is not None:
-        layer_scale_init = _check_scale("layer_scale_init", layer_scale_init)
-    return {
-        "activation": arg_checks.one_of("activation", activation, ACTIVATIONS),
-        "layer_scale_init": layer_scale_init,
-        "qk_norm": arg_checks.boolean("qk_norm", qk_norm),
-        "patch_bias": arg_checks.boolean("patch_bias", patch_bias),
-        "norm_pre": arg_checks.boolean("norm_pre", norm_pre),
-        "fc_norm": fc_norm,
-        "position_embedding_tokens": arg_checks.one_of(
-            "position_embedding_tokens",
-            position_embedding_tokens,
-            POSITION_EMBEDDING_TOKENS,
-        ),
-        "num_register_tokens": arg_checks.non_negative_int(
-            "num_register_tokens", num_register_tokens
-        ),
-        "distillation": distillation,
-        "pool_include_prefix": pool_include_prefix,
-    }
-
-
-def _width_and_heads(hidden_dim, num_heads):
-    hidden_dim = arg_checks.positive_int("hidden_dim", hidden_dim)
-    num_heads = arg_checks.positive_int("num_heads", num_heads)
+def _width_and_heads(v):
+    hidden_dim = arg_checks.positive_int("hidden_dim", v["hidden_dim"])
+    num_heads = arg_checks.positive_int("num_heads", v["num_heads"])
     if hidden_dim % num_heads:
         raise ValueError(
             "`hidden_dim` must be divisible by `num_heads`. Received: "
             f"hidden_dim={hidden_dim} and num_heads={num_heads}"
         )
-    return hidden_dim, num_heads
+    return {"hidden_dim": hidden_dim, "num_heads": num_heads}
 
 
-def _pooling(include_top, pooling, class_token):
-    include_top = arg_checks.boolean("include_top", include_top)
-    pooling = arg_checks.one_of("pooling", pooling, (*MODEL_POOLINGS, None))
-    if include_top and pooling is None:
+def _pooling(v):
+    pooling, class_token = v["pooling"], v["class_token"]
+    if v["include_top"] and pooling is None:
         raise ValueError(
             "A model with include_top=True needs pooling='token', 'gap' or "
             "'map'. Received: pooling=None"
@@ -392,13 +221,24 @@ def _pooling(include_top, pooling, class_token):
         raise ValueError(
             "pooling='token' needs a class token. Received: class_token=False"
         )
-    return include_top, pooling, class_token
+    if v["pool_include_prefix"] and pooling != "map":
+        raise ValueError(
+            "pool_include_prefix=True lets the attention-pooling probe "
+            "attend to the class and register tokens too, so it is for "
+            "pooling='map'. Received: pool_include_prefix=True and "
+            f"pooling={pooling!r}"
+        )
+    if v["fc_norm"] and pooling != "gap":
+        raise ValueError(
+            "fc_norm=True (the final LayerNorm after pooling) is for "
+            "pooling='gap'. Received: "
+            f"fc_norm=True and pooling={pooling!r}"
+        )
+    return {"class_token": class_token}
 
 
-def _position_embedding(position_embedding, hidden_dim):
-    position_embedding = arg_checks.one_of(
-        "position_embedding", position_embedding, MODEL_POSITION_EMBEDDINGS
-    )
+def _position_embedding(v):
+    position_embedding, hidden_dim = v["position_embedding"], v["hidden_dim"]
     if position_embedding == "sincos2d" and hidden_dim % 4:
         raise ValueError(
             "position_embedding='sincos2d' needs a hidden_dim that is a "
@@ -409,7 +249,64 @@ def _position_embedding(position_embedding, hidden_dim):
             "position_embedding='learned2d' needs an even hidden_dim. "
             f"Received: hidden_dim={hidden_dim}"
         )
-    return position_embedding
+    return {}
+
+
+def _distillation(v):
+    if not v["distillation"]:
+        return {}
+    if not (v["class_token"] and v["pooling"] in ("token", None)):
+        raise ValueError(
+            "distillation=True (DeiT's distillation token and head) needs "
+            "a class token and pooling='token' (or None). Received: "
+            f"distillation=True, pooling={v['pooling']!r} and "
+            f"class_token={v['class_token']}"
+        )
+    if v["representation_size"] is not None:
+        raise ValueError(
+            "distillation=True has no pre-logits layer. Received: "
+            f"representation_size={v['representation_size']}"
+        )
+    return {}
+
+
+def _dynamic(v):
+    if v["dynamic_image_padding"] and not v["dynamic_image_size"]:
+        raise ValueError(
+            "dynamic_image_padding=True pads images of any size, so it "
+            "needs dynamic_image_size=True (a fixed-size model takes only "
+            "its image_size). Received: dynamic_image_padding=True and "
+            "dynamic_image_size=False"
+        )
+    if v["dynamic_image_size"] and v["stem"] is not None:
+        raise ValueError(
+            "dynamic_image_size=True is for plain ViTs: a hybrid's stem "
+            "maps the image to its feature map at a size fixed when the "
+            "model is built. Build the hybrid at each image_size instead. "
+            f"Received: dynamic_image_size=True and stem={v['stem']!r}"
+        )
+    if v["dynamic_image_size"] and v["position_embedding"] == "relative":
+        raise ValueError(
+            "dynamic_image_size=True needs position embeddings on the patch "
+            "grid: relative positions along the token sequence are learned "
+            "for one sequence length. Received: dynamic_image_size=True and "
+            "position_embedding='relative'"
+        )
+    return {}
+
+
+#: The rules between arguments, in order: each takes the values (each
+#: checked alone) and returns those it resolves.
+_RULES = (
+    _width_and_heads,
+    _pooling,
+    _position_embedding,
+    lambda v: {
+        "normalization": _normalization(v["normalization"], v["num_channels"])
+    },
+    _distillation,
+    _dynamic,
+)
 
 
 def _normalization(normalization, num_channels):
