@@ -316,7 +316,9 @@ def _plan(variants, peers, inference_batches, train_batches, sizes):
             with keras.StatelessScope(initialize_variables=False):
                 model = keras_vit_model(variant, image_size=size)
                 flops = flops_lib.model_flops(model)
-            shape = (variant, model.input_shape[1], model.num_tokens, flops)
+            # image_size, not the input shape: a dynamic_image_size
+            # model's is (None, None, None, 3); it is timed at this size.
+            shape = (variant, model.image_size[0], model.num_tokens, flops)
             for peer in peers:
                 modes = [("inference", b) for b in inference_batches]
                 if peer not in RUNTIMES:

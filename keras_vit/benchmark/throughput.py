@@ -21,6 +21,7 @@ from keras_vit import timing
 from keras_vit.benchmark.peers import keras_hub_peer
 from keras_vit.benchmark.peers import runtime_peers
 from keras_vit.benchmark.peers import timm_runner
+from keras_vit.export.models import input_spec
 from keras_vit.layers import kernels
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 from keras_vit.models.vit import ViT
@@ -127,7 +128,7 @@ def benchmark(
     jit_compile = arg_checks.boolean("jit_compile", jit_compile)
     min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
     rng = np.random.default_rng(seed)
-    shape = (batch_size, *model.input_shape[1:])
+    shape = pixels_shape(model, batch_size)
     images = tf.constant(rng.uniform(0, 255, shape).astype("float32"))
     forward = tf.function(
         lambda x: _predicts(model, x, jit_compile), jit_compile=jit_compile
@@ -157,6 +158,14 @@ def benchmark(
         result["train_images_per_s"] = batch_size / seconds
         result["train_cores_busy"] = cores
     return result
+
+
+def pixels_shape(model, batch_size):
+    """`(batch_size, height, width, channels)`: the images `model` is timed
+    on; a `dynamic_image_size` model's at its `image_size`, which the suite
+    builds it at (`--image-size`), as its exports are
+    (`keras_vit.export.models.input_spec`)."""
+    return (batch_size, *input_spec(model))
 
 
 def _predicts(model, images, jit_compile):
@@ -436,8 +445,7 @@ def _measure_runtime(
 def _train_rate(model, batch_size, steps, warmup, min_seconds, xla):
     """Images/s and cores busy of AdamW training steps on random labels."""
     rng = np.random.default_rng(0)
-    size = model.input_shape[1:3]
-    x = rng.uniform(0, 255, (batch_size, *size, 3)).astype("float32")
+    x = rng.uniform(0, 255, pixels_shape(model, batch_size)).astype("float32")
     y = rng.integers(0, 1000, (batch_size,))
     model.compile(
         recipe.AdamW(1e-4),

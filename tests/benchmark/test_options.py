@@ -187,3 +187,31 @@ def test_profile_builds_every_model_before_timing_one(capsys, monkeypatch):
     code = cli.main(["benchmark", "--profile", "--model", "Ti/16", "ViT_X"])
     assert code == 2
     assert "model='ViT_X'" in capsys.readouterr().err
+
+
+def test_a_dynamic_image_size_model_is_timed_at_each_image_size(
+    capsys, monkeypatch
+):
+    # Its rows were labelled with its input shape's height, None: a
+    # TypeError in the row formatter, after the machine's peak was timed.
+    model = "Ti/16:num_layers=1,dynamic_image_size=true"
+    monkeypatch.setattr(suite.flops_lib, "peak_flops", lambda **k: 1e12)
+    monkeypatch.setattr(
+        suite,
+        "measure_in_subprocess",
+        lambda timm_python=None, **kwargs: benchmark.measure(**kwargs),
+    )
+    argv = ["benchmark", "--model", model, "--image-size", "32", "48"]
+    argv += ["--batch-size", "1", "--train", "--train-batch-size", "1"]
+    argv += ["--steps", "1", "--warmup", "0", "--min-seconds", "0"]
+    assert cli.main([*argv, "--jit-compile", "off"]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines()]
+    table = [line for line in table if "MB peak" in line]
+    assert len(table) == 4
+    for line, size, tokens in zip(table, (32, 32, 48, 48), (5, 5, 10, 10)):
+        assert f" {size} px " in line and f" {tokens} tokens " in line, line
+    # ONNX Runtime and OpenVINO run its export, at that size too.
+    from keras_vit.benchmark.peers import runtime_peers
+
+    dynamic = throughput.keras_vit_model(model, image_size=48)
+    assert runtime_peers._pixels(dynamic, 2).shape == (2, 48, 48, 3)

@@ -10,10 +10,11 @@ import numpy as np
 from keras_vit import timing
 from keras_vit.export import onnx as onnx_lib
 from keras_vit.export import openvino as openvino_lib
+from keras_vit.export.models import input_spec
 
 
 def _pixels(model, batch_size):
-    shape = (batch_size, *model.input_shape[1:])
+    shape = (batch_size, *input_spec(model))
     return np.random.default_rng(0).uniform(0, 255, shape).astype("float32")
 
 
