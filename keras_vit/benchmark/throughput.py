@@ -45,6 +45,17 @@ MODES = ("inference", "train")
 JIT_COMPILE = ("auto", True, False)
 
 
+#: The `ViT` arguments that `keras-vit benchmark`'s flags (`run_suite`'s
+#: arguments of the same name) set for every model, which a model's
+#: overrides may not: the flag's value won, and the row was labelled with
+#: the override (`Ti/16:dtype="int32"` timed float32).
+FLAG_ARGUMENTS = {
+    "dtype": "--dtype",
+    "image_size": "--image-size",
+    "remat": "--remat",
+}
+
+
 #: One measurement's settings, as `checked_measurement` returns them.
 Settings = collections.namedtuple(
     "Settings",
@@ -199,7 +210,8 @@ def model_arguments(model):
         `(variant, arguments)`.
 
     Raises:
-        ValueError: for an unknown name or an override without `=`.
+        ValueError: for an unknown name, an override without `=`, or one
+            of an argument a flag sets (`FLAG_ARGUMENTS`).
     """
     name, _, overrides = str(model).partition(":")
     _, variant, preset = registry.resolve(name)
@@ -217,6 +229,12 @@ def model_arguments(model):
                 "A benchmark model's overrides must be ARG=VALUE, separated "
                 "by commas (e.g. 'B/16:pooling=gap'). Received: "
                 f"model={model!r}"
+            )
+        if key in FLAG_ARGUMENTS:
+            raise ValueError(
+                f"A benchmark model cannot override {key}: "
+                f"{FLAG_ARGUMENTS[key]} sets it for every model timed. "
+                f"Received: model={model!r}"
             )
         try:
             arguments[key] = json.loads(value)

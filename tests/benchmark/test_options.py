@@ -189,6 +189,28 @@ def test_profile_builds_every_model_before_timing_one(capsys, monkeypatch):
     assert "model='ViT_X'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "override, flag",
+    [
+        ('dtype="int32"', "--dtype"),
+        ("image_size=64", "--image-size"),
+        ("remat=true", "--remat"),
+    ],
+)
+def test_overrides_of_what_a_flag_sets_are_refused(
+    override, flag, capsys, monkeypatch
+):
+    # Each was dropped for the flag's value, the row still labelled with
+    # it: Ti/16:dtype="int32" printed a float32 row.
+    monkeypatch.setattr(
+        suite.flops_lib, "peak_flops", lambda **k: pytest.fail("timed")
+    )
+    model = f"Ti/16:{override}"
+    assert cli.main(["benchmark", "--model", model]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and f"Received: model={model!r}" in err
+
+
 def test_a_dynamic_image_size_model_is_timed_at_each_image_size(
     capsys, monkeypatch
 ):
