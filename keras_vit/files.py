@@ -248,15 +248,36 @@ _HOST = f"{zlib.crc32(socket.gethostname().encode()):08x}"
 #: The name of a temporary file or folder of `atomic_file` /
 #: `atomic_directory`: `.TARGET.tmp-HOST-PID-RANDOM{suffix}`, the writer's
 #: machine and process in it, so that what a killed writer left is known.
+#: A target whose name would not fit (`_temporary_name`) is its CRC-32.
 _TEMPORARY = re.compile(
     r"^\.(?P<target>.+)\.tmp-(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-"
     r"(?P<random>[a-z0-9_]{8})(?P<suffix>.*)$"
 )
+#: The file in `atomic_directory`'s `.old` folder that names its target
+#: (whose name in the folder's own may be a CRC-32).
+_TARGET_FILE = "target"
 
 
-def _temporary_name(path):
+def _name_max(folder):
+    """The longest file name, in bytes, that `folder` takes (NAME_MAX)."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):  # no pathconf (Windows)
+        return 255
+
+
+def _temporary_name(path, suffix):
+    """`(folder, prefix)` of a temporary sibling of `path` that ends in
+    `suffix`, `mkstemp`'s 8 random characters between them. The prefix
+    names the target where the whole name fits the folder's NAME_MAX, the
+    target's CRC-32 otherwise: a 236-byte output failed with "File name
+    too long", ~35 bytes longer."""
     parent, base = os.path.split(os.path.abspath(path))
-    return parent, f".{base}.tmp-{_HOST}-{os.getpid()}-"
+    tail = f".tmp-{_HOST}-{os.getpid()}-"
+    room = _name_max(parent) - len(os.fsencode(f".{tail}{suffix}")) - 8
+    if len(os.fsencode(base)) > room:
+        base = f"{zlib.crc32(os.fsencode(base)):08x}"
+    return parent, f".{base}{tail}"
 
 
 def _writer_is_gone(host, pid):
@@ -316,6 +337,8 @@ def remove_leftovers(folder):
             suffix: os.path.join(folder, name) for suffix, name in entries
         }
         old, new = suffixes.get(".old"), suffixes.get(".tmp")
+        if old:
+            target = _named_target(old, target)
         if (
             old
             and os.path.isdir(os.path.join(old, "previous"))
@@ -335,6 +358,21 @@ def remove_leftovers(folder):
                 _remove(os.path.join(folder, name))
                 removed.append(name)
     return removed
+
+
+def _named_target(old, target):
+    """The target of `atomic_directory`'s `.old` folder `old`: the one its
+    `_TARGET_FILE` names (beside `old`), else `target`, its name's."""
+    try:
+        with open(
+            os.path.join(old, _TARGET_FILE),
+            encoding="utf-8",
+            errors="surrogateescape",
+        ) as file:
+            name = file.read()
+    except (OSError, ValueError):
+        return target
+    return os.path.join(os.path.dirname(old), os.path.basename(name))
 
 
 #: The exception every atomic write raises at its commit instead of moving
@@ -388,7 +426,7 @@ def atomic_file(path, suffix=".tmp"):
     >>> with atomic_file("model.tflite") as tmp:
     ...     open(tmp, "wb").write(data)
     """
-    parent, prefix = _temporary_name(path)
+    parent, prefix = _temporary_name(path, suffix)
     remove_leftovers(parent)
     handle, tmp = tempfile.mkstemp(dir=parent, prefix=prefix, suffix=suffix)
     os.close(handle)
@@ -414,7 +452,7 @@ def atomic_directory(path):
     was killed between its two renames, completed) by the next atomic write
     into the folder (`remove_leftovers`).
     """
-    parent, prefix = _temporary_name(path)
+    parent, prefix = _temporary_name(path, ".tmp")  # and ".old"
     remove_leftovers(parent)
     tmp = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=".tmp")
     old = None
@@ -424,6 +462,15 @@ def atomic_directory(path):
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private (0700)
         if os.path.isdir(path):
             old = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=".old")
+            # Named for `remove_leftovers`, which completes this write if
+            # it is killed between the renames.
+            with open(
+                os.path.join(old, _TARGET_FILE),
+                "w",
+                encoding="utf-8",
+                errors="surrogateescape",
+            ) as file:
+                file.write(os.path.basename(os.path.abspath(path)))
             os.replace(path, os.path.join(old, "previous"))
             os.replace(tmp, path)
         else:
@@ -451,7 +498,7 @@ def temporary_folder(path):
     files, so one that a killed writer left is removed by the next atomic
     write into the folder (`remove_leftovers`).
     """
-    parent, prefix = _temporary_name(path)
+    parent, prefix = _temporary_name(path, ".tmp")
     remove_leftovers(parent)
     folder = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=".tmp")
     try:

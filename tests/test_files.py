@@ -249,3 +249,64 @@ def test_a_requested_stop_stops_an_atomic_write_at_its_commit(tmp_path, writer):
     if writer == "atomic_file":
         assert target.read_text() == "old"
     files.raise_if_stopped()  # cleared: nothing raised
+
+
+#: Names of the longest legal length (NAME_MAX, 255 bytes): ASCII, and
+#: mostly 2-byte characters with a long suffix.
+LONGEST = ["x" * 248 + ".tflite", "é" * 121 + "xx.weights.h5"]
+
+
+@pytest.mark.parametrize("name", LONGEST)
+@pytest.mark.parametrize(
+    "writer", ["atomic_file", "atomic_directory", "temporary_folder"]
+)
+def test_an_output_of_the_longest_legal_name_is_written(tmp_path, name, writer):
+    # The temporary sibling's name added about 35 bytes to the output's: a
+    # 236-byte output failed with "OSError: File name too long".
+    target = tmp_path / name
+    assert len(os.fsencode(name)) == os.pathconf(tmp_path, "PC_NAME_MAX")
+    suffix = {"atomic_file": {"suffix": "".join(target.suffixes)}}
+    for content in ("old", "new"):  # a folder is replaced the second time
+        with getattr(files, writer)(
+            str(target), **suffix.get(writer, {})
+        ) as tmp:
+            assert os.path.dirname(tmp) == str(tmp_path)
+            if writer == "atomic_file":
+                (tmp_path / tmp).write_text(content)
+            else:
+                (tmp_path / tmp / "v").write_text(content)
+    if writer == "temporary_folder":  # removed afterwards
+        assert os.listdir(tmp_path) == []
+        return
+    assert os.listdir(tmp_path) == [name]
+    inside = target if writer == "atomic_file" else target / "v"
+    assert inside.read_text() == "new"
+
+
+def test_a_long_named_folder_killed_between_its_renames_is_completed(
+    tmp_path, monkeypatch
+):
+    # Its temporary names hold a CRC-32, not its name: the next write into
+    # the folder finds the target in the folder that holds the old one.
+    target = tmp_path / LONGEST[0]
+    target.mkdir()
+    (target / "v").write_text("old")
+    renames = []
+
+    def killed(source, destination):  # at the second rename, no cleanup
+        renames.append(destination)
+        if len(renames) > 1:
+            raise OSError("killed")
+        os.rename(source, destination)
+
+    monkeypatch.setattr(files.os, "replace", killed)
+    monkeypatch.setattr(files.shutil, "rmtree", lambda *a, **k: None)
+    with pytest.raises(OSError, match="killed"):
+        with files.atomic_directory(str(target)) as tmp:
+            open(os.path.join(tmp, "v"), "w").write("new")
+    monkeypatch.undo()
+    assert not target.exists() and len(os.listdir(tmp_path)) == 2
+    monkeypatch.setattr(files, "_writer_is_gone", lambda host, pid: True)
+    files.write_text(str(tmp_path / "other.txt"), "x")
+    assert (target / "v").read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["other.txt", target.name]

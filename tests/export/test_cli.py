@@ -349,3 +349,15 @@ def test_verify_shows_its_runs_unless_quiet(
     # Keras's progress bar: two runtimes on one image set.
     assert ("2/2" in out) is not quiet, out
     assert "passed" in out
+
+
+def test_export_to_a_long_legal_name(random_model_path, tmp_path, capsys):
+    # A 236-byte --output failed with "OSError: File name too long": the
+    # temporary file beside it added about 35 bytes to its name.
+    out = tmp_path / ("v" * 229 + ".tflite")
+    argv = ["export", random_model_path, "--format", "tflite"]
+    assert cli.main([*argv, "--output", str(out)]) == 0
+    assert sorted(os.listdir(tmp_path)) == [
+        out.with_suffix(".json").name,
+        out.name,
+    ]
