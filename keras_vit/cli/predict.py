@@ -293,14 +293,7 @@ def _runner(path, fmt, found):
 
         return functools.partial(runtime.run_tflite, path)  # batches itself
     if fmt == "saved_model":
-        import tensorflow as tf
-
-        from keras_vit.export import saved_model
-
-        signatures = tf.saved_model.load(path).signatures
-        serve = signatures[saved_model.FLOAT_SIGNATURE]
-        key = found["output_key"]
-        return lambda x: serve(images=tf.constant(x))[key].numpy()
+        return _saved_model_runner(path, found["output_key"])
     if fmt == "onnx":
         from keras_vit.export import onnx
 
@@ -318,6 +311,29 @@ def _runner(path, fmt, found):
             return compiled(x)[0]
 
     return functools.partial(_in_batches, run, found["batch_size"])
+
+
+def _saved_model_runner(path, key):
+    """The SavedModel folder at `path`'s float serving signature, as a
+    function of the model's inputs to its `key` output; a `ValueError`
+    naming the folder if TensorFlow cannot load it."""
+    import tensorflow as tf
+
+    from keras_vit.export import saved_model
+
+    try:
+        serve = tf.saved_model.load(path).signatures[
+            saved_model.FLOAT_SIGNATURE
+        ]
+    # A damaged SavedModel fails anywhere in TensorFlow's loader (OSError,
+    # IndexError, DataLossError, a missing signature's KeyError, ...).
+    except Exception as error:  # noqa: BLE001
+        raise ValueError(
+            "TensorFlow cannot load the SavedModel, damaged or not "
+            f"keras_vit's ({type(error).__name__}: "
+            f"{' '.join(str(error).split())}). Received: model={path!r}"
+        ) from None
+    return lambda x: serve(images=tf.constant(x))[key].numpy()
 
 
 def _in_batches(run, batch_size, x):

@@ -379,16 +379,25 @@ def _move_into_place(tmp, output, external):
 
 def session(path, num_threads=None):
     """An `onnxruntime.InferenceSession` on `path`, all graph optimisations
-    on."""
+    on; a `ValueError` naming the file if ONNX Runtime cannot load it."""
     ort = _require("onnxruntime")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if num_threads:
         options.intra_op_num_threads = int(num_threads)
         options.inter_op_num_threads = 1
-    return ort.InferenceSession(
-        path, options, providers=["CPUExecutionProvider"]
-    )
+    try:
+        return ort.InferenceSession(
+            path, options, providers=["CPUExecutionProvider"]
+        )
+    # ONNX Runtime's errors (InvalidProtobuf, Fail, ...) are Exception's
+    # own subclasses: a damaged file was a raw traceback.
+    except Exception as error:  # noqa: BLE001
+        raise ValueError(
+            "ONNX Runtime cannot load the ONNX file, damaged or not an ONNX "
+            f"model ({type(error).__name__}: {' '.join(str(error).split())}"
+            f"). Received: path={os.fspath(path)!r}"
+        ) from None
 
 
 def run_onnx(path, images, num_threads=None):

@@ -56,6 +56,9 @@ def compile_openvino(path_or_graph, precision="float32", num_threads=None):
             computes in. Defaults to `"float32"`.
         num_threads: int, threads for inference. Defaults to `None`:
             OpenVINO's choice (all cores).
+
+    Raises:
+        ValueError: naming the file, if OpenVINO Runtime cannot load it.
     """
     precision = arg_checks.one_of("precision", precision, tuple(PRECISIONS))
     config = {"INFERENCE_PRECISION_HINT": PRECISIONS[precision]}
@@ -63,7 +66,17 @@ def compile_openvino(path_or_graph, precision="float32", num_threads=None):
         config["INFERENCE_NUM_THREADS"] = arg_checks.positive_int(
             "num_threads", num_threads
         )
-    return _require().Core().compile_model(path_or_graph, "CPU", config)
+    core = _require().Core()
+    if not isinstance(path_or_graph, (str, os.PathLike)):
+        return core.compile_model(path_or_graph, "CPU", config)
+    try:
+        return core.compile_model(os.fspath(path_or_graph), "CPU", config)
+    except RuntimeError as error:  # a damaged .xml or .bin: a raw traceback
+        raise ValueError(
+            "OpenVINO Runtime cannot load the OpenVINO IR (.xml and its "
+            f".bin), damaged or not OpenVINO's ({' '.join(str(error).split())}"
+            f"). Received: path_or_graph={os.fspath(path_or_graph)!r}"
+        ) from None
 
 
 def run_openvino(path, images, precision="float32", num_threads=None):

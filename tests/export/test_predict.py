@@ -371,3 +371,51 @@ def test_a_feature_extractor_is_refused_before_its_export_is_loaded(
         err = capsys.readouterr().err
         assert "no classifier head (include_top=False)" in err, err
         assert "Received: a feature extractor" in err
+
+
+@pytest.fixture(scope="module")
+def every_export(random_model_path, tmp_path_factory):
+    """The random model exported in every format, unverified."""
+    from keras_vit import export
+
+    folder = tmp_path_factory.mktemp("every_export")
+    export.export_tflite(random_model_path, folder / "t.tflite", verify=False)
+    export.export_saved_model(random_model_path, folder / "sm", verify=False)
+    if export.onnx.available():
+        export.export_onnx(random_model_path, folder / "m.onnx", verify=False)
+    if export.openvino.available():
+        export.export_openvino(
+            random_model_path, folder / "v.xml", verify=False
+        )
+    return folder
+
+
+@pytest.mark.parametrize(
+    "model, damaged, needs",
+    [
+        ("t.tflite", "t.tflite", None),
+        ("sm", "sm/saved_model.pb", None),
+        ("sm", "sm/variables/variables.data-00000-of-00001", None),
+        ("m.onnx", "m.onnx", "onnxruntime"),
+        ("v.xml", "v.xml", "openvino"),
+        ("v.xml", "v.bin", "openvino"),
+    ],
+)
+def test_a_damaged_export_is_an_error_naming_it(
+    every_export, tmp_path, images, capsys, model, damaged, needs
+):
+    # A cut .onnx file was onnxruntime's raw InvalidProtobuf traceback, a
+    # cut OpenVINO IR or SavedModel TensorFlow's or OpenVINO's; a cut
+    # .tflite was already `keras-vit: error: ...`.
+    if needs:
+        pytest.importorskip(needs)
+    for name in os.listdir(every_export):
+        copy = shutil.copytree if name == "sm" else shutil.copy
+        copy(every_export / name, tmp_path / name)
+    data = (tmp_path / damaged).read_bytes()
+    (tmp_path / damaged).write_bytes(data[: len(data) // 2])
+    path = str(tmp_path / model)
+    assert cli.main(["predict", path, images[0]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("keras-vit: error: ") and repr(path) in err, err
+    assert "Traceback" not in err
