@@ -69,6 +69,7 @@ def model_for_checkpoint(
     given_heads = kwargs.pop("num_heads", None)
     num_heads = given_heads or checkpoint.num_heads
     if model is None:
+        _refuse_unsized(checkpoint)
         variant = _variant_of(checkpoint, num_heads)
     else:
         variant = registry.resolve(model).variant  # raises, listing the choices
@@ -81,6 +82,35 @@ def model_for_checkpoint(
         vit = ViT.from_variant(variant, **args)
     loading.load_checkpoint(vit, checkpoint, **resize)
     return vit
+
+
+def _refuse_unsized(checkpoint):
+    """Raises, listing the tensors that do not fit, for a checkpoint whose
+    tensors do not give a ViT's size (its width, depth or MLP width): a
+    timm SwiGLU file (`mlp.fc1_g`, `mlp.fc1_x`) was refused with
+    "`mlp_dim` must be a positive integer", an argument never given."""
+    numbers = {
+        "hidden_dim": checkpoint.hidden_dim,
+        "num_layers": checkpoint.num_layers or None,
+        "mlp_dim": checkpoint.mlp_dim,
+    }
+    unknown = [name for name, value in numbers.items() if value is None]
+    if not unknown:
+        return
+    lines = [
+        f"The weights in {checkpoint.path} ({checkpoint.source} format) do "
+        f"not fit a ViT: they give no {', '.join(unknown)}; nothing was "
+        "loaded.",
+        f"  checkpoint: {checkpoint.describe()}",
+    ]
+    for title, names in (
+        ("missing from the checkpoint", checkpoint.missing),
+        ("unexpected in the checkpoint", checkpoint.unexpected),
+    ):
+        if names:
+            lines.append(f"  {title} ({len(names)}):")
+            lines += [f"    {name} (source name)" for name in names]
+    raise ValueError("\n".join(lines))
 
 
 def _arguments(checkpoint, kwargs):

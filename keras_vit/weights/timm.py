@@ -22,7 +22,9 @@ The modern families add (each optional):
     attn_pool.latent (1, 1, D), attn_pool.q, .kv, .proj, .norm,
     attn_pool.mlp.fc1, .fc2                             SigLIP's MAP head
 
-and CLIP's `patch_embed.proj` has no bias. What the file does not record
+and CLIP's `patch_embed.proj` has no bias. A SwiGLU MLP (`mlp.fc1_g`,
+`mlp.fc1_x`: DINOv3's large models) has no keras_vit equivalent and is
+reported as unexpected. What the file does not record
 (the activation: CLIP's quick GELU; the LayerNorm epsilon: 1e-5 for CLIP;
 LayerScale's init value) is an argument.
 

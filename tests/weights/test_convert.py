@@ -424,3 +424,36 @@ def test_convert_of_a_clip_layout_names_the_activation(tmp_path):
             verbose=0,
         )
     assert "num_heads" not in str(caught[0].message)
+
+
+def _swiglu_file(tmp_path):
+    """The tiny timm golden with a SwiGLU MLP's names (timm's `SwiGLU`:
+    `mlp.fc1_g` and `mlp.fc1_x` for `mlp.fc1`), which keras_vit has not."""
+    import safetensors.numpy
+
+    tensors = safetensors.numpy.load_file(golden("vit_token.timm.safetensors"))
+    for name in [n for n in tensors if ".mlp.fc1." in n]:
+        value = tensors.pop(name)
+        for part in ("fc1_g", "fc1_x"):
+            tensors[name.replace("fc1", part)] = value
+    path = str(tmp_path / "swiglu.safetensors")
+    safetensors.numpy.save_file(tensors, path)
+    return path
+
+
+@pytest.mark.parametrize("heads", [[], ["--num-heads", "4"]])
+def test_a_swiglu_file_is_reported_as_not_fitting(tmp_path, capsys, heads):
+    # It was "`mlp_dim` must be a positive integer. Received:
+    # mlp_dim=None", an argument never given (with --num-heads), or a
+    # request for --num-heads, which led there (without).
+    path = _swiglu_file(tmp_path)
+    output = str(tmp_path / "out.weights.h5")
+    argv = ["convert", path, "--output", output, "--quiet", *heads]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"The weights in {path} (timm format) do not fit" in err, err
+    for name in ("blocks.0.mlp.fc1_g.weight", "blocks.1.mlp.fc1_x.bias"):
+        assert f"{name} (source name)" in err
+    assert "blocks.0.mlp.fc1.weight (source name)" in err  # missing
+    assert "Received: mlp_dim" not in err
+    assert sorted(os.listdir(tmp_path)) == ["swiglu.safetensors"]
