@@ -232,6 +232,27 @@ def test_a_saved_model_keeps_any_size(tmp_path):
         )
 
 
+@pytest.mark.parametrize("padding", [False, True])
+def test_a_saved_model_refuses_an_image_of_no_patch_one_way(tmp_path, padding):
+    # Its serving signature takes (None, None, None, 3): a 0x8 or 8x0
+    # image returned an output (eager and XLA refused it).
+    from keras_vit.export import saved_model as saved_model_lib
+
+    model = _dynamic(dynamic_image_padding=padding)
+    saved_model_lib.build_archive(model).write_out(
+        str(tmp_path / "sm"), verbose=False
+    )
+    serve = tf.saved_model.load(str(tmp_path / "sm")).signatures[
+        "serving_default"
+    ]
+    for size in ((0, 8), (8, 0)):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match="at least one patch"
+        ):
+            serve(images=tf.zeros((1, *size, 3)))
+    assert serve(images=tf.zeros((1, 8, 8, 3)))  # one patch each way: served
+
+
 def test_from_preset_loads_weights_into_a_dynamic_model(tmp_path):
     # A checkpoint at another resolution: resampled once, on loading, to
     # the reference grid of image_size, then on each call to the input's.

@@ -37,7 +37,9 @@ class Patches(keras.layers.Layer):
             such an image is refused: a `ValueError` when its size is known
             while the graph is built, else TensorFlow's
             `InvalidArgumentError` when it runs (under XLA, which drops
-            such checks, the reshape's own error). Defaults to `False`.
+            such checks, the reshape's own error). An image of no patch one
+            way (a height or width of 0) is refused either way. Defaults to
+            `False`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -81,6 +83,12 @@ class Patches(keras.layers.Layer):
                     f"Received: patch_size={p} for an image of shape "
                     f"{tuple(input_shape)[1:]} ({name} {size})."
                 )
+            if size == 0:
+                raise ValueError(
+                    f"The image {name} must hold at least one patch. "
+                    f"Received: patch_size={p} for an image of shape "
+                    f"{tuple(input_shape)[1:]} ({name} 0)."
+                )
         grid_h = None if height is None else height // p
         grid_w = None if width is None else width // p
         return grid_h, grid_w
@@ -96,10 +104,9 @@ class Patches(keras.layers.Layer):
 
     def call(self, images):
         p = self.patch_size
+        images = self._checked(images)
         if self.pad:
             images = self._padded(images)
-        else:
-            images = self._checked(images)
         static = tuple(images.shape)
         dynamic = ops.shape(images)
         batch, height, width, channels = (
@@ -123,8 +130,9 @@ class Patches(keras.layers.Layer):
         return ops.pad(images, [[0, 0], [0, extra[0]], [0, extra[1]], [0, 0]])
 
     def _checked(self, images):
-        """`images`, or an error naming their size when the patch size does
-        not divide it (in the graph where the size is known only then)."""
+        """`images`, or an error naming their size when it holds no patch
+        one way, or (without `pad`) the patch size does not divide it (in
+        the graph where the size is known only then)."""
         static = tuple(images.shape)
         self._grid(static)  # a ValueError where the sizes are known
         if None not in static[1:3] or keras.backend.backend() != "tensorflow":
@@ -133,17 +141,33 @@ class Patches(keras.layers.Layer):
 
         p = self.patch_size
         shape = tf.shape(images)
-        check = tf.debugging.Assert(
-            tf.equal((shape[1] % p) + (shape[2] % p), 0),
-            [
-                f"Patches {self.name!r}: the image height and width must be "
-                f"multiples of patch_size={p} (or pad them: "
-                "dynamic_image_padding=True). Received: image "
-                "(height, width) =",
-                shape[1:3],
-            ],
-        )
-        with tf.control_dependencies([check]):
+        # A 0x8 image made an empty grid, and a model's output with no
+        # patch at all, where eager and XLA refuse it.
+        checks = [
+            tf.debugging.Assert(
+                tf.reduce_all(shape[1:3] > 0),  # 0 is a multiple of p
+                [
+                    f"Patches {self.name!r}: the image height and width must "
+                    f"hold at least one patch (patch_size={p}) each. "
+                    "Received: image (height, width) =",
+                    shape[1:3],
+                ],
+            )
+        ]
+        if not self.pad:
+            checks.append(
+                tf.debugging.Assert(
+                    tf.equal((shape[1] % p) + (shape[2] % p), 0),
+                    [
+                        f"Patches {self.name!r}: the image height and width "
+                        f"must be multiples of patch_size={p} (or pad them: "
+                        "dynamic_image_padding=True). Received: image "
+                        "(height, width) =",
+                        shape[1:3],
+                    ],
+                )
+            )
+        with tf.control_dependencies(checks):
             return tf.identity(images)
 
     def compute_output_shape(self, input_shape):

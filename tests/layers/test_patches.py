@@ -117,3 +117,22 @@ def test_config_round_trip_and_output_shape():
         layer = keras_vit.layers.Patches(4, flatten=flatten, name="p")
         assert_config_round_trip(layer, images)
         assert_output_shape_matches(layer, images)
+
+
+@pytest.mark.parametrize("pad", [False, True])
+@pytest.mark.parametrize("size", [(0, 8), (8, 0), (0, 0)])
+def test_an_image_of_no_patch_one_way_is_refused(pad, size):
+    # Traced for any size, a 0x8 image gave an empty grid (and a ViT an
+    # output of no patch at all); a size known while building did too.
+    layer = keras_vit.layers.Patches(4, pad=pad)
+    images = np.zeros((1, *size, 3), "float32")
+    with pytest.raises(ValueError, match=r"at least one patch.*patch_size=4"):
+        layer(images)
+    fn = tf.function(
+        layer, input_signature=[tf.TensorSpec((None, None, None, 3))]
+    )
+    shown = r"\[{} {}\]".format(*size)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=f"at least one patch.*{shown}"
+    ):
+        fn(images)
