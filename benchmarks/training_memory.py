@@ -14,6 +14,11 @@ Two figures for one model, image size, batch and dtype policy:
   first step, so the compilation is left out), and the peak of the
   tensors TensorFlow's own allocator holds (`get_memory_info`).
 
+Not every machine gives every figure: some TensorFlow builds keep no
+allocator stats for the CPU ("Cannot reset memory stats for device
+'CPU:0'"), and a kernel may refuse `/proc/self/clear_refs`. A figure the
+machine cannot give is printed as not measured, with the reason.
+
     python benchmarks/training_memory.py --model ViT_B16 --image-size 384 \
         --batch-size 4 --dtype mixed_bfloat16
 
@@ -88,9 +93,34 @@ def _resident_mb():
     return figures
 
 
+def allocator_stats_unavailable(device="CPU:0"):
+    """Resets the peak of TensorFlow's allocator for `device`; returns why
+    it cannot (its error, in words: not every build keeps allocator stats
+    for the CPU), else `None`."""
+    try:
+        tf.config.experimental.reset_memory_stats(device)
+        tf.config.experimental.get_memory_info(device)
+    except ValueError as error:
+        return f"TensorFlow keeps no allocator stats for {device} here: {error}"
+    return None
+
+
+def _reset_resident_peak():
+    """Resets VmHWM to the current resident size; returns why it cannot,
+    else `None`."""
+    try:
+        with open("/proc/self/clear_refs", "w") as file:
+            file.write("5")
+    except OSError as error:
+        return f"/proc/self/clear_refs cannot be written: {error}"
+    return None
+
+
 def step_memory(model, images, labels, steps=2, jit_compile=False):
-    """Resident MB after building, and the peak over `steps` training
-    steps after a first one (which compiles)."""
+    """Resident MB after building, the peak over `steps` training steps
+    after a first one (which compiles), and TensorFlow's tensors over those
+    steps. A figure this machine cannot give is `None`, and
+    `"unmeasured"` says why (`{figure: reason}`)."""
     optimizer = recipe.AdamW(1e-4)
     model.compile(
         optimizer=optimizer,
@@ -101,21 +131,52 @@ def step_memory(model, images, labels, steps=2, jit_compile=False):
     built = _resident_mb()["VmRSS"]
     model.train_on_batch(images, labels)
     first = _resident_mb()["VmHWM"]  # with the compilation (XLA's too)
-    with open("/proc/self/clear_refs", "w") as file:
-        file.write("5")  # resets VmHWM to the current resident size
-    tf.config.experimental.reset_memory_stats("CPU:0")
+    unmeasured = {}
+    resident = _reset_resident_peak()
+    if resident:
+        unmeasured["step_peak_mb"] = resident
+    allocator = allocator_stats_unavailable("CPU:0")
+    if allocator:
+        unmeasured["tensor_mb"] = allocator
     for _ in range(steps):
         model.train_on_batch(images, labels)
-    tensors = tf.config.experimental.get_memory_info("CPU:0")
-    return {
+    figures = {
         "built_mb": built,
         "first_step_peak_mb": first,
-        "step_peak_mb": _resident_mb()["VmHWM"],
+        "step_peak_mb": None if resident else _resident_mb()["VmHWM"],
+        "tensor_peak_mb": None,
+        "tensor_current_mb": None,
+        "unmeasured": unmeasured,
+    }
+    if not allocator:
         # TensorFlow's own allocator: the tensors alone, without oneDNN's
         # scratch, malloc's free lists and Python.
-        "tensor_peak_mb": tensors["peak"] // 2**20,
-        "tensor_current_mb": tensors["current"] // 2**20,
-    }
+        tensors = tf.config.experimental.get_memory_info("CPU:0")
+        figures["tensor_peak_mb"] = tensors["peak"] // 2**20
+        figures["tensor_current_mb"] = tensors["current"] // 2**20
+    return figures
+
+
+def _report(figures):
+    """The step figures as printed, each not measured one said so."""
+    step_peak, tensors = "not measured", "not measured"
+    if figures["step_peak_mb"] is not None:
+        step_peak = f"{figures['step_peak_mb']:,} MB"
+    if figures["tensor_peak_mb"] is not None:
+        tensors = (
+            f"{figures['tensor_current_mb']:,} MB between steps, peak "
+            f"{figures['tensor_peak_mb']:,} MB"
+        )
+    lines = [
+        f"resident after building (weights, AdamW slots): "
+        f"{figures['built_mb']:,} MB; peak over training steps: "
+        f"{step_peak}; TensorFlow's tensors: {tensors}",
+        f"peak over building, compiling and the first step: "
+        f"{figures['first_step_peak_mb']:,} MB",
+    ]
+    for reason in figures["unmeasured"].values():
+        lines.append(f"not measured: {reason}")
+    return "\n".join(lines)
 
 
 def main(argv=None):
@@ -129,6 +190,11 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--model-kwargs", default="{}", help="JSON")
     args = parser.parse_args(argv)
+    if not args.graph_only and not os.path.exists("/proc/self/status"):
+        parser.error(
+            "the step figures read /proc/self/status, which this system "
+            "has not (Linux only): use --graph-only"
+        )
     keras.mixed_precision.set_global_policy(args.dtype)
     model = keras_vit.builders.build(
         args.model,
@@ -152,17 +218,7 @@ def main(argv=None):
         figures = step_memory(
             model, images, labels, jit_compile=args.jit_compile
         )
-        print(
-            f"resident after building (weights, AdamW slots): "
-            f"{figures['built_mb']:,} MB; peak over training steps: "
-            f"{figures['step_peak_mb']:,} MB; TensorFlow's tensors: "
-            f"{figures['tensor_current_mb']:,} MB between steps, peak "
-            f"{figures['tensor_peak_mb']:,} MB"
-        )
-        print(
-            f"peak over building, compiling and the first step: "
-            f"{figures['first_step_peak_mb']:,} MB"
-        )
+        print(_report(figures))
 
 
 if __name__ == "__main__":
