@@ -34,8 +34,8 @@ README = os.path.join(ROOT, "README.md")
 
 #: Every fenced block of the README: name -> (language, a line it holds).
 BLOCKS = {
-    "install": ("sh", "pip install keras-vision-transformer\n"),
-    "unrelated package": ("sh", "pip uninstall keras-vit"),
+    "set-up": ("sh", "make test"),
+    "install": ("sh", "pip install . "),
     "classify in python": ("python", "keras_vit.imagenet_class_names()"),
     "classify in the shell": ("sh", "keras-vit predict vit_b16_augreg"),
     "fine-tune": ("sh", "--output runs/flowers\n"),
@@ -95,12 +95,9 @@ def _extras():
 
 
 def _check_pip(argv):
-    """A `pip` line installs this distribution with extras that exist (or
-    TensorFlow's CUDA build), or shows / removes the unrelated package."""
-    name, extras = _extras()
-    if argv[1] in ("show", "uninstall"):
-        assert argv[2:] == ["keras-vit"], argv
-        return
+    """A `pip` line installs this checkout (`.`: nothing is published yet)
+    with extras that exist, or TensorFlow's CUDA build."""
+    _, extras = _extras()
     assert argv[1] == "install", argv
     for requirement in argv[2:]:
         package, _, rest = requirement.partition("[")
@@ -108,7 +105,7 @@ def _check_pip(argv):
         if package == "tensorflow":
             assert wanted == {"and-cuda"}, requirement
         else:
-            assert package == name and wanted <= extras, requirement
+            assert package == "." and wanted <= extras, requirement
 
 
 def _shrink(argv):
@@ -228,7 +225,7 @@ def test_shell_blocks_hold_no_optional_brackets():
                     assert argv[0] == "pip" and "[" in arg[1:], (arg, argv)
 
 
-def test_pip_lines_name_this_distribution_and_its_extras():
+def test_pip_lines_install_this_checkout_and_its_extras():
     for language, text in _blocks():
         if language == "sh":
             for argv in _commands(text):
@@ -236,6 +233,27 @@ def test_pip_lines_name_this_distribution_and_its_extras():
                     _check_pip(argv)
     with pytest.raises(AssertionError):  # the check can fail
         _check_pip(["pip", "install", "keras-vit[onnx]"])
+    with pytest.raises(AssertionError):  # not published yet
+        _check_pip(["pip", "install", "keras-vision-transformer"])
+
+
+def test_the_set_up_comes_first_and_ci_runs_its_test_command():
+    # A newcomer on a fresh clone reads the set-up before anything else.
+    language, text = _blocks()[0]
+    assert (language, text) == ("sh", _block("set-up"))
+    demo, test = _commands(text)
+    assert (demo, test) == (["make", "demo"], ["make", "test"])
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as file:
+        targets = re.findall(r"^(\w+):", file.read(), flags=re.M)
+    assert {"demo", "test"} <= set(targets), targets
+    # CI runs exactly the README's test command.
+    with open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8") as file:
+        ci = _commands(file.read())
+    assert ci[-1] == test, ci
+    # The registry's name is what it will be, not the way in today.
+    name, _ = _extras()
+    readme = _readme()
+    assert f"once released: `pip install {name}`" in readme
 
 
 def test_the_presets_table_is_the_registrys():
