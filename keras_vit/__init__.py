@@ -3,13 +3,11 @@
 from keras_vit import data
 from keras_vit import evaluation
 from keras_vit import layers
-from keras_vit import ops  # deprecated: keras_vit.patch_grid
 from keras_vit import patch_grid
 from keras_vit import registry
 
 # training also registers the optimizer and schedule of trained .keras files.
 from keras_vit import training
-from keras_vit import variants  # deprecated: keras_vit.registry
 from keras_vit import visualize
 from keras_vit import weights
 from keras_vit.builders import ViT_B8
@@ -70,7 +68,6 @@ __all__ = [
     "layers",
     "list_presets",
     "load_weights",
-    "ops",
     "patch_grid",
     "registry",
     "sample_image_path",
@@ -78,6 +75,5 @@ __all__ = [
     "evaluation",
     "training",
     "visualize",
-    "variants",
     "weights",
 ]

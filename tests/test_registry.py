@@ -4,7 +4,6 @@ import inspect
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -673,27 +672,6 @@ def test_convert_takes_a_unique_name(tmp_path):
         model_for_checkpoint(checkpoint, model="vit_b16_augreg_in21k")
 
 
-def test_moved_names_warn_and_still_work():
-    for module, name in (
-        (keras_vit.variants, "VARIANTS"),
-        (keras_vit.variants, "get_variant"),
-        (keras_vit.weights, "PRESETS"),
-        (keras_vit.weights, "list_presets"),
-        (keras_vit.weights.presets, "find_preset"),
-        (keras_vit.weights.presets, "PRESETS"),
-    ):
-        with pytest.warns(
-            DeprecationWarning, match=f"keras_vit.registry.{name}"
-        ):
-            assert getattr(module, name) is getattr(registry, name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert keras_vit.list_presets is registry.list_presets
-        assert callable(keras_vit.weights.presets.download)
-    with pytest.raises(AttributeError):
-        _ = keras_vit.variants.nothing
-
-
 def test_presets_listing_shows_the_unique_name(capsys):
     (preset,) = keras_vit.list_presets("vit_ti16_augreg_in21k")
     assert preset["builder"] == "ViT_Ti16" and preset["name"] == "augreg_in21k"
@@ -711,10 +689,12 @@ def test_presets_listing_shows_the_unique_name(capsys):
 def test_train_config_resolves_its_model_through_the_registry():
     from keras_vit.training import TrainConfig
 
-    TrainConfig(model="vit_ti16_augreg_in21k").check()
+    TrainConfig(model={"name": "vit_ti16_augreg_in21k"}).check()
     with pytest.raises(ValueError, match="ViT_Ti16, .*Received: model='ViT_X'"):
-        TrainConfig(model="ViT_X").check()
+        TrainConfig(model={"name": "ViT_X"}).check()
     with pytest.raises(
         ValueError, match="is a preset.*Received: weights='x.npz'"
     ):
-        TrainConfig(model="vit_ti16_augreg_in21k", weights="x.npz").check()
+        TrainConfig(
+            model={"name": "vit_ti16_augreg_in21k", "weights": "x.npz"}
+        ).check()

@@ -2,12 +2,12 @@
 
 The files in tests/golden/ were saved before the model moved out of
 `keras_vit/model.py` (see tests/golden/make_saved_models.py): their configs
-name the module `keras_vit.model`, and Keras finds the classes by their
-registered names (`keras_vit>ViT`, `keras_vit>MaskedPatchPrediction`).
+name the module `keras_vit.model`, which no longer exists, and Keras finds
+the classes by their registered names (`keras_vit>ViT`,
+`keras_vit>MaskedPatchPrediction`).
 """
 
 import os
-import warnings
 
 import keras
 import numpy as np
@@ -25,12 +25,7 @@ def expected():
 
 
 def _load(name):
-    with warnings.catch_warnings():
-        # Loading an old file is no use of a deprecated name.
-        warnings.simplefilter("error", DeprecationWarning)
-        return keras.saving.load_model(
-            os.path.join(GOLDEN, f"saved_{name}.keras")
-        )
+    return keras.saving.load_model(os.path.join(GOLDEN, f"saved_{name}.keras"))
 
 
 @pytest.mark.parametrize("name", ["vit", "hybrid"])

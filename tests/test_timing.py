@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import keras_vit
-from keras_vit import benchmark
 from keras_vit import timing
 
 
@@ -70,18 +69,6 @@ def test_latencies_time_at_least_steps_calls_and_min_seconds(monkeypatch):
 
     seconds, cores = timing.seconds_and_cores(call, steps=3, warmup=2)
     assert seconds == pytest.approx(0.01) and cores == pytest.approx(1.5)
-
-
-def test_the_benchmarks_time_by_this_rule():
-    # One rule, one home: `keras_vit.benchmark.latencies` (its old home) is
-    # this function, not a copy, and says where it went.
-    with pytest.warns(DeprecationWarning, match="keras_vit.timing.latencies"):
-        assert benchmark.latencies is timing.latencies
-    with pytest.warns(DeprecationWarning, match="keras_vit.timing.latencies"):
-        from keras_vit.benchmark import latencies
-    assert latencies is timing.latencies
-    with pytest.raises(AttributeError, match="no_such_name"):
-        benchmark.no_such_name  # noqa: B018
 
 
 @pytest.mark.parametrize(

@@ -23,13 +23,8 @@ The rooms:
 
 Every figure follows `keras_vit.timing`'s rule (`latencies`), which
 `keras-vit benchmark-export` (`keras_vit.export.latency`) shares.
-`keras_vit.benchmark.latencies` still works, deprecated: it is
-`keras_vit.timing.latencies`.
 """
 
-import warnings
-
-from keras_vit import timing
 from keras_vit.benchmark.flops import model_flops
 from keras_vit.benchmark.flops import peak_flops
 from keras_vit.benchmark.profiling import profile
@@ -55,18 +50,3 @@ __all__ = [
     "profile",
     "run_suite",
 ]
-
-
-def __getattr__(name):
-    # The timing rule's home is `keras_vit.timing`; this alias goes in the
-    # next release (CHANGELOG.md, "Deprecated").
-    if name == "latencies":
-        warnings.warn(
-            "`keras_vit.benchmark.latencies` is deprecated and will be removed "
-            "in the "
-            "next release: use `keras_vit.timing.latencies`.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return timing.latencies
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

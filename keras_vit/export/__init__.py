@@ -35,18 +35,9 @@ parts have their own modules:
 `openvino`, `verification` (`verify_tflite`, `verify_saved_model`),
 `checks` (`LIMITS`), `runtime` (`run_tflite`, `INTERPRETERS`), `report`,
 `graph` (`read_graph`, `op_histogram`), `metadata`, `representative` and
-`models`. Names this package published before and no longer does
-(`run_tflite`, `convert`, ...) resolve for one release with a
-`DeprecationWarning` naming their home.
+`models`.
 """
 
-from keras_vit.export import checks
-from keras_vit.export import graph
-from keras_vit.export import metadata
-from keras_vit.export import moved
-from keras_vit.export import runtime
-from keras_vit.export import tflite
-from keras_vit.export import verification
 from keras_vit.export.latency import benchmark_export
 from keras_vit.export.metadata import read_metadata
 from keras_vit.export.models import load_model
@@ -80,20 +71,3 @@ __all__ = [
     "read_metadata",
     "verify",
 ]
-
-__getattr__ = moved.deprecated_names(
-    __name__,
-    {
-        "INTERPRETERS": (runtime, "INTERPRETERS"),
-        "LIMITS": (checks, "LIMITS"),
-        "convert": (tflite, "tflite_bytes"),
-        "detect_quantization": (graph, "detect_quantization"),
-        "op_histogram": (graph, "op_histogram"),
-        "read_graph": (graph, "read_graph"),
-        "run_tflite": (runtime, "run_tflite"),
-        "sidecar_path": (metadata, "sidecar_path"),
-        "verify_saved_model": (verification, "verify_saved_model"),
-        "verify_tflite": (verification, "verify_tflite"),
-        "xnnpack_partitions": (runtime, "xnnpack_partitions"),
-    },
-)

@@ -22,7 +22,6 @@ from keras_vit import arg_checks
 from keras_vit import data
 from keras_vit import files
 from keras_vit.data import resize
-from keras_vit.data.images import GRAY_WEIGHTS  # noqa: F401 - its old home
 from keras_vit.data.images import model_pixels
 from keras_vit.export import models
 

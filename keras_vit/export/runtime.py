@@ -1,7 +1,7 @@
 """Running `.tflite` files with LiteRT: interpreters, inputs, outputs.
 
 The runtime side of verification (`keras_vit.export.verification`) and of
-the latency tables (`keras_vit.export.benchmark`):
+the latency tables (`keras_vit.export.latency`):
 
 - `INTERPRETERS`: the three LiteRT interpreters a file is checked with;
 - `load_interpreter(path, runtime)`: one of them for a file;

@@ -19,7 +19,6 @@ from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
-from keras_vit.export import moved
 from keras_vit.export import report as report_lib
 from keras_vit.export import representative
 from keras_vit.export import runtime
@@ -33,11 +32,6 @@ from keras_vit.options import QUANTIZATIONS
 CALIBRATED = ("int8", "int16x8")
 #: How many representative images calibrate a quantization, by default.
 NUM_CALIBRATION_IMAGES = 100
-
-# `convert` said less than it does (keras_vit.weights converts checkpoints).
-__getattr__ = moved.deprecated_names(
-    __name__, {"convert": (None, "tflite_bytes")}
-)
 
 
 def converter_options(

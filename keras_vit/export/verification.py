@@ -23,9 +23,7 @@ This module holds the entry points. The checks and the limits they apply
 (`LIMITS`) are in `keras_vit.export.checks`, running a `.tflite` file with
 LiteRT in `keras_vit.export.runtime`, and what a verification returns or
 raises (`VerificationReport`, `VerificationError`) in
-`keras_vit.export.report`. The names that lived here before
-(`verification.LIMITS`, `verification.run_tflite`, ...) still resolve for
-one release, with a `DeprecationWarning` naming their new home.
+`keras_vit.export.report`.
 """
 
 import json
@@ -41,8 +39,6 @@ from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
-from keras_vit.export import moved
-from keras_vit.export import report as report_lib
 from keras_vit.export import representative
 from keras_vit.export import runtime
 from keras_vit.export.checks import check_limits
@@ -57,27 +53,6 @@ from keras_vit.export.report import VerificationReport
 #: `benchmarks/results/2026-12-05-figures-moved-from-docstrings.md`). A
 #: top-1 floor (quantized files) needs every image, so it gets them.
 REFERENCE_KERNEL_IMAGES = 8
-
-# `keras_vit.export.benchmark` makes its interpreters through this name.
-_interpreter = runtime.load_interpreter
-
-__getattr__ = moved.deprecated_names(
-    __name__,
-    {
-        "INTERPRETERS": (runtime, "INTERPRETERS"),
-        "io_details": (runtime, "io_details"),
-        "run_tflite": (runtime, "run_tflite"),
-        "xnnpack_partitions": (runtime, "xnnpack_partitions"),
-        "BYTES_PER_PARAMETER": (checks, "BYTES_PER_PARAMETER"),
-        "LIMITS": (checks, "LIMITS"),
-        "SAVED_MODEL_REDUCED_PRECISION": (
-            checks,
-            "SAVED_MODEL_REDUCED_PRECISION",
-        ),
-        "Comparison": (checks, "Comparison"),
-        "nothing_written": (report_lib, "nothing_written"),
-    },
-)
 
 
 def _check_limits(report, limits):

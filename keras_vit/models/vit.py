@@ -768,6 +768,7 @@ KERAS_APPLICATIONS_ARGUMENTS = {
     "classes": "num_classes",
     "input_shape": "image_size (and num_channels)",
     "input_tensor": "no input tensor: call the model on it, model(tensor)",
+    "weights": "ViT.from_preset(weights, ...), or a builder's weights=",
 }
 
 

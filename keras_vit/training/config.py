@@ -20,11 +20,11 @@ a run, in the order `train` answers them:
   precision, XLA, steps per call); these may change between a run and its
   resumption, so they are kept apart from what a backup is made for.
 
-Old flat arguments (`TrainConfig(epochs=3)`) still work for one release,
-with one `DeprecationWarning` naming the new place of each one used; so do
-reads and writes of the old flat attributes that are not section names
-(`config.epochs` is `config.run.epochs`). `TrainConfig.from_dict` reads
-both forms silently (a run folder's `config.json` of an earlier version).
+`TrainConfig` takes the sections only. `TrainConfig.from_dict` (and
+`load_config`) also reads the flat form (`{"epochs": 3, ...}`) that
+earlier versions wrote to a run folder's `config.json`, so that such a
+run is rerun and resumed; the resume check compares runs in that form
+(`flatten`).
 
 This module imports neither Keras nor TensorFlow (the command line builds
 its parser from the sections' fields: `settings`). Each field's metadata
@@ -40,7 +40,6 @@ entries have flags of their own, `options`).
 import dataclasses
 import json
 import os
-import warnings
 
 from keras_vit import arg_checks
 from keras_vit import registry
@@ -407,11 +406,11 @@ def settings():
 FLAT = {s.flat: (s.section, s.name) for s in settings()}
 
 
-def _nest(data):
+def _nest(data, flat=True):
     """`{section: {field: value}}` from a dict of sections (as dicts or
-    section objects) and flat names, and the flat names it had; raises
-    `ValueError` for a section given as anything else, `TypeError` for a
-    name that is neither."""
+    section objects) and, with `flat`, flat names (a `config.json` of an
+    earlier version); raises `ValueError` for a section given as anything
+    else, `TypeError` for a name that is neither."""
     nested, flat_names = {}, []
     for key, value in data.items():
         cls = SECTIONS.get(key)
@@ -424,7 +423,7 @@ def _nest(data):
             }
         if cls is not None and isinstance(value, dict):
             nested.setdefault(key, {}).update(value)
-        elif key in FLAT:  # `model`, `optimizer`, `objective` too: a name
+        elif flat and key in FLAT:  # `model`, `optimizer`, `objective`: a name
             flat_names.append(key)
         elif cls is not None:
             raise ValueError(
@@ -438,7 +437,7 @@ def _nest(data):
     for key in flat_names:  # after the sections, which they override
         section, name = FLAT[key]
         nested.setdefault(section, {})[name] = data[key]
-    return nested, flat_names
+    return nested
 
 
 def flatten(data):
@@ -471,21 +470,6 @@ def _fields(value, section):
     )
 
 
-def _flat_attribute(name):
-    """`(section, field)` for a deprecated flat attribute, with its warning
-    (for the caller's caller: `TrainConfig.__getattr__`'s), else `None`."""
-    if name not in FLAT or name in SECTIONS:
-        return None
-    section, field = FLAT[name]
-    warnings.warn(
-        f"TrainConfig.{name} is deprecated and will be removed in the next "
-        f"release; it is TrainConfig.{section}.{field}.",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return section, field
-
-
 #: The `keras_vit.ViT` arguments a run sets itself, and where each one is
 #: set instead of `model.kwargs` (`train.build_model` overwrote them).
 _KWARGS_THE_RUN_SETS = {
@@ -513,9 +497,6 @@ class TrainConfig:
         objective: an `ObjectiveConfig` (or a dict).
         run: a `RunConfig` (or a dict).
         scale: a `ScaleConfig` (or a dict).
-        **flat: deprecated: the flat names of earlier versions
-            (`epochs=3` for `run=RunConfig(epochs=3)`), set on top of the
-            sections given.
 
     Example:
 
@@ -545,7 +526,6 @@ class TrainConfig:
         objective=None,
         run=None,
         scale=None,
-        **flat,
     ):
         given = dict(
             model=model,
@@ -556,34 +536,21 @@ class TrainConfig:
             run=run,
             scale=scale,
         )
-        nested, flat_names = _nest({**given, **flat})
-        if flat_names:
-            places = ", ".join(
-                f"{name} -> {'.'.join(FLAT[name])}" for name in flat_names
-            )
-            warnings.warn(
-                "Flat TrainConfig arguments are deprecated and will be "
-                "removed in the next release; each has a section now: "
-                f"{places}.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-        self._assign(nested)
+        self._assign(_nest(given, flat=False))
 
     def _assign(self, nested):
         for section, cls in SECTIONS.items():
             values = dict(nested.get(section, {}))
             if isinstance(values.get("crop_area"), list):  # from JSON
                 values["crop_area"] = tuple(values["crop_area"])
-            object.__setattr__(self, section, cls(**values))
+            setattr(self, section, cls(**values))
 
     @classmethod
     def from_dict(cls, data):
         """A `TrainConfig` from a dict in either form (a run's
-        `config.json`: nested, or flat as earlier versions wrote it),
-        without a deprecation warning."""
+        `config.json`: nested, or flat as earlier versions wrote it)."""
         config = cls()
-        config._assign(_nest(data)[0])
+        config._assign(_nest(data))
         return config
 
     @classmethod
@@ -693,22 +660,6 @@ class TrainConfig:
         return cls.from_recipe(
             "fine_tune", model=spec, data=data, run=run, **sections
         )
-
-    def __getattr__(self, name):
-        # Only for names that are not the sections (found before this).
-        place = _flat_attribute(name)
-        if place and place[0] in self.__dict__:
-            return getattr(self.__dict__[place[0]], place[1])
-        raise AttributeError(
-            f"{type(self).__name__!r} object has no attribute {name!r}"
-        )
-
-    def __setattr__(self, name, value):
-        place = _flat_attribute(name)
-        if place:  # into the section (not a stray attribute nothing reads)
-            setattr(getattr(self, place[0]), place[1], value)
-        else:
-            object.__setattr__(self, name, value)
 
     def check(self):
         """Raises `ValueError` for any bad setting, before anything runs."""

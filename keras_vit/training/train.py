@@ -35,9 +35,7 @@ from keras_vit.models.config import preprocessing_scale_and_offset
 from keras_vit.training import callbacks as run_callbacks
 from keras_vit.training import recipe
 from keras_vit.training import strategy as run_strategy
-from keras_vit.training.config import TrainConfig  # noqa: F401 - its old home
 from keras_vit.training.config import flatten
-from keras_vit.training.config import load_config  # noqa: F401 - its old home
 from keras_vit.training.masked_patches import MaskedPatchPrediction
 from keras_vit.weights import convert
 from keras_vit.weights import reader

@@ -1,9 +1,7 @@
 """Downloading presets: each released checkpoint once, into the Keras cache.
 
 The presets themselves (what they are, their URLs, their names) are data in
-`keras_vit.registry.presets`; `PRESETS`, `list_presets`, `find_preset` and
-`preset_names` here are deprecated aliases of the registry's, for one
-release.
+`keras_vit.registry.presets`.
 """
 
 import contextlib
@@ -14,31 +12,12 @@ import warnings
 import zipfile
 
 from keras_vit import files
-from keras_vit.registry import presets as _registry
 from keras_vit.registry import variants as _variants
 
 #: Where downloads are cached when no `cache_dir` is given: `None` means
 #: Keras's cache folder (`~/.keras`, or `$KERAS_HOME`), under
 #: `models/keras_vit/`.
 CACHE_DIR = None
-
-
-#: The names that moved to `keras_vit.registry` (deprecated here).
-_MOVED = ("PRESETS", "list_presets", "find_preset", "preset_names")
-
-
-def __getattr__(name):
-    if name not in _MOVED:
-        raise AttributeError(
-            f"module 'keras_vit.weights.presets' has no attribute {name!r}"
-        )
-    warnings.warn(
-        f"keras_vit.weights.presets.{name} moved to keras_vit.registry.{name}; "
-        "the old path will be removed in the next release.",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(_registry, name)
 
 
 def download(preset, cache_dir=None):

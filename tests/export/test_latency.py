@@ -1,8 +1,7 @@
-"""`keras_vit.export.latency` (`benchmark-export`): its home, its programs,
-the old path `keras_vit.export.benchmark`; and the export's other program
-run by path, `verify_saved_model`'s reload check."""
+"""`keras_vit.export.latency` (`benchmark-export`): its home, its programs;
+and the export's other program run by path, `verify_saved_model`'s reload
+check."""
 
-import importlib
 import json
 import os
 import subprocess
@@ -13,34 +12,16 @@ import pytest
 
 import keras_vit
 from keras_vit import export
-from keras_vit.export import latency
 from keras_vit.export import verification
-
-
-def test_the_old_module_path_still_works_and_says_where_it_went(monkeypatch):
-    monkeypatch.delitem(
-        sys.modules, "keras_vit.export.benchmark", raising=False
-    )
-    with pytest.warns(DeprecationWarning, match="keras_vit.export.latency"):
-        old = importlib.import_module("keras_vit.export.benchmark")
-    assert (
-        old.benchmark_export
-        is latency.benchmark_export
-        is export.benchmark_export
-    )
-    for name in ("time_tflite", "time_onnx", "time_openvino", "format_table"):
-        assert getattr(old, name) is getattr(latency, name)
 
 
 def test_keras_vit_export_stays_below_the_benchmark_suite():
     # `keras-vit benchmark` (keras_vit.benchmark) times exports; export must
     # not import it back (the two `benchmark` modules imported each other).
-    # Nor its own deprecated shim, `keras_vit.export.benchmark`.
     code = (
         "import sys; import keras_vit.export\n"
         "print(sorted(m for m in sys.modules\n"
-        "             if m.startswith(('keras_vit.benchmark', "
-        "'keras_vit.export.benchmark'))))"
+        "             if m.startswith('keras_vit.benchmark')))"
     )
     process = subprocess.run(
         [sys.executable, "-c", code],

@@ -1,5 +1,4 @@
 """Where the export names live: `keras_vit.export`'s public surface, the
-names that moved (still reachable, with a warning naming their home), the
 checks as pure functions, and the export/ scripts and their README."""
 
 import ast
@@ -7,7 +6,6 @@ import os
 import re
 import runpy
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -15,10 +13,7 @@ import pytest
 from keras_vit import export
 from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
-from keras_vit.export import metadata
-from keras_vit.export import report as report_lib
 from keras_vit.export import runtime
-from keras_vit.export import tflite
 from keras_vit.export import verification
 
 ROOT = os.path.dirname(
@@ -32,7 +27,6 @@ PACKAGE = os.path.join(ROOT, "keras_vit", "export")
 #: the verify entry points -> the formats -> the latency tables -> the
 #: package's face -> the command line).
 LAYERS = {
-    "moved": 0,
     "graph": 0,
     "models": 0,
     "runtime": 0,
@@ -48,8 +42,6 @@ LAYERS = {
     "openvino": 3,
     "latency": 4,
     "tf_latency": 4,
-    # The deprecated shim of `latency`'s old name.
-    "benchmark": 5,
     "__init__": 5,
     "cli": 6,
 }
@@ -79,34 +71,6 @@ PUBLIC = {
     "verify",
 }
 
-#: Names `keras_vit.export` published before, and their homes now.
-MOVED_FROM_EXPORT = {
-    "INTERPRETERS": (runtime, "INTERPRETERS"),
-    "LIMITS": (checks, "LIMITS"),
-    "convert": (tflite, "tflite_bytes"),
-    "detect_quantization": (graph_lib, "detect_quantization"),
-    "op_histogram": (graph_lib, "op_histogram"),
-    "read_graph": (graph_lib, "read_graph"),
-    "run_tflite": (runtime, "run_tflite"),
-    "sidecar_path": (metadata, "sidecar_path"),
-    "verify_saved_model": (verification, "verify_saved_model"),
-    "verify_tflite": (verification, "verify_tflite"),
-    "xnnpack_partitions": (runtime, "xnnpack_partitions"),
-}
-
-#: Names that moved out of `keras_vit.export.verification`.
-MOVED_FROM_VERIFICATION = {
-    "INTERPRETERS": (runtime, "INTERPRETERS"),
-    "io_details": (runtime, "io_details"),
-    "run_tflite": (runtime, "run_tflite"),
-    "xnnpack_partitions": (runtime, "xnnpack_partitions"),
-    "BYTES_PER_PARAMETER": (checks, "BYTES_PER_PARAMETER"),
-    "LIMITS": (checks, "LIMITS"),
-    "SAVED_MODEL_REDUCED_PRECISION": (checks, "SAVED_MODEL_REDUCED_PRECISION"),
-    "Comparison": (checks, "Comparison"),
-    "nothing_written": (report_lib, "nothing_written"),
-}
-
 
 def _read(path):
     with open(path, encoding="utf-8") as file:
@@ -115,10 +79,8 @@ def _read(path):
 
 def test_the_public_surface_is_what_the_readme_documents():
     assert set(export.__all__) == PUBLIC
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        for name in export.__all__:
-            getattr(export, name)
+    for name in export.__all__:
+        getattr(export, name)
     # Every `keras_vit.export.NAME` the README names exists, as a public
     # name or a module of the package.
     named = re.findall(
@@ -129,35 +91,6 @@ def test_the_public_surface_is_what_the_readme_documents():
         assert name in PUBLIC or os.path.isfile(
             os.path.join(ROOT, "keras_vit", "export", f"{name}.py")
         ), name
-
-
-@pytest.mark.parametrize(
-    "module, moved",
-    [
-        (export, MOVED_FROM_EXPORT),
-        (verification, MOVED_FROM_VERIFICATION),
-    ],
-    ids=["keras_vit.export", "verification"],
-)
-def test_moved_names_still_resolve_with_a_warning_naming_their_home(
-    module, moved
-):
-    for name, (home, new_name) in moved.items():
-        assert name not in getattr(module, "__all__", ())
-        where = re.escape(f"{home.__name__}.{new_name}")
-        with pytest.warns(
-            DeprecationWarning, match=f"{module.__name__}.{name}`.*{where}"
-        ):
-            value = getattr(module, name)
-        assert value is getattr(home, new_name), name
-
-
-def test_the_tflite_converter_is_tflite_bytes():
-    # Two functions were named `convert` (TFLite bytes; checkpoints).
-    with pytest.warns(DeprecationWarning, match=r"tflite\.tflite_bytes"):
-        assert tflite.convert is tflite.tflite_bytes
-    with pytest.warns(DeprecationWarning, match=r"tflite\.tflite_bytes"):
-        from keras_vit.export import convert  # noqa: F401
 
 
 def test_unknown_names_are_attribute_errors_and_modules_still_import():

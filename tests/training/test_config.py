@@ -3,7 +3,6 @@
 import dataclasses
 import json
 import re
-import warnings
 
 import pytest
 
@@ -69,51 +68,11 @@ def test_the_config_is_its_sections():
     NESTED.check()
 
 
-def test_flat_arguments_warn_once_naming_each_new_place():
-    with pytest.warns(DeprecationWarning) as record:
-        config = TrainConfig(**FLAT_NESTED)
-    assert len(record) == 1
-    message = str(record[0].message)
-    for name, place in (
-        ("model", "model.name"),
-        ("optimizer", "optimizer.name"),
-        ("epochs", "run.epochs"),
-        ("crop_area", "augmentation.crop_area"),
-        ("label_smoothing", "objective.label_smoothing"),
-        ("mixed_precision", "scale.mixed_precision"),
-    ):
-        assert f"{name} -> {place}" in message
-    assert record[0].filename == __file__  # points at the caller
-    assert config == NESTED
-    # Flat names set on top of the sections given (the demo's pattern).
-    with pytest.warns(DeprecationWarning, match=r"epochs -> run\.epochs\.$"):
-        again = TrainConfig(**{**NESTED.__dict__, "epochs": 7})
-    assert again.run.epochs == 7 and again.model == NESTED.model
-
-
-def test_the_nested_form_does_not_warn():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        TrainConfig(run=RunConfig(epochs=2), data={"dataset": "digits"})
-        TrainConfig.from_dict(FLAT_NESTED)  # an earlier run's config.json
-        assert NESTED.run.output == "runs/x"
-
-
-def test_flat_attributes_warn_and_reach_their_section():
-    config = TrainConfig(**NESTED.__dict__)
-    with pytest.warns(
-        DeprecationWarning, match=r"TrainConfig\.run\.epochs"
-    ) as record:
-        assert config.epochs == 3
-    assert record[0].filename == __file__  # points at the caller
-    with pytest.warns(DeprecationWarning, match="TrainConfig.run.output"):
-        assert config.output == "runs/x"
-    # A write reaches the section (a plain attribute would be ignored).
-    with pytest.warns(DeprecationWarning, match="TrainConfig.run.epochs"):
-        config.epochs = 4
-    assert config.run.epochs == 4 and "epochs" not in vars(config)
-    with pytest.raises(AttributeError, match="'no_such'"):
-        config.no_such  # noqa: B018
+def test_from_dict_reads_the_flat_config_json_of_earlier_runs():
+    # A run folder's config.json written before the sections, to rerun and
+    # resume it.
+    assert TrainConfig.from_dict(FLAT_NESTED) == NESTED
+    assert TrainConfig.from_dict(dataclasses.asdict(NESTED)) == NESTED
 
 
 def test_bad_sections_and_names_are_refused():
@@ -121,6 +80,11 @@ def test_bad_sections_and_names_are_refused():
         TrainConfig(data="digits")
     with pytest.raises(TypeError, match="'epoch'"):
         TrainConfig(epoch=3)
+    # Settings go in their sections: the flat names are config.json's only.
+    with pytest.raises(TypeError, match="'epochs'"):
+        TrainConfig(epochs=3)
+    with pytest.raises(ValueError, match="Received: model='S/16'"):
+        TrainConfig(model="S/16")
     # Augmentation checks itself when made, and check() again after a change.
     with pytest.raises(ValueError, match="mixup=-1"):
         TrainConfig(augmentation={"mixup": -1})

@@ -1231,7 +1231,7 @@ def test_relative_native_file_loads_at_its_resolution_only(tmp_path):
         keras_vit.ViT.from_preset(str(tmp_path / "learned.npz"), **kwargs)
 
 
-# === Loading after construction: from_preset, the deprecated ViT(weights=) ===
+# === Loading after construction: from_preset ===
 
 
 def test_from_preset_builds_for_the_weights_then_loads_them():

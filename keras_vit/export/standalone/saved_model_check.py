@@ -3,7 +3,7 @@
     python .../keras_vit/export/standalone/saved_model_check.py \\
         SAVED_MODEL IMAGES.npy OUT.npz
 
-Run by `keras_vit.export.verify_saved_model` by its path, in a fresh
+Run by `verification.verify_saved_model` by its path, in a fresh
 interpreter: it imports TensorFlow, NumPy and the standard library, never
 keras_vit. It runs `serving_default` on the float inputs of IMAGES.npy and,
 if the SavedModel has them (a model that takes [0, 255] pixels),
