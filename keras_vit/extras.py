@@ -40,9 +40,13 @@ class MissingExtraError(ImportError, ValueError):
 
 
 def install_hint(module):
-    """`pip install "keras-vision-transformer[EXTRA]"` for `module`."""
+    """The install command of `module`'s extra: from a checkout (nothing
+    is published yet), and by the registry name it will have."""
     extra = EXTRAS[module.split(".")[0]]
-    return f'pip install "{DISTRIBUTION}[{extra}]"'
+    return (
+        f'pip install ".[{extra}]" in a checkout (once released: '
+        f'pip install "{DISTRIBUTION}[{extra}]")'
+    )
 
 
 def require(module, feature):

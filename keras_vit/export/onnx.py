@@ -12,7 +12,7 @@ are then checked against Keras's, and the labels and input spec written
 beside the file (`vit.onnx` -> `vit.json`, `keras_vit.export.metadata`).
 
 Optional: needs `tf2onnx` and `onnxruntime`, the optional extra
-`pip install "keras-vision-transformer[onnx]"`, not required dependencies
+`pip install ".[onnx]"` in a checkout, not required dependencies
 of keras_vit.
 """
 

@@ -14,7 +14,7 @@ precision OpenVINO computes in is chosen when it compiles the model
 in bfloat16 on CPUs with AVX-512 BF16 or AMX, even for a float32 model, so
 the precision is always given here.
 
-Optional: needs `openvino` (`pip install "keras-vision-transformer[openvino]"`),
+Optional: needs `openvino` (`pip install ".[openvino]"` in a checkout),
 not a required dependency of keras_vit.
 """
 
