@@ -38,7 +38,7 @@ from keras_vit.data.images import model_pixels
 from keras_vit.data.pipeline import holdout_indices
 from keras_vit.export.models import inputs_from_pixels
 from keras_vit.export.models import load_model
-from keras_vit.models import checks as model_checks
+from keras_vit.models import model_checks
 from keras_vit.models.vit import HEAD_LAYERS
 from keras_vit.options import FEW_SHOT_L2_REG
 from keras_vit.options import FEW_SHOT_SEEDS

@@ -23,7 +23,7 @@ from keras_vit import extras
 from keras_vit import files
 from keras_vit.data.images import load_image_files
 from keras_vit.layers.resnet_stem import ResNetStem
-from keras_vit.models import checks as model_checks
+from keras_vit.models import model_checks
 
 HEAD_FUSIONS = ("mean", "max", "min")
 

@@ -78,7 +78,7 @@ def ti16_preset(tmp_path, monkeypatch):
     golden file (its numbers)."""
     from keras_vit import registry
     from keras_vit.registry import presets as registry_presets
-    from keras_vit.weights import presets
+    from keras_vit.weights import download
     from tests.weights.test_golden_parity import TINY
     from tests.weights.test_golden_parity import golden
     from tests.weights.test_loading import preset_record
@@ -92,7 +92,7 @@ def ti16_preset(tmp_path, monkeypatch):
     monkeypatch.setattr(
         registry_presets, "PRESETS", [*registry.PRESETS, preset]
     )
-    monkeypatch.setattr(presets, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(download, "CACHE_DIR", str(tmp_path / "cache"))
     return preset
 
 

@@ -623,8 +623,8 @@ def test_training_rerun_rules_name_every_refused_setting():
 def test_export_verification_limits_agree_with_the_code():
     # The audit: the page gave the classifiers' limits only, not the
     # relative errors a feature extractor's exports are held to.
-    from keras_vit.export.checks import FEATURE_LIMITS
-    from keras_vit.export.checks import LIMITS
+    from keras_vit.export.verification_checks import FEATURE_LIMITS
+    from keras_vit.export.verification_checks import LIMITS
 
     text = " ".join(_read(os.path.join(DOCS, "export-and-mobile.md")).split())
     limits = text[text.index("Limits: float32") :]

@@ -40,7 +40,7 @@ RANKS = {
     # checks of a model handed in, the Keras workarounds.
     "keras_vit.models.config": 3,
     "keras_vit.models.keras_fixes": 3,
-    "keras_vit.models.checks": 4,
+    "keras_vit.models.model_checks": 4,
     # The readers and loading, below the model class that imports them
     # (`ViT.from_preset`, `ViT.load_weights`).
     "keras_vit.weights": 5,

@@ -13,6 +13,8 @@ import pytest
 
 import keras_vit
 from keras_vit.models import vit as vit_module
+from keras_vit.weights import from_preset
+from keras_vit.weights import loading
 from tests.helpers import TINY
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
@@ -212,8 +214,8 @@ def _saved_weights(tmp_path, seed=3, **kwargs):
 def test_load_weights_checks_a_keras_file_before_keras_loads_it(
     tmp_path, monkeypatch
 ):
-    # The check is keras_vit.weights' (installed, as the model cannot
-    # import what is above it); here a stand-in that refuses every file.
+    # The check is keras_vit.weights.loading's, which the model imports;
+    # here a stand-in that refuses every file.
     _, path = _saved_weights(tmp_path)
     model = _tiny(classifier_activation=None)
     before = model.get_weights()
@@ -223,7 +225,7 @@ def test_load_weights_checks_a_keras_file_before_keras_loads_it(
         seen.append((checked_model, checked_path))
         raise ValueError("does not fit")
 
-    monkeypatch.setattr(vit_module, "_keras_weights_check", refuse)
+    monkeypatch.setattr(loading, "check_keras_file", refuse)
     with pytest.raises(ValueError, match="does not fit"):
         model.load_weights(path)
     assert seen == [(model, path)]
@@ -235,9 +237,11 @@ def test_load_weights_checks_a_keras_file_before_keras_loads_it(
     assert not np.array_equal(model.get_weights()[-1], before[-1])
 
 
-def test_importing_keras_vit_installs_the_keras_file_check():
-    """Without it `ViT.load_weights` is Keras's partial loader again."""
-    assert vit_module._keras_weights_check is not None
+def test_load_weights_reads_through_the_weights_package_it_imports():
+    """No loader is installed by importing another module (a partial
+    import broke `from_preset`): the model imports its readers."""
+    assert vit_module.loading is loading
+    assert vit_module.from_preset.prepare is from_preset.prepare
 
 
 @pytest.mark.parametrize(
@@ -288,13 +292,13 @@ def test_load_weights_loads_a_matching_file_exactly(tmp_path):
 def test_a_remote_keras_file_is_left_to_keras(monkeypatch):
     # Keras reads gs://... paths; keras_vit's readers do not, and the check
     # refused them as "not found" before Keras could read them.
+    from keras_vit.weights import keras_files
     from keras_vit.weights import loading
-    from keras_vit.weights import native
 
     def no_read(*args, **kwargs):
         raise AssertionError("read")
 
-    monkeypatch.setattr(native, "opened_keras_weights", no_read)
+    monkeypatch.setattr(keras_files, "opened_keras_weights", no_read)
     model = _tiny()
     assert loading.check_keras_file(model, "gs://b/vit.weights.h5") is None
     with pytest.raises(AssertionError, match="read"):

@@ -172,7 +172,7 @@ def tiny_releases(tmp_path, monkeypatch):
             keras_vit.weights.save_npz(model, str(path))
         return str(path)
 
-    monkeypatch.setattr(keras_vit.weights.presets, "download", download)
+    monkeypatch.setattr(keras_vit.weights.download, "download", download)
     return tmp_path
 
 

@@ -20,7 +20,7 @@ from tests.weights.test_loading import local_preset  # noqa: F401 (a fixture)
 
 # Every preset as it resolved before the registry (variant, short name, URL,
 # resolution, classes, parameters), frozen from the PRESETS that loops and
-# special cases generated in keras_vit/weights/presets.py.
+# special cases generated in keras_vit/weights/download.py.
 BEFORE = [
     (
         "B/16",

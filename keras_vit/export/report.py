@@ -2,11 +2,11 @@
 and what an export returns (`ExportResult`).
 
 A `VerificationReport` holds one export's sizes, op list and a
-`keras_vit.export.checks.Comparison` per runtime and image source, and
-says whether it passed (`summary()` prints it); `VerificationError` is
-what a failed verification raises, and `nothing_written(output)` is how an
-export says that it wrote nothing.
-The checks that fill a report are in `keras_vit.export.checks`, the
+`keras_vit.export.verification_checks.Comparison` per runtime and image
+source, and says whether it passed (`summary()` prints it);
+`VerificationError` is what a failed verification raises, and
+`nothing_written(output)` is how an export says that it wrote nothing.
+The checks that fill a report are in `keras_vit.export.verification_checks`, the
 entry points in `keras_vit.export.verification`.
 """
 
@@ -43,10 +43,11 @@ class VerificationReport:
         file_bytes: size of the file (TFLite).
         weight_bytes: bytes of constant data in it (TFLite).
         op_histogram: `{op name: count}` (TFLite).
-        comparisons: a list of `keras_vit.export.checks.Comparison`.
+        comparisons: a list of
+            `keras_vit.export.verification_checks.Comparison`.
         failures: what failed, one sentence each; empty if it passed.
-        limits: the limits applied (see `checks.LIMITS`, and
-            `checks.FEATURE_LIMITS` for features).
+        limits: the limits applied (see `verification_checks.LIMITS`, and
+            `verification_checks.FEATURE_LIMITS` for features).
         xnnpack_partitions: how many pieces LiteRT's XNNPACK delegate runs
             the graph in (see `xnnpack_partitions`; TFLite).
     """

@@ -15,7 +15,6 @@ import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit import files
-from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
@@ -23,8 +22,9 @@ from keras_vit.export import report as report_lib
 from keras_vit.export import representative
 from keras_vit.export import runtime
 from keras_vit.export import verification as verify_lib
+from keras_vit.export import verification_checks
 from keras_vit.export.report import ExportResult
-from keras_vit.models import checks as model_checks
+from keras_vit.models import model_checks
 from keras_vit.options import IO_DTYPES
 from keras_vit.options import QUANTIZATIONS
 
@@ -382,7 +382,7 @@ def export_tflite(
         num_verify_images: int, images per verification source. Defaults
             to `100`.
         min_top1_agreement: float in [0, 1], overrides the mode's top-1
-            agreement floor (`keras_vit.export.checks.LIMITS`).
+            agreement floor (`keras_vit.export.verification_checks.LIMITS`).
             Defaults to `None`.
         overwrite: bool, whether to replace an existing file at `output`
             (or its sidecar) that is not a TFLite export. Defaults to
@@ -435,7 +435,7 @@ def export_tflite(
     # A mixed-precision model is exported, and verified, as its float32 copy.
     model, class_names = metadata_lib.load_labelled(model, labels)
     if min_top1_agreement is not None:  # refused before the conversion
-        checks.tflite_limits(
+        verification_checks.tflite_limits(
             quantize, min_top1_agreement, output_kind=models.output_kind(model)
         )
     calibration = None
@@ -545,7 +545,7 @@ def _check_arguments(
     num_verify_images = arg_checks.positive_int(
         "num_verify_images", num_verify_images
     )
-    checks.check_limits(min_top1_agreement)
+    verification_checks.check_limits(min_top1_agreement)
     if not verify and min_top1_agreement is not None:
         raise ValueError(
             "`min_top1_agreement` is a limit of the verification, which "

@@ -20,10 +20,10 @@ never imports keras_vit and compares its outputs with Keras's. `verify`
 picks one of the two by what it is given.
 
 This module holds the entry points. The checks and the limits they apply
-(`LIMITS`) are in `keras_vit.export.checks`, running a `.tflite` file with
-LiteRT in `keras_vit.export.runtime`, and what a verification returns or
-raises (`VerificationReport`, `VerificationError`) in
-`keras_vit.export.report`.
+(`LIMITS`) are in `keras_vit.export.verification_checks`, running a
+`.tflite` file with LiteRT in `keras_vit.export.runtime`, and what a
+verification returns or raises (`VerificationReport`, `VerificationError`)
+in `keras_vit.export.report`.
 """
 
 import json
@@ -35,16 +35,16 @@ import tempfile
 import numpy as np
 
 from keras_vit import arg_checks
-from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import models
 from keras_vit.export import representative
 from keras_vit.export import runtime
-from keras_vit.export.checks import check_limits
-from keras_vit.export.checks import compare
+from keras_vit.export import verification_checks
 from keras_vit.export.report import VerificationError
 from keras_vit.export.report import VerificationReport
+from keras_vit.export.verification_checks import check_limits
+from keras_vit.export.verification_checks import compare
 
 #: Images per source the reference kernels check when the limit is on max
 #: |Δ| only (float32, float16): they are unoptimized loops, several times
@@ -57,7 +57,9 @@ REFERENCE_KERNEL_IMAGES = 8
 
 def _check_limits(report, limits):
     """Adds to `report` what its comparisons break of `limits`."""
-    report.failures.extend(checks.limit_failures(report.comparisons, limits))
+    report.failures.extend(
+        verification_checks.limit_failures(report.comparisons, limits)
+    )
 
 
 def _sources(data):
@@ -151,9 +153,9 @@ def _tflite_report(path, graph, quantization, model, limits):
         op_histogram=dict(graph.histogram()),
         limits=limits,
     )
-    report.failures.extend(checks.op_failures(graph, quantization))
+    report.failures.extend(verification_checks.op_failures(graph, quantization))
     report.failures.extend(
-        checks.weight_failures(
+        verification_checks.weight_failures(
             graph.weight_bytes, parameters - _folded(model), quantization
         )
     )
@@ -252,7 +254,7 @@ def verify_tflite(
             them. Defaults to `"digits"` (its test split, resized).
         num_images: int, the most images per source. Defaults to `100`.
         quantization: the mode the file was made with (see
-            `keras_vit.export.checks.LIMITS`).
+            `keras_vit.export.verification_checks.LIMITS`).
             Defaults to `None`: read from the file's tensor types.
         runtimes: the LiteRT interpreters to run (keys of
             `keras_vit.export.runtime.INTERPRETERS`).
@@ -323,7 +325,7 @@ def verify_tflite(
             model,
             reference if reference_name is None else reference_name,
         )
-    limits = checks.tflite_limits(
+    limits = verification_checks.tflite_limits(
         quantization,
         min_top1_agreement,
         max_abs,
@@ -373,11 +375,11 @@ def _check_tflite_arguments(
     _sources(data)
     if (
         quantization is not None
-        and quantization not in checks.BYTES_PER_PARAMETER
+        and quantization not in verification_checks.BYTES_PER_PARAMETER
     ):
         raise ValueError(
             "`quantization` must be one of "
-            f"{list(checks.BYTES_PER_PARAMETER)}. "
+            f"{list(verification_checks.BYTES_PER_PARAMETER)}. "
             f"Received: quantization={quantization!r}"
         )
     return num_images, num_threads, runtimes
@@ -420,8 +422,8 @@ def verify_saved_model(
             `"digits"`.
         num_images: int. Defaults to `32`.
         max_abs: float >= 0, the largest |Δ| allowed. Defaults to `None`: 1e-4,
-            or `checks.SAVED_MODEL_REDUCED_PRECISION`'s limit for a model that
-            computes in bfloat16 or float16.
+            or `verification_checks.SAVED_MODEL_REDUCED_PRECISION`'s limit
+            for a model that computes in bfloat16 or float16.
         raise_on_failure: bool. Defaults to `True`.
         reference_name: str, what the error for a reference of other
             shapes calls `reference` (see `verify_tflite`). Defaults to
@@ -453,7 +455,7 @@ def verify_saved_model(
             model,
             reference if reference_name is None else reference_name,
         )
-    limits = checks.saved_model_limits(
+    limits = verification_checks.saved_model_limits(
         models.non_float32_dtypes(model), max_abs
     )
     report = _saved_model_report(path, model, limits)
@@ -554,7 +556,7 @@ def _saved_model_report(path, model, limits):
         limits=limits,
     )
     report.failures.extend(
-        checks.saved_model_weight_failures(
+        verification_checks.saved_model_weight_failures(
             report.weight_bytes, report.parameters, models.weight_bytes(model)
         )
     )

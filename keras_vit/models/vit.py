@@ -32,9 +32,9 @@ from keras_vit.models.config import ViTConfig
 from keras_vit.models.config import preprocessing_scale_and_offset
 from keras_vit.models.config import vit_config
 from keras_vit.registry import variants
+from keras_vit.weights import from_preset
+from keras_vit.weights import keras_files
 from keras_vit.weights import loading
-from keras_vit.weights import native
-from keras_vit.weights import pretrained
 
 #: The `ViT` arguments that a `ViTConfig` holds, in signature order.
 ARCHITECTURE_ARGUMENTS = tuple(
@@ -438,7 +438,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             key: value for key, value in kwargs.items() if key not in arguments
         }
         vit_config(**arguments)  # the arguments' own errors come first
-        arguments, load = pretrained.prepare(
+        arguments, load = from_preset.prepare(
             preset, arguments, interpolation=interpolation, antialias=antialias
         )
         model = cls(**arguments, **others)
@@ -479,7 +479,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         """
         if not skip_mismatch:
             loading.check_keras_file(self, filepath)
-        with native.weights_for_keras(filepath) as path:
+        with keras_files.weights_for_keras(filepath) as path:
             super().load_weights(path, skip_mismatch=skip_mismatch, **kwargs)
 
     @property

@@ -60,7 +60,7 @@ Google's `google/vit-*` `.safetensors`, whose model cards state
 apache-2.0; timm's copies of DeiT, DeiT III, DINOv2 and SigLIP, whose
 cards and publishers state Apache-2.0, and of OpenAI's CLIP, which OpenAI
 releases under MIT). This module imports nothing heavy: downloading is
-`keras_vit.weights.presets.download`.
+`keras_vit.weights.download.download`.
 """
 
 from keras_vit.registry import variants

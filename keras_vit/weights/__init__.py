@@ -10,7 +10,7 @@ from keras_vit.weights.checkpoint import Checkpoint
 from keras_vit.weights.loading import DEFAULT_INTERPOLATION
 from keras_vit.weights.loading import load_checkpoint
 from keras_vit.weights.loading import load_weights
-from keras_vit.weights.original import save_npz
+from keras_vit.weights.npz import save_npz
 from keras_vit.weights.reader import read_checkpoint
 
 __all__ = [

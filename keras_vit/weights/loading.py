@@ -9,10 +9,10 @@ import numpy as np
 from keras_vit import arg_checks
 from keras_vit import patch_grid
 from keras_vit import registry
-from keras_vit.models import checks as model_checks
+from keras_vit.models import model_checks
 from keras_vit.models.config import activation_kind
-from keras_vit.weights import native
-from keras_vit.weights import presets
+from keras_vit.weights import download
+from keras_vit.weights import keras_files
 from keras_vit.weights import reader
 from keras_vit.weights.checkpoint import POSEMB
 
@@ -66,7 +66,7 @@ def prepare(
     name, shape and dtype.
 
     With `keep=False` only checks: `values` is empty, and a checkpoint
-    whose tensors are read when used (`native.opened_keras_weights`) is
+    whose tensors are read when used (`keras_files.opened_keras_weights`) is
     read one tensor at a time.
 
     Returns:
@@ -526,7 +526,7 @@ def resolve(weights, variant=None, cache_dir=None, model=None):
     Args:
         weights: a file path, or the name (short or unique) of a preset
             of `variant` (downloaded once into the Keras cache).
-        variant: the model's variant name (`"B/16"`), for presets.
+        variant: the model's variant name (`"B/16"`), for download.
         cache_dir: where downloads go. Defaults to `None`, Keras's cache
             (`~/.keras/models/keras_vit`).
         model: the built model a preset's weights are for, refused before
@@ -548,7 +548,7 @@ def resolve(weights, variant=None, cache_dir=None, model=None):
     if preset is not None:
         if model is not None:
             _refuse_other_settings(model, preset)
-        return presets.download(preset, cache_dir=cache_dir), preset
+        return download.download(preset, cache_dir=cache_dir), preset
     if name.endswith(reader.PICKLE_EXTENSIONS):
         reader.check_extension(name)  # raises, saying why
     if not name.endswith(reader.EXTENSIONS):
@@ -711,7 +711,7 @@ def check_keras_file(model, path):
     quantized by Keras (its int8 weights are Keras's format only) and a
     remote file (`gs://...`: Keras reads it, keras_vit's readers do not)
     are left to Keras, unchecked. The file is read one tensor at a time
-    (`native.opened_keras_weights`): the check adds about one tensor's
+    (`keras_files.opened_keras_weights`): the check adds about one tensor's
     memory to Keras's loading.
     """
     path = os.fspath(path)
@@ -721,7 +721,7 @@ def check_keras_file(model, path):
         or model_checks.quantized_layers(model)
     ):
         return
-    with native.opened_keras_weights(path, model) as checkpoint:
+    with keras_files.opened_keras_weights(path, model) as checkpoint:
         checkpoint = _on_the_models_grid(checkpoint, model)
         _, zeros, notes = prepare(model, checkpoint, keep=False)
     if zeros or notes:

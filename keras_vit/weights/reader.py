@@ -11,7 +11,7 @@ Within a container, the layout is recognised by the names that only it
 uses (e.g. timm's `patch_embed.proj.weight`); nothing is guessed from
 shapes. Any failure to read names the file. Of a big_vision two-tower
 file (SigLIP's releases) the image tower is read
-(`keras_vit.weights.original.image_tower`).
+(`keras_vit.weights.npz.image_tower`).
 
 The patch grid of the position embeddings is what the file records
 (keras_vit's own files), else the square grid for the formats whose
@@ -28,8 +28,8 @@ from keras_vit import arg_checks
 from keras_vit import files
 from keras_vit.options import POSITION_EMBEDDING_TOKENS
 from keras_vit.weights import huggingface
-from keras_vit.weights import native
-from keras_vit.weights import original
+from keras_vit.weights import keras_files
+from keras_vit.weights import npz
 from keras_vit.weights import timm
 from keras_vit.weights.checkpoint import POSEMB
 
@@ -66,13 +66,13 @@ def _read_npz(path, source_grid=None):
         if arrays and all(k.startswith(prefix) for k in arrays):
             arrays = {k[len(prefix) :]: v for k, v in arrays.items()}
     # SigLIP's two-tower files: the image tower only.
-    arrays, two_tower = original.image_tower(arrays, path)
+    arrays, two_tower = npz.image_tower(arrays, path)
     if "Transformer/posembed_input/pos_embedding" in arrays or any(
         "MultiHeadDotProductAttention_1" in k for k in arrays
     ):
-        return original.read_original(arrays, path)
+        return npz.read_original(arrays, path)
     if any("MultiHeadDotProductAttention_0" in k for k in arrays):
-        return original.read_big_vision(
+        return npz.read_big_vision(
             arrays, path, source_grid, two_tower=two_tower
         )
     raise ValueError(
@@ -200,4 +200,4 @@ def _read(path, model, source_grid=None, position_embedding_tokens=None):
             f"Reading keras_vit's own weights file {path!r} needs the model "
             "the weights are for."
         )
-    return native.read_keras_weights(path, model)
+    return keras_files.read_keras_weights(path, model)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import keras_vit
-from keras_vit.export import checks
 from keras_vit.export import report as report_lib
 from keras_vit.export import runtime
 from keras_vit.export import tflite
+from keras_vit.export import verification_checks
 from tests.export.helpers import TINY_EXPORT
 
 #: The channel the audit's models share, and its value (ViTs have such).
@@ -30,7 +30,8 @@ def test_relative_errors_are_per_image_norms():
     expected = np.array([[3.0, 4.0], [0.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
     outputs = np.array([[3.0, 5.0], [0.0, 0.0], [1.0, 0.0], [1.0, 0.0]])
     np.testing.assert_array_equal(
-        checks.relative_errors(outputs, expected), [0.2, 0.0, np.inf, 0.0]
+        verification_checks.relative_errors(outputs, expected),
+        [0.2, 0.0, np.inf, 0.0],
     )
 
 
@@ -40,11 +41,16 @@ def test_features_are_compared_by_relative_error_not_by_argmax():
     unrelated = _features(rng)  # shares only the outlier channel
     labels = np.zeros(len(keras_features), "int64")
     # What the check measured before: the outlier wins every argmax.
-    blind = checks.compare(unrelated, keras_features, labels)
+    blind = verification_checks.compare(unrelated, keras_features, labels)
     assert blind.top1_agreement == 1.0
-    assert checks.limit_failures([blind], checks.LIMITS["int8"]) == []
+    assert (
+        verification_checks.limit_failures(
+            [blind], verification_checks.LIMITS["int8"]
+        )
+        == []
+    )
 
-    wrong = checks.compare(
+    wrong = verification_checks.compare(
         unrelated, keras_features, labels, "s", "xnnpack", "features"
     )
     assert wrong.top1_agreement is None and wrong.accuracy is None
@@ -54,15 +60,17 @@ def test_features_are_compared_by_relative_error_not_by_argmax():
     )
     assert wrong.relative_error == pytest.approx(expected)
     assert 0.3 < wrong.relative_error < 0.5
-    limits = checks.tflite_limits("int8", output_kind="features")
-    assert checks.limit_failures([wrong], limits) == [
+    limits = verification_checks.tflite_limits("int8", output_kind="features")
+    assert verification_checks.limit_failures([wrong], limits) == [
         f"xnnpack on s: relative error {wrong.relative_error:.3g} > 0.2"
     ]
     # 2% noise on every channel (a sound int8 export is within 0.1).
     noisy = keras_features * (1 + 0.02 * rng.normal(size=keras_features.shape))
-    close = checks.compare(noisy, keras_features, output_kind="features")
+    close = verification_checks.compare(
+        noisy, keras_features, output_kind="features"
+    )
     assert 0.005 < close.relative_error < 0.03
-    assert checks.limit_failures([close], limits) == []
+    assert verification_checks.limit_failures([close], limits) == []
 
 
 def test_feature_limits_per_mode():
@@ -72,40 +80,44 @@ def test_feature_limits_per_mode():
         ("int8", 0.2),
         ("int16x8", 0.15),
     ]:
-        assert checks.tflite_limits(mode, output_kind="features") == {
+        assert verification_checks.tflite_limits(
+            mode, output_kind="features"
+        ) == {
             "max_abs": None,
             "top1": None,
             "relative": relative,
         }
     # float32 keeps its absolute limit; classes keep theirs.
-    assert checks.tflite_limits("none", output_kind="features") == {
+    assert verification_checks.tflite_limits(
+        "none", output_kind="features"
+    ) == {
         "max_abs": 1e-4,
         "top1": None,
         "relative": None,
     }
-    assert checks.tflite_limits("int8", output_kind="logits") == {
+    assert verification_checks.tflite_limits("int8", output_kind="logits") == {
         "max_abs": None,
         "top1": 0.95,
     }
-    limits = checks.tflite_limits(
+    limits = verification_checks.tflite_limits(
         "int8", output_kind="features", max_relative_error=0.5
     )
     assert limits["relative"] == 0.5
     with pytest.raises(ValueError, match=r"Received: min_top1_agreement=0.9"):
-        checks.tflite_limits("int8", 0.9, output_kind="features")
+        verification_checks.tflite_limits("int8", 0.9, output_kind="features")
     with pytest.raises(ValueError, match=r"Received: max_relative_error=nan"):
-        checks.check_limits(max_relative_error=float("nan"))
+        verification_checks.check_limits(max_relative_error=float("nan"))
 
 
 def test_a_limit_on_what_was_not_measured_fails():
-    features = checks.compare(
+    features = verification_checks.compare(
         np.ones((2, 4)), np.ones((2, 4)), None, "s", "x", "features"
     )
-    classes = checks.compare(np.eye(2), np.eye(2), None, "s", "x")
-    assert checks.limit_failures([features], {"top1": 0.9}) == [
+    classes = verification_checks.compare(np.eye(2), np.eye(2), None, "s", "x")
+    assert verification_checks.limit_failures([features], {"top1": 0.9}) == [
         "x on s: a top-1 floor (0.9) on features"
     ]
-    assert checks.limit_failures([classes], {"relative": 0.1}) == [
+    assert verification_checks.limit_failures([classes], {"relative": 0.1}) == [
         "x on s: a relative-error limit (0.1) on classes"
     ]
 
@@ -124,7 +136,7 @@ def _report(comparisons, limits):
 def test_the_report_of_features_has_no_top1_or_accuracy():
     rng = np.random.default_rng(1)
     keras_features = _features(rng, n=4)
-    comparison = checks.compare(
+    comparison = verification_checks.compare(
         keras_features + 0.01,
         keras_features,
         # A dataset's labels, past the 32 features: not read for features.
@@ -134,7 +146,8 @@ def test_the_report_of_features_has_no_top1_or_accuracy():
         "features",
     )
     text = _report(
-        [comparison], checks.tflite_limits("int8", output_kind="features")
+        [comparison],
+        verification_checks.tflite_limits("int8", output_kind="features"),
     ).summary()
     header, row = text.splitlines()[1:3]
     assert header.split() == [
@@ -153,10 +166,12 @@ def test_the_report_of_features_has_no_top1_or_accuracy():
         "  passed",
     ]
     # A classifier's report is as it was.
-    probabilities = checks.compare(
+    probabilities = verification_checks.compare(
         np.eye(3), np.eye(3), np.arange(3), "digits", "xnnpack"
     )
-    text = _report([probabilities], checks.LIMITS["int8"]).summary()
+    text = _report(
+        [probabilities], verification_checks.LIMITS["int8"]
+    ).summary()
     assert text.splitlines()[1].split()[-4:] == [
         "top-1",
         "agree",
@@ -196,19 +211,23 @@ def test_an_int8_feature_export_against_its_model_and_an_unrelated_one(
     )
     images = load_images("digits", (32, 32), limit=32, split="test").images
     outputs = runtime.run_tflite(path, images)
-    limits = checks.tflite_limits("int8", output_kind="features")
+    limits = verification_checks.tflite_limits("int8", output_kind="features")
     results = {}
     for name, reference in [("own", model), ("unrelated", unrelated)]:
         expected = keras.ops.convert_to_numpy(reference(images))
-        results[name] = checks.compare(
+        results[name] = verification_checks.compare(
             outputs, expected, None, "digits", name, "features"
         )
         # Blind before: every argmax is the outlier channel.
-        assert checks.compare(outputs, expected).top1_agreement == 1.0
+        assert (
+            verification_checks.compare(outputs, expected).top1_agreement == 1.0
+        )
     # Measured 0.08 and 0.40 (all three runtimes); the limit is 0.2.
     assert results["own"].relative_error < 0.6 * limits["relative"]
     assert results["unrelated"].relative_error > 1.5 * limits["relative"]
-    assert checks.limit_failures(list(results.values()), limits) == [
+    assert verification_checks.limit_failures(
+        list(results.values()), limits
+    ) == [
         f"unrelated on digits: relative error "
         f"{results['unrelated'].relative_error:.3g} > 0.2"
     ]
@@ -240,7 +259,7 @@ def test_verify_tflite_holds_a_feature_export_to_the_feature_limit(tmp_path):
     assert not reports["unrelated"].passed
     assert "relative error" in " ".join(reports["unrelated"].failures)
     for report in reports.values():
-        assert report.limits == checks.FEATURE_LIMITS["int8"]
+        assert report.limits == verification_checks.FEATURE_LIMITS["int8"]
         assert {c.top1_agreement for c in report.comparisons} == {None}
     # A top-1 floor on features is refused before anything is converted.
     with pytest.raises(ValueError, match="min_top1_agreement=0.9"):

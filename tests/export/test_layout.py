@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from keras_vit import export
-from keras_vit.export import checks
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import runtime
 from keras_vit.export import verification
+from keras_vit.export import verification_checks
 
 ROOT = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,7 +33,7 @@ LAYERS = {
     "report": 0,
     # Image sources, made into a model's inputs (`models`).
     "representative": 1,
-    "checks": 1,
+    "verification_checks": 1,
     "metadata": 1,
     "verification": 2,
     "tflite": 3,
@@ -43,7 +43,6 @@ LAYERS = {
     "latency": 4,
     "tf_latency": 4,
     "__init__": 5,
-    "cli": 6,
 }
 
 #: Files whose long functions another part of issue 23 splits (none left).
@@ -118,7 +117,7 @@ def _graph(ops, weight_bytes=4000, weight_types=("FLOAT32",), ranges=None):
 
 def test_op_checks_name_each_fault():
     float32 = [("FULLY_CONNECTED", False, ("FLOAT32",), ("FLOAT32",))]
-    assert checks.op_failures(_graph(float32), "none") == []
+    assert verification_checks.op_failures(_graph(float32), "none") == []
     flex = _graph(
         [
             *float32,
@@ -126,7 +125,7 @@ def test_op_checks_name_each_fault():
             ("VAR_HANDLE", False, (), ("RESOURCE",)),
         ]
     )
-    failures = checks.op_failures(flex, "none")
+    failures = verification_checks.op_failures(flex, "none")
     assert len(failures) == 2
     assert (
         "Flex or custom ops" in failures[0]
@@ -143,7 +142,7 @@ def test_op_checks_name_each_fault():
         weight_types=("INT8",),
         ranges={"head": 2e-6, "block": 0.5},
     )
-    failures = checks.op_failures(int8, "int8")
+    failures = verification_checks.op_failures(int8, "int8")
     assert "float ops inside a fully quantized graph: NEG (x1)" in failures
     assert any(
         f.startswith("1 quantized activation(s)") and "head" in f
@@ -152,22 +151,26 @@ def test_op_checks_name_each_fault():
     # The file says int8; the caller said float16.
     assert any(
         "say quantization 'int8', not 'float16'" in f
-        for f in checks.op_failures(int8, "float16")
+        for f in verification_checks.op_failures(int8, "float16")
     )
 
 
 def test_weight_checks_compare_bytes_with_parameters():
-    assert checks.weight_failures(4000, 1000, "none") == []
-    assert checks.weight_failures(1000, 1000, "dynamic") == []
-    (failure,) = checks.weight_failures(100, 1000, "none")
+    assert verification_checks.weight_failures(4000, 1000, "none") == []
+    assert verification_checks.weight_failures(1000, 1000, "dynamic") == []
+    (failure,) = verification_checks.weight_failures(100, 1000, "none")
     assert "0.10 bytes/parameter; expected 3.8-4.4 for 'none'" in failure
     assert failure.endswith("the weights are missing")
-    (failure,) = checks.weight_failures(
+    (failure,) = verification_checks.weight_failures(
         3000, 1000, "float16"
     )  # too many, not missing
     assert "3.00 bytes/parameter" in failure and "missing" not in failure
-    assert checks.saved_model_weight_failures(4000, 1000, 4000) == []
-    (failure,) = checks.saved_model_weight_failures(100, 1000, 4000)
+    assert (
+        verification_checks.saved_model_weight_failures(4000, 1000, 4000) == []
+    )
+    (failure,) = verification_checks.saved_model_weight_failures(
+        100, 1000, 4000
+    )
     assert (
         "100 bytes of variables for 1,000 parameters (4,000 bytes in Keras)"
         in failure
@@ -175,18 +178,26 @@ def test_weight_checks_compare_bytes_with_parameters():
 
 
 def test_limits_and_comparisons():
-    assert checks.tflite_limits("int8") == {"max_abs": None, "top1": 0.95}
-    assert checks.tflite_limits("none", 0.5, 1e-3) == {
+    assert verification_checks.tflite_limits("int8") == {
+        "max_abs": None,
+        "top1": 0.95,
+    }
+    assert verification_checks.tflite_limits("none", 0.5, 1e-3) == {
         "max_abs": 1e-3,
         "top1": 0.5,
     }
-    assert checks.saved_model_limits([])["max_abs"] == 1e-4
-    assert checks.saved_model_limits(["bfloat16"])["max_abs"] == 5e-2
+    assert verification_checks.saved_model_limits([])["max_abs"] == 1e-4
     assert (
-        checks.saved_model_limits(["bfloat16"], max_abs=0.1)["max_abs"] == 0.1
+        verification_checks.saved_model_limits(["bfloat16"])["max_abs"] == 5e-2
+    )
+    assert (
+        verification_checks.saved_model_limits(["bfloat16"], max_abs=0.1)[
+            "max_abs"
+        ]
+        == 0.1
     )
     expected = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
-    close = checks.compare(
+    close = verification_checks.compare(
         expected + 1e-5,
         expected,
         labels=np.array([0, 1, 1]),
@@ -197,17 +208,22 @@ def test_limits_and_comparisons():
     assert close.max_abs == pytest.approx(
         1e-5
     ) and close.accuracy == pytest.approx(2 / 3)
-    flipped = checks.compare(
+    flipped = verification_checks.compare(
         expected[:, ::-1], expected, source="s", runtime="builtin"
     )
-    broken = checks.compare(
+    broken = verification_checks.compare(
         np.full_like(expected, np.nan),
         expected,
         source="s",
         runtime="reference",
     )
-    assert checks.limit_failures([close], checks.LIMITS["none"]) == []
-    assert checks.limit_failures(
+    assert (
+        verification_checks.limit_failures(
+            [close], verification_checks.LIMITS["none"]
+        )
+        == []
+    )
+    assert verification_checks.limit_failures(
         [flipped, broken], {"max_abs": 1e-4, "top1": 0.5}
     ) == [
         "builtin on s: max |Δ| 0.8 > 0.0001",

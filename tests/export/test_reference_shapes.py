@@ -12,7 +12,7 @@ import pytest
 import keras_vit
 from keras_vit import cli
 from keras_vit import export
-from keras_vit.export import checks
+from keras_vit.export import verification_checks
 from tests.export.helpers import TINY_EXPORT
 from tests.helpers import random_images
 
@@ -102,4 +102,6 @@ def test_compare_refuses_outputs_of_other_shapes():
     with pytest.raises(
         ValueError, match=r"shape \(2, 10\), Keras's .*\(2, 5\)"
     ):
-        checks.compare(np.zeros((2, 10)), np.zeros((2, 5)), runtime="x")
+        verification_checks.compare(
+            np.zeros((2, 10)), np.zeros((2, 5)), runtime="x"
+        )

@@ -2,8 +2,8 @@
 
 A tiny ViT trained on digits for a few seconds is exported in every mode
 and verified by default (which holds each mode to
-`keras_vit.export.checks.LIMITS`); the accuracy of every variant is printed
-next to float32's.
+`keras_vit.export.verification_checks.LIMITS`); the accuracy of every
+variant is printed next to float32's.
 """
 
 import json
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from keras_vit import export
-from keras_vit.export import checks
 from keras_vit.export import runtime
+from keras_vit.export import verification_checks
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_accuracy_of_every_variant(trained_exports):
             f"({reference:.4f})  {max_abs:.2e}"
         )
     for q, name, agree, accuracy, reference, max_abs in rows:
-        limits = checks.LIMITS[q]
+        limits = verification_checks.LIMITS[q]
         if limits["top1"] is not None:
             assert agree >= limits["top1"], (q, name)
         if limits["max_abs"] is not None:

@@ -11,8 +11,8 @@ from PIL import Image
 
 import keras_vit
 from keras_vit import export
-from keras_vit.export import checks
 from keras_vit.export import verification
+from keras_vit.export import verification_checks
 from tests.export.helpers import TINY_EXPORT
 from tests.helpers import randomize_weights
 
@@ -105,7 +105,9 @@ def test_without_names_a_folder_of_another_class_count_is_refused(labelled):
 
 def test_compare_refuses_labels_that_are_no_class_of_the_outputs():
     outputs = np.eye(3)[[0, 1, 2, 2]]
-    assert checks.compare(outputs, outputs, np.array([0, 1, 2, 0])).accuracy
+    assert verification_checks.compare(
+        outputs, outputs, np.array([0, 1, 2, 0])
+    ).accuracy
     for labels in (np.array([0, 1, 3, 2]), np.array([0, 1, 2])):
         with pytest.raises(ValueError, match="must hold one class index"):
-            checks.compare(outputs, outputs, labels, source="s")
+            verification_checks.compare(outputs, outputs, labels, source="s")

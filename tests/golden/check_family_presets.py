@@ -91,9 +91,9 @@ def check(folder):
     import keras_vit
     from keras_vit import registry
     from keras_vit.registry import presets as records
-    from keras_vit.weights import presets
+    from keras_vit.weights import download
 
-    presets.CACHE_DIR = f"{folder}/cache"
+    download.CACHE_DIR = f"{folder}/cache"
     worst = 0.0
     for preset in CASES:
         record = registry.get_preset(preset)

@@ -273,7 +273,7 @@ def tiny_family_preset(tmp_path, monkeypatch):
     numbers and URL swapped for the tiny golden's (a local file)."""
     from keras_vit import registry
     from keras_vit.registry import presets as registry_presets
-    from keras_vit.weights import presets
+    from keras_vit.weights import download
 
     monkeypatch.setitem(
         registry.VARIANTS,
@@ -282,7 +282,7 @@ def tiny_family_preset(tmp_path, monkeypatch):
             patch_size=4, hidden_dim=16, num_layers=2, num_heads=2, mlp_dim=32
         ),
     )
-    monkeypatch.setattr(presets, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(download, "CACHE_DIR", str(tmp_path / "cache"))
 
     def make(name):
         published = registry.get_preset(PRESET_OF[name])

@@ -11,7 +11,7 @@ import pytest
 import keras_vit
 from keras_vit import registry
 from keras_vit.registry import presets as registry_presets
-from keras_vit.weights import presets
+from keras_vit.weights import download
 from tests.weights.test_golden_parity import TINY
 from tests.weights.test_golden_parity import expected
 from tests.weights.test_golden_parity import golden
@@ -988,7 +988,7 @@ def local_preset(tmp_path, monkeypatch):
     monkeypatch.setattr(
         registry_presets, "PRESETS", [*registry.PRESETS, preset]
     )
-    monkeypatch.setattr(presets, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(download, "CACHE_DIR", str(tmp_path / "cache"))
     return preset
 
 
@@ -1005,7 +1005,7 @@ def test_preset_downloads_once_checks_sha256_and_loads(local_preset, tmp_path):
     assert cached.exists()
     # Cached: later calls do not fetch again.
     os.remove(local_preset["url"][len("file://") :])
-    assert presets.download(local_preset) == str(cached)
+    assert download.download(local_preset) == str(cached)
     keras_vit.ViT.from_variant("Tiny/8", weights="tiny_test", num_classes=5)
 
 
@@ -1013,7 +1013,7 @@ def test_preset_with_wrong_sha256_is_deleted(local_preset, tmp_path):
     bad = {**local_preset, "sha256": "0" * 64}
     cache = tmp_path / "cache2"
     with pytest.raises(ValueError, match="sha256") as info:
-        presets.download(bad, cache_dir=str(cache))
+        download.download(bad, cache_dir=str(cache))
     assert "deleted" in str(info.value)
     assert not any(cache.rglob("*.npz"))
 
@@ -1021,7 +1021,7 @@ def test_preset_with_wrong_sha256_is_deleted(local_preset, tmp_path):
 def test_preset_unreachable_is_a_clear_error(tmp_path):
     bad = preset_record("B/16", "x", "file:///nonexistent/file.npz", 224, 1000)
     with pytest.raises(ValueError, match="Could not download preset 'x'"):
-        presets.download(bad, cache_dir=str(tmp_path))
+        download.download(bad, cache_dir=str(tmp_path))
     assert not any(tmp_path.rglob("*.npz"))
 
 
@@ -1082,7 +1082,7 @@ def test_a_truncated_cached_download_is_downloaded_again(
     cached.write_bytes(whole[: len(whole) // 2])
     preset = {**local_preset, "sha256": None}
     with pytest.warns(UserWarning) as caught:
-        path = presets.download(preset)
+        path = download.download(preset)
     message = str(caught[0].message)
     assert f"preset 'tiny_test', {cached}, is no whole .npz file" in message
     assert "deleted and is downloaded again" in message
@@ -1097,7 +1097,7 @@ def test_a_download_cut_short_is_refused_and_not_cached(http_server, tmp_path):
     url = http_server(whole, cut=len(whole) // 2)
     preset = preset_record("B/16", "cut", url, 224, 1000)
     with pytest.raises(ValueError) as info:
-        presets.download(preset, cache_dir=str(tmp_path / "cache"))
+        download.download(preset, cache_dir=str(tmp_path / "cache"))
     assert "is no whole .npz file" in str(info.value)
     assert "nothing was cached" in str(info.value)
     assert os.listdir(_cache(tmp_path)) == []
@@ -1122,8 +1122,8 @@ def test_a_killed_download_leaves_nothing_under_the_cache_name(
     preset = preset_record("B/16", "killed", url, 224, 1000)
     script = (
         "import json, sys\n"
-        "from keras_vit.weights import presets\n"
-        "presets.download(json.loads(sys.argv[1]), cache_dir=sys.argv[2])\n"
+        "from keras_vit.weights import download\n"
+        "download.download(json.loads(sys.argv[1]), cache_dir=sys.argv[2])\n"
     )
     cache = _cache(tmp_path)
     process = subprocess.Popen(
@@ -1144,7 +1144,7 @@ def test_a_killed_download_leaves_nothing_under_the_cache_name(
     assert "ViT_B16-killed.npz" not in left and len(left) == 1, left
     # The next download into the folder removes what the killed one left.
     whole_preset = {**preset, "url": "file://" + golden("vit_token.npz")}
-    path = presets.download(whole_preset, cache_dir=str(tmp_path / "cache"))
+    path = download.download(whole_preset, cache_dir=str(tmp_path / "cache"))
     assert os.listdir(cache) == ["ViT_B16-killed.npz"]
     with open(path, "rb") as file:
         assert file.read() == whole
@@ -1260,7 +1260,7 @@ def test_from_preset_builds_for_the_weights_then_loads_them():
 
 def test_a_download_shows_keras_progress_bar(local_preset, capsys):
     # keras.utils.get_file draws it (the bar is Keras's, not ours).
-    path = presets.download(local_preset)
+    path = download.download(local_preset)
     out = capsys.readouterr().out
     assert f"Downloading data from {local_preset['url']}" in out
     size = os.path.getsize(path)

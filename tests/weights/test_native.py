@@ -216,15 +216,15 @@ def _member_data_start(path):
 def test_a_check_reads_the_file_in_place_one_tensor_at_a_time(tmp_path):
     import h5py
 
+    from keras_vit.weights import keras_files
     from keras_vit.weights import loading
-    from keras_vit.weights import native
 
     model = _tiny(seed=1)
     for path in (
         _save(model, tmp_path / "m.keras"),
         _save(model, tmp_path / "m.weights.h5"),
     ):
-        with native.opened_keras_weights(path, model) as checkpoint:
+        with keras_files.opened_keras_weights(path, model) as checkpoint:
             tensors = checkpoint.tensors
             assert all(isinstance(t, h5py.Dataset) for t in tensors.values())
             values, zeros, notes = loading.prepare(
@@ -234,7 +234,7 @@ def test_a_check_reads_the_file_in_place_one_tensor_at_a_time(tmp_path):
             for weight in model.weights:
                 np.testing.assert_array_equal(tensors[weight.path], weight)
         # Read into memory, the same values.
-        read = native.read_keras_weights(path, model).tensors
+        read = keras_files.read_keras_weights(path, model).tensors
         assert all(type(t) is np.ndarray for t in read.values())
         assert sorted(read) == sorted(tensors)
         loaded = keras_vit.ViT(**TINY)
@@ -264,7 +264,7 @@ def test_load_weights_hands_keras_a_copy_of_a_keras_files_weights(
     import tempfile
 
     from keras_vit import files
-    from keras_vit.weights import native
+    from keras_vit.weights import keras_files
 
     # Its optimizer holds a step count and moments, which the file keeps.
     source = _tiny(seed=1)
@@ -304,7 +304,7 @@ def test_load_weights_hands_keras_a_copy_of_a_keras_files_weights(
     assert existed and copy.startswith(tempfile.gettempdir() + os.sep)
     assert not os.path.exists(copy)
     # Neither: Keras reads the archive itself.
-    monkeypatch.setattr(native, "_system_temporary_folder", refused)
+    monkeypatch.setattr(keras_files, "_system_temporary_folder", refused)
     assert loaded() == (path, True)
     assert os.listdir(tmp_path) == ["m.keras"]
 
@@ -315,7 +315,7 @@ def test_a_damaged_member_is_left_to_keras_without_the_check(tmp_path):
     # copied is removed.
     import zipfile
 
-    from keras_vit.weights import native
+    from keras_vit.weights import keras_files
 
     path = _save(_tiny(seed=1), tmp_path / "m.keras")
     start, size = _member_data_start(path)
@@ -326,18 +326,18 @@ def test_a_damaged_member_is_left_to_keras_without_the_check(tmp_path):
         file.write(bytes([byte[0] ^ 0xFF]))
     with pytest.raises(zipfile.BadZipFile, match="CRC"):
         with zipfile.ZipFile(path) as archive:
-            archive.read(native.WEIGHTS_MEMBER)
-    with native.weights_for_keras(path) as readable:
+            archive.read(keras_files.WEIGHTS_MEMBER)
+    with keras_files.weights_for_keras(path) as readable:
         assert readable == path
     assert os.listdir(tmp_path) == ["m.keras"]
-    with native.weights_for_keras(tmp_path / "x.weights.h5") as readable:
+    with keras_files.weights_for_keras(tmp_path / "x.weights.h5") as readable:
         assert readable == tmp_path / "x.weights.h5"  # not a .keras file
 
 
 def test_a_stored_member_reads_as_its_bytes_wherever_it_seeks(tmp_path):
     import io
 
-    from keras_vit.weights.native import _StoredMember
+    from keras_vit.weights.keras_files import _StoredMember
 
     path = _save(_tiny(), tmp_path / "m.keras")
     start, size = _member_data_start(path)
@@ -360,7 +360,7 @@ def test_a_stored_member_reads_as_its_bytes_wherever_it_seeks(tmp_path):
 def test_a_damaged_stored_member_is_refused_naming_the_file(tmp_path):
     # Read in place, the member's CRC is still checked (zipfile checks it
     # reading to the end): a damaged tensor is no silent wrong weight.
-    from keras_vit.weights import native
+    from keras_vit.weights import keras_files
 
     path = _save(_tiny(), tmp_path / "m.keras")
     start, size = _member_data_start(path)
@@ -375,5 +375,5 @@ def test_a_damaged_stored_member_is_refused_naming_the_file(tmp_path):
     model = _tiny()
     path = _save(model, tmp_path / "ok.weights.h5")
     with pytest.raises(ValueError, match=re.escape(path)):
-        with native.opened_keras_weights(path, model):
+        with keras_files.opened_keras_weights(path, model):
             raise OSError("Can't read data")

@@ -16,7 +16,7 @@ import pytest
 import keras_vit
 from keras_vit import builders
 from keras_vit.weights import convert
-from keras_vit.weights import presets
+from keras_vit.weights import download
 from keras_vit.weights import reader
 from tests.weights.test_golden_parity import TINY
 from tests.weights.test_golden_parity import golden
@@ -147,7 +147,7 @@ def nothing_read(monkeypatch):
         raise AssertionError(f"a file was read: {args}")
 
     monkeypatch.setattr(reader, "read_checkpoint", refuse)
-    monkeypatch.setattr(presets, "download", refuse)
+    monkeypatch.setattr(download, "download", refuse)
 
 
 @pytest.mark.parametrize("bad, message", BAD)

@@ -72,7 +72,7 @@ import numpy as np
 from keras_vit import files
 from keras_vit import patch_grid
 from keras_vit.layers.resnet_stem import ResNetStem
-from keras_vit.models import checks as model_checks
+from keras_vit.models import model_checks
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import conv_to_projection
