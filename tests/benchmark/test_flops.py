@@ -87,3 +87,17 @@ def test_family_architectures_at_224_px():
     # whose keys and values of all 196 tokens are 0.46 GFLOPs (two thirds
     # of a block's QKV), its MLP 0.01: 35.13 -> 35.42 GFLOPs.
     assert siglip / 1e9 == pytest.approx(35.42, abs=0.005)
+
+
+def test_the_peak_is_the_fastest_call_of_any_size(monkeypatch):
+    # One size's median read below ViT-B/16's own rate ("126% of peak"):
+    # the peak is the fastest single call over the sizes, each warmed up.
+    import time
+
+    from keras_vit.benchmark import flops
+
+    ticks = iter(range(10_000))
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks) * 1e-3)
+    peak = flops.peak_flops(seconds=0.02, sizes=(8, 16))
+    # Every call takes 1 ms of the fake clock: the larger size's rate.
+    assert peak == pytest.approx(2.0 * 16**3 / 1e-3)
