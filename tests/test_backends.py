@@ -1,9 +1,10 @@
-"""The models on Keras's JAX backend (the same numbers, `fit`, saving) and
-its OpenVINO backend (inference).
+"""The models on Keras's JAX and PyTorch backends (the same numbers as
+TensorFlow's, `fit`, saving, dynamic sizes, hybrids) and its OpenVINO
+backend (inference).
 
 keras_vit's training command, data pipelines and exports are TensorFlow's;
-the layers and models are Keras 3 and must work wherever Keras does. The
-JAX run is a subprocess (a process has one Keras backend).
+the layers and models are Keras 3 and must work wherever Keras does. Each
+run is a subprocess (a process has one Keras backend).
 """
 
 import json
@@ -20,7 +21,7 @@ from tests.helpers import backend_env
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
-# Both backends' scripts start here: the model of `_run_on_backend`'s files,
+# Every backend's script starts here: the model of `_run_on_backend`'s files,
 # and its predictions saved as `<backend>_outputs.npy`.
 PREDICT = r"""
 import json, sys
@@ -42,7 +43,7 @@ SCRIPT = (
 from keras_vit.training.masked_patches import MaskedPatchPrediction
 
 maps = keras_vit.visualize.attention_rollout(model, inputs["images"]).maps
-np.save(f"{folder}/jax_rollout.npy", maps)
+np.save(f"{folder}/{keras.backend.backend()}_rollout.npy", maps)
 
 # fit, save and reload, as a keras.applications model.
 model.compile(optimizer=keras.optimizers.AdamW(1e-3),
@@ -91,23 +92,31 @@ def _run_on_backend(backend, script, config, tmp_path):
     return model, images, result
 
 
-def test_a_vit_on_the_jax_backend(tmp_path):
-    pytest.importorskip("jax")
+@pytest.fixture(params=["jax", "torch"])
+def backend(request):
+    """A Keras backend that trains besides TensorFlow (each from the `dev`
+    extra, its module named as the backend)."""
+    pytest.importorskip(request.param)
+    return request.param
+
+
+def test_a_vit_on_another_backend(backend, tmp_path):
     config = {**TINY, "drop_path_rate": 0.1}
-    model, images, result = _run_on_backend("jax", SCRIPT, config, tmp_path)
+    model, images, result = _run_on_backend(backend, SCRIPT, config, tmp_path)
     # The same weights compute the same outputs and attention maps.
     np.testing.assert_allclose(
-        np.load(tmp_path / "jax_outputs.npy"),
+        np.load(tmp_path / f"{backend}_outputs.npy"),
         model.predict(images, verbose=0),
         atol=1e-5,
     )
     np.testing.assert_allclose(
-        np.load(tmp_path / "jax_rollout.npy"),
+        np.load(tmp_path / f"{backend}_rollout.npy"),
         keras_vit.visualize.attention_rollout(model, images).maps,
         atol=1e-5,
     )
     # fit trains (the TensorFlow-only multi-worker step fixes stay out of
-    # JAX's train_step(state, data)), and a saved model reloads as it was.
+    # JAX's train_step(state, data) and PyTorch's), and a saved model
+    # reloads as it was.
     assert all(np.isfinite(result["loss"])) and len(result["loss"]) == 2
     assert result["reload_difference"] == 0.0
     assert np.isfinite(result["mpp_loss"][0])
@@ -119,30 +128,71 @@ DYNAMIC_SCRIPT = (
 # Two more sizes, a non-square one, each with its own grid.
 for size in ((24, 40), (48, 16)):
     images = np.random.default_rng(size[0]).uniform(0, 255, (2, *size, 3))
-    np.save(f"{folder}/jax_{size[0]}.npy", model.predict(images, verbose=0))
+    np.save(f"{folder}/{keras.backend.backend()}_{size[0]}.npy",
+            model.predict(images, verbose=0))
 print(json.dumps({"backend": keras.backend.backend()}))
 """
 )
 
 
-def test_a_dynamic_image_size_vit_on_the_jax_backend(tmp_path):
+def test_a_dynamic_image_size_vit_on_another_backend(backend, tmp_path):
     # The in-graph resampling is keras.ops: on JAX (static shapes at each
-    # trace) it computes what TensorFlow does, at every size.
-    pytest.importorskip("jax")
+    # trace) and PyTorch (eager) it computes what TensorFlow does, at every
+    # size.
     config = {**TINY, "dynamic_image_size": True}
-    model, images, _ = _run_on_backend("jax", DYNAMIC_SCRIPT, config, tmp_path)
+    model, images, _ = _run_on_backend(
+        backend, DYNAMIC_SCRIPT, config, tmp_path
+    )
     np.testing.assert_allclose(
-        np.load(tmp_path / "jax_outputs.npy"),
+        np.load(tmp_path / f"{backend}_outputs.npy"),
         model.predict(images, verbose=0),
         atol=1e-5,
     )
     for size in ((24, 40), (48, 16)):
         images = np.random.default_rng(size[0]).uniform(0, 255, (2, *size, 3))
         np.testing.assert_allclose(
-            np.load(tmp_path / f"jax_{size[0]}.npy"),
+            np.load(tmp_path / f"{backend}_{size[0]}.npy"),
             model.predict(images, verbose=0),
             atol=1e-5,
         )
+
+
+HYBRID_SCRIPT = (
+    PREDICT
+    + r"""
+# A full-size model builds (random weights) and runs.
+b16 = keras_vit.ViT_B16()
+probabilities = b16.predict(np.zeros((1, 224, 224, 3)), verbose=0)
+print(json.dumps({"backend": keras.backend.backend(),
+                  "b16_params": b16.count_params(),
+                  "b16_sum": float(probabilities.sum())}))
+"""
+)
+
+
+def test_a_hybrid_vit_and_vit_b16_on_another_backend(backend, tmp_path):
+    # A ResNet stem (convolutions, group norms) computes what TensorFlow's
+    # does, and ViT_B16 builds as it does on TensorFlow.
+    config = dict(
+        patch_size=1,
+        hidden_dim=16,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=16,
+        num_classes=3,
+        image_size=32,
+        stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4},
+    )
+    model, images, result = _run_on_backend(
+        backend, HYBRID_SCRIPT, config, tmp_path
+    )
+    np.testing.assert_allclose(
+        np.load(tmp_path / f"{backend}_outputs.npy"),
+        model.predict(images, verbose=0),
+        atol=1e-5,
+    )
+    assert result["b16_params"] == 86_567_656  # timm's vit_base_patch16_224
+    assert abs(result["b16_sum"] - 1) < 1e-4  # a softmax over 1000 classes
 
 
 REMAT_SCRIPT = r"""

@@ -27,6 +27,11 @@ class _DrawnSeed(keras.random.SeedGenerator):
 
     def __init__(self, seed):  # no state variable: nothing to advance
         self._seed = seed
+        # What Keras's own generators hold (the seed they were made with),
+        # and what its PyTorch dropout reads: without it the call raised
+        # AttributeError, and with `None` the drop is torch's own
+        # unseeded one, which would not recompute the masks.
+        self._initial_seed = seed
 
     def next(self, ordered=True):
         return self._seed

@@ -56,7 +56,10 @@ def mean_color_classes(images, tile_size, bits=3, value_range=(0.0, 255.0)):
     """
     tile = arg_checks.size_2d("tile_size", tile_size)
     bits = arg_checks.positive_int("bits", bits)
-    low, high = _value_range(value_range)
+    # Tensors: on PyTorch a tensor minus a NumPy array is NumPy's
+    # subtraction, which copies the tensor to the host (and fails on the
+    # meta tensors Keras builds the model with).
+    low, high = map(ops.convert_to_tensor, _value_range(value_range))
     images = ops.convert_to_tensor(images)
     if len(images.shape) != 4 or any(
         side is not None and side % t
@@ -305,11 +308,16 @@ class MaskedPatchPrediction(TrainerFixes, keras.Model):
         # the pool less one, shifted past the patch's own index.
         pool = ops.reshape(tokens, (-1, width))
         size = ops.shape(pool)[0]
+        # A Python int where the batch is known: PyTorch's randint reads a
+        # tensor bound with .item(), which the meta tensors Keras builds
+        # the model with cannot give.
+        high = (
+            max(size - 1, 1)
+            if isinstance(size, int)
+            else ops.maximum(size - 1, 1)
+        )
         picks = keras.random.randint(
-            (batch, num_patches),
-            0,
-            ops.maximum(size - 1, 1),
-            seed=self._next_seed(),
+            (batch, num_patches), 0, high, seed=self._next_seed()
         )
         own = ops.reshape(
             ops.arange(size, dtype=picks.dtype), (batch, num_patches)
