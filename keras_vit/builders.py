@@ -57,18 +57,14 @@ _DOC = """Builds a ViT-{variant} (arXiv 2010.11929): {hidden_dim} wide, {num_lay
 BUILDERS = registry.BUILDERS
 
 
-def _builder(name, variant):
-    def builder(num_classes=None, weights=None, **kwargs):
-        kwargs.setdefault("name", registry.model_name(variant))
-        if num_classes is not None:  # else the preset's head (loading
-            # fills it in: `registry.presets.head_arguments`), else 1000
-            kwargs["num_classes"] = num_classes
-        return ViT.from_variant(variant, weights=weights, **kwargs)
-
-    builder.__name__ = builder.__qualname__ = name
-    builder.__module__ = __name__
-    builder.__doc__ = _doc(name, variant)
-    return builder
+def _build(builder, num_classes, weights, kwargs):
+    """What every builder does: `ViT.from_variant` of its variant."""
+    variant = BUILDERS[builder]
+    kwargs.setdefault("name", registry.model_name(variant))
+    if num_classes is not None:  # else the preset's head (loading
+        # fills it in: `registry.presets.head_arguments`), else 1000
+        kwargs["num_classes"] = num_classes
+    return ViT.from_variant(variant, weights=weights, **kwargs)
 
 
 def _doc(builder, variant):
@@ -96,7 +92,66 @@ def _doc(builder, variant):
     )
 
 
-globals().update({name: _builder(name, v) for name, v in BUILDERS.items()})
+# The builders, one `def` each (found by an IDE and by `help`); their
+# docstrings are written from the registry below, and a test holds their
+# names to `BUILDERS`.
+
+
+def ViT_Ti16(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_Ti16", num_classes, weights, kwargs)
+
+
+def ViT_S16(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_S16", num_classes, weights, kwargs)
+
+
+def ViT_S32(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_S32", num_classes, weights, kwargs)
+
+
+def ViT_B8(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_B8", num_classes, weights, kwargs)
+
+
+def ViT_B16(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_B16", num_classes, weights, kwargs)
+
+
+def ViT_B32(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_B32", num_classes, weights, kwargs)
+
+
+def ViT_L16(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_L16", num_classes, weights, kwargs)
+
+
+def ViT_L32(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_L32", num_classes, weights, kwargs)
+
+
+def ViT_H14(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_H14", num_classes, weights, kwargs)
+
+
+def ViT_R50_B16(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_R50_B16", num_classes, weights, kwargs)
+
+
+def ViT_R50_L32(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_R50_L32", num_classes, weights, kwargs)
+
+
+def ViT_R26_B32(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_R26_B32", num_classes, weights, kwargs)
+
+
+def ViT_R26_S32(num_classes=None, weights=None, **kwargs):
+    return _build("ViT_R26_S32", num_classes, weights, kwargs)
+
+
+for _name, _variant in BUILDERS.items():
+    globals()[_name].__doc__ = _doc(_name, _variant)
+del _name, _variant
 
 
 def get_builder(name):

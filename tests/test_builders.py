@@ -1,3 +1,4 @@
+import ast
 import inspect
 import math
 
@@ -45,6 +46,13 @@ def test_every_builder_is_exported_and_documented():
         assert list(params)[:2] == ["num_classes", "weights"]
     with pytest.raises(ValueError, match="model='ViT_B17'"):
         builders.get_builder("ViT_B17")
+    # One `def` for each name of the registry's table, and no other.
+    defined = {
+        node.name
+        for node in ast.parse(inspect.getsource(builders)).body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("ViT_")
+    }
+    assert defined == set(builders.BUILDERS)
 
 
 def test_kwargs_override_the_variant():
