@@ -35,6 +35,10 @@ no switch: they are the layers' training graph wherever they run.
 
 import contextlib
 
+import keras
+
+from keras_vit import arg_checks
+
 
 @contextlib.contextmanager
 def compiled_step(model, xla):
@@ -42,6 +46,12 @@ def compiled_step(model, xla):
     included) that take a `step_xla` are told that the step being traced
     runs with XLA (`xla=True`) or without it (`xla=False`); each gets its
     own value back after."""
+    if not isinstance(model, keras.layers.Layer):
+        raise ValueError(
+            "compiled_step tells the layers of a Keras model or layer. "
+            f"Received: model={model!r}"
+        )
+    xla = arg_checks.boolean("xla", xla)
     layers = [
         layer
         for layer in model._flatten_layers(include_self=True)
@@ -49,7 +59,7 @@ def compiled_step(model, xla):
     ]
     previous = [layer.step_xla for layer in layers]
     for layer in layers:
-        layer.step_xla = bool(xla)
+        layer.step_xla = xla
     try:
         yield
     finally:

@@ -191,3 +191,15 @@ def test_the_step_switch_is_the_models_own_and_is_put_back():
         assert block.attention.step_xla is False
         assert model.get_layer("block_1").attention.step_xla is None
     assert block.attention.step_xla is None
+
+
+@pytest.mark.parametrize(
+    "model, xla, match",
+    [(None, False, "model=None"), ("block", "no", "xla='no'")],
+)
+def test_the_step_switch_refuses_what_it_cannot_tell(model, xla, match):
+    if model == "block":
+        model = keras_vit.layers.TransformerBlock(2, 8)
+    with pytest.raises(ValueError, match=match):
+        with kernels.compiled_step(model, xla):
+            pass
