@@ -509,7 +509,7 @@ def _jax_worker(job, deadline):
 def _vit(tiny, dtype, **kwargs):
     import keras
 
-    from keras_vit.models import ViT
+    from keras_vit.models.vit import ViT
 
     keras.utils.set_random_seed(0)
     if tiny:
