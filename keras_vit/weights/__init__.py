@@ -2,7 +2,7 @@
 
 `load_weights(model, weights)` loads into a built model; `ViT.from_preset`
 and every builder's `weights=` build the model for the weights first
-(`pretrained.prepare`). The presets are data in `keras_vit.registry`
+(`from_preset.prepare`). The presets are data in `keras_vit.registry`
 (`keras_vit.list_presets()`).
 """
 

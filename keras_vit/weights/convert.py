@@ -308,11 +308,10 @@ def _report_assumed(checkpoint, vit, given, report):
     """Hands `report` (else a `UserWarning`) what `vit` `assumed` without
     `given`, the names of the arguments passed."""
     lines = assumed(checkpoint, vit, given)
-    input_path = checkpoint.path
     if not lines:
         return
     message = (
-        f"{input_path} does not record these, so they were assumed; "
+        f"{checkpoint.path} does not record these, so they were assumed; "
         "pass them if the model was trained with others:\n"
         + "\n".join(f"  {line}" for line in lines)
     )
