@@ -5,7 +5,8 @@ up to the point where they hand their `TrainConfig` to `train`: the config
 must pass `check()`, name presets that exist, and build its model at the
 resolution the docstring promises. The offline examples run for real, with
 small sizes. (`examples/tflite_inference.py` is run in
-tests/export/test_cli.py; `examples/demo.py` is `make demo`.)
+tests/export/test_cli.py; `examples/demo.py` is `make demo`: its config is
+checked here and said the same way in its docstring and docs/index.md.)
 """
 
 import dataclasses
@@ -614,3 +615,32 @@ def test_tflite_inference_names_a_bad_path_in_one_line(tmp_path, capsys):
         assert stopped.value.code == 2
         (*_, line) = capsys.readouterr().err.rstrip().splitlines()
         assert why in line and line.endswith(f"Received: {received}")
+
+
+def _demo_description(config):
+    # What examples/demo.py's docstring and docs/index.md say of the demo.
+    kwargs = config.model.kwargs
+    return (
+        f"{kwargs['num_layers']}-block ViT of width {kwargs['hidden_dim']}",
+        f"{config.run.epochs} epochs",
+    )
+
+
+def test_the_demo_is_what_its_docstring_and_the_docs_say():
+    module = _load("demo.py")
+    config = module["DEMO"]
+    config.check()
+    model = _model_of(config, num_classes=10)
+    assert model.grid_size == (4, 4)  # "16 tokens + the class token"
+    root = os.path.dirname(EXAMPLES)
+    with open(os.path.join(root, "docs", "index.md"), encoding="utf-8") as f:
+        index = " ".join(f.read().split())
+    docstring = " ".join(module["__doc__"].split())
+    for phrase in _demo_description(config):
+        assert phrase in docstring and phrase in index, phrase
+    assert f"batches of {config.data.batch_size}" in docstring
+    old = dataclasses.replace(
+        config, run=dataclasses.replace(config.run, epochs=9)
+    )
+    assert "9 epochs" not in index  # the check can fail
+    assert _demo_description(old)[1] not in docstring
