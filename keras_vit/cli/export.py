@@ -364,7 +364,8 @@ def _add_export(subparsers):
         "--verify-data",
         default=None,
         metavar="SOURCE",
-        help="images to verify on (default: digits)",
+        help="images to verify on, the model's own for an accuracy "
+        "(default: digits, which checks agreement with Keras)",
     )
     e.add_argument(
         "--num-images",
@@ -424,7 +425,9 @@ def _add_verify(subparsers):
         action="append",
         default=None,
         metavar="SOURCE",
-        help="images to compare on (repeatable; default: digits)",
+        help="images to compare on (repeatable; default: digits, "
+        "which checks agreement with Keras, an accuracy only for a model "
+        "trained on them)",
     )
     v.add_argument("--num-images", type=arguments.positive_int, default=100)
     v.add_argument(

@@ -24,6 +24,8 @@ The format (all keys always present):
   "preprocessing": "none: feed RGB pixel values in [0, 255] ...",
   "quantization": "none",
   "batch_size": 1,
+  "verified_on": [{"source": "digits (test)", "images": 100,
+                   "labelled": false}],
   "output_quantization": null,
   "parameters": 24234,
   "file_bytes": 118072
@@ -50,6 +52,12 @@ that were fed squashed images (its default).
 `input.quantization` / `output_quantization` are `{"scale", "zero_point"}`
 for integer tensors (`export_tflite(..., io_dtype="uint8")`): feed
 `round(pixel / scale) + zero_point`, read `(q - zero_point) * scale`.
+`verified_on` is what a verified TFLite file or SavedModel was checked
+on, per image source (`VerificationReport.data`): `labelled` false means
+an agreement with the Keras model and no accuracy (the default digits
+carry no labels of another model's classes); `null` for an export
+verified on no images (`verify=False`; ONNX and OpenVINO files are
+checked against Keras on random pixels).
 `file_bytes` counts the model's files: an ONNX model's external `.data`
 and an OpenVINO graph's `.bin` included (ONNX and OpenVINO files are
 float32: `quantization` is `"none"`, both quantizations `null`). A
@@ -280,6 +288,8 @@ def build(
         "preprocessing": preprocessing_text(model),
         "quantization": quantization,
         "batch_size": input_shape[0],
+        # Filled by an export verified on images (`VerificationReport.data`).
+        "verified_on": None,
     }
     if extra:
         metadata.update(extra)

@@ -74,8 +74,25 @@ class VerificationReport:
             return None
         return self.weight_bytes / self.parameters
 
+    def data(self):
+        """What the export was checked on, one dict per image source in
+        the order compared: `source`, `images` (the most any runtime
+        compared) and `labelled` (whether an accuracy was measured beside
+        the agreement with Keras: the images carried labels of the
+        model's classes). The sidecar records it (`"verified_on"`)."""
+        found = {}
+        for c in self.comparisons:
+            seen = found.setdefault(
+                c.source,
+                {"source": c.source, "images": 0, "labelled": False},
+            )
+            seen["images"] = max(seen["images"], c.num_images)
+            seen["labelled"] = seen["labelled"] or c.accuracy is not None
+        return list(found.values())
+
     def summary(self):
-        """The report as text: sizes, ops, a table of comparisons, verdict."""
+        """The report as text: sizes, ops, a table of comparisons, what
+        they were checked on, verdict."""
         lines = [
             f"{self.format} {self.path} (quantization: {self.quantization})"
         ]
@@ -107,6 +124,7 @@ class VerificationReport:
             )
         if self.comparisons:
             lines.extend(_table(self.comparisons))
+            lines.extend(_data_lines(self.data()))
         limits = self.limits or {}
         stated = [
             f"{text} {limits[key]:g}"
@@ -163,6 +181,22 @@ def _table(comparisons):
     return [
         "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths))
         for row in rows
+    ]
+
+
+def _data_lines(data):
+    """What each source checked, in words: an agreement with the Keras
+    model is no accuracy, and a source without the model's labels (the
+    default digits for any model not trained on them) measures none."""
+    return [
+        f"  checked on {d['source']}: {d['images']} images, "
+        + (
+            "labelled with the model's classes (accuracy beside agreement)"
+            if d["labelled"]
+            else "without labels of the model's classes: agreement with "
+            "the Keras model, not accuracy"
+        )
+        for d in data
     ]
 
 
