@@ -167,20 +167,10 @@ def training_run_class_names(model_path):
         model_path
     ):
         return None
-    folder = os.path.dirname(os.fspath(model_path))
-    recorded = read_class_names(folder)
+    recorded = read_class_names(os.path.dirname(os.fspath(model_path)))
     if recorded is not None:
         return recorded
-    config_path = os.path.join(folder, RUN_CONFIG_FILE)
-    if not os.path.isfile(config_path):
-        return None
-    try:
-        with open(config_path, encoding="utf-8") as file:
-            # Nested (`data.dataset`), or flat as earlier versions wrote it.
-            dataset = flatten(json.load(file)).get("dataset")
-    except (OSError, ValueError, AttributeError):
-        return None
-
+    dataset = training_run_dataset(model_path)
     if dataset == "digits":
         return [str(d) for d in range(10)]
     if dataset == "fashion_mnist":
@@ -190,6 +180,28 @@ def training_run_class_names(model_path):
         if os.path.isdir(images):
             return datasets.class_folders(images)
     return None
+
+
+def training_run_dataset(model_path):
+    """The dataset the training run of a `.keras` file trained on, as its
+    `config.json` names it (`"digits"`, `"folder:PATH"`, a
+    `tensorflow_datasets` name), or `None`: no such file or run. The
+    commands verify an export of a run's model on its test split when
+    not told what to verify on: the model's own labelled images."""
+    if not isinstance(model_path, (str, os.PathLike)) or not os.path.isfile(
+        model_path
+    ):
+        return None
+    config_path = os.path.join(
+        os.path.dirname(os.fspath(model_path)), RUN_CONFIG_FILE
+    )
+    try:
+        with open(config_path, encoding="utf-8") as file:
+            # Nested (`data.dataset`), or flat as earlier versions wrote it.
+            dataset = flatten(json.load(file)).get("dataset")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return dataset if isinstance(dataset, str) and dataset else None
 
 
 def class_names(model, labels=None, model_source=None):
