@@ -124,7 +124,8 @@ class VerificationReport:
             )
         if self.comparisons:
             lines.extend(_table(self.comparisons))
-            lines.extend(_data_lines(self.data()))
+            features = all(c.top1_agreement is None for c in self.comparisons)
+            lines.extend(_data_lines(self.data(), features))
         limits = self.limits or {}
         stated = [
             f"{text} {limits[key]:g}"
@@ -184,20 +185,26 @@ def _table(comparisons):
     ]
 
 
-def _data_lines(data):
+def _data_lines(data, features=False):
     """What each source checked, in words: an agreement with the Keras
     model is no accuracy, and a source without the model's labels (the
-    default digits for any model not trained on them) measures none."""
-    return [
-        f"  checked on {d['source']}: {d['images']} images, "
-        + (
-            "labelled with the model's classes (accuracy beside agreement)"
-            if d["labelled"]
-            else "without labels of the model's classes: agreement with "
-            "the Keras model, not accuracy"
+    default digits for any model not trained on them) measures none; a
+    feature extractor's outputs are compared with Keras's alone."""
+    lines = []
+    for d in data:
+        if features:
+            said = "the features against the Keras model's"
+        elif d["labelled"]:
+            said = "labelled with the model's classes (accuracy beside it)"
+        else:
+            said = (
+                "without labels of the model's classes: agreement with the "
+                "Keras model, not accuracy"
+            )
+        lines.append(
+            f"  checked on {d['source']}: {d['images']} images, {said}"
         )
-        for d in data
-    ]
+    return lines
 
 
 def _number(value, spec):
