@@ -45,6 +45,7 @@ from keras_vit.benchmark.throughput import checked_timing
 from keras_vit.benchmark.throughput import compute_dtype
 from keras_vit.benchmark.throughput import jit_choices
 from keras_vit.benchmark.throughput import keras_vit_model
+from keras_vit.benchmark.throughput import print_peak
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 
 #: benchmarks/worker.py, beside this file: the program each row runs.
@@ -195,7 +196,7 @@ def run_suite(
     # The plan first: a model that cannot be built fails before the peak
     # is measured.
     plan = _plan(variants, peers, inference_batches, train_batches, sizes)
-    peak = _print_peak(compute_dtype(dtype), printer)
+    peak = print_peak(compute_dtype(dtype), printer)
     settings = {
         "steps": steps,
         "warmup": warmup,
@@ -295,23 +296,6 @@ def _image_sizes(image_size):
         None if size is None else arg_checks.positive_int("image_size", size)
         for size in sizes
     )
-
-
-def _print_peak(compute, printer):
-    """Measures and prints the machine's matmul peak; returns the one the
-    rows' share of the peak is of (the compute dtype's own)."""
-    peak = flops_lib.peak_flops()
-    line = (
-        f"machine: {os.cpu_count()} CPU cores, measured float32 matmul peak "
-        f"{peak / 1e9:.0f} GFLOP/s"
-    )
-    if compute != "float32":
-        peak = flops_lib.peak_flops(dtype=compute)
-        line += (
-            f", {compute} {peak / 1e9:.0f} GFLOP/s (the share of peak below)"
-        )
-    printer(line)
-    return peak
 
 
 def _plan(variants, peers, inference_batches, train_batches, sizes):

@@ -84,7 +84,7 @@ def time_models(
         for batch in batches
     ]
     built = {m: keras_vit_model(m, dtype, False, image_size) for m in models}
-    peak = _print_peak(compute_dtype(dtype), printer)
+    peak = print_peak(compute_dtype(dtype), printer)
     rows = []
     for name, model in built.items():
         gflops = flops_lib.model_flops(model) / 1e9
@@ -121,7 +121,7 @@ def time_models(
     return rows
 
 
-def _print_peak(compute, printer):
+def print_peak(compute, printer=print):
     """Measures and prints the machine's matmul peak; returns the one the
     rows' share of the peak is of (the compute dtype's own)."""
     peak = flops_lib.peak_flops()

@@ -400,7 +400,7 @@ def test_bad_settings_are_named_before_anything_is_timed(monkeypatch):
     def timed(*args, **kwargs):
         raise AssertionError("timed despite a bad setting")
 
-    monkeypatch.setattr(suite, "_print_peak", timed)
+    monkeypatch.setattr(suite, "print_peak", timed)
     monkeypatch.setattr(suite, "_in_worker", timed)
     monkeypatch.setattr(throughput, "keras_vit_model", timed)
     one = dict(peer="keras_vit", variant="Ti/16", mode="inference")
