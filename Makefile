@@ -44,7 +44,7 @@ durations: $(VENV)/.installed
 	  --write-durations tests/durations.json tests
 
 benchmark: $(VENV)/.installed
-	$(VENV)/bin/keras-vit benchmark --model ViT_B16 --batch-size 8 --train
+	$(PY) benchmarks/suite.py --model ViT_B16 --batch-size 8 --train
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

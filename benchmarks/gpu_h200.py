@@ -665,7 +665,7 @@ def _train_step(model, state):
 
 def _flops(model):
     """keras_vit's FLOP count (`keras_vit/benchmark/flops.py`, loaded by its
-    path: the `keras_vit.benchmark` package imports TensorFlow)."""
+    path: `keras_vit.benchmark.throughput` imports TensorFlow)."""
     return load_by_path("keras_vit/benchmark/flops.py").model_flops(model)
 
 

@@ -8,7 +8,7 @@ Two figures for one model, image size, batch and dtype policy:
   change to a layer's gradient saves, exactly and without running it;
 - the process's resident memory after building the model and the
   optimizer's slots, its peak over building, compiling and the first
-  step (part of what `keras-vit benchmark`'s whole-process peak holds),
+  step (part of what `benchmarks/suite.py`'s whole-process peak holds),
   and its peak over training steps after the first
   (`/proc/self/status` VmHWM, reset with `/proc/self/clear_refs` after the
   first step, so the compilation is left out), and the peak of the

@@ -66,12 +66,6 @@ INTERPRETERS = {
     "reference": "BUILTIN_REF",
 }
 
-#: What `keras-vit benchmark` times: keras_vit and its peers.
-PEERS = ("keras_vit", "keras_hub", "timm", "onnxruntime", "openvino")
-
-#: Peers that run keras_vit's own model exported, for inference only.
-RUNTIMES = ("onnxruntime", "openvino")
-
 #: The linear few-shot evaluation's defaults (big_vision's standard
 #: evaluator): shots per class, random draws, and the L2 penalty.
 FEW_SHOT_SHOTS = (1, 5, 10, 25)

@@ -1,7 +1,8 @@
 """How keras_vit times a call: the one rule every benchmark follows.
 
-`keras-vit benchmark` (`keras_vit.benchmark`), its timm peer and
-`keras-vit benchmark-export` (`keras_vit.export.latency`) all time with the
+`keras-vit benchmark` (`keras_vit.benchmark`), `keras-vit benchmark-export`
+(`keras_vit.export.latency`) and the checkout's `benchmarks/suite.py` with
+its timm peer all time with the
 functions here: untimed warm-up calls, then timed calls until there are at
 least `steps` of them and they add up to at least `min_seconds`; the figure
 is the median call (or a percentile), with the CPU cores the process kept
@@ -9,7 +10,7 @@ busy and its peak memory beside it.
 
 This module imports the standard library only and nothing of keras_vit, so
 that a program run in an interpreter without TensorFlow (the timm peer,
-`keras_vit/benchmark/peers/timm_peer.py`) loads it by its path and times by
+`benchmarks/peers/timm_peer.py`) loads it by its path and times by
 the same rule.
 """
 
@@ -91,7 +92,7 @@ def peak_rss_mb():
 
 def print_result(result):
     """Prints a measurement's `result` (a dict) as the line that
-    `keras_vit.benchmark` reads back from a measurement's process."""
+    `benchmarks/suite.py` reads back from a measurement's process."""
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 

@@ -194,6 +194,14 @@ def test_the_wheel_works_alone_in_a_fresh_environment(tmp_path):
         assert "keras_vit/data/imagenet_class_names.txt" in names
         assert "keras_vit_cli/__init__.py" in names
         assert not [n for n in names if "_launcher" in n]
+        # The peers, the suite and the profiler run from a checkout
+        # (benchmarks/); the wheel times keras_vit's own models.
+        assert sorted(n for n in names if "bench" in n) == [
+            "keras_vit/benchmark/__init__.py",
+            "keras_vit/benchmark/flops.py",
+            "keras_vit/benchmark/throughput.py",
+            "keras_vit/cli/benchmark.py",
+        ]
     assert metadata["Name"] == "keras-vision-transformer"
     assert metadata["License-Expression"] == "Apache-2.0"
     assert set(metadata.get_all("Provides-Extra")) >= {

@@ -1,6 +1,7 @@
 """FLOPs: a ViT's per image, counted; the machine's, measured.
 
-`keras-vit benchmark` reports each row's share of the machine's peak:
+`keras-vit benchmark` and `benchmarks/suite.py` report each row's share of
+the machine's peak:
 `model_flops(model) × images/s / peak_flops()`.
 """
 

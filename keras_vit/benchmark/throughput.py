@@ -1,54 +1,44 @@
-"""One measurement in this process: images/s of a peer, variant, mode and
-batch, with its peak memory and the CPU cores it kept busy.
+"""Images/s of keras_vit's own models on this machine, and their share of
+its measured matmul peak: `keras-vit benchmark`.
 
-`measure` is what `keras-vit benchmark` runs in a fresh process for every
-row of its table (`keras_vit.benchmark.worker`); `benchmark` times a Keras
-model's inference and AdamW training steps. Every figure is the median call
-by `keras_vit.timing`'s rule.
+`benchmark` times a Keras model's inference and AdamW training steps;
+`time_models` prints the table of `keras-vit benchmark`: for each model
+(a builder, variant or preset's architecture, with overrides:
+`model_arguments`), its GFLOPs per image and, per batch size, images/s,
+the share of the machine's peak (`flops.peak_flops`) that makes and the
+CPU cores it kept busy. Every figure is the median call by
+`keras_vit.timing`'s rule. Peers (timm, keras-hub, ONNX Runtime,
+OpenVINO), per-process peak memory, rounds and profiles are the
+checkout's `benchmarks/suite.py`, which builds its models here.
 """
 
-import collections
 import json
+import os
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from keras_vit import arg_checks
-from keras_vit import builders
 from keras_vit import registry
 from keras_vit import timing
-from keras_vit.benchmark.peers import keras_hub_peer
-from keras_vit.benchmark.peers import runtime_peers
-from keras_vit.benchmark.peers import timm_runner
+from keras_vit.benchmark import flops as flops_lib
 from keras_vit.export.models import input_spec
 from keras_vit.layers import kernels
-from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 from keras_vit.models.vit import ViT
-from keras_vit.options import PEERS
-from keras_vit.options import RUNTIMES
 from keras_vit.training import recipe
 from keras_vit.training import strategy
 
-ONNX_FLOAT32_ONLY = (
-    "ONNX Runtime is timed in float32 only (export_onnx exports "
-    "a float32 copy; ONNX Runtime has no bfloat16 kernels)"
-)
-# The suite times each measurement for at least this many seconds (and at
-# least `steps` calls; see `keras_vit.timing.latencies`).
+# Each measurement runs for at least this many seconds (and at least
+# `steps` calls; see `keras_vit.timing.latencies`).
 MIN_SECONDS = 1.0
 
-
-#: What a measurement times.
-MODES = ("inference", "train")
 #: What `jit_compile` takes: `"auto"` (`jit_choices` picks), XLA or not.
 JIT_COMPILE = ("auto", True, False)
 
-
-#: The `ViT` arguments that `keras-vit benchmark`'s flags (`run_suite`'s
-#: arguments of the same name) set for every model, which a model's
-#: overrides may not: the flag's value won, and the row was labelled with
-#: the override (`Ti/16:dtype="int32"` timed float32).
+#: The `ViT` arguments that `keras-vit benchmark`'s flags set for every
+#: model, which a model's overrides may not: the flag's value won, and the
+#: row was labelled with the override (`Ti/16:dtype="int32"` timed float32).
 FLAG_ARGUMENTS = {
     "dtype": "--dtype",
     "image_size": "--image-size",
@@ -56,35 +46,102 @@ FLAG_ARGUMENTS = {
 }
 
 
-#: One measurement's settings, as `checked_measurement` returns them.
-Settings = collections.namedtuple(
-    "Settings",
-    "mode batch_size steps warmup dtype jit_compile image_size",
-)
-
-
-def checked_measurement(
-    mode, batch_size, steps, warmup, dtype, jit_compile, image_size
+def time_models(
+    models,
+    inference_batches=(1, 8),
+    train_batches=(),
+    steps=5,
+    warmup=2,
+    dtype=None,
+    jit_compile="auto",
+    image_size=None,
+    min_seconds=MIN_SECONDS,
+    printer=print,
 ):
-    """One measurement's `Settings`, checked before anything is built or
-    timed; a `ValueError` naming the argument otherwise. `dtype` comes
-    back as a policy name (it travels to the worker processes as JSON)."""
+    """Times keras_vit's `models` in this process and prints a table.
+
+    First the machine's measured float32 matmul peak (in `dtype`'s compute
+    dtype too when it is another), then a line per model, size and batch:
+    images/s of inference (`inference_batches`) and AdamW training steps
+    (`train_batches`), the share of the peak that is (FLOPs per image,
+    three times for a training step, times images/s, over the peak) and
+    the cores busy. Every model is built (random weights) before the
+    first is timed, so a bad name fails first.
+
+    Returns:
+        The rows, dicts with `model`, `mode`, `batch`, `gflops_per_image`,
+        `images_per_s`, `fraction_of_peak`, `cores_busy` and `xla`.
+    """
     steps, warmup, dtype = checked_timing(steps, warmup, dtype, jit_compile)
-    return Settings(
-        mode=arg_checks.one_of("mode", mode, MODES),
-        batch_size=arg_checks.positive_int("batch_size", batch_size),
-        steps=steps,
-        warmup=warmup,
-        dtype=dtype,
-        jit_compile=jit_compile,
-        image_size=arg_checks.optional_positive_int("image_size", image_size),
+    min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
+    image_size = arg_checks.optional_positive_int("image_size", image_size)
+    plan = [
+        (mode, arg_checks.positive_int(f"{mode}_batches", batch))
+        for mode, batches in (
+            ("inference", inference_batches),
+            ("train", train_batches),
+        )
+        for batch in batches
+    ]
+    built = {m: keras_vit_model(m, dtype, False, image_size) for m in models}
+    peak = print_peak(compute_dtype(dtype), printer)
+    rows = []
+    for name, model in built.items():
+        gflops = flops_lib.model_flops(model) / 1e9
+        for mode, batch in plan:
+            shape = (model.num_tokens, model.hidden_dim)
+            choices = jit_choices(jit_compile, mode, dtype, shape=shape)
+            if mode == "inference":
+                rate, cores, xla = inference_rate(
+                    model, batch, steps, warmup, min_seconds, choices
+                )
+            else:
+                (xla,) = choices
+                rate, cores = train_rate(
+                    model, batch, steps, warmup, min_seconds, xla
+                )
+            work = 1e9 * gflops * (3.0 if mode == "train" else 1.0)
+            row = dict(
+                model=name,
+                mode=mode,
+                batch=batch,
+                gflops_per_image=gflops,
+                images_per_s=rate,
+                fraction_of_peak=work * rate / peak,
+                cores_busy=cores,
+                xla=xla,
+            )
+            printer(
+                f"{name:>12} {model.image_size[0]:>4} px {mode:>9} batch "
+                f"{batch:>3}  {gflops:6.2f} GFLOPs  {rate:8.2f} images/s  "
+                f"{100 * row['fraction_of_peak']:5.1f}% of peak  "
+                f"{cores:4.2f} cores busy  {'XLA' if xla else 'no XLA'}"
+            )
+            rows.append(row)
+    return rows
+
+
+def print_peak(compute, printer=print):
+    """Measures and prints the machine's matmul peak; returns the one the
+    rows' share of the peak is of (the compute dtype's own)."""
+    peak = flops_lib.peak_flops()
+    line = (
+        f"machine: {os.cpu_count()} CPU cores, measured float32 matmul peak "
+        f"{peak / 1e9:.0f} GFLOP/s"
     )
+    if compute != "float32":
+        peak = flops_lib.peak_flops(dtype=compute)
+        line += (
+            f", {compute} {peak / 1e9:.0f} GFLOP/s (the share of peak below)"
+        )
+    printer(line)
+    return peak
 
 
 def checked_timing(steps, warmup, dtype=None, jit_compile="auto"):
-    """`(steps, warmup, dtype)` checked as every measurement of a suite
-    takes them (`dtype` a policy name, or `None`), or a `ValueError`
-    naming the argument."""
+    """`(steps, warmup, dtype)` checked as every measurement takes them
+    (`dtype` a policy name, or `None`), or a `ValueError` naming the
+    argument."""
     arg_checks.one_of("jit_compile", jit_compile, JIT_COMPILE)
     if dtype is not None:
         dtype = keras.dtype_policies.get(
@@ -122,7 +179,7 @@ def benchmark(
         train: bool, whether to also time training steps. Defaults to
             `False`.
         jit_compile: bool, whether to compile with XLA. Defaults to
-            `False` (the suite, `run_suite`, compiles by default).
+            `False` (`time_models` picks: `jit_choices`).
         seed: int, seed of the random inputs. Defaults to `0`.
         min_seconds: float, keep timing past `steps` until the timed calls
             add up to this long (see `keras_vit.timing.latencies`).
@@ -173,8 +230,8 @@ def benchmark(
 
 def pixels_shape(model, batch_size):
     """`(batch_size, height, width, channels)`: the images `model` is timed
-    on; a `dynamic_image_size` model's at its `image_size`, which the suite
-    builds it at (`--image-size`), as its exports are
+    on; a `dynamic_image_size` model's at its `image_size`, which
+    `keras_vit_model` builds it at (`--image-size`), as its exports are
     (`keras_vit.export.models.input_spec`)."""
     return (batch_size, *input_spec(model))
 
@@ -185,12 +242,6 @@ def _predicts(model, images, jit_compile):
     keras_vit's trainer says it."""
     with kernels.compiled_step(model, xla=jit_compile):
         return model(images, training=False)
-
-
-def variant_name(model):
-    """The variant of a builder name (`"ViT_B16"`: `"B/16"`); a variant
-    name as it is."""
-    return builders.BUILDERS.get(model, model)
 
 
 def model_arguments(model):
@@ -243,29 +294,9 @@ def model_arguments(model):
     return variant, arguments
 
 
-def plain_variant(model, peer):
-    """The variant of `model` for a peer that builds its own model (timm,
-    keras-hub), which times plain variants only; `ValueError` for a model
-    with architecture arguments."""
-    variant, arguments = model_arguments(model)
-    if arguments:
-        raise ValueError(
-            f"{peer} is timed on the paper's variants only, not on a model "
-            f"with the architecture arguments {arguments}. Received: "
-            f"model={model!r}"
-        )
-    return variant
-
-
 def compute_dtype(dtype):
     """The compute dtype of a dtype policy name (`None`: float32)."""
     return keras.DTypePolicy(dtype or "float32").compute_dtype
-
-
-def policy_name(dtype):
-    """The name of a dtype policy (`None`: float32), as the timm peer takes
-    it (`peers/timm_peer.py` says how it reads each)."""
-    return keras.DTypePolicy(dtype or "float32").name
 
 
 def keras_vit_model(model, dtype=None, remat=False, image_size=None):
@@ -283,40 +314,17 @@ def keras_vit_model(model, dtype=None, remat=False, image_size=None):
     return ViT.from_variant(variant, **arguments)
 
 
-def sequence_shape(variant, image_size=None):
-    """`(tokens, features)`: the tokens each block of keras_vit's `variant`
-    sees at `image_size` px (default: the variant's) and the features of
-    each, from a model built without weights."""
-    with keras.StatelessScope(initialize_variables=False):
-        model = keras_vit_model(variant, image_size=image_size)
-    return model.num_tokens, model.hidden_dim
-
-
-def _sequence_shape(mode, peer, model, variant, image_size):
-    """For training, on whose XLA setting it bears, the `sequence_shape` of
-    `peer`'s `model` (keras-hub's counted as keras_vit's `variant`'s);
-    `None` for inference, which times both settings."""
-    if mode != "train":
-        return None
-    if peer == "keras_vit":
-        return model.num_tokens, model.hidden_dim
-    return sequence_shape(variant, image_size)
-
-
 def jit_choices(jit_compile, mode, dtype=None, device_kind=None, shape=None):
     """The XLA settings to time; of several, the faster one is timed again
-    and that sample reported, free of the faster-of-two bias (`keras-vit
-    benchmark` times each in a process of its own, so that the peak memory
-    is the reported setting's).
+    and that sample reported, free of the faster-of-two bias
+    (`inference_rate`).
 
     `"auto"`: for training steps what `keras-vit train` picks for `shape`,
-    a `sequence_shape` or `None` (`recipe.auto_jit_compile`: XLA,
-    but not on a CPU for bfloat16, long sequences or wide models); for
-    inference both, because on a CPU neither wins
-    everywhere: timed in one process at batch 8, XLA is 1.14x faster for
-    ViT-Ti/16, 1.15x for S/16 and 1.21x slower for B/16, where
-    TensorFlow's oneDNN matmuls beat XLA's. `device_kind` defaults to
-    where TensorFlow runs (`"gpu"` or `"cpu"`).
+    `(tokens, features)` or `None` (`recipe.auto_jit_compile`: XLA, but
+    not on a CPU for bfloat16, long sequences or wide models); for
+    inference both, because on a CPU neither wins everywhere (XLA's
+    matmuls against TensorFlow's oneDNN ones: `benchmarks/results/`).
+    `device_kind` defaults to where TensorFlow runs (`"gpu"` or `"cpu"`).
     """
     if arg_checks.one_of("jit_compile", jit_compile, JIT_COMPILE) != "auto":
         return (jit_compile,)
@@ -327,79 +335,7 @@ def jit_choices(jit_compile, mode, dtype=None, device_kind=None, shape=None):
     return (recipe.auto_jit_compile(device_kind, 1, dtype, *(shape or ())),)
 
 
-def measure(
-    peer,
-    variant,
-    mode,
-    batch_size,
-    steps=5,
-    warmup=2,
-    dtype=None,
-    jit_compile="auto",
-    remat=False,
-    image_size=None,
-    min_seconds=MIN_SECONDS,
-):
-    """One measurement in this process: images/s and peak memory (MB), of
-    `peer`'s model built for `image_size` px images (default: 224).
-
-    Each is the median call over at least `steps` calls and `min_seconds`
-    of them (`keras_vit.timing.latencies`)."""
-    arg_checks.one_of("peer", peer, PEERS)
-    min_seconds = arg_checks.non_negative_float("min_seconds", min_seconds)
-    mode, batch_size, steps, warmup, dtype, jit_compile, image_size = (
-        checked_measurement(
-            mode, batch_size, steps, warmup, dtype, jit_compile, image_size
-        )
-    )
-    if peer == "timm":
-        return timm_runner.measure(
-            plain_variant(variant, peer),
-            mode,
-            batch_size,
-            steps,
-            warmup,
-            min_seconds=min_seconds,
-            dtype_policy=policy_name(dtype),
-            image_size=image_size or DEFAULT_IMAGE_SIZE,
-        )
-    if peer in RUNTIMES:
-        return _measure_runtime(
-            peer,
-            variant,
-            mode,
-            batch_size,
-            steps,
-            warmup,
-            dtype,
-            min_seconds,
-            image_size,
-        )
-    if peer == "keras_hub":
-        size = image_size or DEFAULT_IMAGE_SIZE
-        model = keras_hub_peer.model(plain_variant(variant, peer), dtype, size)
-    else:
-        model = keras_vit_model(variant, dtype, remat, image_size)
-    shape = _sequence_shape(mode, peer, model, variant, image_size)
-    choices = jit_choices(jit_compile, mode, dtype, shape=shape)
-    if mode == "inference":
-        rate, cores, xla = _inference_rate(
-            model, batch_size, steps, warmup, min_seconds, choices
-        )
-    else:
-        (xla,) = choices
-        rate, cores = _train_rate(
-            model, batch_size, steps, warmup, min_seconds, xla
-        )
-    return {
-        "images_per_s": rate,
-        "peak_memory_mb": timing.peak_rss_mb(),
-        "xla": xla,
-        "cores_busy": cores,
-    }
-
-
-def _inference_rate(model, batch_size, steps, warmup, min_seconds, choices):
+def inference_rate(model, batch_size, steps, warmup, min_seconds, choices):
     """`(images/s, cores busy, XLA)` of `model`'s forward pass under the
     fastest of the XLA settings `choices`, from a sample taken after the
     choice (the fastest sample is biased up; see `jit_choices`)."""
@@ -422,45 +358,7 @@ def _inference_rate(model, batch_size, steps, warmup, min_seconds, choices):
     return result["inference_images_per_s"], result["inference_cores_busy"], xla
 
 
-def _measure_runtime(
-    peer,
-    variant,
-    mode,
-    batch_size,
-    steps,
-    warmup,
-    dtype,
-    min_seconds,
-    image_size=None,
-):
-    """`measure` for ONNX Runtime and OpenVINO Runtime, which time keras_vit's
-    float32 model, built for `image_size` px, exported
-    (`keras_vit.benchmark.peers.runtime_peers`)."""
-    if mode != "inference":
-        raise ValueError(f"{peer} is timed for inference only")
-    if peer == "onnxruntime" and compute_dtype(dtype) != "float32":
-        raise ValueError(ONNX_FLOAT32_ONLY)
-    model = keras_vit_model(variant, None, False, image_size)
-    if peer == "onnxruntime":
-        seconds, cores = runtime_peers.time_onnxruntime(
-            model, batch_size, steps, warmup, min_seconds
-        )
-    else:
-        seconds, cores = runtime_peers.time_openvino(
-            model, batch_size, steps, warmup, min_seconds, compute_dtype(dtype)
-        )
-    return {
-        "images_per_s": batch_size / seconds,
-        "peak_memory_mb": timing.peak_rss_mb(),
-        # This process imported TensorFlow, built the Keras model and
-        # exported it: its peak is not the runtime's alone (the table marks
-        # it, `keras_vit.benchmark.suite.MEMORY_NOTE`).
-        "memory_includes_export": True,
-        "cores_busy": cores,
-    }
-
-
-def _train_rate(model, batch_size, steps, warmup, min_seconds, xla):
+def train_rate(model, batch_size, steps, warmup, min_seconds, xla):
     """Images/s and cores busy of AdamW training steps on random labels."""
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 255, pixels_shape(model, batch_size)).astype("float32")

@@ -83,6 +83,17 @@ def _inputs(args):
     )
 
 
+def _run_data(given, model):
+    """What to verify an export of `model` on: the images `given`, else
+    its training run's dataset (`metadata.training_run_dataset`: the
+    model's own labelled images), else `None` (the default digits)."""
+    from keras_vit.export import metadata
+
+    if given is not None:
+        return given
+    return metadata.training_run_dataset(model)
+
+
 def _refuse(flags, reason):
     """Raises for the first of `flags` (`(flag, value, default)`) that was
     given: a flag that would be silently ignored is an error."""
@@ -93,6 +104,8 @@ def _refuse(flags, reason):
 
 def _export(args):
     _take_run_folder(args)
+    if args.verify and args.format in ("tflite", "saved_model"):
+        args.verify_data = _run_data(args.verify_data, args.model)
     if not args.verify:
         _refuse(
             (
@@ -237,7 +250,8 @@ def _verify(args):
     # Both before the reference is loaded (a preset's weights downloaded).
     verification.check_exported(args.exported)
     model_argument.check_weights(args.reference, args.weights, "reference")
-    data = args.data or ["digits"]
+    run = model_argument.run_model(args.reference, "reference")
+    data = args.data or [_run_data(None, run) or "digits"]
     kwargs = {"num_images": args.num_images}
     if os.path.isdir(args.exported):
         _refuse(
@@ -364,7 +378,8 @@ def _add_export(subparsers):
         "--verify-data",
         default=None,
         metavar="SOURCE",
-        help="images to verify on (default: digits)",
+        help="images to verify on (default: a training run's dataset, "
+        "else digits, which checks agreement with Keras, no accuracy)",
     )
     e.add_argument(
         "--num-images",
@@ -424,7 +439,8 @@ def _add_verify(subparsers):
         action="append",
         default=None,
         metavar="SOURCE",
-        help="images to compare on (repeatable; default: digits)",
+        help="images to compare on (repeatable; default: a training run's "
+        "dataset, else digits, which checks agreement with Keras)",
     )
     v.add_argument("--num-images", type=arguments.positive_int, default=100)
     v.add_argument(

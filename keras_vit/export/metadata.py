@@ -24,6 +24,8 @@ The format (all keys always present):
   "preprocessing": "none: feed RGB pixel values in [0, 255] ...",
   "quantization": "none",
   "batch_size": 1,
+  "verified_on": [{"source": "digits (test)", "images": 100,
+                   "labelled": false}],
   "output_quantization": null,
   "parameters": 24234,
   "file_bytes": 118072
@@ -50,6 +52,12 @@ that were fed squashed images (its default).
 `input.quantization` / `output_quantization` are `{"scale", "zero_point"}`
 for integer tensors (`export_tflite(..., io_dtype="uint8")`): feed
 `round(pixel / scale) + zero_point`, read `(q - zero_point) * scale`.
+`verified_on` is what a verified TFLite file or SavedModel was checked
+on, per image source (`VerificationReport.data`): `labelled` false means
+an agreement with the Keras model and no accuracy (the default digits
+carry no labels of another model's classes); `null` for an export
+verified on no images (`verify=False`; ONNX and OpenVINO files are
+checked against Keras on random pixels).
 `file_bytes` counts the model's files: an ONNX model's external `.data`
 and an OpenVINO graph's `.bin` included (ONNX and OpenVINO files are
 float32: `quantization` is `"none"`, both quantizations `null`). A
@@ -159,20 +167,10 @@ def training_run_class_names(model_path):
         model_path
     ):
         return None
-    folder = os.path.dirname(os.fspath(model_path))
-    recorded = read_class_names(folder)
+    recorded = read_class_names(os.path.dirname(os.fspath(model_path)))
     if recorded is not None:
         return recorded
-    config_path = os.path.join(folder, RUN_CONFIG_FILE)
-    if not os.path.isfile(config_path):
-        return None
-    try:
-        with open(config_path, encoding="utf-8") as file:
-            # Nested (`data.dataset`), or flat as earlier versions wrote it.
-            dataset = flatten(json.load(file)).get("dataset")
-    except (OSError, ValueError, AttributeError):
-        return None
-
+    dataset = training_run_dataset(model_path)
     if dataset == "digits":
         return [str(d) for d in range(10)]
     if dataset == "fashion_mnist":
@@ -182,6 +180,28 @@ def training_run_class_names(model_path):
         if os.path.isdir(images):
             return datasets.class_folders(images)
     return None
+
+
+def training_run_dataset(model_path):
+    """The dataset the training run of a `.keras` file trained on, as its
+    `config.json` names it (`"digits"`, `"folder:PATH"`, a
+    `tensorflow_datasets` name), or `None`: no such file or run. The
+    commands verify an export of a run's model on its test split when
+    not told what to verify on: the model's own labelled images."""
+    if not isinstance(model_path, (str, os.PathLike)) or not os.path.isfile(
+        model_path
+    ):
+        return None
+    config_path = os.path.join(
+        os.path.dirname(os.fspath(model_path)), RUN_CONFIG_FILE
+    )
+    try:
+        with open(config_path, encoding="utf-8") as file:
+            # Nested (`data.dataset`), or flat as earlier versions wrote it.
+            dataset = flatten(json.load(file)).get("dataset")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return dataset if isinstance(dataset, str) and dataset else None
 
 
 def class_names(model, labels=None, model_source=None):
@@ -280,6 +300,8 @@ def build(
         "preprocessing": preprocessing_text(model),
         "quantization": quantization,
         "batch_size": input_shape[0],
+        # Filled by an export verified on images (`VerificationReport.data`).
+        "verified_on": None,
     }
     if extra:
         metadata.update(extra)

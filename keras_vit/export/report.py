@@ -74,8 +74,25 @@ class VerificationReport:
             return None
         return self.weight_bytes / self.parameters
 
+    def data(self):
+        """What the export was checked on, one dict per image source in
+        the order compared: `source`, `images` (the most any runtime
+        compared) and `labelled` (whether an accuracy was measured beside
+        the agreement with Keras: the images carried labels of the
+        model's classes). The sidecar records it (`"verified_on"`)."""
+        found = {}
+        for c in self.comparisons:
+            seen = found.setdefault(
+                c.source,
+                {"source": c.source, "images": 0, "labelled": False},
+            )
+            seen["images"] = max(seen["images"], c.num_images)
+            seen["labelled"] = seen["labelled"] or c.accuracy is not None
+        return list(found.values())
+
     def summary(self):
-        """The report as text: sizes, ops, a table of comparisons, verdict."""
+        """The report as text: sizes, ops, a table of comparisons, what
+        they were checked on, verdict."""
         lines = [
             f"{self.format} {self.path} (quantization: {self.quantization})"
         ]
@@ -107,6 +124,8 @@ class VerificationReport:
             )
         if self.comparisons:
             lines.extend(_table(self.comparisons))
+            features = all(c.top1_agreement is None for c in self.comparisons)
+            lines.extend(_data_lines(self.data(), features))
         limits = self.limits or {}
         stated = [
             f"{text} {limits[key]:g}"
@@ -164,6 +183,28 @@ def _table(comparisons):
         "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths))
         for row in rows
     ]
+
+
+def _data_lines(data, features=False):
+    """What each source checked, in words: an agreement with the Keras
+    model is no accuracy, and a source without the model's labels (the
+    default digits for any model not trained on them) measures none; a
+    feature extractor's outputs are compared with Keras's alone."""
+    lines = []
+    for d in data:
+        if features:
+            said = "the features against the Keras model's"
+        elif d["labelled"]:
+            said = "labelled with the model's classes (accuracy beside it)"
+        else:
+            said = (
+                "without labels of the model's classes: agreement with the "
+                "Keras model, not accuracy"
+            )
+        lines.append(
+            f"  checked on {d['source']}: {d['images']} images, {said}"
+        )
+    return lines
 
 
 def _number(value, spec):

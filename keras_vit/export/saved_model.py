@@ -210,12 +210,24 @@ def export_saved_model(
         build_archive(model).write_out(tmp, verbose=False)
         metadata_lib.write(metadata_lib.sidecar_path(tmp), meta)
         if verify:
-            with report_lib.nothing_written(output):
-                report = verify_lib.verify_saved_model(
-                    tmp, model, data=verify_data, num_images=num_verify_images
-                )
-            report.path = output
+            report = _verified(
+                tmp, output, model, meta, verify_data, num_verify_images
+            )
     return ExportResult(output, metadata_lib.sidecar_path(output), meta, report)
+
+
+def _verified(folder, output, model, meta, data, num_images):
+    """Verifies the SavedModel in `folder` (bound for `output`) on `data`
+    and records in its metadata `meta` what it was checked on; returns
+    the report."""
+    with report_lib.nothing_written(output):
+        report = verify_lib.verify_saved_model(
+            folder, model, data=data, num_images=num_images
+        )
+    report.path = output
+    meta["verified_on"] = report.data()
+    metadata_lib.write(metadata_lib.sidecar_path(folder), meta)
+    return report
 
 
 def _metadata(model, class_names):

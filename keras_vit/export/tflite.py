@@ -376,7 +376,9 @@ def export_tflite(
             `"class_0"`, ...
         verify: bool, whether to verify before writing. Defaults to `True`.
         verify_data: images to verify on (see `load_images`; a dataset's
-            test split). Defaults to `"digits"`.
+            test split): the model's own, labelled, for an accuracy.
+            Defaults to `"digits"`, which checks agreement with the Keras
+            model (the report and `verified_on` in the metadata say so).
         num_calibration_images: int, representative images used to
             calibrate. Defaults to `100`.
         num_verify_images: int, images per verification source. Defaults
@@ -469,6 +471,8 @@ def export_tflite(
     meta = metadata_lib.for_file(
         model, "tflite", quantize, class_names, batch_size, len(data), io
     )
+    if report is not None:
+        meta["verified_on"] = report.data()
     metadata_lib.write(meta_path, meta)
     return ExportResult(output, meta_path, meta, report)
 

@@ -251,7 +251,9 @@ def verify_tflite(
         reference: the Keras model (or a `.keras` file or builder name, see
             `load_model`).
         data: images to compare on: a source of `load_images` or a list of
-            them. Defaults to `"digits"` (its test split, resized).
+            them, the model's own, labelled, for an accuracy. Defaults to
+            `"digits"` (its test split, resized): an agreement with the
+            Keras model for any other model (`VerificationReport.data`).
         num_images: int, the most images per source. Defaults to `100`.
         quantization: the mode the file was made with (see
             `keras_vit.export.verification_checks.LIMITS`).

@@ -1,7 +1,13 @@
-"""Tests of `keras_vit.benchmark` and of the scripts in benchmarks/."""
+"""Tests of `keras_vit.benchmark` and of the scripts in benchmarks/.
+
+The suite's scripts (`suite.py`, `measurement.py`, `profiling.py`,
+`worker.py`, `peers/`) import each other by name, as they do when run by
+their path: the folder goes first on `sys.path` here, so that the tests
+import them as the scripts do (`import suite`)."""
 
 import importlib.util
 import os
+import sys
 
 #: The repository's benchmarks/ folder.
 SCRIPTS = os.path.join(
@@ -10,6 +16,8 @@ SCRIPTS = os.path.join(
     ),
     "benchmarks",
 )
+if SCRIPTS not in sys.path:
+    sys.path.insert(0, SCRIPTS)
 
 
 def script(name):

@@ -2,12 +2,14 @@
 architectures and overrides as models, and what their options cost."""
 
 import keras
+import measurement
+import profiling
 import pytest
+import suite
+from peers import runtime_peers
 
 import keras_vit
 from keras_vit import benchmark
-from keras_vit import cli
-from keras_vit.benchmark import suite
 from keras_vit.benchmark import throughput
 
 DINO = "vit_s14_dinov2_reg4_lvd142m_518"
@@ -50,7 +52,7 @@ def test_the_model_measured_has_the_options(monkeypatch):
         return {"inference_images_per_s": 1.0, "inference_cores_busy": 1.0}
 
     monkeypatch.setattr(throughput, "benchmark", fake)
-    row = benchmark.measure(
+    row = measurement.measure(
         peer="keras_vit",
         variant="Ti/16:num_register_tokens=2,num_layers=1",
         mode="inference",
@@ -65,12 +67,12 @@ def test_the_model_measured_has_the_options(monkeypatch):
 
 
 def test_peers_that_build_their_own_model_refuse_options():
-    row = benchmark.measure_in_subprocess(
+    row = suite.measure_in_subprocess(
         peer="timm", variant=SIGLIP, mode="inference", batch_size=1
     )
     assert "architecture arguments" in row["error"]
     with pytest.raises(ValueError, match=f"model='{DINO}'"):
-        benchmark.measure(
+        measurement.measure(
             peer="keras_hub", variant=DINO, mode="inference", batch_size=1
         )
 
@@ -98,9 +100,9 @@ def test_compare_times_both_and_says_what_the_options_cost(capsys, monkeypatch):
     monkeypatch.setattr(suite, "measure_in_subprocess", fake)
     monkeypatch.setattr(suite.flops_lib, "peak_flops", lambda **k: 1e12)
     gap = f"{SIGLIP}:pooling=gap"
-    argv = ["benchmark", "--compare", DINO, "S/16", "--compare", SIGLIP, gap]
+    argv = ["--compare", DINO, "S/16", "--compare", SIGLIP, gap]
     argv += ["--image-size", "112", "--batch-size", "8", "--train"]
-    assert cli.main([*argv, "--train-batch-size", "2"]) == 0
+    assert suite.main([*argv, "--train-batch-size", "2"]) == 0
     # Every model of the pairs, inference and a training step.
     assert [(c["variant"], c["mode"], c["batch_size"]) for c in calls] == [
         (m, mode, batch)
@@ -135,7 +137,7 @@ def test_compare_times_both_and_says_what_the_options_cost(capsys, monkeypatch):
 
 def test_compare_pairs_are_among_the_models():
     with pytest.raises(ValueError, match="compare="):
-        benchmark.run_suite(variants=("S/16",), compare=[("S/16", "B/16")])
+        suite.run_suite(variants=("S/16",), compare=[("S/16", "B/16")])
 
 
 def test_models_that_cannot_be_built_fail_before_any_timing(
@@ -150,14 +152,13 @@ def test_models_that_cannot_be_built_fail_before_any_timing(
         ("B/16:no_such_argument=1", "no_such_argument=1"),
         (f"{SIGLIP}:pooling=token", "pooling='token'"),
     ):
-        assert cli.main(["benchmark", "--model", model]) == 2
+        assert suite.main(["--model", model]) == 2
         assert message in capsys.readouterr().err
 
 
 def test_profile_builds_the_models_the_suite_builds(monkeypatch):
     # --profile took builder and variant names only ("Unknown ViT variant"
     # for a preset or an override, which `--model --help` documents).
-    from keras_vit.benchmark import profiling
 
     models = []
     monkeypatch.setattr(
@@ -171,7 +172,7 @@ def test_profile_builds_the_models_the_suite_builds(monkeypatch):
         "S/16:hidden_dim=16,num_heads=2,mlp_dim=16,num_layers=1",
         f"{SIGLIP}:num_layers=1",
     ):
-        benchmark.profile(name, image_size=32, printer=lines.append)
+        profiling.profile(name, image_size=32, printer=lines.append)
     small, siglip = models
     assert (small.hidden_dim, small.num_heads, small.num_layers) == (16, 2, 1)
     assert (siglip.pooling, siglip.class_token) == ("map", False)
@@ -182,9 +183,9 @@ def test_profile_builds_the_models_the_suite_builds(monkeypatch):
 def test_profile_builds_every_model_before_timing_one(capsys, monkeypatch):
     # A bad name was refused only after the models before it were profiled.
     monkeypatch.setattr(
-        benchmark, "profile", lambda *a, **k: pytest.fail("profiled")
+        profiling, "profile", lambda *a, **k: pytest.fail("profiled")
     )
-    code = cli.main(["benchmark", "--profile", "--model", "Ti/16", "ViT_X"])
+    code = suite.main(["--profile", "--model", "Ti/16", "ViT_X"])
     assert code == 2
     assert "model='ViT_X'" in capsys.readouterr().err
 
@@ -206,7 +207,7 @@ def test_overrides_of_what_a_flag_sets_are_refused(
         suite.flops_lib, "peak_flops", lambda **k: pytest.fail("timed")
     )
     model = f"Ti/16:{override}"
-    assert cli.main(["benchmark", "--model", model]) == 2
+    assert suite.main(["--model", model]) == 2
     err = capsys.readouterr().err
     assert flag in err and f"Received: model={model!r}" in err
 
@@ -221,19 +222,18 @@ def test_a_dynamic_image_size_model_is_timed_at_each_image_size(
     monkeypatch.setattr(
         suite,
         "measure_in_subprocess",
-        lambda timm_python=None, **kwargs: benchmark.measure(**kwargs),
+        lambda timm_python=None, **kwargs: measurement.measure(**kwargs),
     )
-    argv = ["benchmark", "--model", model, "--image-size", "32", "48"]
+    argv = ["--model", model, "--image-size", "32", "48"]
     argv += ["--batch-size", "1", "--train", "--train-batch-size", "1"]
     argv += ["--steps", "1", "--warmup", "0", "--min-seconds", "0"]
-    assert cli.main([*argv, "--jit-compile", "off"]) == 0
+    assert suite.main([*argv, "--jit-compile", "off"]) == 0
     table = [line for line in capsys.readouterr().out.splitlines()]
     table = [line for line in table if "MB peak" in line]
     assert len(table) == 4
     for line, size, tokens in zip(table, (32, 32, 48, 48), (5, 5, 10, 10)):
         assert f" {size} px " in line and f" {tokens} tokens " in line, line
     # ONNX Runtime and OpenVINO run its export, at that size too.
-    from keras_vit.benchmark.peers import runtime_peers
 
     dynamic = throughput.keras_vit_model(model, image_size=48)
     assert runtime_peers._pixels(dynamic, 2).shape == (2, 48, 48, 3)

@@ -10,13 +10,13 @@ import os
 import subprocess
 import sys
 
+import measurement
 import pytest
+import suite
+from peers import timm_runner
 
-import keras_vit
-from keras_vit import benchmark
 from keras_vit import timing
-from keras_vit.benchmark import suite
-from keras_vit.benchmark.peers import timm_runner
+from tests.benchmark import SCRIPTS
 
 # Stand-ins for torch and timm, enough for timm_peer.py: the model's calls
 # take the seconds listed in $FAKE_TIMM_SLEEPS, in turn, and each call is
@@ -115,7 +115,7 @@ def test_timm_runs_in_the_given_interpreter(tmp_path):
         'echo \'RESULT {"images_per_s": 3.0, "peak_memory_mb": 1.0}\'\n'
     )
     fake.chmod(0o755)
-    row = benchmark.measure_in_subprocess(
+    row = suite.measure_in_subprocess(
         peer="timm",
         variant="ViT_S16",
         mode="train",
@@ -138,7 +138,7 @@ def test_timm_runs_in_the_given_interpreter(tmp_path):
     # `-c` with a string, nor `-m`, which would import keras_vit).
     assert args == [timm_runner.PROGRAM, *args[-8:]]
     # --image-size reaches timm too (it builds its model at that size).
-    benchmark.measure_in_subprocess(
+    suite.measure_in_subprocess(
         peer="timm",
         variant="ViT_S16",
         mode="inference",
@@ -147,12 +147,10 @@ def test_timm_runs_in_the_given_interpreter(tmp_path):
         timm_python=str(fake),
     )
     assert (tmp_path / "args").read_text().split()[-1] == "384"
-    package = os.path.dirname(os.path.abspath(keras_vit.__file__))
-    assert (
-        os.path.isfile(args[0])
-        and os.path.commonpath([args[0], package]) == package
-    )
-    missing = benchmark.measure_in_subprocess(
+    # The program is the checkout's, beside the suite.
+    assert os.path.isfile(args[0])
+    assert os.path.commonpath([args[0], SCRIPTS]) == SCRIPTS
+    missing = suite.measure_in_subprocess(
         peer="timm",
         variant="Ti/16",
         mode="inference",
@@ -260,7 +258,7 @@ def test_peers_compute_in_the_suites_dtype(fake_timm, tmp_path, monkeypatch):
                 f"images {converted}",
             }
         )
-        row = benchmark.measure_in_subprocess(
+        row = suite.measure_in_subprocess(
             peer="timm",
             variant="Ti/16",
             mode="inference",
@@ -277,25 +275,25 @@ def test_peers_compute_in_the_suites_dtype(fake_timm, tmp_path, monkeypatch):
         made = set(casts.read_text().splitlines()) if casts.exists() else set()
         assert made == cast, dtype
         casts.unlink(missing_ok=True)
-    row = benchmark.measure_in_subprocess(
+    row = suite.measure_in_subprocess(
         peer="onnxruntime",
         variant="Ti/16",
         mode="inference",
         batch_size=1,
         dtype="mixed_bfloat16",
     )
-    assert row == {"error": benchmark.ONNX_FLOAT32_ONLY}
+    assert row == {"error": measurement.ONNX_FLOAT32_ONLY}
 
 
 def test_measure_in_this_process_gives_timm_the_policy(
     fake_timm, tmp_path, monkeypatch
 ):
-    # `keras_vit.benchmark.measure(peer="timm")` runs the same program, in
+    # `keras_vit.measurement.measure(peer="timm")` runs the same program, in
     # this interpreter, with the suite's dtype policy.
     casts = tmp_path / "casts.log"
     monkeypatch.setenv("FAKE_TIMM_SLEEPS", "0")
     monkeypatch.setenv("FAKE_TIMM_CAST_LOG", str(casts))
-    row = benchmark.measure(
+    row = measurement.measure(
         peer="timm",
         variant="Ti/16",
         mode="inference",

@@ -2,12 +2,14 @@
 
 import os
 
+import measurement
+import profiling
 import pytest
+import suite
+from peers import runtime_peers
 
 import keras_vit
 from keras_vit import benchmark
-from keras_vit import cli
-from keras_vit.benchmark import suite
 from keras_vit.benchmark import throughput
 from tests.helpers import TINY
 from tests.helpers import record_step_xla
@@ -38,13 +40,12 @@ def test_benchmark_measures(capsys, monkeypatch):
 
     def in_this_process(timm_python=None, **kwargs):
         calls.append(kwargs)
-        return throughput.measure(**kwargs)
+        return measurement.measure(**kwargs)
 
     monkeypatch.setattr(suite, "measure_in_subprocess", in_this_process)
     assert (
-        cli.main(
+        suite.main(
             [
-                "benchmark",
                 "--model",
                 "ViT_Ti16",
                 "--image-size",
@@ -119,7 +120,7 @@ def test_flop_count_matches_the_known_figures():
 
 
 def test_failing_peers_are_reported_not_fatal():
-    row = benchmark.measure_in_subprocess(
+    row = suite.measure_in_subprocess(
         peer="no_such_peer", variant="Ti/16", mode="inference", batch_size=1
     )
     assert "peer='no_such_peer'" in row["error"]
@@ -182,7 +183,7 @@ def test_each_xla_setting_is_measured_in_a_process_of_its_own(monkeypatch):
 
 
 def test_bad_model_name_is_a_clear_error(capsys):
-    assert cli.main(["benchmark", "--model", "ViT_X"]) == 2
+    assert suite.main(["--model", "ViT_X"]) == 2
     assert "model='ViT_X'" in capsys.readouterr().err
 
 
@@ -198,9 +199,8 @@ def test_profile_times_every_part(capsys, monkeypatch):
         {**variants.VARIANTS["Ti/16"], "num_layers": 2},
     )
     assert (
-        cli.main(
+        suite.main(
             [
-                "benchmark",
                 "--model",
                 "Ti/16",
                 "--image-size",
@@ -251,16 +251,16 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
         ("Ti/16", 384, False),
         ("B/16", 224, False),
     ):
-        shape = throughput.sequence_shape(variant, size)
+        shape = measurement.sequence_shape(variant, size)
         assert shape[0] == {224: 197, 384: 577}[size]
         assert throughput.jit_choices("auto", "train", None, "cpu", shape) == (
             xla,
         )
     # `measure` takes the tokens from the model it times (Ti/16 in 4 px
     # patches: 65 tokens at 32 px, 577 at 96 px).
-    monkeypatch.setattr(throughput, "_train_rate", lambda *args: (1.0, 1.0))
+    monkeypatch.setattr(measurement, "train_rate", lambda *args: (1.0, 1.0))
     for size, xla in ((32, True), (96, False)):
-        row = benchmark.measure(
+        row = measurement.measure(
             peer="keras_vit",
             variant="Ti/16:patch_size=4,num_layers=1",
             mode="train",
@@ -268,7 +268,7 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
             image_size=size,
         )
         assert row["xla"] is xla, size
-    row = benchmark.measure(
+    row = measurement.measure(
         peer="keras_vit",
         variant="Ti/16",
         mode="inference",
@@ -294,7 +294,7 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
             }
 
         monkeypatch.setattr(throughput, "benchmark", fake)
-        row = benchmark.measure(
+        row = measurement.measure(
             peer="keras_vit",
             variant="Ti/16",
             mode="inference",
@@ -325,9 +325,8 @@ def test_auto_xla_times_inference_both_ways_and_reports_which(monkeypatch):
 @pytest.mark.slow
 def test_rounds_interleave_and_report_medians(capsys):
     assert (
-        cli.main(
+        suite.main(
             [
-                "benchmark",
                 "--model",
                 "Ti/16",
                 "--image-size",
@@ -353,7 +352,7 @@ def test_rounds_interleave_and_report_medians(capsys):
     assert sum(line.startswith("round 2/2") for line in out) == 1
     median = out[out.index("median of 2 interleaved rounds:") + 1]
     assert "images/s" in median and "(rounds " in median and "no XLA" in median
-    assert cli.main(["benchmark", "--model", "Ti/16", "--rounds", "0"]) == 2
+    assert suite.main(["--model", "Ti/16", "--rounds", "0"]) == 2
     assert "rounds=0" in capsys.readouterr().err
 
 
@@ -378,9 +377,9 @@ def test_row_takes_the_median_rate_and_the_largest_memory():
 def test_min_seconds_must_be_a_number_at_least_zero(capsys):
     for bad in (-1, float("nan"), "1"):
         with pytest.raises(ValueError, match="min_seconds"):
-            benchmark.run_suite(variants=("Ti/16",), min_seconds=bad)
+            suite.run_suite(variants=("Ti/16",), min_seconds=bad)
         with pytest.raises(ValueError, match="min_seconds"):
-            benchmark.measure(
+            measurement.measure(
                 peer="keras_vit",
                 variant="Ti/16",
                 mode="inference",
@@ -389,10 +388,7 @@ def test_min_seconds_must_be_a_number_at_least_zero(capsys):
             )
     for mode in ([], ["--profile"]):
         assert (
-            cli.main(
-                ["benchmark", "--model", "Ti/16", "--min-seconds", "-1", *mode]
-            )
-            == 2
+            suite.main(["--model", "Ti/16", "--min-seconds", "-1", *mode]) == 2
         )
         assert "min_seconds=-1.0" in capsys.readouterr().err
 
@@ -404,7 +400,7 @@ def test_bad_settings_are_named_before_anything_is_timed(monkeypatch):
     def timed(*args, **kwargs):
         raise AssertionError("timed despite a bad setting")
 
-    monkeypatch.setattr(suite, "_print_peak", timed)
+    monkeypatch.setattr(suite, "print_peak", timed)
     monkeypatch.setattr(suite, "_in_worker", timed)
     monkeypatch.setattr(throughput, "keras_vit_model", timed)
     one = dict(peer="keras_vit", variant="Ti/16", mode="inference")
@@ -418,7 +414,7 @@ def test_bad_settings_are_named_before_anything_is_timed(monkeypatch):
         ({"dtype": "int32"}, "dtype='int32'"),
     ]:
         kwargs = {**one, "batch_size": 1, **bad}
-        for measure in (benchmark.measure, benchmark.measure_in_subprocess):
+        for measure in (measurement.measure, suite.measure_in_subprocess):
             with pytest.raises(ValueError, match=message):
                 measure(**kwargs)
     with pytest.raises(ValueError, match="jit_compile='off'"):
@@ -431,7 +427,7 @@ def test_bad_settings_are_named_before_anything_is_timed(monkeypatch):
         ({"warmup": -1}, "warmup=-1"),
     ]:
         with pytest.raises(ValueError, match=message):
-            benchmark.run_suite(variants="Ti/16", **bad)
+            suite.run_suite(variants="Ti/16", **bad)
     model = keras_vit.ViT(**TINY)
     for bad, message in [
         ({"batch_size": 0}, "batch_size=0"),
@@ -441,14 +437,14 @@ def test_bad_settings_are_named_before_anything_is_timed(monkeypatch):
         with pytest.raises(ValueError, match=message):
             benchmark.benchmark(model, **bad)
     with pytest.raises(ValueError, match="image_size=0"):
-        benchmark.profile("Ti/16", image_size=0)
+        profiling.profile("Ti/16", image_size=0)
 
 
 def test_profile_refuses_the_flags_it_would_ignore(capsys, monkeypatch):
     # --profile times float32 keras_vit alone: --dtype mixed_bfloat16 was
     # dropped, and the float32 profile printed as if it were bfloat16's.
     monkeypatch.setattr(
-        benchmark, "profile", lambda *a, **k: pytest.fail("profiled")
+        profiling, "profile", lambda *a, **k: pytest.fail("profiled")
     )
     for flags, shown in [
         (["--dtype", "mixed_bfloat16"], "--dtype mixed_bfloat16"),
@@ -457,7 +453,7 @@ def test_profile_refuses_the_flags_it_would_ignore(capsys, monkeypatch):
         (["--peers", "timm"], "--peers ['timm']"),
         (["--rounds", "3"], "--rounds 3"),
     ]:
-        code = cli.main(["benchmark", "--model", "Ti/16", "--profile", *flags])
+        code = suite.main(["--model", "Ti/16", "--profile", *flags])
         assert code == 2
         assert f"Received: {shown}" in capsys.readouterr().err
 
@@ -466,11 +462,9 @@ def test_the_suite_refuses_the_flags_it_would_ignore(capsys, monkeypatch):
     # Each was dropped without a word: training batches and --remat without
     # --train (the header said "remat on"), --timm-python without timm, and
     # --profile took the last of several --batch-size.
+    monkeypatch.setattr(suite, "run_suite", lambda **k: pytest.fail("timed"))
     monkeypatch.setattr(
-        benchmark, "run_suite", lambda **k: pytest.fail("timed")
-    )
-    monkeypatch.setattr(
-        benchmark, "profile", lambda *a, **k: pytest.fail("profiled")
+        profiling, "profile", lambda *a, **k: pytest.fail("profiled")
     )
     for flags, shown in [
         (["--train-batch-size", "4"], "--train-batch-size [4]"),
@@ -482,15 +476,15 @@ def test_the_suite_refuses_the_flags_it_would_ignore(capsys, monkeypatch):
         ),
         (["--profile", "--batch-size", "1", "8"], "--batch-size 1 8"),
     ]:
-        code = cli.main(["benchmark", "--model", "Ti/16", *flags])
+        code = suite.main(["--model", "Ti/16", *flags])
         assert code == 2
         assert f"Received: {shown}" in capsys.readouterr().err
 
 
 def test_the_suite_takes_the_flags_it_uses(capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr(benchmark, "run_suite", lambda **k: calls.append(k))
-    monkeypatch.setattr(benchmark, "profile", lambda *a, **k: calls.append(k))
+    monkeypatch.setattr(suite, "run_suite", lambda **k: calls.append(k))
+    monkeypatch.setattr(profiling, "profile", lambda *a, **k: calls.append(k))
     for flags in (
         ["--train", "--train-batch-size", "4", "--remat"],
         ["--peers", "timm", "--timm-python", "python"],
@@ -498,7 +492,7 @@ def test_the_suite_takes_the_flags_it_uses(capsys, monkeypatch):
         ["--profile", "--batch-size", "2"],
         ["--profile"],
     ):
-        assert cli.main(["benchmark", "--model", "Ti/16", *flags]) == 0
+        assert suite.main(["--model", "Ti/16", *flags]) == 0
     suite_calls = [
         (c["inference_batches"], c["train_batches"], c["remat"])
         for c in calls[:3]
@@ -521,11 +515,11 @@ def test_one_variant_or_batch_needs_no_tuple():
 
 
 def test_runtimes_are_timed_for_inference_only():
-    for peer in benchmark.RUNTIMES:
+    for peer in measurement.RUNTIMES:
         with pytest.raises(
             ValueError, match=f"{peer} is timed for inference only"
         ):
-            benchmark.measure(
+            measurement.measure(
                 peer=peer, variant="Ti/16", mode="train", batch_size=1
             )
 
@@ -551,9 +545,8 @@ def test_every_peer_is_timed_at_every_image_size(capsys, monkeypatch):
     monkeypatch.setattr(suite, "measure_in_subprocess", fake)
     monkeypatch.setattr(suite.flops_lib, "peak_flops", lambda **k: 1e12)
     assert (
-        cli.main(
+        suite.main(
             [
-                "benchmark",
                 "--model",
                 "Ti/16",
                 "--image-size",
@@ -648,9 +641,9 @@ def test_keras_hub_and_the_runtimes_build_at_the_image_size(monkeypatch):
         built.append(("keras_hub", image_size))
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(throughput.keras_hub_peer, "model", keras_hub_model)
+    monkeypatch.setattr(measurement.keras_hub_peer, "model", keras_hub_model)
     with pytest.raises(RuntimeError, match="stop here"):
-        benchmark.measure(
+        measurement.measure(
             peer="keras_hub",
             variant="Ti/16",
             mode="inference",
@@ -662,8 +655,8 @@ def test_keras_hub_and_the_runtimes_build_at_the_image_size(monkeypatch):
         built.append(("onnxruntime", model.input_shape[1]))
         return 1.0, 1.0
 
-    monkeypatch.setattr(throughput.runtime_peers, "time_onnxruntime", onnx)
-    row = benchmark.measure(
+    monkeypatch.setattr(measurement.runtime_peers, "time_onnxruntime", onnx)
+    row = measurement.measure(
         peer="onnxruntime",
         variant="Ti/16",
         mode="inference",
@@ -689,12 +682,11 @@ def test_runtime_memory_is_marked_not_comparable(monkeypatch):
     # ONNX Runtime's and OpenVINO's process imports TensorFlow, builds the
     # Keras model and exports it before the runtime runs: its peak memory
     # is marked and footnoted, not set against the other peers' as theirs.
-    from keras_vit.benchmark.peers import runtime_peers
 
     monkeypatch.setattr(
         runtime_peers, "time_onnxruntime", lambda *args: (0.5, 1.0)
     )
-    result = benchmark.measure(
+    result = measurement.measure(
         peer="onnxruntime",
         variant="Ti/16:num_layers=1",
         mode="inference",

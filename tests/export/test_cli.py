@@ -361,3 +361,33 @@ def test_export_to_a_long_legal_name(random_model_path, tmp_path, capsys):
         out.with_suffix(".json").name,
         out.name,
     ]
+
+
+def test_a_runs_export_is_verified_on_the_runs_own_data(
+    random_model_path, tmp_path, capsys
+):
+    # The default was digits whatever the model; a training run's model is
+    # checked on the run's dataset (its config.json), and says so.
+    run = tmp_path / "run"
+    photos = tmp_path / "photos"
+    run.mkdir()
+    photos.mkdir()
+    for i in range(3):
+        pixels = np.full((40, 40, 3), 60 * i, "uint8")
+        Image.fromarray(pixels).save(photos / f"{i}.png")
+    with open(run / "config.json", "w") as file:
+        json.dump({"data": {"dataset": f"folder:{photos}"}}, file)
+    with open(random_model_path, "rb") as file:
+        (run / "model.keras").write_bytes(file.read())
+    out = tmp_path / "vit.tflite"
+    argv = ["export", str(run), "--format", "tflite", "--output", str(out)]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert f"checked on folder:{photos}: 3 images" in printed
+    assert "digits" not in printed
+    with open(tmp_path / "vit.json") as file:
+        assert [d["source"] for d in json.load(file)["verified_on"]] == [
+            f"folder:{photos}"
+        ]
+    assert cli.main(["verify", str(out), "--reference", str(run)]) == 0
+    assert f"checked on folder:{photos}: 3 images" in capsys.readouterr().out

@@ -16,8 +16,8 @@ from keras_vit.export import verification
 
 
 def test_keras_vit_export_stays_below_the_benchmark_suite():
-    # `keras-vit benchmark` (keras_vit.benchmark) times exports; export must
-    # not import it back (the two `benchmark` modules imported each other).
+    # keras_vit.benchmark reads an export's input spec; export must not
+    # import it back (the two `benchmark` modules imported each other).
     code = (
         "import sys; import keras_vit.export\n"
         "print(sorted(m for m in sys.modules\n"

@@ -188,6 +188,11 @@ def test_a_mixed_precision_model_verifies_within_its_precision(
     )
     assert result.report.passed
     assert result.report.limits["max_abs"] == 5e-2
+    # The metadata inside says what it was checked on: the default digits.
+    with open(tmp_path / "sm" / "keras_vit.json") as file:
+        checked = json.load(file)["verified_on"]
+    assert checked == result.metadata["verified_on"] == result.report.data()
+    assert [d["source"] for d in checked] == ["digits (test)"]
     # Still the mixed model: it differs from the float32 one, as Keras's does.
     images = export.load_images("digits", (32, 32), limit=8).images
     report = verification.verify_saved_model(

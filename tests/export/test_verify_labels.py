@@ -67,6 +67,11 @@ def test_a_folder_missing_a_class_is_scored_on_the_models_classes(labelled):
         # the export agrees with Keras on every image.
         assert c.reference_accuracy == 1.0, c
         assert c.accuracy == c.top1_agreement == 1.0, c
+    # The sidecar and the report say what it was checked on.
+    checked = {"source": folder, "images": int(keep.sum()), "labelled": True}
+    assert result.metadata["verified_on"] == [checked]
+    assert export.read_metadata(place / "m.tflite")["verified_on"] == [checked]
+    assert "labelled with the model's classes" in result.report.summary()
     # `keras-vit verify` reads the names from the export's metadata.
     report = verification.verify(
         place / "m.tflite", model, data=folder, verbose=0
@@ -101,6 +106,16 @@ def test_without_names_a_folder_of_another_class_count_is_refused(labelled):
         model, place / "z.tflite", labels=NAMES, num_verify_images=4
     )
     assert all(c.accuracy is None for c in result.report.comparisons)
+    # ... and the report and the sidecar say so: an agreement, no accuracy.
+    assert result.metadata["verified_on"] == [
+        {"source": "digits (test)", "images": 4, "labelled": False}
+    ]
+    assert (
+        "checked on digits (test): 4 images, without labels of the model's "
+        "classes: agreement with the Keras model, not accuracy"
+    ) in result.report.summary()
+    unverified = export.export_tflite(model, place / "u.tflite", verify=False)
+    assert unverified.metadata["verified_on"] is None
 
 
 def test_compare_refuses_labels_that_are_no_class_of_the_outputs():

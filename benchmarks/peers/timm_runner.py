@@ -2,8 +2,8 @@
 
 timm runs in its own interpreter (`--timm-python`, e.g. a PyTorch virtual
 environment without TensorFlow), so the program is run by its path:
-`python -m keras_vit.benchmark.peers.timm_peer` would import keras_vit's
-`__init__`, and with it TensorFlow.
+it imports keras_vit's timing rule by its path, not keras_vit's
+`__init__`, which imports TensorFlow.
 """
 
 import os

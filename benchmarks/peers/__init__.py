@@ -1,4 +1,4 @@
-"""The peers `keras-vit benchmark` times keras_vit against (`--peers`).
+"""The peers `benchmarks/suite.py` times keras_vit against (`--peers`).
 
 - `keras_hub_peer`: keras-hub's `ViTBackbone`, in the measurement's own
   process, like keras_vit;

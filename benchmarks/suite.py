@@ -1,14 +1,24 @@
-"""`keras-vit benchmark`'s table: every (peer, variant, mode, batch), each
-measured in a process of its own.
+"""keras_vit next to its peers: every (peer, model, image size, mode,
+batch), each measured in a process of its own.
+
+    python benchmarks/suite.py --model B/16 --train --rounds 3 \\
+        --peers keras_hub timm onnxruntime openvino
+    python benchmarks/suite.py --model B/16 --profile
 
 `run_suite` measures the machine's matmul peak, then every row of the plan
 in a fresh Python process (`measure_in_subprocess`), so that peak memory is
 that measurement's own and one run's caches do not help the next. keras_vit,
-keras-hub, ONNX Runtime and OpenVINO Runtime run `keras_vit.benchmark.worker`
-(one `measure`, in `keras_vit.benchmark.throughput`); timm runs its own
-program in its own interpreter (`keras_vit.benchmark.peers.timm_runner`).
+keras-hub, ONNX Runtime and OpenVINO Runtime run `worker.py` (one
+`measurement.measure`); timm runs its own program in its own interpreter
+(`peers/timm_runner.py`). `--profile` times the parts of a model instead
+(`profiling.py`). `keras-vit benchmark` is the installed command for
+keras_vit's own models, in one process, without peers.
+
+The scripts here import each other by name (`import measurement`): run
+them by their path, which puts this folder first on `sys.path`.
 """
 
+import argparse
 import json
 import numbers
 import os
@@ -17,23 +27,29 @@ import sys
 
 import keras
 import numpy as np
+import profiling
+from measurement import ONNX_FLOAT32_ONLY
+from measurement import PEERS
+from measurement import RUNTIMES
+from measurement import checked_measurement
+from measurement import plain_variant
+from measurement import policy_name
+from measurement import sequence_shape
+from peers import timm_runner
 
 from keras_vit import arg_checks
 from keras_vit import timing
 from keras_vit.benchmark import flops as flops_lib
-from keras_vit.benchmark.peers import timm_runner
 from keras_vit.benchmark.throughput import MIN_SECONDS
-from keras_vit.benchmark.throughput import ONNX_FLOAT32_ONLY
-from keras_vit.benchmark.throughput import RUNTIMES
-from keras_vit.benchmark.throughput import checked_measurement
 from keras_vit.benchmark.throughput import checked_timing
 from keras_vit.benchmark.throughput import compute_dtype
 from keras_vit.benchmark.throughput import jit_choices
 from keras_vit.benchmark.throughput import keras_vit_model
-from keras_vit.benchmark.throughput import plain_variant
-from keras_vit.benchmark.throughput import policy_name
+from keras_vit.benchmark.throughput import print_peak
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
-from keras_vit.options import PEERS
+
+#: benchmarks/worker.py, beside this file: the program each row runs.
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 
 #: The footnote of a row whose peak memory is not the peer's alone (the
 #: runtimes': `"memory_includes_export"`), marked "MB peak*".
@@ -110,16 +126,11 @@ def _faster(kwargs, choices, results):
 
 
 def _in_worker(kwargs):
-    """`measure(**kwargs)` in `keras_vit.benchmark.worker`, a fresh Python
-    process; its result, or `{"error": why}`."""
+    """`measure(**kwargs)` in `worker.py`, a fresh Python process; its
+    result, or `{"error": why}`."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "keras_vit.benchmark.worker",
-            json.dumps(kwargs),
-        ],
+        [sys.executable, WORKER, json.dumps(kwargs)],
         capture_output=True,
         text=True,
         env=env,
@@ -185,7 +196,7 @@ def run_suite(
     # The plan first: a model that cannot be built fails before the peak
     # is measured.
     plan = _plan(variants, peers, inference_batches, train_batches, sizes)
-    peak = _print_peak(compute_dtype(dtype), printer)
+    peak = print_peak(compute_dtype(dtype), printer)
     settings = {
         "steps": steps,
         "warmup": warmup,
@@ -285,23 +296,6 @@ def _image_sizes(image_size):
         None if size is None else arg_checks.positive_int("image_size", size)
         for size in sizes
     )
-
-
-def _print_peak(compute, printer):
-    """Measures and prints the machine's matmul peak; returns the one the
-    rows' share of the peak is of (the compute dtype's own)."""
-    peak = flops_lib.peak_flops()
-    line = (
-        f"machine: {os.cpu_count()} CPU cores, measured float32 matmul peak "
-        f"{peak / 1e9:.0f} GFLOP/s"
-    )
-    if compute != "float32":
-        peak = flops_lib.peak_flops(dtype=compute)
-        line += (
-            f", {compute} {peak / 1e9:.0f} GFLOP/s (the share of peak below)"
-        )
-    printer(line)
-    return peak
 
 
 def _plan(variants, peers, inference_batches, train_batches, sizes):
@@ -478,3 +472,303 @@ def _format_row(row, width=8):
         f"{row['peak_memory_mb']:8.0f} MB peak{mark} "
         f"{100 * row['fraction_of_peak']:5.1f}% of peak{cores}{xla}"
     )
+
+
+#: What the suite times without `--model` or `--compare`.
+DEFAULT_MODELS = ("Ti/16", "S/16", "B/16")
+#: The batch sizes it times without `--batch-size` / `--train-batch-size`
+#: (`--profile` times one, `profile`'s default).
+DEFAULT_BATCH_SIZES = (1, 8)
+DEFAULT_TRAIN_BATCH_SIZES = (8, 32)
+#: The flags `--profile` does not take (it times float32 forward passes
+#: and steps of keras_vit alone, both with and without XLA, once), as
+#: their destinations.
+NOT_PROFILED = (
+    "compare",
+    "train",
+    "train_batch_size",
+    "peers",
+    "timm_python",
+    "rounds",
+    "jit_compile",
+    "dtype",
+    "remat",
+)
+
+
+def parser():
+    """The suite's command line (`python benchmarks/suite.py --help`)."""
+    bench = argparse.ArgumentParser(
+        prog="benchmarks/suite.py",
+        description="images/s, peak memory and % of the machine's peak of "
+        "keras_vit, next to peers; or, with --profile, where the time goes",
+    )
+    _add_model_arguments(bench)
+    _add_timing_arguments(bench)
+    _add_compute_arguments(bench)
+    bench.set_defaults(
+        not_profiled={dest: bench.get_default(dest) for dest in NOT_PROFILED}
+    )
+    return bench
+
+
+def _add_model_arguments(bench):
+    """What is timed: models, batch sizes, training, peers."""
+    bench.add_argument(
+        "--model",
+        nargs="+",
+        default=None,
+        help="builders, variants or presets' architectures (random "
+        "weights, no download), each NAME[:ARG=VALUE,...] to override "
+        "ViT arguments, e.g. vit_b16_siglip_webli:pooling=gap (default: "
+        "Ti/16 S/16 B/16, or the --compare models)",
+    )
+    bench.add_argument(
+        "--compare",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("MODEL", "BASELINE"),
+        help="say what MODEL's architecture costs against BASELINE's "
+        "(seconds per image, peak memory, FLOPs); both are timed; "
+        "repeatable",
+    )
+    bench.add_argument(
+        "--batch-size",
+        type=int,
+        nargs="+",
+        default=None,
+        help="inference batch sizes (default: "
+        + " ".join(map(str, DEFAULT_BATCH_SIZES))
+        + "; --profile: one, default 8)",
+    )
+    bench.add_argument(
+        "--train", action="store_true", help="also time AdamW training steps"
+    )
+    bench.add_argument(
+        "--train-batch-size",
+        type=int,
+        nargs="+",
+        default=None,
+        help="training batch sizes, with --train (default: "
+        + " ".join(map(str, DEFAULT_TRAIN_BATCH_SIZES))
+        + ")",
+    )
+    bench.add_argument(
+        "--peers",
+        nargs="*",
+        default=[],
+        choices=[p for p in PEERS if p != "keras_vit"],
+        help="also time these, where installed (onnxruntime and "
+        "openvino run keras_vit's model exported, inference only)",
+    )
+    bench.add_argument(
+        "--timm-python",
+        default=None,
+        metavar="PYTHON",
+        help="time timm (--peers timm) with this interpreter (an "
+        "environment with torch and timm; default: this one)",
+    )
+    bench.add_argument(
+        "--image-size",
+        type=int,
+        nargs="+",
+        default=None,
+        help="image sizes, e.g. 224 384 512: keras_vit and every peer are "
+        "timed at each, and a summary says how the cost grows with the "
+        "tokens (default: 224; --profile: the last)",
+    )
+
+
+def _add_timing_arguments(bench):
+    """How long each measurement runs."""
+    bench.add_argument(
+        "--steps",
+        type=int,
+        default=5,
+        help="timed calls per measurement, at least (default: 5)",
+    )
+    bench.add_argument(
+        "--warmup", type=int, default=2, help="untimed calls first (default: 2)"
+    )
+    bench.add_argument(
+        "--min-seconds",
+        type=float,
+        default=None,
+        help="time each measurement past --steps until its calls "
+        "add up to this many seconds (default: 1; a stable "
+        "median for fast calls such as batch 1)",
+    )
+    bench.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="repeat every measurement this many times, rounds "
+        "interleaved, and report medians (for noisy machines)",
+    )
+
+
+def _add_compute_arguments(bench):
+    """How the model computes (XLA, dtype, rematerialisation), or a profile."""
+    bench.add_argument(
+        "--jit-compile",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="XLA (auto: training as `keras-vit train` compiles it, "
+        "on but on a CPU for bfloat16, over 512 tokens and over 384 "
+        "features; inference is "
+        "timed with and without, the faster timed again in a fresh "
+        "process and reported)",
+    )
+    bench.add_argument(
+        "--dtype",
+        default=None,
+        help="dtype policy, e.g. mixed_bfloat16 (default: float32); "
+        "peers compute in it too (timm: float32 weights under autocast "
+        "for mixed_*, its weights in the dtype otherwise)",
+    )
+    bench.add_argument(
+        "--remat",
+        action="store_true",
+        help="rematerialise each block in training, with --train (less memory)",
+    )
+    bench.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead: time the parts of the model and their alternatives",
+    )
+
+
+def _refuse_unprofiled(args):
+    """Raises for the first flag given that `--profile` would ignore."""
+    for dest, default in args.not_profiled.items():
+        if getattr(args, dest) != default:
+            flag = "--" + dest.replace("_", "-")
+            raise ValueError(
+                f"{flag} does not apply to --profile, which times float32 "
+                "keras_vit alone, with and without XLA. Received: "
+                f"{flag} {getattr(args, dest)}"
+            )
+
+
+def _refuse_ignored(args):
+    """Raises for a flag given that the suite would ignore: one that
+    applies to training steps without `--train`, `--timm-python` without
+    timm among the peers (the header still said "remat on")."""
+    for flag, value, applies, reason in (
+        (
+            "--train-batch-size",
+            args.train_batch_size,
+            args.train,
+            "applies to the training steps, which only --train times",
+        ),
+        (
+            "--remat",
+            args.remat or None,
+            args.train,
+            "applies to the training steps, which only --train times",
+        ),
+        (
+            "--timm-python",
+            args.timm_python,
+            "timm" in args.peers,
+            "runs timm, which only --peers timm times",
+        ),
+    ):
+        if value is not None and not applies:
+            raise ValueError(f"{flag} {reason}. Received: {flag} {value}")
+
+
+def _profile_batch_size(args):
+    """`profile`'s batch size: the one `--batch-size` (several are
+    refused), or `{}` for its default."""
+    if args.batch_size is None:
+        return {}
+    if len(args.batch_size) > 1:
+        raise ValueError(
+            "--profile times one batch size. Received: --batch-size "
+            + " ".join(map(str, args.batch_size))
+        )
+    return {"batch_size": args.batch_size[0]}
+
+
+def _models(args):
+    """The models to time: `--model` (default: Ti/16 S/16 B/16 unless
+    `--compare` names models), then the `--compare` models not in it."""
+    models = list(args.model or ([] if args.compare else DEFAULT_MODELS))
+    for pair in args.compare:
+        models += [m for m in pair if m not in models]
+    return models
+
+
+def main(argv=None):
+    """Runs the suite, or `--profile`, with the command line `argv`;
+    returns the exit status (2 for a bad argument, named on stderr)."""
+    args = parser().parse_args(argv)
+    try:
+        run(args)
+    except ValueError as error:
+        print(f"benchmarks/suite.py: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def run(args):
+    """The suite, or `--profile`, for parsed arguments."""
+    models = _models(args)
+    timing = (
+        {} if args.min_seconds is None else {"min_seconds": args.min_seconds}
+    )
+    if args.profile:
+        _refuse_unprofiled(args)
+        batch_size = _profile_batch_size(args)
+        image_size = args.image_size and args.image_size[-1]
+        for model in models:  # all built (no weights) before one is timed
+            sequence_shape(model, image_size)
+        for model in models:
+            profiling.profile(
+                model,
+                steps=args.steps,
+                warmup=args.warmup,
+                image_size=image_size,
+                **batch_size,
+                **timing,
+            )
+        return
+    _refuse_ignored(args)
+    inference_batches = args.batch_size or list(DEFAULT_BATCH_SIZES)
+    train_batches = (
+        (args.train_batch_size or list(DEFAULT_TRAIN_BATCH_SIZES))
+        if args.train
+        else []
+    )
+
+    print(
+        f"benchmarks/suite.py: {', '.join(models)}; inference batches "
+        f"{inference_batches}"
+        + (f", training batches {train_batches}" if args.train else "")
+        + (f"; image sizes {args.image_size}" if args.image_size else "")
+        + f"; dtype policy {args.dtype or 'float32'}; XLA {args.jit_compile}"
+        + ("; remat on" if args.remat else "")
+        + (f"; {args.rounds} interleaved rounds" if args.rounds > 1 else "")
+    )
+    run_suite(
+        variants=models,
+        compare=args.compare,
+        inference_batches=inference_batches,
+        train_batches=train_batches,
+        peers=["keras_vit", *args.peers],
+        timm_python=args.timm_python,
+        steps=args.steps,
+        warmup=args.warmup,
+        dtype=args.dtype,
+        jit_compile={"on": True, "off": False}.get(args.jit_compile, "auto"),
+        remat=args.remat,
+        image_size=args.image_size,
+        rounds=args.rounds,
+        **timing,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Where the time goes: `keras-vit benchmark --profile`.
+"""Where the time goes: `python benchmarks/suite.py --profile`.
 
 `profile` times the pieces of a forward pass and the alternatives to each,
 by `keras_vit.timing`'s rule, and prints milliseconds per batch.
@@ -39,7 +39,7 @@ def profile(
     and the `tf.data` training pipeline alone (images/s, scikit-learn's
     digits augmented and resized to the model's resolution). Each is the
     median call by the suite's rule (`keras_vit.timing.latencies`).
-    `variant` is any of `keras-vit benchmark`'s models, built as the suite
+    `variant` is any of the suite's models, built as the suite
     builds them (`throughput.keras_vit_model`): a builder, variant or
     preset's architecture, with overrides (`"S/16:hidden_dim=96"`).
 

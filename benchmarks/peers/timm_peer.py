@@ -1,6 +1,6 @@
-r"""The timm peer of `keras-vit benchmark`: one measurement of a timm ViT.
+r"""The timm peer of `benchmarks/suite.py`: one measurement of a timm ViT.
 
-    python .../keras_vit/benchmark/peers/timm_peer.py \
+    python benchmarks/peers/timm_peer.py \
         NAME MODE BATCH STEPS WARMUP MIN_SECONDS DTYPE_POLICY IMAGE_SIZE
 
 NAME is timm's model name, built for IMAGE_SIZE px images (`img_size`),
@@ -30,11 +30,12 @@ import importlib.util
 import os
 import sys
 
-#: keras_vit/timing.py, two folders up from this file.
+#: keras_vit/timing.py, from the checkout this file is in.
 TIMING = os.path.join(
     os.path.dirname(os.path.abspath(__file__)),
     os.pardir,
     os.pardir,
+    "keras_vit",
     "timing.py",
 )
 ARGUMENTS = (
