@@ -21,7 +21,7 @@ from keras_vit import timing
 from keras_vit.benchmark.peers import keras_hub_peer
 from keras_vit.benchmark.peers import runtime_peers
 from keras_vit.benchmark.peers import timm_runner
-from keras_vit.export.models import input_spec
+from keras_vit.export.model_io import input_spec
 from keras_vit.layers import kernels
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 from keras_vit.models.vit import ViT
@@ -175,7 +175,7 @@ def pixels_shape(model, batch_size):
     """`(batch_size, height, width, channels)`: the images `model` is timed
     on; a `dynamic_image_size` model's at its `image_size`, which the suite
     builds it at (`--image-size`), as its exports are
-    (`keras_vit.export.models.input_spec`)."""
+    (`keras_vit.export.model_io.input_spec`)."""
     return (batch_size, *input_spec(model))
 
 
