@@ -1,5 +1,6 @@
 """`keras-vit benchmark`: images/s and memory, next to peers."""
 
+from keras_vit.cli import _arguments as arguments
 from keras_vit.options import PEERS
 
 #: What `keras-vit benchmark` times without `--model` or `--compare`.
@@ -62,7 +63,7 @@ def _add_model_arguments(bench):
     )
     bench.add_argument(
         "--batch-size",
-        type=int,
+        type=arguments.positive_int,
         nargs="+",
         default=None,
         help="inference batch sizes (default: "
@@ -74,7 +75,7 @@ def _add_model_arguments(bench):
     )
     bench.add_argument(
         "--train-batch-size",
-        type=int,
+        type=arguments.positive_int,
         nargs="+",
         default=None,
         help="training batch sizes, with --train (default: "
@@ -98,7 +99,7 @@ def _add_model_arguments(bench):
     )
     bench.add_argument(
         "--image-size",
-        type=int,
+        type=arguments.positive_int,
         nargs="+",
         default=None,
         help="image sizes, e.g. 224 384 512: keras_vit and every peer are "
@@ -111,12 +112,15 @@ def _add_timing_arguments(bench):
     """How long each measurement runs."""
     bench.add_argument(
         "--steps",
-        type=int,
+        type=arguments.positive_int,
         default=5,
         help="timed calls per measurement, at least (default: 5)",
     )
     bench.add_argument(
-        "--warmup", type=int, default=2, help="untimed calls first (default: 2)"
+        "--warmup",
+        type=arguments.non_negative_int,
+        default=2,
+        help="untimed calls first (default: 2)",
     )
     bench.add_argument(
         "--min-seconds",
@@ -128,7 +132,7 @@ def _add_timing_arguments(bench):
     )
     bench.add_argument(
         "--rounds",
-        type=int,
+        type=arguments.positive_int,
         default=1,
         help="repeat every measurement this many times, rounds "
         "interleaved, and report medians (for noisy machines)",
