@@ -37,6 +37,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import keras_vit  # noqa: E402
+from keras_vit import resolver  # noqa: E402
 from keras_vit.training import recipe  # noqa: E402
 
 
@@ -196,7 +197,7 @@ def main(argv=None):
             "has not (Linux only): use --graph-only"
         )
     keras.mixed_precision.set_global_policy(args.dtype)
-    model = keras_vit.builders.build(
+    model = resolver.resolve_model(
         args.model,
         num_classes=10,
         image_size=args.image_size,

@@ -36,8 +36,8 @@ from keras_vit import registry
 from keras_vit.data import resize
 from keras_vit.data.images import model_pixels
 from keras_vit.data.pipeline import holdout_indices
-from keras_vit.export.models import inputs_from_pixels
-from keras_vit.export.models import load_model
+from keras_vit.export.loaded_model import inference_model
+from keras_vit.export.pixel_inputs import inputs_from_pixels
 from keras_vit.models import model_checks
 from keras_vit.models.vit import HEAD_LAYERS
 from keras_vit.options import FEW_SHOT_L2_REG
@@ -452,7 +452,7 @@ def few_shot(
     l2_reg = arg_checks.positive_float("l2_reg", l2_reg)
     batch_size = arg_checks.positive_int("batch_size", batch_size)
     verbose = arg_checks.verbosity("verbose", verbose)
-    untrained, model = random_weights(model), load_model(model)
+    untrained, model = random_weights(model), inference_model(model)
     features_of = representation_model(model)
     if not isinstance(dataset, data.Dataset):
         dataset = data.load(dataset, data_dir=data_dir)
@@ -584,7 +584,7 @@ def _features(features_of, model, pairs, num_classes, batch_size, verbose=0):
     `ViT(dynamic_image_size=True)` takes any size), resized as its
     `image_resize` says (a preset's evaluation: timm's centre crop or the
     squash), and turned into what it takes
-    (`keras_vit.export.models.inputs_from_pixels`: normalised for
+    (`keras_vit.export.pixel_inputs.inputs_from_pixels`: normalised for
     `include_preprocessing=False`)."""
     import keras
 

@@ -356,10 +356,12 @@ def test_inspect_names_a_missing_image_before_loading_the_model(
 ):
     # The model was loaded first (a preset's weights downloaded), then
     # TensorFlow's ReadFile error said the file was missing, in many lines.
-    from keras_vit.export import models
+    from keras_vit.export import loaded_model
 
     monkeypatch.setattr(
-        models, "load_model", lambda *a, **k: pytest.fail("loaded")
+        loaded_model,
+        "inference_model",
+        lambda *a, **k: pytest.fail("loaded"),
     )
     missing = str(tmp_path / "typo.png")
     code = cli.main(

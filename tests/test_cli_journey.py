@@ -14,6 +14,7 @@ import keras_vit
 from keras_vit import cli
 from keras_vit import evaluation
 from keras_vit import model_argument
+from keras_vit import resolver
 from keras_vit.data import datasets
 from keras_vit.export import verification
 from tests.helpers import TINY
@@ -95,15 +96,15 @@ def test_a_preset_in_weights_is_refused_for_a_model_file(
         + ["--output", place / "figures"],
     }[command]
     line = _error(capsys, argv + ["--weights", "augreg_in21k"])
-    assert "--weights applies to builder names only" in line
+    assert "`weights` applies to builder names only" in line
     assert f"Received: model={model!r}, weights='augreg_in21k'" in line
 
 
 def test_a_weights_file_with_a_model_file_is_left_to_the_loader(place):
     model = place / "tiny.keras"
     for weights in (None, "w.npz", str(place / "tiny.keras")):
-        model_argument.check_weights(model, weights)
-    model_argument.check_weights("ViT_B16", "augreg_in21k")  # a name
+        assert resolver.locate(model, weights) == str(model)
+    assert resolver.locate("ViT_B16", "augreg_in21k") == "ViT_B16"  # a name
 
 
 def test_an_unknown_model_points_to_the_presets_command(place, capsys):
@@ -246,5 +247,5 @@ def test_every_model_argument_names_presets_and_run_folders():
 
 def test_a_run_folder_is_its_model_file(place):
     run = place / "run"
-    assert model_argument.run_model(run) == os.path.join(run, "model.keras")
-    assert model_argument.run_model("ViT_B16") == "ViT_B16"
+    assert resolver.locate(run) == os.path.join(run, "model.keras")
+    assert resolver.locate("ViT_B16") == "ViT_B16"

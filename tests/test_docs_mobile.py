@@ -226,12 +226,12 @@ def _normalised(pixel, pixel_range, normalization):
 def test_the_snippets_formula_is_keras_vits():
     import numpy as np
 
-    from keras_vit.export import models
+    from keras_vit.export import pixel_inputs
 
     imagenet = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
     for normalization in (None, imagenet):
         for pixel in (0.0, 37.0, 255.0):
-            expected = models.normalize_pixels(
+            expected = pixel_inputs.normalize_pixels(
                 np.full((1, 1, 1, 3), pixel), normalization
             )[0, 0, 0]
             np.testing.assert_allclose(

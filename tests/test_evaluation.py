@@ -289,9 +289,9 @@ def test_an_untrained_model_is_named_so_in_the_output(capsys, monkeypatch):
     assert "untrained" in evaluation.UNTRAINED_NOTICE
     # The library says it too, for a name (built small here); a built
     # model, a preset's unique name or a file brings its weights.
-    from keras_vit.export import models
-
-    monkeypatch.setattr(models, "load_model", lambda m: keras_vit.ViT(**TINY))
+    monkeypatch.setattr(
+        evaluation, "inference_model", lambda m: keras_vit.ViT(**TINY)
+    )
     result = evaluation.few_shot(
         "ViT_Ti16", "digits", shots=1, seeds=1, verbose=0
     )

@@ -48,6 +48,8 @@ RANKS = {
     # What builds models: a checkpoint's own model, the builders.
     "keras_vit.weights.convert": 7,
     "keras_vit.builders": 8,
+    # The one resolver of names, presets, files and folders to a model.
+    "keras_vit.resolver": 8.5,
     "keras_vit.training": PEERS,
     "keras_vit.export": PEERS,
     "keras_vit.visualize": PEERS,

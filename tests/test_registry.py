@@ -12,6 +12,7 @@ import keras_vit
 from keras_vit import builders
 from keras_vit import cli
 from keras_vit import registry
+from keras_vit import resolver
 from keras_vit.registry import presets as registry_presets
 from tests.weights.test_golden_parity import TINY
 from tests.weights.test_golden_parity import expected
@@ -574,26 +575,28 @@ def test_the_builders_parameter_counts_are_those_of_their_models():
 
 def test_build_names(tmp_path):
     small = dict(image_size=32, num_layers=1, num_classes=3)
-    model = builders.build("ViT_Ti16", **small)
+    model = resolver.resolve_model("ViT_Ti16", **small)
     assert model.name == "vit_ti16" and model.hidden_dim == 192
-    model = builders.build("S/32", **small)
+    model = resolver.resolve_model("S/32", **small)
     assert model.patch_size == 32 and model.hidden_dim == 384
     with pytest.raises(ValueError, match="Received: model='ViT_X'"):
-        builders.build("ViT_X")
+        resolver.resolve_model("ViT_X")
     with pytest.raises(
         ValueError, match="is its own weights.*Received: weights='x.npz'"
     ):
-        builders.build("vit_b16_augreg_in21k", weights="x.npz")
+        resolver.resolve_model("vit_b16_augreg_in21k", weights="x.npz")
     with pytest.raises(
-        ValueError, match=r"\.safetensors\)\. Received: model=None"
+        ValueError, match=r"training run\'s folder\. Received: model=None"
     ):
-        builders.build(None)
+        resolver.resolve_model(None)
 
 
 def test_build_a_preset_by_its_unique_name(local_preset):  # noqa: F811
     want = expected("vit_token.expected.npz")
     for model in (
-        builders.build("vit_tiny8_tiny_test"),  # the variant has no builder
+        resolver.resolve_model(
+            "vit_tiny8_tiny_test"
+        ),  # the variant has no builder
         keras_vit.ViT.from_preset("vit_tiny8_tiny_test"),
         keras_vit.ViT.from_variant("Tiny/8", weights="vit_tiny8_tiny_test"),
     ):
@@ -627,37 +630,50 @@ def test_a_presets_vit_arguments_build_its_model(
 
 def test_build_files(tmp_path):
     want = expected("vit_token.expected.npz")
-    model = builders.build(golden("vit_token.npz"), classifier_activation=None)
+    model = resolver.resolve_model(
+        golden("vit_token.npz"), classifier_activation=None
+    )
     np.testing.assert_allclose(
         model.predict(want["images"], verbose=0), want["logits"], atol=1e-4
     )
     weights = str(tmp_path / "tiny.weights.h5")
     model.save_weights(weights)
-    same = builders.build(weights, **TINY)
+    same = resolver.resolve_model(weights, **TINY)
     np.testing.assert_allclose(
         same.predict(want["images"], verbose=0), want["logits"], atol=1e-4
     )
     path = str(tmp_path / "tiny.keras")
     model.save(path)
-    loaded = builders.build(path)
+    loaded = resolver.resolve_model(path)
     assert (
         isinstance(loaded, keras_vit.ViT)
         and loaded.count_params() == model.count_params()
     )
-    reloaded = builders.build(path, weights=weights)
+    reloaded = resolver.resolve_model(path, weights=weights)
     np.testing.assert_allclose(
         reloaded.predict(want["images"], verbose=0), want["logits"], atol=1e-4
     )
     with pytest.raises(
         ValueError, match="not to a .keras file. Received: image_size=64"
     ):
-        builders.build(path, image_size=64)
+        resolver.resolve_model(path, image_size=64)
     with pytest.raises(
         ValueError, match="is the model's weights.*Received: weights="
     ):
-        builders.build(golden("vit_token.npz"), weights=weights)
+        resolver.resolve_model(golden("vit_token.npz"), weights=weights)
     with pytest.raises(ValueError, match="does not exist"):
-        builders.build(str(tmp_path / "none.keras"))
+        resolver.resolve_model(str(tmp_path / "none.keras"))
+    # A training run's folder is its model.keras; the errors name the
+    # argument the caller gives.
+    os.replace(path, tmp_path / "model.keras")
+    assert resolver.resolve_model(tmp_path).count_params() == (
+        model.count_params()
+    )
+    with pytest.raises(ValueError, match="Received: reference='ViT_X'"):
+        resolver.resolve_model("ViT_X", name="reference")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="holds no model.keras.*reference="):
+        resolver.resolve_model(tmp_path / "empty", name="reference")
 
 
 def test_convert_takes_a_unique_name(tmp_path):

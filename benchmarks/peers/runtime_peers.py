@@ -10,7 +10,7 @@ import numpy as np
 from keras_vit import timing
 from keras_vit.export import onnx as onnx_lib
 from keras_vit.export import openvino as openvino_lib
-from keras_vit.export.models import input_spec
+from keras_vit.export.model_io import input_spec
 
 
 def _pixels(model, batch_size):

@@ -23,7 +23,7 @@ from keras_vit import arg_checks
 from keras_vit import registry
 from keras_vit import timing
 from keras_vit.benchmark import flops as flops_lib
-from keras_vit.export.models import input_spec
+from keras_vit.export.model_io import input_spec
 from keras_vit.layers import kernels
 from keras_vit.models.vit import ViT
 from keras_vit.training import recipe
@@ -232,7 +232,7 @@ def pixels_shape(model, batch_size):
     """`(batch_size, height, width, channels)`: the images `model` is timed
     on; a `dynamic_image_size` model's at its `image_size`, which
     `keras_vit_model` builds it at (`--image-size`), as its exports are
-    (`keras_vit.export.models.input_spec`)."""
+    (`keras_vit.export.model_io.input_spec`)."""
     return (batch_size, *input_spec(model))
 
 

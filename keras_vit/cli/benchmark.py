@@ -4,6 +4,8 @@ and their share of the machine's measured matmul peak.
 Peers, per-process peak memory, rounds and profiles: the checkout's
 `benchmarks/suite.py`."""
 
+from keras_vit.cli import _arguments as arguments
+
 #: What `keras-vit benchmark` times without `--model`.
 DEFAULT_MODELS = ("Ti/16", "S/16", "B/16")
 #: The batch sizes it times without `--batch-size` / `--train-batch-size`.
@@ -29,7 +31,7 @@ def add_parser(sub):
     )
     bench.add_argument(
         "--batch-size",
-        type=int,
+        type=arguments.positive_int,
         nargs="+",
         default=list(DEFAULT_BATCH_SIZES),
         help="inference batch sizes (default: "
@@ -41,7 +43,7 @@ def add_parser(sub):
     )
     bench.add_argument(
         "--train-batch-size",
-        type=int,
+        type=arguments.positive_int,
         nargs="+",
         default=None,
         help="training batch sizes, with --train (default: "
@@ -50,7 +52,7 @@ def add_parser(sub):
     )
     bench.add_argument(
         "--image-size",
-        type=int,
+        type=arguments.positive_int,
         default=None,
         help="image size (default: each model's own, 224 for the variants)",
     )
@@ -62,12 +64,15 @@ def _add_timing_arguments(bench):
     """How long each measurement runs and how the model computes."""
     bench.add_argument(
         "--steps",
-        type=int,
+        type=arguments.positive_int,
         default=5,
         help="timed calls per measurement, at least (default: 5)",
     )
     bench.add_argument(
-        "--warmup", type=int, default=2, help="untimed calls first (default: 2)"
+        "--warmup",
+        type=arguments.non_negative_int,
+        default=2,
+        help="untimed calls first (default: 2)",
     )
     bench.add_argument(
         "--min-seconds",

@@ -2,6 +2,7 @@
 
 import sys
 
+from keras_vit.cli import _arguments as arguments
 from keras_vit.data.resize import INTERPOLATIONS
 from keras_vit.options import ACTIVATIONS
 from keras_vit.options import MODEL_POOLINGS
@@ -24,14 +25,14 @@ def add_parser(sub):
     )
     parser.add_argument(
         "--num-heads",
-        type=int,
+        type=arguments.positive_int,
         default=None,
         help="for a ViT of another size than the released ones, in a format "
         "that does not record it (timm, Hugging Face .safetensors)",
     )
     parser.add_argument(
         "--source-grid",
-        type=int,
+        type=arguments.positive_int,
         nargs=2,
         default=None,
         metavar=("ROWS", "COLS"),

@@ -41,26 +41,28 @@ def _add_model_arguments(parser):
 def _take_run_folder(args):
     """Checks `args.model` with `args.weights` and puts a training run's
     folder's `model.keras` in its place, as `keras-vit predict` takes it
-    (`keras_vit.model_argument`)."""
-    model_argument.check_weights(args.model, args.weights)
-    args.model = model_argument.run_model(args.model)
+    (`keras_vit.resolver.locate`)."""
+    from keras_vit import resolver
+
+    args.model = resolver.locate(args.model, args.weights)
 
 
-def _load(args, model=None, weights=None):
-    from keras_vit.export import load_model
+def _load(args, model=None, weights=None, name="model"):
+    from keras_vit.export import inference_model
 
-    return load_model(
+    return inference_model(
         args.model if model is None else model,
         weights=args.weights if weights is None else weights,
         image_size=args.image_size,
         num_classes=args.num_classes,
+        name=name,
     )
 
 
 def _source(args):
     """The model argument as the exporters take it: the .keras path when
     there is nothing to change (so the training run's labels are found),
-    else the loaded model (`load_model` refuses --image-size and
+    else the loaded model (`inference_model` refuses --image-size and
     --num-classes for a .keras file rather than ignoring them)."""
     if (
         args.model.endswith(".keras")
@@ -245,13 +247,13 @@ _EXPORTERS = {
 
 def _verify(args):
     from keras_vit import export
+    from keras_vit import resolver
     from keras_vit.export import verification
 
     # Both before the reference is loaded (a preset's weights downloaded).
     verification.check_exported(args.exported)
-    model_argument.check_weights(args.reference, args.weights, "reference")
-    run = model_argument.run_model(args.reference, "reference")
-    data = args.data or [_run_data(None, run) or "digits"]
+    reference = resolver.locate(args.reference, args.weights, "reference")
+    data = args.data or [_run_data(None, reference) or "digits"]
     kwargs = {"num_images": args.num_images}
     if os.path.isdir(args.exported):
         _refuse(
@@ -272,9 +274,7 @@ def _verify(args):
             min_top1_agreement=args.min_top1_agreement,
             verbose=0 if args.quiet else "auto",
         )
-    reference = _load(
-        args, model=model_argument.run_model(args.reference, "reference")
-    )
+    reference = _load(args, model=reference, name="reference")
     # The error for a reference of other shapes names what was passed
     # (the file, run folder or builder name), not the loaded model's name.
     report = export.verify(

@@ -1,6 +1,7 @@
 """`keras-vit few-shot`: the paper's linear few-shot evaluation."""
 
 from keras_vit import model_argument
+from keras_vit.cli import _arguments as arguments
 from keras_vit.options import FEW_SHOT_L2_REG
 from keras_vit.options import FEW_SHOT_SEEDS
 from keras_vit.options import FEW_SHOT_SHOTS
@@ -29,7 +30,7 @@ def add_parser(sub):
     )
     parser.add_argument(
         "--shots",
-        type=int,
+        type=arguments.positive_int,
         nargs="+",
         default=list(FEW_SHOT_SHOTS),
         help="examples per class (default "
@@ -38,7 +39,7 @@ def add_parser(sub):
     )
     parser.add_argument(
         "--seeds",
-        type=int,
+        type=arguments.positive_int,
         default=FEW_SHOT_SEEDS,
         help=f"random draws (default {FEW_SHOT_SEEDS})",
     )
@@ -55,11 +56,13 @@ def add_parser(sub):
         "builder name's weights are random: an untrained baseline, which "
         "the output says)",
     )
-    parser.add_argument("--image-size", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--image-size", type=arguments.positive_int, default=None
+    )
+    parser.add_argument("--batch-size", type=arguments.positive_int, default=64)
     parser.add_argument(
         "--test-fraction",
-        type=float,
+        type=arguments.fraction,
         default=None,
         help="for a dataset without a test split (an image folder): "
         "the share of its images held out to test on",
@@ -74,18 +77,17 @@ def add_parser(sub):
 
 def run(args):
     from keras_vit import evaluation
+    from keras_vit import resolver
     from keras_vit.data import datasets
-    from keras_vit.export.models import load_model
+    from keras_vit.export.loaded_model import inference_model
 
     # Before the model is loaded (a preset's weights downloaded).
     datasets.check_data_dir(args.dataset, args.data_dir)
-    model_argument.check_weights(args.model, args.weights)
+    source = resolver.locate(args.model, args.weights)
     # Said as the table's first line (an error stays the only line on
     # stderr).
     untrained = evaluation.random_weights(args.model, args.weights)
-    model = load_model(
-        model_argument.run_model(args.model), args.weights, args.image_size
-    )
+    model = inference_model(source, args.weights, args.image_size)
     result = evaluation.few_shot(
         model,
         args.dataset,

@@ -4,6 +4,7 @@ named `inspect`, which would shadow the standard library's module)."""
 import os
 
 from keras_vit import model_argument
+from keras_vit.cli import _arguments as arguments
 
 
 def add_parser(sub):
@@ -25,7 +26,9 @@ def add_parser(sub):
         default=None,
         help="preset or checkpoint, with a builder name",
     )
-    parser.add_argument("--image-size", type=int, default=None)
+    parser.add_argument(
+        "--image-size", type=arguments.positive_int, default=None
+    )
     parser.set_defaults(run=run)
 
 
@@ -41,17 +44,17 @@ def image_names(paths):
 
 
 def run(args):
+    from keras_vit import resolver
     from keras_vit import visualize
     from keras_vit.cli.predict import check_image_files
     from keras_vit.data import resize
     from keras_vit.data.images import load_image_files
-    from keras_vit.export.models import inputs_from_pixels
-    from keras_vit.export.models import load_model
+    from keras_vit.export.loaded_model import inference_model
+    from keras_vit.export.pixel_inputs import inputs_from_pixels
 
     check_image_files(args.image)
-    model_argument.check_weights(args.model, args.weights)
-    source = model_argument.run_model(args.model)
-    model = load_model(source, args.weights, args.image_size)
+    source = resolver.locate(args.model, args.weights)
+    model = inference_model(source, args.weights, args.image_size)
     pixels = load_image_files(
         args.image,
         model.image_size,

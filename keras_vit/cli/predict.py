@@ -20,6 +20,7 @@ import os
 import sys
 
 from keras_vit import model_argument
+from keras_vit.cli import _arguments as arguments
 from keras_vit.cli._table import print_table
 
 
@@ -37,7 +38,10 @@ def add_parser(sub):
     )
     parser.add_argument("images", nargs="+", metavar="IMAGE")
     parser.add_argument(
-        "--top", type=int, default=5, help="classes per image (default: 5)"
+        "--top",
+        type=arguments.positive_int,
+        default=5,
+        help="classes per image (default: 5)",
     )
     parser.add_argument(
         "--weights",
@@ -51,10 +55,10 @@ def add_parser(sub):
 
 
 def run(args):
-    if args.top < 1:
-        raise ValueError(f"--top must be 1 or more. Received: top={args.top!r}")
+    from keras_vit import resolver
+
     check_image_files(args.images)
-    model_argument.check_weights(args.model, args.weights)
+    resolver.check_weights(args.model, args.weights)  # before a download
     # With --json, stdout is the JSON alone: what loading prints there (a
     # first download's progress bar) goes to stderr.
     quiet_stdout = (
@@ -167,6 +171,7 @@ def _refuse_features(kind):
 
 def load_predictor(model, weights=None):
     """A `Predictor` for `model` (see the module docstring)."""
+    from keras_vit import resolver
     from keras_vit.export import metadata
 
     path = os.fspath(model)
@@ -174,7 +179,7 @@ def load_predictor(model, weights=None):
         if os.path.isfile(metadata.sidecar_path(path)):
             return _exported(path, weights, "saved_model")
         return _keras(
-            model_argument.run_model(
+            resolver.locate(
                 path,
                 also="a SavedModel exported by keras_vit (no keras_vit.json)",
             ),
@@ -191,30 +196,34 @@ def load_predictor(model, weights=None):
 def _keras(path, weights):
     from keras_vit.data import resize
     from keras_vit.export import metadata
-    from keras_vit.export import models
+    from keras_vit.export import model_io
+    from keras_vit.export import pixel_inputs
+    from keras_vit.export.loaded_model import inference_model
 
-    model = models.load_model(path, weights)
+    model = inference_model(path, weights)
     return Predictor(
         lambda x: model.predict(x, verbose=0),
-        models.input_spec(model),
+        model_io.input_spec(model),
         metadata.class_names(model, model_source=path),
-        models.output_kind(model),
-        models.inputs_from_pixels(model),
+        model_io.output_kind(model),
+        pixel_inputs.inputs_from_pixels(model),
         resize.of_model(model),
     )
 
 
 def _named(name, weights):
     from keras_vit.data import resize
-    from keras_vit.export import models
+    from keras_vit.export import model_io
+    from keras_vit.export import pixel_inputs
+    from keras_vit.export.loaded_model import inference_model
 
-    model = models.load_model(name, weights)
+    model = inference_model(name, weights)
     return Predictor(
         lambda x: model.predict(x, verbose=0),
-        models.input_spec(model),
+        model_io.input_spec(model),
         named_class_names(name, weights, model),
-        models.output_kind(model),
-        models.inputs_from_pixels(model),
+        model_io.output_kind(model),
+        pixel_inputs.inputs_from_pixels(model),
         resize.of_model(model),
     )
 
@@ -368,12 +377,12 @@ def _image_resize(found):
 
 
 def _inputs_from_pixels(path, found):
-    """What `keras_vit.export.models.inputs_from_pixels` gives for the
+    """What `keras_vit.export.pixel_inputs.inputs_from_pixels` gives for the
     model an export's metadata describes: pixels as they are if it
     normalises them itself (`pixel_range` [0, 255]), else normalised as
     its `normalization` says (`null`: the paper's [-1, 1]); refused if the
     metadata predates `normalization` (it would be a guess)."""
-    from keras_vit.export import models
+    from keras_vit.export import pixel_inputs
 
     spec = found["input"]
     if spec.get("pixel_range") is not None:
@@ -386,5 +395,5 @@ def _inputs_from_pixels(path, found):
             f"export the model again. Received: model={path!r}"
         )
     return functools.partial(
-        models.normalize_pixels, normalization=spec["normalization"]
+        pixel_inputs.normalize_pixels, normalization=spec["normalization"]
     )

@@ -39,8 +39,8 @@ parts have their own modules:
 """
 
 from keras_vit.export.latency import benchmark_export
+from keras_vit.export.loaded_model import inference_model
 from keras_vit.export.metadata import read_metadata
-from keras_vit.export.models import load_model
 from keras_vit.export.onnx import export_onnx
 from keras_vit.export.openvino import export_openvino
 from keras_vit.export.report import ExportResult
@@ -67,7 +67,7 @@ __all__ = [
     "export_saved_model",
     "export_tflite",
     "load_images",
-    "load_model",
+    "inference_model",
     "read_metadata",
     "verify",
 ]

@@ -20,12 +20,13 @@ import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit import timing
-from keras_vit.export import models
+from keras_vit.export import model_io
 from keras_vit.export import onnx as onnx_lib
 from keras_vit.export import openvino as openvino_lib
 from keras_vit.export import runtime
 from keras_vit.export import saved_model as saved_model_lib
 from keras_vit.export import tflite as tflite_lib
+from keras_vit.export.loaded_model import inference_model
 
 
 def _percentiles(times):
@@ -171,7 +172,7 @@ def benchmark_export(
         output_dir,
     )
     source = model
-    model = models.load_model(model)
+    model = inference_model(model)
     if any(q in tflite_lib.CALIBRATED for q in quantizations):
         # Loaded, and so checked, once before the first export: a bad
         # source failed after the uncalibrated variants were converted.
@@ -423,7 +424,7 @@ def format_table(rows, model=None):
     header = ("runtime", "variant", "threads", "p50 ms", "p90 ms", "size")
     lines = []
     if model is not None:
-        h, w, c = models.input_spec(model)
+        h, w, c = model_io.input_spec(model)
         lines.append(
             f"{model.name}: {model.count_params():,} parameters, input "
             f"{h}x{w}x{c}, batch 1, {os.cpu_count()} CPU cores"

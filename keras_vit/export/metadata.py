@@ -71,7 +71,10 @@ import os
 from keras_vit import files
 from keras_vit.data import datasets
 from keras_vit.data import resize
-from keras_vit.export import models
+from keras_vit.export import float32_copy
+from keras_vit.export import model_io
+from keras_vit.export import pixel_inputs
+from keras_vit.export.loaded_model import inference_model
 from keras_vit.training.config import flatten
 from keras_vit.training.train import RUN_CONFIG_FILE
 from keras_vit.training.train import read_class_names
@@ -222,7 +225,7 @@ def class_names(model, labels=None, model_source=None):
         ValueError: if `labels` holds a different number of names than the
             model has classes.
     """
-    if models.output_kind(model) == "features":
+    if model_io.output_kind(model) == "features":
         return []
     num_classes = int(model.output_shape[-1])
     if labels is not None:
@@ -243,18 +246,18 @@ def class_names(model, labels=None, model_source=None):
     names = training_run_class_names(model_source)
     if names is not None and len(names) == num_classes:
         return names
-    return models.placeholder_class_names(num_classes)
+    return model_io.placeholder_class_names(num_classes)
 
 
 def load_labelled(model, labels=None):
     """`(model, class_names)`: `model` (a `keras.Model`, a `.keras` file
-    or a builder name) loaded (`models.load_model`) as the float32 copy an
-    export holds (`models.float32_model`), and its `class_names(...,
+    or a builder name) loaded (`inference_model`) as the float32 copy
+    an export holds (`float32_copy.float32_model`), and its `class_names(...,
     labels, model_source=model)` (a training run's, for a `.keras` path).
     """
-    loaded = models.load_model(model)
+    loaded = inference_model(model)
     names = class_names(loaded, labels, model)
-    return models.float32_model(loaded), names
+    return float32_copy.float32_model(loaded), names
 
 
 def build(
@@ -271,8 +274,8 @@ def build(
 ):
     """The metadata dict of one export (see the module docstring)."""
 
-    height, width, channels = models.input_spec(model)
-    pixels = models.takes_pixels(model)
+    height, width, channels = model_io.input_spec(model)
+    pixels = pixel_inputs.takes_pixels(model)
     metadata = {
         "format": fmt,
         "keras_vit_version": __version__,
@@ -280,7 +283,7 @@ def build(
         "num_classes": len(class_names),
         "class_names": list(class_names),
         "output": {
-            "kind": models.output_kind(model),
+            "kind": model_io.output_kind(model),
             "shape": list(output_shape),
             "dtype": output_dtype,
         },
@@ -327,7 +330,7 @@ def for_file(
             "input_quantization": None,
             "output_quantization": None,
         }
-    height, width, channels = models.input_spec(model)
+    height, width, channels = model_io.input_spec(model)
     return build(
         model,
         fmt,
@@ -349,7 +352,7 @@ def for_file(
 def _normalization(model):
     """The model's `normalization` as JSON: `None` (the paper's [-1, 1], or
     a model that is no `keras_vit.ViT`) or per-channel mean and std lists."""
-    norm = models.normalization(model)
+    norm = pixel_inputs.normalization(model)
     return None if norm is None else {k: list(v) for k, v in norm.items()}
 
 
@@ -357,7 +360,7 @@ def preprocessing_text(model):
     """What to feed the model, in words (the metadata's `preprocessing`):
     the normalisation it applies to [0, 255] pixels itself, or the one its
     inputs must already have."""
-    norm = models.normalization(model)
+    norm = pixel_inputs.normalization(model)
     if norm is None:
         formula = "pixels / 127.5 - 1, in [-1, 1]"
     else:
@@ -365,7 +368,7 @@ def preprocessing_text(model):
             f"(pixels / 255 - mean) / std per channel, with "
             f"mean={list(norm['mean'])} and std={list(norm['std'])}"
         )
-    if models.takes_pixels(model):
+    if pixel_inputs.takes_pixels(model):
         return (
             "none outside the model: feed RGB pixel values in [0, 255] "
             "(resized to height x width as input.image_resize says); the "

@@ -25,7 +25,7 @@ from keras_vit import arg_checks
 from keras_vit import extras
 from keras_vit import files
 from keras_vit.export import metadata as metadata_lib
-from keras_vit.export import models
+from keras_vit.export import model_io
 from keras_vit.export.report import ExportResult
 from keras_vit.export.report import VerificationError
 
@@ -241,7 +241,7 @@ def export_onnx(
     The model's labels and input spec go to a JSON sidecar (`vit.onnx` ->
     `vit.json`, see `keras_vit.export.metadata`), as for TFLite.
     A mixed-precision model is exported as its float32 copy (see
-    `keras_vit.export.models.float32_model`).
+    `keras_vit.export.float32_copy.float32_model`).
 
     Args:
         model: a `keras.Model`, a `.keras` file or a builder name.
@@ -286,7 +286,7 @@ def export_onnx(
     # is exported, and checked, as its float32 copy.
     model, class_names = metadata_lib.load_labelled(model, labels)
     _register_erfc()
-    x = models.check_pixels(model, batch_size)
+    x = model_io.check_pixels(model, batch_size)
     # (The model must have been called.)
     expected = np.asarray(model(x, training=False))
     checked = (x, expected, atol) if verify else None
@@ -330,7 +330,7 @@ def _write_checked(
     import tensorflow as tf
 
     spec = tf.TensorSpec(
-        (batch_size, *models.input_spec(model)), tf.float32, name="images"
+        (batch_size, *model_io.input_spec(model)), tf.float32, name="images"
     )
     # Written in a private folder beside `output` (the model may be two
     # files), checked there, then moved into place: data first, model last,

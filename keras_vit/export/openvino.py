@@ -26,7 +26,7 @@ from keras_vit import arg_checks
 from keras_vit import extras
 from keras_vit import files
 from keras_vit.export import metadata as metadata_lib
-from keras_vit.export import models
+from keras_vit.export import model_io
 from keras_vit.export.report import ExportResult
 from keras_vit.export.report import VerificationError
 
@@ -147,7 +147,7 @@ def export_openvino(
     `output` on failure. The model's labels and input spec go to a JSON
     sidecar (`vit.xml` -> `vit.json`, see `keras_vit.export.metadata`), as
     for TFLite. A mixed-precision model is exported as its float32
-    copy (`keras_vit.export.models.float32_model`); compile it with
+    copy (`keras_vit.export.float32_copy.float32_model`); compile it with
     `precision="bfloat16"` to compute in bfloat16.
 
     Args:
@@ -214,7 +214,7 @@ def _check(path, model, batch_size, atol, output):
     """Raises `VerificationError` unless OpenVINO Runtime's float32
     outputs of the IR at `path` on random pixels are within `atol` of
     Keras's."""
-    x = models.check_pixels(model, batch_size)
+    x = model_io.check_pixels(model, batch_size)
     expected = np.asarray(model(x, training=False))
     error = float(np.max(np.abs(run_openvino(path, x) - expected)))
     if not error <= atol:
@@ -232,7 +232,7 @@ def _save_ir(openvino, model, folder, output, batch_size):
     model.export(keras_graph, format="openvino", verbose=False)
     graph = openvino.Core().read_model(keras_graph)
     if batch_size is not None:
-        graph.reshape([batch_size, *models.input_spec(model)])
+        graph.reshape([batch_size, *model_io.input_spec(model)])
     tmp = os.path.join(folder, os.path.basename(output))
     openvino.save_model(graph, tmp, compress_to_fp16=False)
     del graph

@@ -23,7 +23,8 @@ from keras_vit import data
 from keras_vit import files
 from keras_vit.data import resize
 from keras_vit.data.images import model_pixels
-from keras_vit.export import models
+from keras_vit.export import model_io
+from keras_vit.export import pixel_inputs
 
 
 @dataclasses.dataclass
@@ -337,9 +338,9 @@ def load_model_inputs(
     """`load_images` for `model`: at its input size and channels, a
     dataset's or folder's images resized as its `image_resize` says and
     their pixels turned into what it takes
-    (`keras_vit.export.models.inputs_from_pixels`: normalised for a model
+    (`keras_vit.export.pixel_inputs.inputs_from_pixels`: normalised for a model
     built with `include_preprocessing=False`), and every source's values
-    checked against its input range (`models.input_range`). The
+    checked against its input range (`pixel_inputs.input_range`). The
     calibration and the verification of every export read their images
     here, so that both see what the model takes. The labels of a dataset
     or folder are those of `model`'s outputs (`model_labels`), or `None`.
@@ -356,7 +357,7 @@ def load_model_inputs(
             or folder given to a model that takes normalised inputs and
             records no normalisation.
     """
-    height, width, channels = models.input_spec(model)
+    height, width, channels = model_io.input_spec(model)
     images = load_images(
         source,
         (height, width),
@@ -364,13 +365,13 @@ def load_model_inputs(
         limit=limit,
         split=split,
         name=name,
-        value_range=models.input_range(model),
+        value_range=pixel_inputs.input_range(model),
         # Refused only when pixels must be converted (an array is not).
-        normalize=lambda pixels: models.inputs_from_pixels(model)(pixels),
+        normalize=lambda pixels: pixel_inputs.inputs_from_pixels(model)(pixels),
         # As the model is evaluated: a preset's centre crop or the squash.
         image_resize=resize.of_model(model),
     )
-    if models.output_kind(model) == "features":
+    if model_io.output_kind(model) == "features":
         return images
     return model_labels(
         images, class_names, int(model.output_shape[-1]), name, source, strict
@@ -413,7 +414,7 @@ def model_labels(
     own = images.class_names
     if images.labels is None or own is None:
         return images
-    placeholders = models.placeholder_class_names(len(class_names or ()))
+    placeholders = model_io.placeholder_class_names(len(class_names or ()))
     named = class_names is not None and list(class_names) != placeholders
     if named:
         index = {str(n): i for i, n in enumerate(class_names)}

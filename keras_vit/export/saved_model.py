@@ -9,17 +9,20 @@ import os
 from keras_vit import arg_checks
 from keras_vit import files
 from keras_vit.export import metadata as metadata_lib
-from keras_vit.export import models
+from keras_vit.export import model_io
 from keras_vit.export import report as report_lib
 from keras_vit.export import representative
+from keras_vit.export import serving_signatures
 from keras_vit.export import verification as verify_lib
+from keras_vit.export.loaded_model import inference_model
 from keras_vit.export.report import ExportResult
 
 #: Signature names: float inputs (the default), uint8 pixels and image
-#: files (for a model that takes pixels: `models.saved_model_signatures`).
-FLOAT_SIGNATURE = models.FLOAT_SIGNATURE
-UINT8_SIGNATURE = models.UINT8_SIGNATURE
-BYTES_SIGNATURE = models.BYTES_SIGNATURE
+#: files (for a model that takes pixels:
+#: `serving_signatures.saved_model_signatures`).
+FLOAT_SIGNATURE = serving_signatures.FLOAT_SIGNATURE
+UINT8_SIGNATURE = serving_signatures.UINT8_SIGNATURE
+BYTES_SIGNATURE = serving_signatures.BYTES_SIGNATURE
 
 #: What `export_saved_model` writes at the top of its folder
 #: (`ExportArchive.write_out`'s files, and keras_vit's metadata).
@@ -78,7 +81,7 @@ def signature_shape(model):
     batch, and any height and width for a `ViT(dynamic_image_size=True)`
     (as the model takes them), else its input size. The metadata's
     `input.shape` records it."""
-    height, width, channels = models.input_spec(model)
+    height, width, channels = model_io.input_spec(model)
     if getattr(model, "dynamic_image_size", False) is True:
         height = width = None
     return (None, height, width, channels)
@@ -94,7 +97,7 @@ def build_archive(model):
     resized to the model's input as its `image_resize` says, as
     `keras_vit.data.images.load_image_files` reads files (a model built
     with `include_preprocessing=False` has neither:
-    `models.saved_model_signatures`). All take a dynamic batch (the
+    `serving_signatures.saved_model_signatures`). All take a dynamic batch (the
     images any `H` and `W` for a `ViT(dynamic_image_size=True)`; files are
     resized to its `image_size`), keep the model's preprocessing inside,
     and return `{"probabilities": [batch, num_classes]}` (`"logits"` or
@@ -110,14 +113,14 @@ def build_archive(model):
     import tensorflow as tf
 
     shape = signature_shape(model)
-    key = models.output_kind(model)
+    key = model_io.output_kind(model)
     dtype = model.inputs[0].dtype
 
     def serve(images):
         return {key: model(tf.cast(images, dtype), training=False)}
 
     def serve_bytes(image_bytes):
-        return serve(models.decoded_files(model, image_bytes))
+        return serve(serving_signatures.decoded_files(model, image_bytes))
 
     # No `archive.track(model)`: the endpoints' variables are tracked by
     # the archive anyway, and tracking the model as well saves every weight
@@ -126,9 +129,13 @@ def build_archive(model):
     # format="tf_saved_model")` does that). Serving needs only the
     # signatures.
     archive = keras.export.ExportArchive()
-    for name, spec_dtype in models.saved_model_signatures(model).items():
-        if name == models.BYTES_SIGNATURE:
-            spec = tf.TensorSpec([None], tf.string, name=models.BYTES_INPUT)
+    for name, spec_dtype in serving_signatures.saved_model_signatures(
+        model
+    ).items():
+        if name == serving_signatures.BYTES_SIGNATURE:
+            spec = tf.TensorSpec(
+                [None], tf.string, name=serving_signatures.BYTES_INPUT
+            )
             archive.add_endpoint(name, serve_bytes, input_signature=[spec])
             continue
         spec = tf.TensorSpec(shape, tf.as_dtype(spec_dtype), name="images")
@@ -159,7 +166,7 @@ def export_saved_model(
 
     Args:
         model: a `keras.Model`, a `.keras` file or a builder name (see
-            `load_model`).
+            `inference_model`).
         output: str, the SavedModel folder to write; its parent must exist.
             An earlier export there (see `is_saved_model_export`) is
             replaced once the new one is complete; any other folder that is
@@ -203,7 +210,7 @@ def export_saved_model(
         output, inputs + representative.source_paths(verify_data), overwrite
     )
     source = model
-    model = models.load_model(model)
+    model = inference_model(model)
     meta = _metadata(model, metadata_lib.class_names(model, labels, source))
     report = None
     with files.atomic_directory(output) as tmp:
@@ -243,14 +250,16 @@ def _metadata(model, class_names):
         extra={
             "signatures": {
                 name: {
-                    "input": models.BYTES_INPUT
+                    "input": serving_signatures.BYTES_INPUT
                     if dtype == "string"
                     else "images",
                     "dtype": dtype,
                 }
-                for name, dtype in models.saved_model_signatures(model).items()
+                for name, dtype in serving_signatures.saved_model_signatures(
+                    model
+                ).items()
             },
-            "output_key": models.output_kind(model),
+            "output_key": model_io.output_kind(model),
             "parameters": int(model.count_params()),
         },
     )

@@ -15,9 +15,10 @@ import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit import files
+from keras_vit.export import float32_copy
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import metadata as metadata_lib
-from keras_vit.export import models
+from keras_vit.export import model_io
 from keras_vit.export import report as report_lib
 from keras_vit.export import representative
 from keras_vit.export import runtime
@@ -82,7 +83,7 @@ def converter_options(
 def _export(model, path, batch_size, options):
     import tensorflow as tf
 
-    height, width, channels = models.input_spec(model)
+    height, width, channels = model_io.input_spec(model)
     spec = tf.TensorSpec(
         (batch_size, height, width, channels), tf.float32, name="images"
     )
@@ -129,7 +130,9 @@ def _error_lines(error, limit=8):
 def _norm_cause(model, quantize):
     """Why a full-integer conversion of `model` may keep float ops or fail
     (Keras's own normalisation layers), or `""`."""
-    norms = models.keras_norm_layers(model) if quantize in CALIBRATED else []
+    norms = (
+        float32_copy.keras_norm_layers(model) if quantize in CALIBRATED else []
+    )
     if not norms:
         return ""
     return (
@@ -189,8 +192,9 @@ def tflite_bytes(
         io_dtype: one of `IO_DTYPES`. Defaults to `"float32"`.
 
     A model computing under a mixed (or other reduced-precision) policy is
-    converted as its float32 copy (`keras_vit.export.models.float32_model`):
-    LiteRT's float16 is `quantize="float16"`.
+    converted as its float32 copy
+    (`keras_vit.export.float32_copy.float32_model`): LiteRT's float16 is
+    `quantize="float16"`.
 
     Returns:
         The `.tflite` flatbuffer as `bytes`.
@@ -219,7 +223,7 @@ def tflite_bytes(
         "quantize='dynamic' (int8 weights, as Keras's int8) or 'int8' "
         f"(weights and activations; received quantize={quantize!r})",
     )
-    model = models.float32_model(model)
+    model = float32_copy.float32_model(model)
     options = converter_options(quantize, calibration_images, io_dtype)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.tflite")
@@ -347,12 +351,12 @@ def export_tflite(
     `check_output`).
     A model trained under a mixed policy (`mixed_bfloat16`,
     `mixed_float16`) is exported, and verified, as the same model computing
-    in float32 (`keras_vit.export.models.float32_model`); `quantize="float16"`
-    is LiteRT's reduced precision.
+    in float32 (`keras_vit.export.float32_copy.float32_model`);
+    `quantize="float16"` is LiteRT's reduced precision.
 
     Args:
         model: a `keras.Model`, a `.keras` file or a builder name (see
-            `load_model`).
+            `inference_model`).
         output: str, the `.tflite` path; its folder must exist. An existing
             TFLite file there (and its keras_vit sidecar) is replaced; any
             other file is refused, unless `overwrite`. It must not be one
@@ -438,7 +442,9 @@ def export_tflite(
     model, class_names = metadata_lib.load_labelled(model, labels)
     if min_top1_agreement is not None:  # refused before the conversion
         verification_checks.tflite_limits(
-            quantize, min_top1_agreement, output_kind=models.output_kind(model)
+            quantize,
+            min_top1_agreement,
+            output_kind=model_io.output_kind(model),
         )
     calibration = None
     if representative_data is not None:

@@ -35,12 +35,15 @@ import tempfile
 import numpy as np
 
 from keras_vit import arg_checks
+from keras_vit.export import float32_copy
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import metadata as metadata_lib
-from keras_vit.export import models
+from keras_vit.export import model_io
 from keras_vit.export import representative
 from keras_vit.export import runtime
+from keras_vit.export import serving_signatures
 from keras_vit.export import verification_checks
+from keras_vit.export.loaded_model import inference_model
 from keras_vit.export.report import VerificationError
 from keras_vit.export.report import VerificationReport
 from keras_vit.export.verification_checks import check_limits
@@ -224,7 +227,7 @@ def _compare_tflite(
                     None if labels is None else labels[:n],
                     images.source,
                     name,
-                    output_kind=models.output_kind(model),
+                    output_kind=model_io.output_kind(model),
                 )
             )
 
@@ -249,7 +252,7 @@ def verify_tflite(
     Args:
         path: the `.tflite` file.
         reference: the Keras model (or a `.keras` file or builder name, see
-            `load_model`).
+            `inference_model`).
         data: images to compare on: a source of `load_images` or a list of
             them, the model's own, labelled, for an accuracy. Defaults to
             `"digits"` (its test split, resized): an agreement with the
@@ -318,7 +321,7 @@ def verify_tflite(
         quantization = graph_lib.detect_quantization(graph)
     # A mixed-precision reference is compared as the float32 model its
     # export converted (see `export_tflite`).
-    model = models.float32_model(models.load_model(reference))
+    model = float32_copy.float32_model(inference_model(reference))
     if not graph.unsupported_ops():  # LiteRT cannot load such a file
         io = runtime.io_details(path)
         check_reference(
@@ -331,7 +334,7 @@ def verify_tflite(
         quantization,
         min_top1_agreement,
         max_abs,
-        output_kind=models.output_kind(model),
+        output_kind=model_io.output_kind(model),
     )
     report = _tflite_report(path, graph, quantization, model, limits)
     if not graph.unsupported_ops():  # LiteRT cannot load such a file
@@ -449,7 +452,7 @@ def verify_saved_model(
             "Not a SavedModel folder (it holds no saved_model.pb). "
             f"Received: {os.fspath(path)!r}"
         )
-    model = models.load_model(reference)
+    model = inference_model(reference)
     shapes = _signature_shapes(path)
     if shapes is not None:  # else its signature failures say why
         check_reference(
@@ -458,7 +461,7 @@ def verify_saved_model(
             reference if reference_name is None else reference_name,
         )
     limits = verification_checks.saved_model_limits(
-        models.non_float32_dtypes(model), max_abs
+        float32_copy.non_float32_dtypes(model), max_abs
     )
     report = _saved_model_report(path, model, limits)
     names = _class_names(path, reference, class_names)
@@ -485,7 +488,7 @@ def check_reference(input_shape, output_shape, model, reference):
         ValueError: naming both models' shapes.
     """
     export_in, export_out = _dims(input_shape[1:]), _dims(output_shape)
-    model_in = tuple(models.input_spec(model))
+    model_in = tuple(model_io.input_spec(model))
     model_out = _dims(model.output_shape)
     if _fits(export_in, model_in) and _fits(export_out[1:], model_out[1:]):
         return
@@ -531,7 +534,9 @@ def _signature_shapes(path):
             return None
     if not saved.meta_graphs:
         return None
-    signature = saved.meta_graphs[0].signature_def.get(models.FLOAT_SIGNATURE)
+    signature = saved.meta_graphs[0].signature_def.get(
+        serving_signatures.FLOAT_SIGNATURE
+    )
     if signature is None or len(signature.inputs) != 1:
         return None
     if len(signature.outputs) != 1:
@@ -559,7 +564,7 @@ def _saved_model_report(path, model, limits):
     )
     report.failures.extend(
         verification_checks.saved_model_weight_failures(
-            report.weight_bytes, report.parameters, models.weight_bytes(model)
+            report.weight_bytes, report.parameters, model_io.weight_bytes(model)
         )
     )
     return report
@@ -607,10 +612,10 @@ def _compare_saved_model(report, path, model, image_sets):
     of `image_sets` (`serving_uint8`'s on the images rounded), added to
     `report`, and each on one image alone (the batch is dynamic). The
     signatures compared are those an export of `model` has
-    (`models.saved_model_signatures`); one missing, or one more (a
+    (`serving_signatures.saved_model_signatures`); one missing, or one more (a
     `serving_uint8` for a model that takes normalised inputs, whose
     rounding to uint8 would wrap -1 to 255), is a failure."""
-    expected = models.saved_model_signatures(model)
+    expected = serving_signatures.saved_model_signatures(model)
     with tempfile.TemporaryDirectory() as tmp:
         for images in image_sets:
             try:
@@ -642,7 +647,7 @@ def _compare_signature(report, name, outputs, model, images, dtype):
     if dtype == "string":
         x = _read_as_files(model, x)
     keras_out = _reference_outputs(model, x)
-    kind = models.output_kind(model)
+    kind = model_io.output_kind(model)
     report.comparisons.append(
         compare(
             outputs[name],
@@ -663,21 +668,21 @@ def _compare_signature(report, name, outputs, model, images, dtype):
 def _read_as_files(model, pixels):
     """uint8-valued `pixels` as `model` takes them from image files that
     hold them (PNG, lossless): what the `serving_bytes` signature gives
-    the model (`models.decoded_files`)."""
+    the model (`serving_signatures.decoded_files`)."""
     import tensorflow as tf
 
     files = [tf.io.encode_png(p.astype("uint8")) for p in pixels]
-    return np.asarray(models.decoded_files(model, tf.stack(files)))
+    return np.asarray(serving_signatures.decoded_files(model, tf.stack(files)))
 
 
 def _signature_failures(expected, present):
     """The serving signatures missing from a SavedModel (`present`: its
     signatures' names), or there that an export of the model would not
-    have (`expected`: `models.saved_model_signatures`)."""
+    have (`expected`: `serving_signatures.saved_model_signatures`)."""
     known = {
-        models.FLOAT_SIGNATURE,
-        models.UINT8_SIGNATURE,
-        models.BYTES_SIGNATURE,
+        serving_signatures.FLOAT_SIGNATURE,
+        serving_signatures.UINT8_SIGNATURE,
+        serving_signatures.BYTES_SIGNATURE,
     }
     failures = [
         f"the SavedModel has no {name} signature"

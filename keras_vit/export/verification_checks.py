@@ -119,7 +119,7 @@ def tflite_limits(
 ):
     """The limits a `.tflite` file made with `quantization` is held to:
     `LIMITS`'s, or `FEATURE_LIMITS`'s when `output_kind` is `"features"`
-    (see `keras_vit.export.models.output_kind`), with the caller's
+    (see `keras_vit.export.model_io.output_kind`), with the caller's
     overrides (`None` keeps the mode's). A top-1 floor on features is
     refused: their argmax is no class."""
     if output_kind == "features" and min_top1_agreement is not None:
@@ -287,7 +287,7 @@ def compare(
     outputs, expected, labels=None, source="", runtime="", output_kind=None
 ):
     """A `Comparison` of `outputs` with `expected` (Keras's). For an
-    `output_kind` of `"features"` (see `keras_vit.export.models`) it
+    `output_kind` of `"features"` (see `keras_vit.export.model_io`) it
     measures `relative_errors` instead of a top-1 agreement and accuracy,
     which an argmax over feature dimensions would make up.
 

@@ -7,7 +7,7 @@ checks can read it): `variants` holds the variant table (`VARIANTS`,
 checkpoint as one literal record under a unique name
 (`"vit_b16_augreg_in21k_ft_in1k"`; the scheme is in its docstring);
 `resolve` says what a model name stands for. Building a model from any of
-these (or from a file) is `keras_vit.builders.build`.
+these (or from a file) is `keras_vit.resolver.resolve_model`.
 """
 
 from keras_vit.registry.names import Resolved

@@ -11,13 +11,15 @@ from keras_vit.registry import variants
 Resolved = collections.namedtuple("Resolved", ["builder", "variant", "preset"])
 
 
-def resolve(model):
+def resolve(model, name="model"):
     """Resolves a model name: a builder, a variant or a preset's unique name.
 
     Args:
         model: a builder name (`"ViT_B16"`), a variant (`"B/16"`, any of
             `keras_vit.registry.VARIANTS`) or a preset's unique name
             (`"vit_b16_augreg_in21k_ft_in1k"`, see `keras_vit.list_presets`).
+        name: str, the argument's name for the error. Defaults to
+            `"model"`.
 
     Returns:
         A `Resolved(builder, variant, preset)`.
@@ -52,5 +54,5 @@ def resolve(model):
         f"({', '.join(variants.BUILDERS)}), a variant "
         f"({', '.join(variants.VARIANTS)}) or a preset's unique name (see "
         "keras_vit.list_presets(), or `keras-vit presets` on the command "
-        f"line).{hint} Received: model={model!r}"
+        f"line).{hint} Received: {name}={model!r}"
     )

@@ -24,9 +24,9 @@ import warnings
 
 import keras
 
-from keras_vit import builders
 from keras_vit import extras
 from keras_vit import files
+from keras_vit import resolver
 from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
 from keras_vit.data import resize
@@ -70,7 +70,7 @@ def build_model(config, num_classes, dtype=None):
     masked = config.objective.name == "masked_patches"
     if masked:
         kwargs["include_top"] = False
-    model = builders.build(spec.name, **kwargs)
+    model = resolver.resolve_model(spec.name, **kwargs)
     if masked:
         model = MaskedPatchPrediction(
             model, seed=config.run.seed, **config.objective.masked_patches

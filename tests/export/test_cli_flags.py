@@ -12,7 +12,7 @@ def calls(monkeypatch):
     """The `benchmark_export` calls of the command, which loads and times
     nothing."""
     found = []
-    monkeypatch.setattr(export, "load_model", lambda *a, **k: "model")
+    monkeypatch.setattr(export, "inference_model", lambda *a, **k: "model")
     monkeypatch.setattr(
         export, "benchmark_export", lambda *a, **k: found.append(k)
     )

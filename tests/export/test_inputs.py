@@ -157,11 +157,11 @@ def test_labels_must_match_the_classes(random_model, tmp_path):
 
 def test_model_argument(tmp_path):
     with pytest.raises(ValueError, match="model='ViT_X'"):
-        export.load_model("ViT_X")
+        export.inference_model("ViT_X")
     with pytest.raises(ValueError, match="does not exist"):
-        export.load_model(str(tmp_path / "none.keras"))
+        export.inference_model(str(tmp_path / "none.keras"))
     with pytest.raises(ValueError, match="image_size"):
-        export.load_model(str(tmp_path / "none.keras"), image_size=64)
+        export.inference_model(str(tmp_path / "none.keras"), image_size=64)
 
 
 def test_a_built_model_with_a_shape_override_keeps_its_weights():
@@ -175,11 +175,11 @@ def test_a_built_model_with_a_shape_override_keeps_its_weights():
     model = keras_vit.ViT(**TINY)
     before = [w.copy() for w in model.get_weights()]
     with pytest.raises(ValueError, match="image_size"):
-        export.load_model(model, weights=golden, image_size=64)
+        export.inference_model(model, weights=golden, image_size=64)
     for a, b in zip(model.get_weights(), before):
         np.testing.assert_array_equal(a, b)
     # The same weights without the override do load.
-    export.load_model(model, weights=golden)
+    export.inference_model(model, weights=golden)
     assert any(
         not np.array_equal(a, b) for a, b in zip(model.get_weights(), before)
     )
@@ -200,7 +200,7 @@ def test_a_pretraining_model_is_refused_with_a_pointer_to_its_backbone(
         with pytest.raises(
             ValueError, match="pre-training model.*backbone.keras"
         ):
-            export.load_model(model)
+            export.inference_model(model)
     code = cli.main(
         [
             "export",

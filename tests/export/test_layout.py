@@ -28,11 +28,15 @@ PACKAGE = os.path.join(ROOT, "keras_vit", "export")
 #: package's face -> the command line).
 LAYERS = {
     "graph": 0,
-    "models": 0,
+    "loaded_model": 0,
+    "float32_copy": 0,
+    "model_io": 0,
+    "pixel_inputs": 0,
     "runtime": 0,
     "report": 0,
-    # Image sources, made into a model's inputs (`models`).
+    # Image sources, made into a model's inputs (`pixel_inputs`).
     "representative": 1,
+    "serving_signatures": 1,
     "verification_checks": 1,
     "metadata": 1,
     "verification": 2,
@@ -50,7 +54,7 @@ LONG_FUNCTIONS_ELSEWHERE = set()
 
 #: What the README documents for users of `keras_vit.export`: the exports,
 #: `verify`, what they return and raise, the quantization modes, reading an
-#: export's metadata; `load_model` and `load_images` (image sources) until
+#: export's metadata; `inference_model` and `load_images` (image sources) until
 #: their own homes are settled.
 PUBLIC = {
     "ExportResult",
@@ -65,7 +69,7 @@ PUBLIC = {
     "export_saved_model",
     "export_tflite",
     "load_images",
-    "load_model",
+    "inference_model",
     "read_metadata",
     "verify",
 }

@@ -20,7 +20,7 @@ import keras_vit
 from keras_vit import cli
 from keras_vit.cli import predict
 from keras_vit.data.images import load_image_files
-from keras_vit.export import models
+from keras_vit.export import pixel_inputs
 from keras_vit.export import representative
 from keras_vit.export import tflite as tflite_lib
 from keras_vit.export import verification
@@ -63,7 +63,7 @@ def folder(tmp_path_factory):
 def test_inputs_from_pixels_is_what_the_twin_computes(normalization):
     raw, twin = _pair(normalization)
     pixels = random_images((3, 32, 32, 3), seed=1)
-    inputs = models.inputs_from_pixels(raw)(pixels)
+    inputs = pixel_inputs.inputs_from_pixels(raw)(pixels)
     if normalization is None:
         np.testing.assert_allclose(inputs, pixels / 127.5 - 1, atol=1e-6)
     else:
@@ -78,21 +78,21 @@ def test_inputs_from_pixels_is_what_the_twin_computes(normalization):
     )
     # A model that takes pixels gets them as they are.
     np.testing.assert_array_equal(
-        models.inputs_from_pixels(twin)(pixels), pixels
+        pixel_inputs.inputs_from_pixels(twin)(pixels), pixels
     )
     # The range of what [0, 255] pixels become, widened by 0.1% of it.
-    ends = models.inputs_from_pixels(raw)(np.array([[0.0], [255.0]]))
+    ends = pixel_inputs.inputs_from_pixels(raw)(np.array([[0.0], [255.0]]))
     margin = 1e-3 * (ends.max() - ends.min())
     np.testing.assert_allclose(
-        models.input_range(raw),
+        pixel_inputs.input_range(raw),
         (ends.min() - margin, ends.max() + margin),
         rtol=1e-6,
     )
     if normalization is None:
         np.testing.assert_allclose(
-            models.input_range(raw), (-1.002, 1.002), atol=1e-6
+            pixel_inputs.input_range(raw), (-1.002, 1.002), atol=1e-6
         )
-    assert models.input_range(twin) == (0.0, 255.0)
+    assert pixel_inputs.input_range(twin) == (0.0, 255.0)
 
 
 def test_an_unknown_normalisation_is_refused_not_guessed():
@@ -100,7 +100,7 @@ def test_an_unknown_normalisation_is_refused_not_guessed():
     model = keras.Model(inputs, keras.layers.Flatten()(inputs), name="mine")
     model.include_preprocessing = False  # takes normalised inputs, unknown
     with pytest.raises(ValueError, match="include_preprocessing=False"):
-        models.inputs_from_pixels(model)
+        pixel_inputs.inputs_from_pixels(model)
     with pytest.raises(ValueError, match="model='mine'"):
         representative.load_model_inputs(model, "digits", limit=2)
     # Its own inputs, as an array, are taken as they are.
@@ -134,7 +134,7 @@ def test_int8_calibration_from_a_folder_quantizes_the_normalised_range(
     pixels = representative.load_images(source, (32, 32), limit=4).images
     np.testing.assert_allclose(
         calibration.images,
-        models.normalize_pixels(pixels, IMAGENET),
+        pixel_inputs.normalize_pixels(pixels, IMAGENET),
         atol=1e-6,
     )
     result = tflite_lib.export_tflite(

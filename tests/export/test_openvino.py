@@ -8,6 +8,7 @@ import pytest
 
 import keras_vit
 from keras_vit import export
+from keras_vit.export import float32_copy
 from tests.export.helpers import TINY_EXPORT
 from tests.helpers import randomize_weights
 
@@ -78,7 +79,7 @@ def test_hybrids_and_mixed_precision_models_export(tmp_path):
     mixed = keras_vit.ViT(**TINY_EXPORT, dtype="mixed_bfloat16")
     randomize_weights(mixed, seed=5)
     path = export.export_openvino(mixed, tmp_path / "mixed.xml").path
-    reference = export.models.float32_model(mixed)
+    reference = float32_copy.float32_model(mixed)
     np.testing.assert_allclose(
         openvino_lib.run_openvino(path, x), np.asarray(reference(x)), atol=1e-4
     )

@@ -13,7 +13,7 @@ import keras_vit
 from keras_vit import export
 from keras_vit.cli import predict
 from keras_vit.data.images import load_image_files
-from keras_vit.export import models
+from keras_vit.export import model_io
 from tests.export.helpers import TINY_EXPORT
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
@@ -59,10 +59,10 @@ def test_every_spelling_gives_its_kind_before_and_after_a_reload(
     kind, spelling, tmp_path
 ):
     model = _model(spelling())
-    assert models.output_kind(model) == kind
+    assert model_io.output_kind(model) == kind
     model.save(tmp_path / "m.keras")
     reloaded = keras.saving.load_model(tmp_path / "m.keras")
-    assert models.output_kind(reloaded) == kind
+    assert model_io.output_kind(reloaded) == kind
 
 
 def test_a_feature_extractor_is_features_whatever_its_activation():
@@ -71,7 +71,7 @@ def test_a_feature_extractor_is_features_whatever_its_activation():
         include_top=False,
         classifier_activation=keras.activations.softmax,
     )
-    assert models.output_kind(model) == "features"
+    assert model_io.output_kind(model) == "features"
 
 
 def _photo(tmp_path):

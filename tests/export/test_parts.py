@@ -93,7 +93,7 @@ def test_float32_copy_of_mixed_precision_models():
     import keras
 
     import keras_vit
-    from keras_vit.export import models
+    from keras_vit.export import float32_copy
 
     model = keras_vit.ViT(
         image_size=16,
@@ -104,7 +104,7 @@ def test_float32_copy_of_mixed_precision_models():
         mlp_dim=16,
         num_classes=3,
     )
-    assert models.float32_model(model) is model  # nothing to do
+    assert float32_copy.float32_model(model) is model  # nothing to do
     # Any functional model: cloned layer by layer, a nested model included.
     inner_inputs = keras.Input((4,))
     inner = keras.Model(
@@ -117,13 +117,13 @@ def test_float32_copy_of_mixed_precision_models():
     mixed.set_weights(
         [np.full(w.shape, 0.3, "float32") for w in mixed.get_weights()]
     )
-    assert models.non_float32_dtypes(mixed) == ["bfloat16", "float16"]
-    copy = models.float32_model(mixed)
-    assert models.non_float32_dtypes(copy) == []
+    assert float32_copy.non_float32_dtypes(mixed) == ["bfloat16", "float16"]
+    copy = float32_copy.float32_model(mixed)
+    assert float32_copy.non_float32_dtypes(copy) == []
     x = np.linspace(-1, 1, 8, dtype="float32").reshape(2, 4)
     expected = (x @ np.full((4, 6), 0.3) + 0.3) @ np.full((6, 2), 0.3) + 0.3
     np.testing.assert_allclose(np.asarray(copy(x)), expected, rtol=1e-6)
-    assert models.non_float32_dtypes(mixed)  # the original is untouched
+    assert float32_copy.non_float32_dtypes(mixed)  # the original is untouched
 
 
 def test_grayscale_images_for_one_channel_models(tmp_path):

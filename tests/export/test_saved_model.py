@@ -276,8 +276,10 @@ def test_served_image_files_are_resized_as_the_model_says(tmp_path):
 )
 def test_no_image_files_for_a_model_that_takes_no_rgb_pixels(kwargs):
     # Normalised inputs, or one channel: the caller prepares them.
-    from keras_vit.export import models
+    from keras_vit.export import serving_signatures
     from tests.export.helpers import TINY_EXPORT
 
     model = keras_vit.ViT(**TINY_EXPORT, **kwargs)
-    assert "serving_bytes" not in models.saved_model_signatures(model)
+    assert "serving_bytes" not in serving_signatures.saved_model_signatures(
+        model
+    )

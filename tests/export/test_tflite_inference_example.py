@@ -16,7 +16,7 @@ from PIL import Image
 
 import keras_vit
 from keras_vit.cli import predict
-from keras_vit.export import models
+from keras_vit.export import pixel_inputs
 from keras_vit.export import tflite as tflite_lib
 from tests.export.helpers import TINY_EXPORT
 from tests.helpers import random_images
@@ -112,7 +112,9 @@ def test_a_full_integer_export_quantizes_the_normalised_inputs(photo, tmp_path):
     # The normalised values, not the pixels, go through the input's scale
     # and zero point: pixels in [0, 255] would all clip to the top code.
     model, twin = _pair(False, IMAGENET)
-    inputs = models.normalize_pixels(random_images((16, 32, 32, 3)), IMAGENET)
+    inputs = pixel_inputs.normalize_pixels(
+        random_images((16, 32, 32, 3)), IMAGENET
+    )
     path = str(tmp_path / "int8.tflite")
     tflite_lib.export_tflite(
         model,

@@ -88,8 +88,8 @@ def make(folder):
 
 
 def check(folder):
-    import keras_vit
     from keras_vit import registry
+    from keras_vit import resolver
     from keras_vit.registry import presets as records
     from keras_vit.weights import download
 
@@ -104,7 +104,7 @@ def check(folder):
         kwargs = {"include_preprocessing": False}
         if record["normalization"] is None:  # [-1, 1]: give it pixels
             x, kwargs = (x + 1) * 127.5, {}
-        model = keras_vit.builders.build(
+        model = resolver.resolve_model(
             preset, classifier_activation=None, **kwargs
         )
         diff = float(np.max(np.abs(model.predict(x, verbose=0) - data["y"])))

@@ -17,6 +17,7 @@ import pytest
 
 import keras_vit
 from keras_vit import cli
+from keras_vit import resolver
 from keras_vit.weights import convert
 from keras_vit.weights import loading
 from keras_vit.weights import read_checkpoint
@@ -311,7 +312,7 @@ def test_a_family_presets_arguments_give_timms_outputs(
     preset, expected = tiny_family_preset(name)
     images = _pixels_for(preset, expected["images"])
     norm = preset["normalization"]
-    model = keras_vit.builders.build(
+    model = resolver.resolve_model(
         preset["unique_name"], classifier_activation=None
     )
     assert model.include_preprocessing and model.normalization == norm

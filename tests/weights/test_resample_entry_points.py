@@ -3,7 +3,7 @@
 `keras_vit.load_weights(..., interpolation="bicubic", antialias=True)`
 resamples position embeddings as timm and DINOv2 do onto a smaller grid
 (tests/weights/test_resample_on_load.py). `ViT.from_preset`, the
-builders' `weights=`, `builders.build` and `convert` /
+builders' `weights=`, `resolver.resolve_model` and `convert` /
 `model_for_checkpoint` build the model first and then load: they must
 give exactly what building the same model and calling `load_weights`
 with the same arguments gives, and refuse a bad value before any file is
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import keras_vit
-from keras_vit import builders
+from keras_vit import resolver
 from keras_vit.weights import convert
 from keras_vit.weights import download
 from keras_vit.weights import reader
@@ -96,8 +96,8 @@ def test_from_variant_and_build_resample_as_load_weights(tmp_path, monkeypatch):
             keras_vit.ViT.from_variant(
                 "Tiny/8", weights=path, **SMALLER, **TIMM
             ),
-            builders.build("Tiny/8", weights=path, **SMALLER, **TIMM),
-            builders.build(path, **SMALLER, **TIMM),
+            resolver.resolve_model("Tiny/8", weights=path, **SMALLER, **TIMM),
+            resolver.resolve_model(path, **SMALLER, **TIMM),
         ]
     for model in made:
         assert_same_weights(model, want)
@@ -105,7 +105,9 @@ def test_from_variant_and_build_resample_as_load_weights(tmp_path, monkeypatch):
     saved = str(tmp_path / "small.keras")
     keras_vit.ViT.from_config(want.get_config()).save(saved)
     with pytest.warns(UserWarning, match="Position embeddings resampled"):
-        assert_same_weights(builders.build(saved, weights=path, **TIMM), want)
+        assert_same_weights(
+            resolver.resolve_model(saved, weights=path, **TIMM), want
+        )
 
 
 def test_convert_and_model_for_checkpoint_resample_as_load_weights(tmp_path):
@@ -162,8 +164,8 @@ def test_bad_values_are_refused_before_anything_is_read(
         lambda: keras_vit.ViT.from_preset("vit_b16_augreg_in21k", **bad),
         lambda: keras_vit.ViT_B16(weights="augreg_in21k", **bad),
         lambda: keras_vit.ViT.from_variant("Tiny/8", weights=path, **bad),
-        lambda: builders.build(path, **bad),
-        lambda: builders.build("vit_b16_augreg_in21k", **bad),
+        lambda: resolver.resolve_model(path, **bad),
+        lambda: resolver.resolve_model("vit_b16_augreg_in21k", **bad),
         lambda: convert.convert(path, str(output), **bad),
         lambda: convert.model_for_checkpoint(None, **bad),
     ]
@@ -181,8 +183,8 @@ def test_resampling_without_weights_is_refused(tmp_path):
     calls = [
         lambda: keras_vit.ViT_B16(interpolation="bicubic"),
         lambda: keras_vit.ViT.from_variant("B/16", interpolation="bicubic"),
-        lambda: builders.build("ViT_B16", interpolation="bicubic"),
-        lambda: builders.build(saved, interpolation="bicubic"),
+        lambda: resolver.resolve_model("ViT_B16", interpolation="bicubic"),
+        lambda: resolver.resolve_model(saved, interpolation="bicubic"),
     ]
     for call in calls:
         with pytest.raises(

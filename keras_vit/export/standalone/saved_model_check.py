@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 #: The signatures run (those the SavedModel has): their input's name and
-#: dtype (`keras_vit.export.models`' names).
+#: dtype (`keras_vit.export.serving_signatures`' names).
 SIGNATURES = (
     ("serving_default", "images", tf.float32),
     ("serving_uint8", "images", tf.uint8),
