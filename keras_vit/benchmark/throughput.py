@@ -277,10 +277,12 @@ def keras_vit_model(model, dtype=None, remat=False, image_size=None):
     names a `classifier_activation`."""
     variant, arguments = model_arguments(model)
     arguments.setdefault("classifier_activation", None)
-    arguments.update(dtype=dtype, remat=remat)
+    arguments["dtype"] = dtype
     if image_size:
         arguments["image_size"] = image_size
-    return ViT.from_variant(variant, **arguments)
+    vit = ViT.from_variant(variant, **arguments)
+    vit.remat = remat
+    return vit
 
 
 def sequence_shape(variant, image_size=None):

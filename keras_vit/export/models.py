@@ -3,7 +3,6 @@
 
 import functools
 import os
-import types
 
 import keras
 import numpy as np
@@ -12,7 +11,7 @@ from keras_vit import builders
 from keras_vit.data import images
 from keras_vit.data import resize
 from keras_vit.models.config import activation_kind
-from keras_vit.models.config import preprocessing_scale_and_offset
+from keras_vit.models.preprocessing import scale_and_offset
 from keras_vit.models.vit import ViT
 from keras_vit.training.masked_patches import MaskedPatchPrediction
 from keras_vit.weights import load_weights
@@ -260,12 +259,10 @@ def normalize_pixels(pixels, normalization):
     paper's `pixels / 127.5 - 1`, or `{"mean", "std"}` on [0, 1] pixels (a
     `keras_vit.ViT`'s `normalization`, or an export's metadata
     `input.normalization`). The same float32 multiply-add as the model's
-    own `rescaling` layer (`preprocessing_scale_and_offset`, the one source
+    own `rescaling` layer (`scale_and_offset`, the one source
     of the numbers), so a model built with `include_preprocessing=False`
     sees exactly what its `include_preprocessing=True` twin computes."""
-    scale, offset = preprocessing_scale_and_offset(
-        types.SimpleNamespace(normalization=normalization)
-    )
+    scale, offset = scale_and_offset(normalization)
     pixels = np.asarray(pixels, "float32")
     return pixels * np.asarray(scale, "float32") + np.asarray(offset, "float32")
 
