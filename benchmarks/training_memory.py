@@ -36,7 +36,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-import keras_vit  # noqa: E402
 from keras_vit import resolver  # noqa: E402
 from keras_vit.training import recipe  # noqa: E402
 

@@ -208,9 +208,8 @@ result = {"backend": keras.backend.backend()}
 models = {}
 for remat in (False, True):
     keras.utils.set_random_seed(7)  # the same dropout seeds
-    model = keras_vit.ViT.from_preset(
-        f"{folder}/model.npz", **config, remat=remat
-    )
+    model = keras_vit.ViT.from_preset(f"{folder}/model.npz", **config)
+    model.remat = remat
     model.compile(optimizer=keras.optimizers.SGD(0.1),  # default jit_compile
                   loss="sparse_categorical_crossentropy")
     history = model.fit(inputs["images"], inputs["labels"], epochs=2,

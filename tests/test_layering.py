@@ -39,6 +39,7 @@ RANKS = {
     # What the weights readers need of the model: its checked config, the
     # checks of a model handed in, the Keras workarounds.
     "keras_vit.models.config": 3,
+    "keras_vit.models.preprocessing": 3,
     "keras_vit.models.keras_fixes": 3,
     "keras_vit.models.model_checks": 4,
     # The readers and loading, below the model class that imports them

@@ -616,7 +616,8 @@ def test_remat_trains_exactly_like_without(monkeypatch, rates):
     losses = {}
     for remat in (False, True):
         keras.utils.set_random_seed(0)
-        model = _tiny(remat=remat, classifier_activation=None, **rates)
+        model = _tiny(classifier_activation=None, **rates)
+        model.remat = remat
         randomize_weights(model)
         model.compile(
             keras.optimizers.SGD(0.05),
@@ -628,7 +629,13 @@ def test_remat_trains_exactly_like_without(monkeypatch, rates):
         ]
         if not remat:
             assert calls == []
-    assert model.get_config()["remat"] is True
+            # Switched on after a step, the next step is traced anew.
+            model.remat = True
+            model.train_on_batch(images, labels)
+            assert len(calls) >= 2
+            calls.clear()
+    # A training switch, not the architecture: not in the config.
+    assert "remat" not in model.get_config()
     assert model.get_layer("block_0").remat
     # Each block was wrapped in keras.remat for the training step (2 blocks),
     # and only in the remat model.
@@ -791,7 +798,7 @@ def test_the_config_is_one_validated_object_that_get_config_comes_from():
         k: v
         for k, v in config.items()
         if k not in ("name", "trainable", "dtype")
-    } == (model.vit_config.to_dict())
+    } == {**model.vit_config.to_dict(), **model.preprocessing.to_dict()}
     # One place for the rules between arguments.
     with pytest.raises(ValueError, match="hidden_dim=18 and num_heads=4"):
         keras_vit.models.config.vit_config(hidden_dim=18, num_heads=4)

@@ -308,10 +308,12 @@ def keras_vit_model(model, dtype=None, remat=False, image_size=None):
     names a `classifier_activation`."""
     variant, arguments = model_arguments(model)
     arguments.setdefault("classifier_activation", None)
-    arguments.update(dtype=dtype, remat=remat)
+    arguments["dtype"] = dtype
     if image_size:
         arguments["image_size"] = image_size
-    return ViT.from_variant(variant, **arguments)
+    vit = ViT.from_variant(variant, **arguments)
+    vit.remat = remat
+    return vit
 
 
 def jit_choices(jit_compile, mode, dtype=None, device_kind=None, shape=None):

@@ -213,6 +213,7 @@ def _keras(path, weights):
 
 def _named(name, weights):
     from keras_vit.data import resize
+    from keras_vit.export import metadata
     from keras_vit.export import model_io
     from keras_vit.export import pixel_inputs
     from keras_vit.export.loaded_model import inference_model
@@ -221,30 +222,12 @@ def _named(name, weights):
     return Predictor(
         lambda x: model.predict(x, verbose=0),
         model_io.input_spec(model),
-        named_class_names(name, weights, model),
+        # A preset's 1000-class head is named by its model (ImageNet-1k's).
+        metadata.class_names(model),
         model_io.output_kind(model),
         pixel_inputs.inputs_from_pixels(model),
         resize.of_model(model),
     )
-
-
-def named_class_names(name, weights, model):
-    """The class names of a model built from a name: ImageNet-1k's for a
-    preset of 1000 classes (all of them are ImageNet-1k's), else
-    `keras_vit.export.metadata.class_names`'s (a checkpoint file's too)."""
-    from keras_vit import registry
-    from keras_vit.data.imagenet import imagenet_class_names
-    from keras_vit.export import metadata
-
-    if os.path.isfile(name):  # a checkpoint, no name for resolve
-        return metadata.class_names(model)
-    resolved = registry.resolve(name)
-    preset = resolved.preset
-    if preset is None and isinstance(weights, str):
-        preset = registry.find_preset(resolved.variant, weights)
-    if preset is not None and preset["num_classes"] == 1000:
-        return imagenet_class_names()
-    return metadata.class_names(model)
 
 
 def _exported(path, weights, fmt):

@@ -218,8 +218,11 @@ def class_names(model, labels=None, model_source=None):
             its training run's class names. Defaults to `None`.
 
     Returns:
-        A list of `num_classes` names: `labels`, else the training run's,
-        else `"class_0"`, `"class_1"`, ...; `[]` for a feature extractor.
+        A list of `num_classes` names: `labels`, else the model's own (a
+        `keras_vit.ViT`'s `class_names`, its `Preprocessing`'s), else the
+        training run's (`class_names.json`, for a `.keras` file saved
+        before models carried their names), else `"class_0"`,
+        `"class_1"`, ...; `[]` for a feature extractor.
 
     Raises:
         ValueError: if `labels` holds a different number of names than the
@@ -243,6 +246,9 @@ def class_names(model, labels=None, model_source=None):
                 f"has {num_classes} classes."
             )
         return names
+    own = getattr(model, "class_names", None)
+    if own is not None:
+        return list(own)
     names = training_run_class_names(model_source)
     if names is not None and len(names) == num_classes:
         return names

@@ -3,11 +3,10 @@ model that normalises them itself, else normalised as its `normalization`
 records."""
 
 import functools
-import types
 
 import numpy as np
 
-from keras_vit.models.config import preprocessing_scale_and_offset
+from keras_vit.models.preprocessing import scale_and_offset
 
 
 def takes_pixels(model):
@@ -27,12 +26,10 @@ def normalize_pixels(pixels, normalization):
     paper's `pixels / 127.5 - 1`, or `{"mean", "std"}` on [0, 1] pixels (a
     `keras_vit.ViT`'s `normalization`, or an export's metadata
     `input.normalization`). The same float32 multiply-add as the model's
-    own `rescaling` layer (`preprocessing_scale_and_offset`, the one source
+    own `rescaling` layer (`scale_and_offset`, the one source
     of the numbers), so a model built with `include_preprocessing=False`
     sees exactly what its `include_preprocessing=True` twin computes."""
-    scale, offset = preprocessing_scale_and_offset(
-        types.SimpleNamespace(normalization=normalization)
-    )
+    scale, offset = scale_and_offset(normalization)
     pixels = np.asarray(pixels, "float32")
     return pixels * np.asarray(scale, "float32") + np.asarray(offset, "float32")
 

@@ -4,18 +4,17 @@
 arguments (`hidden_dim` and `num_heads`, the position embeddings' width,
 token pooling and the class token, the image and the patch size); each
 layer still checks its own arguments. A `ViT` keeps the `ViTConfig` it was
-built from (`model.vit_config`), and its `get_config` is derived from it.
+built from (`model.vit_config`) beside its `Preprocessing`
+(`keras_vit.models.preprocessing`: normalisation, evaluation resize, class
+names), and its `get_config` is derived from the two.
 """
 
 import dataclasses
-import math
-import numbers
 
 import keras
 import numpy as np
 
 from keras_vit import arg_checks
-from keras_vit.data import resize
 from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
 from keras_vit.options import ACTIVATIONS
 from keras_vit.options import MODEL_POOLINGS
@@ -55,11 +54,8 @@ class ViTConfig:
     layer_norm_epsilon: float = 1e-6
     classifier_activation: object = "softmax"
     include_preprocessing: bool = True
-    normalization: object = None
-    image_resize: object = None
     num_channels: int = 3
     stem: object = None
-    remat: bool = False
     activation: str = "gelu"
     layer_scale_init: object = None
     qk_norm: bool = False
@@ -168,7 +164,6 @@ _ALONE = {
         (
             "include_top",
             "include_preprocessing",
-            "remat",
             "qk_norm",
             "patch_bias",
             "norm_pre",
@@ -183,7 +178,6 @@ _ALONE = {
     "representation_size": arg_checks.optional_positive_int,
     "layer_norm_epsilon": arg_checks.epsilon,
     "classifier_activation": lambda _, value: _activation(value),
-    "image_resize": lambda _, value: resize.check(value),
     "activation": _choice(ACTIVATIONS),
     "pooling": _choice((*MODEL_POOLINGS, None)),
     "position_embedding": _choice(MODEL_POSITION_EMBEDDINGS),
@@ -301,94 +295,9 @@ _RULES = (
     _width_and_heads,
     _pooling,
     _position_embedding,
-    lambda v: {
-        "normalization": _normalization(v["normalization"], v["num_channels"])
-    },
     _distillation,
     _dynamic,
 )
-
-
-def _normalization(normalization, num_channels):
-    """`normalization` checked: `None`, or `{"mean": ..., "std": ...}` with
-    one finite number per channel each (the stds > 0), as float tuples."""
-    if normalization is None:
-        return None
-    if not isinstance(normalization, dict) or set(normalization) != {
-        "mean",
-        "std",
-    }:
-        raise ValueError(
-            '`normalization` must be None or {"mean": (...), "std": (...)} '
-            f"(per channel, on [0, 1] pixels). Received: "
-            f"normalization={normalization!r}"
-        )
-    checked = {}
-    for key in ("mean", "std"):
-        values = normalization[key]
-        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-            values = None
-        if values is None or len(values) != num_channels:
-            raise ValueError(
-                f"`normalization['{key}']` must hold one number per channel "
-                f"({num_channels}). Received: normalization={normalization!r}"
-            )
-        checked[key] = tuple(
-            arg_checks.finite_positive_float(f"normalization['{key}']", v)
-            if key == "std"
-            else _finite(f"normalization['{key}']", v)
-            for v in values
-        )
-    _refuse_pixel_units(checked, normalization)
-    return checked
-
-
-def _refuse_pixel_units(checked, normalization):
-    """Refuses a mean outside [0, 1] or a std above 1: the numbers of
-    [0, 255] pixels (mmcv's and many configs' `123.675, 116.28, 103.53`),
-    which would map every image into a band near one value, and the model
-    would still predict, confidently and wrongly."""
-    if all(0 <= m <= 1 for m in checked["mean"]) and all(
-        s <= 1 for s in checked["std"]
-    ):
-        return
-    scaled = {
-        key: tuple(round(v / 255, 6) for v in values)
-        for key, values in checked.items()
-    }
-    raise ValueError(
-        "`normalization` is the mean and std of pixels in [0, 1]: each "
-        "mean in [0, 1], each std at most 1. These look like [0, 255] "
-        f"pixel units; divide them by 255 ({scaled}). Received: "
-        f"normalization={normalization!r}"
-    )
-
-
-def _finite(name, value):
-    """`value` as a float, or `ValueError` if it is no finite number."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-    ):
-        raise ValueError(
-            f"`{name}` must be a finite number. Received: {name}={value!r}"
-        )
-    return float(value)
-
-
-def preprocessing_scale_and_offset(config):
-    """The `(scale, offset)` that map [0, 255] pixels to the inputs a
-    `config`'s weights take, as one multiply-add: floats for the paper's
-    `[-1, 1]`, per-channel float tuples for a `normalization`'s `(pixels /
-    255 - mean) / std` (folded: `scale = 1 / (255 std)`, `offset = -mean /
-    std`)."""
-    norm = config.normalization
-    if norm is None:
-        return 1.0 / 127.5, -1.0
-    scale = tuple(1.0 / (255.0 * s) for s in norm["std"])
-    offset = tuple(-m / s for m, s in zip(norm["mean"], norm["std"]))
-    return scale, offset
 
 
 def _activation(classifier_activation):

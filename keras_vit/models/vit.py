@@ -29,8 +29,10 @@ from keras_vit.models import keras_fixes
 # MODEL_POSITION_EMBEDDINGS is re-exported.
 from keras_vit.models.config import MODEL_POSITION_EMBEDDINGS  # noqa: F401
 from keras_vit.models.config import ViTConfig
-from keras_vit.models.config import preprocessing_scale_and_offset
 from keras_vit.models.config import vit_config
+from keras_vit.models.preprocessing import PREPROCESSING_ARGUMENTS
+from keras_vit.models.preprocessing import Preprocessing
+from keras_vit.models.preprocessing import scale_and_offset
 from keras_vit.registry import variants
 from keras_vit.weights import from_preset
 from keras_vit.weights import keras_files
@@ -171,6 +173,12 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             `image_resize`), e.g. `{"crop_pct": 0.9, "interpolation":
             "bicubic"}` for timm's 224 px ViTs. Read back complete
             (`keras_vit.data.resize.check`). Defaults to `None`.
+        class_names: `None`, or a list of `num_classes` strings, the names
+            of the head's outputs in order (with `include_top=True`):
+            saved with the model, read by exports' metadata and
+            `keras-vit predict`. `from_preset` gives ImageNet-1k's to a
+            preset's 1000-class head, `keras-vit train` its dataset's.
+            Read back as a tuple. Defaults to `None`.
         num_channels: int, the channels of the input images. Defaults to
             `3`.
         stem: `None` (patches of raw pixels, the plain ViT), or a CNN whose
@@ -182,12 +190,6 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             as `keras.applications.ResNet50V2(include_top=False,
             weights=None)`. The token grid is taken from the map. Defaults
             to `None`.
-        remat: bool, whether to rematerialise each Transformer block in
-            training (gradient checkpointing, `keras.remat`): its
-            activations are recomputed in the backward pass instead of
-            stored, trading more compute for less memory on large models;
-            with dropout too, the same training as without. Defaults to
-            `False`.
         activation: the MLP activation of every block: `"gelu"` (exact,
             the paper's), `"gelu_tanh"` (its tanh approximation) or
             `"quick_gelu"` (`x * sigmoid(1.702 x)`, OpenAI CLIP's).
@@ -313,9 +315,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         include_preprocessing=True,
         normalization=None,
         image_resize=None,
+        class_names=None,
         num_channels=3,
         stem=None,
-        remat=False,
         activation="gelu",
         layer_scale_init=None,
         qk_norm=False,
@@ -339,6 +341,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             for key, value in locals().items()
             if key in ARCHITECTURE_ARGUMENTS
         }
+        preprocessing = Preprocessing(normalization, image_resize, class_names)
         _check_model_kwargs(kwargs)
         layer_trainable = keras_fixes.checked_trainable_flags(
             kwargs.pop(keras_fixes.LAYER_TRAINABLE, None)
@@ -348,6 +351,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         # DTypePolicyMap instead.
         arg_checks.float_dtype_policy("dtype", dtype, quantized=False)
         config = vit_config(**arguments)
+        preprocessing.check_fits(config)
         stem_layer = _make_stem(config.stem, dtype)
         if stem_layer is not None and not isinstance(config.stem, dict):
             config = dataclasses.replace(
@@ -359,7 +363,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
                 stem_layer, config.image_size, config.num_channels
             )
         grid = config.token_grid(feature_size)
-        layers = _make_layers(config, grid, stem_layer, dtype)
+        layers = _make_layers(
+            config, preprocessing.normalization, grid, stem_layer, dtype
+        )
         inputs = _images_input(config, dtype)
         outputs = _call_layers(layers, inputs)["output"]
         super().__init__(
@@ -367,6 +373,8 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         )
         keras_fixes.finish_functional_init(self, dtype, layer_trainable)
         self.vit_config = config
+        self.preprocessing = preprocessing
+        self._remat = False
         self._stem_name = None if stem_layer is None else stem_layer.name
         self._grid_size = grid
         self._distilled_training = False
@@ -432,12 +440,18 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         arguments = {
             key: value
             for key, value in kwargs.items()
-            if key in ARCHITECTURE_ARGUMENTS
+            if key in ARCHITECTURE_ARGUMENTS + PREPROCESSING_ARGUMENTS
         }
         others = {
             key: value for key, value in kwargs.items() if key not in arguments
         }
-        vit_config(**arguments)  # the arguments' own errors come first
+        # The arguments' own errors come first.
+        vit_config(
+            **{k: arguments[k] for k in ARCHITECTURE_ARGUMENTS if k in kwargs}
+        )
+        Preprocessing(
+            **{k: arguments[k] for k in PREPROCESSING_ARGUMENTS if k in kwargs}
+        )
         arguments, load = from_preset.prepare(
             preset, arguments, interpolation=interpolation, antialias=antialias
         )
@@ -501,6 +515,26 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
                 f"{self.distillation}, include_top={self.include_top}"
             )
         self._distilled_training = value
+
+    @property
+    def remat(self):
+        """Whether training rematerialises each Transformer block (gradient
+        checkpointing, `keras.remat`): its activations are recomputed in
+        the backward pass instead of stored, more compute for less memory
+        on large models; with dropout too, the same training as without
+        (`TransformerBlock`'s `remat`). A training switch, not the
+        architecture: not saved; `keras-vit train` sets it from its
+        config's `scale.remat`. Setting it drops the traced training step,
+        so the next `fit` traces it anew. Defaults to `False`."""
+        return self._remat
+
+    @remat.setter
+    def remat(self, value):
+        value = arg_checks.boolean("remat", value)
+        for i in range(self.num_layers):
+            self.get_layer(f"block_{i}").remat = value
+        self._remat = value
+        self.train_function = None
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         if training and getattr(self, "_distilled_training", False):
@@ -731,32 +765,43 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         config["dtype"] = keras.dtype_policies.serialize(
             keras_fixes.config_dtype_policy(self)
         )
-        return {**config, **self.vit_config.to_dict()}
+        return {
+            **config,
+            **self.vit_config.to_dict(),
+            **self.preprocessing.to_dict(),
+        }
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        # Saved before `remat` became a training switch (`model.remat`).
+        remat = config.pop("remat", False)
         if config.get("pooling") == "map":
             # Saved before the probe left the prefix tokens out: it
             # attended to them all.
             config.setdefault("pool_include_prefix", True)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.get(config["dtype"])
-        return cls(**config)
+        model = cls(**config)
+        model.remat = remat
+        return model
 
 
-def _config_property(name):
+def _config_property(record, name):
     def get(self):
-        return getattr(self.vit_config, name)
+        return getattr(getattr(self, record), name)
 
-    get.__doc__ = f"The model's `{name}` (`model.vit_config.{name}`)."
+    get.__doc__ = f"The model's `{name}` (`model.{record}.{name}`)."
     return property(get)
 
 
-# Each architecture argument reads as a model attribute (`model.hidden_dim`),
-# from the one `ViTConfig` the model was built from.
+# Each argument reads as a model attribute (`model.hidden_dim`,
+# `model.class_names`), from the one `ViTConfig` or `Preprocessing` the
+# model was built from.
 for _name in ARCHITECTURE_ARGUMENTS:
-    setattr(ViT, _name, _config_property(_name))
+    setattr(ViT, _name, _config_property("vit_config", _name))
+for _name in PREPROCESSING_ARGUMENTS:
+    setattr(ViT, _name, _config_property("preprocessing", _name))
 del _name
 
 
@@ -850,16 +895,16 @@ def _stem_output_size(stem, image_size, num_channels):
     return tuple(shape[1:3])
 
 
-def _make_layers(config, grid, stem_layer, dtype):
-    """The model's layers for `config` (a `ViTConfig`) and its token `grid`,
-    as `_call_layers` takes them."""
+def _make_layers(config, normalization, grid, stem_layer, dtype):
+    """The model's layers for `config` (a `ViTConfig`), its inputs'
+    `normalization` and its token `grid`, as `_call_layers` takes them."""
     layers = {}
     if config.include_preprocessing:
         # Arrays of the wide dtype: Keras casts a Python float to float64
         # through float32 (the same numbers in float32 and below).
         scale, offset = (
             np.asarray(v, _wide_dtype(dtype))
-            for v in preprocessing_scale_and_offset(config)
+            for v in scale_and_offset(normalization)
         )
         layers["rescaling"] = keras.layers.Rescaling(
             scale, offset=offset, name="rescaling", dtype=dtype
@@ -908,7 +953,6 @@ def _make_layers(config, grid, stem_layer, dtype):
             * i
             / max(config.num_layers - 1, 1),
             layer_norm_epsilon=config.layer_norm_epsilon,
-            remat=config.remat,
             relative_positions=(
                 grid[0] * grid[1] + config.num_prefix_tokens
                 if relative

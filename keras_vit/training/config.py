@@ -280,7 +280,9 @@ class ScaleConfig:
     TPUs), `jit_compile` (XLA; `"auto"`: on, but on CPUs for several
     replicas, where XLA has no collectives, and for bfloat16, long
     sequences and wide models, where TensorFlow's oneDNN kernels are faster:
-    `recipe.auto_jit_compile`)."""
+    `recipe.auto_jit_compile`), `remat` (rematerialise each Transformer
+    block in training, `keras_vit.ViT.remat`: less memory, more compute).
+    """
 
     strategy: str = _field("auto", choices=STRATEGIES)
     tpu: str = _field(
@@ -298,6 +300,11 @@ class ScaleConfig:
     steps_per_execution: int = _field(None, "default: 1, 32 on TPUs")
     jit_compile: object = _field(
         "auto", "XLA", choices=("auto", True, False), kind="choice_text"
+    )
+    remat: bool = _field(
+        False,
+        "rematerialise each block in training: less memory, more compute",
+        kind="store_true",
     )
 
 
@@ -810,6 +817,7 @@ class TrainConfig:
             arg_checks.positive_int(
                 "steps_per_execution", scale.steps_per_execution
             )
+        arg_checks.boolean("remat", scale.remat)
 
     def _check_objective(self):
         objective = self.objective

@@ -31,7 +31,7 @@ from keras_vit.data import datasets as data_datasets
 from keras_vit.data import pipeline as data_pipeline
 from keras_vit.data import resize
 from keras_vit.model_argument import RUN_MODEL_FILE
-from keras_vit.models.config import preprocessing_scale_and_offset
+from keras_vit.models.preprocessing import scale_and_offset
 from keras_vit.training import callbacks as run_callbacks
 from keras_vit.training import recipe
 from keras_vit.training import strategy as run_strategy
@@ -53,10 +53,12 @@ class TrainResult:
     initial_epoch: int
 
 
-def build_model(config, num_classes, dtype=None):
+def build_model(config, num_classes, dtype=None, class_names=None):
     """The model a config asks for (inside a strategy scope): a
-    `keras_vit.ViT`, or for masked patch prediction a
-    `MaskedPatchPrediction` around a `keras_vit.ViT` without a head."""
+    `keras_vit.ViT` (named `class_names`, its dataset's, which its saved
+    files then carry), or for masked patch prediction a
+    `MaskedPatchPrediction` around a `keras_vit.ViT` without a head. Each
+    ViT rematerialises its blocks in training as `scale.remat` says."""
 
     spec = config.model
     kwargs = dict(spec.kwargs)
@@ -70,7 +72,10 @@ def build_model(config, num_classes, dtype=None):
     masked = config.objective.name == "masked_patches"
     if masked:
         kwargs["include_top"] = False
+    elif class_names is not None:
+        kwargs["class_names"] = list(class_names)
     model = resolver.resolve_model(spec.name, **kwargs)
+    model.remat = config.scale.remat
     if masked:
         model = MaskedPatchPrediction(
             model, seed=config.run.seed, **config.objective.masked_patches
@@ -667,7 +672,9 @@ def _build_and_compile(config, setup, data):
     scope; sets `setup.steps_per_execution` and `setup.jit_compile`."""
     masked = config.objective.name == "masked_patches"
     with setup.strategy.scope():
-        model = build_model(config, data.num_classes, dtype=setup.policy)
+        model = build_model(
+            config, data.num_classes, setup.policy, data.class_names
+        )
         optimizer = make_run_optimizer(config, data.steps_per_epoch)
         steps_per_execution = config.scale.steps_per_execution or (
             32 if setup.kind == "tpu" else 1
@@ -897,7 +904,7 @@ def _as_model_inputs(dataset, vit):
 
     scale, offset = (
         tf.constant(value, "float32")
-        for value in preprocessing_scale_and_offset(vit.vit_config)
+        for value in scale_and_offset(vit.normalization)
     )
     return dataset.map(
         lambda images, *rest: (images * scale + offset, *rest),

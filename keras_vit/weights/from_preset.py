@@ -8,6 +8,7 @@ model exists. The model's constructor reads no file.
 """
 
 from keras_vit import registry
+from keras_vit.data.imagenet import imagenet_class_names
 from keras_vit.models.config import DEFAULTS
 from keras_vit.weights import loading
 from keras_vit.weights import reader
@@ -41,8 +42,10 @@ def prepare(
         preset's `vit_arguments`, `normalization` and `image_resize`
         (those not given, so that `include_preprocessing=True` applies the
         preset's own normalisation to [0, 255] pixels, and images are
-        resized as its evaluation resized them), `image_size` (when not
-        given: the preset's or the checkpoint's resolution),
+        resized as its evaluation resized them), `class_names` (when not
+        given, for a model that keeps a preset's 1000-class head:
+        ImageNet-1k's, `keras_vit.imagenet_class_names`), `image_size`
+        (when not given: the preset's or the checkpoint's resolution),
         `representation_size` (when the head is the checkpoint's: its
         pre-logits layer) and `position_embedding_tokens` (`"patches"`,
         when not given, for a checkpoint whose position embeddings have
@@ -69,13 +72,7 @@ def prepare(
     )
     path, preset = loading.resolve(weights, variant)
     if preset is not None:  # what the checkpoint needs, unless told otherwise
-        given = {
-            **preset["vit_arguments"],
-            **registry.presets.head_arguments(preset),
-            "normalization": preset["normalization"],
-            "image_resize": preset["image_resize"],
-            **given,
-        }
+        given = _from_preset(preset, given)
         arguments = {**DEFAULTS, **given}
     checkpoint = None
     if not reader.is_native(path):  # keras_vit's own files need the model
@@ -89,6 +86,29 @@ def prepare(
         loading.load_checkpoint(model, loaded, **resize)
 
     return given, load
+
+
+def _from_preset(preset, given):
+    """`given` with what `preset` decides where `given` does not say: its
+    `vit_arguments`, its head, its `normalization` and `image_resize`, and
+    the class names of a head it keeps: every preset with 1000 classes is
+    an ImageNet-1k classifier, in ILSVRC-2012's order."""
+    given = {
+        **preset["vit_arguments"],
+        **registry.presets.head_arguments(preset),
+        "normalization": preset["normalization"],
+        "image_resize": preset["image_resize"],
+        **given,
+    }
+    arguments = {**DEFAULTS, **given}
+    if (
+        "class_names" not in given
+        and preset["num_classes"] == 1000
+        and arguments["include_top"]
+        and arguments["num_classes"] == 1000
+    ):
+        given["class_names"] = imagenet_class_names()
+    return given
 
 
 def _fill_from_checkpoint(given, arguments, preset, checkpoint):

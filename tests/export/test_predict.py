@@ -107,30 +107,6 @@ def test_a_saved_model_and_a_tflite_export(
         _check(_predict_json(capsys, model, *images), expected, images, labels)
 
 
-def test_a_preset_of_imagenet_names_imagenet_classes():
-    model = keras_vit.ViT(
-        image_size=32,
-        patch_size=8,
-        hidden_dim=16,
-        num_layers=1,
-        num_heads=2,
-        mlp_dim=32,
-        num_classes=1000,
-    )
-    imagenet = keras_vit.imagenet_class_names()
-    name = "vit_ti16_augreg_in21k_ft_in1k"
-    assert predict.named_class_names(name, None, model) == imagenet
-    assert (
-        predict.named_class_names("ViT_Ti16", "augreg_in21k_ft_in1k", model)
-        == imagenet
-    )
-    # Without ImageNet-1k weights the classes have no names.
-    assert predict.named_class_names("ViT_Ti16", None, model)[:2] == [
-        "class_0",
-        "class_1",
-    ]
-
-
 def test_imagenet_class_names():
     names = keras_vit.imagenet_class_names()
     assert len(names) == 1000

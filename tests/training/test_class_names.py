@@ -8,6 +8,7 @@ other names (or none), silently.
 import json
 import os
 
+import keras
 import pytest
 
 from keras_vit.export import metadata
@@ -51,6 +52,9 @@ def test_the_run_records_its_class_names_and_exports_keep_them(tmp_path):
     (folder / "bird").mkdir()
     for model in ("model.keras", "best.keras"):
         assert metadata.training_run_class_names(str(run / model)) == CLASSES
+        # The model carries them too.
+        loaded = keras.saving.load_model(str(run / model))
+        assert loaded.class_names == tuple(CLASSES)
     tflite = export.export_tflite(
         str(run / "model.keras"), tmp_path / "vit.tflite", verify=False
     )
