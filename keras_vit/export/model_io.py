@@ -4,7 +4,6 @@ names."""
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_vit.models.config import activation_kind
 
@@ -57,6 +56,10 @@ def output_kind(model):
 def weight_bytes(model):
     """The bytes of `model`'s weights as they are held (int8 kernels of a
     Keras-quantized model take one byte a value)."""
+    # TensorFlow imported here, not above: `import keras_vit` on the JAX or
+    # torch backend imports this module and must not import TensorFlow.
+    import tensorflow as tf
+
     return sum(
         int(np.prod(w.shape))
         * tf.as_dtype(keras.backend.standardize_dtype(w.dtype)).size

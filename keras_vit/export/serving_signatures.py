@@ -1,8 +1,6 @@
 """The signatures of a SavedModel export: their names, input dtypes, and
 the decoding of image files that `serving_bytes` runs."""
 
-import tensorflow as tf
-
 from keras_vit.data import images
 from keras_vit.data import resize
 from keras_vit.export.model_io import input_spec
@@ -30,6 +28,10 @@ def decoded_files(model, image_bytes):
     as its `image_resize` says (`keras_vit.data.images.decoded_model_pixels`,
     as `load_image_files` reads files), in a graph: the SavedModel's
     `serving_bytes` signature runs it, and its verification the same."""
+    # TensorFlow imported here, not above: `import keras_vit` on the JAX or
+    # torch backend imports this module and must not import TensorFlow.
+    import tensorflow as tf
+
     height, width, channels = input_spec(model)
     image_resize = resize.of_model(model)
     return tf.map_fn(
