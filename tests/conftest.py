@@ -25,6 +25,11 @@ if _workers > 1:
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
+import keras_vit  # noqa: E402
+from tests.export.helpers import TINY_EXPORT  # noqa: E402
+from tests.helpers import made_once  # noqa: E402
+from tests.helpers import randomize_weights  # noqa: E402
+
 
 @pytest.fixture(autouse=True)
 def _reset_keras_state():
@@ -40,6 +45,45 @@ def _reset_keras_state():
     keras.backend.clear_session(free_memory=False)
     gc.collect(1)
     _out_of_sight()
+
+
+# One tiny model, its `.keras` file and its `.tflite` export, made once for
+# the whole run (the workers share them) for every test that needs a model
+# and not a particular one: conversions cost seconds each. Each test loads
+# its own copy (`random_model`).
+
+
+def _save_random_model(folder):
+    model = keras_vit.ViT(**TINY_EXPORT, name="tiny_random")
+    randomize_weights(model, seed=3, scale=0.2)
+    model.save(str(folder / "random.keras"))
+
+
+@pytest.fixture(scope="session")
+def random_model_path(tmp_path_factory):
+    """A tiny ViT (`TINY_EXPORT`: 32 px, 10 classes) with every weight
+    perturbed (heads included), as a `.keras` file."""
+    folder = made_once(tmp_path_factory, "random_model", _save_random_model)
+    return str(folder / "random.keras")
+
+
+@pytest.fixture(scope="session")
+def random_tflite_path(random_model_path, tmp_path_factory):
+    """The random model as a float32 `.tflite` file (unverified)."""
+    from keras_vit import export
+
+    def make(folder):
+        export.export_tflite(
+            random_model_path, folder / "random.tflite", verify=False
+        )
+
+    return made_once(tmp_path_factory, "random_tflite", make) / "random.tflite"
+
+
+@pytest.fixture
+def random_model(random_model_path):
+    """A fresh copy of the random model."""
+    return keras.saving.load_model(random_model_path, compile=False)
 
 
 #: Tests between two full collections (`_out_of_sight`).

@@ -1,20 +1,23 @@
 """Helpers shared by the tests: tiny configurations and round-trip checks."""
 
+import json
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
 
-#: A ViT small enough to run anywhere in milliseconds.
-TINY = dict(
-    image_size=32,
-    patch_size=8,
-    hidden_dim=16,
-    num_layers=2,
-    num_heads=2,
-    mlp_dim=32,
-    num_classes=5,
-)
+from keras_vit import registry
+
+#: The registered tiny variant (no paper's): a ViT small enough to run
+#: anywhere in milliseconds.
+TEST_VARIANT = "Test/8"
+
+#: `keras_vit.ViT` arguments of a `TEST_VARIANT` model on 32 x 32 images
+#: with 5 classes (`ViT.from_variant(TEST_VARIANT, image_size=32,
+#: num_classes=5)` builds the same).
+TINY = dict(registry.get_variant(TEST_VARIANT), image_size=32, num_classes=5)
 
 
 def backend_env(backend="jax", **variables):
@@ -29,10 +32,6 @@ def run_on_jax(script, *args):
     """Runs the Python `script` (with `args`) on Keras's JAX backend in a
     subprocess; returns the JSON of its last line, which must say
     `"backend": "jax"` (the subprocess ran where it was meant to)."""
-    import json
-    import subprocess
-    import sys
-
     process = subprocess.run(
         [sys.executable, "-c", script, *map(str, args)],
         capture_output=True,
@@ -44,6 +43,48 @@ def run_on_jax(script, *args):
     result = json.loads(process.stdout.strip().splitlines()[-1])
     assert result["backend"] == "jax"
     return result
+
+
+#: Runs each `(script, folder)` of the JSON list in `sys.argv[1]` in turn,
+#: in one process; a script's last printed line is written to its folder's
+#: `result.json`.
+_RUNNER = r"""
+import contextlib, io, json, sys
+for script, folder in json.loads(sys.argv[1]):
+    sys.argv[1:] = [folder]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(script, {"__name__": "__main__"})
+    with open(f"{folder}/result.json", "w") as file:
+        file.write(printed.getvalue().strip().splitlines()[-1])
+"""
+
+
+def run_scripts(backend, runs):
+    """Runs each `(script, folder)` of `runs` (a script reads its folder
+    as `sys.argv[1]`) on Keras's `backend`, all in one subprocess: a
+    backend's start is most of a small script's time. Returns the JSON
+    each script printed last, by folder, each saying it ran on
+    `backend`."""
+    process = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _RUNNER,
+            json.dumps([[script, str(folder)] for script, folder in runs]),
+        ],
+        capture_output=True,
+        text=True,
+        env=backend_env(backend),
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    results = {}
+    for _, folder in runs:
+        with open(f"{folder}/result.json") as file:
+            results[folder] = json.load(file)
+        assert results[folder]["backend"] == backend
+    return results
 
 
 def made_once(tmp_path_factory, name, make):

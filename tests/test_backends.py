@@ -8,8 +8,6 @@ run is a subprocess (a process has one Keras backend).
 """
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,11 +15,12 @@ import pytest
 import keras_vit
 from keras_vit import weights
 from tests.helpers import TINY
-from tests.helpers import backend_env
+from tests.helpers import made_once
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
+from tests.helpers import run_scripts
 
-# Every backend's script starts here: the model of `_run_on_backend`'s files,
+# Every backend's script starts here: the model of `_prepare`'s files,
 # and its predictions saved as `<backend>_outputs.npy`.
 PREDICT = r"""
 import json, sys
@@ -66,30 +65,26 @@ print(json.dumps({"backend": keras.backend.backend(),
 )
 
 
-def _run_on_backend(backend, script, config, tmp_path):
-    """Runs `script` on Keras's `backend` in a subprocess, on a ViT of
-    `config` with random weights (`model.npz`) and four images and labels
-    (`inputs.npz`) in `tmp_path`; returns the model, the images and the
-    JSON the script printed last."""
+def _prepare(config, folder):
+    """A ViT of `config` with random weights (`model.npz`) and four images
+    and labels (`inputs.npz`) in `folder`; returns the model and images."""
+    folder.mkdir(exist_ok=True)
     model = keras_vit.ViT(**config)
     randomize_weights(model, scale=0.1)
-    weights.save_npz(model, tmp_path / "model.npz")
+    weights.save_npz(model, folder / "model.npz")
     images = random_images((4, 32, 32, 3))
-    np.savez(tmp_path / "inputs.npz", images=images, labels=np.arange(4) % 5)
-    with open(tmp_path / "config.json", "w") as file:
+    np.savez(folder / "inputs.npz", images=images, labels=np.arange(4) % 5)
+    with open(folder / "config.json", "w") as file:
         json.dump(config, file)
-    env = backend_env(backend)
-    process = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
-    result = json.loads(process.stdout.strip().splitlines()[-1])
-    assert result["backend"] == backend
-    return model, images, result
+    return model, images
+
+
+def _run_on_backend(backend, script, config, tmp_path):
+    """Runs `script` on Keras's `backend` in a subprocess, on `_prepare`'s
+    files in `tmp_path`; returns the model, the images and the JSON the
+    script printed last."""
+    model, images = _prepare(config, tmp_path)
+    return model, images, run_scripts(backend, [(script, tmp_path)])[tmp_path]
 
 
 @pytest.fixture(params=["jax", "torch"])
@@ -100,17 +95,16 @@ def backend(request):
     return request.param
 
 
-def test_a_vit_on_another_backend(backend, tmp_path):
-    config = {**TINY, "drop_path_rate": 0.1}
-    model, images, result = _run_on_backend(backend, SCRIPT, config, tmp_path)
+def test_a_vit_on_another_backend(backend, tmp_path_factory):
+    model, images, result, folder = _ran(backend, "vit", tmp_path_factory)
     # The same weights compute the same outputs and attention maps.
     np.testing.assert_allclose(
-        np.load(tmp_path / f"{backend}_outputs.npy"),
+        np.load(folder / f"{backend}_outputs.npy"),
         model.predict(images, verbose=0),
         atol=1e-5,
     )
     np.testing.assert_allclose(
-        np.load(tmp_path / f"{backend}_rollout.npy"),
+        np.load(folder / f"{backend}_rollout.npy"),
         keras_vit.visualize.attention_rollout(model, images).maps,
         atol=1e-5,
     )
@@ -135,23 +129,20 @@ print(json.dumps({"backend": keras.backend.backend()}))
 )
 
 
-def test_a_dynamic_image_size_vit_on_another_backend(backend, tmp_path):
+def test_a_dynamic_image_size_vit_on_another_backend(backend, tmp_path_factory):
     # The in-graph resampling is keras.ops: on JAX (static shapes at each
     # trace) and PyTorch (eager) it computes what TensorFlow does, at every
     # size.
-    config = {**TINY, "dynamic_image_size": True}
-    model, images, _ = _run_on_backend(
-        backend, DYNAMIC_SCRIPT, config, tmp_path
-    )
+    model, images, _, folder = _ran(backend, "dynamic", tmp_path_factory)
     np.testing.assert_allclose(
-        np.load(tmp_path / f"{backend}_outputs.npy"),
+        np.load(folder / f"{backend}_outputs.npy"),
         model.predict(images, verbose=0),
         atol=1e-5,
     )
     for size in ((24, 40), (48, 16)):
         images = np.random.default_rng(size[0]).uniform(0, 255, (2, *size, 3))
         np.testing.assert_allclose(
-            np.load(tmp_path / f"{backend}_{size[0]}.npy"),
+            np.load(folder / f"{backend}_{size[0]}.npy"),
             model.predict(images, verbose=0),
             atol=1e-5,
         )
@@ -170,24 +161,12 @@ print(json.dumps({"backend": keras.backend.backend(),
 )
 
 
-def test_a_hybrid_vit_and_vit_b16_on_another_backend(backend, tmp_path):
+def test_a_hybrid_vit_and_vit_b16_on_another_backend(backend, tmp_path_factory):
     # A ResNet stem (convolutions, group norms) computes what TensorFlow's
     # does, and ViT_B16 builds as it does on TensorFlow.
-    config = dict(
-        patch_size=1,
-        hidden_dim=16,
-        num_layers=1,
-        num_heads=2,
-        mlp_dim=16,
-        num_classes=3,
-        image_size=32,
-        stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4},
-    )
-    model, images, result = _run_on_backend(
-        backend, HYBRID_SCRIPT, config, tmp_path
-    )
+    model, images, result, folder = _ran(backend, "hybrid", tmp_path_factory)
     np.testing.assert_allclose(
-        np.load(tmp_path / f"{backend}_outputs.npy"),
+        np.load(folder / f"{backend}_outputs.npy"),
         model.predict(images, verbose=0),
         atol=1e-5,
     )
@@ -224,17 +203,11 @@ print(json.dumps(result))
 
 
 @pytest.mark.slow
-def test_remat_with_dropout_trains_on_jax_as_without(tmp_path):
+def test_remat_with_dropout_trains_on_jax_as_without(tmp_path_factory):
     # jax.checkpoint around a block whose dropout advanced its seed
     # generator inside crashed fit (UnexpectedTracerError).
     pytest.importorskip("jax")
-    config = {
-        **TINY,
-        "dropout_rate": 0.2,
-        "attention_dropout_rate": 0.2,
-        "drop_path_rate": 0.3,
-    }
-    _, _, result = _run_on_backend("jax", REMAT_SCRIPT, config, tmp_path)
+    _, _, result, _ = _ran("jax", "remat", tmp_path_factory)
     np.testing.assert_allclose(
         result["loss_remat_True"], result["loss_remat_False"], rtol=1e-5
     )
@@ -242,6 +215,69 @@ def test_remat_with_dropout_trains_on_jax_as_without(tmp_path):
     assert (
         result["loss_remat_True"][1] != result["loss_remat_True"][0]
     )  # it trained
+
+
+#: What each backend runs, by name: the script and the ViT it runs on
+#: (`_prepare`); "remat" on JAX only.
+RUNS = {
+    "vit": (SCRIPT, {**TINY, "drop_path_rate": 0.1}),
+    "dynamic": (DYNAMIC_SCRIPT, {**TINY, "dynamic_image_size": True}),
+    "hybrid": (
+        HYBRID_SCRIPT,
+        dict(
+            patch_size=1,
+            hidden_dim=16,
+            num_layers=1,
+            num_heads=2,
+            mlp_dim=16,
+            num_classes=3,
+            image_size=32,
+            stem={
+                "block_units": [1, 1],
+                "width": 8,
+                "root_width": 16,
+                "groups": 4,
+            },
+        ),
+    ),
+    "remat": (
+        REMAT_SCRIPT,
+        {
+            **TINY,
+            "dropout_rate": 0.2,
+            "attention_dropout_rate": 0.2,
+            "drop_path_rate": 0.3,
+        },
+    ),
+}
+
+
+def _run_all(backend, root):
+    """Every run of `RUNS` for `backend`, in one subprocess (a backend's
+    start is most of a small script's time), each in `root / name`."""
+    names = [n for n in RUNS if backend == "jax" or n != "remat"]
+    for name in names:
+        _prepare(RUNS[name][1], root / name)
+    run_scripts(backend, [(RUNS[n][0], root / n) for n in names])
+
+
+def _ran(backend, name, tmp_path_factory):
+    """Run `name` of `RUNS` on `backend` (all of that backend's runs made
+    once for the test session): the model (its `model.npz` loaded in this
+    process, TensorFlow's), its images, the JSON the script printed last,
+    and the run's folder."""
+    root = made_once(
+        tmp_path_factory,
+        f"backend_{backend}",
+        lambda root: _run_all(backend, root),
+    )
+    folder = root / name
+    model = keras_vit.ViT.from_preset(
+        str(folder / "model.npz"), **RUNS[name][1]
+    )
+    with open(folder / "result.json") as file:
+        result = json.load(file)
+    return model, np.load(folder / "inputs.npz")["images"], result, folder
 
 
 OPENVINO_SCRIPT = (

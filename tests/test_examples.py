@@ -583,23 +583,13 @@ def test_masked_patch_prediction_example_runs(monkeypatch, tmp_path, capsys):
         )
 
 
-def test_tflite_inference_names_a_bad_path_in_one_line(tmp_path, capsys):
+def test_tflite_inference_names_a_bad_path_in_one_line(
+    tmp_path, capsys, random_tflite_path
+):
     # A missing .tflite was reported as missing metadata, a missing image
     # and a file that is no image as tracebacks (FileNotFoundError,
     # PIL.UnidentifiedImageError).
-    from keras_vit.export import tflite
-
-    model = keras_vit.ViT(
-        image_size=32,
-        patch_size=8,
-        hidden_dim=16,
-        num_layers=1,
-        num_heads=2,
-        mlp_dim=32,
-        num_classes=3,
-    )
-    exported = str(tmp_path / "vit.tflite")
-    tflite.export_tflite(model, exported, verify=False)
+    exported = str(random_tflite_path)
     text = tmp_path / "notes.png"
     text.write_text("not an image")
     missing = str(tmp_path / "missing.png")

@@ -21,7 +21,8 @@ from keras_vit import evaluation
 from keras_vit import visualize
 from keras_vit.weights import convert
 from keras_vit.weights import read_checkpoint
-from tests.helpers import backend_env
+from tests.helpers import made_once
+from tests.helpers import run_scripts
 from tests.weights.test_family_parity import FAMILIES
 from tests.weights.test_family_parity import build
 from tests.weights.test_family_parity import files
@@ -256,45 +257,59 @@ print(json.dumps({"backend": keras.backend.backend(),
 """
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["dinov2_reg", "siglip"])
-def test_a_family_model_on_the_jax_backend(name, tmp_path):
-    """The golden's weights, fine-tuned to 24 px and 3 classes, compute the
-    same outputs and rollout maps on JAX, and train there."""
-    import json
-    import subprocess
-    import sys
+#: The families `test_a_family_model_on_the_jax_backend` runs on JAX.
+ON_JAX = ["dinov2_reg", "siglip"]
 
-    pytest.importorskip("jax")
+
+def _prepare_for_jax(name, folder):
+    """`_fine_tuned(name)` with a random head, its weights, config and four
+    images and labels in `folder`."""
+    import json
+
+    folder.mkdir()
     model, _ = _fine_tuned(name)
     randomize = np.random.default_rng(2)
     head = model.get_layer("head")
     head.kernel.assign(randomize.normal(0, 0.1, head.kernel.shape))
-    model.save_weights(tmp_path / "model.weights.h5")
+    model.save_weights(folder / "model.weights.h5")
     config = {**model.get_config()}
     config.pop("name", None)
-    with open(tmp_path / "config.json", "w") as file:
+    with open(folder / "config.json", "w") as file:
         json.dump(config, file)
     images = randomize.uniform(0, 255, (4, 24, 24, 3)).astype("float32")
-    np.savez(tmp_path / "inputs.npz", images=images, labels=np.arange(4) % 3)
-    env = backend_env("jax")
-    process = subprocess.run(
-        [sys.executable, "-c", JAX_SCRIPT, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
-    result = json.loads(process.stdout.strip().splitlines()[-1])
+    np.savez(folder / "inputs.npz", images=images, labels=np.arange(4) % 3)
+
+
+def _run_on_jax(root):
+    for name in ON_JAX:
+        _prepare_for_jax(name, root / name)
+    run_scripts("jax", [(JAX_SCRIPT, root / name) for name in ON_JAX])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ON_JAX)
+def test_a_family_model_on_the_jax_backend(name, tmp_path_factory):
+    """The golden's weights, fine-tuned to 24 px and 3 classes, compute the
+    same outputs and rollout maps on JAX, and train there (both families
+    in one JAX process, made once)."""
+    import json
+
+    pytest.importorskip("jax")
+    folder = made_once(tmp_path_factory, "families_on_jax", _run_on_jax)
+    folder = folder / name
+    model, _ = _fine_tuned(name)
+    model.load_weights(folder / "model.weights.h5")
+    images = np.load(folder / "inputs.npz")["images"]
+    with open(folder / "result.json") as file:
+        result = json.load(file)
     assert result["backend"] == "jax" and np.isfinite(result["loss"][0])
     np.testing.assert_allclose(
-        np.load(tmp_path / "jax_outputs.npy"),
+        np.load(folder / "jax_outputs.npy"),
         model.predict(images, verbose=0),
         atol=1e-5,
     )
     np.testing.assert_allclose(
-        np.load(tmp_path / "jax_rollout.npy"),
+        np.load(folder / "jax_rollout.npy"),
         visualize.attention_rollout(model, images).maps,
         atol=1e-5,
     )

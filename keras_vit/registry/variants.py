@@ -10,6 +10,10 @@ A builder's name is `"ViT_"` and the variant's name without its `/` (and
 `+` as `_`): `"ViT_B16"`, `"ViT_R50_B16"`; the model it builds is named the
 same in lower case (`model_name`, `"vit_b16"`), which is also how a preset's
 unique name begins (`keras_vit.registry.presets`).
+
+`"Test/8"` is no paper's: a two-block ViT 16 wide, for tests and quick
+checks that need a real, registered name (as timm's `test_vit`); it has no
+builder and no preset, so the model tables leave it out.
 """
 
 #: name -> (hidden_dim, num_layers, num_heads, mlp_dim), Table 1 of the paper.
@@ -46,6 +50,17 @@ HYBRID_STEMS = {
     "R26+S/32": ("S", (2, 2, 2, 2)),
 }
 
+#: The tiny variant for tests: "Test/8" -> its numbers (no paper's).
+TEST_VARIANTS = {
+    "Test/8": {
+        "patch_size": 8,
+        "hidden_dim": 16,
+        "num_layers": 2,
+        "num_heads": 2,
+        "mlp_dim": 32,
+    },
+}
+
 #: Every variant: "B/16" -> the `keras_vit.ViT` arguments it stands for.
 VARIANTS = {
     **{
@@ -60,6 +75,7 @@ VARIANTS = {
         }
         for name, (width, units) in HYBRID_STEMS.items()
     },
+    **TEST_VARIANTS,
 }
 
 

@@ -1,8 +1,9 @@
-"""Models and exports shared by the export tests.
+"""The trained model shared by the export tests (the random one, its
+`.keras` file and `.tflite` export are tests/conftest.py's, for every test).
 
-Conversions cost seconds each, so the tiny models are built once per
-session and saved as `.keras` files; each test loads its own copy (the
-suite's autouse fixture clears the Keras session after every test).
+Training costs seconds, so the model is trained once per run and saved as a
+`.keras` file; each test loads its own copy (the suite's autouse fixture
+clears the Keras session after every test).
 """
 
 import keras
@@ -11,17 +12,6 @@ import pytest
 import keras_vit
 from tests.export.helpers import TINY_EXPORT
 from tests.helpers import made_once
-from tests.helpers import randomize_weights
-
-
-@pytest.fixture(scope="session")
-def random_model_path(tmp_path_factory):
-    """A tiny ViT with every weight perturbed (heads included)."""
-    model = keras_vit.ViT(**TINY_EXPORT, name="tiny_random")
-    randomize_weights(model, seed=3, scale=0.2)
-    path = str(tmp_path_factory.mktemp("models") / "random.keras")
-    model.save(path)
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -58,21 +48,6 @@ def _train_digits(folder):
     with open(folder / "config.json", "w") as file:
         file.write('{"dataset": "digits"}')
     print(f"tiny digits ViT: test accuracy {accuracy:.4f}")
-
-
-@pytest.fixture(scope="session")
-def random_tflite_path(random_model_path, tmp_path_factory):
-    """The random model as a float32 `.tflite` file (unverified)."""
-    from keras_vit import export
-
-    path = tmp_path_factory.mktemp("tflite") / "random.tflite"
-    export.export_tflite(random_model_path, path, verify=False)
-    return path
-
-
-@pytest.fixture
-def random_model(random_model_path):
-    return keras.saving.load_model(random_model_path, compile=False)
 
 
 @pytest.fixture
