@@ -831,6 +831,9 @@ def test_multi_worker_training_on_localhost(tmp_path, objective):
         "--objective",
         objective,
     ]
+    # Folders another run left (killed, or running beside this one) are
+    # not this run's: only those it added count.
+    before = set(os.listdir(tempfile_dir()))
     procs = _start_workers([command] * 2)
     outs = [p.communicate(timeout=600) for p in procs]
     for proc, (_, err) in zip(procs, outs):
@@ -845,7 +848,7 @@ def test_multi_worker_training_on_localhost(tmp_path, objective):
     # folder is gone.
     leftovers = [
         d
-        for d in os.listdir(tempfile_dir())
+        for d in set(os.listdir(tempfile_dir())) - before
         if d.startswith("keras_vit_worker_")
     ]
     assert leftovers == []
