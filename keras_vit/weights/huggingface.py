@@ -201,7 +201,8 @@ def transformers_resampling(model_type):
     >>> transformers_resampling("dinov2")
     {'interpolation': 'bicubic_pytorch', 'antialias': False}
     """
-    if model_type not in INTERPOLATE_POS_ENCODING_ANTIALIAS:
+    known = INTERPOLATE_POS_ENCODING_ANTIALIAS
+    if not isinstance(model_type, str) or model_type not in known:
         raise ValueError(
             "`model_type` must be one of "
             f"{tuple(INTERPOLATE_POS_ENCODING_ANTIALIAS)}. "

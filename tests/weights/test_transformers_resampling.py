@@ -102,6 +102,7 @@ def test_transformers_resampling_is_what_loading_takes(model_type):
     assert loading.checked_resampling(**resize) == resize
 
 
-def test_an_unknown_model_type_is_named():
-    with pytest.raises(ValueError, match="Received: model_type='beit'"):
-        transformers_resampling("beit")
+@pytest.mark.parametrize("model_type", ["beit", None, ["vit"], "ViT"])
+def test_an_unknown_model_type_is_named(model_type):
+    with pytest.raises(ValueError, match="Received: model_type="):
+        transformers_resampling(model_type)
