@@ -20,13 +20,16 @@ from keras_vit import arg_checks
 #: Resampling methods. "bilinear_align_corners" is the original code's:
 #: google-research/vision_transformer resizes position embeddings with
 #: `scipy.ndimage.zoom(grid, zoom, order=1)`, linear interpolation whose
-#: corner samples map onto corner samples. The others are
-#: `keras.ops.image.resize`'s (pixel-centre aligned, as timm and big_vision
-#: do it).
+#: corner samples map onto corner samples. "bicubic_pytorch" is PyTorch's
+#: `F.interpolate(mode="bicubic", align_corners=False)`, the one timm and
+#: transformers resample with (`_pytorch_bicubic_matrix`). The others are
+#: `keras.ops.image.resize`'s (pixel-centre aligned, as big_vision does
+#: it; its "bicubic" is TensorFlow's cubic of a = -0.5).
 INTERPOLATIONS = (
     "bilinear_align_corners",
     "bilinear",
     "bicubic",
+    "bicubic_pytorch",
     "nearest",
     "area",
 )
@@ -41,7 +44,7 @@ LOADING_INTERPOLATION = "bilinear_align_corners"
 #: onto a smaller grid (`keras_vit.load_weights(..., antialias=)`): not by
 #: default, as the original code's method cannot be. timm's
 #: `resample_abs_pos_embed` and `Dinov2WithRegistersModel` resample with
-#: `interpolation="bicubic"` and `antialias=True`.
+#: `interpolation="bicubic_pytorch"` and `antialias=True`.
 LOADING_ANTIALIAS = False
 
 #: The resampling methods that have no antialiased form: the original
@@ -90,10 +93,16 @@ def resample_position_embeddings(
         interpolation: one of `INTERPOLATIONS`: `"bilinear_align_corners"`
             (the original code's `scipy.ndimage.zoom(..., order=1)`),
             `"bilinear"`, `"bicubic"`, `"nearest"`, `"area"` (pixel-centre
-            aligned, `keras.ops.image.resize`). Defaults to `"bilinear"`.
+            aligned, `keras.ops.image.resize`), `"bicubic_pytorch"`
+            (PyTorch's `F.interpolate(mode="bicubic",
+            align_corners=False)`, timm's and transformers'). Defaults to
+            `"bilinear"`.
         antialias: bool, whether to low-pass filter when downsampling
             (`"area"` always does); refused with the interpolations of
-            `NO_ANTIALIAS`, which have no such filter. Defaults to `False`.
+            `NO_ANTIALIAS`, which have no such filter. With
+            `"bicubic_pytorch"`, PyTorch's `antialias=True` (also onto a
+            larger grid, where it is the cubic of a = -0.5). Defaults to
+            `False`.
 
     Returns:
         The embeddings on `target_grid`, same rank and dtype as `posemb`:
@@ -138,8 +147,8 @@ def _checked_antialias(antialias, interpolation):
     if antialias and interpolation in NO_ANTIALIAS:
         raise ValueError(
             "`antialias=True` needs an interpolation with a low-pass filter, "
-            f"not one of {NO_ANTIALIAS}: use 'bilinear', 'bicubic' or "
-            f"'area'. Received: antialias={antialias}, "
+            f"not one of {NO_ANTIALIAS}: use 'bilinear', 'bicubic', "
+            f"'bicubic_pytorch' or 'area'. Received: antialias={antialias}, "
             f"interpolation={interpolation!r}"
         )
     return antialias
@@ -184,10 +193,17 @@ def _resize_grid(grid, source_grid, target_grid, interpolation, antialias):
         return grid
     dtype = grid.dtype
     grid = ops.cast(grid, "float32")
-    if static and interpolation == "bilinear_align_corners":
-        rows = _align_corners_matrix(source_grid[0], target_grid[0])
-        cols = _align_corners_matrix(source_grid[1], target_grid[1])
-        grid = ops.einsum("ah,bw,nhwd->nabd", rows, cols, grid)
+    if interpolation in SEPARABLE:
+        # One weight matrix per axis, built in the graph for a side known
+        # only when it runs (XLA compiles it: each side is a constant of
+        # the compiled shape).
+        rows, cols = (
+            _axis_weights(size_in, size_out, interpolation, antialias)
+            for size_in, size_out in zip(source_grid, target_grid)
+        )
+        # Along the width first, then the height: PyTorch's order of sums.
+        grid = ops.einsum("bw,nhwd->nhbd", cols, grid)
+        grid = ops.einsum("ah,nhbd->nabd", rows, grid)
     elif static:
         grid = ops.image.resize(
             grid,
@@ -195,13 +211,6 @@ def _resize_grid(grid, source_grid, target_grid, interpolation, antialias):
             interpolation=interpolation,
             antialias=antialias,
         )
-    elif interpolation == "bilinear_align_corners":
-        # The same weights as _align_corners_matrix, built in the graph for
-        # sides known only when it runs (XLA compiles it: each side is a
-        # constant of the compiled shape).
-        rows = _align_corners_weights(source_grid[0], target_grid[0])
-        cols = _align_corners_weights(source_grid[1], target_grid[1])
-        grid = ops.einsum("ah,bw,nhwd->nabd", rows, cols, grid)
     else:
         # A grid known only when the graph runs (a model called at a
         # resolution decided at run time): keras.ops.image.resize takes
@@ -213,6 +222,32 @@ def _resize_grid(grid, source_grid, target_grid, interpolation, antialias):
             grid, target_grid, method=interpolation, antialias=antialias
         )
     return ops.cast(grid, dtype)
+
+
+#: The interpolations computed here as one weight matrix per axis (the
+#: others are `keras.ops.image.resize`'s).
+SEPARABLE = ("bilinear_align_corners", "bicubic_pytorch")
+
+
+def _axis_weights(size_in, size_out, interpolation, antialias):
+    """`(size_out, size_in)` float32 weights of a `SEPARABLE`
+    interpolation along one axis; `size_out` may be a scalar integer
+    tensor (then not antialiased)."""
+    static = isinstance(size_out, int)
+    if interpolation == "bilinear_align_corners":
+        if static:
+            return _align_corners_matrix(size_in, size_out)
+        return _align_corners_weights(size_in, size_out)
+    if static:
+        return _pytorch_bicubic_matrix(size_in, size_out, antialias)
+    if antialias:
+        raise ValueError(
+            "`antialias=True` with interpolation='bicubic_pytorch' needs a "
+            "target grid of Python integers, not one known only when the "
+            f"graph runs. Received: antialias={antialias}, "
+            f"interpolation={interpolation!r}"
+        )
+    return _pytorch_bicubic_weights(size_in, size_out)
 
 
 def resample_1d_embeddings(
@@ -326,6 +361,103 @@ def _align_corners_weights(size_in, size_out):
     return (
         ops.one_hot(low, size_in) * (1.0 - frac)
         + ops.one_hot(low + 1, size_in) * frac
+    )
+
+
+#: The cubic convolution coefficient of PyTorch's bicubic interpolation
+#: (`aten/src/ATen/native/UpSample.h`, `get_cubic_upsample_coefficients`)
+#: and of its antialiased form (`UpSampleKernel.cpp`, `aa_filter`, PIL's).
+PYTORCH_CUBIC_A = -0.75
+PYTORCH_ANTIALIAS_CUBIC_A = -0.5
+
+
+def _cubic_near(x, a):
+    """Keys' cubic convolution kernel at a distance `0 <= x <= 1`."""
+    return ((a + 2) * x - (a + 3)) * x * x + 1
+
+
+def _cubic_far(x, a):
+    """Keys' cubic convolution kernel at a distance `1 <= x <= 2`."""
+    return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+
+def _cubic_taps(t, a):
+    """The weights of the four samples `floor(s) - 1 ... floor(s) + 2`
+    around a point `s` with `t = s - floor(s)`: the kernel at distances
+    `1 + t, t, 1 - t, (1 - t) + 1`, rounded as PyTorch's
+    `get_cubic_upsample_coefficients` rounds them. Arithmetic only: NumPy
+    arrays or tensors alike."""
+    rest = 1 - t
+    return (
+        _cubic_far(t + 1, a),
+        _cubic_near(t, a),
+        _cubic_near(rest, a),
+        _cubic_far(rest + 1, a),
+    )
+
+
+def _pytorch_bicubic_matrix(size_in, size_out, antialias=False):
+    """`(size_out, size_in)` float32 weights of PyTorch's 1-D bicubic
+    resampling to a size, `F.interpolate(x, size=..., mode="bicubic",
+    align_corners=False, antialias=...)`, pure NumPy, computed in float32
+    as PyTorch computes them for a float32 tensor.
+
+    Output `i` samples the input at `s = (i + 0.5) · size_in / size_out -
+    0.5` (not clamped); the four samples around it weigh the cubic of
+    `PYTORCH_CUBIC_A`, and indices past an edge read the edge sample.
+    With `antialias`, output `i` centred at `c = (i + 0.5) · scale` (scale
+    `size_in / size_out`) weighs each input `j` the cubic of
+    `PYTORCH_ANTIALIAS_CUBIC_A` at `(j + 0.5 - c) / max(scale, 1)`, over
+    the inputs within `2 · max(scale, 1)` of `c` (the window's ends
+    truncated toward zero), renormalised to sum to 1, so samples past an
+    edge drop out.
+    """
+    f32 = np.float32
+    scale = f32(size_in) / f32(size_out)
+    outputs = np.arange(size_out, dtype=f32)
+    if antialias:
+        return _pytorch_antialias_matrix(size_in, outputs, scale)
+    source = (outputs + f32(0.5)) * scale - f32(0.5)
+    first = np.floor(source)
+    matrix = np.zeros((size_out, size_in), f32)
+    taps = _cubic_taps(source - first, f32(PYTORCH_CUBIC_A))
+    for k, weight in enumerate(taps):
+        inputs = np.clip(first.astype(int) - 1 + k, 0, size_in - 1)
+        np.add.at(matrix, (np.arange(size_out), inputs), weight)
+    return matrix
+
+
+def _pytorch_antialias_matrix(size_in, outputs, scale):
+    """`_pytorch_bicubic_matrix(..., antialias=True)` for the float32
+    output indices `outputs` and the float32 `scale`."""
+    f32 = np.float32
+    stretch = max(scale, f32(1))
+    centre = (outputs + f32(0.5)) * scale
+    low = np.maximum(np.trunc(centre - 2 * stretch + f32(0.5)), 0)
+    high = np.minimum(np.trunc(centre + 2 * stretch + f32(0.5)), size_in)
+    inputs = np.arange(size_in)[None]
+    x = np.abs((inputs + f32(0.5) - centre[:, None]) * (f32(1) / stretch))
+    a = f32(PYTORCH_ANTIALIAS_CUBIC_A)
+    weights = np.where(
+        x < 1, _cubic_near(x, a), np.where(x < 2, _cubic_far(x, a), f32(0))
+    )
+    weights *= (inputs >= low[:, None]) & (inputs < high[:, None])
+    total = weights.sum(axis=1, keepdims=True, dtype=f32)
+    return (weights / np.where(total == 0, f32(1), total)).astype(f32)
+
+
+def _pytorch_bicubic_weights(size_in, size_out):
+    """`_pytorch_bicubic_matrix(size_in, size_out)` (not antialiased) for
+    a `size_out` that may be a scalar integer tensor."""
+    size_out = ops.cast(size_out, "int32")
+    scale = ops.divide(size_in, ops.cast(size_out, "float32"))
+    source = (ops.cast(ops.arange(size_out), "float32") + 0.5) * scale - 0.5
+    first = ops.floor(source)
+    taps = _cubic_taps((source - first)[:, None], PYTORCH_CUBIC_A)
+    first = ops.cast(first, "int32")
+    return sum(
+        ops.one_hot(ops.clip(first - 1 + k, 0, size_in - 1), size_in) * weight
+        for k, weight in enumerate(taps)
     )
 
 

@@ -409,13 +409,14 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             interpolation: how the position embeddings are resampled when
                 the model's patch grid is not the weights', one of
                 `keras_vit.patch_grid.INTERPOLATIONS`, as for
-                `keras_vit.load_weights`. Defaults to its default,
+                `keras_vit.load_weights` (`"bicubic_pytorch"`: timm's and
+                transformers'). Defaults to its default,
                 `"bilinear_align_corners"` (the original code's).
             antialias: bool, whether that resampling low-pass filters onto
                 a smaller grid, as for `keras_vit.load_weights`. With
-                `interpolation="bicubic"`: timm's `resample_abs_pos_embed`
-                and DINOv2 with registers (a 518 px DINOv2 checkpoint at
-                224 px). Defaults to `False`.
+                `interpolation="bicubic_pytorch"`: timm's
+                `resample_abs_pos_embed` and DINOv2 with registers (a 518
+                px DINOv2 checkpoint at 224 px). Defaults to `False`.
             **kwargs: any `ViT` argument but `weights`; the architecture
                 must be the weights' (`patch_size`, `hidden_dim`, ...).
 

@@ -37,8 +37,8 @@ def model_for_checkpoint(
             `"bilinear_align_corners"` (the original code's).
         antialias: bool, whether that resampling low-pass filters onto a
             smaller grid, as for `keras_vit.load_weights`
-            (`interpolation="bicubic", antialias=True`: timm's and
-            DINOv2's). Defaults to `False`.
+            (`interpolation="bicubic_pytorch", antialias=True`: timm's
+            and DINOv2's). Defaults to `False`.
         **kwargs: other `keras_vit.ViT` arguments: those no file records
             (for timm's CLIP files `activation="quick_gelu"` and
             `layer_norm_epsilon=1e-5`; Hugging Face's DINOv2, CLIP and

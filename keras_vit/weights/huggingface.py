@@ -121,11 +121,13 @@ The `.safetensors` file records no patch grid (the `image_size` is in the
 file it is given). As transformers' own `interpolate_pos_encoding` does,
 the position embeddings are taken to be on a square grid; a checkpoint of a
 non-square grid needs `load_weights(..., source_grid=(rows, cols))`.
-transformers resamples them bicubically: `Dinov2WithRegistersModel` with
-PyTorch's antialiased bicubic, which is keras_vit's
-`load_weights(..., interpolation="bicubic", antialias=True)`; the other
-classes without antialiasing (PyTorch's cubic of a = -0.75), which no
-keras_vit interpolation is.
+transformers resamples them at run time (`interpolate_pos_encoding`) with
+PyTorch's bicubic to the new grid's size, antialiased in
+`Dinov2WithRegistersModel` only: keras_vit's `interpolation=
+"bicubic_pytorch"` computes the same weights, and
+`transformers_resampling(model_type)` gives the `load_weights` arguments
+of each class (the same up to float32 rounding; `interpolation="bicubic"`
+is TensorFlow's cubic of a = -0.5, not PyTorch's a = -0.75).
 """
 
 import re
@@ -162,6 +164,56 @@ LAYOUT_DEFAULTS = {
     },
     "siglip": {"activation": "gelu_tanh", "layer_norm_epsilon": 1e-6},
 }
+#: Whether each transformers class, by its config's `model_type`,
+#: antialiases when `interpolate_pos_encoding` resamples its position
+#: embeddings (`nn.functional.interpolate(..., size=..., mode="bicubic",
+#: align_corners=False)` in transformers 5.25's `models/*/modeling_*.py`,
+#: `antialias=True` in `Dinov2WithRegistersEmbeddings` only).
+INTERPOLATE_POS_ENCODING_ANTIALIAS = {
+    "vit": False,
+    "deit": False,
+    "dinov2": False,
+    "dinov2_with_registers": True,
+    "clip": False,
+    "clip_vision_model": False,
+    "siglip": False,
+    "siglip_vision_model": False,
+}
+
+
+def transformers_resampling(model_type):
+    """How the transformers class of `model_type` resamples its position
+    embeddings at another image size, as `load_weights` takes it.
+
+    Args:
+        model_type: the `model_type` of a transformers `config.json`
+            (`"vit"`, `"deit"`, `"dinov2"`, `"dinov2_with_registers"`,
+            `"clip"`, `"clip_vision_model"`, `"siglip"`,
+            `"siglip_vision_model"`).
+
+    Returns:
+        `{"interpolation": "bicubic_pytorch", "antialias": bool}`, the
+        arguments of `keras_vit.load_weights` / `ViT.from_preset` that
+        give the class's own `interpolate_pos_encoding`.
+
+    Example:
+
+    >>> transformers_resampling("dinov2")
+    {'interpolation': 'bicubic_pytorch', 'antialias': False}
+    """
+    known = INTERPOLATE_POS_ENCODING_ANTIALIAS
+    if not isinstance(model_type, str) or model_type not in known:
+        raise ValueError(
+            "`model_type` must be one of "
+            f"{tuple(INTERPOLATE_POS_ENCODING_ANTIALIAS)}. "
+            f"Received: model_type={model_type!r}"
+        )
+    return {
+        "interpolation": "bicubic_pytorch",
+        "antialias": INTERPOLATE_POS_ENCODING_ANTIALIAS[model_type],
+    }
+
+
 #: What CLIP's `visual_projection` (read as the head) implies: its outputs
 #: are embeddings (`image_embeds`), not a classifier's logits, so no
 #: softmax (a softmax over them is a silent wrong answer).

@@ -36,7 +36,7 @@ DEFAULT_INTERPOLATION = patch_grid.LOADING_INTERPOLATION
 #: Whether that resampling is antialiased (low-pass filtered onto a smaller
 #: grid) by default: not, as the original code's is not. timm's
 #: `resample_abs_pos_embed` and DINOv2 with registers need
-#: `interpolation="bicubic", antialias=True`.
+#: `interpolation="bicubic_pytorch", antialias=True`.
 DEFAULT_ANTIALIAS = patch_grid.LOADING_ANTIALIAS
 
 
@@ -637,9 +637,10 @@ def load_weights(
             google-research / big_vision `.npz`, a timm or Hugging Face
             `.safetensors`, or keras_vit's `.weights.h5` / `.keras`.
         interpolation: how position embeddings are resampled, one of
-            `keras_vit.patch_grid.INTERPOLATIONS`. Defaults to
-            `"bilinear_align_corners"`, the original code's
-            `scipy.ndimage.zoom(..., order=1)`.
+            `keras_vit.patch_grid.INTERPOLATIONS` (`"bicubic_pytorch"`:
+            timm's and transformers', see `weights.huggingface.
+            transformers_resampling`). Defaults to `"bilinear_align_corners"`,
+            the original code's `scipy.ndimage.zoom(..., order=1)`.
         cache_dir: where preset downloads are cached. Defaults to Keras's
             cache.
         source_grid: `(rows, cols)` or int, the patch grid the file's 1D
@@ -651,9 +652,8 @@ def load_weights(
             not say it (see `keras_vit.weights.read_checkpoint`). Defaults
             to `None`: from the file.
         antialias: bool, whether the resampling low-pass filters onto a
-            smaller grid. With `interpolation="bicubic"`: timm's
-            `resample_abs_pos_embed` (its loaders; DINOv2 under 518 px).
-            Defaults to `False`.
+            smaller grid: with `"bicubic_pytorch"`, timm's loaders' and
+            `Dinov2WithRegistersModel`'s. Defaults to `False`.
 
     Returns:
         The `Checkpoint` that was loaded.

@@ -26,6 +26,7 @@ import pytest
 
 import keras_vit
 from keras_vit.weights import convert
+from keras_vit.weights import huggingface
 from keras_vit.weights import loading
 from keras_vit.weights import read_checkpoint
 
@@ -170,39 +171,74 @@ def test_outputs_match_transformers_at_another_resolution(name):
         )
 
 
-def _at_24_bicubic(name, antialias=False):
-    checkpoint, model, expected = build(name)
-    config = {**model.get_config(), "image_size": (24, 24)}
-    config.pop("name", None)
-    bigger = keras_vit.ViT(**config)
-    with pytest.warns(UserWarning, match="6x6 patch grid"):
-        loading.load_checkpoint(
-            bigger, checkpoint, interpolation="bicubic", antialias=antialias
+#: Each family's transformers `model_type` (its config's).
+MODEL_TYPES = {
+    "dinov2": "dinov2",
+    "dinov2_reg": "dinov2_with_registers",
+    "clip": "clip_vision_model",
+    "siglip": "siglip_vision_model",
+}
+#: The sizes transformers' `interpolate_pos_encoding` was recorded at:
+#: 24 px (6x6, in family_NAME.hf.expected.npz), 12 px (3x3) and 8x12 px
+#: (2x3, in transformers_resample_family.expected.npz).
+SIZES = {"24": (24, 24), "12": (12, 12), "8x12": (8, 12)}
+
+
+def interpolated(name, size):
+    """transformers' own outputs at `size` (`interpolate_pos_encoding`):
+    `(images, pooled, last_hidden_state)`."""
+    if size == "24":
+        _, expected = files(name)
+        suffix = "_interpolated_24"
+        return (
+            expected["images_24"],
+            pooled(name, expected, suffix),
+            expected["last_hidden_state" + suffix],
         )
-    outputs = bigger.predict(expected["images_24"], verbose=0)
-    return outputs, pooled(name, expected, "_interpolated_24")
+    path = os.path.join(GOLDEN, "transformers_resample_family.expected.npz")
+    with np.load(path) as data:
+        return tuple(
+            data[f"{name}/{key}_{size}"]
+            for key in ("images", "pooler_output", "last_hidden_state")
+        )
 
 
-def test_dinov2_with_registers_interpolation_is_keras_vits_bicubic():
-    """`Dinov2WithRegistersModel` resamples with PyTorch's antialiased
-    bicubic, whose cubic (a = -0.5) is TensorFlow's: its own outputs at
-    another resolution are keras_vit's with `interpolation="bicubic",
-    antialias=True` (onto this larger grid the filter changes nothing;
-    onto a smaller one it does: tests/weights/test_resample_on_load.py)."""
-    outputs, theirs = _at_24_bicubic("dinov2_reg", antialias=True)
-    np.testing.assert_allclose(outputs, theirs, atol=1e-4)
+def resampled_model(name, size, **resize):
+    checkpoint, model, _ = build(name)
+    config = {**model.get_config(), "image_size": SIZES[size]}
+    config.pop("name", None)
+    resized = keras_vit.ViT(**config)
+    with pytest.warns(UserWarning, match="patch grid"):
+        loading.load_checkpoint(resized, checkpoint, **resize)
+    return resized
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+@pytest.mark.parametrize("name", sorted(MODEL_TYPES))
+def test_transformers_resampling_gives_its_outputs_at_another_size(name, size):
+    """Loaded at another size with `transformers_resampling` of its
+    class, the file gives what transformers computes there with
+    `interpolate_pos_encoding` (PyTorch's bicubic; antialiased for
+    DINOv2 with registers): larger, smaller and non-square grids."""
+    resize = huggingface.transformers_resampling(MODEL_TYPES[name])
+    model = resampled_model(name, size, **resize)
+    images, want, hidden = interpolated(name, size)
+    np.testing.assert_allclose(
+        model.predict(images, verbose=0), want, atol=1e-4
+    )
+    np.testing.assert_allclose(
+        last_hidden_state(name, model, images), hidden, atol=1e-4
+    )
 
 
 @pytest.mark.parametrize("name", ["dinov2", "clip", "siglip"])
-def test_transformers_bicubic_interpolation_is_not_keras_vits(name):
-    """`Dinov2Model`'s, CLIP's and SigLIP's `interpolate_pos_encoding` use
-    PyTorch's bicubic without antialiasing (a = -0.75), which no keras_vit
-    interpolation is: their outputs at another resolution differ from
-    keras_vit's `"bicubic"` by more than the tolerance (documented in
-    keras_vit.weights.huggingface); the architecture at another resolution
-    is exact (the bilinear test above)."""
-    outputs, theirs = _at_24_bicubic(name)
-    assert np.max(np.abs(outputs - theirs)) > 1e-3
+def test_tensorflows_bicubic_does_not_give_transformers_outputs(name):
+    """keras_vit's `"bicubic"` (TensorFlow's cubic, a = -0.5) is not the
+    resampling of the classes that do not antialias (PyTorch's a =
+    -0.75): what `"bicubic_pytorch"` is for."""
+    model = resampled_model(name, "24", interpolation="bicubic")
+    images, want, _ = interpolated(name, "24")
+    assert np.max(np.abs(model.predict(images, verbose=0) - want)) > 1e-3
 
 
 @pytest.mark.parametrize(
