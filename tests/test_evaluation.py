@@ -393,15 +393,7 @@ def test_an_image_folder_is_tested_on_a_held_out_share(tmp_path):
             Image.fromarray(pixels.astype(np.uint8)).save(
                 tmp_path / label / f"{i}.png"
             )
-    model = keras_vit.ViT(
-        image_size=16,
-        patch_size=8,
-        hidden_dim=16,
-        num_layers=1,
-        num_heads=2,
-        mlp_dim=32,
-        num_classes=2,
-    )
+    model = keras_vit.ViT(**{**TINY, "image_size": 16, "num_classes": 2})
     folder = f"folder:{tmp_path}"
     with pytest.raises(ValueError, match="pass test_fraction"):
         evaluation.few_shot(model, folder, shots=2)
