@@ -19,6 +19,14 @@ TEST_VARIANT = "Test/8"
 #: num_classes=5)` builds the same).
 TINY = dict(registry.get_variant(TEST_VARIANT), image_size=32, num_classes=5)
 
+#: `TINY`'s width, heads and MLP in one block, for a test that trains a
+#: model of its own image and patch size (an example's or a recipe's):
+#: each block more is more to trace and compile.
+TINY_BLOCK = dict(
+    {key: TINY[key] for key in ("hidden_dim", "num_heads", "mlp_dim")},
+    num_layers=1,
+)
+
 
 def backend_env(backend="jax", **variables):
     """os.environ for a subprocess on Keras's `backend`, TensorFlow quiet
