@@ -19,6 +19,14 @@ TEST_VARIANT = "Test/8"
 #: num_classes=5)` builds the same).
 TINY = dict(registry.get_variant(TEST_VARIANT), image_size=32, num_classes=5)
 
+#: `TINY` as a hybrid: a ResNet stem of two bottleneck units (stride 8: a
+#: 4x4 grid of feature-map tokens at 32 px) under patch size 1.
+TINY_HYBRID = dict(
+    TINY,
+    patch_size=1,
+    stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4},
+)
+
 #: `TINY`'s width, heads and MLP in one block, for a test that trains a
 #: model of its own image and patch size (an example's or a recipe's):
 #: each block more is more to trace and compile.

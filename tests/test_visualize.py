@@ -7,6 +7,7 @@ import keras_vit
 from keras_vit import cli
 from keras_vit import visualize
 from tests.helpers import TINY
+from tests.helpers import TINY_HYBRID
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
@@ -194,10 +195,7 @@ def test_model_level_functions_on_a_non_square_model(kwargs):
 
 
 def test_hybrid_maps_are_on_the_feature_grid():
-    model = keras_vit.ViT(
-        **{**TINY, "patch_size": 1},
-        stem={"block_units": [1, 1], "width": 8, "groups": 4},
-    )
+    model = keras_vit.ViT(**TINY_HYBRID)
     images = random_images((1, 32, 32, 3))
     assert visualize.attention_rollout(model, images).maps.shape == (1, 4, 4)
     assert visualize._pixels_per_token(model) == (8, 8)
