@@ -9,6 +9,7 @@ import keras
 import numpy as np
 
 from keras_vit import registry
+from keras_vit.data import datasets
 
 #: The registered tiny variant (no paper's): a ViT small enough to run
 #: anywhere in milliseconds.
@@ -125,6 +126,19 @@ def made_once(tmp_path_factory, name, make):
             make(folder)
             (root / f"{name}.made").touch()
     return folder
+
+
+def fewer_digits(monkeypatch, train=320, test=80):
+    """Makes the "digits" dataset its first `train` training and `test`
+    test images (the real scikit-learn digits, split as always): what
+    reads, trains on or scores them runs as it would on all 1,797."""
+    every = datasets.digits_arrays
+
+    def fewer(*args, **kwargs):
+        splits = every(*args, **kwargs)
+        return tuple((x[:n], y[:n]) for (x, y), n in zip(splits, (train, test)))
+
+    monkeypatch.setattr(datasets, "digits_arrays", fewer)
 
 
 def unwritable(monkeypatch, folder):

@@ -9,6 +9,7 @@ from keras_vit import cli
 from keras_vit import evaluation
 from tests.helpers import TEST_VARIANT
 from tests.helpers import TINY
+from tests.helpers import fewer_digits
 from tests.helpers import randomize_weights
 
 
@@ -281,6 +282,7 @@ def test_an_untrained_model_is_named_so_in_the_output(capsys, monkeypatch):
     # printed a table like a trained model's, nothing saying the weights
     # were random. Untrained features stay allowed (a baseline). (A name:
     # the registered tiny variant, as a builder's name takes that path.)
+    fewer_digits(monkeypatch)
     argv = ["few-shot", TEST_VARIANT, "--image-size", "32", "--dataset"]
     argv += ["digits", "--shots", "1", "--seeds", "1", "--quiet"]
     assert cli.main(argv) == 0

@@ -25,6 +25,7 @@ from keras_vit.training import TrainResult
 from keras_vit.training.train import build_model
 from keras_vit.training.train import make_run_optimizer
 from tests.helpers import TINY_BLOCK
+from tests.helpers import fewer_digits
 from tests.helpers import randomize_weights
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples")
@@ -296,17 +297,8 @@ def test_finetune_offline_runs_end_to_end(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(
         keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake
     )
-    # The first 320 training and 80 test digits (a fifth of each): the two
-    # digits runs read, train and score them as they would all 1,797.
-    digits_arrays = keras_vit.data.datasets.digits_arrays
-
-    def fewer_digits(*args, **kwargs):
-        return tuple(
-            (x[:n], y[:n])
-            for (x, y), n in zip(digits_arrays(*args, **kwargs), (320, 80))
-        )
-
-    monkeypatch.setattr(keras_vit.data.datasets, "digits_arrays", fewer_digits)
+    # A fifth of the digits for its two digits runs.
+    fewer_digits(monkeypatch)
     # Its three runs without XLA, whose compiles were most of their time on a
     # CPU (tests/training cover XLA training); what they train is the same.
     train = keras_vit.training.train
