@@ -5,13 +5,15 @@
 #   make test-fast  the tests that take under 0.7 s each (about 3 minutes)
 #   make durations  the full suite, writing tests/durations.json, which
 #                   says which tests test-fast leaves out
+#   make coverage-fast  test-fast under coverage.py, then the modules and
+#                   functions it never runs (tests/fast_coverage.py)
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test test-fast durations benchmark clean
+.PHONY: demo test test-fast coverage-fast durations benchmark clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +40,17 @@ test: $(VENV)/.installed
 
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal -m "not slow" tests
+
+# The measurements go to the temporary folder, not into the checkout.
+# pytest-cov is no dev dependency: installed here on first use.
+COVERAGE_JSON := $(or $(TMPDIR),/tmp)/keras_vit_fast_coverage.json
+coverage-fast: $(VENV)/.installed
+	$(PY) -c "import pytest_cov" 2>/dev/null || \
+	  $(PY) -m pip install --quiet "pytest-cov>=5"
+	COVERAGE_FILE=$(COVERAGE_JSON:.json=.data) $(PY) -m pytest -n auto \
+	  --maxprocesses 4 --dist worksteal -m "not slow" --cov=keras_vit \
+	  --cov-report=json:$(COVERAGE_JSON) tests
+	$(PY) tests/fast_coverage.py $(COVERAGE_JSON)
 
 durations: $(VENV)/.installed
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal \

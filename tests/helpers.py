@@ -9,6 +9,7 @@ import keras
 import numpy as np
 
 from keras_vit import registry
+from keras_vit.data import datasets
 
 #: The registered tiny variant (no paper's): a ViT small enough to run
 #: anywhere in milliseconds.
@@ -18,6 +19,22 @@ TEST_VARIANT = "Test/8"
 #: with 5 classes (`ViT.from_variant(TEST_VARIANT, image_size=32,
 #: num_classes=5)` builds the same).
 TINY = dict(registry.get_variant(TEST_VARIANT), image_size=32, num_classes=5)
+
+#: `TINY` as a hybrid: a ResNet stem of two bottleneck units (stride 8: a
+#: 4x4 grid of feature-map tokens at 32 px) under patch size 1.
+TINY_HYBRID = dict(
+    TINY,
+    patch_size=1,
+    stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4},
+)
+
+#: `TINY`'s width, heads and MLP in one block, for a test that trains a
+#: model of its own image and patch size (an example's or a recipe's):
+#: each block more is more to trace and compile.
+TINY_BLOCK = dict(
+    {key: TINY[key] for key in ("hidden_dim", "num_heads", "mlp_dim")},
+    num_layers=1,
+)
 
 
 def backend_env(backend="jax", **variables):
@@ -109,6 +126,19 @@ def made_once(tmp_path_factory, name, make):
             make(folder)
             (root / f"{name}.made").touch()
     return folder
+
+
+def fewer_digits(monkeypatch, train=320, test=80):
+    """Makes the "digits" dataset its first `train` training and `test`
+    test images (the real scikit-learn digits, split as always): what
+    reads, trains on or scores them runs as it would on all 1,797."""
+    every = datasets.digits_arrays
+
+    def fewer(*args, **kwargs):
+        splits = every(*args, **kwargs)
+        return tuple((x[:n], y[:n]) for (x, y), n in zip(splits, (train, test)))
+
+    monkeypatch.setattr(datasets, "digits_arrays", fewer)
 
 
 def unwritable(monkeypatch, folder):

@@ -15,6 +15,7 @@ import pytest
 import keras_vit
 from keras_vit import weights
 from tests.helpers import TINY
+from tests.helpers import TINY_HYBRID
 from tests.helpers import made_once
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
@@ -224,21 +225,7 @@ RUNS = {
     "dynamic": (DYNAMIC_SCRIPT, {**TINY, "dynamic_image_size": True}),
     "hybrid": (
         HYBRID_SCRIPT,
-        dict(
-            patch_size=1,
-            hidden_dim=16,
-            num_layers=1,
-            num_heads=2,
-            mlp_dim=16,
-            num_classes=3,
-            image_size=32,
-            stem={
-                "block_units": [1, 1],
-                "width": 8,
-                "root_width": 16,
-                "groups": 4,
-            },
-        ),
+        TINY_HYBRID,
     ),
     "remat": (
         REMAT_SCRIPT,

@@ -26,6 +26,7 @@ import pytest
 
 import keras_vit
 from tests.helpers import TINY
+from tests.helpers import TINY_BLOCK
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
@@ -34,10 +35,9 @@ DOCS = os.path.join(ROOT, "docs")
 API = os.path.join(DOCS, "api")
 NOT_RUN = re.compile(r"<!-- not-run: (.+?) -->")
 BLOCK = re.compile(r"^```python\n(.*?)^```", flags=re.S | re.M)
-#: A ViT for snippets that name a big builder: the API path is what is run.
-TINY_BACKBONE = dict(
-    patch_size=32, hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16
-)
+#: A ViT for snippets that name a big builder: the API path is what is run
+#: (32 px patches: a 7x7 grid at the snippets' 224 px).
+TINY_BACKBONE = dict(TINY_BLOCK, patch_size=32)
 
 
 def _pages():

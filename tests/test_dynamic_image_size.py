@@ -10,18 +10,17 @@ import pytest
 import tensorflow as tf
 
 import keras_vit
+from tests.helpers import TINY
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
-#: A tiny ViT on a 4x4 reference grid (16 px, patch 4).
+#: `TINY` on a 4x4 reference grid of 4 px patches (16 px; `SIZES` has
+#: sides that are no multiple of `TINY`'s 8), in one block, with logits out.
 SMALL = dict(
+    TINY,
     image_size=16,
     patch_size=4,
-    hidden_dim=16,
     num_layers=1,
-    num_heads=2,
-    mlp_dim=32,
-    num_classes=5,
     classifier_activation=None,
 )
 

@@ -9,6 +9,7 @@ from keras_vit import cli
 from keras_vit import evaluation
 from tests.helpers import TEST_VARIANT
 from tests.helpers import TINY
+from tests.helpers import fewer_digits
 from tests.helpers import randomize_weights
 
 
@@ -281,6 +282,7 @@ def test_an_untrained_model_is_named_so_in_the_output(capsys, monkeypatch):
     # printed a table like a trained model's, nothing saying the weights
     # were random. Untrained features stay allowed (a baseline). (A name:
     # the registered tiny variant, as a builder's name takes that path.)
+    fewer_digits(monkeypatch)
     argv = ["few-shot", TEST_VARIANT, "--image-size", "32", "--dataset"]
     argv += ["digits", "--shots", "1", "--seeds", "1", "--quiet"]
     assert cli.main(argv) == 0
@@ -393,15 +395,7 @@ def test_an_image_folder_is_tested_on_a_held_out_share(tmp_path):
             Image.fromarray(pixels.astype(np.uint8)).save(
                 tmp_path / label / f"{i}.png"
             )
-    model = keras_vit.ViT(
-        image_size=16,
-        patch_size=8,
-        hidden_dim=16,
-        num_layers=1,
-        num_heads=2,
-        mlp_dim=32,
-        num_classes=2,
-    )
+    model = keras_vit.ViT(**{**TINY, "image_size": 16, "num_classes": 2})
     folder = f"folder:{tmp_path}"
     with pytest.raises(ValueError, match="pass test_fraction"):
         evaluation.few_shot(model, folder, shots=2)

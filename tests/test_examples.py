@@ -24,6 +24,8 @@ from keras_vit.registry import find_preset
 from keras_vit.training import TrainResult
 from keras_vit.training.train import build_model
 from keras_vit.training.train import make_run_optimizer
+from tests.helpers import TINY_BLOCK
+from tests.helpers import fewer_digits
 from tests.helpers import randomize_weights
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples")
@@ -295,6 +297,8 @@ def test_finetune_offline_runs_end_to_end(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(
         keras_vit.data.datasets, "fashion_mnist_arrays", lambda: fake
     )
+    # A fifth of the digits for its two digits runs.
+    fewer_digits(monkeypatch)
     # Its three runs without XLA, whose compiles were most of their time on a
     # CPU (tests/training cover XLA training); what they train is the same.
     train = keras_vit.training.train
@@ -409,7 +413,7 @@ def test_attention_maps_example_with_fewer_than_3_test_images(
     monkeypatch.setitem(
         game["main"].__globals__,
         "MODEL",
-        dict(hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16),
+        dict(TINY_BLOCK),
     )
     game["main"](
         [
@@ -424,7 +428,10 @@ def test_attention_maps_example_with_fewer_than_3_test_images(
         ]
     )
     saved = keras.saving.load_model(tmp_path / "model.keras")
-    assert isinstance(saved, keras_vit.ViT) and saved.hidden_dim == 16
+    assert (
+        isinstance(saved, keras_vit.ViT)
+        and saved.hidden_dim == TINY_BLOCK["hidden_dim"]
+    )
     html = (tmp_path / "figures" / "index.html").read_text()
     assert [f"test{i}" in html for i in range(3)] == [
         i < test_size for i in range(3)
@@ -519,8 +526,7 @@ def test_masked_patch_prediction_fine_tunes_through_from_preset(
     monkeypatch, tmp_path
 ):
     example = _load("masked_patch_prediction.py")
-    tiny = dict(hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16)
-    example["MODEL"].update(tiny)
+    example["MODEL"].update(TINY_BLOCK)
     backbone = keras_vit.ViT(**example["MODEL"], include_top=False)
     randomize_weights(backbone, seed=4)
     path = str(tmp_path / "mpp.npz")
@@ -549,13 +555,7 @@ def test_masked_patch_prediction_example_runs(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(
         example["main"].__globals__,
         "MODEL",
-        dict(
-            example["MODEL"],
-            hidden_dim=16,
-            num_layers=1,
-            num_heads=2,
-            mlp_dim=32,
-        ),
+        dict(example["MODEL"], **TINY_BLOCK),
     )
     example["main"](
         [

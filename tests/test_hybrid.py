@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import keras_vit
+from tests.helpers import TINY
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
@@ -87,20 +88,13 @@ def test_keras_application_as_stem(tmp_path):
         include_top=False, weights=None, input_shape=(64, 64, 3), alpha=0.35
     )
     model = keras_vit.ViT(
-        image_size=64,
-        patch_size=1,
-        hidden_dim=16,
-        num_layers=1,
-        num_heads=2,
-        mlp_dim=16,
-        num_classes=3,
-        stem=stem,
+        **{**TINY, "image_size": 64, "patch_size": 1}, stem=stem
     )
     assert model.grid_size == (2, 2)  # MobileNetV2 has stride 32
     assert model.stem_layer is stem
     images = random_images((2, 64, 64, 3))
     out = model(images).numpy()
-    assert out.shape == (2, 3)
+    assert out.shape == (2, TINY["num_classes"])
     path = str(tmp_path / "hybrid.keras")
     randomize_weights(model, scale=0.05)
     model.save(path)

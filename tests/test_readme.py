@@ -27,6 +27,7 @@ import keras_vit
 from keras_vit import registry
 from keras_vit.cli import build_parser
 from keras_vit.cli import main
+from tests.helpers import TINY_BLOCK
 from tests.helpers import random_images
 
 ROOT = os.path.dirname(os.path.dirname(__file__))
@@ -46,10 +47,9 @@ BLOCKS = {
 }
 
 
-#: B/16 as the tests build it: the README's names, a tiny model.
-TINY_B16 = dict(
-    patch_size=16, hidden_dim=16, num_layers=1, num_heads=2, mlp_dim=16
-)
+#: B/16 as the tests build it: the README's names, a tiny model (its
+#: patch size kept, so each preset's resolution makes its own grid).
+TINY_B16 = dict(TINY_BLOCK, patch_size=16)
 #: The class the tiny ImageNet-1k release's head favours (ILSVRC's 281,
 #: "tabby cat").
 FAVOURED = 281

@@ -6,6 +6,8 @@ import pytest
 import keras_vit
 from keras_vit import cli
 from keras_vit import visualize
+from tests.helpers import TINY
+from tests.helpers import TINY_HYBRID
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
@@ -174,16 +176,7 @@ def test_embedding_filters_are_principal_components():
 
 
 def _model(**kwargs):
-    base = dict(
-        image_size=(32, 48),
-        patch_size=8,
-        hidden_dim=16,
-        num_layers=2,
-        num_heads=2,
-        mlp_dim=32,
-        num_classes=4,
-    )
-    model = keras_vit.ViT(**{**base, **kwargs})
+    model = keras_vit.ViT(**{**TINY, "image_size": (32, 48), **kwargs})
     randomize_weights(model, scale=0.3)
     return model
 
@@ -202,16 +195,7 @@ def test_model_level_functions_on_a_non_square_model(kwargs):
 
 
 def test_hybrid_maps_are_on_the_feature_grid():
-    model = keras_vit.ViT(
-        image_size=32,
-        patch_size=1,
-        hidden_dim=16,
-        num_layers=1,
-        num_heads=2,
-        mlp_dim=16,
-        num_classes=3,
-        stem={"block_units": [1, 1], "width": 8, "groups": 4},
-    )
+    model = keras_vit.ViT(**TINY_HYBRID)
     images = random_images((1, 32, 32, 3))
     assert visualize.attention_rollout(model, images).maps.shape == (1, 4, 4)
     assert visualize._pixels_per_token(model) == (8, 8)

@@ -10,6 +10,7 @@ import pytest
 
 import keras_vit
 from keras_vit import visualize
+from tests.helpers import TINY
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 
@@ -89,16 +90,7 @@ def reference_probe_attention(model, images):
 
 
 def _vit(**kwargs):
-    base = dict(
-        image_size=32,
-        patch_size=8,
-        hidden_dim=32,
-        num_layers=2,
-        num_heads=2,
-        mlp_dim=32,
-        num_classes=3,
-    )
-    model = keras_vit.ViT(**{**base, **kwargs})
+    model = keras_vit.ViT(**{**TINY, **kwargs})
     randomize_weights(model, scale=0.5)
     return model
 
@@ -183,14 +175,7 @@ def test_heads_looking_at_the_farthest_patch_are_on_the_plot():
 
 def _hybrid(stem, image_size):
     model = keras_vit.ViT(
-        image_size=image_size,
-        patch_size=1,
-        hidden_dim=16,
-        num_layers=1,
-        num_heads=2,
-        mlp_dim=16,
-        num_classes=3,
-        stem=stem,
+        **{**TINY, "image_size": image_size, "patch_size": 1}, stem=stem
     )
     randomize_weights(model, scale=0.3)
     return model

@@ -13,6 +13,7 @@ from PIL import Image
 
 from keras_vit import cli
 from keras_vit import export
+from tests.helpers import TEST_VARIANT
 
 ROOT = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -138,13 +139,14 @@ def test_verify_command_fails_with_exit_2(
 
 
 def test_export_script_and_builder_name(tmp_path):
-    # The export/ entry point, with a builder name instead of a file.
+    # The export/ entry point, with a name instead of a file (the
+    # registered tiny variant's, as a builder's name takes that path).
     out = tmp_path / "ti.tflite"
     process = subprocess.run(
         [
             sys.executable,
             os.path.join(ROOT, "export", "export_tflite.py"),
-            "ViT_Ti16",
+            TEST_VARIANT,
             "--image-size",
             "32",
             "--num-classes",

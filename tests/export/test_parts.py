@@ -8,6 +8,7 @@ from keras_vit import files
 from keras_vit.export import load_images
 from keras_vit.export import metadata
 from tests.export.helpers import listing
+from tests.helpers import TINY
 
 
 def _write_pngs(folder, n, size=(20, 12)):
@@ -95,15 +96,7 @@ def test_float32_copy_of_mixed_precision_models():
     import keras_vit
     from keras_vit.export import float32_copy
 
-    model = keras_vit.ViT(
-        image_size=16,
-        patch_size=8,
-        hidden_dim=8,
-        num_layers=1,
-        num_heads=2,
-        mlp_dim=16,
-        num_classes=3,
-    )
+    model = keras_vit.ViT(**TINY)
     assert float32_copy.float32_model(model) is model  # nothing to do
     # Any functional model: cloned layer by layer, a nested model included.
     inner_inputs = keras.Input((4,))

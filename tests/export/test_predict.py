@@ -16,6 +16,7 @@ import keras_vit
 from keras_vit import cli
 from keras_vit.cli import predict
 from keras_vit.data.images import load_image_files
+from tests.helpers import TINY
 from tests.helpers import random_images
 
 ROOT = os.path.dirname(
@@ -189,15 +190,7 @@ def test_json_stdout_is_the_json_alone(
 def test_a_checkpoint_file(images, tmp_path, capsys):
     # The model loaded, then "Unknown model ... Received: model='...npz'":
     # the class names were looked up by resolving the path as a name.
-    model = keras_vit.ViT(
-        image_size=32,
-        patch_size=8,
-        hidden_dim=32,
-        num_layers=1,
-        num_heads=2,
-        mlp_dim=64,
-        num_classes=5,
-    )
+    model = keras_vit.ViT(**TINY)
     path = str(tmp_path / "tiny.npz")
     keras_vit.weights.save_npz(model, path)
     results = _predict_json(capsys, path, *images, "--top", "5")
@@ -211,7 +204,6 @@ def test_exports_resize_as_their_model_was_evaluated(tmp_path):
     # every image, whatever crop the model (a preset) was evaluated with.
     from keras_vit import export
     from keras_vit.export import metadata
-    from tests.helpers import TINY
     from tests.helpers import randomize_weights
 
     setting = {"crop_pct": 1.0, "interpolation": "bicubic"}
@@ -274,7 +266,6 @@ def test_onnx_and_openvino_exports_predict_as_the_keras_model(tmp_path, capsys):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("openvino")
     from keras_vit import export
-    from tests.helpers import TINY
     from tests.helpers import randomize_weights
 
     setting = {"crop_pct": 1.0, "interpolation": "bicubic"}

@@ -294,6 +294,7 @@ MIRRORED = (
     TWO_DEVICES
     + """
     from keras_vit.training import MaskedPatchPrediction, make_optimizer
+    from tests.helpers import TINY_BLOCK
 
     rng = np.random.default_rng(0)
     images = rng.uniform(0, 255, (16, 16, 16, 3)).astype("float32")
@@ -301,8 +302,7 @@ MIRRORED = (
     for name, strategy in STRATEGIES:
         keras.utils.set_random_seed(1)
         with strategy.scope():
-            backbone = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
-                                     num_layers=1, num_heads=2, mlp_dim=16)
+            backbone = keras_vit.ViT(image_size=16, patch_size=4, **TINY_BLOCK)
             # Every patch masked: no random draws, so both runs see one task.
             mpp = MaskedPatchPrediction(backbone, corrupt_rate=1.0,
                                         mask_rate=1.0, replace_rate=0.0)

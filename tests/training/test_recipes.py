@@ -9,6 +9,7 @@ from keras_vit import cli
 from keras_vit.cli import train as train_command
 from keras_vit.training import TrainConfig
 from keras_vit.training.config import RECIPES
+from tests.helpers import TINY_BLOCK
 from tests.training.test_class_names import CLASSES
 from tests.training.test_class_names import _image_folder
 
@@ -197,11 +198,10 @@ def test_the_recipe_fine_tunes_a_checkpoint_end_to_end(tmp_path, monkeypatch):
     from keras_vit import training
     from keras_vit.training import recipe
 
-    tiny = dict(hidden_dim=16, num_heads=2, mlp_dim=16, num_layers=1)
     # "Pre-trained": 16 px, 3 classes; fine-tuned at 32 px on 2 classes (the
     # position embeddings resampled, a new head).
     pretrained = keras_vit.ViT(
-        image_size=16, patch_size=4, num_classes=3, **tiny
+        image_size=16, patch_size=4, num_classes=3, **TINY_BLOCK
     )
     checkpoint = str(tmp_path / "pretrained.weights.h5")
     pretrained.save_weights(checkpoint)
@@ -216,7 +216,7 @@ def test_the_recipe_fine_tunes_a_checkpoint_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setattr(training, "train", kept_train)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        code = _fine_tune_tiny(tmp_path, checkpoint, folder, tiny)
+        code = _fine_tune_tiny(tmp_path, checkpoint, folder, TINY_BLOCK)
     assert code == 0
     # The held-out images are counted: Keras warned "Your input ran out of
     # data" after each validation of an image folder's hold-out.

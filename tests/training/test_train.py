@@ -707,6 +707,7 @@ MIRRORED = (
     TWO_DEVICES
     + """
     from keras_vit.training import recipe
+    from tests.helpers import TINY_BLOCK
 
     rng = np.random.default_rng(0)
     images = rng.uniform(0, 255, (16, 16, 16, 3)).astype("float32")
@@ -715,9 +716,8 @@ MIRRORED = (
     for name, strategy in STRATEGIES:
         keras.utils.set_random_seed(1)
         with strategy.scope():
-            model = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
-                                  num_layers=1, num_heads=2, mlp_dim=16,
-                                  num_classes=5)
+            model = keras_vit.ViT(image_size=16, patch_size=4, num_classes=5,
+                                  **TINY_BLOCK)
             model.compile(recipe.make_optimizer("adamw", 1e-2, total_steps=4),
                           keras.losses.CategoricalCrossentropy())
         ds = tf.data.Dataset.from_tensor_slices((images, labels)).batch(16)
@@ -1054,6 +1054,7 @@ def test_every_random_draw_of_a_model_is_seeded_by_the_epoch(tmp_path):
 OWN_FIT = """
     import json, numpy as np, tensorflow as tf
     import keras, keras_vit
+    from tests.helpers import TINY_BLOCK
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     rng = np.random.default_rng(0)
@@ -1061,9 +1062,8 @@ OWN_FIT = """
     labels = rng.integers(0, 5, 32)
     keras.utils.set_random_seed(1)
     with strategy.scope():
-        model = keras_vit.ViT(image_size=16, patch_size=4, hidden_dim=16,
-                              num_layers=1, num_heads=2, mlp_dim=16,
-                              num_classes=5)
+        model = keras_vit.ViT(image_size=16, patch_size=4, num_classes=5,
+                              **TINY_BLOCK)
         model.compile("adam", "sparse_categorical_crossentropy",
                       metrics=["accuracy"])
     ds = tf.data.Dataset.from_tensor_slices((images, labels)).batch(16)

@@ -12,6 +12,7 @@ import keras_vit
 from keras_vit import registry
 from keras_vit.registry import presets as registry_presets
 from keras_vit.weights import download
+from tests.helpers import TINY_HYBRID
 from tests.weights.test_golden_parity import TINY
 from tests.weights.test_golden_parity import expected
 from tests.weights.test_golden_parity import golden
@@ -502,24 +503,14 @@ def test_a_file_without_a_grid_record_says_how_to_load_it_into_its_own_size(
     assert "this very size" not in str(info.value)
 
 
-HYBRID = dict(
-    patch_size=1,
-    hidden_dim=16,
-    num_layers=1,
-    num_heads=2,
-    mlp_dim=16,
-    num_classes=3,
-    image_size=32,
-    stem={"block_units": [1, 1], "width": 8, "root_width": 16, "groups": 4},
-)
-
-
 def test_a_hybrid_native_file_loads_and_fine_tunes(tmp_path):
     # The stem's bottleneck units sit in a `units` list group that the
     # reader took for a layer: every stem weight was "unexpected".
-    source, path = _saved_and_reloaded(HYBRID, tmp_path)
+    source, path = _saved_and_reloaded(TINY_HYBRID, tmp_path)
     with pytest.warns(UserWarning, match="from a 4x4 to a 8x8 patch grid"):
-        bigger = keras_vit.ViT.from_preset(path, **{**HYBRID, "image_size": 64})
+        bigger = keras_vit.ViT.from_preset(
+            path, **{**TINY_HYBRID, "image_size": 64}
+        )
     np.testing.assert_array_equal(
         bigger.get_layer("resnet_stem").weights[-1].numpy(),
         source.get_layer("resnet_stem").weights[-1].numpy(),
@@ -532,7 +523,7 @@ def test_an_older_hybrid_keras_file_takes_its_grid_from_its_own_config(
     # A stem's feature map depends on the stem, which is not rebuilt from
     # the archive: the config gives the grid when it is the model's config,
     # and otherwise the grid is not known.
-    hybrid = HYBRID
+    hybrid = TINY_HYBRID
     path = _drop_grid_record(
         _save(keras_vit.ViT(**hybrid), str(tmp_path / "h.keras"))
     )
