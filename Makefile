@@ -42,11 +42,8 @@ test-fast: $(VENV)/.installed
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal -m "not slow" tests
 
 # The measurements go to the temporary folder, not into the checkout.
-# pytest-cov is no dev dependency: installed here on first use.
 COVERAGE_JSON := $(or $(TMPDIR),/tmp)/keras_vit_fast_coverage.json
 coverage-fast: $(VENV)/.installed
-	$(PY) -c "import pytest_cov" 2>/dev/null || \
-	  $(PY) -m pip install --quiet "pytest-cov>=5"
 	COVERAGE_FILE=$(COVERAGE_JSON:.json=.data) $(PY) -m pytest -n auto \
 	  --maxprocesses 4 --dist worksteal -m "not slow" --cov=keras_vit \
 	  --cov-report=json:$(COVERAGE_JSON) tests
