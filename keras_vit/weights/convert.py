@@ -176,6 +176,8 @@ def architecture(checkpoint):
             args[option] = True
     if not checkpoint.patch_bias:
         args["patch_bias"] = False
+    if not checkpoint.qkv_bias:
+        args["qkv_bias"] = False
     args.update(checkpoint.layout_defaults)
     return args
 

@@ -1,0 +1,151 @@
+"""DINOv3 (2-D RoPE) read from timm and transformers files, from goldens.
+
+tests/golden/make_dinov3_checkpoints.py (developer-side: torch, timm,
+transformers) made tiny DINOv3s with every weight perturbed, in timm's
+`Eva` layout (`vit_small_patch16_dinov3`: no qkv bias; `..._qkvb`: query
+and value biases) and transformers' `DINOv3ViTModel` (query and value
+biases, no key bias), and recorded their tokens and class-token features
+at 16 px and at 12x20 (a non-square grid, from the same weights). Here,
+without torch, keras_vit builds the model the file implies and must give
+the same numbers.
+"""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+from safetensors.numpy import save_file
+
+import keras_vit
+from keras_vit.weights import convert
+from keras_vit.weights import read_checkpoint
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden")
+ATOL = 1e-5
+NAMES = ("timm_s", "timm_s_qkvb", "hf")
+#: What `ViT`'s arguments the normalisation is (the goldens' inputs).
+IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
+
+
+def files(name):
+    path = os.path.join(GOLDEN, f"dinov3_{name}")
+    with np.load(path + ".expected.npz") as data:
+        return path + ".safetensors", {k: data[k] for k in data.files}
+
+
+def build(name, **kwargs):
+    path, expected = files(name)
+    model = convert.model_for_checkpoint(
+        read_checkpoint(path), num_heads=2, normalization=IMAGENET, **kwargs
+    )
+    return model, expected
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_file_gives_the_architecture(name):
+    checkpoint = read_checkpoint(files(name)[0])
+    implied = convert.architecture(checkpoint)
+    assert implied["position_embedding"] == "rope"
+    assert implied["rope_theta"] == 100.0
+    assert implied["layer_norm_epsilon"] == 1e-5
+    assert implied["num_register_tokens"] == 4
+    assert implied["pooling"] == "token"  # upstream's, not timm's "avg"
+    assert implied.get("qkv_bias", True) == (name != "timm_s")
+    assert checkpoint.unexpected == [] and checkpoint.missing == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_outputs_match_at_the_size_and_another(name):
+    model, expected = build(name, dynamic_image_size=True)
+    for suffix in ("", "_wide"):
+        images = expected["images" + suffix]
+        np.testing.assert_allclose(
+            model.forward_features(images),
+            expected["tokens" + suffix],
+            atol=ATOL,
+            rtol=0,
+        )
+        np.testing.assert_allclose(
+            model.predict(images, verbose=0),
+            expected["pooled" + suffix],
+            atol=ATOL,
+            rtol=0,
+        )
+
+
+def test_a_fixed_size_model_at_the_other_size():
+    """Built at 12x20, nothing resampled: the rotary table is the grid's."""
+    model, expected = build("hf", image_size=(12, 20))
+    np.testing.assert_allclose(
+        model.predict(expected["images_wide"], verbose=0),
+        expected["pooled_wide"],
+        atol=ATOL,
+        rtol=0,
+    )
+
+
+def test_the_key_bias_is_zero_and_matters_with_rope():
+    """transformers' file has no key bias (and timm's qkvb keeps it at
+    zero): read as zeros. Under RoPE a key bias is rotated with each
+    key's position, so it changes the attention (without RoPE it would
+    add the same logit to every key of a query): a wrong reading shows."""
+    model, expected = build("hf", image_size=16)
+    bias = model.get_layer("block_0").attention.qkv.bias
+    width = model.hidden_dim
+    assert np.all(keras.ops.convert_to_numpy(bias)[width : 2 * width] == 0)
+    values = keras.ops.convert_to_numpy(bias).copy()
+    values[width : 2 * width] = 1.0
+    bias.assign(values)
+    outputs = model.predict(expected["images"], verbose=0)
+    assert np.max(np.abs(outputs - expected["pooled"])) > 1e-3
+
+
+def test_round_trip_in_safe_mode(tmp_path):
+    model, expected = build("timm_s", dynamic_image_size=True)
+    path = str(tmp_path / "dinov3.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert loaded.position_embedding == "rope" and not loaded.qkv_bias
+    np.testing.assert_allclose(
+        loaded.predict(expected["images_wide"], verbose=0),
+        expected["pooled_wide"],
+        atol=ATOL,
+        rtol=0,
+    )
+
+
+def test_intermediates_have_the_registers_and_patches():
+    model, expected = build("timm_s", image_size=16)
+    outputs = model.intermediates_model()(expected["images"])
+    blocks, attention = outputs["block_outputs"], outputs["attention_weights"]
+    assert len(blocks) == 2 and blocks[0].shape == (2, 21, 32)
+    assert attention[-1].shape == (2, 2, 21, 21)
+
+
+def test_an_eva_file_with_absolute_embeddings_is_refused(tmp_path):
+    """EVA-02 / Perception Encoder: RoPE with pos_embed, not read."""
+    tensors = load_file(files("timm_s_qkvb")[0])
+    tensors["pos_embed"] = np.zeros((1, 16, 32), np.float32)
+    path = str(tmp_path / "eva.safetensors")
+    save_file(tensors, path)
+    with pytest.raises(ValueError, match="Eva checkpoint with absolute"):
+        read_checkpoint(path)
+
+
+def test_rope_vit_builders_take_the_options():
+    model = keras_vit.ViT(
+        image_size=16,
+        patch_size=4,
+        hidden_dim=32,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=64,
+        position_embedding="rope",
+        rope_theta=10.0,
+        qkv_bias=False,
+        include_top=False,
+    )
+    assert model.get_layer("rope").rope_theta == 10.0
+    assert model.get_layer("block_0").attention.qkv.bias is None
