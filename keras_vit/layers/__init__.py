@@ -10,7 +10,6 @@ from keras_vit.layers.pooling import TokenPooling
 from keras_vit.layers.resnet_stem import ResNetBottleneck
 from keras_vit.layers.resnet_stem import ResNetStem
 from keras_vit.layers.resnet_stem import StdConv2D
-from keras_vit.layers.rotary import RotaryEmbedding
 from keras_vit.layers.transformer_block import TransformerBlock
 
 __all__ = [
@@ -22,7 +21,6 @@ __all__ = [
     "Patches",
     "ResNetBottleneck",
     "ResNetStem",
-    "RotaryEmbedding",
     "StdConv2D",
     "TokenPooling",
     "TransformerBlock",

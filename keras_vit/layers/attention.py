@@ -88,7 +88,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             two with the `qkv` projection as one function whose backward
             pass keeps only `inputs`. Defaults to `None`.
         rope: `None`, or a `(T, 2 · D / num_heads)` rotary table
-            (`keras_vit.layers.RotaryEmbedding`'s output) to rotate the
+            (`keras_vit.layers.rotary.RotaryEmbedding`'s output) to rotate the
             queries and keys by. Defaults to `None`.
 
     Returns:

@@ -90,6 +90,10 @@ def apply_rope(x, table):
 class RotaryEmbedding(keras.layers.Layer):
     """The rotary table of a patch grid (DINOv3's 2-D axial RoPE).
 
+    A layer of `ViT(position_embedding="rope")` (named `rope`), not one of
+    `keras_vit.layers`' building blocks: its output is a table that every
+    block's attention takes (`MultiHeadSelfAttention(...)(x, rope=table)`).
+
     See the module's docstring for the mechanism. The layer has no
     weights: it computes `rope_table` from the grid of its input, so a
     model with `dynamic_image_size` gets each image's own table, and a
@@ -111,12 +115,13 @@ class RotaryEmbedding(keras.layers.Layer):
             `grid_size`; only their shape is read.
 
     Returns:
-        The `(num_prefix_tokens + rows * cols, 2 * head_dim)` float32
-        table `[sin | cos]` (`apply_rope` takes it).
+        The `(num_prefix_tokens + rows * cols, 2 * head_dim)` table `[sin |
+        cos]` (`apply_rope` takes it), computed in float32 and cast once to
+        the layer's compute dtype, as timm's.
 
     Example:
 
-    >>> layer = keras_vit.layers.RotaryEmbedding(head_dim=8)
+    >>> layer = keras_vit.layers.rotary.RotaryEmbedding(head_dim=8)
     >>> layer(np.zeros((1, 2, 3, 5))).shape
     TensorShape([6, 16])
     """
@@ -129,6 +134,7 @@ class RotaryEmbedding(keras.layers.Layer):
         grid_size=None,
         **kwargs,
     ):
+        arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.head_dim = arg_checks.positive_int("head_dim", head_dim)
         if self.head_dim % 4:
@@ -160,9 +166,10 @@ class RotaryEmbedding(keras.layers.Layer):
 
     def call(self, patches):
         rows, cols = self._grid(tuple(ops.shape(patches)))
-        return rope_table(
+        table = rope_table(
             rows, cols, self.head_dim, self.rope_theta, self.num_prefix_tokens
         )
+        return ops.cast(table, self.compute_dtype)
 
     def compute_output_shape(self, input_shape):
         rows, cols = self._grid(tuple(input_shape))
