@@ -19,6 +19,8 @@ from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 
 import keras_vit
+from keras_vit import export
+from keras_vit import visualize
 from keras_vit.weights import convert
 from keras_vit.weights import read_checkpoint
 
@@ -62,7 +64,7 @@ def test_outputs_match_at_the_size_and_another(name):
     for suffix in ("", "_wide"):
         images = expected["images" + suffix]
         np.testing.assert_allclose(
-            model.forward_features(images),
+            keras.ops.convert_to_numpy(model.forward_features(images)),
             expected["tokens" + suffix],
             atol=ATOL,
             rtol=0,
@@ -149,3 +151,59 @@ def test_rope_vit_builders_take_the_options():
     )
     assert model.get_layer("rope").rope_theta == 10.0
     assert model.get_layer("block_0").attention.qkv.bias is None
+
+
+def test_a_model_without_rope_is_refused():
+    """The file holds no position table, so its tensors fit a model
+    without positions: refused by name, not loaded into another model."""
+    path, _ = files("timm_s")
+    model = keras_vit.ViT(
+        image_size=16,
+        patch_size=4,
+        hidden_dim=32,
+        num_layers=2,
+        num_heads=2,
+        mlp_dim=64,
+        include_top=False,
+        position_embedding="none",
+        num_register_tokens=4,
+        layer_scale_init=1e-5,
+        qkv_bias=False,
+        layer_norm_epsilon=1e-5,
+    )
+    with pytest.raises(ValueError, match="position_embedding='none'"):
+        keras_vit.load_weights(model, path)
+
+
+def test_fine_tuning_at_another_size_with_a_new_head():
+    """Built at 24 px with a 3-class head: the backbone's features are
+    the dynamic model's at 24 px (nothing resampled), the head is new."""
+    with pytest.warns(UserWarning, match="3-class head is zero-initialised"):
+        tuned, _ = build("timm_s", image_size=24, num_classes=3)
+    assert tuned.predict(np.zeros((1, 24, 24, 3)), verbose=0).shape == (1, 3)
+    dynamic, _ = build("timm_s", dynamic_image_size=True)
+    images = np.random.default_rng(5).uniform(0, 255, (2, 24, 24, 3))
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(tuned.forward_features(images)),
+        keras.ops.convert_to_numpy(dynamic.forward_features(images)),
+        atol=1e-6,
+    )
+
+
+def test_rollout_leaves_the_registers_out():
+    model, expected = build("hf", image_size=16)
+    result = visualize.attention_rollout(
+        model, expected["images"], registers=True
+    )
+    assert result.maps.shape == (2, 4, 4)
+    assert result.register_rollout.shape == (2, 4)
+
+
+@pytest.mark.slow
+def test_exports_to_tflite_verified_in_one_partition(tmp_path):
+    """The rotary table of a fixed-size model is a constant of the graph:
+    builtin ops only, one XNNPACK partition, checked against Keras."""
+    model, _ = build("timm_s_qkvb", image_size=16)
+    path = str(tmp_path / "dinov3.tflite")
+    result = export.export_tflite(model, path, num_verify_images=4)
+    assert result.report.passed and result.report.xnnpack_partitions == 1
