@@ -19,6 +19,7 @@ from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 
 import keras_vit
+from keras_vit import cli
 from keras_vit import export
 from keras_vit import visualize
 from keras_vit.weights import convert
@@ -207,3 +208,22 @@ def test_exports_to_tflite_verified_in_one_partition(tmp_path):
     path = str(tmp_path / "dinov3.tflite")
     result = export.export_tflite(model, path, num_verify_images=4)
     assert result.report.passed and result.report.xnnpack_partitions == 1
+
+
+def test_convert_says_what_it_assumed_and_the_file_reloads(tmp_path, capsys):
+    path, expected = files("hf")
+    output = str(tmp_path / "dinov3.keras")
+    flags = ["--num-heads", "2", "--mean", "0.485", "0.456", "0.406"]
+    flags += ["--std", "0.229", "0.224", "0.225", "--quiet"]
+    assert cli.main(["convert", path, "--output", output, *flags]) == 0
+    assert "rope_theta=100.0 (its layout's family)" in capsys.readouterr().err
+    converted = keras.saving.load_model(output, safe_mode=True)
+    assert converted.image_size == (224, 224)  # the file records no size
+    assert converted.position_embedding == "rope"
+    built, _ = build("hf", image_size=224)
+    images = np.random.default_rng(6).uniform(0, 255, (1, 224, 224, 3))
+    np.testing.assert_allclose(
+        converted.predict(images, verbose=0),
+        built.predict(images, verbose=0),
+        atol=0,
+    )
