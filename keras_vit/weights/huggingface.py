@@ -463,9 +463,9 @@ def _dinov3_attention(src, prefix, out, name):
     out[f"{name}/attention/qkv/kernel"] = concatenate(kernels, axis=1)
     if kernels[0] is not None:
         width = kernels[0].shape[1]
-        out[f"{name}/attention/qkv/bias"] = np.concatenate(
-            [
-                src.take_if_present(f"{prefix}.{part}_proj.bias", 1)
+        out[f"{name}/attention/qkv/bias"] = concatenate(
+            [  # a misshaped bias is reported and leaves the bias out
+                src.take(f"{prefix}.{part}_proj.bias", 1)
                 if f"{prefix}.{part}_proj.bias" in src
                 else np.zeros(width, kernels[0].dtype)
                 for part in "qkv"

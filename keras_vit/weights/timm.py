@@ -157,8 +157,9 @@ DINOV3_DEFAULTS = {
     "layer_norm_epsilon": 1e-5,
 }
 
-#: Names only timm's `Eva` class (DINOv3, EVA-02, Perception Encoder) has.
-_EVA = re.compile(r"^blocks\.\d+\.(gamma_[12]|attn\.[qv]_bias)$")
+#: Names only timm's `Eva` class (DINOv3, EVA-02, Perception Encoder,
+#: Naver's RoPE-ViT) has.
+_EVA = re.compile(r"^(blocks\.\d+\.(gamma_[12]|attn\.[qv]_bias)|rope\.freqs)$")
 
 
 def _qkv(src, prefix, out, name):
@@ -277,5 +278,15 @@ def _eva_layout(tensors, path):
             "embeddings (EVA-02 or Perception Encoder: rotary embeddings "
             "with pos_embed), which keras_vit does not read; of timm's Eva "
             "models it reads DINOv3's layout (no pos_embed)."
+        )
+    if "reg_token" not in tensors or "rope.freqs" in tensors:
+        # Naver's RoPE-ViT (`vit_*_rope_*`): the same names, other
+        # rotary coordinates (and, `rope_mixed`, learned frequencies).
+        raise ValueError(
+            f"{path} is a timm Eva checkpoint without DINOv3's register "
+            "tokens or with learned rotary frequencies (rope.freqs): Naver's "
+            "RoPE-ViT (vit_*_rope_*), whose rotary embedding keras_vit does "
+            "not compute; of timm's Eva models it reads DINOv3's layout "
+            "(reg_token, no pos_embed)."
         )
     return dict(DINOV3_DEFAULTS)

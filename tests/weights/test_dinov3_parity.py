@@ -127,13 +127,31 @@ def test_intermediates_have_the_registers_and_patches():
     assert attention[-1].shape == (2, 2, 21, 21)
 
 
-def test_an_eva_file_with_absolute_embeddings_is_refused(tmp_path):
-    """EVA-02 / Perception Encoder: RoPE with pos_embed, not read."""
-    tensors = load_file(files("timm_s_qkvb")[0])
-    tensors["pos_embed"] = np.zeros((1, 16, 32), np.float32)
-    path = str(tmp_path / "eva.safetensors")
+def _changed(tmp_path, name, drop=(), **add):
+    """A copy of golden `name`'s file without `drop`, with `add`."""
+    tensors = load_file(files(name)[0])
+    for key in drop:
+        del tensors[key]
+    tensors.update(add)
+    path = str(tmp_path / f"{name}.safetensors")
     save_file(tensors, path)
-    with pytest.raises(ValueError, match="Eva checkpoint with absolute"):
+    return path
+
+
+@pytest.mark.parametrize(
+    "drop, add, match",
+    [
+        # EVA-02 / Perception Encoder: RoPE with absolute embeddings.
+        ((), {"pos_embed": np.zeros((1, 16, 32), "float32")}, "absolute"),
+        # Naver's RoPE-ViT: Eva's names, no registers (vit_*_rope_224) or
+        # learned frequencies (vit_*_rope_mixed_224): another rotation.
+        (("reg_token",), {}, "Naver's RoPE-ViT"),
+        ((), {"rope.freqs": np.zeros((2, 2, 8), "float32")}, "rope.freqs"),
+    ],
+)
+def test_other_eva_rope_layouts_are_refused(tmp_path, drop, add, match):
+    path = _changed(tmp_path, "timm_s_qkvb", drop, **add)
+    with pytest.raises(ValueError, match=match):
         read_checkpoint(path)
 
 
@@ -227,3 +245,11 @@ def test_convert_says_what_it_assumed_and_the_file_reloads(tmp_path, capsys):
         built.predict(images, verbose=0),
         atol=0,
     )
+
+
+def test_a_misshaped_bias_is_reported_not_a_traceback(tmp_path):
+    bias = np.zeros((2, 32), "float32")
+    key = "model.layer.0.attention.q_proj.bias"
+    path = _changed(tmp_path, "hf", (key,), **{key: bias})
+    with pytest.raises(ValueError, match="q_proj.bias"):
+        convert.model_for_checkpoint(read_checkpoint(path), num_heads=2)
