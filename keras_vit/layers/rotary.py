@@ -37,28 +37,31 @@ import keras
 from keras import ops
 
 from keras_vit import arg_checks
+from keras_vit.layers.layer_norm import statistics_dtype
 
 
-def rope_periods(head_dim, theta):
-    """The `head_dim // 4` periods `theta ** (4k / head_dim)` (float32)."""
+def rope_periods(head_dim, theta, dtype="float32"):
+    """The `head_dim // 4` periods `theta ** (4k / head_dim)`."""
     quarter = head_dim // 4
-    exponents = ops.arange(quarter, dtype="float32") * (4.0 / head_dim)
-    return ops.power(ops.cast(theta, "float32"), exponents)
+    exponents = ops.arange(quarter, dtype=dtype) * (4.0 / head_dim)
+    return ops.power(ops.cast(theta, dtype), exponents)
 
 
-def rope_table(rows, cols, head_dim, theta, num_prefix_tokens=0):
-    """The `(num_prefix_tokens + rows * cols, 2 * head_dim)` float32 table
-    `[sin | cos]` of an `rows x cols` patch grid (row-major, as the
-    patches), the prefix tokens' rows `[0 | 1]` (no rotation). `rows` and
+def rope_table(
+    rows, cols, head_dim, theta, num_prefix_tokens=0, dtype="float32"
+):
+    """The `(num_prefix_tokens + rows * cols, 2 * head_dim)` table `[sin |
+    cos]` of an `rows x cols` patch grid (row-major, as the patches), in
+    `dtype`, the prefix tokens' rows `[0 | 1]` (no rotation). `rows` and
     `cols` may be scalar tensors (a dynamic image size)."""
-    rows_f = ops.cast(rows, "float32")
-    cols_f = ops.cast(cols, "float32")
-    y = 2.0 * (ops.arange(rows, dtype="float32") + 0.5) / rows_f - 1.0
-    x = 2.0 * (ops.arange(cols, dtype="float32") + 0.5) / cols_f - 1.0
+    rows_f = ops.cast(rows, dtype)
+    cols_f = ops.cast(cols, dtype)
+    y = 2.0 * (ops.arange(rows, dtype=dtype) + 0.5) / rows_f - 1.0
+    x = 2.0 * (ops.arange(cols, dtype=dtype) + 0.5) / cols_f - 1.0
     count = rows * cols
     y = ops.reshape(ops.broadcast_to(y[:, None], (rows, cols)), (count, 1))
     x = ops.reshape(ops.broadcast_to(x[None, :], (rows, cols)), (count, 1))
-    periods = rope_periods(head_dim, theta)[None, :]
+    periods = rope_periods(head_dim, theta, dtype)[None, :]
     angles = ops.concatenate(
         [2.0 * math.pi * y / periods, 2.0 * math.pi * x / periods], axis=-1
     )  # (count, head_dim / 2)
@@ -67,8 +70,8 @@ def rope_table(rows, cols, head_dim, theta, num_prefix_tokens=0):
     if num_prefix_tokens:
         prefix = ops.concatenate(
             [
-                ops.zeros((num_prefix_tokens, head_dim), "float32"),
-                ops.ones((num_prefix_tokens, head_dim), "float32"),
+                ops.zeros((num_prefix_tokens, head_dim), dtype),
+                ops.ones((num_prefix_tokens, head_dim), dtype),
             ],
             axis=-1,
         )
@@ -116,8 +119,8 @@ class RotaryEmbedding(keras.layers.Layer):
 
     Returns:
         The `(num_prefix_tokens + rows * cols, 2 * head_dim)` table `[sin |
-        cos]` (`apply_rope` takes it), computed in float32 and cast once to
-        the layer's compute dtype, as timm's.
+        cos]` (`apply_rope` takes it), computed in float32 (a float64
+        layer's: float64) and cast once to the compute dtype, as timm's.
 
     Example:
 
@@ -142,9 +145,7 @@ class RotaryEmbedding(keras.layers.Layer):
                 "Rotary position embeddings need a head width that is a "
                 f"multiple of 4. Received: head_dim={head_dim}"
             )
-        self.rope_theta = arg_checks.finite_positive_float(
-            "rope_theta", rope_theta
-        )
+        self.rope_theta = arg_checks.positive_float32("rope_theta", rope_theta)
         self.num_prefix_tokens = arg_checks.non_negative_int(
             "num_prefix_tokens", num_prefix_tokens
         )
@@ -167,7 +168,12 @@ class RotaryEmbedding(keras.layers.Layer):
     def call(self, patches):
         rows, cols = self._grid(tuple(ops.shape(patches)))
         table = rope_table(
-            rows, cols, self.head_dim, self.rope_theta, self.num_prefix_tokens
+            rows,
+            cols,
+            self.head_dim,
+            self.rope_theta,
+            self.num_prefix_tokens,
+            statistics_dtype(self.compute_dtype),
         )
         return ops.cast(table, self.compute_dtype)
 

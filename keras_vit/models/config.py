@@ -180,7 +180,7 @@ _ALONE = {
     ),
     "representation_size": arg_checks.optional_positive_int,
     "layer_norm_epsilon": arg_checks.epsilon,
-    "rope_theta": arg_checks.finite_positive_float,
+    "rope_theta": arg_checks.positive_float32,
     "classifier_activation": lambda _, value: _activation(value),
     "activation": _choice(ACTIVATIONS),
     "pooling": _choice((*MODEL_POOLINGS, None)),

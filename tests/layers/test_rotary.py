@@ -6,11 +6,14 @@ import keras
 import numpy as np
 import pytest
 
+import keras_vit
 from keras_vit.layers import MultiHeadSelfAttention
 from keras_vit.layers.rotary import RotaryEmbedding
 from keras_vit.layers.rotary import apply_rope
 from keras_vit.layers.rotary import rope_table
 from tests import reference
+from tests.helpers import random_images
+from tests.helpers import randomize_weights
 
 
 def _rotate(v, table):
@@ -139,3 +142,25 @@ def test_config_round_trip():
         keras.saving.serialize_keras_object(layer)
     )
     assert isinstance(restored, RotaryEmbedding)
+
+
+def test_a_float64_model_rotates_in_float64():
+    model = keras_vit.ViT(
+        image_size=(8, 12),
+        patch_size=4,
+        hidden_dim=16,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=16,
+        num_classes=3,
+        position_embedding="rope",
+        num_register_tokens=1,
+        dtype="float64",
+    )
+    randomize_weights(model, scale=0.3)
+    images = random_images((2, 8, 12, 3))
+    np.testing.assert_allclose(
+        model.predict(images, verbose=0),
+        reference.vit(images, model),
+        atol=1e-10,
+    )
