@@ -253,3 +253,18 @@ def test_a_misshaped_bias_is_reported_not_a_traceback(tmp_path):
     path = _changed(tmp_path, "hf", (key,), **{key: bias})
     with pytest.raises(ValueError, match="q_proj.bias"):
         convert.model_for_checkpoint(read_checkpoint(path), num_heads=2)
+
+
+def test_transformers_4_names_read_as_5(tmp_path):
+    """transformers 4.56 saved the blocks as `layer.N`, 5 as
+    `model.layer.N`: the same tensors under either name."""
+    tensors = load_file(files("hf")[0])
+    renamed = {k.removeprefix("model."): v for k, v in tensors.items()}
+    assert "layer.0.norm1.weight" in renamed
+    path = str(tmp_path / "dinov3_4.safetensors")
+    save_file(renamed, path)
+    old = read_checkpoint(path)
+    new = read_checkpoint(files("hf")[0])
+    assert old.tensors.keys() == new.tensors.keys()
+    for key, value in new.tensors.items():
+        np.testing.assert_array_equal(old.tensors[key], value)
