@@ -138,6 +138,13 @@ def epsilon(name, value):
     """Returns `value` as a `float` for a normalisation epsilon: finite,
     > 0, and representable in float32 without becoming inf or 0 (where the
     layers compute), or raises."""
+    return positive_float32(name, value)
+
+
+def positive_float32(name, value):
+    """Returns `value` as a `float` > 0 that float32 holds without it
+    becoming inf or 0 (a number the layers compute with: an epsilon,
+    RoPE's `rope_theta`), or raises."""
     value = finite_positive_float(name, value)
     if not _FLOAT32_TINY <= value <= _FLOAT32_MAX:
         raise ValueError(

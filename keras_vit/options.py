@@ -17,9 +17,10 @@ MODEL_POOLINGS = (*POOLINGS, "map")
 #: `keras_vit.layers.PatchEncoder(position_embedding=...)`.
 POSITION_EMBEDDINGS = ("learned", "learned2d", "sincos2d", "none")
 
-#: `ViT(position_embedding=...)`: the encoder's, and relative position
-#: biases in the attention instead.
-MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative")
+#: `ViT(position_embedding=...)`: the encoder's, and in the attention
+#: instead: relative position biases, or DINOv3's 2-D rotary embedding of
+#: the patch tokens' queries and keys (`keras_vit.layers.rotary`).
+MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative", "rope")
 
 #: `PatchEncoder(position_embedding_tokens=...)` / `ViT(...)`: which tokens
 #: get a position embedding: all (the paper's: the class token's entry

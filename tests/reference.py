@@ -55,13 +55,45 @@ def patches(images, p):
     return np.stack(out, axis=1)
 
 
+def rope_angles(rows, cols, head_dim, theta):
+    """DINOv3's rotary angles, `(rows * cols, head_dim / 2)`: for the patch
+    at row i, column j, its centre normalised to [-1, 1] on each axis,
+    `y = (i + 0.5) / rows * 2 - 1`, `x` alike; angle `k` of `head_dim / 4`
+    is `2 pi y / theta ** (4k / head_dim)`, then the same of `x`."""
+    quarter = head_dim // 4
+    angles = np.zeros((rows * cols, 2 * quarter))
+    for i in range(rows):
+        for j in range(cols):
+            y = (i + 0.5) / rows * 2 - 1
+            x = (j + 0.5) / cols * 2 - 1
+            for k in range(quarter):
+                period = theta ** (4 * k / head_dim)
+                angles[i * cols + j, k] = 2 * math.pi * y / period
+                angles[i * cols + j, quarter + k] = 2 * math.pi * x / period
+    return angles
+
+
+def rotate(v, angles, prefix):
+    """Rotates the `(B, heads, T, d)` queries or keys of the tokens after
+    the first `prefix`: each pair `(v[m], v[m + d/2])` by `angles[:, m]`."""
+    v = v.copy()
+    half = v.shape[-1] // 2
+    cos, sin = np.cos(angles), np.sin(angles)
+    a, b = v[..., prefix:, :half].copy(), v[..., prefix:, half:].copy()
+    v[..., prefix:, :half] = a * cos - b * sin
+    v[..., prefix:, half:] = b * cos + a * sin
+    return v
+
+
 def attention(x, w, num_heads):
     """`w`: qkv kernel (D, 3D) / bias, proj kernel / bias, and optionally
     `relative`: `(2T - 1, D)` embeddings of the offsets `p_q - p_k`, from
     `-(T - 1)` to `T - 1`, each head reading its own `D / heads` columns."""
     b, t, d = x.shape
     hd = d // num_heads
-    qkv = x @ w["qkv_kernel"] + w["qkv_bias"]
+    qkv = x @ w["qkv_kernel"]
+    if w.get("qkv_bias") is not None:
+        qkv = qkv + w["qkv_bias"]
     q, k, v = (qkv[..., i * d : (i + 1) * d] for i in range(3))
 
     def heads(a):
@@ -71,6 +103,8 @@ def attention(x, w, num_heads):
     if w.get("q_norm") is not None:  # QK-norm: over each head's width
         q = layer_norm(q, *w["q_norm"], w.get("eps", 1e-6))
         k = layer_norm(k, *w["k_norm"], w.get("eps", 1e-6))
+    if w.get("rope") is not None:  # (angles, prefix tokens)
+        q, k = rotate(q, *w["rope"]), rotate(k, *w["rope"])
     logits = q @ k.transpose(0, 1, 3, 2)
     if w.get("relative") is not None:
         # The paper's relative attention (App. D.4): the query against the
@@ -140,7 +174,7 @@ def block_weights(layer):
         "ln1_gamma": get(layer.norm1, "gamma"),
         "ln1_beta": get(layer.norm1, "beta"),
         "qkv_kernel": get(a.qkv, "kernel"),
-        "qkv_bias": get(a.qkv, "bias"),
+        "qkv_bias": get(a.qkv, "bias") if a.qkv_bias else None,
         "proj_kernel": get(a.proj, "kernel"),
         "proj_bias": get(a.proj, "bias"),
         "ln2_gamma": get(layer.norm2, "gamma"),
@@ -177,6 +211,7 @@ def vit(images, model):
     elif model.include_preprocessing:  # a preset's mean and std
         norm = model.normalization
         x = (x / 255.0 - np.array(norm["mean"])) / np.array(norm["std"])
+    rows, cols = (side // model.patch_size for side in x.shape[1:3])
     x = patches(x, model.patch_size)
     enc = model.get_layer("patch_encoder")
     x = x @ enc.projection.kernel.numpy()
@@ -207,9 +242,12 @@ def vit(images, model):
         x = norm(x, "norm_pre")
     for i in range(model.num_layers):
         layer = model.get_layer(f"block_{i}")
-        x, _ = block(
-            x, block_weights(layer), model.num_heads, eps, model.activation
-        )
+        w = block_weights(layer)
+        if model.position_embedding == "rope":
+            head_dim = model.hidden_dim // model.num_heads
+            angles = rope_angles(rows, cols, head_dim, model.rope_theta)
+            w["rope"] = (angles, model.num_prefix_tokens)
+        x, _ = block(x, w, model.num_heads, eps, model.activation)
     if not model.fc_norm:
         x = norm(x, "encoder_norm")
     if model.distillation and model.pooling == "token":

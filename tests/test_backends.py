@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import keras_vit
-from keras_vit import weights
 from tests.helpers import TINY
 from tests.helpers import TINY_HYBRID
 from tests.helpers import made_once
@@ -32,7 +31,7 @@ import keras_vit
 folder = sys.argv[1]
 config = json.load(open(f"{folder}/config.json"))
 inputs = np.load(f"{folder}/inputs.npz")
-model = keras_vit.ViT.from_preset(f"{folder}/model.npz", **config)
+model = keras_vit.ViT.from_preset(f"{folder}/model.weights.h5", **config)
 np.save(f"{folder}/{keras.backend.backend()}_outputs.npy",
         model.predict(inputs["images"], verbose=0))
 """
@@ -67,12 +66,13 @@ print(json.dumps({"backend": keras.backend.backend(),
 
 
 def _prepare(config, folder):
-    """A ViT of `config` with random weights (`model.npz`) and four images
-    and labels (`inputs.npz`) in `folder`; returns the model and images."""
+    """A ViT of `config` with random weights (`model.weights.h5`) and
+    four images and labels (`inputs.npz`) in `folder`; returns the model
+    and images."""
     folder.mkdir(exist_ok=True)
     model = keras_vit.ViT(**config)
     randomize_weights(model, scale=0.1)
-    weights.save_npz(model, folder / "model.npz")
+    model.save_weights(folder / "model.weights.h5")
     images = random_images((4, 32, 32, 3))
     np.savez(folder / "inputs.npz", images=images, labels=np.arange(4) % 5)
     with open(folder / "config.json", "w") as file:
@@ -130,11 +130,14 @@ print(json.dumps({"backend": keras.backend.backend()}))
 )
 
 
-def test_a_dynamic_image_size_vit_on_another_backend(backend, tmp_path_factory):
-    # The in-graph resampling is keras.ops: on JAX (static shapes at each
-    # trace) and PyTorch (eager) it computes what TensorFlow does, at every
-    # size.
-    model, images, _, folder = _ran(backend, "dynamic", tmp_path_factory)
+@pytest.mark.parametrize("name", ["dynamic", "rope"])
+def test_a_dynamic_image_size_vit_on_another_backend(
+    backend, name, tmp_path_factory
+):
+    # The in-graph resampling (or rotary table) is keras.ops: on JAX
+    # (static shapes at each trace) and PyTorch (eager) it computes what
+    # TensorFlow does, at every size.
+    model, images, _, folder = _ran(backend, name, tmp_path_factory)
     np.testing.assert_allclose(
         np.load(folder / f"{backend}_outputs.npy"),
         model.predict(images, verbose=0),
@@ -188,7 +191,7 @@ result = {"backend": keras.backend.backend()}
 models = {}
 for remat in (False, True):
     keras.utils.set_random_seed(7)  # the same dropout seeds
-    model = keras_vit.ViT.from_preset(f"{folder}/model.npz", **config)
+    model = keras_vit.ViT.from_preset(f"{folder}/model.weights.h5", **config)
     model.remat = remat
     model.compile(optimizer=keras.optimizers.SGD(0.1),  # default jit_compile
                   loss="sparse_categorical_crossentropy")
@@ -223,6 +226,18 @@ def test_remat_with_dropout_trains_on_jax_as_without(tmp_path_factory):
 RUNS = {
     "vit": (SCRIPT, {**TINY, "drop_path_rate": 0.1}),
     "dynamic": (DYNAMIC_SCRIPT, {**TINY, "dynamic_image_size": True}),
+    # DINOv3's layout: the rotary table computed from each input's grid.
+    "rope": (
+        DYNAMIC_SCRIPT,
+        {
+            **TINY,
+            "dynamic_image_size": True,
+            "position_embedding": "rope",
+            "num_register_tokens": 2,
+            "qkv_bias": False,
+            "layer_scale_init": 0.5,
+        },
+    ),
     "hybrid": (
         HYBRID_SCRIPT,
         TINY_HYBRID,
@@ -250,7 +265,7 @@ def _run_all(backend, root):
 
 def _ran(backend, name, tmp_path_factory):
     """Run `name` of `RUNS` on `backend` (all of that backend's runs made
-    once for the test session): the model (its `model.npz` loaded in this
+    once for the test session): the model (its `model.weights.h5` loaded in this
     process, TensorFlow's), its images, the JSON the script printed last,
     and the run's folder."""
     root = made_once(
@@ -260,7 +275,7 @@ def _ran(backend, name, tmp_path_factory):
     )
     folder = root / name
     model = keras_vit.ViT.from_preset(
-        str(folder / "model.npz"), **RUNS[name][1]
+        str(folder / "model.weights.h5"), **RUNS[name][1]
     )
     with open(folder / "result.json") as file:
         result = json.load(file)

@@ -495,7 +495,7 @@ def test_from_variant_and_overrides():
         ({"pooling": "max"}, "pooling='max'"),
         ({"pooling": None}, "pooling=None"),
         ({"pooling": "token", "class_token": False}, "class_token=False"),
-        ({"position_embedding": "rope"}, "position_embedding='rope'"),
+        ({"position_embedding": "rotary"}, "position_embedding='rotary'"),
         ({"dropout_rate": 1.0}, "dropout_rate=1.0"),
         ({"attention_dropout_rate": -0.5}, "attention_dropout_rate=-0.5"),
         ({"drop_path_rate": 1.5}, "drop_path_rate=1.5"),

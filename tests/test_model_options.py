@@ -51,6 +51,18 @@ def _tiny(**kwargs):
             "pool_include_prefix": True,
         },
         {"pooling": "map", "include_top": False, **ALL_OPTIONS},
+        # DINOv3's: RoPE on the patches only, after QK-norm where it is.
+        {
+            "position_embedding": "rope",
+            "num_register_tokens": 2,
+            "qkv_bias": False,
+            "qk_norm": True,
+        },
+        {
+            "position_embedding": "rope",
+            "rope_theta": 7.0,
+            "image_size": (16, 40),
+        },
     ],
     ids=lambda kwargs: "-".join(f"{k}={v}" for k, v in kwargs.items()),
 )
@@ -132,6 +144,13 @@ def test_options_round_trip_through_config_and_keras_file(tmp_path):
         (
             {"position_embedding_tokens": "class"},
             "position_embedding_tokens='class'",
+        ),
+        ({"rope_theta": 0}, "rope_theta=0"),
+        ({"rope_theta": float("inf")}, "rope_theta=inf"),
+        ({"qkv_bias": "yes"}, "qkv_bias='yes'"),
+        (  # a head 6 wide cannot be rotated in 2-D pairs of pairs
+            {"position_embedding": "rope", "hidden_dim": 12, "num_heads": 2},
+            "multiple of 4. Received: hidden_dim=12 and num_heads=2",
         ),
     ],
 )

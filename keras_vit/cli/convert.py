@@ -84,6 +84,13 @@ def _add_unrecorded(parser):
         "(default: 1e-6; for a Hugging Face CLIP file, 1e-5)",
     )
     parser.add_argument(
+        "--rope-theta",
+        type=float,
+        default=None,
+        help="the base of the rotary embedding's periods, which no file "
+        "records (default: 100, DINOv3's, for a DINOv3 file)",
+    )
+    parser.add_argument(
         "--classifier-activation",
         default=None,
         metavar="NAME",
@@ -137,7 +144,7 @@ def _report(message):
     """Shows what the converted model assumed, before the user trusts it."""
     print(
         f"keras-vit convert: {message}\n  (flags: --num-heads, --activation, "
-        "--layer-norm-epsilon, --mean/--std)",
+        "--layer-norm-epsilon, --rope-theta, --mean/--std)",
         file=sys.stderr,
     )
 
@@ -147,7 +154,7 @@ def run(args):
 
     unrecorded = {
         name: value
-        for name in ("activation", "layer_norm_epsilon")
+        for name in ("activation", "layer_norm_epsilon", "rope_theta")
         if (value := getattr(args, name)) is not None
     }
     if args.classifier_activation is not None:  # checked by keras_vit.ViT

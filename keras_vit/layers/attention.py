@@ -10,6 +10,7 @@ from keras_vit.layers import _dropout
 from keras_vit.layers import _norm_dense
 from keras_vit.layers.layer_norm import LayerNorm
 from keras_vit.layers.layer_norm import statistics_dtype
+from keras_vit.layers.rotary import apply_rope
 
 
 @keras.saving.register_keras_serializable(package="keras_vit")
@@ -49,6 +50,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     the queries (`q_norm`) and one for the keys (`k_norm`), shared by the
     heads, applied before the queries are scaled.
 
+    With a `rope` table in the call, the queries and keys (after QK-norm,
+    before the scaling) are rotated by it (`keras_vit.layers.rotary`:
+    DINOv3's 2-D rotary position embedding; its prefix rows leave the class
+    and register tokens as they are), as timm's `EvaAttention` does.
+
     Args:
         num_heads: int, number of attention heads; must divide the width.
         dropout_rate: float in [0, 1), dropout on the attention weights.
@@ -61,6 +67,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             Defaults to `False`.
         layer_norm_epsilon: float, the epsilon of the QK-norm LayerNorms.
             Defaults to `1e-6`.
+        qkv_bias: bool, whether the fused `qkv` projection has a bias
+            (timm's `qkv_bias`; DINOv3's S and B have none). Defaults to
+            `True`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -78,6 +87,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             (the pre-norm block's `norm1`): training steps then take the
             two with the `qkv` projection as one function whose backward
             pass keeps only `inputs`. Defaults to `None`.
+        rope: `None`, or a `(T, 2 · D / num_heads)` rotary table
+            (`keras_vit.layers.rotary.RotaryEmbedding`'s output) to rotate the
+            queries and keys by. Defaults to `None`.
 
     Returns:
         `(B, T, D)` outputs, or `(outputs, attention_weights)`.
@@ -97,6 +109,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         relative_positions=None,
         qk_norm=False,
         layer_norm_epsilon=1e-6,
+        qkv_bias=True,
         **kwargs,
     ):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
@@ -107,6 +120,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             "relative_positions", relative_positions
         )
         self.qk_norm = arg_checks.boolean("qk_norm", qk_norm)
+        self.qkv_bias = arg_checks.boolean("qkv_bias", qkv_bias)
         self.layer_norm_epsilon = arg_checks.epsilon(
             "layer_norm_epsilon", layer_norm_epsilon
         )
@@ -142,6 +156,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             kernel_initializer=keras.initializers.VarianceScaling(
                 2.0, mode="fan_avg", distribution="uniform"
             ),
+            use_bias=self.qkv_bias,
             name="qkv",
             dtype=self.dtype_policy,
         )
@@ -173,6 +188,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return_attention_scores=False,
         dropout_seed=None,
         norm=None,
+        rope=None,
     ):
         shape = ops.shape(inputs)
         batch, tokens = shape[0], shape[1]
@@ -193,6 +209,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if self.qk_norm:  # over each head's width: (B, T, heads, d)
             query = self.q_norm(ops.reshape(query, heads))
             key = self.k_norm(ops.reshape(key, heads))
+        if rope is not None:  # after QK-norm, before the scaling (timm)
+            query = apply_rope(ops.reshape(query, heads), rope)
+            key = apply_rope(ops.reshape(key, heads), rope)
         if self._fuses(inputs, training, return_attention_scores):
             out = ops.dot_product_attention(
                 *(ops.reshape(x, heads) for x in (query, key, value)),
@@ -343,6 +362,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return_attention_scores=False,
         dropout_seed=None,
         norm=None,
+        rope=None,
     ):
         out = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
         if not return_attention_scores:
@@ -363,6 +383,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 "relative_positions": self.relative_positions,
                 "qk_norm": self.qk_norm,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
+                "qkv_bias": self.qkv_bias,
             }
         )
         return config

@@ -62,6 +62,8 @@ class TransformerBlock(keras.layers.Layer):
         qk_norm: bool, whether the attention layer-normalises its queries
             and keys per head (see `MultiHeadSelfAttention`). Defaults to
             `False`.
+        qkv_bias: bool, whether the attention's fused `qkv` projection has
+            a bias (timm's `qkv_bias`). Defaults to `True`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -71,6 +73,9 @@ class TransformerBlock(keras.layers.Layer):
         return_attention_scores: bool, whether to also return the float32
             (a float64 block's: float64) attention weights `(B, num_heads,
             T, T)`. Defaults to `False`.
+        rope: `None`, or the rotary table the attention rotates its
+            queries and keys by (see `MultiHeadSelfAttention`). Defaults to
+            `None`.
 
     Returns:
         `(B, T, D)` tokens, or `(tokens, attention_weights)`.
@@ -95,6 +100,7 @@ class TransformerBlock(keras.layers.Layer):
         activation="gelu",
         layer_scale_init=None,
         qk_norm=False,
+        qkv_bias=True,
         **kwargs,
     ):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
@@ -122,6 +128,7 @@ class TransformerBlock(keras.layers.Layer):
             else _check_scale("layer_scale_init", layer_scale_init)
         )
         self.qk_norm = arg_checks.boolean("qk_norm", qk_norm)
+        self.qkv_bias = arg_checks.boolean("qkv_bias", qkv_bias)
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
@@ -140,6 +147,7 @@ class TransformerBlock(keras.layers.Layer):
             relative_positions=self.relative_positions,
             qk_norm=self.qk_norm,
             layer_norm_epsilon=self.layer_norm_epsilon,
+            qkv_bias=self.qkv_bias,
             name="attention",
             dtype=policy,
         )
@@ -180,7 +188,9 @@ class TransformerBlock(keras.layers.Layer):
             self.ls2.build(input_shape)
         self.mlp_fc2.build((*input_shape[:-1], self.mlp_dim))
 
-    def call(self, inputs, training=None, return_attention_scores=False):
+    def call(
+        self, inputs, training=None, return_attention_scores=False, rope=None
+    ):
         if self.remat and training:
             # Gradient checkpointing: the function takes the tensor alone
             # (TensorFlow's recompute_grad accepts no keyword arguments in
@@ -190,10 +200,10 @@ class TransformerBlock(keras.layers.Layer):
             # pass would draw other masks (wrong gradients).
             seeds = self._draw_seeds()
             out, weights = keras.remat(
-                lambda x: self._forward(x, training, seeds)
+                lambda x: self._forward(x, training, seeds, rope)
             )(inputs)
         else:
-            out, weights = self._forward(inputs, training)
+            out, weights = self._forward(inputs, training, rope=rope)
         if return_attention_scores:
             return out, weights
         return out
@@ -209,7 +219,7 @@ class TransformerBlock(keras.layers.Layer):
             "drop_path": _dropout.draw(self.drop_path, 2),
         }
 
-    def _forward(self, inputs, training, seeds=None):
+    def _forward(self, inputs, training, seeds=None, rope=None):
         if seeds is None:
             seeds = {
                 "attention": None,
@@ -236,6 +246,7 @@ class TransformerBlock(keras.layers.Layer):
             return_attention_scores=True,
             dropout_seed=seeds["attention"],
             norm=self.norm1 if training else None,
+            rope=rope,
         )
         x = self._scale(dropout(x, 0), "ls1")
         x = inputs + drop_path(x, 0)
@@ -283,7 +294,7 @@ class TransformerBlock(keras.layers.Layer):
         return input_shape
 
     def compute_output_spec(
-        self, inputs, training=None, return_attention_scores=False
+        self, inputs, training=None, return_attention_scores=False, rope=None
     ):
         out = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
         if not return_attention_scores:
@@ -310,6 +321,7 @@ class TransformerBlock(keras.layers.Layer):
                 "activation": self.activation,
                 "layer_scale_init": self.layer_scale_init,
                 "qk_norm": self.qk_norm,
+                "qkv_bias": self.qkv_bias,
             }
         )
         return config

@@ -47,6 +47,7 @@ class ViTConfig:
     pooling: object = "token"
     class_token: bool = None
     position_embedding: str = "learned"
+    rope_theta: float = 100.0
     representation_size: object = None
     dropout_rate: float = 0.0
     attention_dropout_rate: float = 0.0
@@ -59,6 +60,7 @@ class ViTConfig:
     activation: str = "gelu"
     layer_scale_init: object = None
     qk_norm: bool = False
+    qkv_bias: bool = True
     patch_bias: bool = True
     norm_pre: bool = False
     fc_norm: bool = False
@@ -165,6 +167,7 @@ _ALONE = {
             "include_top",
             "include_preprocessing",
             "qk_norm",
+            "qkv_bias",
             "patch_bias",
             "norm_pre",
             "fc_norm",
@@ -177,6 +180,7 @@ _ALONE = {
     ),
     "representation_size": arg_checks.optional_positive_int,
     "layer_norm_epsilon": arg_checks.epsilon,
+    "rope_theta": arg_checks.positive_float32,
     "classifier_activation": lambda _, value: _activation(value),
     "activation": _choice(ACTIVATIONS),
     "pooling": _choice((*MODEL_POOLINGS, None)),
@@ -237,6 +241,14 @@ def _position_embedding(v):
         raise ValueError(
             "position_embedding='sincos2d' needs a hidden_dim that is a "
             f"multiple of 4. Received: hidden_dim={hidden_dim}"
+        )
+    head_dim = hidden_dim // v["num_heads"]
+    if position_embedding == "rope" and head_dim % 4:
+        raise ValueError(
+            "position_embedding='rope' rotates each head's queries and keys "
+            "in 2-D, so the head width hidden_dim / num_heads must be a "
+            f"multiple of 4. Received: hidden_dim={hidden_dim} and "
+            f"num_heads={v['num_heads']}"
         )
     if position_embedding == "learned2d" and hidden_dim % 2:
         raise ValueError(

@@ -23,6 +23,7 @@ from keras_vit.layers.patch_encoder import PatchEncoder
 from keras_vit.layers.patches import Patches
 from keras_vit.layers.pooling import TokenPooling
 from keras_vit.layers.resnet_stem import ResNetStem
+from keras_vit.layers.rotary import RotaryEmbedding
 from keras_vit.layers.transformer_block import TransformerBlock
 from keras_vit.models import keras_fixes
 
@@ -133,8 +134,16 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             ablation: no embeddings added to the tokens; every block's
             attention adds logits of the query against learned embeddings
             of the offset between query and key along the token sequence),
-            `"sincos2d"` (fixed 2D sine-cosine) or `"none"`. Defaults to
-            `"learned"`.
+            `"sincos2d"` (fixed 2D sine-cosine), `"rope"` (DINOv3's 2-D
+            rotary position embedding: every block's attention rotates the
+            patch tokens' queries and keys by angles of the patch's centre
+            on the grid, normalised to [-1, 1] per axis, so any image size
+            needs nothing resampled; `keras_vit.layers.rotary`) or
+            `"none"`. Defaults to `"learned"`.
+        rope_theta: float > 0, with `position_embedding="rope"`: the base
+            of the rotation periods, `rope_theta ** (4k / head_width)`
+            (DINOv3's 100; transformers' `rope_theta`, timm's
+            `rope_temperature`). Defaults to `100.0`.
         representation_size: int or `None`; if set, a `tanh` "pre-logits"
             layer of this width comes before the head (the paper's
             pre-training head). Defaults to `None`.
@@ -201,6 +210,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         qk_norm: bool, whether every attention layer-normalises its
             queries and keys per head (timm's `qk_norm`). Defaults to
             `False`.
+        qkv_bias: bool, whether every attention's fused query-key-value
+            projection has a bias (timm's `qkv_bias`; DINOv3's S and B have
+            none). Defaults to `True`.
         patch_bias: bool, whether the patch projection has a bias (CLIP's
             has none). Defaults to `True`.
         norm_pre: bool, whether a LayerNorm (`norm_pre`) comes before the
@@ -306,6 +318,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         pooling="token",
         class_token=None,
         position_embedding="learned",
+        rope_theta=100.0,
         representation_size=None,
         dropout_rate=0.0,
         attention_dropout_rate=0.0,
@@ -321,6 +334,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         activation="gelu",
         layer_scale_init=None,
         qk_norm=False,
+        qkv_bias=True,
         patch_bias=True,
         norm_pre=False,
         fc_norm=False,
@@ -920,7 +934,17 @@ def _make_layers(config, normalization, grid, stem_layer, dtype):
         name="patches",
         dtype=dtype,
     )
-    relative = config.position_embedding == "relative"
+    # Relative positions and RoPE are in the attention, not on the tokens.
+    in_attention = config.position_embedding in ("relative", "rope")
+    if config.position_embedding == "rope":
+        layers["rope"] = RotaryEmbedding(
+            config.hidden_dim // config.num_heads,
+            rope_theta=config.rope_theta,
+            num_prefix_tokens=config.num_prefix_tokens,
+            grid_size=grid,
+            name="rope",
+            dtype=dtype,
+        )
     dynamic = {}
     if config.dynamic_image_size:  # as weights loaded at that grid are
         dynamic["interpolation"] = patch_grid.LOADING_INTERPOLATION
@@ -928,7 +952,9 @@ def _make_layers(config, normalization, grid, stem_layer, dtype):
         config.hidden_dim,
         grid_size=grid,
         class_token=config.class_token,
-        position_embedding="none" if relative else config.position_embedding,
+        position_embedding=(
+            "none" if in_attention else config.position_embedding
+        ),
         patch_bias=config.patch_bias,
         num_register_tokens=config.num_register_tokens,
         distillation_token=config.distillation,
@@ -944,7 +970,18 @@ def _make_layers(config, normalization, grid, stem_layer, dtype):
         layers["norm_pre"] = LayerNorm(
             config.layer_norm_epsilon, name="norm_pre", dtype=dtype
         )
-    layers["blocks"] = [
+    layers["blocks"] = _make_blocks(config, grid, dtype)
+    if not config.fc_norm:  # else the same norm comes after the pooling
+        layers["encoder_norm"] = LayerNorm(
+            config.layer_norm_epsilon, name="encoder_norm", dtype=dtype
+        )
+    layers.update(_make_head(config, dtype))
+    return layers
+
+
+def _make_blocks(config, grid, dtype):
+    """The model's `TransformerBlock`s for `config` and its token `grid`."""
+    return [
         TransformerBlock(
             config.num_heads,
             config.mlp_dim,
@@ -956,23 +993,18 @@ def _make_layers(config, normalization, grid, stem_layer, dtype):
             layer_norm_epsilon=config.layer_norm_epsilon,
             relative_positions=(
                 grid[0] * grid[1] + config.num_prefix_tokens
-                if relative
+                if config.position_embedding == "relative"
                 else None
             ),
             activation=config.activation,
             layer_scale_init=config.layer_scale_init,
             qk_norm=config.qk_norm,
+            qkv_bias=config.qkv_bias,
             name=f"block_{i}",
             dtype=dtype,
         )
         for i in range(config.num_layers)
     ]
-    if not config.fc_norm:  # else the same norm comes after the pooling
-        layers["encoder_norm"] = LayerNorm(
-            config.layer_norm_epsilon, name="encoder_norm", dtype=dtype
-        )
-    layers.update(_make_head(config, dtype))
-    return layers
 
 
 def _make_head(config, dtype):
@@ -1068,6 +1100,7 @@ def _call_layers(
     if "stem" in layers:
         x = layers["stem"](x, training=training)
     x = layers["patches"](x)
+    rope = layers["rope"](x) if "rope" in layers else None
     if patch_hook is None:
         x = layers["patch_encoder"](x)
     else:
@@ -1082,7 +1115,9 @@ def _call_layers(
         # layer's output structure from its first call, so every call of a
         # block in every graph must have the same structure. The weights
         # are computed either way; unused, they cost nothing.
-        x, weights = block(x, training=training, return_attention_scores=True)
+        x, weights = block(
+            x, training=training, return_attention_scores=True, rope=rope
+        )
         block_outputs.append(x)
         attention_weights.append(weights)
     if "encoder_norm" in layers:

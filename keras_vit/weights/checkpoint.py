@@ -120,6 +120,18 @@ class Checkpoint:
         return "block_0/attention/q_norm/gamma" in self.tensors
 
     @property
+    def qkv_bias(self):
+        """Whether the attention's fused projection has a bias: `False`
+        for a timm file without `qkv.bias` (DINOv3's S and B); the other
+        formats always have one."""
+        return (
+            self.source != "timm"
+            or "block_0/attention/qkv/bias" in self.tensors
+            or any("attn.qkv.bias" in line for line in self.misshaped)
+            or not self.num_layers
+        )
+
+    @property
     def patch_bias(self):
         """Whether the patch embedding has a bias: `False` for a timm file
         without one (CLIP's) and for Hugging Face's CLIP layout; the other
@@ -320,6 +332,8 @@ class Checkpoint:
                 parts.append(f"{option}=True")
         if not self.patch_bias:
             parts.append("patch_bias=False")
+        if not self.qkv_bias:
+            parts.append("qkv_bias=False")
         if self.num_classes is not None:
             parts.append(f"num_classes={self.num_classes}")
         if self.representation_size is not None:

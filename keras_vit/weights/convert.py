@@ -176,6 +176,8 @@ def architecture(checkpoint):
             args[option] = True
     if not checkpoint.patch_bias:
         args["patch_bias"] = False
+    if not checkpoint.qkv_bias:
+        args["qkv_bias"] = False
     args.update(checkpoint.layout_defaults)
     return args
 
@@ -333,8 +335,15 @@ def _clip_layout(checkpoint, layout):
 
 #: The `ViT` arguments that change a converted model's outputs and that
 #: no weights file records in its tensors (`num_heads`: the fused-QKV
-#: formats, timm's and Hugging Face's; the rest: every format).
-UNRECORDED = ("num_heads", "activation", "layer_norm_epsilon", "normalization")
+#: formats, timm's and Hugging Face's; `rope_theta`: of a model with
+#: `position_embedding="rope"`; the rest: every format).
+UNRECORDED = (
+    "num_heads",
+    "activation",
+    "layer_norm_epsilon",
+    "rope_theta",
+    "normalization",
+)
 
 
 def assumed(checkpoint, model, given):
@@ -347,6 +356,8 @@ def assumed(checkpoint, model, given):
     lines = []
     for name in UNRECORDED:
         if name in given or (name == "num_heads" and checkpoint.num_heads):
+            continue
+        if name == "rope_theta" and model.position_embedding != "rope":
             continue
         value = getattr(model, name)
         if name == "num_heads":

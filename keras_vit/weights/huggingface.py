@@ -148,6 +148,7 @@ SIGNATURES = (
     "vision_model.embeddings.patch_embedding.weight",
     "dinov2.embeddings.patch_embeddings.projection.weight",  # refused
     "deit.embeddings.patch_embeddings.projection.weight",
+    "embeddings.patch_embeddings.weight",  # DINOv3
 )
 #: DeiT's prefix in its classification models' files (`SIGNATURES[5]`),
 #: like ViT's `vit.`.
@@ -163,6 +164,12 @@ LAYOUT_DEFAULTS = {
         "patch_bias": False,
     },
     "siglip": {"activation": "gelu_tanh", "layer_norm_epsilon": 1e-6},
+    "dinov3": {
+        "activation": "gelu",
+        "layer_norm_epsilon": 1e-5,
+        "position_embedding": "rope",
+        "rope_theta": 100.0,
+    },
 }
 #: Whether each transformers class, by its config's `model_type`,
 #: antialiases when `interpolate_pos_encoding` resamples its position
@@ -271,6 +278,8 @@ def read_huggingface(tensors, path):
         )
     if SIGNATURES[2] in tensors or SIGNATURES[3] in tensors:
         return _read_clip_or_siglip(tensors, path)
+    if SIGNATURES[6] in tensors:
+        return _read_dinov3(tensors, path)
     if any(_DEIT.search(k) for k in tensors):  # (its mask token: not DINOv2)
         return _read_vit(tensors, path)
     if any(_DINOV2.search(k) for k in tensors):
@@ -452,6 +461,69 @@ def _read_dinov2(tensors, path):
         position_embedding_tokens=tokens,
         layout_defaults=dict(LAYOUT_DEFAULTS["dinov2"]),
     )
+
+
+_DINOV3_LAYER = re.compile(r"^(model\.)?layer\.(\d+)\.norm1\.weight$")
+
+
+def _read_dinov3(tensors, path):
+    """`DINOv3ViTModel` (see the module's docstring): transformers 5
+    names its blocks `model.layer.{i}`, 4.56 `layer.{i}`."""
+    src = TensorSource(tensors, path)
+    out = {}
+    kernel, patch_size = torch_conv_to_projection(
+        src.take("embeddings.patch_embeddings.weight", 4)
+    )
+    out["patch_encoder/projection/kernel"] = kernel
+    out["patch_encoder/projection/bias"] = src.take(
+        "embeddings.patch_embeddings.bias", 1
+    )
+    src.take_if_present("embeddings.mask_token")  # training only: dropped
+    out["patch_encoder/class_token"] = src.take("embeddings.cls_token", 3)
+    registers = src.take_if_present("embeddings.register_tokens", 3)
+    if registers is not None and registers.shape[1]:
+        out["patch_encoder/register_tokens"] = registers
+    p = "model." if any(k.startswith("model.layer.") for k in tensors) else ""
+    for i in sorted(
+        int(m.group(2)) for k in tensors if (m := _DINOV3_LAYER.match(k))
+    ):
+        prefix, name = f"{p}layer.{i}", f"block_{i}"
+        torch_norm(src, f"{prefix}.norm1", out, f"{name}/norm1")
+        _dinov3_attention(src, f"{prefix}.attention", out, name)
+        torch_norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
+        torch_linear(src, f"{prefix}.mlp.up_proj", out, f"{name}/mlp_fc1")
+        torch_linear(src, f"{prefix}.mlp.down_proj", out, f"{name}/mlp_fc2")
+        for k in (1, 2):
+            out[f"{name}/ls{k}/gamma"] = src.take(
+                f"{prefix}.layer_scale{k}.lambda1", 1
+            )
+    torch_norm(src, "norm", out, "encoder_norm")
+    return src.checkpoint(
+        out,
+        "huggingface",
+        patch_size=patch_size,
+        layout_defaults=dict(LAYOUT_DEFAULTS["dinov3"]),
+    )
+
+
+def _dinov3_attention(src, prefix, out, name):
+    """DINOv3's `{q,k,v}_proj` as the fused `qkv`, a bias absent from
+    the file (the key's: `key_bias=False`) read as zeros, and `o_proj`."""
+    kernels = [
+        transpose(src.take(f"{prefix}.{part}_proj.weight", 2)) for part in "qkv"
+    ]
+    out[f"{name}/attention/qkv/kernel"] = concatenate(kernels, axis=1)
+    if kernels[0] is not None:
+        width = kernels[0].shape[1]
+        out[f"{name}/attention/qkv/bias"] = concatenate(
+            [  # a misshaped bias is reported and leaves the bias out
+                src.take(f"{prefix}.{part}_proj.bias", 1)
+                if f"{prefix}.{part}_proj.bias" in src
+                else np.zeros(width, kernels[0].dtype)
+                for part in "qkv"
+            ]
+        )
+    torch_linear(src, f"{prefix}.o_proj", out, f"{name}/attention/proj")
 
 
 def _clip_tokens(src, p, out):

@@ -98,6 +98,7 @@ def prepare(
         model, checkpoint, tensors, variables, resize, problems
     )
     problems += _relative_problems(model, tensors, variables)
+    problems += _rope_problems(model, checkpoint)
     sections = _mismatches(
         checkpoint, tensors, variables, allowed_missing, model.num_heads
     )
@@ -155,13 +156,13 @@ def _layout_notes(model, checkpoint):
     """A note where `model` differs from what the file's layout implies
     but its tensors do not record (`Checkpoint.layout_defaults`: the
     activation and LayerNorm epsilon of a Hugging Face DINOv2, CLIP or
-    SigLIP file, the activation of a big_vision two-tower file): the
-    weights fit, the outputs would not be the checkpoint's unless the
-    difference is meant."""
+    SigLIP file, a DINOv3 file's `rope_theta`, the activation of a
+    big_vision two-tower file): the weights fit, the outputs would not be
+    the checkpoint's unless the difference is meant."""
     differ = {
         name: (value, getattr(model, name))
         for name, value in checkpoint.layout_defaults.items()
-        if name in ("activation", "layer_norm_epsilon")
+        if name in ("activation", "layer_norm_epsilon", "rope_theta")
         and getattr(model, name) != value
     }
     notes = _projection_notes(model, checkpoint)
@@ -348,6 +349,25 @@ def _same_position_prefix(model, checkpoint, problems):
             "position_embedding_tokens=)."
         )
     return False
+
+
+def _rope_problems(model, checkpoint):
+    """The problem (a list of one, or none) of a file in DINOv3's layout
+    (`position_embedding="rope"` in its `layout_defaults`: its tensors hold
+    no position table, so they fit a model without positions too) and a
+    model that does not rotate its queries and keys."""
+    theirs = checkpoint.layout_defaults.get("position_embedding")
+    if theirs != "rope" or model.position_embedding == "rope":
+        return []
+    return [
+        f"They are in DINOv3's layout, whose models rotate the patch "
+        "tokens' queries and keys (position_embedding='rope', with no "
+        "position table in the file), and the model has "
+        f"position_embedding={model.position_embedding!r}: its outputs "
+        "would not be the checkpoint's. Build it with "
+        "position_embedding='rope' (keras_vit.weights.convert."
+        "model_for_checkpoint builds the model the file implies)."
+    ]
 
 
 def _relative_problems(model, tensors, variables):

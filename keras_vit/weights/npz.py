@@ -463,6 +463,7 @@ def _unstorable(model, stem):
         ),
         ("pooling", model.pooling == "map", "has no attention-pooling head"),
         ("patch_bias", not model.patch_bias, "has a patch-embedding bias"),
+        ("qkv_bias", not model.qkv_bias, "has query/key/value biases"),
         (
             "stem",
             model.stem is not None and stem is None,

@@ -22,7 +22,25 @@ The modern families add (each optional):
     attn_pool.latent (1, 1, D), attn_pool.q, .kv, .proj, .norm,
     attn_pool.mlp.fc1, .fc2                             SigLIP's MAP head
 
-and CLIP's `patch_embed.proj` has no bias. A SwiGLU MLP (`mlp.fc1_g`,
+and CLIP's `patch_embed.proj` has no bias, nor DINOv3's S and B
+`attn.qkv` (timm's `qkv_bias=False`).
+
+DINOv3 (`vit_*_patch16_dinov3*`, EUPE `*_dinov3_qkvb.eupe_*`) is timm's
+`Eva` class, named as above except:
+
+    blocks.{i}.gamma_1, blocks.{i}.gamma_2 (D,)        LayerScale
+    blocks.{i}.attn.q_bias, blocks.{i}.attn.v_bias (D,) `qkvb`: the fused
+        projection's query and value biases; the key's is zero (a buffer,
+        not in the file) and is read as zeros
+    no pos_embed                                        2-D RoPE
+
+An `Eva` file (one of these names) without `pos_embed` is DINOv3's
+layout: read with `position_embedding="rope"`, `rope_theta=100` and
+LayerNorm epsilon 1e-5 (`DINOV3_DEFAULTS`, the `vit_*_dinov3` models'
+arguments), class-token pooling as upstream DINOv3 (timm's `Eva` defaults
+to average pooling: pass `pooling="gap"` for that). An `Eva` file with
+`pos_embed` (EVA-02, Perception Encoder: RoPE with absolute embeddings) is
+refused. A SwiGLU MLP (`mlp.fc1_g`,
 `mlp.fc1_x`: DINOv3's large models) has no keras_vit equivalent and is
 reported as unexpected. What the file does not record
 (the activation: CLIP's quick GELU; the LayerNorm epsilon: 1e-5 for CLIP;
@@ -53,11 +71,15 @@ unless told (`position_embedding_tokens=`).
 
 import re
 
+import numpy as np
+
 from keras_vit.weights.checkpoint import TensorSource
+from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import position_tokens_of
 from keras_vit.weights.checkpoint import torch_conv_to_projection
 from keras_vit.weights.checkpoint import torch_linear
 from keras_vit.weights.checkpoint import torch_norm
+from keras_vit.weights.checkpoint import transpose
 
 #: A key only timm's naming has; `read_safetensors` uses it to tell timm
 #: files from Hugging Face transformers files.
@@ -127,12 +149,38 @@ def _tokens(src, out):
     return prefix
 
 
+#: The `ViT` arguments of DINOv3's timm layout that its tensors do not
+#: record (timm's `vit_*_patch16_dinov3` model arguments).
+DINOV3_DEFAULTS = {
+    "position_embedding": "rope",
+    "rope_theta": 100.0,
+    "layer_norm_epsilon": 1e-5,
+}
+
+#: Names only timm's `Eva` class (DINOv3, EVA-02, Perception Encoder,
+#: Naver's RoPE-ViT) has.
+_EVA = re.compile(r"^(blocks\.\d+\.(gamma_[12]|attn\.[qv]_bias)|rope\.freqs)$")
+
+
+def _qkv(src, prefix, out, name):
+    """The fused `qkv` projection: its bias is `qkv.bias`, or `Eva`'s
+    `q_bias` and `v_bias` with the key's zero between them, or none."""
+    out[f"{name}/kernel"] = transpose(src.take(f"{prefix}.qkv.weight", 2))
+    if f"{prefix}.q_bias" in src or f"{prefix}.v_bias" in src:
+        query = src.take(f"{prefix}.q_bias", 1)
+        value = src.take(f"{prefix}.v_bias", 1)
+        key = None if query is None else np.zeros_like(query)
+        out[f"{name}/bias"] = concatenate([query, key, value])
+    elif f"{prefix}.qkv.bias" in src:
+        out[f"{name}/bias"] = src.take(f"{prefix}.qkv.bias", 1)
+
+
 def _blocks(src, out):
     i = 0
     while f"blocks.{i}.norm1.weight" in src:
         prefix, name = f"blocks.{i}", f"block_{i}"
         torch_norm(src, f"{prefix}.norm1", out, f"{name}/norm1")
-        torch_linear(src, f"{prefix}.attn.qkv", out, f"{name}/attention/qkv")
+        _qkv(src, f"{prefix}.attn", out, f"{name}/attention/qkv")
         for norm in ("q_norm", "k_norm"):
             if f"{prefix}.attn.{norm}.weight" in src:
                 torch_norm(
@@ -145,11 +193,12 @@ def _blocks(src, out):
         torch_norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
         torch_linear(src, f"{prefix}.mlp.fc1", out, f"{name}/mlp_fc1")
         torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
-        for scale in ("ls1", "ls2"):
-            if f"{prefix}.{scale}.gamma" in src:
-                out[f"{name}/{scale}/gamma"] = src.take(
-                    f"{prefix}.{scale}.gamma", 1
-                )
+        for scale, eva in (("ls1", "gamma_1"), ("ls2", "gamma_2")):
+            for theirs in (f"{scale}.gamma", eva):
+                if f"{prefix}.{theirs}" in src:
+                    out[f"{name}/{scale}/gamma"] = src.take(
+                        f"{prefix}.{theirs}", 1
+                    )
         i += 1
 
 
@@ -183,6 +232,7 @@ def read_timm(tensors, path, position_embedding_tokens=None, source_grid=None):
     `"patches"` or `None`: decided from the grid, see the module's
     docstring) whether they have entries for the class, distillation and
     register tokens."""
+    layout = _eva_layout(tensors, path)
     src = TensorSource(tensors, path)
     out = {}
     _hybrid_stem(src, out)
@@ -213,4 +263,30 @@ def read_timm(tensors, path, position_embedding_tokens=None, source_grid=None):
         "timm",
         patch_size=patch_size,
         position_embedding_tokens=position_embedding_tokens if prefix else None,
+        layout_defaults=layout,
     )
+
+
+def _eva_layout(tensors, path):
+    """`DINOV3_DEFAULTS` for DINOv3's layout, `{}` for timm's
+    `VisionTransformer`'s; refuses the other `Eva` layouts."""
+    if not any(_EVA.match(k) for k in tensors):
+        return {}
+    if "pos_embed" in tensors:
+        raise ValueError(
+            f"{path} is a timm Eva checkpoint with absolute position "
+            "embeddings (EVA-02 or Perception Encoder: rotary embeddings "
+            "with pos_embed), which keras_vit does not read; of timm's Eva "
+            "models it reads DINOv3's layout (no pos_embed)."
+        )
+    if "reg_token" not in tensors or "rope.freqs" in tensors:
+        # Naver's RoPE-ViT (`vit_*_rope_*`): the same names, other
+        # rotary coordinates (and, `rope_mixed`, learned frequencies).
+        raise ValueError(
+            f"{path} is a timm Eva checkpoint without DINOv3's register "
+            "tokens or with learned rotary frequencies (rope.freqs): Naver's "
+            "RoPE-ViT (vit_*_rope_*), whose rotary embedding keras_vit does "
+            "not compute; of timm's Eva models it reads DINOv3's layout "
+            "(reg_token, no pos_embed)."
+        )
+    return dict(DINOV3_DEFAULTS)
