@@ -446,6 +446,9 @@ FAMILY_PRESETS = [
     "vit_s14_dinov2_reg4_lvd142m_518",
     "vit_b16_clip_openai",
     "vit_b16_siglip_webli",
+    "vit_s16_dinov3_lvd1689m_256",
+    "vit_b16_dinov3_lvd1689m_256",
+    "vit_ti16_eupe_lvd1689m_256",
 ]
 
 
@@ -490,7 +493,7 @@ def test_records_are_whole_and_unique():
             assert set(norm) == {"mean", "std"}
             assert all(len(norm[k]) == 3 for k in norm)
             assert all(0 < v < 1 for k in norm for v in norm[k])
-        assert preset["license"] in ("Apache-2.0", "MIT")
+        assert preset["license"] in ("Apache-2.0", "MIT", "LicenseRef-DINOv3")
 
 
 def test_the_registry_imports_nothing_heavy():

@@ -168,6 +168,25 @@ SHORT_NAMES = {
     ),
 }
 
+#: The `ViT` arguments of timm's DINOv3 ViTs beyond their variant's
+#: numbers (`vit_*_patch16_dinov3` in timm 1.0.31's eva.py; class-token
+#: pooling, as Meta's DINOv3, where timm's Eva averages the patches). Their
+#: evaluation: timm's 256 px, bicubic, crop 1.0 (`TIMM_FULL_CROP`); Meta
+#: evaluates DINOv3 at 224 px, resizing to 256 px then centre-cropping.
+DINOV3_ARGUMENTS = {
+    "position_embedding": "rope",
+    "rope_theta": 100.0,
+    "layer_norm_epsilon": 1e-05,
+    "num_register_tokens": 4,
+    "layer_scale_init": 1e-05,
+    "qkv_bias": False,
+    "include_top": False,
+}
+
+#: The DINOv3 License (Meta's own terms, not an SPDX licence; timm's cards
+#: say `dinov3-license`), as an SPDX reference to a licence of its own.
+DINOV3_LICENSE = "LicenseRef-DINOv3"
+
 #: Every record's fields where it says nothing of them.
 DEFAULTS = {
     "sha256": None,
@@ -548,6 +567,45 @@ PRESETS = [
             "class_token": False, "pooling": "map", "activation": "gelu_tanh",
             "include_top": False,
         },
+    ),
+    _preset(
+        "S/16", "dinov3_lvd1689m_256", 256, None, 21_586_944,
+        "https://huggingface.co/timm/vit_small_patch16_dinov3.lvd1689m/resolve/main/model.safetensors",
+        source="timm",
+        description=(
+            "DINOv3 ViT-S/16 self-supervised features (LVD-1689M; Simeoni "
+            "et al., 2025), no head: 2-D RoPE, 4 registers, LayerScale, no "
+            "q/k/v bias; timm's ungated copy (Meta's repos are gated)"
+        ),
+        vit_arguments=DINOV3_ARGUMENTS,
+        normalization=IMAGENET_NORMALIZATION,
+        license=DINOV3_LICENSE,
+    ),
+    _preset(
+        "B/16", "dinov3_lvd1689m_256", 256, None, 85_641_216,
+        "https://huggingface.co/timm/vit_base_patch16_dinov3.lvd1689m/resolve/main/model.safetensors",
+        source="timm",
+        description=(
+            "DINOv3 ViT-B/16 self-supervised features (LVD-1689M; Simeoni "
+            "et al., 2025), no head: 2-D RoPE, 4 registers, LayerScale, no "
+            "q/k/v bias; timm's ungated copy (Meta's repos are gated)"
+        ),
+        vit_arguments=DINOV3_ARGUMENTS,
+        normalization=IMAGENET_NORMALIZATION,
+        license=DINOV3_LICENSE,
+    ),
+    _preset(
+        "Ti/16", "eupe_lvd1689m_256", 256, None, 5_491_968,
+        "https://huggingface.co/timm/vit_tiny_patch16_dinov3_qkvb.eupe_lvd1689m/resolve/main/model.safetensors",
+        source="timm",
+        description=(
+            "EUPE ViT-Ti/16 features distilled from DINOv3 (LVD-1689M), no "
+            "head: DINOv3's layout with the query and value biases (the "
+            "key's is zero)"
+        ),
+        vit_arguments={**DINOV3_ARGUMENTS, "qkv_bias": True},
+        normalization=IMAGENET_NORMALIZATION,
+        license=DINOV3_LICENSE,
     ),
 ]
 

@@ -16,7 +16,10 @@ the published architectures. No weights are downloaded.
         tests/golden/check_family_presets.py check DIR
 
 Last run (1 December 2026, timm 1.0.31): every preset within 4e-6, every
-parameter count equal. OpenAI's CLIP is checked against timm's
+parameter count equal; the DINOv3 and EUPE presets (5 December 2026, timm
+``global_pool="token"``): within 3.1e-6, counts equal (EUPE's keras_vit
+count has the zero key biases timm keeps as a buffer: 2,304 more).
+OpenAI's CLIP is checked against timm's
 ``vit_base_patch16_clip_quickgelu_224``: the same weights with the quick
 GELU they were trained with (timm's ``vit_base_patch16_clip_224.openai``
 runs them with the exact GELU, as its notes say). SigLIP is checked
@@ -49,11 +52,21 @@ CASES = {
     ),
     "vit_b16_clip_openai": ("vit_base_patch16_clip_quickgelu_224", 224, 512),
     "vit_b16_siglip_webli": ("vit_base_patch16_siglip_224", 224, 0),
+    "vit_s16_dinov3_lvd1689m_256": ("vit_small_patch16_dinov3", 256, 0),
+    "vit_b16_dinov3_lvd1689m_256": ("vit_base_patch16_dinov3", 256, 0),
+    "vit_ti16_eupe_lvd1689m_256": ("vit_tiny_patch16_dinov3_qkvb", 256, 0),
 }
 
 #: timm arguments beyond its model's own definition: what the checkpoint
 #: was trained with where timm's definition omits it.
-TIMM_ARGUMENTS = {"vit_b16_siglip_webli": {"act_layer": "gelu_tanh"}}
+#: DINOv3's presets pool the class token, as Meta's DINOv3 does; timm's
+#: `Eva` averages the patches unless told `global_pool="token"`.
+TIMM_ARGUMENTS = {
+    "vit_b16_siglip_webli": {"act_layer": "gelu_tanh"},
+    "vit_s16_dinov3_lvd1689m_256": {"global_pool": "token"},
+    "vit_b16_dinov3_lvd1689m_256": {"global_pool": "token"},
+    "vit_ti16_eupe_lvd1689m_256": {"global_pool": "token"},
+}
 
 
 def make(folder):
@@ -73,7 +86,7 @@ def make(folder):
         with torch.no_grad():
             for key, p in model.named_parameters():
                 p.add_(0.02 * torch.randn(p.shape, generator=g))
-                if key.endswith("gamma"):
+                if key.split(".")[-1].startswith("gamma"):
                     p.fill_(0.3)
             x = torch.randn(1, 3, size, size, generator=g)
             y = model(x)
@@ -84,7 +97,7 @@ def make(folder):
             x=x.permute(0, 2, 3, 1).numpy(),
             y=y.numpy(),
         )
-        print(preset, name, tuple(model.pos_embed.shape))
+        print(preset, name, sum(p.numel() for p in model.parameters()))
 
 
 def check(folder):
