@@ -59,6 +59,7 @@ class ViTConfig:
     activation: str = "gelu"
     layer_scale_init: object = None
     qk_norm: bool = False
+    use_gated_mlp: bool = False
     patch_bias: bool = True
     norm_pre: bool = False
     fc_norm: bool = False
@@ -165,6 +166,7 @@ _ALONE = {
             "include_top",
             "include_preprocessing",
             "qk_norm",
+            "use_gated_mlp",
             "patch_bias",
             "norm_pre",
             "fc_norm",
