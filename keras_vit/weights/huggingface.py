@@ -66,8 +66,17 @@ token (keras_vit's `include_top=False` output). With registers, the class
 token's position embedding is added to the class token here (exact: it is
 added to nothing else), so the position embeddings cover the patches only
 (`position_embedding_tokens="patches"`, as timm converts these files).
-The SwiGLU MLP of `dinov2-giant` (`mlp.weights_in`) has no keras_vit
-equivalent and is reported as unexpected.
+The SwiGLU MLP of `dinov2-giant` (`use_swiglu_ffn`, `Dinov2SwiGLUFFN`)
+is keras_vit's gated MLP (`use_gated_mlp=True`, `activation="silu"`):
+
+    encoder.layer.{i}.mlp.weights_in (2H, D), .mlp.weights_out (D, H)
+        the Hub files' names: the gate's outputs, then the value's
+    encoder.layer.{i}.mlp.gate_proj, .up_proj (H, D), .mlp.down_proj
+        transformers 5's names in memory (its conversion mapping
+        chunks `weights_in` in two, the gate first)
+
+with H = `2/3 · mlp_ratio · D` rounded up to a multiple of 8 (4096 for
+the giant's 1536).
 
 CLIP (`openai/clip-vit-*`; `vision_model.` prefixed in the full model's
 files, whose `text_model.*`, `text_projection`, `logit_scale` are dropped):
@@ -137,6 +146,7 @@ import numpy as np
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import torch_conv_to_projection
+from keras_vit.weights.checkpoint import torch_gated_linear
 from keras_vit.weights.checkpoint import torch_linear
 from keras_vit.weights.checkpoint import torch_norm
 from keras_vit.weights.checkpoint import transpose
@@ -437,8 +447,7 @@ def _read_dinov2(tensors, path):
             name,
         )
         torch_norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
-        torch_linear(src, f"{prefix}.mlp.fc1", out, f"{name}/mlp_fc1")
-        torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
+        _dinov2_mlp(src, f"{prefix}.mlp", out, name)
         for k in (1, 2):
             out[f"{name}/ls{k}/gamma"] = src.take(
                 f"{prefix}.layer_scale{k}.lambda1", 1
@@ -452,6 +461,34 @@ def _read_dinov2(tensors, path):
         position_embedding_tokens=tokens,
         layout_defaults=dict(LAYOUT_DEFAULTS["dinov2"]),
     )
+
+
+#: A DINOv2 block's MLP, by the name of its first layer: the plain MLP's
+#: `(fc1, fc2)` and the SwiGLU's `(weights_in, weights_out)` (see the
+#: module's docstring).
+_DINOV2_MLPS = {
+    "fc1": ("fc1", "fc2"),
+    "weights_in": ("weights_in", "weights_out"),
+}
+
+
+def _dinov2_mlp(src, prefix, out, name):
+    """A `Dinov2Model` block's MLP: plain, or the SwiGLU by either name
+    (the gate's projection first in keras_vit's `mlp_fc1`)."""
+    if f"{prefix}.gate_proj.weight" in src or f"{prefix}.up_proj.weight" in src:
+        torch_gated_linear(
+            src,
+            f"{prefix}.gate_proj",
+            f"{prefix}.up_proj",
+            out,
+            f"{name}/mlp_fc1",
+        )
+        torch_linear(src, f"{prefix}.down_proj", out, f"{name}/mlp_fc2")
+        return
+    first = "weights_in" if f"{prefix}.weights_in.weight" in src else "fc1"
+    fc1, fc2 = _DINOV2_MLPS[first]
+    torch_linear(src, f"{prefix}.{fc1}", out, f"{name}/mlp_fc1")
+    torch_linear(src, f"{prefix}.{fc2}", out, f"{name}/mlp_fc2")
 
 
 def _clip_tokens(src, p, out):
