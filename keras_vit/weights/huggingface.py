@@ -485,8 +485,10 @@ def _dinov2_mlp(src, prefix, out, name):
         )
         torch_linear(src, f"{prefix}.down_proj", out, f"{name}/mlp_fc2")
         return
-    first = "weights_in" if f"{prefix}.weights_in.weight" in src else "fc1"
-    fc1, fc2 = _DINOV2_MLPS[first]
+    swiglu = f"{prefix}.fc1.weight" not in src and (
+        f"{prefix}.weights_in.weight" in src
+    )  # (a stray weights_in beside fc1 is reported as unexpected)
+    fc1, fc2 = _DINOV2_MLPS["weights_in" if swiglu else "fc1"]
     torch_linear(src, f"{prefix}.{fc1}", out, f"{name}/mlp_fc1")
     torch_linear(src, f"{prefix}.{fc2}", out, f"{name}/mlp_fc2")
 
