@@ -97,8 +97,9 @@ files, whose `text_model.*`, `text_projection`, `logit_scale` are dropped):
 `block_outputs`), `pooler_output` keras_vit's `include_top=False` output
 (the class token after `encoder_norm`), `image_embeds` its head's output.
 
-SigLIP (`google/siglip-*`) as CLIP without class token, pre-norm, or
-projection, with a patch bias, and its MAP head:
+SigLIP (`google/siglip-*`; SigLIP 2's fixed-resolution checkpoints in
+this layout too) as CLIP without class token, pre-norm, or projection,
+with a patch bias, and its MAP head:
 
     head.probe (1, 1, D), head.attention.in_proj_{weight,bias} (3D, ...),
     head.attention.out_proj, head.layernorm, head.mlp.fc1, head.mlp.fc2
@@ -114,7 +115,10 @@ token and the patches' mean, concatenated) have classifiers no keras_vit
 pooling gives: their files are refused, naming the backbone to read. A
 `SiglipVisionModel` file without the head (`vision_use_head=False`) is
 read as average pooling, which its transformers class does not do (it has
-no pooled output then).
+no pooled output then). transformers' SigLIP 2 NaFlex files
+(`Siglip2VisionModel`, `Siglip2Model`: a `Linear` patch embedding on
+flattened patches, a position table resized for each image) are refused
+by name.
 
 The tensors do not record the activation or the LayerNorm epsilon; the
 model is built with transformers' config defaults for the family
@@ -533,12 +537,29 @@ def _refuse_head(path, model, head, drop, base):
     )
 
 
+def _refuse_naflex(tensors, name, path):
+    """Raises for a transformers `Siglip2*` (NaFlex) file: its patch
+    embedding is a `Linear` on flattened patches, 2-D, not SigLIP's
+    convolution (see the module's docstring)."""
+    if np.ndim(tensors.get(name)) != 2:
+        return
+    raise ValueError(
+        f"{path} is in transformers' SigLIP 2 NaFlex layout (Siglip2*: "
+        f"{name} is a linear layer of shape {np.shape(tensors[name])} on "
+        "flattened patches, the position table resized for each image's "
+        "patch count), which keras_vit does not support. SigLIP 2's "
+        "fixed-resolution checkpoints load from timm "
+        "(timm/vit_*_siglip_*.v2_webli) or in SigLIP's transformers layout."
+    )
+
+
 def _read_clip_or_siglip(tensors, path):
     """`CLIPVisionModel` (and `CLIPModel`'s image tower) or
     `SiglipVisionModel` (see the module's docstring)."""
     tensors = {k: v for k, v in tensors.items() if not _TEXT.match(k)}
     src = TensorSource(tensors, path)
     p = "vision_model." if SIGNATURES[3] in src else ""
+    _refuse_naflex(tensors, f"{p}embeddings.patch_embedding.weight", path)
     out = {}
     kernel, patch_size = torch_conv_to_projection(
         src.take(f"{p}embeddings.patch_embedding.weight", 4)

@@ -37,8 +37,11 @@ Tiny (shipped): patch 4, 16 px (a 4x4 grid), depth 2, 2 heads, width 24
 With ``--full DIR``: the published widths, heads, patch sizes and image
 sizes (giant: 1536 wide, 24 heads, H = 4096, patch 14, 518 px; SigLIP 2
 B/16: 768, 224 px), the giants with 2 blocks instead of 40 (each block
-the giant's; 40 would be 4.4 GB and minutes a call here), batch 1, for
-``tests/golden/check_swiglu_full.py`` (not shipped).
+the giant's; 40 would be 4.4 GB and minutes a call here), batch 1, run
+in float64 (at these widths the perturbed weights give features up to 54
+whose float32 rounding alone is 3e-4), for
+``tests/golden/check_swiglu_full.py``, which builds keras_vit's models in
+float64 too (not shipped).
 
 Files, for each NAME:
 
@@ -144,7 +147,9 @@ MODELS = {
 
 
 def outputs(model, images):
-    x = torch.from_numpy(((images / 255 - MEAN) / STD).transpose(0, 3, 1, 2))
+    dtype = next(model.parameters()).dtype  # float64 with --full
+    x = (images.astype(np.float64) / 255 - MEAN) / STD
+    x = torch.from_numpy(x.transpose(0, 3, 1, 2)).to(dtype)
     with torch.no_grad():
         if isinstance(model, transformers.PreTrainedModel):
             out = model(pixel_values=x)
@@ -172,6 +177,8 @@ def write(directory, name, tiny):
     rng = np.random.default_rng(2)
     images = rng.uniform(0, 255, (2 if tiny else 1, size, size, 3))
     images = images.astype(np.float32)
+    if not tiny:
+        model.double()
     tokens, pooled = outputs(model, images)
     check(np.isfinite(tokens).all(), f"{name}: outputs not finite")
     write_weights(model, directory / f"swiglu_{name}.safetensors")

@@ -146,3 +146,18 @@ def test_a_gated_model_round_trips_in_safe_mode(tmp_path):
     np.testing.assert_array_equal(
         loaded.predict(images, verbose=0), model.predict(images, verbose=0)
     )
+
+
+@pytest.mark.parametrize("prefix", ["", "vision_model."])
+def test_a_siglip2_naflex_file_is_refused_by_name(tmp_path, prefix):
+    # transformers' Siglip2VisionModel / Siglip2Model: a linear patch
+    # embedding (width, 3 * 4 * 4) on flattened patches, a 16-entry table.
+    tensors = {
+        f"{prefix}embeddings.patch_embedding.weight": np.ones((32, 48), "f"),
+        f"{prefix}embeddings.patch_embedding.bias": np.ones(32, "f"),
+        f"{prefix}embeddings.position_embedding.weight": np.ones((16, 32), "f"),
+    }
+    path = tmp_path / "naflex.safetensors"
+    save_file(tensors, str(path))
+    with pytest.raises(ValueError, match=r"NaFlex .*shape \(32, 48\)"):
+        read_checkpoint(str(path))
