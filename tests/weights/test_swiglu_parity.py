@@ -13,6 +13,7 @@ from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 
 import keras_vit
+from keras_vit import export
 from keras_vit.weights import convert
 from keras_vit.weights import read_checkpoint
 
@@ -161,3 +162,12 @@ def test_a_siglip2_naflex_file_is_refused_by_name(tmp_path, prefix):
     save_file(tensors, str(path))
     with pytest.raises(ValueError, match=r"NaFlex .*shape \(32, 48\)"):
         read_checkpoint(str(path))
+
+
+def test_a_gated_model_exports_to_tflite_verified_in_one_partition(tmp_path):
+    """The gate's split and product are builtin ops: one XNNPACK
+    partition, checked against Keras."""
+    model = _build(_path("timm_giant"))
+    path = str(tmp_path / "giant.tflite")
+    result = export.export_tflite(model, path, num_verify_images=4)
+    assert result.report.passed and result.report.xnnpack_partitions == 1
