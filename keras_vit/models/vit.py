@@ -204,13 +204,16 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             `False`.
         use_gated_mlp: bool, whether every block's MLP is gated:
             `activation(x W_gate) * (x W_value)` before `mlp_fc2`, SwiGLU
-            with `activation="silu"` (DINOv2 giant, DINOv3's large models;
+            with `activation="silu"` (DINOv2 giant; DINOv3 H+/16 and 7B;
             see `keras_vit.layers.TransformerBlock`). `mlp_dim` is then the
-            gated width, `mlp_fc2`'s input: 4096 for DINOv2 giant
-            (transformers' `Dinov2SwiGLUFFN` rounds `2/3 · 4 · 1536` up to
-            a multiple of 8; timm's `SwiGLUPacked` takes twice that as its
-            `hidden_features`). A `pooling="map"` head's MLP stays plain.
-            Defaults to `False`.
+            gated width, `mlp_fc2`'s input, which each family rounds its
+            own way: 4096 for DINOv2 giant (transformers'
+            `Dinov2SwiGLUFFN` rounds `2/3 · 4 · 1536` up to a multiple of
+            8; timm's `SwiGLUPacked` takes twice that as its
+            `hidden_features`); timm's DINOv3 `int(mlp_ratio · D)` rounded
+            up to a multiple of 8 (`swiglu_align_to`); transformers'
+            DINOv3 its `intermediate_size`. A `pooling="map"` head's MLP
+            stays plain. Defaults to `False`.
         patch_bias: bool, whether the patch projection has a bias (CLIP's
             has none). Defaults to `True`.
         norm_pre: bool, whether a LayerNorm (`norm_pre`) comes before the

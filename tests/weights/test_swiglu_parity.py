@@ -171,3 +171,25 @@ def test_a_gated_model_exports_to_tflite_verified_in_one_partition(tmp_path):
     path = str(tmp_path / "giant.tflite")
     result = export.export_tflite(model, path, num_verify_images=4)
     assert result.report.passed and result.report.xnnpack_partitions == 1
+
+
+def test_a_gated_file_into_a_gated_model_of_another_gate_says_so():
+    # The tensors fit a GELU-gated model too; the file's layout gates with
+    # SiLU, which a note says rather than loading silently.
+    model = _build(_path("timm_giant"), activation="gelu")
+    with pytest.warns(UserWarning, match="activation='silu'"):
+        keras_vit.load_weights(model, _path("timm_giant"))
+
+
+def test_a_gated_models_own_weights_file_reloads(tmp_path):
+    model = _build(_path("hf_giant"))
+    path = str(tmp_path / "giant.weights.h5")
+    model.save_weights(path)
+    again = _build(_path("hf_giant"))
+    for variable in again.weights:
+        variable.assign(np.zeros(variable.shape, variable.dtype))
+    keras_vit.load_weights(again, path)
+    images = _expected("hf_giant")["images"]
+    np.testing.assert_array_equal(
+        again.predict(images, verbose=0), model.predict(images, verbose=0)
+    )
