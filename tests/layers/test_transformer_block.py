@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import keras_vit
 from tests import reference
@@ -146,3 +147,24 @@ def test_gated_mlp_matches_numpy_reference_and_round_trips(activation):
     assert_config_round_trip(layer, x)
     with pytest.raises(ValueError, match="use_gated_mlp='yes'"):
         _block(use_gated_mlp="yes")
+
+
+def test_gated_mlp_trains_with_remat_and_mixed_precision():
+    x = rng.normal(size=(2, 5, 16)).astype("float32")
+    grads = {}
+    for remat in (False, True):
+        layer = _block(
+            mlp_dim=12, use_gated_mlp=True, activation="silu", remat=remat
+        )
+        layer(x)
+        keras.utils.set_random_seed(1)
+        randomize_weights(layer, scale=0.3)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(x, training=True) ** 2)
+        grads[remat] = tape.gradient(loss, layer.mlp_fc1.kernel).numpy()
+    np.testing.assert_allclose(grads[True], grads[False], rtol=1e-5)
+    assert np.abs(grads[False]).max() > 0
+    half = _block(use_gated_mlp=True, activation="silu", dtype="mixed_bfloat16")
+    out = half(x, training=True)
+    assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
+    assert np.isfinite(out.numpy().astype("float32")).all()
