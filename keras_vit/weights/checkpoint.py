@@ -187,7 +187,11 @@ class Checkpoint:
     @property
     def use_gated_mlp(self):
         """Whether the MLP is gated: `mlp_fc1` (gate and value, packed)
-        is twice as wide as `mlp_fc2`'s input, which no plain MLP is."""
+        is twice as wide as `mlp_fc2`'s input, which no plain MLP is. The
+        `.npz` layouts have no gated MLP: such shapes there are a broken
+        file, reported as shape mismatches."""
+        if self.source in ("original", "big_vision"):
+            return False
         fc1 = self._shape("block_0/mlp_fc1/kernel", 2)
         fc2 = self._shape("block_0/mlp_fc2/kernel", 2)
         return fc1 is not None and fc2 is not None and fc1[1] == 2 * fc2[0]

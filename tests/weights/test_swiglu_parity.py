@@ -193,3 +193,27 @@ def test_a_gated_models_own_weights_file_reloads(tmp_path):
     np.testing.assert_array_equal(
         again.predict(images, verbose=0), model.predict(images, verbose=0)
     )
+
+
+def test_an_npz_file_with_gated_shapes_is_not_read_as_gated(tmp_path):
+    # The original layout has no gated MLP: an MlpBlock whose first Dense
+    # is twice as wide as the second's input is a broken file.
+    model = keras_vit.ViT(
+        image_size=16,
+        patch_size=4,
+        hidden_dim=8,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=6,
+        include_top=False,
+        pooling="token",
+    )
+    path = str(tmp_path / "plain.npz")
+    keras_vit.weights.save_npz(model, path)
+    arrays = dict(np.load(path))
+    mlp = "Transformer/encoderblock_0/MlpBlock_3/Dense_0/"
+    arrays[mlp + "kernel"] = np.ones((8, 12), "f")
+    arrays[mlp + "bias"] = np.ones(12, "f")
+    np.savez(path, **arrays)
+    checkpoint = read_checkpoint(path)
+    assert not checkpoint.use_gated_mlp and checkpoint.mlp_dim == 12
