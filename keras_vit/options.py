@@ -29,8 +29,9 @@ POSITION_EMBEDDING_TOKENS = ("all", "patches")
 
 #: The MLP activation of `TransformerBlock(activation=...)` / `ViT(...)`:
 #: exact (erf) GELU, the paper's; GELU's tanh approximation (big_vision's
-#: default, SigLIP); OpenAI CLIP's "quick GELU", `x * sigmoid(1.702 x)`.
-ACTIVATIONS = ("gelu", "gelu_tanh", "quick_gelu")
+#: default, SigLIP); OpenAI CLIP's "quick GELU", `x * sigmoid(1.702 x)`;
+#: SiLU, `x * sigmoid(x)` (the gate of SwiGLU, `use_gated_mlp=True`).
+ACTIVATIONS = ("gelu", "gelu_tanh", "quick_gelu", "silu")
 
 #: `keras_vit.training.recipe.make_optimizer` / `TrainConfig.optimizer.name`.
 OPTIMIZERS = ("adamw", "sgd")

@@ -27,7 +27,16 @@ def quick_gelu(x):
     return x / (1.0 + np.exp(-1.702 * x))
 
 
-ACTIVATIONS = {"gelu": gelu, "gelu_tanh": gelu_tanh, "quick_gelu": quick_gelu}
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+ACTIVATIONS = {
+    "gelu": gelu,
+    "gelu_tanh": gelu_tanh,
+    "quick_gelu": quick_gelu,
+    "silu": silu,
+}
 
 
 def layer_norm(x, gamma, beta, eps=1e-6):
@@ -131,7 +140,12 @@ def block(x, w, num_heads, eps=1e-6, activation="gelu"):
         y = y * w["ls1"]
     x = x + y
     y = layer_norm(x, w["ln2_gamma"], w["ln2_beta"], eps)
-    y = ACTIVATIONS[activation](y @ w["fc1_kernel"] + w["fc1_bias"])
+    y = y @ w["fc1_kernel"] + w["fc1_bias"]
+    if y.shape[-1] == 2 * w["fc2_kernel"].shape[0]:  # gated: gate first
+        gate, y = np.split(y, 2, axis=-1)
+        y = ACTIVATIONS[activation](gate) * y
+    else:
+        y = ACTIVATIONS[activation](y)
     y = y @ w["fc2_kernel"] + w["fc2_bias"]
     if w.get("ls2") is not None:
         y = y * w["ls2"]

@@ -41,6 +41,8 @@ def _tiny(**kwargs):
         {"norm_pre": True},
         {"pooling": "gap", "fc_norm": True},
         {"layer_scale_init": 0.5},
+        {"use_gated_mlp": True, "activation": "silu"},
+        {"use_gated_mlp": True, "layer_scale_init": 0.5, "pooling": "map"},
         ALL_OPTIONS,
         {"pooling": "map"},
         {"pooling": "map", "class_token": True, "num_register_tokens": 2},
@@ -107,7 +109,11 @@ def test_layer_scale_starts_at_its_init_value():
 
 
 def test_options_round_trip_through_config_and_keras_file(tmp_path):
-    for kwargs in (ALL_OPTIONS, {"pooling": "gap", "fc_norm": True}):
+    for kwargs in (
+        ALL_OPTIONS,
+        {"pooling": "gap", "fc_norm": True},
+        {"use_gated_mlp": True, "activation": "silu"},
+    ):
         model = _tiny(**kwargs)
         randomize_weights(model)
         config = model.get_config()
@@ -131,6 +137,7 @@ def test_options_round_trip_through_config_and_keras_file(tmp_path):
         ({"layer_scale_init": 0}, "layer_scale_init=0"),
         ({"layer_scale_init": float("nan")}, "layer_scale_init=nan"),
         ({"qk_norm": 1}, "qk_norm=1"),
+        ({"use_gated_mlp": "yes"}, "use_gated_mlp='yes'"),
         ({"patch_bias": "no"}, "patch_bias='no'"),
         ({"norm_pre": None}, "norm_pre=None"),
         ({"fc_norm": True}, "fc_norm=True and pooling='token'"),
@@ -159,7 +166,9 @@ def test_bad_options_name_the_argument_and_value(kwargs, match):
         _tiny(**kwargs)
 
 
-@pytest.mark.parametrize("activation", ["gelu", "gelu_tanh", "quick_gelu"])
+@pytest.mark.parametrize(
+    "activation", ["gelu", "gelu_tanh", "quick_gelu", "silu"]
+)
 def test_block_options_match_the_reference(activation):
     x = rng.normal(size=(2, 7, 16)).astype("float32")
     layer = keras_vit.layers.TransformerBlock(
@@ -515,6 +524,7 @@ def test_the_options_compute_the_same_on_jax(tmp_path):
         },
         "map": {**TINY, "pooling": "map", "activation": "gelu_tanh"},
         "gap": {**TINY, "pooling": "gap", "fc_norm": True},
+        "gated": {**TINY, "use_gated_mlp": True, "activation": "silu"},
     }
     images = random_images((2, 32, 32, 3))
     np.save(tmp_path / "images.npy", images)

@@ -78,7 +78,8 @@ def model_flops(model):
     MAP head (`pooling="map"`) counts its probe's query projection, the
     key / value projection of the tokens it attends to, one query's
     attention logits and weighting, its output projection and its MLP
-    (`_map_flops`).
+    (`_map_flops`). A gated MLP (`use_gated_mlp`) multiplies by its gate
+    projection too.
     Elementwise work is not counted, as the LayerNorms, GELU and softmax
     are not: `norm_pre`, `fc_norm`, LayerScale, QK-norm, the activation,
     the patch bias and the pooling's mean add nothing.
@@ -105,7 +106,8 @@ def model_flops(model):
         2.0 * t * d * (3 * d)
         + 2 * 2.0 * t * t * d
         + 2.0 * t * d * d
-        + 2 * 2.0 * t * d * m
+        # mlp_fc1 (twice as wide when gated: gate and value) and mlp_fc2
+        + (3 if model.use_gated_mlp else 2) * 2.0 * t * d * m
     )
     total = stem_flops + 2.0 * n * patch_dim * d + model.num_layers * per_block
     if model.pooling == "map":

@@ -74,7 +74,8 @@ def _add_unrecorded(parser):
         default=None,
         help="the MLP activation, which no file records: quick_gelu for "
         "OpenAI's CLIP (default: gelu; for a Hugging Face DINOv2, CLIP or "
-        "SigLIP file, its family's: gelu, quick_gelu, gelu_tanh)",
+        "SigLIP file, its family's: gelu, quick_gelu, gelu_tanh; silu for "
+        "a gated (SwiGLU) MLP)",
     )
     parser.add_argument(
         "--layer-norm-epsilon",

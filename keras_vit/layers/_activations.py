@@ -16,6 +16,8 @@ def activate(x, name, training=False):
         # A Python number takes `x`'s dtype as it is (a cast of 1.702 went
         # through float32: 2e-8 off in float64).
         return x * ops.sigmoid(1.702 * x)
+    if name == "silu":  # SwiGLU's gate
+        return x * ops.sigmoid(x)
     if name == "gelu" and training:
         return _gelu.gelu(x)
     if name == "gelu" and standardize_dtype(x.dtype) == "float64":

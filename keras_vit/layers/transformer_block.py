@@ -25,7 +25,11 @@ class TransformerBlock(keras.layers.Layer):
     ([Dosovitskiy et al., 2020](https://arxiv.org/abs/2010.11929)). The MLP
     is `Dense(mlp_dim)` → exact (erf) GELU (or `activation`) → `Dense(D)`,
     with dropout after each `Dense` and after the attention output, as in
-    the original code.
+    the original code. A gated MLP (`use_gated_mlp=True`; SwiGLU with
+    `activation="silu"`, Shazeer, 2020) is
+    `Dense(D)(activation(x W_gate) * (x W_value))`: `mlp_fc1` is one
+    `Dense(2 * mlp_dim)` whose first `mlp_dim` outputs are the gate, the
+    layout of timm's `SwiGLUPacked` and transformers' `Dinov2SwiGLUFFN`.
     Stochastic depth (`drop_path_rate`, Huang et al., 2016) drops each
     residual branch per example while training.
 
@@ -53,8 +57,9 @@ class TransformerBlock(keras.layers.Layer):
             `MultiHeadSelfAttention`). Defaults to `None`.
         activation: the MLP's activation, one of
             `keras_vit.options.ACTIVATIONS`: `"gelu"` (exact, the paper's),
-            `"gelu_tanh"` (its tanh approximation) or `"quick_gelu"`
-            (`x * sigmoid(1.702 x)`, OpenAI CLIP's). Defaults to `"gelu"`.
+            `"gelu_tanh"` (its tanh approximation), `"quick_gelu"`
+            (`x * sigmoid(1.702 x)`, OpenAI CLIP's) or `"silu"`
+            (`x * sigmoid(x)`, SwiGLU's gate). Defaults to `"gelu"`.
         layer_scale_init: `None`, or a float: each residual branch is then
             scaled per channel by a learned `LayerScale` initialised to it,
             after its dropout (`ls1` after the attention, `ls2` after the
@@ -64,6 +69,9 @@ class TransformerBlock(keras.layers.Layer):
             `False`.
         qkv_bias: bool, whether the attention's fused `qkv` projection has
             a bias (timm's `qkv_bias`). Defaults to `True`.
+        use_gated_mlp: bool, whether the MLP is gated (see above);
+            `mlp_dim` is then the width of the gated product, the input of
+            `mlp_fc2`. Defaults to `False`.
         **kwargs: base layer arguments such as `name` and `dtype`.
 
     Call arguments:
@@ -101,6 +109,7 @@ class TransformerBlock(keras.layers.Layer):
         layer_scale_init=None,
         qk_norm=False,
         qkv_bias=True,
+        use_gated_mlp=False,
         **kwargs,
     ):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
@@ -129,6 +138,7 @@ class TransformerBlock(keras.layers.Layer):
         )
         self.qk_norm = arg_checks.boolean("qk_norm", qk_norm)
         self.qkv_bias = arg_checks.boolean("qkv_bias", qkv_bias)
+        self.use_gated_mlp = arg_checks.boolean("use_gated_mlp", use_gated_mlp)
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def build(self, input_shape):
@@ -158,7 +168,7 @@ class TransformerBlock(keras.layers.Layer):
         # code's MlpBlock.
         bias_init = keras.initializers.RandomNormal(stddev=1e-6)
         self.mlp_fc1 = keras.layers.Dense(
-            self.mlp_dim,
+            self.mlp_dim * (2 if self.use_gated_mlp else 1),
             kernel_initializer="glorot_uniform",
             bias_initializer=bias_init,
             name="mlp_fc1",
@@ -264,12 +274,17 @@ class TransformerBlock(keras.layers.Layer):
         return x + drop_path(y, 1), weights
 
     def _mlp_out(self, hidden, training, dropout):
-        """`mlp_fc2(dropout(activation(hidden)))`. A training step with
+        """`mlp_fc2(dropout(activation(hidden)))`, or of the gated
+        product. A training step with
         the exact GELU and no dropout on it takes `_gelu.gelu_dense`,
         which keeps only `hidden` for the backward pass (a LoRA or
         quantized `mlp_fc2` keeps its own call); inference keeps the
         plain graph, the one every export converts."""
         fc2 = self.mlp_fc2
+        if self.use_gated_mlp:  # the gate first, as in the checkpoints
+            gate, value = ops.split(hidden, 2, axis=-1)
+            y = _activations.activate(gate, self.activation, training)
+            return fc2(dropout(y * value, 1))
         if (
             training
             and self.activation == "gelu"
@@ -322,6 +337,7 @@ class TransformerBlock(keras.layers.Layer):
                 "layer_scale_init": self.layer_scale_init,
                 "qk_norm": self.qk_norm,
                 "qkv_bias": self.qkv_bias,
+                "use_gated_mlp": self.use_gated_mlp,
             }
         )
         return config

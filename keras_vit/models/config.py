@@ -61,6 +61,7 @@ class ViTConfig:
     layer_scale_init: object = None
     qk_norm: bool = False
     qkv_bias: bool = True
+    use_gated_mlp: bool = False
     patch_bias: bool = True
     norm_pre: bool = False
     fc_norm: bool = False
@@ -168,6 +169,7 @@ _ALONE = {
             "include_preprocessing",
             "qk_norm",
             "qkv_bias",
+            "use_gated_mlp",
             "patch_bias",
             "norm_pre",
             "fc_norm",

@@ -200,8 +200,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             weights=None)`. The token grid is taken from the map. Defaults
             to `None`.
         activation: the MLP activation of every block: `"gelu"` (exact,
-            the paper's), `"gelu_tanh"` (its tanh approximation) or
-            `"quick_gelu"` (`x * sigmoid(1.702 x)`, OpenAI CLIP's).
+            the paper's), `"gelu_tanh"` (its tanh approximation),
+            `"quick_gelu"` (`x * sigmoid(1.702 x)`, OpenAI CLIP's) or
+            `"silu"` (`x * sigmoid(x)`; with `use_gated_mlp`, the gate's).
             Defaults to `"gelu"`.
         layer_scale_init: `None`, or a float: every block's two residual
             branches are scaled per channel by learned `LayerScale`s
@@ -213,6 +214,18 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         qkv_bias: bool, whether every attention's fused query-key-value
             projection has a bias (timm's `qkv_bias`; DINOv3's S and B have
             none). Defaults to `True`.
+        use_gated_mlp: bool, whether every block's MLP is gated:
+            `activation(x W_gate) * (x W_value)` before `mlp_fc2`, SwiGLU
+            with `activation="silu"` (DINOv2 giant; DINOv3 H+/16 and 7B;
+            see `keras_vit.layers.TransformerBlock`). `mlp_dim` is then the
+            gated width, `mlp_fc2`'s input, which each family rounds its
+            own way: 4096 for DINOv2 giant (transformers'
+            `Dinov2SwiGLUFFN` rounds `2/3 · 4 · 1536` up to a multiple of
+            8; timm's `SwiGLUPacked` takes twice that as its
+            `hidden_features`); timm's DINOv3 `int(mlp_ratio · D)` rounded
+            up to a multiple of 8 (`swiglu_align_to`); transformers'
+            DINOv3 its `intermediate_size`. A `pooling="map"` head's MLP
+            stays plain. Defaults to `False`.
         patch_bias: bool, whether the patch projection has a bias (CLIP's
             has none). Defaults to `True`.
         norm_pre: bool, whether a LayerNorm (`norm_pre`) comes before the
@@ -335,6 +348,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         layer_scale_init=None,
         qk_norm=False,
         qkv_bias=True,
+        use_gated_mlp=False,
         patch_bias=True,
         norm_pre=False,
         fc_norm=False,
@@ -1000,6 +1014,7 @@ def _make_blocks(config, grid, dtype):
             layer_scale_init=config.layer_scale_init,
             qk_norm=config.qk_norm,
             qkv_bias=config.qkv_bias,
+            use_gated_mlp=config.use_gated_mlp,
             name=f"block_{i}",
             dtype=dtype,
         )

@@ -56,7 +56,10 @@ class Checkpoint:
             a big_vision two-tower file's tanh GELU and, its `head` being
             the image embedding, `classifier_activation=None`).
             `keras_vit.weights.convert.architecture` passes them on; an
-            argument given replaces them.
+            argument given replaces them. A gated MLP's (`use_gated_mlp`)
+            activation is SiLU in every format that has one (timm's
+            `SwiGLU` and `SwiGLUPacked`, transformers' `Dinov2SwiGLUFFN`):
+            added here, over the layout's own.
     """
 
     tensors: dict
@@ -70,6 +73,13 @@ class Checkpoint:
     misshaped: list = dataclasses.field(default_factory=list)
     position_embedding_tokens: str = None
     layout_defaults: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.use_gated_mlp and self.source != "keras":
+            self.layout_defaults = {
+                **self.layout_defaults,
+                "activation": "silu",
+            }
 
     def _shape(self, path, ndim):
         """The shape of tensor `path` if it has `ndim` dimensions, else
@@ -187,9 +197,25 @@ class Checkpoint:
         return len(blocks)
 
     @property
+    def use_gated_mlp(self):
+        """Whether the MLP is gated: `mlp_fc1` (gate and value, packed)
+        is twice as wide as `mlp_fc2`'s input, which no plain MLP is. The
+        `.npz` layouts have no gated MLP: such shapes there are a broken
+        file, reported as shape mismatches."""
+        if self.source in ("original", "big_vision"):
+            return False
+        fc1 = self._shape("block_0/mlp_fc1/kernel", 2)
+        fc2 = self._shape("block_0/mlp_fc2/kernel", 2)
+        return fc1 is not None and fc2 is not None and fc1[1] == 2 * fc2[0]
+
+    @property
     def mlp_dim(self):
+        """The MLP width: `mlp_fc1`'s, or with a gated MLP its half (the
+        gated product's, `keras_vit.ViT`'s `mlp_dim`)."""
         kernel = self._shape("block_0/mlp_fc1/kernel", 2)
-        return None if kernel is None else kernel[-1]
+        if kernel is None:
+            return None
+        return kernel[-1] // 2 if self.use_gated_mlp else kernel[-1]
 
     @property
     def num_classes(self):
@@ -327,7 +353,13 @@ class Checkpoint:
             parts.append("position_embedding_tokens='patches'")
         if self.pooling != ("token" if self.class_token else "gap"):
             parts.append(f"pooling={self.pooling!r}")
-        for option in ("layer_scale", "qk_norm", "norm_pre", "fc_norm"):
+        for option in (
+            "layer_scale",
+            "qk_norm",
+            "use_gated_mlp",
+            "norm_pre",
+            "fc_norm",
+        ):
             if getattr(self, option):
                 parts.append(f"{option}=True")
         if not self.patch_bias:
@@ -417,6 +449,18 @@ def torch_linear(src, prefix, out, name):
     """A PyTorch `Linear` `prefix.{weight,bias}` → Keras kernel, bias."""
     out[f"{name}/kernel"] = transpose(src.take(f"{prefix}.weight", 2))
     out[f"{name}/bias"] = src.take(f"{prefix}.bias", 1)
+
+
+def torch_gated_linear(src, gate, value, out, name):
+    """A gated MLP's two PyTorch `Linear`s, `gate` and `value` (prefixes),
+    as keras_vit's one packed `mlp_fc1`: the gate's outputs first."""
+    parts = [{}, {}]
+    for part, prefix in zip(parts, (gate, value)):
+        torch_linear(src, prefix, part, "fc1")
+    for kind, axis in (("kernel", 1), ("bias", 0)):
+        out[f"{name}/{kind}"] = concatenate(
+            [part[f"fc1/{kind}"] for part in parts], axis
+        )
 
 
 def concatenate(parts, axis=0):

@@ -171,7 +171,7 @@ def architecture(checkpoint):
         args["position_embedding_tokens"] = "patches"
     if checkpoint.layer_scale:
         args["layer_scale_init"] = LAYER_SCALE_INIT
-    for option in ("qk_norm", "norm_pre", "fc_norm"):
+    for option in ("qk_norm", "use_gated_mlp", "norm_pre", "fc_norm"):
         if getattr(checkpoint, option):
             args[option] = True
     if not checkpoint.patch_bias:

@@ -66,8 +66,17 @@ token (keras_vit's `include_top=False` output). With registers, the class
 token's position embedding is added to the class token here (exact: it is
 added to nothing else), so the position embeddings cover the patches only
 (`position_embedding_tokens="patches"`, as timm converts these files).
-The SwiGLU MLP of `dinov2-giant` (`mlp.weights_in`) has no keras_vit
-equivalent and is reported as unexpected.
+The SwiGLU MLP of `dinov2-giant` (`use_swiglu_ffn`, `Dinov2SwiGLUFFN`)
+is keras_vit's gated MLP (`use_gated_mlp=True`, `activation="silu"`):
+
+    encoder.layer.{i}.mlp.weights_in (2H, D), .mlp.weights_out (D, H)
+        the Hub files' names: the gate's outputs, then the value's
+    encoder.layer.{i}.mlp.gate_proj, .up_proj (H, D), .mlp.down_proj
+        transformers 5's names in memory (its conversion mapping
+        chunks `weights_in` in two, the gate first)
+
+with H = `2/3 · mlp_ratio · D` rounded up to a multiple of 8 (4096 for
+the giant's 1536).
 
 CLIP (`openai/clip-vit-*`; `vision_model.` prefixed in the full model's
 files, whose `text_model.*`, `text_projection`, `logit_scale` are dropped):
@@ -88,8 +97,9 @@ files, whose `text_model.*`, `text_projection`, `logit_scale` are dropped):
 `block_outputs`), `pooler_output` keras_vit's `include_top=False` output
 (the class token after `encoder_norm`), `image_embeds` its head's output.
 
-SigLIP (`google/siglip-*`) as CLIP without class token, pre-norm, or
-projection, with a patch bias, and its MAP head:
+SigLIP (`google/siglip-*`; SigLIP 2's fixed-resolution checkpoints in
+this layout too) as CLIP without class token, pre-norm, or projection,
+with a patch bias, and its MAP head:
 
     head.probe (1, 1, D), head.attention.in_proj_{weight,bias} (3D, ...),
     head.attention.out_proj, head.layernorm, head.mlp.fc1, head.mlp.fc2
@@ -105,7 +115,10 @@ token and the patches' mean, concatenated) have classifiers no keras_vit
 pooling gives: their files are refused, naming the backbone to read. A
 `SiglipVisionModel` file without the head (`vision_use_head=False`) is
 read as average pooling, which its transformers class does not do (it has
-no pooled output then).
+no pooled output then). transformers' SigLIP 2 NaFlex files
+(`Siglip2VisionModel`, `Siglip2Model`: a `Linear` patch embedding on
+flattened patches, a position table resized for each image) are refused
+by name.
 
 The tensors do not record the activation or the LayerNorm epsilon; the
 model is built with transformers' config defaults for the family
@@ -137,6 +150,7 @@ import numpy as np
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import torch_conv_to_projection
+from keras_vit.weights.checkpoint import torch_gated_linear
 from keras_vit.weights.checkpoint import torch_linear
 from keras_vit.weights.checkpoint import torch_norm
 from keras_vit.weights.checkpoint import transpose
@@ -446,8 +460,7 @@ def _read_dinov2(tensors, path):
             name,
         )
         torch_norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
-        torch_linear(src, f"{prefix}.mlp.fc1", out, f"{name}/mlp_fc1")
-        torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
+        _dinov2_mlp(src, f"{prefix}.mlp", out, name)
         for k in (1, 2):
             out[f"{name}/ls{k}/gamma"] = src.take(
                 f"{prefix}.layer_scale{k}.lambda1", 1
@@ -526,6 +539,36 @@ def _dinov3_attention(src, prefix, out, name):
     torch_linear(src, f"{prefix}.o_proj", out, f"{name}/attention/proj")
 
 
+#: A DINOv2 block's MLP, by the name of its first layer: the plain MLP's
+#: `(fc1, fc2)` and the SwiGLU's `(weights_in, weights_out)` (see the
+#: module's docstring).
+_DINOV2_MLPS = {
+    "fc1": ("fc1", "fc2"),
+    "weights_in": ("weights_in", "weights_out"),
+}
+
+
+def _dinov2_mlp(src, prefix, out, name):
+    """A `Dinov2Model` block's MLP: plain, or the SwiGLU by either name
+    (the gate's projection first in keras_vit's `mlp_fc1`)."""
+    if f"{prefix}.gate_proj.weight" in src or f"{prefix}.up_proj.weight" in src:
+        torch_gated_linear(
+            src,
+            f"{prefix}.gate_proj",
+            f"{prefix}.up_proj",
+            out,
+            f"{name}/mlp_fc1",
+        )
+        torch_linear(src, f"{prefix}.down_proj", out, f"{name}/mlp_fc2")
+        return
+    swiglu = f"{prefix}.fc1.weight" not in src and (
+        f"{prefix}.weights_in.weight" in src
+    )  # (a stray weights_in beside fc1 is reported as unexpected)
+    fc1, fc2 = _DINOV2_MLPS["weights_in" if swiglu else "fc1"]
+    torch_linear(src, f"{prefix}.{fc1}", out, f"{name}/mlp_fc1")
+    torch_linear(src, f"{prefix}.{fc2}", out, f"{name}/mlp_fc2")
+
+
 def _clip_tokens(src, p, out):
     """CLIP's class embedding and its `(1 + N, D)` position embedding
     table (SigLIP's: `(N, D)`), and the position ids buffer dropped."""
@@ -566,12 +609,29 @@ def _refuse_head(path, model, head, drop, base):
     )
 
 
+def _refuse_naflex(tensors, name, path):
+    """Raises for a transformers `Siglip2*` (NaFlex) file: its patch
+    embedding is a `Linear` on flattened patches, 2-D, not SigLIP's
+    convolution (see the module's docstring)."""
+    if np.ndim(tensors.get(name)) != 2:
+        return
+    raise ValueError(
+        f"{path} is in transformers' SigLIP 2 NaFlex layout (Siglip2*: "
+        f"{name} is a linear layer of shape {np.shape(tensors[name])} on "
+        "flattened patches, the position table resized for each image's "
+        "patch count), which keras_vit does not support. SigLIP 2's "
+        "fixed-resolution checkpoints load from timm "
+        "(timm/vit_*_siglip_*.v2_webli) or in SigLIP's transformers layout."
+    )
+
+
 def _read_clip_or_siglip(tensors, path):
     """`CLIPVisionModel` (and `CLIPModel`'s image tower) or
     `SiglipVisionModel` (see the module's docstring)."""
     tensors = {k: v for k, v in tensors.items() if not _TEXT.match(k)}
     src = TensorSource(tensors, path)
     p = "vision_model." if SIGNATURES[3] in src else ""
+    _refuse_naflex(tensors, f"{p}embeddings.patch_embedding.weight", path)
     out = {}
     kernel, patch_size = torch_conv_to_projection(
         src.take(f"{p}embeddings.patch_embedding.weight", 4)

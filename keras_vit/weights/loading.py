@@ -444,7 +444,7 @@ def _refuse(model, checkpoint, problems, sections):
         f"  checkpoint: {checkpoint.describe()}",
         f"  model:      hidden_dim={model.hidden_dim}, "
         f"num_layers={model.num_layers}, mlp_dim={model.mlp_dim}, "
-        f"num_heads={model.num_heads}, "
+        f"use_gated_mlp={model.use_gated_mlp}, num_heads={model.num_heads}, "
         f"patch_size={model.patch_size}, class_token={model.class_token}, "
         f"num_register_tokens={model.num_register_tokens}, "
         f"num_classes={model.num_classes}, "

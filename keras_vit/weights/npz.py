@@ -449,6 +449,7 @@ def _unstorable(model, stem):
             "has no LayerScale",
         ),
         ("qk_norm", model.qk_norm, "has no query/key LayerNorms"),
+        ("use_gated_mlp", model.use_gated_mlp, "has a plain MLP only"),
         ("norm_pre", model.norm_pre, "has no LayerNorm before the blocks"),
         ("fc_norm", model.fc_norm, "has its final LayerNorm before pooling"),
         (

@@ -40,9 +40,20 @@ LayerNorm epsilon 1e-5 (`DINOV3_DEFAULTS`, the `vit_*_dinov3` models'
 arguments), class-token pooling as upstream DINOv3 (timm's `Eva` defaults
 to average pooling: pass `pooling="gap"` for that). An `Eva` file with
 `pos_embed` (EVA-02, Perception Encoder: RoPE with absolute embeddings) is
-refused. A SwiGLU MLP (`mlp.fc1_g`,
-`mlp.fc1_x`: DINOv3's large models) has no keras_vit equivalent and is
-reported as unexpected. What the file does not record
+refused.
+
+A SwiGLU MLP is read as keras_vit's gated MLP (`use_gated_mlp=True`,
+`activation="silu"`), its `mlp_fc1` the gate's outputs then the value's,
+in either of timm's layouts:
+
+    blocks.{i}.mlp.fc1_g, blocks.{i}.mlp.fc1_x (H, D)  `SwiGLU`
+    blocks.{i}.mlp.fc1 (2H, D), mlp.fc2 (D, H)          `SwiGLUPacked`
+        (`GluMlp(gate_last=False)`: the gate first), told from a plain
+        MLP by its fc1 being twice as wide as fc2's input
+
+(`vit_giant_patch14_dinov2`: packed, H = 4096). A SwiGLU with a norm
+inside (`mlp.norm`, EVA-02's `scale_mlp`) has no keras_vit equivalent:
+its norm is reported as unexpected. What the file does not record
 (the activation: CLIP's quick GELU; the LayerNorm epsilon: 1e-5 for CLIP;
 LayerScale's init value) is an argument.
 
@@ -77,6 +88,7 @@ from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import position_tokens_of
 from keras_vit.weights.checkpoint import torch_conv_to_projection
+from keras_vit.weights.checkpoint import torch_gated_linear
 from keras_vit.weights.checkpoint import torch_linear
 from keras_vit.weights.checkpoint import torch_norm
 from keras_vit.weights.checkpoint import transpose
@@ -191,8 +203,7 @@ def _blocks(src, out):
                 )
         torch_linear(src, f"{prefix}.attn.proj", out, f"{name}/attention/proj")
         torch_norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
-        torch_linear(src, f"{prefix}.mlp.fc1", out, f"{name}/mlp_fc1")
-        torch_linear(src, f"{prefix}.mlp.fc2", out, f"{name}/mlp_fc2")
+        _mlp(src, f"{prefix}.mlp", out, name)
         for scale, eva in (("ls1", "gamma_1"), ("ls2", "gamma_2")):
             for theirs in (f"{scale}.gamma", eva):
                 if f"{prefix}.{theirs}" in src:
@@ -200,6 +211,19 @@ def _blocks(src, out):
                         f"{prefix}.{theirs}", 1
                     )
         i += 1
+
+
+def _mlp(src, prefix, out, name):
+    """A block's MLP: plain or packed (`fc1`), or timm's `SwiGLU`
+    (`fc1_g`, `fc1_x`) packed as keras_vit's gated `mlp_fc1`, the gate
+    first."""
+    if f"{prefix}.fc1_g.weight" in src or f"{prefix}.fc1_x.weight" in src:
+        torch_gated_linear(
+            src, f"{prefix}.fc1_g", f"{prefix}.fc1_x", out, f"{name}/mlp_fc1"
+        )
+    else:
+        torch_linear(src, f"{prefix}.fc1", out, f"{name}/mlp_fc1")
+    torch_linear(src, f"{prefix}.fc2", out, f"{name}/mlp_fc2")
 
 
 def _attention_pool(src, out):

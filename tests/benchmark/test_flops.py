@@ -76,6 +76,11 @@ def test_elementwise_options_add_nothing():
         assert _flops(**options) == plain, options
 
 
+def test_a_gated_mlp_counts_its_gate_projection():
+    # The gate's projection, 16 -> 32 for each of the 5 tokens: 5,120.
+    assert _flops(use_gated_mlp=True) == _flops() + 2 * 5 * 16 * 32
+
+
 def test_family_architectures_at_224_px():
     with keras.StatelessScope(initialize_variables=False):
         b16 = benchmark.model_flops(keras_vit.ViT_B16())

@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import keras_vit
 from tests import reference
@@ -102,3 +103,68 @@ def test_config_round_trip_and_output_shape():
     )
     assert_config_round_trip(layer, x)
     assert_output_shape_matches(layer, x)
+
+
+def test_gated_mlp_by_hand():
+    # Width 2, one gated unit; the attention branch zeroed. norm2 takes
+    # the token (3, -3) to (1, -1); the gate reads the first feature (1),
+    # the value the second (-1): silu(1) * -1 = -1 / (1 + e^-1), which
+    # mlp_fc2 writes as (1, 2) times it onto the residual.
+    layer = _block(
+        num_heads=1, mlp_dim=1, use_gated_mlp=True, activation="silu"
+    )
+    x = np.array([[[3.0, -3.0]]], "float32")
+    layer(x)
+    assert layer.mlp_fc1.kernel.shape == (2, 2)
+    assert layer.mlp_fc2.kernel.shape == (1, 2)
+    for variable in layer.attention.weights:
+        variable.assign(np.zeros(variable.shape))
+    layer.mlp_fc1.kernel.assign([[1.0, 0.0], [0.0, 1.0]])
+    layer.mlp_fc1.bias.assign([0.0, 0.0])
+    layer.mlp_fc2.kernel.assign([[1.0, 2.0]])
+    layer.mlp_fc2.bias.assign([0.0, 0.0])
+    product = -1.0 / (1.0 + np.exp(-1.0))  # -0.7310586
+    np.testing.assert_allclose(
+        layer(x).numpy(), [[[3 + product, -3 + 2 * product]]], atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("activation", ["silu", "gelu"])
+def test_gated_mlp_matches_numpy_reference_and_round_trips(activation):
+    x = rng.normal(size=(2, 5, 16)).astype("float32")
+    layer = _block(mlp_dim=12, use_gated_mlp=True, activation=activation)
+    layer(x)
+    randomize_weights(layer, scale=0.3)
+    ref_out, _ = reference.block(
+        x.astype("float64"), reference.block_weights(layer), 4, 1e-6, activation
+    )
+    np.testing.assert_allclose(layer(x).numpy(), ref_out, atol=1e-4)
+    # Training takes the same gated path (not the fused GELU of the
+    # plain MLP).
+    np.testing.assert_allclose(
+        layer(x, training=True).numpy(), ref_out, atol=1e-4
+    )
+    assert_config_round_trip(layer, x)
+    with pytest.raises(ValueError, match="use_gated_mlp='yes'"):
+        _block(use_gated_mlp="yes")
+
+
+def test_gated_mlp_trains_with_remat_and_mixed_precision():
+    x = rng.normal(size=(2, 5, 16)).astype("float32")
+    grads = {}
+    for remat in (False, True):
+        layer = _block(
+            mlp_dim=12, use_gated_mlp=True, activation="silu", remat=remat
+        )
+        layer(x)
+        keras.utils.set_random_seed(1)
+        randomize_weights(layer, scale=0.3)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(x, training=True) ** 2)
+        grads[remat] = tape.gradient(loss, layer.mlp_fc1.kernel).numpy()
+    np.testing.assert_allclose(grads[True], grads[False], rtol=1e-5)
+    assert np.abs(grads[False]).max() > 0
+    half = _block(use_gated_mlp=True, activation="silu", dtype="mixed_bfloat16")
+    out = half(x, training=True)
+    assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
+    assert np.isfinite(out.numpy().astype("float32")).all()

@@ -22,6 +22,7 @@ TINY = dict(helpers.TINY, classifier_activation=None)
     [
         ({"layer_scale_init": 1e-5}, ["layer_scale_init=1e-05"]),
         ({"qk_norm": True}, ["qk_norm=True"]),
+        ({"use_gated_mlp": True}, ["use_gated_mlp=True"]),
         ({"norm_pre": True}, ["norm_pre=True"]),
         ({"num_register_tokens": 2}, ["num_register_tokens=2"]),
         ({"distillation": True}, ["distillation=True"]),
