@@ -29,6 +29,7 @@ Only fields of schema version 1.0.0 are written (`min_parser_version`).
 """
 
 import io
+import struct
 import zipfile
 
 import flatbuffers
@@ -374,3 +375,53 @@ def _labels(data, names):
         return None
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         return archive.read(LABELS_FILE).decode().splitlines()
+
+
+def as_sidecar(path):
+    """The TFLite Metadata of the `.tflite` file at `path` in the shape of
+    keras_vit's JSON sidecar (`keras_vit.export.metadata.build`), for what
+    the metadata says (`format`, `model`, `class_names`, `output.kind`,
+    `input` size, `pixel_range` and `normalization`), or `None` if the file
+    has none. The image goes in whole, stretched, as MediaPipe feeds it
+    (`input.image_resize` `None`): the crop is the sidecar's alone."""
+    with open(path, "rb") as file:
+        data = file.read()
+    try:
+        found = read(data)
+    # A damaged file fails anywhere in the flatbuffer's offsets or the zip.
+    except (
+        ValueError,
+        IndexError,
+        AttributeError,
+        struct.error,
+        zipfile.BadZipFile,
+    ) as error:
+        raise ValueError(
+            "Cannot read the TFLite file's metadata, damaged or not "
+            f"keras_vit's ({type(error).__name__}: {error}). Received: "
+            f"{path!r}"
+        ) from None
+    if found is None:
+        return None
+    spec = found["input"]
+    pixels = spec["mean"] == [0.0] * len(spec["mean"]) and spec["std"] == [
+        1.0
+    ] * len(spec["std"])
+    return {
+        "format": "tflite",
+        "model": found["name"],
+        "class_names": found["class_names"],
+        "output": {"kind": found["output_kind"]},
+        "input": {
+            "height": spec["height"],
+            "width": spec["width"],
+            "channels": len(spec["mean"]),
+            "pixel_range": [0, 255] if pixels else None,
+            "normalization": {
+                "mean": [m / 255.0 for m in spec["mean"]],
+                "std": [s / 255.0 for s in spec["std"]],
+            },
+            "image_resize": None,
+        },
+        "batch_size": None,
+    }
