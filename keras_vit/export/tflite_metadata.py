@@ -272,8 +272,8 @@ def attach(data, model, class_names=None, **fields):
 
 def _field(table, slot):
     """The position of field `slot` of `table` (a `flatbuffers.table.Table`)
-    in its buffer, or 0 if it is absent."""
-    return table.Offset(4 + 2 * slot)
+    in its buffer, or 0 if it (or the table: `None`) is absent."""
+    return 0 if table is None else table.Offset(4 + 2 * slot)
 
 
 def _child(table, slot):
@@ -345,11 +345,12 @@ def read(data):
     root = Table(
         buffer, flatbuffers.encode.Get(flatbuffers.packer.uoffset, buffer, 0)
     )
-    subgraph = _children(root, 3)[0]
-    image = _children(subgraph, 2)[0]
+    # Another writer's metadata may leave any of these out: `None`.
+    subgraph = _first(_children(root, 3))
+    image = _first(_children(subgraph, 2))
     size = _child(_child(_child(image, 3), 1), 1)
-    norm = _child(_children(image, 4)[0], 1)
-    output = _children(subgraph, 3)[0]
+    norm = _child(_first(_children(image, 4)), 1)
+    output = _first(_children(subgraph, 3))
     return {
         "name": _text(root, 0),
         "description": _text(root, 1),
@@ -368,6 +369,10 @@ def read(data):
             data, [_text(f, 0) for f in _children(output, 6)]
         ),
     }
+
+
+def _first(tables):
+    return tables[0] if tables else None
 
 
 def _labels(data, names):
@@ -404,6 +409,12 @@ def as_sidecar(path):
     if found is None:
         return None
     spec = found["input"]
+    if spec["mean"] is None or found["output_kind"] not in OUTPUT_DESCRIPTIONS:
+        raise ValueError(
+            "The TFLite file's metadata is not keras_vit's (its input's "
+            "normalization or its output's kind is missing). Received: "
+            f"{path!r}"
+        )
     pixels = spec["mean"] == [0.0] * len(spec["mean"]) and spec["std"] == [
         1.0
     ] * len(spec["std"])

@@ -6,6 +6,7 @@ without the sidecar, and run by MediaPipe Tasks' `ImageClassifier` and
 import os
 import shutil
 
+import flatbuffers
 import keras
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ import pytest
 import keras_vit
 from keras_vit import export
 from keras_vit.cli import predict
+from keras_vit.data import resize
+from keras_vit.export import graph
 from keras_vit.export import runtime
 from keras_vit.export import tflite_metadata
 from tests.export.helpers import TINY_EXPORT
@@ -118,9 +121,9 @@ def test_a_damaged_tflite_without_sidecar_is_named(tmp_path):
 # MediaPipe Tasks: the real client.
 
 
-def _model(seed=3, **options):
+def _model(seed=3, scale=0.2, **options):
     model = keras_vit.ViT(**TINY_EXPORT, name="tiny", **options)
-    randomize_weights(model, seed=seed, scale=0.2)
+    randomize_weights(model, seed=seed, scale=scale)
     return model
 
 
@@ -224,3 +227,79 @@ def test_mediapipe_embedder_gives_keras_features(tmp_path):
         a, b = features[0], features[i]
         want = a @ b / np.linalg.norm(a) / np.linalg.norm(b)
         assert abs(got - want) < 1e-5
+
+
+def test_the_region_of_interest_is_the_centre_crops_region():
+    # 48 x 64 photo, 32 x 32 input, crop_pct 0.875: covered at 36 x 48,
+    # rows 2..34 and columns 8..40 kept.
+    crop = {"crop_pct": 0.875, "interpolation": "bilinear", "antialias": False}
+    roi = resize.region_of_interest((48, 64, 3), (32, 32), crop)
+    assert roi == {
+        "left": 8 / 48,
+        "top": 2 / 36,
+        "right": 40 / 48,
+        "bottom": 34 / 36,
+    }
+    assert resize.region_of_interest((48, 64, 3), (32, 32)) == {
+        "left": 0.0,
+        "top": 0.0,
+        "right": 1.0,
+        "bottom": 1.0,
+    }
+
+
+def test_mediapipe_takes_the_region_of_interest(tmp_path):
+    # The whole image as the region is the stretch; the centre crop's is
+    # another input.
+    mp = pytest.importorskip("mediapipe")
+    from mediapipe.tasks.python import vision
+    from mediapipe.tasks.python.components.containers.rect import RectF
+    from mediapipe.tasks.python.core.base_options import BaseOptions
+
+    crop = {"crop_pct": 0.875, "interpolation": "bilinear", "antialias": False}
+    path, _ = _export(tmp_path, _model(scale=1.0))
+    photo = random_images((1, 48, 64, 3), seed=7)[0].astype("uint8")
+    options = vision.ImageClassifierOptions(
+        base_options=BaseOptions(model_asset_path=path)
+    )
+    scores = []
+    with vision.ImageClassifier.create_from_options(options) as classifier:
+        for image_resize in (None, None, crop):
+            roi = resize.region_of_interest(photo.shape, (32, 32), image_resize)
+            processing = vision.ImageProcessingOptions(
+                region_of_interest=RectF(**roi)
+            )
+            if not scores:
+                processing = None  # no region: stretched
+            result = classifier.classify(_mp_image(mp, photo), processing)
+            scores.append(
+                {
+                    c.category_name: c.score
+                    for c in result.classifications[0].categories
+                }
+            )
+    assert scores[1] == pytest.approx(scores[0], abs=1e-6)
+    assert scores[2] != pytest.approx(scores[0], abs=1e-3)
+
+
+def test_another_writers_metadata_is_not_taken_for_keras_vits(
+    random_tflite_path, random_model, tmp_path, monkeypatch
+):
+    def name_only(model, **fields):  # a ModelMetadata with a name alone
+        builder = flatbuffers.Builder(64)
+        name = builder.CreateString("other")
+        builder.StartObject(1)
+        builder.PrependUOffsetTRelativeSlot(0, name, 0)
+        builder.Finish(builder.EndObject(), b"M001")
+        return bytes(builder.Output())
+
+    monkeypatch.setattr(tflite_metadata, "metadata_bytes", name_only)
+    data = tflite_metadata.attach(
+        _read(random_tflite_path), random_model, ["a"] * 10
+    )
+    path = tmp_path / "other.tflite"
+    path.write_bytes(data)
+    assert tflite_metadata.read(data)["name"] == "other"
+    assert graph.read_graph(str(path)).histogram()  # still a readable graph
+    with pytest.raises(ValueError, match="not keras_vit's.*other.tflite"):
+        predict.load_predictor(str(path))
