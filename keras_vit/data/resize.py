@@ -1,6 +1,7 @@
 """How an image becomes a model's input for inference and evaluation: the
 one source of the resize setting (`check`; a model's, `of_model`) and of
-the op that applies it (`resize_image`).
+the op that applies it (`resize_image`; as a MediaPipe region of interest,
+`region_of_interest`).
 
 Two ways are in use among the released checkpoints' evaluations:
 
@@ -124,6 +125,30 @@ def resize_image(image, image_size, image_resize=None):
         image = image[top : top + height, left : left + width]
         image.set_shape([height, width, image.shape[-1]])
     return tf.clip_by_value(image, 0.0, 255.0)
+
+
+def region_of_interest(image_shape, image_size, image_resize=None):
+    """The part of an image of `image_shape` `(H, W, ...)` that
+    `resize_image` keeps, as a dict of `left`, `top`, `right` and `bottom`,
+    fractions of its width and height: a MediaPipe Tasks region of interest
+    (`RectF(**roi)`; its positional order is left, top, bottom, right),
+    which MediaPipe crops and stretches to the input, as the model's own
+    centre crop does (the whole image for `crop_pct` None)."""
+    setting = check(image_resize)
+    if setting["crop_pct"] is None:
+        return {"left": 0.0, "top": 0.0, "right": 1.0, "bottom": 1.0}
+    height, width = (int(side) for side in image_size)
+    rows, columns = (
+        int(v) for v in _cover_size(image_shape[:2], height, width, setting)
+    )
+    top = int(_centre_offset(rows, height))
+    left = int(_centre_offset(columns, width))
+    return {
+        "left": left / columns,
+        "top": top / rows,
+        "right": (left + width) / columns,
+        "bottom": (top + height) / rows,
+    }
 
 
 def _cover_size(shape, height, width, setting):

@@ -9,7 +9,9 @@ OpenVINO IR, each checked against Keras and described by its metadata.
   runs with TensorFlow alone.
 - `export_tflite(model, "vit.tflite", quantize="int8",
   representative_data="digits")`: LiteRT builtin ops only, float32,
-  float16, dynamic-range int8, full int8 or int16x8.
+  float16, dynamic-range int8, full int8 or int16x8; the file carries
+  standard TFLite Metadata (`tflite_metadata`: normalisation, image size,
+  labels) that MediaPipe Tasks' `ImageClassifier` / `ImageEmbedder` read.
 - Every export writes its labels and input spec as JSON (`metadata`): a
   sidecar beside a `.tflite`, `.onnx` or OpenVINO `.xml` file
   (`vit.onnx` -> `vit.json`), `keras_vit.json` inside a SavedModel; it
@@ -34,7 +36,8 @@ parts have their own modules:
 `tflite` (`tflite_bytes`: a model as TFLite bytes), `saved_model`, `onnx`,
 `openvino`, `verification` (`verify_tflite`, `verify_saved_model`),
 `checks` (`LIMITS`), `runtime` (`run_tflite`, `INTERPRETERS`), `report`,
-`graph` (`read_graph`, `op_histogram`), `metadata`, `representative` and
+`graph` (`read_graph`, `op_histogram`), `metadata`, `tflite_metadata`
+(`attach`, `read`), `representative` and
 `models`.
 """
 

@@ -12,6 +12,7 @@ import dataclasses
 import os
 
 from keras_vit import extras
+from keras_vit.export import tflite_metadata
 
 #: Ops that only move values between float and integer at a model's edges.
 CONVERSION_OPS = ("QUANTIZE", "DEQUANTIZE")
@@ -171,6 +172,9 @@ def read_graph(model):
             f"Not a TFLite flatbuffer (no 'TFL3' identifier). Received: {where}"
         )
     try:
+        # The metadata and the label zip appended after the model are read
+        # too: a file cut inside them loads in the interpreter.
+        tflite_metadata.read(data)
         return _parse(schema, data)
     except Exception as error:  # noqa: BLE001 - a cut flatbuffer fails anywhere
         raise ValueError(

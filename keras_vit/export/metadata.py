@@ -74,6 +74,7 @@ from keras_vit.data import resize
 from keras_vit.export import float32_copy
 from keras_vit.export import model_io
 from keras_vit.export import pixel_inputs
+from keras_vit.export import tflite_metadata
 from keras_vit.export.loaded_model import inference_model
 from keras_vit.training.config import flatten
 from keras_vit.training.train import RUN_CONFIG_FILE
@@ -400,7 +401,9 @@ def write(path, metadata):
 
 def read_metadata(path):
     """The metadata of an export (a SavedModel folder, or a `.tflite`,
-    `.onnx` or OpenVINO `.xml` file), or `None`.
+    `.onnx` or OpenVINO `.xml` file), or `None`. A `.tflite` file without
+    its sidecar gives what its own TFLite Metadata says
+    (`tflite_metadata.as_sidecar`).
 
     Raises:
         ValueError: if the metadata file is not a JSON object (it names the
@@ -408,6 +411,8 @@ def read_metadata(path):
     """
     sidecar = sidecar_path(path)
     if not os.path.isfile(sidecar):
+        if sidecar_format(path) == "tflite" and os.path.isfile(path):
+            return tflite_metadata.as_sidecar(path)
         return None
     metadata = _read_json(sidecar)
     if not isinstance(metadata, dict):

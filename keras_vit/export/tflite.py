@@ -22,6 +22,7 @@ from keras_vit.export import model_io
 from keras_vit.export import report as report_lib
 from keras_vit.export import representative
 from keras_vit.export import runtime
+from keras_vit.export import tflite_metadata
 from keras_vit.export import verification as verify_lib
 from keras_vit.export import verification_checks
 from keras_vit.export.report import ExportResult
@@ -463,7 +464,7 @@ def export_tflite(
         sources = [verify_data] if verify_data is not None else []
         if calibration is not None:
             sources.append(calibration)
-    report, io = _write_verified(
+    report, io, file_bytes = _write_verified(
         output,
         data,
         model,
@@ -475,7 +476,7 @@ def export_tflite(
         class_names,
     )
     meta = metadata_lib.for_file(
-        model, "tflite", quantize, class_names, batch_size, len(data), io
+        model, "tflite", quantize, class_names, batch_size, file_bytes, io
     )
     if report is not None:
         meta["verified_on"] = report.data()
@@ -497,13 +498,17 @@ def _write_verified(
     """Writes the flatbuffer `data` to `output` once `verify_tflite` has
     passed it on `sources` (`None`: unverified; a labelled folder's
     classes matched to `class_names`, the export's); nothing is left at
-    `output` if it fails. Returns `(report or None, io_details)`.
+    `output` if it fails. The file carries `model`'s TFLite Metadata
+    (`tflite_metadata.attach`). Returns `(report or None, io_details,
+    file_bytes)`.
 
     An earlier `sidecar` (metadata file) is removed just before the new
     model takes `output`'s place (`metadata.clear_sidecar`), its own
     metadata written after."""
     report = None
     with files.atomic_file(output, suffix=".tflite") as tmp:
+        # TFLite Metadata is part of the file that is verified and moved.
+        data = tflite_metadata.attach(data, model, class_names)
         with open(tmp, "wb") as file:
             file.write(data)
         if sources is not None:
@@ -521,7 +526,7 @@ def _write_verified(
             report.path = output
         io = runtime.io_details(tmp)
         metadata_lib.clear_sidecar(sidecar)
-    return report, io
+    return report, io, len(data)
 
 
 def _check_arguments(
