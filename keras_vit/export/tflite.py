@@ -19,6 +19,7 @@ from keras_vit.export import float32_copy
 from keras_vit.export import graph as graph_lib
 from keras_vit.export import metadata as metadata_lib
 from keras_vit.export import model_io
+from keras_vit.export import pixel_inputs
 from keras_vit.export import report as report_lib
 from keras_vit.export import representative
 from keras_vit.export import runtime
@@ -79,6 +80,21 @@ def converter_options(
             options["inference_input_type"] = getattr(tf, io_dtype)
             options["inference_output_type"] = getattr(tf, io_dtype)
     return options
+
+
+def pinned_input_range(model, images):
+    """`images` with the model's whole input range in the first: for a
+    model that takes [0, 255] pixels, one pixel 0 and one 255. An integer
+    input's scale and zero point come from the range calibration saw, so
+    this makes a uint8 input the pixels themselves (scale 1, zero point
+    0), which is what MediaPipe Tasks and most apps feed it; two pixels of
+    one image leave the other ranges as they were."""
+    if not pixel_inputs.takes_pixels(model) or not len(images):
+        return images
+    images = np.array(images, "float32", copy=True)
+    images[0, 0, 0, :] = 0.0
+    images[0, 0, 1, :] = 255.0
+    return images
 
 
 def _export(model, path, batch_size, options):
@@ -225,6 +241,8 @@ def tflite_bytes(
         f"(weights and activations; received quantize={quantize!r})",
     )
     model = float32_copy.float32_model(model)
+    if quantize in CALIBRATED and io_dtype != "float32":
+        calibration_images = pinned_input_range(model, calibration_images)
     options = converter_options(quantize, calibration_images, io_dtype)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.tflite")

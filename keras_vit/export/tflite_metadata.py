@@ -247,6 +247,7 @@ def attach(data, model, class_names=None, **fields):
     from tensorflow.lite.python import schema_py_generated as schema
 
     model_t = schema.ModelT.InitFromObj(schema.Model.GetRootAs(data, 0))
+    _refuse_integer_input_of_another_scale(model_t, schema)
     buffer = schema.BufferT()
     buffer.data = np.frombuffer(metadata_bytes(model, **fields), dtype="uint8")
     model_t.metadata = [
@@ -268,6 +269,36 @@ def attach(data, model, class_names=None, **fields):
         with zipfile.ZipFile(out, "a") as archive:
             archive.writestr(LABELS_FILE, "\n".join(class_names) + "\n")
     return out.getvalue()
+
+
+def _refuse_integer_input_of_another_scale(model_t, schema):
+    """A uint8 input is fed the image's pixels as they are (MediaPipe
+    Tasks, the metadata's readers, most apps): refused unless its scale is
+    1 and its zero point 0 (`tflite.pinned_input_range` makes it so for a
+    model that takes pixels), so no file computes on misread pixels."""
+    graph = model_t.subgraphs[0]
+    tensor = graph.tensors[graph.inputs[0]]
+    if tensor.type != schema.TensorType.UINT8:
+        return
+    quantization = tensor.quantization
+    scale = (
+        float(quantization.scale[0]) if quantization.scale is not None else 0.0
+    )
+    zero = (
+        int(quantization.zeroPoint[0])
+        if quantization.zeroPoint is not None
+        else -1
+    )
+    if abs(scale - 1.0) > 1e-6 or zero != 0:
+        raise ValueError(
+            "A uint8 input is fed the image's pixels as they are (MediaPipe "
+            "Tasks and the TFLite Metadata's readers do), but this model's "
+            f"uint8 input maps to its inputs with scale={scale:g}, "
+            f"zero_point={zero} (a model built with "
+            "include_preprocessing=False takes normalised values): export it "
+            "with io_dtype='float32', or from a model that takes [0, 255] "
+            "pixels. Received: io_dtype='uint8'"
+        )
 
 
 def _field(table, slot):

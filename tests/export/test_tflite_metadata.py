@@ -303,3 +303,41 @@ def test_another_writers_metadata_is_not_taken_for_keras_vits(
     assert graph.read_graph(str(path)).histogram()  # still a readable graph
     with pytest.raises(ValueError, match="not keras_vit's.*other.tflite"):
         predict.load_predictor(str(path))
+
+
+def test_a_uint8_input_is_the_pixels_whatever_the_calibration(tmp_path):
+    # Calibration images that never reach 0 or 255 would give the uint8
+    # input another scale: MediaPipe, feeding pixels as they are, would
+    # compute on misread inputs. The export pins the range to [0, 255].
+    model = _model()
+    model.save(str(tmp_path / "m.keras"))
+    dim = random_images((20, 32, 32, 3), seed=3) * 0.4 + 60.0  # [60, 162]
+    np.savez(tmp_path / "dim.npz", images=dim.astype("uint8"))
+    path = str(tmp_path / "m.tflite")
+    export.export_tflite(
+        str(tmp_path / "m.keras"),
+        path,
+        quantize="int8",
+        io_dtype="uint8",
+        representative_data=str(tmp_path / "dim.npz"),
+        verify=False,
+    )
+    details = runtime.io_details(path)
+    assert details["input_dtype"] == "uint8"
+    assert details["input_quantization"] == {"scale": 1.0, "zero_point": 0}
+
+
+def test_a_uint8_input_of_normalised_values_is_refused(tmp_path):
+    model = _model(include_preprocessing=False)
+    model.save(str(tmp_path / "m.keras"))
+    path = tmp_path / "m.tflite"
+    with pytest.raises(ValueError, match="io_dtype='uint8'"):
+        export.export_tflite(
+            str(tmp_path / "m.keras"),
+            str(path),
+            quantize="int8",
+            io_dtype="uint8",
+            representative_data="digits",  # normalised for the model
+            verify=False,
+        )
+    assert os.listdir(tmp_path) == ["m.keras"]
