@@ -9,6 +9,7 @@ server. Chromium runs in its own process group with a throwaway profile and
 is always killed, whatever happens.
 """
 
+import contextlib
 import http.server
 import json
 import os
@@ -97,7 +98,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def _chromium_command(chromium, profile, url):
+def _chromium_command(chromium, profile, url, *flags):
     return [
         chromium,
         "--headless=new",
@@ -106,8 +107,25 @@ def _chromium_command(chromium, profile, url):
         "--no-first-run",
         "--disable-extensions",
         f"--user-data-dir={profile}",
+        *flags,
         url,
     ]
+
+
+@contextlib.contextmanager
+def _demo_page(model, image, **query):
+    """Serves the demo with `model` and `image` and yields the server and
+    the page's URL, whose query names them (and holds `query`)."""
+    server = _Server({"model.tflite": model, "image.png": image})
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    files = {"model": FILES + "model.tflite", "image": FILES + "image.png"}
+    query = {key: str(value).format(base=base) for key, value in query.items()}
+    try:
+        yield server, f"{base}/?{urllib.parse.urlencode({**files, **query})}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def classify_in_browser(model, image, k=5, timeout=TIMEOUT_S):
@@ -116,33 +134,36 @@ def classify_in_browser(model, image, k=5, timeout=TIMEOUT_S):
     with `categories` (the top `k`: `index`, `score`, `categoryName`,
     `displayName`) or `error` (the message the page caught)."""
     chromium = require_client()
-    server = _Server({"model.tflite": model, "image.png": image})
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    query = urllib.parse.urlencode(
-        {
-            "model": FILES + "model.tflite",
-            "image": FILES + "image.png",
-            "k": k,
-            "report": base + "/report",
-        }
-    )
-    try:
-        with tempfile.TemporaryDirectory() as profile:
-            _run_chromium(
-                _chromium_command(chromium, profile, f"{base}/?{query}"),
-                server.reported,
-                timeout,
-            )
-    finally:
-        server.shutdown()
-        server.server_close()
+    page = _demo_page(model, image, k=k, report="{base}/report")
+    with page as (server, url), tempfile.TemporaryDirectory() as profile:
+        command = _chromium_command(chromium, profile, url)
+        _run_chromium(command, server.reported, timeout)
     return server.reports[0]
 
 
+def screenshot_in_browser(model, image, path, timeout=TIMEOUT_S):
+    """Writes a PNG of the demo page (800 x 600) on `model` and `image` to
+    `path`. Chromium runs the page on virtual time, which does not advance
+    while network fetches are pending, so the model loads and classifies
+    before the screenshot; it then exits by itself."""
+    chromium = require_client()
+    with _demo_page(model, image) as (_, url):
+        with tempfile.TemporaryDirectory() as profile:
+            command = _chromium_command(
+                chromium,
+                profile,
+                url,
+                f"--screenshot={path}",
+                "--window-size=800,600",
+                "--virtual-time-budget=30000",
+            )
+            _run_chromium(command, None, timeout)
+
+
 def _run_chromium(command, reported, timeout):
-    """Runs Chromium until the page reports; raises, with the end of
-    Chromium's output, if Chromium exits first or `timeout` seconds pass."""
+    """Runs Chromium until the page reports (`reported` is set) or, with
+    `reported` None, until Chromium exits by itself; raises, with the end
+    of Chromium's output, if it fails or `timeout` seconds pass."""
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             command,
@@ -151,11 +172,49 @@ def _run_chromium(command, reported, timeout):
             start_new_session=True,
         )
         try:
-            _wait_for_report(process, reported, timeout, log)
+            _wait(
+                process, reported or threading.Event(), reported, timeout, log
+            )
         finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            _kill_group(process)
+
+
+def _wait(process, event, reported, timeout, log):
+    deadline = time.monotonic() + timeout
+    while not event.wait(min(0.2, timeout)):
+        code = process.poll()
+        if code == 0 and reported is None:
+            return
+        if code is not None:
+            problem = f"chromium exited with {code} before"
+        elif time.monotonic() > deadline:
+            what = "screenshot" if reported is None else "report"
+            problem = f"no {what} within {timeout} s from"
+        else:
+            continue
+        log.seek(0)
+        tail = log.read()[-3000:].decode(errors="replace")
+        raise RuntimeError(
+            f"{problem} the demo page; chromium's output ends:\n{tail}"
+        )
+
+
+def _kill_group(process, timeout=10):
+    """Kills Chromium's whole process group (its renderers and helpers
+    too, even where the browser process already exited) and waits until
+    the group is gone."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        process.poll()  # Reaps the browser process, the group's leader.
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"chromium's process group {process.pid} outlived SIGKILL"
+            )
+        time.sleep(0.05)
 
 
 def _wait_for_report(process, reported, timeout, log):
@@ -164,7 +223,8 @@ def _wait_for_report(process, reported, timeout, log):
         if process.poll() is not None:
             problem = f"chromium exited with {process.returncode} before"
         elif time.monotonic() > deadline:
-            problem = f"no report within {timeout} s from"
+            what = "screenshot" if reported is None else "report"
+            problem = f"no {what} within {timeout} s from"
         else:
             continue
         log.seek(0)

@@ -3,7 +3,9 @@ in headless Chromium with `@mediapipe/tasks-vision` from npm, served from
 127.0.0.1 (tests/clients/browser.py)."""
 
 import json
+import os
 import pathlib
+import subprocess
 
 import keras
 import numpy as np
@@ -11,6 +13,8 @@ import pytest
 from PIL import Image
 
 from tests.clients import browser
+
+pytestmark = pytest.mark.slow  # Each starts Chromium: seconds.
 
 TOP_K = 5
 
@@ -67,10 +71,41 @@ def test_a_model_the_server_lacks_is_reported_by_the_page(tmp_path, image_path):
     assert report == {"error": "model: HTTP 404"}
 
 
-def test_a_page_that_never_reports_times_out_with_chromium_output(
-    random_tflite_path, image_path
+def test_a_page_that_never_reports_times_out_and_chromium_is_killed(
+    random_tflite_path, image_path, monkeypatch
 ):
+    started = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(browser.subprocess, "Popen", Recorded)
     with pytest.raises(RuntimeError, match="no report within 0.01 s"):
         browser.classify_in_browser(
             random_tflite_path, image_path, timeout=0.01
         )
+    [process] = started
+    assert process.returncode is not None
+    with pytest.raises(ProcessLookupError):  # its whole process group
+        os.killpg(process.pid, 0)
+
+
+def test_the_page_renders_the_image_and_the_error(
+    random_tflite_path, image_path, tmp_path
+):
+    path = tmp_path / "page.png"
+    browser.screenshot_in_browser(random_tflite_path, image_path, path)
+    page = np.asarray(Image.open(path).convert("RGB")).astype(int)
+    assert page.shape == (600, 800, 3)
+    # The 32 x 32 preview, pixel for pixel, somewhere on the page.
+    pixels = np.asarray(Image.open(image_path)).astype(int)
+    rows, columns = np.nonzero((page == pixels[0, 0]).all(axis=-1))
+    assert any(
+        (page[r : r + 32, c : c + 32] == pixels).all()
+        for r, c in zip(rows, columns)
+    )
+    # The refusal, in the page's error colour (#b00020).
+    error_red = (np.abs(page - [176, 0, 32]).sum(axis=-1) < 30).sum()
+    assert error_red > 100, error_red
