@@ -6,9 +6,11 @@ HTTP server on 127.0.0.1 (an ephemeral port), opens the demo page in
 Debian's `chromium` with the model, the image and a report address in the
 query, and waits for the page to POST its outcome (JSON) back to the same
 server. Chromium runs in its own process group with a throwaway profile and
-is always killed, whatever happens.
+is always killed, whatever happens. `screenshot_in_browser` does the same
+and then photographs the page through Chromium's DevTools protocol.
 """
 
+import base64
 import contextlib
 import http.server
 import json
@@ -44,16 +46,21 @@ def _missing(what, installable, fix):
     pytest.skip(f"{what} is missing and cannot be installed here: {fix}")
 
 
-def require_client():
-    """Returns Chromium's path, or fails or skips naming what is missing:
-    the test command (`make test`) installs the npm package wherever npm
-    is, and Chromium wherever apt-get runs as root."""
+def require_package():
+    """Fails or skips unless the pinned npm package is installed."""
     if not (BUNDLE / "vision_bundle.mjs").is_file():
         _missing(
             "@mediapipe/tasks-vision (npm)",
             shutil.which("npm") is not None,
             "npm ci --prefix examples/web",
         )
+
+
+def require_client():
+    """Returns Chromium's path, or fails or skips naming what is missing:
+    the test command (`make test`) installs the npm package wherever npm
+    is, and Chromium wherever apt-get runs as root."""
+    require_package()
     chromium = shutil.which("chromium")
     if chromium is None:
         _missing(
@@ -142,54 +149,107 @@ def classify_in_browser(model, image, k=5, timeout=TIMEOUT_S):
 
 
 def screenshot_in_browser(model, image, path, timeout=TIMEOUT_S):
-    """Writes a PNG of the demo page (800 x 600) on `model` and `image` to
-    `path`. Chromium runs the page on virtual time, which does not advance
-    while network fetches are pending, so the model loads and classifies
-    before the screenshot; it then exits by itself."""
+    """Writes a PNG of the demo page (in an 800 x 600 window) on `model`
+    and `image` to `path` once the page has reported its outcome: Chromium
+    runs with its DevTools protocol on a pipe (file descriptors 3 and 4,
+    JSON messages ending in NUL), and `Page.captureScreenshot` takes the
+    picture."""
     chromium = require_client()
-    with _demo_page(model, image) as (_, url):
-        with tempfile.TemporaryDirectory() as profile:
-            command = _chromium_command(
-                chromium,
-                profile,
-                url,
-                f"--screenshot={path}",
-                "--window-size=800,600",
-                "--virtual-time-budget=30000",
+    page = _demo_page(model, image, report="{base}/report")
+    theirs_in, to_chromium = os.pipe()
+    from_chromium, theirs_out = os.pipe()
+    try:
+        with page as (server, url), tempfile.TemporaryDirectory() as profile:
+            command = [
+                "bash",  # Dash takes only one-digit descriptors.
+                "-c",
+                f'exec "$@" 3<&{theirs_in} 4>&{theirs_out}',
+                "bash",
+                *_chromium_command(
+                    chromium,
+                    profile,
+                    url,
+                    "--remote-debugging-pipe",
+                    "--window-size=800,600",
+                ),
+            ]
+            devtools = _DevTools(to_chromium, from_chromium)
+            _run_chromium(
+                command,
+                server.reported,
+                timeout,
+                pass_fds=(theirs_in, theirs_out),
+                then=lambda: devtools.screenshot(path),
             )
-            _run_chromium(command, None, timeout)
+    finally:
+        for fd in (to_chromium, theirs_in, theirs_out, from_chromium):
+            os.close(fd)
 
 
-def _run_chromium(command, reported, timeout):
-    """Runs Chromium until the page reports (`reported` is set) or, with
-    `reported` None, until Chromium exits by itself; raises, with the end
-    of Chromium's output, if it fails or `timeout` seconds pass."""
+class _DevTools:
+    """Chromium's DevTools protocol over its pipe."""
+
+    def __init__(self, to_chromium, from_chromium):
+        self.out, self.into = to_chromium, from_chromium
+        self.buffer = b""
+        self.calls = 0
+
+    def call(self, method, session=None, **params):
+        self.calls += 1
+        message = {"id": self.calls, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        os.write(self.out, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self.buffer:
+                chunk = os.read(self.into, 1 << 20)
+                if not chunk:
+                    raise RuntimeError(f"chromium closed its pipe: {method}")
+                self.buffer += chunk
+            text, self.buffer = self.buffer.split(b"\0", 1)
+            answer = json.loads(text)
+            if answer.get("id") == self.calls:
+                if "error" in answer:
+                    raise RuntimeError(f"{method}: {answer['error']}")
+                return answer["result"]
+
+    def screenshot(self, path):
+        targets = self.call("Target.getTargets")["targetInfos"]
+        [target] = [t for t in targets if t["type"] == "page"]
+        session = self.call(
+            "Target.attachToTarget", targetId=target["targetId"], flatten=True
+        )["sessionId"]
+        data = self.call("Page.captureScreenshot", session)["data"]
+        pathlib.Path(path).write_bytes(base64.b64decode(data))
+
+
+def _run_chromium(command, reported, timeout, pass_fds=(), then=None):
+    """Runs Chromium until the page reports (`reported` is set), then calls
+    `then` (if given) while Chromium still runs; raises, with the end of
+    Chromium's output, if Chromium exits first or `timeout` seconds pass."""
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             command,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
         try:
-            _wait(
-                process, reported or threading.Event(), reported, timeout, log
-            )
+            _wait(process, reported, timeout, log)
+            if then is not None:
+                then()
         finally:
             _kill_group(process)
 
 
-def _wait(process, event, reported, timeout, log):
+def _wait(process, reported, timeout, log):
     deadline = time.monotonic() + timeout
-    while not event.wait(min(0.2, timeout)):
-        code = process.poll()
-        if code == 0 and reported is None:
-            return
-        if code is not None:
-            problem = f"chromium exited with {code} before"
+    while not reported.wait(min(0.2, timeout)):
+        if process.poll() is not None:
+            problem = f"chromium exited with {process.returncode} before"
         elif time.monotonic() > deadline:
-            what = "screenshot" if reported is None else "report"
-            problem = f"no {what} within {timeout} s from"
+            problem = f"no report within {timeout} s from"
         else:
             continue
         log.seek(0)
