@@ -68,12 +68,7 @@ async function classify() {
 async function run() {
   if (!modelBuffer || !preview.complete || !preview.naturalWidth) return;
   show("Classifying...");
-  try {
-    await report({ categories: await classify() });
-  } catch (error) {
-    show(String(error?.message ?? error), true);
-    await report({ error: String(error?.message ?? error) });
-  }
+  await report({ categories: await classify() });
 }
 
 async function loadImage(src) {
@@ -81,28 +76,38 @@ async function loadImage(src) {
   await preview.decode();
 }
 
-document.getElementById("model").addEventListener("change", async (e) => {
-  modelBuffer = new Uint8Array(await e.target.files[0].arrayBuffer());
-  await run();
-});
-document.getElementById("image").addEventListener("change", async (e) => {
-  await loadImage(URL.createObjectURL(e.target.files[0]));
-  await run();
-});
-
-async function fromQuery() {
+// Runs `step`, showing (and reporting) what it throws.
+async function guarded(step) {
   try {
-    if (query.get("model")) {
-      const response = await fetch(query.get("model"));
-      if (!response.ok) throw new Error(`model: HTTP ${response.status}`);
-      modelBuffer = new Uint8Array(await response.arrayBuffer());
-    }
-    if (query.get("image")) await loadImage(query.get("image"));
+    await step();
   } catch (error) {
     show(String(error?.message ?? error), true);
     await report({ error: String(error?.message ?? error) });
-    return;
   }
-  await run();
 }
-fromQuery();
+
+document.getElementById("model").addEventListener("change", (e) =>
+  guarded(async () => {
+    modelBuffer = new Uint8Array(await e.target.files[0].arrayBuffer());
+    await run();
+  }),
+);
+document.getElementById("image").addEventListener("change", (e) =>
+  guarded(async () => {
+    await loadImage(URL.createObjectURL(e.target.files[0]));
+    await run();
+  }),
+);
+
+guarded(async () => {
+  if (!Number.isInteger(topK) || topK < 1) {
+    throw new Error(`k must be a positive integer, got ${query.get("k")}`);
+  }
+  if (query.get("model")) {
+    const response = await fetch(query.get("model"));
+    if (!response.ok) throw new Error(`model: HTTP ${response.status}`);
+    modelBuffer = new Uint8Array(await response.arrayBuffer());
+  }
+  if (query.get("image")) await loadImage(query.get("image"));
+  await run();
+});

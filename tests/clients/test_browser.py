@@ -71,6 +71,20 @@ def test_a_model_the_server_lacks_is_reported_by_the_page(tmp_path, image_path):
     assert report == {"error": "model: HTTP 404"}
 
 
+def test_a_bad_k_is_refused_by_name(random_tflite_path, image_path):
+    report = browser.classify_in_browser(random_tflite_path, image_path, k=0)
+    assert report == {"error": "k must be a positive integer, got 0"}
+
+
+def test_an_image_the_browser_cannot_decode_is_reported(
+    random_tflite_path, tmp_path
+):
+    path = tmp_path / "image.png"
+    path.write_text("not an image\n")
+    report = browser.classify_in_browser(random_tflite_path, path)
+    assert "cannot be decoded" in report["error"], report
+
+
 def test_a_page_that_never_reports_times_out_and_chromium_is_killed(
     random_tflite_path, image_path, monkeypatch
 ):
