@@ -13,7 +13,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test test-fast coverage-fast durations benchmark clean
+.PHONY: demo test web-client test-fast coverage-fast durations benchmark clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,29 @@ demo: $(VENV)/.installed
 	fi
 	$(PY) examples/demo.py
 
+# The browser tests' client (tests/clients/): the pinned
+# @mediapipe/tasks-vision from npm (examples/web/package-lock.json) and
+# Debian's chromium, installed by apt where it works (root, or passwordless
+# sudo). Without them those tests skip, saying why.
+WEB := examples/web
+$(WEB)/node_modules/.package-lock.json: $(WEB)/package-lock.json
+	@if command -v npm >/dev/null; then \
+	  npm ci --prefix $(WEB) --no-audit --no-fund --loglevel=error; \
+	fi
+
+web-client: $(WEB)/node_modules/.package-lock.json
+	@if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	  elif sudo -n true 2>/dev/null; then SUDO=sudo; else exit 0; fi; \
+	  $$SUDO apt-get install -y -q chromium >/dev/null \
+	    || { $$SUDO apt-get update -q >/dev/null \
+	      && $$SUDO apt-get install -y -q chromium >/dev/null; } || true; \
+	fi
+
 # One pytest worker per core (at most 4: each holds a TensorFlow runtime of
 # 1-3 GB); an idle worker takes tests queued for a busy one (worksteal).
 # `$(PY) -m pytest tests` runs the same suite in one process.
-test: $(VENV)/.installed
+test: $(VENV)/.installed web-client
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal tests
 
 test-fast: $(VENV)/.installed
