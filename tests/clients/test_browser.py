@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from keras_vit import export
+from keras_vit.export import runtime
+from keras_vit.export import tflite
 from tests.clients import browser
 
 pytestmark = pytest.mark.slow  # Each starts Chromium: seconds.
@@ -29,20 +32,27 @@ def image_path(tmp_path):
     return path
 
 
-def test_an_export_without_metadata_is_refused_in_the_browser(
-    random_tflite_path, image_path
+@pytest.fixture
+def bare_tflite_path(random_model_path, tmp_path):
+    """The converter's bytes before the export adds TFLite Metadata: what
+    every keras_vit file was before #55."""
+    model = keras.saving.load_model(random_model_path, compile=False)
+    bare = tmp_path / "bare.tflite"
+    bare.write_bytes(tflite.tflite_bytes(model))
+    return bare
+
+
+def test_a_file_without_metadata_is_refused_in_the_browser(
+    bare_tflite_path, image_path
 ):
-    # The message comes from MediaPipe's WASM core running in Chromium:
-    # the page, the npm package's WASM files, the server and the report all
-    # worked for it to arrive here.
-    report = browser.classify_in_browser(random_tflite_path, image_path)
+    # The message comes from MediaPipe's WASM core running in Chromium.
+    report = browser.classify_in_browser(bare_tflite_path, image_path)
     assert "categories" not in report, report
     assert (
         "requires specifying NormalizationOptions metadata" in (report["error"])
     )
 
 
-@pytest.mark.xfail(strict=True, reason="needs TFLite Metadata, #55")
 def test_the_browser_top_k_is_keras_top_k(
     random_model_path, random_tflite_path, image_path
 ):
@@ -64,6 +74,35 @@ def test_the_browser_top_k_is_keras_top_k(
         [c["score"] for c in got], scores[want], rtol=1e-4, atol=1e-5
     )
     assert [c["categoryName"] for c in got] == [names[i] for i in want]
+
+
+@pytest.mark.parametrize("quantize", ["float16", "dynamic", "int8"])
+def test_the_browser_runs_every_quantized_kind(
+    quantize, random_model_path, image_path, tmp_path
+):
+    # The browser's top-k is the file's own (keras_vit's TFLite runtime on
+    # the same pixels); the full-int8 file takes uint8 pixels as they are.
+    path = tmp_path / f"{quantize}.tflite"
+    options = {"representative_data": "digits"} if quantize == "int8" else {}
+    if quantize == "int8":
+        options["io_dtype"] = "uint8"
+    export.export_tflite(
+        random_model_path, path, quantize=quantize, verify=False, **options
+    )
+    pixels = np.asarray(Image.open(image_path), np.float32)[None]
+    scores = runtime.run_tflite(str(path), pixels)[0]
+    report = browser.classify_in_browser(path, image_path, k=TOP_K)
+    assert "error" not in report, report["error"]
+    got = report["categories"]
+    np.testing.assert_allclose(
+        [c["score"] for c in got],
+        np.sort(scores)[::-1][:TOP_K],
+        rtol=1e-4,
+        atol=1e-5,
+    )
+    # Ties (int8's coarse scores) may come in either order.
+    for c in got:
+        assert scores[c["index"]] == pytest.approx(c["score"], abs=1e-5)
 
 
 def test_a_model_the_server_lacks_is_reported_by_the_page(tmp_path, image_path):
@@ -107,10 +146,10 @@ def test_a_page_that_never_reports_times_out_and_chromium_is_killed(
 
 
 def test_the_page_renders_the_image_and_the_error(
-    random_tflite_path, image_path, tmp_path
+    bare_tflite_path, image_path, tmp_path
 ):
     path = tmp_path / "page.png"
-    browser.screenshot_in_browser(random_tflite_path, image_path, path)
+    browser.screenshot_in_browser(bare_tflite_path, image_path, path)
     page = np.asarray(Image.open(path).convert("RGB")).astype(int)
     assert page.shape[1] == 800  # The window's width (its height less
     # Chromium's frame is the page's).
