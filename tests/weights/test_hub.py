@@ -1,0 +1,289 @@
+"""Hub repos: the config reader (`keras_vit.weights.hub_config`), snapshot
+folders and `hf://` ids through `huggingface_hub`'s own cache, offline.
+
+The snapshots in tests/golden/hub/ are tiny copies of four real repos,
+written by timm's `save_for_hf` and transformers' `save_pretrained`, with
+the publisher's library's outputs (tests/golden/make_hub_snapshots.py).
+"""
+
+import json
+import pathlib
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+import keras_vit
+from keras_vit import extras
+from keras_vit import resolver
+from keras_vit.weights import hub
+from keras_vit.weights import hub_config
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden" / "hub"
+SNAPSHOTS = ("timm_dinov2_reg4", "dinov2_small", "clip_b16", "siglip_b16")
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _folder(tmp_path, config, processor=None):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    if processor is not None:
+        text = json.dumps(processor)
+        (tmp_path / "preprocessor_config.json").write_text(text)
+    return tmp_path
+
+
+def _pixels(model):
+    size = model.image_size[0]
+    rng = np.random.default_rng(0)
+    return rng.random((1, size, size, 3), np.float32) * 255
+
+
+# The reader alone: what each publisher's config leaves at its defaults.
+
+
+def test_timm_architecture_gives_its_own_arguments(tmp_path):
+    config = {
+        "architecture": "vit_small_patch14_reg4_dinov2",
+        "num_classes": 0,
+        "pretrained_cfg": {"input_size": [3, 518, 518], "crop_pct": 1.0},
+    }
+    read = hub_config.read(_folder(tmp_path, config))
+    args = read.arguments
+    assert (args["hidden_dim"], args["num_heads"], args["mlp_dim"]) == (
+        384,
+        6,
+        1536,
+    )
+    assert args["num_register_tokens"] == 4
+    assert args["layer_scale_init"] == 1e-5
+    assert args["position_embedding_tokens"] == "patches"
+    assert args["image_size"] == 518
+    assert args["include_top"] is False
+    assert read.resampling == {
+        "interpolation": "bicubic_pytorch",
+        "antialias": True,
+    }
+
+
+def test_timm_clip_and_siglip_defaults(tmp_path):
+    clip = hub_config.read(
+        _folder(tmp_path, {"architecture": "vit_base_patch16_clip_224"})
+    ).arguments
+    assert clip["layer_norm_epsilon"] == 1e-5
+    assert clip["norm_pre"] and not clip["patch_bias"]
+    quick = hub_config.read(
+        _folder(
+            tmp_path, {"architecture": "vit_base_patch16_clip_quickgelu_224"}
+        )
+    ).arguments
+    assert quick["activation"] == "quick_gelu"
+    siglip = hub_config.read(
+        _folder(tmp_path, {"architecture": "vit_base_patch16_siglip_224"})
+    ).arguments
+    assert siglip["pooling"] == "map" and not siglip["class_token"]
+
+
+def test_timm_model_args_and_labels_override(tmp_path):
+    config = {
+        "architecture": "vit_base_patch16_224",
+        "num_classes": 2,
+        "label_names": ["cat", "dog"],
+        "model_args": {"global_pool": "avg", "num_heads": 8},
+        "pretrained_cfg": {"mean": [0.5] * 3, "std": [0.5] * 3},
+    }
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["pooling"] == "gap" and args["fc_norm"]
+    assert args["num_heads"] == 8
+    assert args["class_names"] == ["cat", "dog"]
+    assert args["num_classes"] == 2
+    assert args["normalization"] == {"mean": (0.5,) * 3, "std": (0.5,) * 3}
+
+
+@pytest.mark.parametrize(
+    "model_type, expected",
+    [
+        # transformers 5.25 configuration_*.py class defaults.
+        ("dinov2", dict(patch_size=14, activation="gelu", mlp_dim=3072)),
+        ("clip", dict(patch_size=32, activation="quick_gelu", norm_pre=True)),
+        ("siglip", dict(patch_size=16, activation="gelu_tanh", pooling="map")),
+        ("dinov2_with_registers", dict(num_register_tokens=4)),
+    ],
+)
+def test_transformers_class_defaults(tmp_path, model_type, expected):
+    args = hub_config.read(
+        _folder(tmp_path, {"model_type": model_type})
+    ).arguments
+    assert args["hidden_dim"] == 768 and args["num_heads"] == 12
+    for name, value in expected.items():
+        assert args[name] == value, name
+
+
+def test_transformers_processor_gives_size_and_crop(tmp_path):
+    config = {"model_type": "dinov2", "image_size": 518, "id2label": {}}
+    processor = {
+        "size": {"shortest_edge": 256},
+        "crop_size": {"height": 224, "width": 224},
+        "do_center_crop": True,
+        "resample": 3,
+        "image_mean": [0.1, 0.2, 0.3],
+        "image_std": [0.4, 0.5, 0.6],
+    }
+    args = hub_config.read(_folder(tmp_path, config, processor)).arguments
+    assert args["image_size"] == 224
+    assert args["image_resize"]["crop_pct"] == 224 / 256
+    assert args["image_resize"]["interpolation"] == "bicubic"
+    assert args["normalization"]["std"] == (0.4, 0.5, 0.6)
+
+
+def test_id2label_names_but_not_placeholders(tmp_path):
+    labels = {"1": "dog", "0": "cat", "2": "emu"}
+    config = {"model_type": "dinov2", "id2label": labels}
+    read = hub_config.read(_folder(tmp_path, config))
+    assert read.arguments["class_names"] == ["cat", "dog", "emu"]
+    config["id2label"] = {"0": "LABEL_0", "1": "LABEL_1"}
+    read = hub_config.read(_folder(tmp_path, config))
+    assert "class_names" not in read.arguments
+
+
+@pytest.mark.parametrize(
+    "config, named",
+    [
+        ({"architecture": "vit_nonesuch_patch16_224"}, "vit_nonesuch"),
+        ({"model_type": "bert"}, "model_type='bert'"),
+        ({"hello": 1}, "neither"),
+        ({"model_type": "dinov2", "use_swiglu_ffn": True}, "use_swiglu_ffn"),
+        ({"model_type": "clip", "vision_config": []}, "vision_config"),
+        (
+            {"architecture": "vit_base_patch16_224", "model_args": {"x": 1}},
+            "`x`",
+        ),
+    ],
+)
+def test_unknown_or_malformed_config_is_named(tmp_path, config, named):
+    with pytest.raises(ValueError, match=named.replace("(", r"\(")):
+        hub_config.read(_folder(tmp_path, config))
+
+
+def test_malformed_json_is_named(tmp_path):
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="config.json"):
+        hub_config.read(tmp_path)
+
+
+# Snapshot folders: the publisher's outputs, with no flag.
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+def test_snapshot_folder_matches_publisher(name):
+    folder = GOLDEN / name
+    model = keras_vit.ViT.from_preset(str(folder))
+    expected = np.load(folder / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+
+
+def test_resolve_model_takes_a_snapshot_folder():
+    model = resolver.resolve_model(str(GOLDEN / "clip_b16"))
+    assert model.activation == "quick_gelu"
+    assert model.layer_norm_epsilon == 1e-5
+    assert model.classifier_activation is None
+
+
+def test_contradicting_override_is_refused_by_name():
+    with pytest.raises(ValueError, match="num_heads.*contradicts"):
+        keras_vit.ViT.from_preset(str(GOLDEN / "siglip_b16"), num_heads=4)
+    with pytest.raises(ValueError, match="activation"):
+        resolver.resolve_model(str(GOLDEN / "clip_b16"), activation="gelu")
+
+
+def test_overrides_new_head_and_size(tmp_path):
+    folder = tmp_path / "snap"
+    shutil.copytree(GOLDEN / "siglip_b16", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["id2label"] = {"0": "a", "1": "b"}
+    (folder / "config.json").write_text(json.dumps(config))
+    model = keras_vit.ViT.from_preset(
+        str(folder), num_classes=3, image_size=160
+    )
+    assert model.num_classes == 3 and model.include_top
+    assert model.preprocessing.class_names is None
+    assert model.image_size == (160, 160)
+
+
+def test_timm_label_names_become_class_names(tmp_path):
+    folder = tmp_path / "snap"
+    shutil.copytree(GOLDEN / "timm_dinov2_reg4", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(num_classes=2, label_names=["cat", "dog"])
+    (folder / "config.json").write_text(json.dumps(config))
+    model = keras_vit.ViT.from_preset(str(folder))  # a new head, named
+    assert model.preprocessing.class_names == ("cat", "dog")
+
+
+def test_snapshot_without_safetensors_is_refused(tmp_path):
+    shutil.copy(GOLDEN / "clip_b16" / "config.json", tmp_path)
+    (tmp_path / "pytorch_model.bin").write_bytes(b"not unpickled")
+    with pytest.raises(ValueError, match="pytorch_model.bin is never"):
+        keras_vit.ViT.from_preset(str(tmp_path))
+
+
+# hf:// ids, through huggingface_hub's own cache with HF_HUB_OFFLINE.
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """A Hub cache in HF_HOME=tmp, in the real layout
+    (`models--ORG--NAME/refs/main`, `snapshots/COMMIT/...`), offline;
+    returns `add(repo, folder)`."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    cache = tmp_path / "hf" / "hub"
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+    def add(repo, folder):
+        root = cache / f"models--{repo.replace('/', '--')}"
+        shutil.copytree(
+            folder,
+            root / "snapshots" / COMMIT,
+            ignore=shutil.ignore_patterns("expected.npz"),
+        )
+        (root / "refs").mkdir()
+        (root / "refs" / "main").write_text(COMMIT)
+
+    return add
+
+
+def test_hf_id_loads_from_the_hub_cache(hub_cache):
+    hub_cache("google/siglip-base-patch16-224", GOLDEN / "siglip_b16")
+    model = keras_vit.ViT.from_preset("hf://google/siglip-base-patch16-224")
+    expected = np.load(GOLDEN / "siglip_b16" / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+    pinned = resolver.locate(f"hf://google/siglip-base-patch16-224@{COMMIT}")
+    assert pinned.endswith(COMMIT)
+
+
+def test_hf_id_missing_repo_or_file_names_the_id(hub_cache, tmp_path):
+    with pytest.raises(ValueError, match="hf://nobody/nothing"):
+        resolver.resolve_model("hf://nobody/nothing")
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    shutil.copy(GOLDEN / "clip_b16" / "config.json", partial)
+    hub_cache("openai/clip-vit-base-patch16", partial)
+    with pytest.raises(ValueError, match="model.safetensors.*patch16"):
+        resolver.resolve_model("hf://openai/clip-vit-base-patch16")
+
+
+@pytest.mark.parametrize(
+    "text", ["hf://", "hf://one", "hf://a/b/c", "hf://a/b@", "hf:///b"]
+)
+def test_malformed_hf_id_is_refused(text):
+    with pytest.raises(ValueError, match="hf://ORG/NAME"):
+        hub.snapshot(text)
+
+
+def test_hf_id_without_the_client_names_the_hub_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    with pytest.raises(extras.MissingExtraError, match=r"\[hub\]"):
+        hub.snapshot("hf://openai/clip-vit-base-patch16")
