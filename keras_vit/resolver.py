@@ -204,6 +204,8 @@ def _from_file(path, weights, name, kwargs):
             f"weights=None, or a builder name as the {name}. "
             f"Received: weights={weights!r}"
         )
+    if hub.configured(path)[0] is not None:  # a config.json beside it
+        return ViT.from_preset(path, **resampling, **kwargs)
     if reader.is_native(path):  # a .weights.h5 records no architecture
         return ViT.from_preset(path, **resize, **kwargs)
     return model_for_checkpoint(

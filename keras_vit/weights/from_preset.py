@@ -108,16 +108,17 @@ def _resampling(interpolation, antialias, own):
 
 
 def _from_hub(weights, given):
-    """`(given, weights, own)`: for a Hub id or snapshot folder, `given`
+    """`(given, weights, own)`: for a Hub id, snapshot folder or weights
+    file with a `config.json` beside it (`hub.configured`), `given`
     over its configuration, its weights file, and its publisher's
     resampling and `source`; for anything else, as they are, with
     keras_vit's default resampling."""
-    folder = hub.snapshot(weights)
+    folder, path = hub.configured(weights)
     if folder is None:
         return dict(given), weights, _OWN
     config = hub_config.read(folder)
     own = {**config.resampling, "source": config.source}
-    return hub.arguments(config, given), hub.weights_file(folder), own
+    return hub.arguments(config, given), path, own
 
 
 def _from_preset(preset, given):

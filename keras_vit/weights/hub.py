@@ -123,6 +123,21 @@ def _first_line(error):
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
+def configured(path):
+    """The snapshot folder and weights file of `path`: an `hf://` id or
+    snapshot folder (`snapshot`; its `model.safetensors`), or a
+    `.safetensors` file with a `config.json` beside it (that file);
+    `(None, None)` for anything else."""
+    folder = snapshot(path)
+    if folder is not None:
+        return folder, weights_file(folder)
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
+    beside = os.path.dirname(text) or "."
+    if text.endswith(".safetensors") and is_source(beside):
+        return beside, text
+    return None, None
+
+
 def weights_file(folder):
     """The snapshot `folder`'s `model.safetensors`, or `ValueError`."""
     path = os.path.join(folder, WEIGHTS_FILE)

@@ -11,10 +11,12 @@ import pathlib
 import shutil
 import sys
 
+import keras
 import numpy as np
 import pytest
 
 import keras_vit
+from keras_vit import cli
 from keras_vit import extras
 from keras_vit import resolver
 from keras_vit.weights import hub
@@ -287,3 +289,49 @@ def test_hf_id_without_the_client_names_the_hub_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)
     with pytest.raises(extras.MissingExtraError, match=r"\[hub\]"):
         hub.snapshot("hf://openai/clip-vit-base-patch16")
+
+
+# The command line: every MODEL goes through `resolver.locate`.
+
+
+def test_cli_convert_and_predict_take_an_hf_id(hub_cache, tmp_path, capsys):
+    hub_cache("openai/clip-vit-base-patch16", GOLDEN / "clip_b16")
+    output = tmp_path / "clip.keras"
+    assert (
+        cli.main(
+            [
+                "convert",
+                "hf://openai/clip-vit-base-patch16",
+                "--output",
+                str(output),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    loaded = keras.saving.load_model(output, compile=False)
+    assert loaded.activation == "quick_gelu"
+    expected = np.load(GOLDEN / "clip_b16" / "expected.npz")["output"]
+    np.testing.assert_allclose(loaded(_pixels(loaded)), expected, atol=1e-4)
+    image = tmp_path / "image.png"
+    keras.utils.save_img(image, np.zeros((32, 32, 3), np.uint8))
+    code = cli.main(
+        ["predict", "hf://openai/clip-vit-base-patch16", str(image)]
+    )
+    assert code == 0, capsys.readouterr().err
+
+
+def test_cli_convert_reads_the_config_beside_a_file(tmp_path, capsys):
+    for name in ("config.json", "preprocessor_config.json"):
+        shutil.copy(GOLDEN / "siglip_b16" / name, tmp_path)
+    weights = tmp_path / "siglip.safetensors"
+    shutil.copy(GOLDEN / "siglip_b16" / "model.safetensors", weights)
+    output = tmp_path / "siglip.keras"
+    argv = ["convert", str(weights), "--output", str(output), "--quiet"]
+    assert cli.main(argv) == 0
+    loaded = keras.saving.load_model(output, compile=False)
+    assert loaded.activation == "gelu_tanh" and loaded.pooling == "map"
+    assert "assumed" not in capsys.readouterr().err
+    refused = ["convert", str(weights), "--output", str(tmp_path / "x.keras")]
+    assert cli.main([*refused, "--num-heads", "4"]) == 2
+    assert "num_heads" in capsys.readouterr().err
