@@ -278,6 +278,11 @@ def _timm(config, folder):
     pretrained = _field(config, "pretrained_cfg", dict, where, default={})
     arguments.update(_timm_preprocessing(pretrained, args, where))
     num_classes = _field(config, "num_classes", int, where, default=1000)
+    if num_classes < 0:
+        raise ValueError(
+            f"{where}: `num_classes` must be 0 (no head) or more. "
+            f"Received: num_classes={num_classes!r}"
+        )
     arguments["include_top"] = num_classes > 0
     if num_classes > 0:
         arguments["num_classes"] = num_classes

@@ -19,6 +19,7 @@ import keras_vit
 from keras_vit import cli
 from keras_vit import extras
 from keras_vit import resolver
+from keras_vit.benchmark import throughput
 from keras_vit.weights import hub
 from keras_vit.weights import hub_config
 
@@ -335,3 +336,15 @@ def test_cli_convert_reads_the_config_beside_a_file(tmp_path, capsys):
     refused = ["convert", str(weights), "--output", str(tmp_path / "x.keras")]
     assert cli.main([*refused, "--num-heads", "4"]) == 2
     assert "num_heads" in capsys.readouterr().err
+
+
+def test_benchmark_model_takes_a_hub_repo_and_overrides(hub_cache):
+    hub_cache("google/siglip-base-patch16-224", GOLDEN / "siglip_b16")
+    variant, arguments = throughput.model_arguments(
+        "hf://google/siglip-base-patch16-224:pooling=gap"
+    )
+    assert arguments["hidden_dim"] == 16 and arguments["pooling"] == "gap"
+    assert arguments["activation"] == "gelu_tanh"
+    assert "include_top" not in arguments and "image_size" not in arguments
+    vit = throughput.keras_vit_model(str(GOLDEN / "clip_b16"), image_size=32)
+    assert vit.num_heads == 2 and vit.activation == "quick_gelu"
