@@ -100,7 +100,7 @@ def _fetch(client, text, repo, revision, name, required):
         if not required:
             return None
         raise ValueError(_missing(text, name, e)) from None
-    except (OSError, errors.HfHubHTTPError) as error:
+    except Exception as error:  # noqa: BLE001 - the client's HTTP library (httpx) raises its own transport errors
         raise ValueError(
             f"Cannot fetch {name} of {text}: {_first_line(error)}"
         ) from None

@@ -6,10 +6,12 @@ written by timm's `save_for_hf` and transformers' `save_pretrained`, with
 the publisher's library's outputs (tests/golden/make_hub_snapshots.py).
 """
 
+import http.server
 import json
 import pathlib
 import shutil
 import sys
+import threading
 
 import keras
 import numpy as np
@@ -348,3 +350,104 @@ def test_benchmark_model_takes_a_hub_repo_and_overrides(hub_cache):
     assert "include_top" not in arguments and "image_size" not in arguments
     vit = throughput.keras_vit_model(str(GOLDEN / "clip_b16"), image_size=32)
     assert vit.num_heads == 2 and vit.activation == "quick_gelu"
+
+
+# The download itself, against a stand-in for the Hub on 127.0.0.1.
+
+
+class _Hub(http.server.BaseHTTPRequestHandler):
+    """Serves `/ORG/NAME/resolve/REV/FILE` from `files` (a dict of
+    `"ORG/NAME/FILE"` to a folder), as the Hub answers: the commit, an
+    ETag and the size in the headers; `cut` names a file whose body ends
+    early, as an interrupted download does."""
+
+    files = {}
+    cut = None
+
+    def _answer(self, body):
+        parts = self.path.split("/")
+        key = "/".join([*parts[1:3], *parts[5:]])
+        folder = self.files.get(key)
+        if parts[3:4] != ["resolve"] or folder is None:
+            self.send_response(404)
+            self.send_header("X-Error-Code", "EntryNotFound")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        data = (folder / parts[-1]).read_bytes()
+        self.send_response(200)
+        self.send_header("X-Repo-Commit", COMMIT)
+        self.send_header("ETag", f'"{hash(data) & 0xFFFFFFFF:x}"')
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if body:
+            self.wfile.write(
+                data[: len(data) // 2] if key == self.cut else data
+            )
+
+    def do_HEAD(self):  # noqa: N802 - http.server's name
+        self._answer(body=False)
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self._answer(body=True)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hub_server(tmp_path, monkeypatch):
+    """A stand-in Hub at HF_ENDPOINT=http://127.0.0.1:PORT, online, with
+    an empty cache in tmp; returns `(handler, cache)`."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    cache = tmp_path / "hf" / "hub"
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    template = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(_Hub, "files", {})
+    monkeypatch.setattr(_Hub, "cut", None)
+    yield _Hub, cache
+    server.shutdown()
+    server.server_close()
+
+
+def _serve(handler, repo, folder):
+    for name in (
+        "config.json",
+        "preprocessor_config.json",
+        "model.safetensors",
+    ):
+        if (folder / name).exists():
+            handler.files[f"{repo}/{name}"] = folder
+
+
+def test_hf_id_downloads_from_hf_endpoint(hub_server):
+    handler, cache = hub_server
+    _serve(handler, "google/siglip-base-patch16-224", GOLDEN / "siglip_b16")
+    model = keras_vit.ViT.from_preset("hf://google/siglip-base-patch16-224")
+    expected = np.load(GOLDEN / "siglip_b16" / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+    snapshot = cache / "models--google--siglip-base-patch16-224" / "snapshots"
+    assert (snapshot / COMMIT / "model.safetensors").is_file()
+
+
+def test_interrupted_download_leaves_nothing_behind(hub_server):
+    handler, cache = hub_server
+    _serve(handler, "openai/clip-vit-base-patch16", GOLDEN / "clip_b16")
+    handler.cut = "openai/clip-vit-base-patch16/model.safetensors"
+    with pytest.raises(ValueError, match="clip-vit-base-patch16"):
+        keras_vit.ViT.from_preset("hf://openai/clip-vit-base-patch16")
+    # The client removes the partial blob: no weights, whole or half.
+    found = [p.name for p in cache.rglob("*") if p.is_file()]
+    assert "model.safetensors" not in found
+    assert not [name for name in found if name.endswith(".incomplete")]
+    data = (GOLDEN / "clip_b16" / "model.safetensors").read_bytes()
+    assert f"{hash(data) & 0xFFFFFFFF:x}" not in found  # its blob
+    with pytest.raises(ValueError, match="hf://nobody/nothing"):
+        keras_vit.ViT.from_preset("hf://nobody/nothing")
