@@ -10,17 +10,18 @@ caller's `ViT` arguments, refusing by name an argument that contradicts
 the files in a way that changes the answer.
 """
 
+import functools
 import os
 
 from keras_vit import extras
 from keras_vit.model_argument import RUN_MODEL_FILE
 from keras_vit.weights import hub_config
+from keras_vit.weights import reader
 
 PREFIX = "hf://"
 WEIGHTS_FILE = "model.safetensors"
-#: What a repo fetched by id must hold (`preprocessor_config.json` is
-#: fetched where it exists).
-_FILES = (hub_config.CONFIG_FILE, WEIGHTS_FILE)
+#: A large model's weights in shards, named by this index.
+SHARD_INDEX_FILE = "model" + reader.SHARD_INDEX
 
 
 def is_source(source):
@@ -59,12 +60,16 @@ def snapshot(source):
         extras.require("huggingface_hub", feature),
         extras.require("huggingface_hub.errors", feature),
     )
-    paths = [
-        _fetch(client, text, repo, revision, name, required=True)
-        for name in _FILES
-    ]
-    _fetch(client, text, repo, revision, hub_config.PREPROCESSOR_FILE, False)
-    return os.path.dirname(paths[0])
+    fetch = functools.partial(_fetch, client, text, repo, revision)
+    folder = os.path.dirname(fetch(hub_config.CONFIG_FILE, required=True))
+    fetch(hub_config.PREPROCESSOR_FILE, required=False)
+    if fetch(WEIGHTS_FILE, required=False) is None:
+        index = fetch(SHARD_INDEX_FILE, required=False)
+        if index is None:
+            fetch(WEIGHTS_FILE, required=True)  # raises, naming it
+        for name in reader.shard_names(index):
+            fetch(name, required=True)
+    return folder
 
 
 def _parse(text):
@@ -112,9 +117,9 @@ def _missing(text, name, error):
     message = f"{where} has no {name} for {text}"
     if name == WEIGHTS_FILE:
         message += (
-            " (keras_vit reads safetensors only: a repo with only "
-            "pytorch_model.bin is refused, nothing is unpickled; sharded "
-            "safetensors are not read yet)"
+            f" or {SHARD_INDEX_FILE} (keras_vit reads safetensors only: a "
+            "repo with only pytorch_model.bin is refused, nothing is "
+            "unpickled)"
         )
     return message + "."
 
@@ -139,14 +144,16 @@ def configured(path):
 
 
 def weights_file(folder):
-    """The snapshot `folder`'s `model.safetensors`, or `ValueError`."""
-    path = os.path.join(folder, WEIGHTS_FILE)
-    if os.path.isfile(path):
-        return path
+    """The snapshot `folder`'s `model.safetensors`, else its shards'
+    index, or `ValueError`."""
+    for name in (WEIGHTS_FILE, SHARD_INDEX_FILE):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
     raise ValueError(
-        f"The snapshot folder has no {WEIGHTS_FILE} (keras_vit reads "
-        "safetensors only: pytorch_model.bin is never unpickled; sharded "
-        f"safetensors are not read yet). Received: {folder!r}"
+        f"The snapshot folder has neither {WEIGHTS_FILE} nor "
+        f"{SHARD_INDEX_FILE} (keras_vit reads safetensors only: "
+        f"pytorch_model.bin is never unpickled). Received: {folder!r}"
     )
 
 

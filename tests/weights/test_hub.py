@@ -16,6 +16,7 @@ import threading
 import keras
 import numpy as np
 import pytest
+import safetensors.numpy
 
 import keras_vit
 from keras_vit import cli
@@ -451,3 +452,44 @@ def test_interrupted_download_leaves_nothing_behind(hub_server):
     assert f"{hash(data) & 0xFFFFFFFF:x}" not in found  # its blob
     with pytest.raises(ValueError, match="hf://nobody/nothing"):
         keras_vit.ViT.from_preset("hf://nobody/nothing")
+
+
+def _sharded(folder, source):
+    """`source`'s snapshot with its weights in two shards and an index,
+    as transformers' `save_pretrained` writes a large model."""
+    folder.mkdir()
+    for name in ("config.json", "preprocessor_config.json"):
+        shutil.copy(source / name, folder)
+    tensors = safetensors.numpy.load_file(source / "model.safetensors")
+    names = sorted(tensors)
+    weight_map = {}
+    for i, part in enumerate((names[::2], names[1::2])):
+        shard = f"model-0000{i + 1}-of-00002.safetensors"
+        safetensors.numpy.save_file(
+            {k: tensors[k] for k in part}, folder / shard
+        )
+        weight_map.update(dict.fromkeys(part, shard))
+    index = {"metadata": {}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    return folder
+
+
+def test_sharded_safetensors_load_by_folder_and_id(tmp_path, hub_cache):
+    folder = _sharded(tmp_path / "sharded", GOLDEN / "clip_b16")
+    expected = np.load(GOLDEN / "clip_b16" / "expected.npz")["output"]
+    model = keras_vit.ViT.from_preset(str(folder))
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+    hub_cache("openai/clip-vit-base-patch16", folder)
+    model = keras_vit.ViT.from_preset("hf://openai/clip-vit-base-patch16")
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+    (folder / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(ValueError, match="model-00002-of-00002.*missing"):
+        keras_vit.ViT.from_preset(str(folder))
+
+
+def test_shard_index_naming_another_folder_is_refused(tmp_path):
+    folder = _sharded(tmp_path / "sharded", GOLDEN / "clip_b16")
+    index = {"weight_map": {"x": "../model.safetensors"}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(ValueError, match="must name files beside it"):
+        keras_vit.ViT.from_preset(str(folder))
