@@ -364,17 +364,22 @@ class _Hub(http.server.BaseHTTPRequestHandler):
 
     files = {}
     cut = None
+    gated = ()
+
+    def _refuse(self, status, code):
+        self.send_response(status)
+        self.send_header("X-Error-Code", code)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _answer(self, body):
         parts = self.path.split("/")
         key = "/".join([*parts[1:3], *parts[5:]])
         folder = self.files.get(key)
+        if "/".join(parts[1:3]) in self.gated:
+            return self._refuse(401, "GatedRepo")
         if parts[3:4] != ["resolve"] or folder is None:
-            self.send_response(404)
-            self.send_header("X-Error-Code", "EntryNotFound")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
+            return self._refuse(404, "EntryNotFound")
         data = (folder / parts[-1]).read_bytes()
         self.send_response(200)
         self.send_header("X-Repo-Commit", COMMIT)
@@ -413,6 +418,7 @@ def hub_server(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(_Hub, "files", {})
     monkeypatch.setattr(_Hub, "cut", None)
+    monkeypatch.setattr(_Hub, "gated", ())
     yield _Hub, cache
     server.shutdown()
     server.server_close()
@@ -492,4 +498,23 @@ def test_shard_index_naming_another_folder_is_refused(tmp_path):
     index = {"weight_map": {"x": "../model.safetensors"}}
     (folder / "model.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(ValueError, match="must name files beside it"):
+        keras_vit.ViT.from_preset(str(folder))
+
+
+def test_gated_repo_without_a_token_says_so(hub_server):
+    handler, _ = hub_server
+    handler.gated = ("facebook/dinov3-vits16-pretrain-lvd1689m",)
+    with pytest.raises(ValueError, match="gated.*HF_TOKEN"):
+        keras_vit.ViT.from_preset(
+            "hf://facebook/dinov3-vits16-pretrain-lvd1689m"
+        )
+
+
+def test_config_contradicting_the_weights_loads_nothing(tmp_path):
+    folder = tmp_path / "snap"
+    shutil.copytree(GOLDEN / "siglip_b16", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["vision_config"]["num_hidden_layers"] = 3
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"do not fit(.|\n)*block_2/"):
         keras_vit.ViT.from_preset(str(folder))
