@@ -25,6 +25,8 @@ from keras_vit import resolver
 from keras_vit.benchmark import throughput
 from keras_vit.weights import hub
 from keras_vit.weights import hub_config
+from keras_vit.weights import timm_folder
+from tests.helpers import TINY
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden" / "hub"
 SNAPSHOTS = ("timm_dinov2_reg4", "dinov2_small", "clip_b16", "siglip_b16")
@@ -518,3 +520,58 @@ def test_config_contradicting_the_weights_loads_nothing(tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match=r"do not fit(.|\n)*block_2/"):
         keras_vit.ViT.from_preset(str(folder))
+
+
+# And back out: a keras_vit model as a timm folder.
+
+#: The keras_vit models written as timm folders in tests/golden/hub/
+#: (tests/golden/make_timm_folders.py), which timm itself loads with the
+#: same outputs (tests/golden/check_timm_folders.py, run with timm).
+TIMM_FOLDERS = {
+    "keras_to_timm_dinov2": (
+        "timm_dinov2_reg4",
+        dict(num_classes=3, class_names=["ant", "bee", "cat"]),
+    ),
+    "keras_to_timm_clip": ("clip_b16", {}),
+}
+
+
+def timm_source_model(name):
+    """The model written as the timm folder `name`: a snapshot's model,
+    "fine-tuned" (its head's weights drawn from a fixed seed)."""
+    source, kwargs = TIMM_FOLDERS[name]
+    model = keras_vit.ViT.from_preset(
+        str(GOLDEN / source), classifier_activation=None, **kwargs
+    )
+    rng = np.random.default_rng(7)
+    for variable in model.get_layer("head").weights:
+        variable.assign(rng.normal(0, 0.5, variable.shape).astype("float32"))
+    return model
+
+
+@pytest.mark.parametrize("name", sorted(TIMM_FOLDERS))
+def test_timm_folder_is_what_save_timm_writes_and_reads_back(name, tmp_path):
+    model = timm_source_model(name)
+    timm_folder.save_timm(model, tmp_path / "out")
+    shipped = GOLDEN / name
+    written = safetensors.numpy.load_file(tmp_path / "out/model.safetensors")
+    expected = safetensors.numpy.load_file(shipped / "model.safetensors")
+    assert sorted(written) == sorted(expected)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(written[key], value, err_msg=key)
+    config = json.loads((tmp_path / "out/config.json").read_text())
+    assert config == json.loads((shipped / "config.json").read_text())
+    back = keras_vit.ViT.from_preset(
+        str(tmp_path / "out"),
+        classifier_activation=None,  # timm's logits
+    )
+    outputs = np.load(shipped / "expected.npz")["output"]
+    np.testing.assert_allclose(back(_pixels(back)), outputs, atol=1e-4)
+    assert back.preprocessing.class_names == model.preprocessing.class_names
+
+
+def test_save_timm_refuses_what_timm_has_no_place_for(tmp_path):
+    model = keras_vit.ViT(**TINY, distillation=True, layer_norm_epsilon=1e-3)
+    with pytest.raises(ValueError, match="distillation.*layer_norm_epsilon"):
+        timm_folder.save_timm(model, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
