@@ -70,9 +70,19 @@ _TIMM_IGNORED = (
 _TIMM_POOLING = {"token": "token", "avg": "gap", "map": "map"}
 
 #: Each transformers vision config class's defaults, by `model_type`
-#: (transformers 5.25: `ViTConfig`-like fields of `Dinov2Config`,
+#: (transformers 5.25: `ViTConfig` and the same fields of `Dinov2Config`,
 #: `Dinov2WithRegistersConfig`, `CLIPVisionConfig`, `SiglipVisionConfig`).
 TRANSFORMERS_DEFAULTS = {
+    "vit": {
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "intermediate_size": 3072,
+        "hidden_act": "gelu",
+        "layer_norm_eps": 1e-12,
+        "image_size": 224,
+        "patch_size": 16,
+    },
     "dinov2": {
         "hidden_size": 768,
         "num_hidden_layers": 12,
@@ -130,10 +140,11 @@ _TRANSFORMERS_ACTIVATION = {
 }
 
 #: Each image processor's mean and std where `preprocessor_config.json` is
-#: absent or omits them: ImageNet's (DINOv2's `BitImageProcessor`),
-#: OpenAI CLIP's, and SigLIP's 0.5.
+#: absent or omits them: ViT's 0.5, ImageNet's (DINOv2's
+#: `BitImageProcessor`), OpenAI CLIP's, and SigLIP's 0.5.
 _IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
 _PROCESSOR_NORMALIZATION = {
+    "vit": {"mean": (0.5,) * 3, "std": (0.5,) * 3},  # ViTImageProcessor's
     "dinov2": _IMAGENET,
     "dinov2_with_registers": _IMAGENET,
     "clip_vision_model": {

@@ -116,6 +116,7 @@ def test_timm_model_args_and_labels_override(tmp_path):
         ("clip", dict(patch_size=32, activation="quick_gelu", norm_pre=True)),
         ("siglip", dict(patch_size=16, activation="gelu_tanh", pooling="map")),
         ("dinov2_with_registers", dict(num_register_tokens=4)),
+        ("vit", dict(patch_size=16, layer_norm_epsilon=1e-12, mlp_dim=3072)),
     ],
 )
 def test_transformers_class_defaults(tmp_path, model_type, expected):
@@ -575,3 +576,21 @@ def test_save_timm_refuses_what_timm_has_no_place_for(tmp_path):
     with pytest.raises(ValueError, match="distillation.*layer_norm_epsilon"):
         timm_folder.save_timm(model, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_transformers_vit_classifier_snapshot(tmp_path):
+    """A `ViTForImageClassification` repo: its `config.json` and file as
+    `save_pretrained` wrote them (tests/golden/make_checkpoints.py), no
+    processor config: ViTImageProcessor's mean and std of 0.5."""
+    golden = GOLDEN.parent
+    shutil.copy(golden / "vit_token.hf.config.json", tmp_path / "config.json")
+    shutil.copy(
+        golden / "vit_token.hf.safetensors", tmp_path / "model.safetensors"
+    )
+    model = keras_vit.ViT.from_preset(str(tmp_path), classifier_activation=None)
+    assert model.layer_norm_epsilon == 1e-6 and model.num_heads == 4
+    assert model.preprocessing.class_names is None  # LABEL_i placeholders
+    expected = np.load(golden / "vit_token.hf.expected.npz")
+    np.testing.assert_allclose(
+        model(expected["images"]), expected["logits"], atol=1e-4
+    )
