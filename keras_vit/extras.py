@@ -27,6 +27,7 @@ EXTRAS = {
     "onnxruntime": "onnx",
     "onnx": "onnx",
     "openvino": "openvino",
+    "huggingface_hub": "hub",
 }
 
 

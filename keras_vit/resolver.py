@@ -1,14 +1,15 @@
 """The one resolver from what names a model to the model: a builder name
 (`"ViT_B16"`), a variant (`"B/16"`), a preset's unique name, a `.keras`
 file, a checkpoint (`.npz`, `.safetensors`, `.weights.h5`), a training
-run's folder, or a `keras.Model` itself.
+run's folder, a Hub repo (`hf://ORG/NAME[@REVISION]` or its snapshot
+folder), or a `keras.Model` itself.
 
 `resolve_model` is what `keras-vit`'s MODEL, `keras_vit.export`'s
 `model=` and `TrainConfig.model.name` come to. `locate` is its first
 step, the seam where a source is turned into something on this machine:
 a run folder into its `model.keras` (the CLI keeps that path to find the
-run's class names beside it), and, next, a hub id (`hf://owner/repo`) or a
-snapshot folder into its files; everything after `locate` reads local
+run's class names beside it), and a Hub id (`hf://ORG/NAME`) into its
+snapshot folder in the Hub cache; everything after `locate` reads local
 files or names only.
 """
 
@@ -22,6 +23,7 @@ from keras_vit.model_argument import RUN_MODEL_FILE
 from keras_vit.models.vit import LOADING_ARGUMENTS
 from keras_vit.models.vit import ViT
 from keras_vit.models.vit import refuse_loading_arguments
+from keras_vit.weights import hub
 from keras_vit.weights import loading
 from keras_vit.weights import reader
 from keras_vit.weights.convert import model_for_checkpoint
@@ -46,7 +48,9 @@ def locate(model, weights=None, name="model", also=None):
             keras_vit.json)"`), for the error. Defaults to `None`.
 
     Returns:
-        A str: the path of a file, or a name.
+        A str: the path of a file or of a Hub snapshot folder (an
+        `hf://ORG/NAME[@REVISION]` id's, fetched into the Hub cache), or a
+        name.
 
     Raises:
         ValueError: for an empty or non-text `model`, a folder that holds
@@ -59,9 +63,14 @@ def locate(model, weights=None, name="model", also=None):
             f"Received: {name}={model!r}"
         )
     path = os.fspath(model)
-    # The seam for sources that are not yet local: an `hf://owner/repo` id
-    # is fetched, and a snapshot folder recognised, here.
     check_weights(path, weights, name)
+    if hub.is_source(path):  # an `hf://` id fetched, a snapshot checked
+        if weights is not None:
+            raise ValueError(
+                f"A Hub repo brings its own weights; pass weights=None. "
+                f"Received: {name}={path!r}, weights={weights!r}"
+            )
+        return hub.snapshot(path)
     if not os.path.isdir(path):
         return path
     found = os.path.join(path, RUN_MODEL_FILE)
@@ -106,7 +115,10 @@ def resolve_model(model, weights=None, name="model", **kwargs):
             a file: a `.keras` model (loaded with `safe_mode=True`), or a
             checkpoint (`.npz`, `.safetensors`: the ViT it describes, as
             `keras-vit convert` builds it; `.weights.h5`, which records no
-            architecture: a `ViT(**kwargs)` with the file loaded).
+            architecture: a `ViT(**kwargs)` with the file loaded), or a
+            Hub repo: `"hf://ORG/NAME[@REVISION]"` or a snapshot folder
+            (`config.json`, `model.safetensors`), as
+            `keras_vit.ViT.from_preset` builds it.
         weights: `None`, a preset name (short or unique, for a builder or
             variant) or a weights file, loaded into the model. Defaults to
             `None`.
@@ -142,6 +154,8 @@ def resolve_model(model, weights=None, name="model", **kwargs):
             del kwargs[arg]
     if path.endswith(MODEL_FILES):
         return _from_file(path, weights, name, kwargs)
+    if hub.is_source(path):
+        return ViT.from_preset(path, **kwargs)
     builder, variant, preset = registry.resolve(path, name)
     if preset is not None:
         if weights is not None:
@@ -190,6 +204,8 @@ def _from_file(path, weights, name, kwargs):
             f"weights=None, or a builder name as the {name}. "
             f"Received: weights={weights!r}"
         )
+    if hub.configured(path)[0] is not None:  # a config.json beside it
+        return ViT.from_preset(path, **resampling, **kwargs)
     if reader.is_native(path):  # a .weights.h5 records no architecture
         return ViT.from_preset(path, **resize, **kwargs)
     return model_for_checkpoint(

@@ -38,6 +38,7 @@ def test_every_optional_module_has_its_extra():
         "onnx",
         "onnxruntime",
         "openvino",
+        "huggingface_hub",
     }
 
 

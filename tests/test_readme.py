@@ -18,6 +18,7 @@ import glob
 import os
 import re
 import shlex
+import shutil
 
 import keras
 import numpy as np
@@ -42,7 +43,7 @@ BLOCKS = {
     "fine-tune": ("sh", "--output runs/flowers\n"),
     "at scale": ("sh", "--strategy auto --mixed-precision auto"),
     "export": ("sh", "--format tflite --output flowers.tflite"),
-    "family to tflite": ("sh", "keras-vit convert dinov2.safetensors"),
+    "family to tflite": ("sh", "keras-vit convert hf://timm/vit_small"),
     "citation": ("bibtex", "@inproceedings{dosovitskiy2021vit,"),
 }
 
@@ -109,12 +110,8 @@ def _check_pip(argv):
 
 
 def _shrink(argv):
-    """`keras-vit train` with the README's flags, but little work; `convert`
-    with the head count of the tiny stand-in files."""
-    smaller = {
-        "train": (("--epochs", "1"), ("--batch-size", "4")),
-        "convert": (("--num-heads", "2"),),
-    }
+    """`keras-vit train` with the README's flags, but little work."""
+    smaller = {"train": (("--epochs", "1"), ("--batch-size", "4"))}
     out = list(argv)
     for flag, small in smaller.get(argv[1], ()):
         out[out.index(flag) + 1] = small
@@ -376,28 +373,30 @@ def test_fine_tuning_then_predicting_and_exporting(tiny_releases, capsys):
 # 5. A family's file to a phone.
 
 
-def _fetch_dinov2(argv):
-    """What the README's curl gives: the preset's own file (a tiny DINOv2
-    with registers in timm's layout here, tests/golden's)."""
-    import shutil
-
-    preset = registry.named_preset("vit_s14_dinov2_reg4_lvd142m_518")
-    assert argv[1:] == ["-L", "-o", "dinov2.safetensors", preset["url"]]
-    golden = os.path.join(ROOT, "tests", "golden")
-    shutil.copy(
-        os.path.join(golden, "family_dinov2_reg.timm.safetensors"),
-        "dinov2.safetensors",
-    )
-
-
 @pytest.mark.slow
-def test_a_family_file_to_a_verified_tflite(tmp_path, monkeypatch, capsys):
+def test_a_hub_repo_to_a_verified_tflite(tmp_path, monkeypatch, capsys):
+    """The README's id, served offline from a Hub cache in HF_HOME=tmp
+    holding a tiny copy of the repo (tests/golden/hub/timm_dinov2_reg4)."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    cache = tmp_path / "hf" / "hub"
+    root = cache / "models--timm--vit_small_patch14_reg4_dinov2.lvd142m"
+    commit = "0" * 40
+    shutil.copytree(
+        os.path.join(ROOT, "tests", "golden", "hub", "timm_dinov2_reg4"),
+        root / "snapshots" / commit,
+    )
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text(commit)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.chdir(tmp_path)
-    _run_shell(_block("family to tflite"), capsys, fetch=_fetch_dinov2)
+    _run_shell(_block("family to tflite"), capsys)
     model = keras.saving.load_model("dinov2.keras")
     assert model.num_register_tokens == 4 and not model.include_top
+    assert model.num_heads == 2 and model.image_size == (518, 518)
     metadata = keras_vit.export.read_metadata("dinov2.tflite")
-    # The DINOv2 preset's normalisation, which the README's flags give.
+    # The DINOv2 preset's normalisation, from the repo's pretrained_cfg.
     preset = registry.named_preset("vit_s14_dinov2_reg4_lvd142m_518")
     norm = metadata["input"]["normalization"]
     np.testing.assert_allclose(norm["mean"], preset["normalization"]["mean"])

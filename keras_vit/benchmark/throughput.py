@@ -25,9 +25,12 @@ from keras_vit import timing
 from keras_vit.benchmark import flops as flops_lib
 from keras_vit.export.model_io import input_spec
 from keras_vit.layers import kernels
+from keras_vit.models.config import DEFAULTS
 from keras_vit.models.vit import ViT
 from keras_vit.training import recipe
 from keras_vit.training import strategy
+from keras_vit.weights import hub
+from keras_vit.weights import hub_config
 
 # Each measurement runs for at least this many seconds (and at least
 # `steps` calls; see `keras_vit.timing.latencies`).
@@ -257,6 +260,9 @@ def model_arguments(model):
     `"vit_b16_siglip_webli:pooling=gap"` is SigLIP-B/16 with average
     pooling instead of its MAP head.
 
+    `NAME` may also be a Hub repo (`hf://ORG/NAME[@REV]` or a snapshot
+    folder): the architecture its `config.json` gives, random weights.
+
     Returns:
         `(variant, arguments)`.
 
@@ -264,9 +270,15 @@ def model_arguments(model):
         ValueError: for an unknown name, an override without `=`, or one
             of an argument a flag sets (`FLAG_ARGUMENTS`).
     """
-    name, _, overrides = str(model).partition(":")
-    _, variant, preset = registry.resolve(name)
-    arguments = {}
+    text = str(model)
+    prefix = hub.PREFIX if text.startswith(hub.PREFIX) else ""
+    name, _, overrides = text[len(prefix) :].partition(":")
+    if hub.is_source(prefix + name):
+        variant, arguments = _hub_arguments(prefix + name)
+        preset = None
+    else:
+        _, variant, preset = registry.resolve(name)
+        arguments = {}
     if preset is not None:
         arguments = {
             key: value
@@ -292,6 +304,26 @@ def model_arguments(model):
         except ValueError:
             arguments[key] = value
     return variant, arguments
+
+
+#: What a Hub repo's config gives that each benchmark row sets itself.
+_ROW_ARGUMENTS = ("include_top", "num_classes", "image_size")
+
+
+def _hub_arguments(source):
+    """`model_arguments` of a Hub repo: its architecture, every number
+    given (so the variant, one that matches or `"B/16"`, is a name only)."""
+    config = hub_config.read(hub.snapshot(source))
+    arguments = {
+        key: value
+        for key, value in config.arguments.items()
+        if key in DEFAULTS and key not in _ROW_ARGUMENTS
+    }
+    numbers = ("patch_size", "hidden_dim", "num_layers", "num_heads")
+    variant = registry.find_variant(
+        *(arguments[key] for key in numbers), arguments["mlp_dim"]
+    )
+    return variant or "B/16", arguments
 
 
 def compute_dtype(dtype):

@@ -14,7 +14,12 @@ def add_parser(sub):
         "convert",
         help="convert a .npz / .safetensors checkpoint to keras_vit's format",
     )
-    parser.add_argument("input", help="a .npz or .safetensors checkpoint")
+    parser.add_argument(
+        "input",
+        help="a .npz or .safetensors checkpoint (configured by a "
+        "config.json beside it), an hf://ORG/NAME[@REV] id or a Hub "
+        "snapshot folder",
+    )
     parser.add_argument(
         "--output", required=True, help="a .weights.h5 or .keras path"
     )

@@ -411,8 +411,8 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
     def from_preset(
         cls,
         preset,
-        interpolation=patch_grid.LOADING_INTERPOLATION,
-        antialias=patch_grid.LOADING_ANTIALIAS,
+        interpolation=None,
+        antialias=None,
         **kwargs,
     ):
         """Builds a model for released or saved weights and loads them.
@@ -431,20 +431,21 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
                 too), the short name of a preset of
                 the model's variant (`keras_vit.list_presets()`; downloaded
                 once), or a weights file: an original google-research /
-                big_vision `.npz`, a timm or Hugging Face `.safetensors`, or
-                keras_vit's own
-                `.weights.h5` / `.keras`.
+                big_vision `.npz`, a timm or Hugging Face `.safetensors`,
+                keras_vit's `.weights.h5` / `.keras`; or a Hub repo (timm's,
+                transformers'), `"hf://ORG/NAME[@REV]"` or its folder: its
+                configuration, `kwargs` over it (`weights.hub.arguments`).
             interpolation: how the position embeddings are resampled when
                 the model's patch grid is not the weights', one of
                 `keras_vit.patch_grid.INTERPOLATIONS`, as for
-                `keras_vit.load_weights` (`"bicubic_pytorch"`: timm's and
-                transformers'). Defaults to its default,
-                `"bilinear_align_corners"` (the original code's).
+                `keras_vit.load_weights`. Defaults to `None`: a Hub repo's
+                library's, else `"bilinear_align_corners"`.
             antialias: bool, whether that resampling low-pass filters onto
                 a smaller grid, as for `keras_vit.load_weights`. With
                 `interpolation="bicubic_pytorch"`: timm's
                 `resample_abs_pos_embed` and DINOv2 with registers (a 518
-                px DINOv2 checkpoint at 224 px). Defaults to `False`.
+                px DINOv2 checkpoint at 224 px). Defaults to `None`: a Hub
+                repo's library's, else `False`.
             **kwargs: any `ViT` argument but `weights`; the architecture
                 must be the weights' (`patch_size`, `hidden_dim`, ...).
 

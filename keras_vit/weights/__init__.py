@@ -12,6 +12,7 @@ from keras_vit.weights.loading import load_checkpoint
 from keras_vit.weights.loading import load_weights
 from keras_vit.weights.npz import save_npz
 from keras_vit.weights.reader import read_checkpoint
+from keras_vit.weights.timm_folder import save_timm
 
 __all__ = [
     "Checkpoint",
@@ -20,4 +21,5 @@ __all__ = [
     "load_weights",
     "read_checkpoint",
     "save_npz",
+    "save_timm",
 ]

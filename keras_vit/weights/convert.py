@@ -8,6 +8,7 @@ from keras_vit import arg_checks
 from keras_vit import files
 from keras_vit import registry
 from keras_vit.models.vit import ViT
+from keras_vit.weights import hub
 from keras_vit.weights import loading
 from keras_vit.weights import reader
 
@@ -233,18 +234,17 @@ def convert(
     overwrite=False,
     verbose="auto",
     position_embedding_tokens=None,
-    interpolation=loading.DEFAULT_INTERPOLATION,
-    antialias=loading.DEFAULT_ANTIALIAS,
+    interpolation=None,
+    antialias=None,
     report=None,
     **vit_arguments,
 ):
-    """Converts `input_path` (`.npz` / `.safetensors`) to keras_vit's format.
-
-    The output is written to a temporary file next to `output_path` and
-    renamed into place, so an interrupted conversion leaves nothing behind.
+    """Converts `input_path` to keras_vit's format, through a temporary
+    file renamed into place (an interruption leaves nothing behind).
 
     Args:
-        input_path: a released checkpoint.
+        input_path: a released checkpoint (`.npz` / `.safetensors`), or a
+            Hub repo built from its config (`hub.configured`).
         output_path: a `.weights.h5` (weights only) or `.keras` (whole
             model) path; its folder must exist.
         model: builder name, variant or preset's unique name; defaults to
@@ -265,14 +265,11 @@ def convert(
             position embeddings' count does not say whether they cover the
             prefix tokens (see `keras_vit.weights.read_checkpoint`).
             Defaults to `None`: from the file.
-        interpolation: how the position embeddings are resampled for an
-            `image_size` (in `vit_arguments`) of another patch grid than
-            the checkpoint's, as for `keras_vit.load_weights`. Defaults to
-            its default, `"bilinear_align_corners"`.
-        antialias: bool, whether that resampling low-pass filters onto a
-            smaller grid (`interpolation="bicubic", antialias=True`:
-            timm's and DINOv2's), as for `keras_vit.load_weights`.
-            Defaults to `False`.
+        interpolation, antialias: how the position embeddings are
+            resampled for an `image_size` (in `vit_arguments`) of another
+            patch grid than the checkpoint's, as for
+            `keras_vit.load_weights`. Defaults to `None`: a Hub repo's
+            library's, else keras_vit's (bilinear, align corners).
         report: a function given the message of what the model assumed
             (`assumed`). Defaults to `None`: a `UserWarning`.
         **vit_arguments: `keras_vit.ViT` arguments, those no file records
@@ -282,28 +279,70 @@ def convert(
     Returns:
         The converted `keras_vit.ViT`.
     """
-    resize = loading.checked_resampling(interpolation, antialias)
     output_path = _checked_paths(input_path, output_path, overwrite)
     if num_heads is not None:
         num_heads = arg_checks.positive_int("num_heads", num_heads)
-    progress = keras.utils.Progbar(
-        3, verbose=arg_checks.verbosity("verbose", verbose), unit_name="step"
-    )
-    checkpoint = reader.read_checkpoint(
-        input_path,
+    settled = dict(
+        model=model,
         source_grid=source_grid,
         position_embedding_tokens=position_embedding_tokens,
     )
-    progress.update(1)
-    vit = model_for_checkpoint(
-        checkpoint, model, num_heads=num_heads, **resize, **vit_arguments
+    options = dict(
+        num_heads=num_heads, interpolation=interpolation, antialias=antialias
     )
+    if hub.configured(input_path)[0] is not None:
+        vit = _configured(input_path, settled, options, vit_arguments)
+        _write(vit, output_path)
+        return vit
+    progress = keras.utils.Progbar(
+        3, verbose=arg_checks.verbosity("verbose", verbose), unit_name="step"
+    )
+    vit, checkpoint = _converted(input_path, settled, options, vit_arguments)
     progress.update(2)
     _write(vit, output_path)
     progress.update(3, finalize=True)
     given = set(vit_arguments) | ({"num_heads"} if num_heads else set())
     _report_assumed(checkpoint, vit, given, report)
     return vit
+
+
+def _converted(input_path, settled, options, vit_arguments):
+    """`convert`'s model and checkpoint for a file without a config."""
+    interpolation, antialias = options["interpolation"], options["antialias"]
+    resize = loading.checked_resampling(
+        loading.DEFAULT_INTERPOLATION
+        if interpolation is None
+        else interpolation,
+        loading.DEFAULT_ANTIALIAS if antialias is None else antialias,
+    )
+    checkpoint = reader.read_checkpoint(
+        input_path,
+        source_grid=settled["source_grid"],
+        position_embedding_tokens=settled["position_embedding_tokens"],
+    )
+    vit = model_for_checkpoint(
+        checkpoint,
+        settled["model"],
+        num_heads=options["num_heads"],
+        **resize,
+        **vit_arguments,
+    )
+    return vit, checkpoint
+
+
+def _configured(input_path, refused, options, vit_arguments):
+    """`convert`'s model for a Hub repo: `ViT.from_preset` with
+    `vit_arguments` and the `options` given (`num_heads`, checked against
+    the config, and the resampling); `refused`, the options that its
+    configuration settles, are refused by name where given."""
+    for name, value in refused.items():
+        if value is not None:
+            raise ValueError(
+                f"`{name}` is for a checkpoint without a config.json; "
+                f"{input_path!r} has one. Received: {name}={value!r}"
+            )
+    given = {k: v for k, v in options.items() if v is not None}
+    return ViT.from_preset(input_path, **given, **vit_arguments)
 
 
 def _report_assumed(checkpoint, vit, given, report):

@@ -10,30 +10,28 @@ model exists. The model's constructor reads no file.
 from keras_vit import registry
 from keras_vit.data.imagenet import imagenet_class_names
 from keras_vit.models.config import DEFAULTS
+from keras_vit.weights import hub
+from keras_vit.weights import hub_config
 from keras_vit.weights import loading
 from keras_vit.weights import reader
 
 
-def prepare(
-    weights,
-    arguments,
-    interpolation=loading.DEFAULT_INTERPOLATION,
-    antialias=loading.DEFAULT_ANTIALIAS,
-):
+def prepare(weights, arguments, interpolation=None, antialias=None):
     """Resolves `weights` for a `ViT` of `arguments`.
 
     Args:
         weights: a preset name of the arguments' variant, a preset's unique
-            name (which alone gives the variant's numbers), or a weights
-            file (see `keras_vit.ViT.from_preset`).
+            name (which alone gives the variant's numbers), a weights
+            file, or a Hub id or snapshot folder (`hub.arguments`).
         arguments: the `ViT`'s architecture arguments, a dict (those not
             given take `ViT`'s defaults).
         interpolation: how `load` resamples the position embeddings onto
             the model's patch grid, as for `keras_vit.load_weights`.
-            Defaults to its default (`loading.DEFAULT_INTERPOLATION`).
+            Defaults to `None`: the Hub repo's library's, else
+            `loading.DEFAULT_INTERPOLATION`.
         antialias: bool, whether that resampling low-pass filters onto a
-            smaller grid, as for `keras_vit.load_weights`. Defaults to its
-            default (`loading.DEFAULT_ANTIALIAS`).
+            smaller grid, as for `keras_vit.load_weights`. Defaults to
+            `None`: as `interpolation`.
 
     Returns:
         `(arguments, load)`: the arguments with what the weights decide
@@ -56,8 +54,10 @@ def prepare(
         ValueError: for an `interpolation` or `antialias` that
             `keras_vit.load_weights` refuses, before any file is read.
     """
-    resize = loading.checked_resampling(interpolation, antialias)
-    given = dict(arguments)
+    _resampling(interpolation, antialias, _OWN)  # before any file is read
+    user = dict(arguments)
+    given, weights, own = _from_hub(weights, user)
+    resize = _resampling(interpolation, antialias, own)
     named = registry.named_preset(weights) if isinstance(weights, str) else None
     if named is not None:  # a unique name says its variant
         given = {**registry.get_variant(named["variant"]), **given}
@@ -77,6 +77,9 @@ def prepare(
     checkpoint = None
     if not reader.is_native(path):  # keras_vit's own files need the model
         checkpoint = reader.read_checkpoint(path)
+    if own["source"] == "transformers":
+        hub.fill_head(given, checkpoint, user)
+        arguments = {**DEFAULTS, **given}
     _fill_from_checkpoint(given, arguments, preset, checkpoint)
 
     def load(model):
@@ -86,6 +89,36 @@ def prepare(
         loading.load_checkpoint(model, loaded, **resize)
 
     return given, load
+
+
+#: What weights that are no Hub repo bring: keras_vit's resampling.
+_OWN = {
+    "interpolation": loading.DEFAULT_INTERPOLATION,
+    "antialias": loading.DEFAULT_ANTIALIAS,
+    "source": None,
+}
+
+
+def _resampling(interpolation, antialias, own):
+    """The checked resampling arguments: those given, else `own`'s."""
+    return loading.checked_resampling(
+        own["interpolation"] if interpolation is None else interpolation,
+        own["antialias"] if antialias is None else antialias,
+    )
+
+
+def _from_hub(weights, given):
+    """`(given, weights, own)`: for a Hub id, snapshot folder or weights
+    file with a `config.json` beside it (`hub.configured`), `given`
+    over its configuration, its weights file, and its publisher's
+    resampling and `source`; for anything else, as they are, with
+    keras_vit's default resampling."""
+    folder, path = hub.configured(weights)
+    if folder is None:
+        return dict(given), weights, _OWN
+    config = hub_config.read(folder)
+    own = {**config.resampling, "source": config.source}
+    return hub.arguments(config, given), path, own
 
 
 def _from_preset(preset, given):

@@ -20,6 +20,7 @@ explicit `source_grid=` gives it for a file that does not record it.
 """
 
 import dataclasses
+import json
 import os
 
 import numpy as np
@@ -35,7 +36,11 @@ from keras_vit.weights.checkpoint import POSEMB
 
 PICKLE_EXTENSIONS = (".pth", ".pt", ".bin", ".ckpt", ".pkl", ".pickle")
 NATIVE_EXTENSIONS = (".weights.h5", ".keras")
-EXTENSIONS = (".npz", ".safetensors") + NATIVE_EXTENSIONS
+#: The index of a sharded `.safetensors` checkpoint (a large model's
+#: `save_pretrained`): its `weight_map` names each tensor's shard, a file
+#: in the same folder.
+SHARD_INDEX = ".safetensors.index.json"
+EXTENSIONS = (".npz", ".safetensors", SHARD_INDEX) + NATIVE_EXTENSIONS
 
 
 def is_native(path):
@@ -88,14 +93,18 @@ def _read_npz(path, source_grid=None):
 def _read_safetensors(path, source_grid=None, position_embedding_tokens=None):
     import safetensors
 
-    try:
-        with safetensors.safe_open(path, framework="numpy") as file:
-            tensors = {key: file.get_tensor(key) for key in file.keys()}
-    except Exception as e:  # safetensors raises its own SafetensorError
-        raise ValueError(
-            f"Could not read the .safetensors weights file {path!r} "
-            f"(truncated or corrupt?): {e}"
-        ) from None
+    tensors = {}
+    for shard in _shards(path) if path.endswith(SHARD_INDEX) else [path]:
+        try:
+            with safetensors.safe_open(shard, framework="numpy") as file:
+                tensors.update(
+                    {key: file.get_tensor(key) for key in file.keys()}
+                )
+        except Exception as e:  # safetensors raises its own SafetensorError
+            raise ValueError(
+                f"Could not read the .safetensors weights file {shard!r} "
+                f"(truncated or corrupt?): {e}"
+            ) from None
     tensors = {
         k: v.astype("float32")
         if v.dtype.kind == "V" or v.dtype.name == "bfloat16"
@@ -113,6 +122,39 @@ def _read_safetensors(path, source_grid=None, position_embedding_tokens=None):
         f"transformers' ({huggingface.SIGNATURES[0]!r}) ViT naming. Its "
         f"first keys: {sorted(tensors)[:5]}"
     )
+
+
+def shard_names(index):
+    """The shard files a sharded checkpoint's `index` (a
+    `*.safetensors.index.json`) names, sorted: plain file names, each
+    beside it."""
+    try:
+        with open(index, encoding="utf-8") as file:
+            names = sorted(set(json.load(file)["weight_map"].values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(
+            f"Could not read the shard index {index!r}: it must be JSON with "
+            f"a `weight_map` of tensor names to shard files ({e!r})"
+        ) from None
+    for name in names:
+        if not isinstance(name, str) or os.path.basename(name) != name:
+            raise ValueError(
+                f"The shard index {index!r} must name files beside it. "
+                f"Received: {name!r}"
+            )
+    return names
+
+
+def _shards(index):
+    """The paths of `index`'s shards, each of which must exist."""
+    folder = os.path.dirname(index)
+    paths = [os.path.join(folder, name) for name in shard_names(index)]
+    for path in paths:
+        if not os.path.isfile(path):
+            raise ValueError(
+                f"The shard {path!r} that {index!r} names is missing."
+            )
+    return paths
 
 
 def read_checkpoint(
@@ -193,7 +235,7 @@ def _read(path, model, source_grid=None, position_embedding_tokens=None):
         raise ValueError(f"Weights file not found. Received: weights={path!r}")
     if path.endswith(".npz"):
         return _read_npz(path, source_grid)
-    if path.endswith(".safetensors"):
+    if path.endswith((".safetensors", SHARD_INDEX)):
         return _read_safetensors(path, source_grid, position_embedding_tokens)
     if model is None:
         raise ValueError(

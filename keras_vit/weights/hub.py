@@ -1,0 +1,213 @@
+"""Hub repos as weights: an `hf://ORG/NAME[@REVISION]` id, fetched with
+`huggingface_hub` (its shared cache `models--ORG--NAME/snapshots/COMMIT/`,
+`HF_HUB_OFFLINE`, `HF_ENDPOINT`, `HF_TOKEN`), or a snapshot folder on disk
+(`config.json` and `model.safetensors`, with `preprocessor_config.json`
+where the publisher ships one).
+
+`snapshot(source)` turns either into the local folder; `arguments` merges
+the folder's configuration (`keras_vit.weights.hub_config`) with the
+caller's `ViT` arguments, refusing by name an argument that contradicts
+the files in a way that changes the answer.
+"""
+
+import functools
+import os
+
+from keras_vit import extras
+from keras_vit.model_argument import RUN_MODEL_FILE
+from keras_vit.weights import hub_config
+from keras_vit.weights import reader
+
+PREFIX = "hf://"
+WEIGHTS_FILE = "model.safetensors"
+#: A large model's weights in shards, named by this index.
+SHARD_INDEX_FILE = "model" + reader.SHARD_INDEX
+
+
+def is_source(source):
+    """Whether `source` is an `hf://` id or a snapshot folder: a folder
+    holding a `config.json` and no `model.keras` (a training run's folder
+    holds both)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return False
+    text = os.fspath(source)
+    return text.startswith(PREFIX) or (
+        os.path.isfile(os.path.join(text, hub_config.CONFIG_FILE))
+        and not os.path.exists(os.path.join(text, RUN_MODEL_FILE))
+    )
+
+
+def snapshot(source):
+    """The local snapshot folder of `source` (`is_source`), fetching an
+    `hf://` id's files into the Hub cache (only what `read` and the
+    weights need); `None` for anything else.
+
+    Raises:
+        ValueError: naming the id, for a malformed id, a repo, revision or
+            file the Hub (or, offline, its cache) does not have, or a repo
+            without `model.safetensors`.
+        keras_vit.extras.MissingExtraError: without `huggingface_hub`.
+    """
+    if not is_source(source):
+        return None
+    text = os.fspath(source)
+    if not text.startswith(PREFIX):
+        weights_file(text)
+        return text
+    repo, revision = _parse(text)
+    feature = f"Loading {text}"
+    client = (
+        extras.require("huggingface_hub", feature),
+        extras.require("huggingface_hub.errors", feature),
+    )
+    fetch = functools.partial(_fetch, client, text, repo, revision)
+    folder = os.path.dirname(fetch(hub_config.CONFIG_FILE, required=True))
+    fetch(hub_config.PREPROCESSOR_FILE, required=False)
+    if fetch(WEIGHTS_FILE, required=False) is None:
+        index = fetch(SHARD_INDEX_FILE, required=False)
+        if index is None:
+            fetch(WEIGHTS_FILE, required=True)  # raises, naming it
+        for name in reader.shard_names(index):
+            fetch(name, required=True)
+    return folder
+
+
+def _parse(text):
+    """`hf://ORG/NAME[@REVISION]` -> `("ORG/NAME", REVISION or None)`."""
+    repo, _, revision = text[len(PREFIX) :].partition("@")
+    parts = repo.split("/")
+    if len(parts) != 2 or not all(parts) or (_ and not revision):
+        raise ValueError(
+            "A Hub id is hf://ORG/NAME or hf://ORG/NAME@REVISION. "
+            f"Received: {text!r}"
+        )
+    return repo, revision or None
+
+
+def _fetch(client, text, repo, revision, name, required):
+    """One file of the repo, from the cache or the Hub (`client`: the
+    `huggingface_hub` module and its `errors`); `None` for a missing file
+    that is not `required`."""
+    hub, errors = client
+    try:
+        return hub.hf_hub_download(repo, name, revision=revision)
+    except errors.GatedRepoError as error:
+        raise ValueError(
+            f"{text} is gated: accept its terms on the Hub and set HF_TOKEN "
+            f"({_first_line(error)})"
+        ) from None
+    except (errors.RepositoryNotFoundError, errors.RevisionNotFoundError):
+        raise ValueError(
+            f"The Hub has no repo or revision {text} (or it is private: set "
+            "HF_TOKEN)."
+        ) from None
+    except (errors.EntryNotFoundError, errors.LocalEntryNotFoundError) as e:
+        if not required:
+            return None
+        raise ValueError(_missing(text, name, e)) from None
+    except Exception as error:  # noqa: BLE001 - the client's HTTP library (httpx) raises its own transport errors
+        raise ValueError(
+            f"Cannot fetch {name} of {text}: {_first_line(error)}"
+        ) from None
+
+
+def _missing(text, name, error):
+    offline = "offline" in str(error).lower()
+    where = "the Hub cache (HF_HUB_OFFLINE is set)" if offline else text
+    message = f"{where} has no {name} for {text}"
+    if name == WEIGHTS_FILE:
+        message += (
+            f" or {SHARD_INDEX_FILE} (keras_vit reads safetensors only: a "
+            "repo with only pytorch_model.bin is refused, nothing is "
+            "unpickled)"
+        )
+    return message + "."
+
+
+def _first_line(error):
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def configured(path):
+    """The snapshot folder and weights file of `path`: an `hf://` id or
+    snapshot folder (`snapshot`; its `model.safetensors`), or a
+    `.safetensors` file with a `config.json` beside it (that file);
+    `(None, None)` for anything else."""
+    folder = snapshot(path)
+    if folder is not None:
+        return folder, weights_file(folder)
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
+    beside = os.path.dirname(text) or "."
+    if text.endswith(".safetensors") and is_source(beside):
+        return beside, text
+    return None, None
+
+
+def weights_file(folder):
+    """The snapshot `folder`'s `model.safetensors`, else its shards'
+    index, or `ValueError`."""
+    for name in (WEIGHTS_FILE, SHARD_INDEX_FILE):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    raise ValueError(
+        f"The snapshot folder has neither {WEIGHTS_FILE} nor "
+        f"{SHARD_INDEX_FILE} (keras_vit reads safetensors only: "
+        f"pytorch_model.bin is never unpickled). Received: {folder!r}"
+    )
+
+
+def arguments(config, given):
+    """The `ViT` arguments of `config` (a `hub_config.HubConfig`) with
+    `given` over them.
+
+    `given` may change the resolution, the head (a new `num_classes`
+    drops the file's class names), `normalization`, `image_resize` and
+    anything the files do not set; an argument of
+    `hub_config.FIXED` that differs from the files' is refused.
+
+    Raises:
+        ValueError: naming the argument, its value and the files'.
+    """
+    own = dict(config.arguments)
+    for name in hub_config.FIXED:
+        if name in given and name in own and given[name] != own[name]:
+            raise ValueError(
+                f"`{name}` contradicts the {config.source} config of "
+                f"{config.name!r} ({name}={own[name]!r}), which the weights "
+                f"were trained with. Received: {name}={given[name]!r}"
+            )
+    head_changed = given.get("include_top") is False or (
+        "num_classes" in given
+        and given["num_classes"] != own.get("num_classes")
+    )
+    if head_changed:
+        own.pop("class_names", None)
+    if "num_classes" in given and "include_top" not in given:
+        own["include_top"] = True
+    return {**own, **given}
+
+
+def fill_head(given, checkpoint, user):
+    """Fills in `given` the head of a transformers snapshot, whose config
+    does not say whether the file has one (`CLIPVisionModel` or
+    `CLIPModel`): the checkpoint's, with its layout's classifier
+    activation (a CLIP projection gives embeddings); drops the files'
+    class names (not those in `user`, the caller's arguments) where they
+    do not name the head's outputs."""
+    if "include_top" not in given:
+        given["include_top"] = checkpoint.num_classes is not None
+        if checkpoint.num_classes is not None:
+            given.setdefault("num_classes", checkpoint.num_classes)
+        if "classifier_activation" in checkpoint.layout_defaults:
+            given.setdefault(
+                "classifier_activation",
+                checkpoint.layout_defaults["classifier_activation"],
+            )
+    names = given.get("class_names")
+    if (
+        names is not None
+        and "class_names" not in user
+        and (not given["include_top"] or len(names) != given.get("num_classes"))
+    ):
+        del given["class_names"]

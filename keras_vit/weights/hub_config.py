@@ -1,0 +1,503 @@
+"""What a Hub repo's own files say about its model: the reader of a
+snapshot folder's `config.json` (and `preprocessor_config.json`), as the
+`keras_vit.ViT` arguments it gives. Reads files only; downloads nothing.
+
+Two publishers' layouts:
+
+- timm (`save_for_hf`): `architecture` (a timm model name), `num_classes`,
+  `label_names`, `model_args` (only what differs from the architecture's
+  own arguments) and `pretrained_cfg` (`input_size`, `mean`, `std`,
+  `crop_pct`, `interpolation`, `crop_mode`). The architectures' own
+  arguments are `TIMM_ARCHITECTURES`, captured from timm 1.0.31's entry
+  points (`tests/golden/make_timm_architectures.py`).
+- transformers (`save_pretrained`): `model_type` with the config class's
+  fields, nested in `vision_config` for the two-tower CLIP and SigLIP
+  models, and the image processor's `preprocessor_config.json`
+  (`image_mean`, `image_std`, `size`, `crop_size`, `do_center_crop`,
+  `resample`). A field left at its class default is not written;
+  `TRANSFORMERS_DEFAULTS` holds those defaults (transformers 5.25's
+  `models/*/configuration_*.py`).
+
+`read(folder)` returns a `HubConfig`: the architecture (arguments that
+change the answer and that an override may not contradict), the settings
+an override may change (resolution, head, class names, normalisation,
+resize), and how the publisher's library resamples position embeddings.
+"""
+
+import dataclasses
+import json
+import os
+import pathlib
+
+from keras_vit.weights.huggingface import transformers_resampling
+
+CONFIG_FILE = "config.json"
+PREPROCESSOR_FILE = "preprocessor_config.json"
+
+#: timm's ViT architectures by name: their entry point's `model_args`
+#: (`norm_eps` for a LayerNorm of another epsilon than timm's 1e-6).
+TIMM_ARCHITECTURES = json.loads(
+    (pathlib.Path(__file__).parent / "timm_architectures.json").read_text()
+)
+
+#: timm's `VisionTransformer` defaults of the arguments read here.
+TIMM_DEFAULTS = {
+    "mlp_ratio": 4.0,
+    "class_token": True,
+    "reg_tokens": 0,
+    "global_pool": "token",
+    "init_values": None,
+    "no_embed_class": False,
+    "pre_norm": False,
+    "fc_norm": None,
+    "qk_norm": False,
+    "act_layer": "gelu",
+    "norm_eps": 1e-6,
+    "img_size": 224,
+    "in_chans": 3,
+}
+
+#: timm `model_args` that change nothing keras_vit computes, or that the
+#: config says elsewhere (`num_classes`, `global_pool` beside them).
+_TIMM_IGNORED = (
+    "dynamic_img_size",
+    "drop_rate",
+    "drop_path_rate",
+    "num_classes",
+)
+
+#: timm `global_pool` -> keras_vit `pooling`.
+_TIMM_POOLING = {"token": "token", "avg": "gap", "map": "map"}
+
+#: Each transformers vision config class's defaults, by `model_type`
+#: (transformers 5.25: `ViTConfig` and the same fields of `Dinov2Config`,
+#: `Dinov2WithRegistersConfig`, `CLIPVisionConfig`, `SiglipVisionConfig`).
+TRANSFORMERS_DEFAULTS = {
+    "vit": {
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "intermediate_size": 3072,
+        "hidden_act": "gelu",
+        "layer_norm_eps": 1e-12,
+        "image_size": 224,
+        "patch_size": 16,
+    },
+    "dinov2": {
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "mlp_ratio": 4,
+        "hidden_act": "gelu",
+        "layer_norm_eps": 1e-6,
+        "image_size": 224,
+        "patch_size": 14,
+        "use_swiglu_ffn": False,
+    },
+    "dinov2_with_registers": {
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "mlp_ratio": 4,
+        "hidden_act": "gelu",
+        "layer_norm_eps": 1e-6,
+        "image_size": 224,
+        "patch_size": 16,
+        "use_swiglu_ffn": False,
+        "num_register_tokens": 4,
+    },
+    "clip_vision_model": {
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "image_size": 224,
+        "patch_size": 32,
+        "hidden_act": "quick_gelu",
+        "layer_norm_eps": 1e-5,
+    },
+    "siglip_vision_model": {
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "image_size": 224,
+        "patch_size": 16,
+        "hidden_act": "gelu_pytorch_tanh",
+        "layer_norm_eps": 1e-6,
+        "vision_use_head": True,
+    },
+}
+#: The two-tower models, whose image tower's config is `vision_config`.
+_TWO_TOWER = {"clip": "clip_vision_model", "siglip": "siglip_vision_model"}
+
+#: transformers `hidden_act` -> keras_vit `activation`.
+_TRANSFORMERS_ACTIVATION = {
+    "gelu": "gelu",
+    "quick_gelu": "quick_gelu",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_new": "gelu_tanh",
+}
+
+#: Each image processor's mean and std where `preprocessor_config.json` is
+#: absent or omits them: ViT's 0.5, ImageNet's (DINOv2's
+#: `BitImageProcessor`), OpenAI CLIP's, and SigLIP's 0.5.
+_IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
+_PROCESSOR_NORMALIZATION = {
+    "vit": {"mean": (0.5,) * 3, "std": (0.5,) * 3},  # ViTImageProcessor's
+    "dinov2": _IMAGENET,
+    "dinov2_with_registers": _IMAGENET,
+    "clip_vision_model": {
+        "mean": (0.48145466, 0.4578275, 0.40821073),
+        "std": (0.26862954, 0.26130258, 0.27577711),
+    },
+    "siglip_vision_model": {"mean": (0.5,) * 3, "std": (0.5,) * 3},
+}
+#: PIL's resampling codes (`resample` in a processor config).
+_PIL_RESAMPLE = {2: "bilinear", 3: "bicubic"}
+
+#: The `ViT` arguments a user's value may not contradict: they change
+#: what the weights compute.
+FIXED = (
+    "patch_size",
+    "hidden_dim",
+    "num_layers",
+    "num_heads",
+    "mlp_dim",
+    "activation",
+    "layer_norm_epsilon",
+    "class_token",
+    "num_register_tokens",
+    "pooling",
+    "norm_pre",
+    "patch_bias",
+    "fc_norm",
+    "qk_norm",
+    "position_embedding_tokens",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class HubConfig:
+    """A snapshot's configuration as `keras_vit.ViT` arguments.
+
+    Attributes:
+        source: `"timm"` or `"transformers"`.
+        name: the timm architecture or the transformers `model_type`.
+        arguments: the `ViT` arguments the files give (architecture,
+            resolution, head, `normalization`, `image_resize`,
+            `class_names`).
+        resampling: `{"interpolation", "antialias"}`: how the publisher's
+            library resamples the position embeddings to another size.
+    """
+
+    source: str
+    name: str
+    arguments: dict
+    resampling: dict
+
+
+def read(folder):
+    """The `HubConfig` of the snapshot `folder`.
+
+    Raises:
+        ValueError: naming the file and field, for a missing or malformed
+            `config.json`, an unknown architecture or `model_type`, or a
+            field keras_vit cannot build.
+    """
+    config = _json(folder, CONFIG_FILE, required=True)
+    if "architecture" in config:
+        return _timm(config, folder)
+    if "model_type" in config:
+        processor = _json(folder, PREPROCESSOR_FILE, required=False)
+        return _transformers(config, processor or {}, folder)
+    raise ValueError(
+        f"{_where(folder, CONFIG_FILE)} names neither a timm `architecture` "
+        "nor a transformers `model_type`. Received: keys "
+        f"{sorted(config)[:20]}"
+    )
+
+
+def _where(folder, name):
+    return os.path.join(os.fspath(folder), name)
+
+
+def _json(folder, name, required):
+    path = _where(folder, name)
+    if not os.path.isfile(path):
+        if required:
+            raise ValueError(
+                f"The snapshot folder has no {name}. Received: {folder!r}"
+            )
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            value = json.load(file)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"Cannot read {path}: {error}") from None
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"{path} must hold a JSON object. Received: {type(value).__name__}"
+        )
+    return value
+
+
+def _field(config, key, kind, where, default=None):
+    """`config[key]` (or `default`), checked to be a `kind`."""
+    value = config.get(key, default)
+    ok = isinstance(value, kind) and not (
+        isinstance(value, bool) and bool not in _tuple(kind)
+    )
+    if not ok:
+        raise ValueError(
+            f"{where}: `{key}` must be a {_names(kind)}. Received: "
+            f"{key}={value!r}"
+        )
+    return value
+
+
+def _tuple(kind):
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _names(kind):
+    return " or ".join(k.__name__ for k in _tuple(kind))
+
+
+def _timm(config, folder):
+    where = _where(folder, CONFIG_FILE)
+    name = _field(config, "architecture", str, where)
+    if name not in TIMM_ARCHITECTURES:
+        raise ValueError(
+            f"{where}: keras_vit does not know the timm architecture "
+            f"{name!r} (it knows {len(TIMM_ARCHITECTURES)} ViTs, e.g. "
+            "vit_base_patch16_224, vit_small_patch14_reg4_dinov2). "
+            f"Received: architecture={name!r}"
+        )
+    given = _field(config, "model_args", dict, where, default={})
+    args = {**TIMM_DEFAULTS, **TIMM_ARCHITECTURES[name]}
+    for key, value in given.items():
+        if key in _TIMM_IGNORED:
+            continue
+        if key not in TIMM_DEFAULTS and key not in TIMM_ARCHITECTURES[name]:
+            raise ValueError(
+                f"{where}: keras_vit cannot build the timm model argument "
+                f"`{key}`. Received: model_args={given!r}"
+            )
+        args[key] = value
+    arguments = _timm_arguments(args, where)
+    pretrained = _field(config, "pretrained_cfg", dict, where, default={})
+    arguments.update(_timm_preprocessing(pretrained, args, where))
+    num_classes = _field(config, "num_classes", int, where, default=1000)
+    if num_classes < 0:
+        raise ValueError(
+            f"{where}: `num_classes` must be 0 (no head) or more. "
+            f"Received: num_classes={num_classes!r}"
+        )
+    arguments["include_top"] = num_classes > 0
+    if num_classes > 0:
+        arguments["num_classes"] = num_classes
+    names = config.get("label_names")
+    if names is not None and num_classes > 0:
+        arguments["class_names"] = _field(config, "label_names", list, where)
+    resampling = {"interpolation": "bicubic_pytorch", "antialias": True}
+    return HubConfig("timm", name, arguments, resampling)
+
+
+def _timm_arguments(args, where):
+    """timm `VisionTransformer` arguments -> `ViT` arguments."""
+    pooling = _TIMM_POOLING.get(args["global_pool"])
+    activation = args["act_layer"]
+    if pooling is None or activation not in ("gelu", "quick_gelu", "gelu_tanh"):
+        raise ValueError(
+            f"{where}: keras_vit has no equivalent of global_pool="
+            f"{args['global_pool']!r} / act_layer={activation!r}"
+        )
+    width = args["embed_dim"]
+    arguments = {
+        "patch_size": args["patch_size"],
+        "hidden_dim": width,
+        "num_layers": args["depth"],
+        "num_heads": args["num_heads"],
+        "mlp_dim": int(width * args["mlp_ratio"]),
+        "activation": activation,
+        "layer_norm_epsilon": args["norm_eps"],
+        "class_token": args["class_token"],
+        "num_register_tokens": args["reg_tokens"],
+        "pooling": pooling,
+        "norm_pre": args["pre_norm"],
+        "patch_bias": not args["pre_norm"],
+        "fc_norm": pooling == "gap"
+        if args["fc_norm"] is None
+        else args["fc_norm"],
+        "qk_norm": args["qk_norm"],
+        "num_channels": args["in_chans"],
+    }
+    if args["init_values"] is not None:
+        arguments["layer_scale_init"] = args["init_values"]
+    prefix = args["class_token"] or args["reg_tokens"]
+    if args["no_embed_class"] and prefix:
+        arguments["position_embedding_tokens"] = "patches"
+    return arguments
+
+
+def _timm_preprocessing(pretrained, args, where):
+    """`pretrained_cfg` -> `image_size`, `normalization`, `image_resize`."""
+    img_size = args["img_size"]
+    if isinstance(img_size, int):
+        img_size = [img_size, img_size]
+    size = pretrained.get("input_size", [args["in_chans"], *img_size])
+    if not isinstance(size, list) or len(size) != 3:
+        raise ValueError(
+            f"{where}: `pretrained_cfg['input_size']` must be [C, H, W]. "
+            f"Received: input_size={size!r}"
+        )
+    settings = {"image_size": size[1] if size[1] == size[2] else size[1:]}
+    if "mean" in pretrained and "std" in pretrained:
+        settings["normalization"] = {
+            "mean": tuple(pretrained["mean"]),
+            "std": tuple(pretrained["std"]),
+        }
+    mode = pretrained.get("crop_mode", "center")
+    if mode not in ("center", "squash"):
+        raise ValueError(
+            f"{where}: keras_vit resizes by a centre crop or squashing. "
+            f"Received: pretrained_cfg['crop_mode']={mode!r}"
+        )
+    interpolation = pretrained.get("interpolation", "bicubic")
+    settings["image_resize"] = {
+        "crop_pct": None
+        if mode == "squash"
+        else pretrained.get("crop_pct", 0.875),
+        "interpolation": interpolation
+        if interpolation in ("bilinear", "bicubic")
+        else "bicubic",
+        "antialias": True,
+    }
+    return settings
+
+
+def _transformers(config, processor, folder):
+    where = _where(folder, CONFIG_FILE)
+    model_type = _field(config, "model_type", str, where)
+    labels = config
+    if model_type in _TWO_TOWER:
+        config = _field(config, "vision_config", dict, where, default={})
+        model_type = _TWO_TOWER[model_type]
+    elif model_type in ("clip", "siglip"):
+        model_type = f"{model_type}_vision_model"
+    if model_type not in TRANSFORMERS_DEFAULTS:
+        raise ValueError(
+            f"{where}: keras_vit reads these transformers model types: "
+            f"{', '.join(sorted({*TRANSFORMERS_DEFAULTS, *_TWO_TOWER}))}. "
+            f"Received: model_type={model_type!r}"
+        )
+    args = {**TRANSFORMERS_DEFAULTS[model_type], **config}
+    arguments = _transformers_arguments(model_type, args, where)
+    arguments.update(
+        _processor_settings(model_type, processor, args["image_size"])
+    )
+    names = _class_names(labels.get("id2label"), where)
+    if names is not None:
+        arguments["class_names"] = names
+    resampling = transformers_resampling(model_type)
+    return HubConfig("transformers", model_type, arguments, resampling)
+
+
+def _transformers_arguments(model_type, args, where):
+    """A transformers vision config's fields -> `ViT` arguments."""
+    activation = _TRANSFORMERS_ACTIVATION.get(args["hidden_act"])
+    if activation is None:
+        raise ValueError(
+            f"{where}: keras_vit has no activation {args['hidden_act']!r}; "
+            f"it has {sorted(_TRANSFORMERS_ACTIVATION)}. Received: "
+            f"hidden_act={args['hidden_act']!r}"
+        )
+    if args.get("use_swiglu_ffn"):
+        raise ValueError(
+            f"{where}: keras_vit has no SwiGLU MLP. Received: "
+            "use_swiglu_ffn=True"
+        )
+    width = _field(args, "hidden_size", int, where)
+    mlp = args.get("intermediate_size") or width * args.get("mlp_ratio", 4)
+    arguments = {
+        "patch_size": _field(args, "patch_size", int, where),
+        "hidden_dim": width,
+        "num_layers": _field(args, "num_hidden_layers", int, where),
+        "num_heads": _field(args, "num_attention_heads", int, where),
+        "mlp_dim": int(mlp),
+        "activation": activation,
+        "layer_norm_epsilon": float(args["layer_norm_eps"]),
+    }
+    if model_type.startswith("dinov2"):
+        arguments["layer_scale_init"] = 1e-5
+        arguments["include_top"] = False
+    if model_type == "dinov2_with_registers":
+        arguments["num_register_tokens"] = args["num_register_tokens"]
+        arguments["position_embedding_tokens"] = "patches"
+    if model_type == "clip_vision_model":
+        arguments.update(norm_pre=True, patch_bias=False)
+    if model_type == "siglip_vision_model":
+        arguments["class_token"] = False
+        arguments["pooling"] = "map" if args["vision_use_head"] else "gap"
+    return arguments
+
+
+def _processor_settings(model_type, processor, config_size):
+    """`preprocessor_config.json` -> `image_size` (the size the processor
+    feeds: its crop, else its resize), `normalization`, `image_resize`."""
+    default = _PROCESSOR_NORMALIZATION[model_type]
+    settings = {
+        "normalization": {
+            "mean": tuple(processor.get("image_mean", default["mean"])),
+            "std": tuple(processor.get("image_std", default["std"])),
+        }
+    }
+    size = processor.get("size") or {}
+    crop = processor.get("crop_size") or {}
+    if isinstance(crop, int):  # older processors' `crop_size: 224`
+        crop = {"height": crop, "width": crop}
+    if isinstance(size, int):  # the shorter side where a crop follows
+        crop_follows = processor.get("do_center_crop")
+        size = (
+            {"shortest_edge": size}
+            if crop_follows
+            else {"height": size, "width": size}
+        )
+    interpolation = _PIL_RESAMPLE.get(processor.get("resample"), "bicubic")
+    if processor.get("do_center_crop") and crop and "shortest_edge" in size:
+        image_size = crop.get("height", config_size)
+        crop_pct = image_size / size["shortest_edge"]
+    elif "height" in size:
+        image_size, crop_pct = size["height"], None
+    else:
+        image_size, crop_pct = config_size, None
+    settings["image_size"] = image_size
+    settings["image_resize"] = {
+        "crop_pct": crop_pct,
+        "interpolation": interpolation,
+        "antialias": True,
+    }
+    return settings
+
+
+def _class_names(id2label, where):
+    """`id2label` in index order, or `None` for none or transformers'
+    placeholders (`LABEL_0`, `LABEL_1`, ...)."""
+    if not id2label:
+        return None
+    if not isinstance(id2label, dict):
+        raise ValueError(
+            f"{where}: `id2label` must map indices to names. Received: "
+            f"id2label={id2label!r}"
+        )
+    try:
+        names = [id2label[key] for key in sorted(id2label, key=int)]
+    except ValueError:
+        raise ValueError(
+            f"{where}: `id2label`'s keys must be indices. Received: "
+            f"{sorted(id2label)[:10]}"
+        ) from None
+    if names == [f"LABEL_{i}" for i in range(len(names))]:
+        return None
+    return names

@@ -1,0 +1,231 @@
+"""Make tiny Hub snapshot folders (tests/golden/hub/NAME/) of four real
+repos, in the layout each publisher's library writes, with the outputs
+of that library on them.
+
+DEVELOPER-SIDE ONLY: needs torch, timm and transformers (the reference
+environment: torch 2.14.1 CPU, timm 1.0.31, transformers 5.25.0); the
+tests read only the small files it writes. No network access; nothing is
+downloaded. Run from the repository root:
+
+    /work/ref-venv/bin/python tests/golden/make_hub_snapshots.py
+
+Each folder's `config.json` is what the publisher's library writes for
+the real repo's configuration (its field values, from the repos named
+below), and `preprocessor_config.json` the repo's own, with the model
+shrunk: width 16, 2 layers, 2 heads, MLP 64 (and,
+for the two-tower models, a text tower of 64 tokens). Every parameter is
+moved away from its initialisation (+ N(0, 0.1); LayerScale N(0, 0.5));
+eval mode, eager attention, one thread, fixed seeds.
+
+* `timm_dinov2_reg4`: timm `vit_small_patch14_reg4_dinov2.lvd142m`,
+  written by timm's own `save_for_hf` (518 px, ImageNet mean/std,
+  crop_pct 1.0, bicubic; no head).
+* `dinov2_small`: transformers `facebook/dinov2-small` (`Dinov2Model`,
+  config image_size 518; `BitImageProcessor`: resize shortest edge 256,
+  centre crop 224, bicubic, ImageNet mean/std). The expected outputs are
+  on 224 px inputs, where transformers interpolates the position
+  embeddings at run time.
+* `clip_b16`: transformers `openai/clip-vit-base-patch16` (`CLIPModel`:
+  quick GELU, eps 1e-5, projection_dim 512 shrunk to 8;
+  `CLIPImageProcessor`: shortest edge 224, crop 224, bicubic, OpenAI's
+  mean/std). Expected: the image embeddings (`visual_projection` of the
+  pooled output).
+* `siglip_b16`: transformers `google/siglip-base-patch16-224`
+  (`SiglipModel`: gelu_pytorch_tanh, eps 1e-6, MAP head;
+  `SiglipImageProcessor`: 224x224, bicubic, mean/std 0.5). Expected: the
+  vision tower's `pooler_output`.
+
+`expected.npz` in each: `output` (1, ...) for the input
+`np.random.default_rng(0).random((1, S, S, 3), dtype=np.float32)`
+([0, 1] pixels; S the size the model is fed), normalised with the
+folder's mean and std before the model (NCHW for PyTorch).
+"""
+
+import json
+import pathlib
+import shutil
+
+import numpy as np
+import timm
+import torch
+import transformers
+from timm.models._hub import save_for_hf
+
+HERE = pathlib.Path(__file__).resolve().parent / "hub"
+SMALL = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2)
+
+
+def _perturb(model, seed):
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            scale = 0.5 if "gamma" in name or "lambda1" in name else 0.1
+            param.add_(torch.randn(param.shape, generator=generator) * scale)
+    return model.eval()
+
+
+def _input(size, mean, std):
+    pixels = np.random.default_rng(0).random((1, size, size, 3), np.float32)
+    normalised = (pixels - np.float32(mean)) / np.float32(std)
+    return torch.from_numpy(normalised.transpose(0, 3, 1, 2).copy())
+
+
+def _write(folder, config, processor, output):
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    if processor is not None:
+        text = json.dumps(processor, indent=2) + "\n"
+        (folder / "preprocessor_config.json").write_text(text)
+    np.savez_compressed(folder / "expected.npz", output=output)
+
+
+def timm_dinov2_reg4():
+    folder = HERE / "timm_dinov2_reg4"
+    shutil.rmtree(folder, ignore_errors=True)
+    model_args = dict(embed_dim=16, depth=2, num_heads=2, mlp_ratio=4.0)
+    model = timm.create_model(
+        "vit_small_patch14_reg4_dinov2.lvd142m",
+        pretrained=False,
+        num_classes=0,
+        **model_args,
+    )
+    _perturb(model, 1)
+    save_for_hf(model, folder, model_args=model_args, safe_serialization=True)
+    cfg = model.pretrained_cfg
+    with torch.no_grad():
+        out = model(_input(518, cfg["mean"], cfg["std"])).numpy()
+    np.savez_compressed(folder / "expected.npz", output=out)
+    for extra in folder.glob("*.bin"):
+        extra.unlink()
+
+
+IMAGENET = dict(
+    image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225]
+)
+
+
+def dinov2_small():
+    folder = HERE / "dinov2_small"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    # facebook/dinov2-small config.json, shrunk (hidden_size 384,
+    # num_attention_heads 6, num_hidden_layers 12 in the repo).
+    config = {
+        "architectures": ["Dinov2Model"],
+        "attention_probs_dropout_prob": 0.0,
+        "drop_path_rate": 0.0,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.0,
+        "hidden_size": 16,
+        "image_size": 518,
+        "initializer_range": 0.02,
+        "layer_norm_eps": 1e-06,
+        "layerscale_value": 1.0,
+        "mlp_ratio": 4,
+        "model_type": "dinov2",
+        "num_attention_heads": 2,
+        "num_channels": 3,
+        "num_hidden_layers": 2,
+        "patch_size": 14,
+        "qkv_bias": True,
+        "torch_dtype": "float32",
+        "transformers_version": "4.31.0.dev0",
+        "use_swiglu_ffn": False,
+    }
+    processor = {
+        "crop_size": {"height": 224, "width": 224},
+        "do_center_crop": True,
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_resize": True,
+        **IMAGENET,
+        "image_processor_type": "BitImageProcessor",
+        "resample": 3,
+        "rescale_factor": 0.00392156862745098,
+        "size": {"shortest_edge": 256},
+    }
+    model = transformers.Dinov2Model(transformers.Dinov2Config(**config))
+    _perturb(model, 2).save_pretrained(folder)
+    with torch.no_grad():
+        x = _input(224, IMAGENET["image_mean"], IMAGENET["image_std"])
+        out = model(pixel_values=x).pooler_output.numpy()
+    _write(folder, config, processor, out)
+
+
+def _two_tower(name, kind, vision, text, processor, seed):
+    folder = HERE / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    config_class = getattr(transformers, f"{kind}Config")
+    config = config_class(text_config=text, vision_config=vision)
+    model = getattr(transformers, f"{kind}Model")(config)
+    _perturb(model, seed).save_pretrained(folder)
+    x = _input(224, processor["image_mean"], processor["image_std"])
+    with torch.no_grad():
+        pooled = model.vision_model(pixel_values=x).pooler_output
+        if kind == "CLIP":
+            pooled = model.visual_projection(pooled)
+    written = json.loads((folder / "config.json").read_text())
+    _write(folder, written, processor, pooled.numpy())
+
+
+def clip_b16():
+    # openai/clip-vit-base-patch16: vision hidden_size 768, 12 heads, 12
+    # layers, intermediate 3072, patch 16, image 224, projection_dim 512,
+    # hidden_act quick_gelu (CLIPVisionConfig's default, written there).
+    vision = dict(
+        SMALL, intermediate_size=64, patch_size=16, image_size=224,
+        hidden_act="quick_gelu", layer_norm_eps=1e-5, projection_dim=8,
+    )  # fmt: skip
+    text = dict(SMALL, intermediate_size=64, vocab_size=64, projection_dim=8)
+    processor = {
+        "crop_size": 224,
+        "do_center_crop": True,
+        "do_normalize": True,
+        "do_resize": True,
+        "feature_extractor_type": "CLIPFeatureExtractor",
+        "image_mean": [0.48145466, 0.4578275, 0.40821073],
+        "image_std": [0.26862954, 0.26130258, 0.27577711],
+        "resample": 3,
+        "size": 224,
+    }
+    _two_tower("clip_b16", "CLIP", vision, text, processor, 3)
+
+
+def siglip_b16():
+    # google/siglip-base-patch16-224: vision hidden_size 768, 12 heads,
+    # 12 layers, intermediate 3072, patch 16, image 224 (its
+    # vision_config omits most of these, left at SiglipVisionConfig's
+    # defaults; save_pretrained here writes every field, and the
+    # reader's defaults are tested apart in tests/weights/test_hub.py).
+    vision = dict(SMALL, intermediate_size=64, patch_size=16, image_size=224)
+    text = dict(SMALL, intermediate_size=64, vocab_size=64)
+    processor = {
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_processor_type": "SiglipImageProcessor",
+        "image_std": [0.5, 0.5, 0.5],
+        "processor_class": "SiglipProcessor",
+        "resample": 3,
+        "rescale_factor": 0.00392156862745098,
+        "size": {"height": 224, "width": 224},
+    }
+    _two_tower("siglip_b16", "Siglip", vision, text, processor, 4)
+
+
+def main():
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    timm_dinov2_reg4()
+    dinov2_small()
+    clip_b16()
+    siglip_b16()
+    for path in sorted(HERE.rglob("*")):
+        if path.is_file():
+            print(path.relative_to(HERE), path.stat().st_size)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Writes keras_vit/weights/timm_architectures.json: the `model_args` of
+each timm ViT architecture that keras_vit builds, as timm's own entry
+points pass them (captured by calling each registered entry point of
+`timm.models.vision_transformer` with `_create_vision_transformer`
+replaced, so nothing is built or downloaded).
+
+A Hub repo's `config.json` names its `architecture` and writes only the
+`model_args` it changed; the architecture's own arguments come from here.
+Kept: those whose every argument keras_vit has (LayerNorm, GELU / quick
+GELU / tanh GELU, token / avg / map pooling); dropped: SwiGLU, RMSNorm,
+parallel blocks, no final norm, and the like.
+
+Run with the reference environment (timm 1.0.31):
+    /work/ref-venv/bin/python tests/golden/make_timm_architectures.py
+"""
+
+import json
+import pathlib
+import re
+
+import timm
+import timm.models.vision_transformer as vision_transformer
+
+OUTPUT = (
+    pathlib.Path(__file__).resolve().parents[2]
+    / "keras_vit/weights/timm_architectures.json"
+)
+KEPT = {
+    "patch_size", "embed_dim", "depth", "num_heads", "mlp_ratio",
+    "init_values", "reg_tokens", "no_embed_class", "class_token",
+    "global_pool", "pre_norm", "norm_layer", "act_layer", "img_size",
+    "fc_norm", "dynamic_img_size", "qk_norm",
+}  # fmt: skip
+
+
+class _Captured(Exception):
+    pass
+
+
+def _capture(name):
+    captured = {}
+
+    def create(variant, pretrained=False, **kwargs):
+        captured.update(kwargs)
+        raise _Captured
+
+    vision_transformer._create_vision_transformer = create
+    try:
+        timm.models.model_entrypoint(name)()
+    except _Captured:
+        return captured
+    return None
+
+
+def _kept(args):
+    if args is None or set(args) - KEPT:
+        return None
+    args = dict(args)
+    args.pop("dynamic_img_size", None)
+    norm = args.pop("norm_layer", None)
+    if norm is not None:
+        text = repr(norm)
+        if "LayerNorm" not in text:
+            return None
+        args["norm_eps"] = float(re.search(r"eps=([0-9.e-]+)", text)[1])
+    if args.get("act_layer", "gelu") not in ("gelu", "quick_gelu", "gelu_tanh"):
+        return None
+    if args.get("global_pool", "token") not in ("token", "avg", "map"):
+        return None
+    return args
+
+
+def main():
+    table = {}
+    for name in timm.list_models(module="vision_transformer"):
+        args = _kept(_capture(name)) if name.startswith("vit_") else None
+        if args is not None and "patch_size" in args:
+            table[name] = args
+    lines = [f"  {json.dumps(n)}: {json.dumps(a)}" for n, a in table.items()]
+    OUTPUT.write_text("{\n" + ",\n".join(lines) + "\n}\n")
+    print(f"{len(table)} architectures -> {OUTPUT}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,596 @@
+"""Hub repos: the config reader (`keras_vit.weights.hub_config`), snapshot
+folders and `hf://` ids through `huggingface_hub`'s own cache, offline.
+
+The snapshots in tests/golden/hub/ are tiny copies of four real repos,
+written by timm's `save_for_hf` and transformers' `save_pretrained`, with
+the publisher's library's outputs (tests/golden/make_hub_snapshots.py).
+"""
+
+import http.server
+import json
+import pathlib
+import shutil
+import sys
+import threading
+
+import keras
+import numpy as np
+import pytest
+import safetensors.numpy
+
+import keras_vit
+from keras_vit import cli
+from keras_vit import extras
+from keras_vit import resolver
+from keras_vit.benchmark import throughput
+from keras_vit.weights import hub
+from keras_vit.weights import hub_config
+from keras_vit.weights import timm_folder
+from tests.helpers import TINY
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden" / "hub"
+SNAPSHOTS = ("timm_dinov2_reg4", "dinov2_small", "clip_b16", "siglip_b16")
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _folder(tmp_path, config, processor=None):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    if processor is not None:
+        text = json.dumps(processor)
+        (tmp_path / "preprocessor_config.json").write_text(text)
+    return tmp_path
+
+
+def _pixels(model):
+    size = model.image_size[0]
+    rng = np.random.default_rng(0)
+    return rng.random((1, size, size, 3), np.float32) * 255
+
+
+# The reader alone: what each publisher's config leaves at its defaults.
+
+
+def test_timm_architecture_gives_its_own_arguments(tmp_path):
+    config = {
+        "architecture": "vit_small_patch14_reg4_dinov2",
+        "num_classes": 0,
+        "pretrained_cfg": {"input_size": [3, 518, 518], "crop_pct": 1.0},
+    }
+    read = hub_config.read(_folder(tmp_path, config))
+    args = read.arguments
+    assert (args["hidden_dim"], args["num_heads"], args["mlp_dim"]) == (
+        384,
+        6,
+        1536,
+    )
+    assert args["num_register_tokens"] == 4
+    assert args["layer_scale_init"] == 1e-5
+    assert args["position_embedding_tokens"] == "patches"
+    assert args["image_size"] == 518
+    assert args["include_top"] is False
+    assert read.resampling == {
+        "interpolation": "bicubic_pytorch",
+        "antialias": True,
+    }
+
+
+def test_timm_clip_and_siglip_defaults(tmp_path):
+    clip = hub_config.read(
+        _folder(tmp_path, {"architecture": "vit_base_patch16_clip_224"})
+    ).arguments
+    assert clip["layer_norm_epsilon"] == 1e-5
+    assert clip["norm_pre"] and not clip["patch_bias"]
+    quick = hub_config.read(
+        _folder(
+            tmp_path, {"architecture": "vit_base_patch16_clip_quickgelu_224"}
+        )
+    ).arguments
+    assert quick["activation"] == "quick_gelu"
+    siglip = hub_config.read(
+        _folder(tmp_path, {"architecture": "vit_base_patch16_siglip_224"})
+    ).arguments
+    assert siglip["pooling"] == "map" and not siglip["class_token"]
+
+
+def test_timm_model_args_and_labels_override(tmp_path):
+    config = {
+        "architecture": "vit_base_patch16_224",
+        "num_classes": 2,
+        "label_names": ["cat", "dog"],
+        "model_args": {"global_pool": "avg", "num_heads": 8},
+        "pretrained_cfg": {"mean": [0.5] * 3, "std": [0.5] * 3},
+    }
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["pooling"] == "gap" and args["fc_norm"]
+    assert args["num_heads"] == 8
+    assert args["class_names"] == ["cat", "dog"]
+    assert args["num_classes"] == 2
+    assert args["normalization"] == {"mean": (0.5,) * 3, "std": (0.5,) * 3}
+
+
+@pytest.mark.parametrize(
+    "model_type, expected",
+    [
+        # transformers 5.25 configuration_*.py class defaults.
+        ("dinov2", dict(patch_size=14, activation="gelu", mlp_dim=3072)),
+        ("clip", dict(patch_size=32, activation="quick_gelu", norm_pre=True)),
+        ("siglip", dict(patch_size=16, activation="gelu_tanh", pooling="map")),
+        ("dinov2_with_registers", dict(num_register_tokens=4)),
+        ("vit", dict(patch_size=16, layer_norm_epsilon=1e-12, mlp_dim=3072)),
+    ],
+)
+def test_transformers_class_defaults(tmp_path, model_type, expected):
+    args = hub_config.read(
+        _folder(tmp_path, {"model_type": model_type})
+    ).arguments
+    assert args["hidden_dim"] == 768 and args["num_heads"] == 12
+    for name, value in expected.items():
+        assert args[name] == value, name
+
+
+def test_transformers_processor_gives_size_and_crop(tmp_path):
+    config = {"model_type": "dinov2", "image_size": 518, "id2label": {}}
+    processor = {
+        "size": {"shortest_edge": 256},
+        "crop_size": {"height": 224, "width": 224},
+        "do_center_crop": True,
+        "resample": 3,
+        "image_mean": [0.1, 0.2, 0.3],
+        "image_std": [0.4, 0.5, 0.6],
+    }
+    args = hub_config.read(_folder(tmp_path, config, processor)).arguments
+    assert args["image_size"] == 224
+    assert args["image_resize"]["crop_pct"] == 224 / 256
+    assert args["image_resize"]["interpolation"] == "bicubic"
+    assert args["normalization"]["std"] == (0.4, 0.5, 0.6)
+
+
+def test_id2label_names_but_not_placeholders(tmp_path):
+    labels = {"1": "dog", "0": "cat", "2": "emu"}
+    config = {"model_type": "dinov2", "id2label": labels}
+    read = hub_config.read(_folder(tmp_path, config))
+    assert read.arguments["class_names"] == ["cat", "dog", "emu"]
+    config["id2label"] = {"0": "LABEL_0", "1": "LABEL_1"}
+    read = hub_config.read(_folder(tmp_path, config))
+    assert "class_names" not in read.arguments
+
+
+@pytest.mark.parametrize(
+    "config, named",
+    [
+        ({"architecture": "vit_nonesuch_patch16_224"}, "vit_nonesuch"),
+        ({"model_type": "bert"}, "model_type='bert'"),
+        ({"hello": 1}, "neither"),
+        ({"model_type": "dinov2", "use_swiglu_ffn": True}, "use_swiglu_ffn"),
+        ({"model_type": "clip", "vision_config": []}, "vision_config"),
+        (
+            {"architecture": "vit_base_patch16_224", "model_args": {"x": 1}},
+            "`x`",
+        ),
+    ],
+)
+def test_unknown_or_malformed_config_is_named(tmp_path, config, named):
+    with pytest.raises(ValueError, match=named.replace("(", r"\(")):
+        hub_config.read(_folder(tmp_path, config))
+
+
+def test_malformed_json_is_named(tmp_path):
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="config.json"):
+        hub_config.read(tmp_path)
+
+
+# Snapshot folders: the publisher's outputs, with no flag.
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+def test_snapshot_folder_matches_publisher(name):
+    folder = GOLDEN / name
+    model = keras_vit.ViT.from_preset(str(folder))
+    expected = np.load(folder / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+
+
+def test_resolve_model_takes_a_snapshot_folder():
+    model = resolver.resolve_model(str(GOLDEN / "clip_b16"))
+    assert model.activation == "quick_gelu"
+    assert model.layer_norm_epsilon == 1e-5
+    assert model.classifier_activation is None
+
+
+def test_contradicting_override_is_refused_by_name():
+    with pytest.raises(ValueError, match="num_heads.*contradicts"):
+        keras_vit.ViT.from_preset(str(GOLDEN / "siglip_b16"), num_heads=4)
+    with pytest.raises(ValueError, match="activation"):
+        resolver.resolve_model(str(GOLDEN / "clip_b16"), activation="gelu")
+
+
+def test_overrides_new_head_and_size(tmp_path):
+    folder = tmp_path / "snap"
+    shutil.copytree(GOLDEN / "siglip_b16", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["id2label"] = {"0": "a", "1": "b"}
+    (folder / "config.json").write_text(json.dumps(config))
+    model = keras_vit.ViT.from_preset(
+        str(folder), num_classes=3, image_size=160
+    )
+    assert model.num_classes == 3 and model.include_top
+    assert model.preprocessing.class_names is None
+    assert model.image_size == (160, 160)
+
+
+def test_timm_label_names_become_class_names(tmp_path):
+    folder = tmp_path / "snap"
+    shutil.copytree(GOLDEN / "timm_dinov2_reg4", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(num_classes=2, label_names=["cat", "dog"])
+    (folder / "config.json").write_text(json.dumps(config))
+    model = keras_vit.ViT.from_preset(str(folder))  # a new head, named
+    assert model.preprocessing.class_names == ("cat", "dog")
+
+
+def test_snapshot_without_safetensors_is_refused(tmp_path):
+    shutil.copy(GOLDEN / "clip_b16" / "config.json", tmp_path)
+    (tmp_path / "pytorch_model.bin").write_bytes(b"not unpickled")
+    with pytest.raises(ValueError, match="pytorch_model.bin is never"):
+        keras_vit.ViT.from_preset(str(tmp_path))
+
+
+# hf:// ids, through huggingface_hub's own cache with HF_HUB_OFFLINE.
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """A Hub cache in HF_HOME=tmp, in the real layout
+    (`models--ORG--NAME/refs/main`, `snapshots/COMMIT/...`), offline;
+    returns `add(repo, folder)`."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    cache = tmp_path / "hf" / "hub"
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+    def add(repo, folder):
+        root = cache / f"models--{repo.replace('/', '--')}"
+        shutil.copytree(
+            folder,
+            root / "snapshots" / COMMIT,
+            ignore=shutil.ignore_patterns("expected.npz"),
+        )
+        (root / "refs").mkdir()
+        (root / "refs" / "main").write_text(COMMIT)
+
+    return add
+
+
+def test_hf_id_loads_from_the_hub_cache(hub_cache):
+    hub_cache("google/siglip-base-patch16-224", GOLDEN / "siglip_b16")
+    model = keras_vit.ViT.from_preset("hf://google/siglip-base-patch16-224")
+    expected = np.load(GOLDEN / "siglip_b16" / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+    pinned = resolver.locate(f"hf://google/siglip-base-patch16-224@{COMMIT}")
+    assert pinned.endswith(COMMIT)
+
+
+def test_hf_id_missing_repo_or_file_names_the_id(hub_cache, tmp_path):
+    with pytest.raises(ValueError, match="hf://nobody/nothing"):
+        resolver.resolve_model("hf://nobody/nothing")
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    shutil.copy(GOLDEN / "clip_b16" / "config.json", partial)
+    hub_cache("openai/clip-vit-base-patch16", partial)
+    with pytest.raises(ValueError, match="model.safetensors.*patch16"):
+        resolver.resolve_model("hf://openai/clip-vit-base-patch16")
+
+
+@pytest.mark.parametrize(
+    "text", ["hf://", "hf://one", "hf://a/b/c", "hf://a/b@", "hf:///b"]
+)
+def test_malformed_hf_id_is_refused(text):
+    with pytest.raises(ValueError, match="hf://ORG/NAME"):
+        hub.snapshot(text)
+
+
+def test_hf_id_without_the_client_names_the_hub_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    with pytest.raises(extras.MissingExtraError, match=r"\[hub\]"):
+        hub.snapshot("hf://openai/clip-vit-base-patch16")
+
+
+# The command line: every MODEL goes through `resolver.locate`.
+
+
+def test_cli_convert_and_predict_take_an_hf_id(hub_cache, tmp_path, capsys):
+    hub_cache("openai/clip-vit-base-patch16", GOLDEN / "clip_b16")
+    output = tmp_path / "clip.keras"
+    assert (
+        cli.main(
+            [
+                "convert",
+                "hf://openai/clip-vit-base-patch16",
+                "--output",
+                str(output),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    loaded = keras.saving.load_model(output, compile=False)
+    assert loaded.activation == "quick_gelu"
+    expected = np.load(GOLDEN / "clip_b16" / "expected.npz")["output"]
+    np.testing.assert_allclose(loaded(_pixels(loaded)), expected, atol=1e-4)
+    image = tmp_path / "image.png"
+    keras.utils.save_img(image, np.zeros((32, 32, 3), np.uint8))
+    code = cli.main(
+        ["predict", "hf://openai/clip-vit-base-patch16", str(image)]
+    )
+    assert code == 0, capsys.readouterr().err
+
+
+def test_cli_convert_reads_the_config_beside_a_file(tmp_path, capsys):
+    for name in ("config.json", "preprocessor_config.json"):
+        shutil.copy(GOLDEN / "siglip_b16" / name, tmp_path)
+    weights = tmp_path / "siglip.safetensors"
+    shutil.copy(GOLDEN / "siglip_b16" / "model.safetensors", weights)
+    output = tmp_path / "siglip.keras"
+    argv = ["convert", str(weights), "--output", str(output), "--quiet"]
+    assert cli.main(argv) == 0
+    loaded = keras.saving.load_model(output, compile=False)
+    assert loaded.activation == "gelu_tanh" and loaded.pooling == "map"
+    assert "assumed" not in capsys.readouterr().err
+    refused = ["convert", str(weights), "--output", str(tmp_path / "x.keras")]
+    assert cli.main([*refused, "--num-heads", "4"]) == 2
+    assert "num_heads" in capsys.readouterr().err
+
+
+def test_benchmark_model_takes_a_hub_repo_and_overrides(hub_cache):
+    hub_cache("google/siglip-base-patch16-224", GOLDEN / "siglip_b16")
+    variant, arguments = throughput.model_arguments(
+        "hf://google/siglip-base-patch16-224:pooling=gap"
+    )
+    assert arguments["hidden_dim"] == 16 and arguments["pooling"] == "gap"
+    assert arguments["activation"] == "gelu_tanh"
+    assert "include_top" not in arguments and "image_size" not in arguments
+    vit = throughput.keras_vit_model(str(GOLDEN / "clip_b16"), image_size=32)
+    assert vit.num_heads == 2 and vit.activation == "quick_gelu"
+
+
+# The download itself, against a stand-in for the Hub on 127.0.0.1.
+
+
+class _Hub(http.server.BaseHTTPRequestHandler):
+    """Serves `/ORG/NAME/resolve/REV/FILE` from `files` (a dict of
+    `"ORG/NAME/FILE"` to a folder), as the Hub answers: the commit, an
+    ETag and the size in the headers; `cut` names a file whose body ends
+    early, as an interrupted download does."""
+
+    files = {}
+    cut = None
+    gated = ()
+
+    def _refuse(self, status, code):
+        self.send_response(status)
+        self.send_header("X-Error-Code", code)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _answer(self, body):
+        parts = self.path.split("/")
+        key = "/".join([*parts[1:3], *parts[5:]])
+        folder = self.files.get(key)
+        if "/".join(parts[1:3]) in self.gated:
+            return self._refuse(401, "GatedRepo")
+        if parts[3:4] != ["resolve"] or folder is None:
+            return self._refuse(404, "EntryNotFound")
+        data = (folder / parts[-1]).read_bytes()
+        self.send_response(200)
+        self.send_header("X-Repo-Commit", COMMIT)
+        self.send_header("ETag", f'"{hash(data) & 0xFFFFFFFF:x}"')
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if body:
+            self.wfile.write(
+                data[: len(data) // 2] if key == self.cut else data
+            )
+
+    def do_HEAD(self):  # noqa: N802 - http.server's name
+        self._answer(body=False)
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self._answer(body=True)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hub_server(tmp_path, monkeypatch):
+    """A stand-in Hub at HF_ENDPOINT=http://127.0.0.1:PORT, online, with
+    an empty cache in tmp; returns `(handler, cache)`."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    cache = tmp_path / "hf" / "hub"
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    template = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(_Hub, "files", {})
+    monkeypatch.setattr(_Hub, "cut", None)
+    monkeypatch.setattr(_Hub, "gated", ())
+    yield _Hub, cache
+    server.shutdown()
+    server.server_close()
+
+
+def _serve(handler, repo, folder):
+    for name in (
+        "config.json",
+        "preprocessor_config.json",
+        "model.safetensors",
+    ):
+        if (folder / name).exists():
+            handler.files[f"{repo}/{name}"] = folder
+
+
+def test_hf_id_downloads_from_hf_endpoint(hub_server):
+    handler, cache = hub_server
+    _serve(handler, "google/siglip-base-patch16-224", GOLDEN / "siglip_b16")
+    model = keras_vit.ViT.from_preset("hf://google/siglip-base-patch16-224")
+    expected = np.load(GOLDEN / "siglip_b16" / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+    snapshot = cache / "models--google--siglip-base-patch16-224" / "snapshots"
+    assert (snapshot / COMMIT / "model.safetensors").is_file()
+
+
+def test_interrupted_download_leaves_nothing_behind(hub_server):
+    handler, cache = hub_server
+    _serve(handler, "openai/clip-vit-base-patch16", GOLDEN / "clip_b16")
+    handler.cut = "openai/clip-vit-base-patch16/model.safetensors"
+    with pytest.raises(ValueError, match="clip-vit-base-patch16"):
+        keras_vit.ViT.from_preset("hf://openai/clip-vit-base-patch16")
+    # The client removes the partial blob: no weights, whole or half.
+    found = [p.name for p in cache.rglob("*") if p.is_file()]
+    assert "model.safetensors" not in found
+    assert not [name for name in found if name.endswith(".incomplete")]
+    data = (GOLDEN / "clip_b16" / "model.safetensors").read_bytes()
+    assert f"{hash(data) & 0xFFFFFFFF:x}" not in found  # its blob
+    with pytest.raises(ValueError, match="hf://nobody/nothing"):
+        keras_vit.ViT.from_preset("hf://nobody/nothing")
+
+
+def _sharded(folder, source):
+    """`source`'s snapshot with its weights in two shards and an index,
+    as transformers' `save_pretrained` writes a large model."""
+    folder.mkdir()
+    for name in ("config.json", "preprocessor_config.json"):
+        shutil.copy(source / name, folder)
+    tensors = safetensors.numpy.load_file(source / "model.safetensors")
+    names = sorted(tensors)
+    weight_map = {}
+    for i, part in enumerate((names[::2], names[1::2])):
+        shard = f"model-0000{i + 1}-of-00002.safetensors"
+        safetensors.numpy.save_file(
+            {k: tensors[k] for k in part}, folder / shard
+        )
+        weight_map.update(dict.fromkeys(part, shard))
+    index = {"metadata": {}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    return folder
+
+
+def test_sharded_safetensors_load_by_folder_and_id(tmp_path, hub_cache):
+    folder = _sharded(tmp_path / "sharded", GOLDEN / "clip_b16")
+    expected = np.load(GOLDEN / "clip_b16" / "expected.npz")["output"]
+    model = keras_vit.ViT.from_preset(str(folder))
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+    hub_cache("openai/clip-vit-base-patch16", folder)
+    model = keras_vit.ViT.from_preset("hf://openai/clip-vit-base-patch16")
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+    (folder / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(ValueError, match="model-00002-of-00002.*missing"):
+        keras_vit.ViT.from_preset(str(folder))
+
+
+def test_shard_index_naming_another_folder_is_refused(tmp_path):
+    folder = _sharded(tmp_path / "sharded", GOLDEN / "clip_b16")
+    index = {"weight_map": {"x": "../model.safetensors"}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(ValueError, match="must name files beside it"):
+        keras_vit.ViT.from_preset(str(folder))
+
+
+def test_gated_repo_without_a_token_says_so(hub_server):
+    handler, _ = hub_server
+    handler.gated = ("facebook/dinov3-vits16-pretrain-lvd1689m",)
+    with pytest.raises(ValueError, match="gated.*HF_TOKEN"):
+        keras_vit.ViT.from_preset(
+            "hf://facebook/dinov3-vits16-pretrain-lvd1689m"
+        )
+
+
+def test_config_contradicting_the_weights_loads_nothing(tmp_path):
+    folder = tmp_path / "snap"
+    shutil.copytree(GOLDEN / "siglip_b16", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["vision_config"]["num_hidden_layers"] = 3
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"do not fit(.|\n)*block_2/"):
+        keras_vit.ViT.from_preset(str(folder))
+
+
+# And back out: a keras_vit model as a timm folder.
+
+#: The keras_vit models written as timm folders in tests/golden/hub/
+#: (tests/golden/make_timm_folders.py), which timm itself loads with the
+#: same outputs (tests/golden/check_timm_folders.py, run with timm).
+TIMM_FOLDERS = {
+    "keras_to_timm_dinov2": (
+        "timm_dinov2_reg4",
+        dict(num_classes=3, class_names=["ant", "bee", "cat"]),
+    ),
+    "keras_to_timm_clip": ("clip_b16", {}),
+}
+
+
+def timm_source_model(name):
+    """The model written as the timm folder `name`: a snapshot's model,
+    "fine-tuned" (its head's weights drawn from a fixed seed)."""
+    source, kwargs = TIMM_FOLDERS[name]
+    model = keras_vit.ViT.from_preset(
+        str(GOLDEN / source), classifier_activation=None, **kwargs
+    )
+    rng = np.random.default_rng(7)
+    for variable in model.get_layer("head").weights:
+        variable.assign(rng.normal(0, 0.5, variable.shape).astype("float32"))
+    return model
+
+
+@pytest.mark.parametrize("name", sorted(TIMM_FOLDERS))
+def test_timm_folder_is_what_save_timm_writes_and_reads_back(name, tmp_path):
+    model = timm_source_model(name)
+    timm_folder.save_timm(model, tmp_path / "out")
+    shipped = GOLDEN / name
+    written = safetensors.numpy.load_file(tmp_path / "out/model.safetensors")
+    expected = safetensors.numpy.load_file(shipped / "model.safetensors")
+    assert sorted(written) == sorted(expected)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(written[key], value, err_msg=key)
+    config = json.loads((tmp_path / "out/config.json").read_text())
+    assert config == json.loads((shipped / "config.json").read_text())
+    back = keras_vit.ViT.from_preset(
+        str(tmp_path / "out"),
+        classifier_activation=None,  # timm's logits
+    )
+    outputs = np.load(shipped / "expected.npz")["output"]
+    np.testing.assert_allclose(back(_pixels(back)), outputs, atol=1e-4)
+    assert back.preprocessing.class_names == model.preprocessing.class_names
+
+
+def test_save_timm_refuses_what_timm_has_no_place_for(tmp_path):
+    model = keras_vit.ViT(**TINY, distillation=True, layer_norm_epsilon=1e-3)
+    with pytest.raises(ValueError, match="distillation.*layer_norm_epsilon"):
+        timm_folder.save_timm(model, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_transformers_vit_classifier_snapshot(tmp_path):
+    """A `ViTForImageClassification` repo: its `config.json` and file as
+    `save_pretrained` wrote them (tests/golden/make_checkpoints.py), no
+    processor config: ViTImageProcessor's mean and std of 0.5."""
+    golden = GOLDEN.parent
+    shutil.copy(golden / "vit_token.hf.config.json", tmp_path / "config.json")
+    shutil.copy(
+        golden / "vit_token.hf.safetensors", tmp_path / "model.safetensors"
+    )
+    model = keras_vit.ViT.from_preset(str(tmp_path), classifier_activation=None)
+    assert model.layer_norm_epsilon == 1e-6 and model.num_heads == 4
+    assert model.preprocessing.class_names is None  # LABEL_i placeholders
+    expected = np.load(golden / "vit_token.hf.expected.npz")
+    np.testing.assert_allclose(
+        model(expected["images"]), expected["logits"], atol=1e-4
+    )
