@@ -911,6 +911,7 @@ def test_preset_table():
         "augreg_in21k",
         "augreg_in21k_ft_in1k",
         "augreg_in21k_ft_in1k_384",
+        "eupe_lvd1689m_256",
     ]
     with pytest.raises(ValueError, match="model='ViT_X'"):
         keras_vit.list_presets("ViT_X")
