@@ -402,7 +402,7 @@ def _timm_arguments(args, where):
     }
     if "rope_theta" in args:
         arguments["position_embedding"] = "rope"
-        arguments["rope_theta"] = float(args["rope_theta"])
+        arguments["rope_theta"] = args["rope_theta"]
     if args["init_values"] is not None:
         arguments["layer_scale_init"] = args["init_values"]
     prefix = args["class_token"] or args["reg_tokens"]
@@ -532,9 +532,9 @@ def _dinov3_arguments(args, where):
             )
     return {
         "position_embedding": "rope",
-        "rope_theta": float(args["rope_theta"]),
+        "rope_theta": args["rope_theta"],
         "qkv_bias": any(args[f"{part}_bias"] for part in _QKV),
-        "layer_scale_init": float(args["layerscale_value"]),
+        "layer_scale_init": args["layerscale_value"],
         "num_register_tokens": args["num_register_tokens"],
         "include_top": False,
     }

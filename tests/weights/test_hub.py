@@ -272,6 +272,29 @@ def test_resolve_model_takes_a_snapshot_folder():
     assert model.classifier_activation is None
 
 
+@pytest.mark.parametrize(
+    "name, change",
+    [
+        (
+            "timm_dinov3_small",
+            {"architecture": "vit_small_patch16_dinov3_qkvb"},
+        ),
+        ("dinov3_vits16", {"num_register_tokens": 0}),
+        ("dinov3_vits16", {"query_bias": False, "value_bias": False}),
+    ],
+)
+def test_dinov3_config_contradicting_its_file_is_refused(
+    tmp_path, name, change
+):
+    folder = tmp_path / "snap"
+    shutil.copytree(GOLDEN / name, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(change)
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="do not fit"):
+        keras_vit.ViT.from_preset(str(folder))
+
+
 def test_contradicting_override_is_refused_by_name():
     with pytest.raises(ValueError, match="num_heads.*contradicts"):
         keras_vit.ViT.from_preset(str(GOLDEN / "siglip_b16"), num_heads=4)
