@@ -201,6 +201,10 @@ _PROCESSOR_NORMALIZATION = {
 _TIMM_RESAMPLING = {"interpolation": "bicubic_pytorch", "antialias": True}
 #: PIL's resampling codes (`resample` in a processor config).
 _PIL_RESAMPLE = {2: "bilinear", 3: "bicubic"}
+#: Each image processor's `resample` where its config omits it: bilinear
+#: for `ViTImageProcessor` and `DINOv3ViTImageProcessor`, else bicubic
+#: (`BitImageProcessor`, `CLIPImageProcessor`, `SiglipImageProcessor`).
+_PROCESSOR_RESAMPLE = {"vit": 2, "dinov3_vit": 2}
 
 #: The `ViT` arguments a user's value may not contradict: they change
 #: what the weights compute.
@@ -561,7 +565,8 @@ def _processor_settings(model_type, processor, config_size):
             if crop_follows
             else {"height": size, "width": size}
         )
-    interpolation = _PIL_RESAMPLE.get(processor.get("resample"), "bicubic")
+    resample = processor.get("resample", _PROCESSOR_RESAMPLE.get(model_type))
+    interpolation = _PIL_RESAMPLE.get(resample, "bicubic")
     if processor.get("do_center_crop") and crop and "shortest_edge" in size:
         image_size = crop.get("height", config_size)
         crop_pct = image_size / size["shortest_edge"]

@@ -170,6 +170,9 @@ def test_transformers_dinov3_defaults_and_biases(tmp_path):
         "mean": (0.485, 0.456, 0.406),
         "std": (0.229, 0.224, 0.225),
     }
+    # DINOv3ViTImageProcessor's defaults: 224x224, bilinear.
+    assert args["image_size"] == 224
+    assert args["image_resize"]["interpolation"] == "bilinear"
     config = {
         "model_type": "dinov3_vit",
         "query_bias": False,
