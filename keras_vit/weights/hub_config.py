@@ -9,7 +9,10 @@ Two publishers' layouts:
   own arguments) and `pretrained_cfg` (`input_size`, `mean`, `std`,
   `crop_pct`, `interpolation`, `crop_mode`). The architectures' own
   arguments are `TIMM_ARCHITECTURES`, captured from timm 1.0.31's entry
-  points (`tests/golden/make_timm_architectures.py`).
+  points (`tests/golden/make_timm_architectures.py`): its
+  `VisionTransformer`s, and its DINOv3 / EUPE `Eva`s in `Eva`'s names
+  (2-D RoPE, no position embedding table; pooled by the class token,
+  as keras_vit's DINOv3 presets, where timm's `Eva` averages).
 - transformers (`save_pretrained`): `model_type` with the config class's
   fields, nested in `vision_config` for the two-tower CLIP and SigLIP
   models, and the image processor's `preprocessor_config.json`
@@ -55,6 +58,22 @@ TIMM_DEFAULTS = {
     "norm_eps": 1e-6,
     "img_size": 224,
     "in_chans": 3,
+    "qkv_bias": True,
+}
+
+#: timm `Eva` (an architecture with a `rope_type`): its arguments' names
+#: in `VisionTransformer`'s, and those keras_vit builds at one value only
+#: (DINOv3's RoPE: rotating halves, no absolute position embeddings).
+_EVA_NAMES = {
+    "num_reg_tokens": "reg_tokens",
+    "use_fc_norm": "fc_norm",
+    "rope_temperature": "rope_theta",
+}
+_EVA_ONLY = {
+    "rope_type": "dinov3",
+    "rope_rotate_half": True,
+    "use_rot_pos_emb": True,
+    "use_abs_pos_emb": False,
 }
 
 #: timm `model_args` that change nothing keras_vit computes, or that the
@@ -71,7 +90,8 @@ _TIMM_POOLING = {"token": "token", "avg": "gap", "map": "map"}
 
 #: Each transformers vision config class's defaults, by `model_type`
 #: (transformers 5.25: `ViTConfig` and the same fields of `Dinov2Config`,
-#: `Dinov2WithRegistersConfig`, `CLIPVisionConfig`, `SiglipVisionConfig`).
+#: `Dinov2WithRegistersConfig`, `CLIPVisionConfig`, `SiglipVisionConfig`,
+#: `DINOv3ViTConfig`).
 TRANSFORMERS_DEFAULTS = {
     "vit": {
         "hidden_size": 768,
@@ -127,6 +147,25 @@ TRANSFORMERS_DEFAULTS = {
         "layer_norm_eps": 1e-6,
         "vision_use_head": True,
     },
+    "dinov3_vit": {
+        "hidden_size": 384,
+        "intermediate_size": 1536,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 6,
+        "hidden_act": "gelu",
+        "layer_norm_eps": 1e-5,
+        "rope_theta": 100.0,
+        "image_size": 224,
+        "patch_size": 16,
+        "query_bias": True,
+        "key_bias": False,
+        "value_bias": True,
+        "proj_bias": True,
+        "mlp_bias": True,
+        "layerscale_value": 1.0,
+        "use_gated_mlp": False,
+        "num_register_tokens": 0,
+    },
 }
 #: The two-tower models, whose image tower's config is `vision_config`.
 _TWO_TOWER = {"clip": "clip_vision_model", "siglip": "siglip_vision_model"}
@@ -138,6 +177,9 @@ _TRANSFORMERS_ACTIVATION = {
     "gelu_pytorch_tanh": "gelu_tanh",
     "gelu_new": "gelu_tanh",
 }
+
+#: `DINOv3ViTConfig`'s bias fields of the fused `qkv` projection.
+_QKV = ("query", "key", "value")
 
 #: Each image processor's mean and std where `preprocessor_config.json` is
 #: absent or omits them: ViT's 0.5, ImageNet's (DINOv2's
@@ -152,9 +194,17 @@ _PROCESSOR_NORMALIZATION = {
         "std": (0.26862954, 0.26130258, 0.27577711),
     },
     "siglip_vision_model": {"mean": (0.5,) * 3, "std": (0.5,) * 3},
+    "dinov3_vit": _IMAGENET,
 }
+#: timm's resampling of position embeddings; also given for
+#: `DINOv3ViTModel`, whose RoPE leaves no table to resample.
+_TIMM_RESAMPLING = {"interpolation": "bicubic_pytorch", "antialias": True}
 #: PIL's resampling codes (`resample` in a processor config).
 _PIL_RESAMPLE = {2: "bilinear", 3: "bicubic"}
+#: Each image processor's `resample` where its config omits it: bilinear
+#: for `ViTImageProcessor` and `DINOv3ViTImageProcessor`, else bicubic
+#: (`BitImageProcessor`, `CLIPImageProcessor`, `SiglipImageProcessor`).
+_PROCESSOR_RESAMPLE = {"vit": 2, "dinov3_vit": 2}
 
 #: The `ViT` arguments a user's value may not contradict: they change
 #: what the weights compute.
@@ -174,6 +224,10 @@ FIXED = (
     "fc_norm",
     "qk_norm",
     "position_embedding_tokens",
+    "qkv_bias",
+    "position_embedding",
+    "rope_theta",
+    "use_gated_mlp",
 )
 
 
@@ -285,6 +339,8 @@ def _timm(config, folder):
                 f"`{key}`. Received: model_args={given!r}"
             )
         args[key] = value
+    if "rope_type" in args:
+        args = _eva(args, where)
     arguments = _timm_arguments(args, where)
     pretrained = _field(config, "pretrained_cfg", dict, where, default={})
     arguments.update(_timm_preprocessing(pretrained, args, where))
@@ -300,8 +356,22 @@ def _timm(config, folder):
     names = config.get("label_names")
     if names is not None and num_classes > 0:
         arguments["class_names"] = _field(config, "label_names", list, where)
-    resampling = {"interpolation": "bicubic_pytorch", "antialias": True}
-    return HubConfig("timm", name, arguments, resampling)
+    return HubConfig("timm", name, arguments, dict(_TIMM_RESAMPLING))
+
+
+def _eva(args, where):
+    """timm `Eva` arguments in `VisionTransformer`'s names."""
+    for key, value in _EVA_ONLY.items():
+        if args.get(key) != value:
+            raise ValueError(
+                f"{where}: keras_vit builds timm's Eva with DINOv3's RoPE "
+                f"only ({key}={value!r}). Received: {key}={args.get(key)!r}"
+            )
+    return {
+        _EVA_NAMES.get(key, key): value
+        for key, value in args.items()
+        if key not in _EVA_ONLY
+    }
 
 
 def _timm_arguments(args, where):
@@ -331,8 +401,12 @@ def _timm_arguments(args, where):
         if args["fc_norm"] is None
         else args["fc_norm"],
         "qk_norm": args["qk_norm"],
+        "qkv_bias": args["qkv_bias"],
         "num_channels": args["in_chans"],
     }
+    if "rope_theta" in args:
+        arguments["position_embedding"] = "rope"
+        arguments["rope_theta"] = args["rope_theta"]
     if args["init_values"] is not None:
         arguments["layer_scale_init"] = args["init_values"]
     prefix = args["class_token"] or args["reg_tokens"]
@@ -400,7 +474,11 @@ def _transformers(config, processor, folder):
     names = _class_names(labels.get("id2label"), where)
     if names is not None:
         arguments["class_names"] = names
-    resampling = transformers_resampling(model_type)
+    resampling = (
+        dict(_TIMM_RESAMPLING)
+        if model_type == "dinov3_vit"
+        else transformers_resampling(model_type)
+    )
     return HubConfig("transformers", model_type, arguments, resampling)
 
 
@@ -413,11 +491,12 @@ def _transformers_arguments(model_type, args, where):
             f"it has {sorted(_TRANSFORMERS_ACTIVATION)}. Received: "
             f"hidden_act={args['hidden_act']!r}"
         )
-    if args.get("use_swiglu_ffn"):
-        raise ValueError(
-            f"{where}: keras_vit has no SwiGLU MLP. Received: "
-            "use_swiglu_ffn=True"
-        )
+    for key in ("use_swiglu_ffn", "use_gated_mlp"):
+        if args.get(key):
+            raise ValueError(
+                f"{where}: keras_vit reads this model's plain MLP only. "
+                f"Received: {key}={args[key]!r}"
+            )
     width = _field(args, "hidden_size", int, where)
     mlp = args.get("intermediate_size") or width * args.get("mlp_ratio", 4)
     arguments = {
@@ -440,7 +519,29 @@ def _transformers_arguments(model_type, args, where):
     if model_type == "siglip_vision_model":
         arguments["class_token"] = False
         arguments["pooling"] = "map" if args["vision_use_head"] else "gap"
+    if model_type == "dinov3_vit":
+        arguments.update(_dinov3_arguments(args, where))
     return arguments
+
+
+def _dinov3_arguments(args, where):
+    """`DINOv3ViTConfig`'s own fields: RoPE, LayerScale, registers, and
+    the query / key / value biases as one `qkv_bias` (a bias left out of
+    the file is read as zeros)."""
+    for key in ("proj_bias", "mlp_bias"):
+        if not args[key]:
+            raise ValueError(
+                f"{where}: keras_vit's attention output and MLP have "
+                f"biases. Received: {key}={args[key]!r}"
+            )
+    return {
+        "position_embedding": "rope",
+        "rope_theta": args["rope_theta"],
+        "qkv_bias": any(args[f"{part}_bias"] for part in _QKV),
+        "layer_scale_init": args["layerscale_value"],
+        "num_register_tokens": args["num_register_tokens"],
+        "include_top": False,
+    }
 
 
 def _processor_settings(model_type, processor, config_size):
@@ -464,7 +565,8 @@ def _processor_settings(model_type, processor, config_size):
             if crop_follows
             else {"height": size, "width": size}
         )
-    interpolation = _PIL_RESAMPLE.get(processor.get("resample"), "bicubic")
+    resample = processor.get("resample", _PROCESSOR_RESAMPLE.get(model_type))
+    interpolation = _PIL_RESAMPLE.get(resample, "bicubic")
     if processor.get("do_center_crop") and crop and "shortest_edge" in size:
         image_size = crop.get("height", config_size)
         crop_pct = image_size / size["shortest_edge"]

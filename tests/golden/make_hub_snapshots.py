@@ -1,4 +1,4 @@
-"""Make tiny Hub snapshot folders (tests/golden/hub/NAME/) of four real
+"""Make tiny Hub snapshot folders (tests/golden/hub/NAME/) of six real
 repos, in the layout each publisher's library writes, with the outputs
 of that library on them.
 
@@ -7,7 +7,9 @@ environment: torch 2.14.1 CPU, timm 1.0.31, transformers 5.25.0); the
 tests read only the small files it writes. No network access; nothing is
 downloaded. Run from the repository root:
 
-    /work/ref-venv/bin/python tests/golden/make_hub_snapshots.py
+    /work/ref-venv/bin/python tests/golden/make_hub_snapshots.py [NAME ...]
+
+(NAMEs: only those folders; none: all.)
 
 Each folder's `config.json` is what the publisher's library writes for
 the real repo's configuration (its field values, from the repos named
@@ -34,6 +36,15 @@ eval mode, eager attention, one thread, fixed seeds.
   (`SiglipModel`: gelu_pytorch_tanh, eps 1e-6, MAP head;
   `SiglipImageProcessor`: 224x224, bicubic, mean/std 0.5). Expected: the
   vision tower's `pooler_output`.
+* `timm_dinov3_small`: timm `vit_small_patch16_dinov3.lvd1689m` (`Eva`:
+  RoPE, no qkv bias, 4 registers), written by `save_for_hf` (256 px,
+  ImageNet mean/std, crop_pct 1.0, bicubic; no head), built with
+  `global_pool="token"` (recorded in its `model_args`), the class token
+  as keras_vit pools DINOv3.
+* `dinov3_vits16`: transformers `facebook/dinov3-vits16-pretrain-lvd1689m`
+  (`DINOv3ViTModel`: RoPE theta 100, query and value biases, no key
+  bias, 4 registers, eps 1e-5; `DINOv3ViTImageProcessorFast`: 224x224,
+  bilinear, ImageNet mean/std). Expected: `pooler_output`.
 
 `expected.npz` in each: `output` (1, ...) for the input
 `np.random.default_rng(0).random((1, S, S, 3), dtype=np.float32)`
@@ -44,6 +55,7 @@ folder's mean and std before the model (NCHW for PyTorch).
 import json
 import pathlib
 import shutil
+import sys
 
 import numpy as np
 import timm
@@ -78,24 +90,28 @@ def _write(folder, config, processor, output):
     np.savez_compressed(folder / "expected.npz", output=output)
 
 
-def timm_dinov2_reg4():
-    folder = HERE / "timm_dinov2_reg4"
+def _timm(name, pretrained, seed, size, **model_args):
+    """A `save_for_hf` folder of timm's `pretrained` shrunk (no head)."""
+    folder = HERE / name
     shutil.rmtree(folder, ignore_errors=True)
-    model_args = dict(embed_dim=16, depth=2, num_heads=2, mlp_ratio=4.0)
-    model = timm.create_model(
-        "vit_small_patch14_reg4_dinov2.lvd142m",
-        pretrained=False,
-        num_classes=0,
-        **model_args,
+    model_args = dict(
+        embed_dim=16, depth=2, num_heads=2, mlp_ratio=4.0, **model_args
     )
-    _perturb(model, 1)
+    model = timm.create_model(
+        pretrained, pretrained=False, num_classes=0, **model_args
+    )
+    _perturb(model, seed)
     save_for_hf(model, folder, model_args=model_args, safe_serialization=True)
     cfg = model.pretrained_cfg
     with torch.no_grad():
-        out = model(_input(518, cfg["mean"], cfg["std"])).numpy()
+        out = model(_input(size, cfg["mean"], cfg["std"])).numpy()
     np.savez_compressed(folder / "expected.npz", output=out)
     for extra in folder.glob("*.bin"):
         extra.unlink()
+
+
+def timm_dinov2_reg4():
+    _timm("timm_dinov2_reg4", "vit_small_patch14_reg4_dinov2.lvd142m", 1, 518)
 
 
 IMAGENET = dict(
@@ -215,17 +231,76 @@ def siglip_b16():
     _two_tower("siglip_b16", "Siglip", vision, text, processor, 4)
 
 
-def main():
+def timm_dinov3_small():
+    _timm(
+        "timm_dinov3_small",
+        "vit_small_patch16_dinov3.lvd1689m",
+        5,
+        256,
+        global_pool="token",
+    )
+
+
+def dinov3_vits16():
+    folder = HERE / "dinov3_vits16"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    # facebook/dinov3-vits16-pretrain-lvd1689m config.json's fields,
+    # shrunk (hidden_size 384, intermediate_size 1536, 6 heads, 12 layers
+    # in the repo).
+    config = transformers.DINOv3ViTConfig(
+        hidden_size=16,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_register_tokens=4,
+        layerscale_value=1.0,
+        query_bias=True,
+        key_bias=False,
+        value_bias=True,
+        rope_theta=100.0,
+        image_size=224,
+        patch_size=16,
+        layer_norm_eps=1e-5,
+    )
+    processor = {
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_resize": True,
+        **IMAGENET,
+        "image_processor_type": "DINOv3ViTImageProcessorFast",
+        "resample": 2,
+        "rescale_factor": 0.00392156862745098,
+        "size": {"height": 224, "width": 224},
+    }
+    model = transformers.DINOv3ViTModel(config)
+    _perturb(model, 6).save_pretrained(folder)
+    with torch.no_grad():
+        x = _input(224, IMAGENET["image_mean"], IMAGENET["image_std"])
+        out = model(pixel_values=x).pooler_output.numpy()
+    written = json.loads((folder / "config.json").read_text())
+    _write(folder, written, processor, out)
+
+
+MAKERS = {
+    "timm_dinov2_reg4": timm_dinov2_reg4,
+    "dinov2_small": dinov2_small,
+    "clip_b16": clip_b16,
+    "siglip_b16": siglip_b16,
+    "timm_dinov3_small": timm_dinov3_small,
+    "dinov3_vits16": dinov3_vits16,
+}
+
+
+def main(names):
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    timm_dinov2_reg4()
-    dinov2_small()
-    clip_b16()
-    siglip_b16()
+    for name in names or MAKERS:
+        MAKERS[name]()
     for path in sorted(HERE.rglob("*")):
         if path.is_file():
             print(path.relative_to(HERE), path.stat().st_size)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -10,6 +10,12 @@ Kept: those whose every argument keras_vit has (LayerNorm, GELU / quick
 GELU / tanh GELU, token / avg / map pooling); dropped: SwiGLU, RMSNorm,
 parallel blocks, no final norm, and the like.
 
+Also timm's DINOv3 and EUPE ViTs (`vit_*_patch16_dinov3*`, the `Eva`
+class of `timm.models.eva`, captured from `_create_eva` alike), in
+`Eva`'s own argument names, without the SwiGLU ones (`*_plus_*`, 7B):
+their `global_pool` is set to "token", the class token as Meta's DINOv3
+and keras_vit's DINOv3 presets pool, where timm's `Eva` averages.
+
 Run with the reference environment (timm 1.0.31):
     /work/ref-venv/bin/python tests/golden/make_timm_architectures.py
 """
@@ -19,6 +25,7 @@ import pathlib
 import re
 
 import timm
+import timm.models.eva as eva
 import timm.models.vision_transformer as vision_transformer
 
 OUTPUT = (
@@ -29,7 +36,14 @@ KEPT = {
     "patch_size", "embed_dim", "depth", "num_heads", "mlp_ratio",
     "init_values", "reg_tokens", "no_embed_class", "class_token",
     "global_pool", "pre_norm", "norm_layer", "act_layer", "img_size",
-    "fc_norm", "dynamic_img_size", "qk_norm",
+    "fc_norm", "dynamic_img_size", "qk_norm", "qkv_bias",
+}  # fmt: skip
+#: `Eva`'s arguments in its DINOv3 entry points that keras_vit builds.
+EVA_KEPT = {
+    "patch_size", "embed_dim", "depth", "num_heads", "qkv_bias",
+    "init_values", "rope_type", "rope_temperature", "rope_rotate_half",
+    "use_rot_pos_emb", "use_abs_pos_emb", "num_reg_tokens", "use_fc_norm",
+    "norm_layer", "dynamic_img_size",
 }  # fmt: skip
 
 
@@ -37,14 +51,16 @@ class _Captured(Exception):
     pass
 
 
-def _capture(name):
+def _capture(
+    name, module=vision_transformer, factory="_create_vision_transformer"
+):
     captured = {}
 
     def create(variant, pretrained=False, **kwargs):
         captured.update(kwargs)
         raise _Captured
 
-    vision_transformer._create_vision_transformer = create
+    setattr(module, factory, create)
     try:
         timm.models.model_entrypoint(name)()
     except _Captured:
@@ -52,8 +68,8 @@ def _capture(name):
     return None
 
 
-def _kept(args):
-    if args is None or set(args) - KEPT:
+def _kept(args, kept=KEPT):
+    if args is None or set(args) - kept:
         return None
     args = dict(args)
     args.pop("dynamic_img_size", None)
@@ -76,6 +92,10 @@ def main():
         args = _kept(_capture(name)) if name.startswith("vit_") else None
         if args is not None and "patch_size" in args:
             table[name] = args
+    for name in timm.list_models("vit_*_patch16_dinov3*", module="eva"):
+        args = _kept(_capture(name, eva, "_create_eva"), EVA_KEPT)
+        if args is not None:
+            table[name] = {**args, "global_pool": "token"}
     lines = [f"  {json.dumps(n)}: {json.dumps(a)}" for n, a in table.items()]
     OUTPUT.write_text("{\n" + ",\n".join(lines) + "\n}\n")
     print(f"{len(table)} architectures -> {OUTPUT}")

@@ -1,7 +1,7 @@
 """Hub repos: the config reader (`keras_vit.weights.hub_config`), snapshot
 folders and `hf://` ids through `huggingface_hub`'s own cache, offline.
 
-The snapshots in tests/golden/hub/ are tiny copies of four real repos,
+The snapshots in tests/golden/hub/ are tiny copies of six real repos,
 written by timm's `save_for_hf` and transformers' `save_pretrained`, with
 the publisher's library's outputs (tests/golden/make_hub_snapshots.py).
 """
@@ -23,13 +23,21 @@ from keras_vit import cli
 from keras_vit import extras
 from keras_vit import resolver
 from keras_vit.benchmark import throughput
+from keras_vit.registry import presets
 from keras_vit.weights import hub
 from keras_vit.weights import hub_config
 from keras_vit.weights import timm_folder
 from tests.helpers import TINY
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden" / "hub"
-SNAPSHOTS = ("timm_dinov2_reg4", "dinov2_small", "clip_b16", "siglip_b16")
+SNAPSHOTS = (
+    "timm_dinov2_reg4",
+    "dinov2_small",
+    "clip_b16",
+    "siglip_b16",
+    "timm_dinov3_small",
+    "dinov3_vits16",
+)
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -109,6 +117,73 @@ def test_timm_model_args_and_labels_override(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "architecture, qkv_bias",
+    [
+        ("vit_small_patch16_dinov3", False),
+        ("vit_tiny_patch16_dinov3_qkvb", True),
+    ],
+)
+def test_timm_dinov3_is_the_presets_architecture(
+    tmp_path, architecture, qkv_bias
+):
+    config = {
+        "architecture": architecture,
+        "num_classes": 0,
+        "pretrained_cfg": {"input_size": [3, 256, 256], "crop_pct": 1.0},
+    }
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    expected = {**presets.DINOV3_ARGUMENTS, "qkv_bias": qkv_bias}
+    assert {k: args[k] for k in expected} == expected
+    assert args["pooling"] == "token" and not args["fc_norm"]
+    assert args["image_size"] == 256
+    assert args["image_resize"]["crop_pct"] == 1.0
+
+
+def test_timm_dinov3_takes_eva_model_args(tmp_path):
+    config = {
+        "architecture": "vit_base_patch16_dinov3",
+        "model_args": {"global_pool": "avg", "num_reg_tokens": 0},
+    }
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["pooling"] == "gap" and not args["fc_norm"]
+    assert args["num_register_tokens"] == 0
+    config["model_args"] = {"use_abs_pos_emb": True}
+    with pytest.raises(ValueError, match="use_abs_pos_emb=True"):
+        hub_config.read(_folder(tmp_path, config))
+
+
+def test_transformers_dinov3_defaults_and_biases(tmp_path):
+    # transformers 5.25 configuration_dinov3_vit.py `DINOv3ViTConfig`.
+    read = hub_config.read(_folder(tmp_path, {"model_type": "dinov3_vit"}))
+    args = read.arguments
+    assert (args["hidden_dim"], args["num_heads"], args["mlp_dim"]) == (
+        384,
+        6,
+        1536,
+    )
+    assert args["position_embedding"] == "rope" and args["rope_theta"] == 100
+    assert args["layer_norm_epsilon"] == 1e-5
+    assert args["layer_scale_init"] == 1.0
+    assert args["num_register_tokens"] == 0
+    assert args["qkv_bias"] and args["include_top"] is False
+    assert args["normalization"] == {
+        "mean": (0.485, 0.456, 0.406),
+        "std": (0.229, 0.224, 0.225),
+    }
+    # DINOv3ViTImageProcessor's defaults: 224x224, bilinear.
+    assert args["image_size"] == 224
+    assert args["image_resize"]["interpolation"] == "bilinear"
+    config = {
+        "model_type": "dinov3_vit",
+        "query_bias": False,
+        "value_bias": False,
+        "rope_theta": 50.0,
+    }
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert not args["qkv_bias"] and args["rope_theta"] == 50.0
+
+
+@pytest.mark.parametrize(
     "model_type, expected",
     [
         # transformers 5.25 configuration_*.py class defaults.
@@ -162,6 +237,8 @@ def test_id2label_names_but_not_placeholders(tmp_path):
         ({"model_type": "bert"}, "model_type='bert'"),
         ({"hello": 1}, "neither"),
         ({"model_type": "dinov2", "use_swiglu_ffn": True}, "use_swiglu_ffn"),
+        ({"model_type": "dinov3_vit", "use_gated_mlp": True}, "use_gated"),
+        ({"model_type": "dinov3_vit", "mlp_bias": False}, "mlp_bias=False"),
         ({"model_type": "clip", "vision_config": []}, "vision_config"),
         (
             {"architecture": "vit_base_patch16_224", "model_args": {"x": 1}},
@@ -196,6 +273,29 @@ def test_resolve_model_takes_a_snapshot_folder():
     assert model.activation == "quick_gelu"
     assert model.layer_norm_epsilon == 1e-5
     assert model.classifier_activation is None
+
+
+@pytest.mark.parametrize(
+    "name, change",
+    [
+        (
+            "timm_dinov3_small",
+            {"architecture": "vit_small_patch16_dinov3_qkvb"},
+        ),
+        ("dinov3_vits16", {"num_register_tokens": 0}),
+        ("dinov3_vits16", {"query_bias": False, "value_bias": False}),
+    ],
+)
+def test_dinov3_config_contradicting_its_file_is_refused(
+    tmp_path, name, change
+):
+    folder = tmp_path / "snap"
+    shutil.copytree(GOLDEN / name, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(change)
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="do not fit"):
+        keras_vit.ViT.from_preset(str(folder))
 
 
 def test_contradicting_override_is_refused_by_name():
@@ -271,6 +371,21 @@ def test_hf_id_loads_from_the_hub_cache(hub_cache):
     np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
     pinned = resolver.locate(f"hf://google/siglip-base-patch16-224@{COMMIT}")
     assert pinned.endswith(COMMIT)
+
+
+@pytest.mark.parametrize(
+    "repo, name",
+    [
+        ("timm/vit_small_patch16_dinov3.lvd1689m", "timm_dinov3_small"),
+        ("facebook/dinov3-vits16-pretrain-lvd1689m", "dinov3_vits16"),
+    ],
+)
+def test_hf_id_loads_dinov3(hub_cache, repo, name):
+    hub_cache(repo, GOLDEN / name)
+    model = keras_vit.ViT.from_preset(f"hf://{repo}")
+    assert model.position_embedding == "rope"
+    expected = np.load(GOLDEN / name / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
 
 
 def test_hf_id_missing_repo_or_file_names_the_id(hub_cache, tmp_path):
