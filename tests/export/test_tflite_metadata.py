@@ -341,3 +341,27 @@ def test_a_uint8_input_of_normalised_values_is_refused(tmp_path):
             verify=False,
         )
     assert os.listdir(tmp_path) == ["m.keras"]
+
+
+def test_mediapipe_refuses_an_int8_input_rather_than_misread_it(tmp_path):
+    # An int8 input cannot hold pixels as they are; MediaPipe says so.
+    pytest.importorskip("mediapipe")
+    from mediapipe.tasks.python import BaseOptions
+    from mediapipe.tasks.python import vision
+
+    model = _model()
+    model.save(str(tmp_path / "m.keras"))
+    path = str(tmp_path / "m.tflite")
+    export.export_tflite(
+        str(tmp_path / "m.keras"),
+        path,
+        quantize="int8",
+        io_dtype="int8",
+        representative_data="digits",
+        verify=False,
+    )
+    options = vision.ImageClassifierOptions(
+        base_options=BaseOptions(model_asset_path=path)
+    )
+    with pytest.raises(ValueError, match="uint8/float32, got INT8"):
+        vision.ImageClassifier.create_from_options(options)
