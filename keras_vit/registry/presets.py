@@ -183,6 +183,13 @@ DINOV3_ARGUMENTS = {
     "include_top": False,
 }
 
+#: What DINOv3's S/16 and B/16 presets are, after their names.
+DINOV3_FEATURES = (
+    "self-supervised features (LVD-1689M; Simeoni et al., 2025), no head: "
+    "2-D RoPE, 4 registers, LayerScale, no q/k/v bias; timm's ungated copy "
+    "(Meta's repos are gated)"
+)
+
 #: The DINOv3 License (Meta's own terms, not an SPDX licence; timm's cards
 #: say `dinov3-license`), as an SPDX reference to a licence of its own.
 DINOV3_LICENSE = "LicenseRef-DINOv3"
@@ -572,11 +579,7 @@ PRESETS = [
         "S/16", "dinov3_lvd1689m_256", 256, None, 21_586_944,
         "https://huggingface.co/timm/vit_small_patch16_dinov3.lvd1689m/resolve/main/model.safetensors",
         source="timm",
-        description=(
-            "DINOv3 ViT-S/16 self-supervised features (LVD-1689M; Simeoni "
-            "et al., 2025), no head: 2-D RoPE, 4 registers, LayerScale, no "
-            "q/k/v bias; timm's ungated copy (Meta's repos are gated)"
-        ),
+        description=f"DINOv3 ViT-S/16 {DINOV3_FEATURES}",
         vit_arguments=DINOV3_ARGUMENTS,
         normalization=IMAGENET_NORMALIZATION,
         license=DINOV3_LICENSE,
@@ -585,11 +588,7 @@ PRESETS = [
         "B/16", "dinov3_lvd1689m_256", 256, None, 85_641_216,
         "https://huggingface.co/timm/vit_base_patch16_dinov3.lvd1689m/resolve/main/model.safetensors",
         source="timm",
-        description=(
-            "DINOv3 ViT-B/16 self-supervised features (LVD-1689M; Simeoni "
-            "et al., 2025), no head: 2-D RoPE, 4 registers, LayerScale, no "
-            "q/k/v bias; timm's ungated copy (Meta's repos are gated)"
-        ),
+        description=f"DINOv3 ViT-B/16 {DINOV3_FEATURES}",
         vit_arguments=DINOV3_ARGUMENTS,
         normalization=IMAGENET_NORMALIZATION,
         license=DINOV3_LICENSE,
