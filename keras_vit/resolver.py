@@ -188,15 +188,12 @@ def _from_file(path, weights, name, kwargs):
     resampling = {k: kwargs.pop(k) for k in LOADING_ARGUMENTS if k in kwargs}
     if path.endswith(".keras"):  # (a checkpoint file is weights itself)
         refuse_loading_arguments(resampling, weights)
-    resize = loading.checked_resampling(
-        resampling.get("interpolation", loading.DEFAULT_INTERPOLATION),
-        resampling.get("antialias", loading.DEFAULT_ANTIALIAS),
-    )
+    loading.given_resampling(**resampling)
     if path.endswith(".keras"):
         _refuse_arguments(kwargs, "a .keras file", f"{name}={path!r}")
         loaded = _keras_file(path, name)
         if weights is not None:
-            loading.load_weights(loaded, weights, **resize)
+            loading.load_weights(loaded, weights, **resampling)
         return loaded
     if weights is not None:
         raise ValueError(
@@ -206,6 +203,7 @@ def _from_file(path, weights, name, kwargs):
         )
     if hub.configured(path)[0] is not None:  # a config.json beside it
         return ViT.from_preset(path, **resampling, **kwargs)
+    resize = loading.resampling(**resampling)  # the file brings none
     if reader.is_native(path):  # a .weights.h5 records no architecture
         return ViT.from_preset(path, **resize, **kwargs)
     return model_for_checkpoint(

@@ -308,13 +308,7 @@ def convert(
 
 def _converted(input_path, settled, options, vit_arguments):
     """`convert`'s model and checkpoint for a file without a config."""
-    interpolation, antialias = options["interpolation"], options["antialias"]
-    resize = loading.checked_resampling(
-        loading.DEFAULT_INTERPOLATION
-        if interpolation is None
-        else interpolation,
-        loading.DEFAULT_ANTIALIAS if antialias is None else antialias,
-    )
+    resize = loading.resampling(options["interpolation"], options["antialias"])
     checkpoint = reader.read_checkpoint(
         input_path,
         source_grid=settled["source_grid"],

@@ -54,10 +54,10 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
         ValueError: for an `interpolation` or `antialias` that
             `keras_vit.load_weights` refuses, before any file is read.
     """
-    _resampling(interpolation, antialias, _OWN)  # before any file is read
+    loading.given_resampling(interpolation, antialias)  # before any read
     user = dict(arguments)
     given, weights, own = _from_hub(weights, user)
-    resize = _resampling(interpolation, antialias, own)
+    resize = loading.resampling(interpolation, antialias, own["resampling"])
     named = registry.named_preset(weights) if isinstance(weights, str) else None
     if named is not None:  # a unique name says its variant
         given = {**registry.get_variant(named["variant"]), **given}
@@ -91,20 +91,9 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
     return given, load
 
 
-#: What weights that are no Hub repo bring: keras_vit's resampling.
-_OWN = {
-    "interpolation": loading.DEFAULT_INTERPOLATION,
-    "antialias": loading.DEFAULT_ANTIALIAS,
-    "source": None,
-}
-
-
-def _resampling(interpolation, antialias, own):
-    """The checked resampling arguments: those given, else `own`'s."""
-    return loading.checked_resampling(
-        own["interpolation"] if interpolation is None else interpolation,
-        own["antialias"] if antialias is None else antialias,
-    )
+#: What weights that are no Hub repo bring: no resampling of their own
+#: (keras_vit's), no publisher.
+_OWN = {"resampling": None, "source": None}
 
 
 def _from_hub(weights, given):
@@ -117,7 +106,7 @@ def _from_hub(weights, given):
     if folder is None:
         return dict(given), weights, _OWN
     config = hub_config.read(folder)
-    own = {**config.resampling, "source": config.source}
+    own = {"resampling": config.resampling, "source": config.source}
     return hub.arguments(config, given), path, own
 
 

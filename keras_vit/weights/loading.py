@@ -144,6 +144,39 @@ def checked_resampling(interpolation, antialias):
     return {"interpolation": interpolation, "antialias": antialias}
 
 
+#: keras_vit's resampling for weights that bring none of their own.
+DEFAULT_RESAMPLING = {
+    "interpolation": DEFAULT_INTERPOLATION,
+    "antialias": DEFAULT_ANTIALIAS,
+}
+
+
+def given_resampling(interpolation=None, antialias=None):
+    """Checks the resampling arguments a caller was given (`None`: not
+    given) before any file is read: an `interpolation` with its
+    `antialias` (`resampling`), or an `antialias` alone, which is checked
+    against the weights' own interpolation once that is known."""
+    if interpolation is not None:
+        resampling(interpolation, antialias)
+    elif antialias is not None:
+        arg_checks.boolean("antialias", antialias)
+
+
+def resampling(interpolation=None, antialias=None, own=None):
+    """The checked resampling (`checked_resampling`) from the arguments a
+    caller was given (`None`: not given) and the weights' `own` (a Hub
+    repo's publisher's; `None`: keras_vit's, `DEFAULT_RESAMPLING`). An
+    `interpolation` given comes with the `antialias` given, else
+    keras_vit's default; none given takes `own`'s, with an `antialias`
+    given in place of its own."""
+    if interpolation is not None or own is None:
+        own = DEFAULT_RESAMPLING
+    return checked_resampling(
+        own["interpolation"] if interpolation is None else interpolation,
+        own["antialias"] if antialias is None else antialias,
+    )
+
+
 def _resampled(resize):
     """How the embeddings were resampled, for a note: `"bicubic"`,
     `"bicubic, antialiased"`."""

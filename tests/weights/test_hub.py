@@ -709,3 +709,37 @@ def test_transformers_vit_classifier_snapshot(tmp_path):
     np.testing.assert_allclose(
         model(expected["images"]), expected["logits"], atol=1e-4
     )
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        # Nothing given: the publisher's (timm's antialiased bicubic).
+        ({}, {"interpolation": "bicubic_pytorch", "antialias": True}),
+        # An antialias alone keeps the publisher's interpolation.
+        (
+            {"antialias": False},
+            {"interpolation": "bicubic_pytorch", "antialias": False},
+        ),
+        # An interpolation given comes with keras_vit's default antialias,
+        # not the repo's (which it may not take).
+        (
+            {"interpolation": "bilinear_align_corners"},
+            {"interpolation": "bilinear_align_corners", "antialias": False},
+        ),
+    ],
+)
+def test_the_resampling_given_and_the_repos(given, expected, monkeypatch):
+    from keras_vit.weights import loading
+
+    seen = {}
+    load = loading.load_checkpoint
+
+    def spy(model, checkpoint, **resize):
+        seen.update(resize)
+        return load(model, checkpoint, **resize)
+
+    monkeypatch.setattr(loading, "load_checkpoint", spy)
+    folder = str(GOLDEN / "timm_dinov2_reg4")
+    keras_vit.ViT.from_preset(folder, image_size=70, **given)
+    assert seen == expected
