@@ -240,7 +240,8 @@ def metadata_bytes(model, description=None, author=None, licence=None):
 def attach(data, model, class_names=None, **fields):
     """The `.tflite` flatbuffer `data` with `model`'s metadata in a buffer
     named `METADATA_NAME` (replacing an earlier one) and, for a classifier,
-    `class_names` as the appended zip's `LABELS_FILE`. `fields`: the
+    `class_names` as the appended zip's `LABELS_FILE`; `data` as it is for
+    a file whose weights follow the flatbuffer (over 2 GB). `fields`: the
     `description`, `author` and `licence` of `metadata_bytes`."""
     # TensorFlow's copy of the model schema, imported here: `import
     # keras_vit` on the JAX or torch backend must not import TensorFlow.
@@ -248,6 +249,11 @@ def attach(data, model, class_names=None, **fields):
 
     model_t = schema.ModelT.InitFromObj(schema.Model.GetRootAs(data, 0))
     _refuse_integer_input_of_another_scale(model_t, schema)
+    if any(b.offset > 1 for b in model_t.buffers):
+        # A file over 2 GB keeps its weights after the flatbuffer, at
+        # offsets a repacked flatbuffer would no longer match: left as the
+        # converter wrote it (its JSON sidecar still says what it takes).
+        return data
     buffer = schema.BufferT()
     buffer.data = np.frombuffer(metadata_bytes(model, **fields), dtype="uint8")
     model_t.metadata = [

@@ -365,3 +365,49 @@ def test_mediapipe_refuses_an_int8_input_rather_than_misread_it(tmp_path):
     )
     with pytest.raises(ValueError, match="uint8/float32, got INT8"):
         vision.ImageClassifier.create_from_options(options)
+
+
+def test_a_file_with_weights_after_the_flatbuffer_is_left_whole(
+    random_model_path,
+):
+    # Over 2 GB the converter stores the weights after the flatbuffer, at
+    # offsets: a repacked model would drop them. Such a file is kept as the
+    # converter wrote it (a small one marked so stands in for it).
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    from keras_vit.export import tflite
+
+    model = keras.saving.load_model(random_model_path, compile=False)
+    model_t = schema.ModelT.InitFromObj(
+        schema.Model.GetRootAs(tflite.tflite_bytes(model), 0)
+    )
+    model_t.buffers[-1].offset, model_t.buffers[-1].size = 1 << 31, 4
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model_t.Pack(builder), tflite_metadata.MODEL_IDENTIFIER)
+    data = bytes(builder.Output())
+    assert tflite_metadata.attach(data, model, ["a"] * 10) == data
+
+
+@pytest.mark.parametrize(
+    "normalization",
+    [None, {"mean": (0.5, 0.25, 0.1), "std": (0.5, 0.25, 0.2)}],
+    ids=["minus_one_to_one", "mean_std"],
+)
+def test_predict_without_sidecar_normalises_as_the_sidecar(
+    normalization, tmp_path
+):
+    # A model that takes normalised values: the embedded metadata's mean
+    # and std (in pixel units) must give the sidecar's normalisation.
+    model = _model(include_preprocessing=False, normalization=normalization)
+    with_sidecar = str(tmp_path / "m.tflite")
+    export.export_tflite(model, with_sidecar, verify=False)
+    alone = str(tmp_path / "alone.tflite")
+    shutil.copyfile(with_sidecar, alone)
+    paths = []
+    for i, photo in enumerate(random_images((2, 32, 32, 3), seed=6)):
+        paths.append(str(tmp_path / f"p{i}.png"))
+        keras.utils.save_img(paths[-1], photo.astype("uint8"))
+    expected = predict.load_predictor(with_sidecar).predict(paths)
+    np.testing.assert_allclose(
+        predict.load_predictor(alone).predict(paths), expected, atol=1e-6
+    )
