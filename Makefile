@@ -57,18 +57,18 @@ web-client: $(WEB)/node_modules/.package-lock.json
 test: $(VENV)/.installed web-client
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal tests
 
-test-fast: $(VENV)/.installed
+test-fast: $(VENV)/.installed $(WEB)/node_modules/.package-lock.json
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal -m "not slow" tests
 
 # The measurements go to the temporary folder, not into the checkout.
 COVERAGE_JSON := $(or $(TMPDIR),/tmp)/keras_vit_fast_coverage.json
-coverage-fast: $(VENV)/.installed
+coverage-fast: $(VENV)/.installed $(WEB)/node_modules/.package-lock.json
 	COVERAGE_FILE=$(COVERAGE_JSON:.json=.data) $(PY) -m pytest -n auto \
 	  --maxprocesses 4 --dist worksteal -m "not slow" --cov=keras_vit \
 	  --cov-report=json:$(COVERAGE_JSON) tests
 	$(PY) tests/fast_coverage.py $(COVERAGE_JSON)
 
-durations: $(VENV)/.installed
+durations: $(VENV)/.installed web-client
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal \
 	  --write-durations tests/durations.json tests
 

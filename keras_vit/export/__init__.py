@@ -35,10 +35,11 @@ The command line is `keras-vit export`, `keras-vit verify` and
 parts have their own modules:
 `tflite` (`tflite_bytes`: a model as TFLite bytes), `saved_model`, `onnx`,
 `openvino`, `verification` (`verify_tflite`, `verify_saved_model`),
-`checks` (`LIMITS`), `runtime` (`run_tflite`, `INTERPRETERS`), `report`,
-`graph` (`read_graph`, `op_histogram`), `metadata`, `tflite_metadata`
-(`attach`, `read`), `representative` and
-`models`.
+`verification_checks` (`LIMITS`), `runtime` (`run_tflite`,
+`INTERPRETERS`), `report`, `graph` (`read_graph`, `op_histogram`),
+`metadata`, `tflite_metadata` (`attach`, `read`), `representative`, and
+the model's parts: `loaded_model`, `float32_copy`, `model_io`,
+`pixel_inputs`, `serving_signatures`.
 """
 
 from keras_vit.export.latency import benchmark_export
