@@ -173,6 +173,8 @@ SHORT_NAMES = {
 #: pooling, as Meta's DINOv3, where timm's Eva averages the patches). Their
 #: evaluation: timm's 256 px, bicubic, crop 1.0 (`TIMM_FULL_CROP`); Meta
 #: evaluates DINOv3 at 224 px, resizing to 256 px then centre-cropping.
+#: (The registry imports nothing above it: the readers' own copy of the
+#: first three is `keras_vit.weights.checkpoint.DINOV3_DEFAULTS`.)
 DINOV3_ARGUMENTS = {
     "position_embedding": "rope",
     "rope_theta": 100.0,

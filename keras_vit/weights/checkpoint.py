@@ -18,6 +18,15 @@ _BLOCK = re.compile(r"^block_(\d+)/")
 _STEM_UNIT = re.compile(r"^resnet_stem/block(\d+)_unit(\d+)/")
 POSEMB = "patch_encoder/position_embedding"
 
+#: The `ViT` arguments of DINOv3 that its tensors do not record, in
+#: timm's layout and transformers' alike (timm's `vit_*_patch16_dinov3`
+#: model arguments; transformers' `DINOv3ViTConfig` defaults).
+DINOV3_DEFAULTS = {
+    "position_embedding": "rope",
+    "rope_theta": 100.0,
+    "layer_norm_epsilon": 1e-5,
+}
+
 #: Formats that record no patch grid and whose releases (and own loaders:
 #: the original code's `load_pretrained`, timm's `resample_abs_pos_embed`,
 #: transformers' `interpolate_pos_encoding`) take their position embeddings

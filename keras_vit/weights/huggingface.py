@@ -147,6 +147,7 @@ import re
 
 import numpy as np
 
+from keras_vit.weights.checkpoint import DINOV3_DEFAULTS
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import torch_conv_to_projection
@@ -178,12 +179,7 @@ LAYOUT_DEFAULTS = {
         "patch_bias": False,
     },
     "siglip": {"activation": "gelu_tanh", "layer_norm_epsilon": 1e-6},
-    "dinov3": {
-        "activation": "gelu",
-        "layer_norm_epsilon": 1e-5,
-        "position_embedding": "rope",
-        "rope_theta": 100.0,
-    },
+    "dinov3": {"activation": "gelu", **DINOV3_DEFAULTS},
 }
 #: Whether each transformers class, by its config's `model_type`,
 #: antialiases when `interpolate_pos_encoding` resamples its position

@@ -84,6 +84,7 @@ import re
 
 import numpy as np
 
+from keras_vit.weights.checkpoint import DINOV3_DEFAULTS
 from keras_vit.weights.checkpoint import TensorSource
 from keras_vit.weights.checkpoint import concatenate
 from keras_vit.weights.checkpoint import position_tokens_of
@@ -160,14 +161,6 @@ def _tokens(src, out):
         out["patch_encoder/position_embedding"] = posemb
     return prefix
 
-
-#: The `ViT` arguments of DINOv3's timm layout that its tensors do not
-#: record (timm's `vit_*_patch16_dinov3` model arguments).
-DINOV3_DEFAULTS = {
-    "position_embedding": "rope",
-    "rope_theta": 100.0,
-    "layer_norm_epsilon": 1e-5,
-}
 
 #: Names only timm's `Eva` class (DINOv3, EVA-02, Perception Encoder,
 #: Naver's RoPE-ViT) has.

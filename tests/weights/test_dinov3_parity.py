@@ -268,3 +268,11 @@ def test_transformers_4_names_read_as_5(tmp_path):
     assert old.tensors.keys() == new.tensors.keys()
     for key, value in new.tensors.items():
         np.testing.assert_array_equal(old.tensors[key], value)
+
+
+def test_the_presets_take_what_the_readers_assume():
+    # The registry keeps its own copy (it imports nothing above it).
+    from keras_vit.registry import presets
+    from keras_vit.weights.checkpoint import DINOV3_DEFAULTS
+
+    assert DINOV3_DEFAULTS.items() <= presets.DINOV3_ARGUMENTS.items()
