@@ -164,3 +164,18 @@ def test_a_float64_model_rotates_in_float64():
         reference.vit(images, model),
         atol=1e-10,
     )
+
+
+def test_a_bfloat16_table_is_computed_in_float32_then_cast():
+    # Angles of 16 x 16 patches in bfloat16 would be off by ~1e-2; the
+    # table is computed in float32 and only its values are rounded.
+    layer = RotaryEmbedding(64, grid_size=(16, 16), dtype="mixed_bfloat16")
+    got = layer(np.zeros((1, 256, 3), "float32"))
+    assert keras.backend.standardize_dtype(got.dtype) == "bfloat16"
+    expected = keras.ops.cast(
+        rope_table(16, 16, 64, 100.0, dtype="float32"), "bfloat16"
+    )
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(keras.ops.cast(got, "float32")),
+        keras.ops.convert_to_numpy(keras.ops.cast(expected, "float32")),
+    )
