@@ -491,14 +491,18 @@ def _transformers_arguments(model_type, args, where):
             f"it has {sorted(_TRANSFORMERS_ACTIVATION)}. Received: "
             f"hidden_act={args['hidden_act']!r}"
         )
-    for key in ("use_swiglu_ffn", "use_gated_mlp"):
-        if args.get(key):
-            raise ValueError(
-                f"{where}: keras_vit reads this model's plain MLP only. "
-                f"Received: {key}={args[key]!r}"
-            )
+    if args.get("use_gated_mlp"):
+        raise ValueError(
+            f"{where}: keras_vit reads this model's plain MLP only. "
+            f"Received: use_gated_mlp={args['use_gated_mlp']!r}"
+        )
     width = _field(args, "hidden_size", int, where)
     mlp = args.get("intermediate_size") or width * args.get("mlp_ratio", 4)
+    if args.get("use_swiglu_ffn"):  # dinov2-giant: `Dinov2SwiGLUFFN`
+        # transformers 5.25 models/dinov2/modeling_dinov2.py: 2/3 of
+        # int(D * mlp_ratio), rounded up to a multiple of 8; SiLU gate.
+        mlp = (int(int(width * args.get("mlp_ratio", 4)) * 2 / 3) + 7) // 8 * 8
+        activation = "silu"
     arguments = {
         "patch_size": _field(args, "patch_size", int, where),
         "hidden_dim": width,
@@ -508,6 +512,8 @@ def _transformers_arguments(model_type, args, where):
         "activation": activation,
         "layer_norm_epsilon": float(args["layer_norm_eps"]),
     }
+    if args.get("use_swiglu_ffn"):
+        arguments["use_gated_mlp"] = True
     if model_type.startswith("dinov2"):
         arguments["layer_scale_init"] = 1e-5
         arguments["include_top"] = False

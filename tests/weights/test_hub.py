@@ -236,7 +236,6 @@ def test_id2label_names_but_not_placeholders(tmp_path):
         ({"architecture": "vit_nonesuch_patch16_224"}, "vit_nonesuch"),
         ({"model_type": "bert"}, "model_type='bert'"),
         ({"hello": 1}, "neither"),
-        ({"model_type": "dinov2", "use_swiglu_ffn": True}, "use_swiglu_ffn"),
         ({"model_type": "dinov3_vit", "use_gated_mlp": True}, "use_gated"),
         ({"model_type": "dinov3_vit", "mlp_bias": False}, "mlp_bias=False"),
         ({"model_type": "clip", "vision_config": []}, "vision_config"),

@@ -4,7 +4,9 @@ transformers: DINOv2 giant's layouts (timm `SwiGLUPacked`, transformers
 architecture, from the tiny files of tests/golden/
 make_swiglu_checkpoints.py (check_swiglu_full.py checks the full widths)."""
 
+import json
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -217,3 +219,26 @@ def test_an_npz_file_with_gated_shapes_is_not_read_as_gated(tmp_path):
     np.savez(path, **arrays)
     checkpoint = read_checkpoint(path)
     assert not checkpoint.use_gated_mlp and checkpoint.mlp_dim == 12
+
+
+def test_the_giants_snapshot_folder_loads_exactly(tmp_path):
+    # facebook/dinov2-giant's config (use_swiglu_ffn, mlp_ratio 4) at the
+    # golden's tiny width: the gated width and SiLU come from the config.
+    folder = tmp_path / "dinov2-giant"
+    folder.mkdir()
+    shutil.copy(_path("hf_giant"), folder / "model.safetensors")
+    config = {
+        "model_type": "dinov2",
+        "hidden_size": 24,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 2,
+        "patch_size": 4,
+        "image_size": 16,
+        "mlp_ratio": 4,
+        "use_swiglu_ffn": True,
+    }
+    (folder / "config.json").write_text(json.dumps(config))
+    model = keras_vit.ViT.from_preset(str(folder))
+    assert (model.use_gated_mlp, model.mlp_dim) == (True, 64)
+    assert model.activation == "silu"
+    _check_outputs(model, _expected("hf_giant"))
