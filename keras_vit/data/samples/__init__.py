@@ -1,0 +1,1 @@
+"""The shipped sample photos (data only; see README.md here)."""
