@@ -46,6 +46,10 @@ from keras_vit.benchmark.throughput import compute_dtype
 from keras_vit.benchmark.throughput import jit_choices
 from keras_vit.benchmark.throughput import keras_vit_model
 from keras_vit.benchmark.throughput import print_peak
+from keras_vit.cli.benchmark import DEFAULT_BATCH_SIZES
+from keras_vit.cli.benchmark import DEFAULT_MODELS
+from keras_vit.cli.benchmark import DEFAULT_TRAIN_BATCH_SIZES
+from keras_vit.cli.benchmark import train_batch_sizes
 from keras_vit.models.config import DEFAULT_IMAGE_SIZE
 
 #: benchmarks/worker.py, beside this file: the program each row runs.
@@ -474,12 +478,6 @@ def _format_row(row, width=8):
     )
 
 
-#: What the suite times without `--model` or `--compare`.
-DEFAULT_MODELS = ("Ti/16", "S/16", "B/16")
-#: The batch sizes it times without `--batch-size` / `--train-batch-size`
-#: (`--profile` times one, `profile`'s default).
-DEFAULT_BATCH_SIZES = (1, 8)
-DEFAULT_TRAIN_BATCH_SIZES = (8, 32)
 #: The flags `--profile` does not take (it times float32 forward passes
 #: and steps of keras_vit alone, both with and without XLA, once), as
 #: their destinations.
@@ -737,11 +735,7 @@ def run(args):
         return
     _refuse_ignored(args)
     inference_batches = args.batch_size or list(DEFAULT_BATCH_SIZES)
-    train_batches = (
-        (args.train_batch_size or list(DEFAULT_TRAIN_BATCH_SIZES))
-        if args.train
-        else []
-    )
+    train_batches = train_batch_sizes(args)
 
     print(
         f"benchmarks/suite.py: {', '.join(models)}; inference batches "

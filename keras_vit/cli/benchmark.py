@@ -97,6 +97,14 @@ def _add_timing_arguments(bench):
     )
 
 
+def train_batch_sizes(args):
+    """The training batch sizes `args` asks for: none without `--train`,
+    the defaults where `--train-batch-size` is not given."""
+    if not args.train:
+        return []
+    return args.train_batch_size or list(DEFAULT_TRAIN_BATCH_SIZES)
+
+
 def run(args):
     from keras_vit.benchmark import throughput
 
@@ -106,11 +114,7 @@ def run(args):
             "--train times. Received: --train-batch-size "
             + " ".join(map(str, args.train_batch_size))
         )
-    train_batches = (
-        (args.train_batch_size or list(DEFAULT_TRAIN_BATCH_SIZES))
-        if args.train
-        else []
-    )
+    train_batches = train_batch_sizes(args)
     print(
         f"keras-vit benchmark: {', '.join(args.model)}; inference batches "
         f"{args.batch_size}"
