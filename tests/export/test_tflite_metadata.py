@@ -265,25 +265,6 @@ def test_mediapipe_embedder_gives_keras_features(tmp_path):
         assert abs(got - want) < 1e-5
 
 
-def test_the_region_of_interest_is_the_centre_crops_region():
-    # 48 x 64 photo, 32 x 32 input, crop_pct 0.875: covered at 36 x 48,
-    # rows 2..34 and columns 8..40 kept.
-    crop = {"crop_pct": 0.875, "interpolation": "bilinear", "antialias": False}
-    roi = resize.region_of_interest((48, 64, 3), (32, 32), crop)
-    assert roi == {
-        "left": 8 / 48,
-        "top": 2 / 36,
-        "right": 40 / 48,
-        "bottom": 34 / 36,
-    }
-    assert resize.region_of_interest((48, 64, 3), (32, 32)) == {
-        "left": 0.0,
-        "top": 0.0,
-        "right": 1.0,
-        "bottom": 1.0,
-    }
-
-
 def test_mediapipe_takes_the_region_of_interest(tmp_path):
     # The whole image as the region is the stretch; the centre crop's is
     # another input.
