@@ -146,7 +146,11 @@ def region_of_interest(image_shape, image_size, image_resize=None):
     so it reproduces `image_resize`s with `interpolation="bilinear"` and
     `antialias=False`; others differ by their filter."""
     setting = check(image_resize)
-    height, width = (int(side) for side in image_size)
+    height, width = (
+        arg_checks.positive_int("image_size", side) for side in image_size
+    )
+    for side in image_shape[:2]:
+        arg_checks.positive_int("image_shape", side)
     if setting["crop_pct"] is None:
         rows, columns, top, left = height, width, 0, 0
     else:

@@ -90,3 +90,15 @@ def test_the_region_of_interest_is_shifted_by_half_a_step():
         (48, 48, 3), (32, 32), {**CROP, "crop_pct": 1.0}
     )
     assert edge == whole
+
+
+@pytest.mark.parametrize(
+    "shape, size, named",
+    [
+        ((0, 48, 3), (32, 32), "image_shape"),
+        ((48, 48, 3), (32, 0), "image_size"),
+    ],
+)
+def test_an_empty_image_or_input_is_refused_by_name(shape, size, named):
+    with pytest.raises(ValueError, match=f"`{named}` must be a positive"):
+        resize.region_of_interest(shape, size, CROP)
