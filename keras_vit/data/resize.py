@@ -128,27 +128,50 @@ def resize_image(image, image_size, image_resize=None):
 
 
 def region_of_interest(image_shape, image_size, image_resize=None):
-    """The part of an image of `image_shape` `(H, W, ...)` that
-    `resize_image` keeps, as a dict of `left`, `top`, `right` and `bottom`,
-    fractions of its width and height: a MediaPipe Tasks region of interest
-    (`RectF(**roi)`; its positional order is left, top, bottom, right),
-    which MediaPipe crops and stretches to the input, as the model's own
-    centre crop does (the whole image for `crop_pct` None)."""
+    """The region of an image of `image_shape` `(H, W, ...)` from which
+    MediaPipe Tasks samples what `resize_image` samples, as a dict of
+    `left`, `top`, `right` and `bottom`, fractions of its width and height
+    (`RectF(**roi)`; its positional order is left, top, bottom, right).
+
+    MediaPipe (its CPU path, OpenCV's `warpPerspective`) maps the region's
+    edges to the input's edges, so output pixel `j` samples the image at
+    `left_px + j * step`, pixel centres at integers; `tf.image.resize`
+    samples at `(j + 0.5) * step - 0.5` of the resized image's part. The
+    region is the part `resize_image` keeps (the centre crop of
+    `crop_pct`, or the whole image) moved by half a step less half a
+    pixel, so both sample the same points. Kept inside the image (as
+    MediaPipe requires): where the move would leave it (no crop, or a crop
+    at an edge, downscaled), the samples are up to `(step - 1) / 2`
+    pixels apart. MediaPipe interpolates bilinearly without antialiasing,
+    so it reproduces `image_resize`s with `interpolation="bilinear"` and
+    `antialias=False`; others differ by their filter."""
     setting = check(image_resize)
-    if setting["crop_pct"] is None:
-        return {"left": 0.0, "top": 0.0, "right": 1.0, "bottom": 1.0}
-    height, width = (int(side) for side in image_size)
-    rows, columns = (
-        int(v) for v in _cover_size(image_shape[:2], height, width, setting)
+    height, width = (
+        arg_checks.positive_int("image_size", side) for side in image_size
     )
-    top = int(_centre_offset(rows, height))
-    left = int(_centre_offset(columns, width))
-    return {
-        "left": left / columns,
-        "top": top / rows,
-        "right": (left + width) / columns,
-        "bottom": (top + height) / rows,
-    }
+    for side in image_shape[:2]:
+        arg_checks.positive_int("image_shape", side)
+    if setting["crop_pct"] is None:
+        rows, columns, top, left = height, width, 0, 0
+    else:
+        rows, columns = (
+            int(v) for v in _cover_size(image_shape[:2], height, width, setting)
+        )
+        top = int(_centre_offset(rows, height))
+        left = int(_centre_offset(columns, width))
+    top, bottom = _sampled_span(top, height, rows, int(image_shape[0]))
+    left, right = _sampled_span(left, width, columns, int(image_shape[1]))
+    return {"left": left, "top": top, "right": right, "bottom": bottom}
+
+
+def _sampled_span(start, size, resized, full):
+    """`(first, last)`, fractions of `full` pixels, of the span MediaPipe
+    samples as `tf.image.resize` to `resized` then `[start, start + size)`
+    does (`region_of_interest`), kept inside [0, 1]."""
+    extent = size / resized
+    first = (start + 0.5) / resized - 0.5 / full
+    first = min(max(first, 0.0), 1.0 - extent)
+    return first, min(first + extent, 1.0)
 
 
 def _cover_size(shape, height, width, setting):

@@ -196,8 +196,11 @@ def tflite_bytes(
     calibration_images=None,
     batch_size=1,
     io_dtype="float32",
+    labels=None,
 ):
-    """Converts a Keras model to TFLite bytes with LiteRT builtin ops only.
+    """Converts a Keras model to TFLite bytes with LiteRT builtin ops only,
+    with its TFLite Metadata (`tflite_metadata.attach`), as every `.tflite`
+    keras_vit writes.
 
     Args:
         model: a `keras.Model` with one `(B, H, W, C)` image input.
@@ -207,6 +210,9 @@ def tflite_bytes(
         batch_size: int, the static batch, or `None` for a dynamic batch.
             Defaults to `1`.
         io_dtype: one of `IO_DTYPES`. Defaults to `"float32"`.
+        labels: the class names written as the metadata's label file (see
+            `keras_vit.export.metadata.class_names`). Defaults to `None`:
+            the model's own, else `"class_0"`, ...
 
     A model computing under a mixed (or other reduced-precision) policy is
     converted as its float32 copy
@@ -240,6 +246,7 @@ def tflite_bytes(
         "quantize='dynamic' (int8 weights, as Keras's int8) or 'int8' "
         f"(weights and activations; received quantize={quantize!r})",
     )
+    class_names = metadata_lib.class_names(model, labels)
     model = float32_copy.float32_model(model)
     if quantize in CALIBRATED and io_dtype != "float32":
         calibration_images = pinned_input_range(model, calibration_images)
@@ -260,7 +267,7 @@ def tflite_bytes(
         with open(path, "rb") as file:
             data = file.read()
     _check_graph(graph_lib.read_graph(data), model, quantize)
-    return data
+    return tflite_metadata.attach(data, model, class_names)
 
 
 def _check_graph(graph, model, quantize):
@@ -476,6 +483,7 @@ def export_tflite(
         None if calibration is None else calibration.images,
         batch_size,
         io_dtype,
+        class_names,
     )
     sources = None
     if verify:
@@ -513,11 +521,11 @@ def _write_verified(
     sidecar,
     class_names=None,
 ):
-    """Writes the flatbuffer `data` to `output` once `verify_tflite` has
+    """Writes the flatbuffer `data` (with its TFLite Metadata, as
+    `tflite_bytes` returns it) to `output` once `verify_tflite` has
     passed it on `sources` (`None`: unverified; a labelled folder's
     classes matched to `class_names`, the export's); nothing is left at
-    `output` if it fails. The file carries `model`'s TFLite Metadata
-    (`tflite_metadata.attach`). Returns `(report or None, io_details,
+    `output` if it fails. Returns `(report or None, io_details,
     file_bytes)`.
 
     An earlier `sidecar` (metadata file) is removed just before the new
@@ -525,8 +533,6 @@ def _write_verified(
     metadata written after."""
     report = None
     with files.atomic_file(output, suffix=".tflite") as tmp:
-        # TFLite Metadata is part of the file that is verified and moved.
-        data = tflite_metadata.attach(data, model, class_names)
         with open(tmp, "wb") as file:
             file.write(data)
         if sources is not None:

@@ -11,6 +11,9 @@ interpreter ignores bytes after the model, and MediaPipe opens the zip.
 
 What it says, for a model `m` (`attach`):
 
+- the model: its name, a description, keras_vit's version; for a model
+  built from a preset (`m.weights_preset`) the preset's licence and, in
+  the description, its unique name and URL (author only where given).
 - input: RGB, the model's height and width, and the `NormalizationOptions`
   that map [0, 255] pixels to what the model takes, `(pixel - mean) / std`
   per channel: mean 0 / std 1 for a model that normalises pixels itself;
@@ -38,6 +41,7 @@ from flatbuffers.number_types import Float32Flags
 from flatbuffers.number_types import Uint32Flags
 from flatbuffers.table import Table
 
+from keras_vit import registry
 from keras_vit.export import model_io
 from keras_vit.export import pixel_inputs
 from keras_vit.version import __version__
@@ -207,9 +211,22 @@ def _output_tensor(builder, kind, labelled):
     )
 
 
+def _preset(model):
+    """The preset record `model`'s weights came from (a `keras_vit.ViT`'s
+    `weights_preset`), or `None`."""
+    name = getattr(model, "weights_preset", None)
+    return None if name is None else registry.named_preset(name)
+
+
 def metadata_bytes(model, description=None, author=None, licence=None):
     """The metadata flatbuffer of `model`'s `.tflite` file (see the module
-    docstring); `description`, `author`, `licence`: strings or `None`."""
+    docstring); `description`, `author`, `licence`: strings or `None`. For
+    a model built from a preset (`weights_preset`), `licence` defaults to
+    the preset's and the default description names the preset and its
+    URL."""
+    preset = _preset(model)
+    if licence is None and preset is not None:
+        licence = preset["license"]
     builder = flatbuffers.Builder(1024)
     kind = model_io.output_kind(model)
     labelled = kind != "features"
@@ -222,6 +239,10 @@ def metadata_bytes(model, description=None, author=None, licence=None):
         description = (
             "Image embedder" if kind == "features" else "Image classifier"
         ) + f" exported by keras_vit {__version__}."
+        if preset is not None:
+            description += (
+                f" Weights: preset {preset['unique_name']} ({preset['url']})."
+            )
     # ModelMetadata: name, description, version, subgraph_metadata, author,
     # license, associated_files, min_parser_version.
     fields = [

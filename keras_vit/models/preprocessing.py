@@ -3,13 +3,16 @@ architecture.
 
 What describes the model's inputs and outputs but builds no layer: how its
 inputs are normalised (`normalization`), how an image is resized to its
-input for inference and evaluation (`image_resize`), and the names of its
-classes (`class_names`). A `keras_vit.ViT` takes the fields as keyword
+input for inference and evaluation (`image_resize`), the names of its
+classes (`class_names`), and the preset its weights came from
+(`weights_preset`, whose record gives exports its licence and
+publisher). A `keras_vit.ViT` takes the fields as keyword
 arguments, keeps them as one record (`model.preprocessing`) beside its
 `ViTConfig` and saves them in its config, so a `.keras` file carries its
-labels. Presets fill the record (their `normalization` and `image_resize`,
-ImageNet-1k's names for a 1000-class head), training fills `class_names`
-with its dataset's, and exports write it into their metadata. With
+labels. Presets fill the record (their `normalization` and
+`image_resize`, ImageNet-1k's names for a 1000-class head, their unique
+name), training fills `class_names` with its dataset's, and exports write
+it into their metadata. With
 `include_preprocessing=True` the model's `rescaling` layer applies
 `normalization` (`scale_and_offset`).
 """
@@ -19,6 +22,7 @@ import math
 import numbers
 
 from keras_vit import arg_checks
+from keras_vit import registry
 from keras_vit.data import resize
 
 
@@ -32,11 +36,13 @@ class Preprocessing:
     naming it and the value received) and kept resolved: `normalization`
     `None` or per-channel float tuples, `image_resize` complete
     (`keras_vit.data.resize.check`), `class_names` `None` or a tuple of
-    strings. `check_fits` checks it against a `ViTConfig`."""
+    strings, `weights_preset` `None` or a preset's unique name.
+    `check_fits` checks it against a `ViTConfig`."""
 
     normalization: object = None
     image_resize: object = None
     class_names: object = None
+    weights_preset: object = None
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -199,9 +205,24 @@ def _class_names(class_names):
     return tuple(class_names)
 
 
+def _weights_preset(name):
+    """`name` checked: `None`, or the unique name of a preset
+    (`keras_vit.registry.named_preset`)."""
+    if name is None or (
+        isinstance(name, str) and registry.named_preset(name) is not None
+    ):
+        return name
+    raise ValueError(
+        "`weights_preset` must be None or a preset's unique name (see "
+        "keras_vit.list_presets()), as ViT.from_preset records it. "
+        f"Received: weights_preset={name!r}"
+    )
+
+
 #: Each field's check: takes the value, returns it checked.
 _CHECKS = {
     "normalization": _normalization,
     "image_resize": resize.check,
     "class_names": _class_names,
+    "weights_preset": _weights_preset,
 }

@@ -188,6 +188,10 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             `keras-vit predict`. `from_preset` gives ImageNet-1k's to a
             preset's 1000-class head, `keras-vit train` its dataset's.
             Read back as a tuple. Defaults to `None`.
+        weights_preset: `None`, or the unique name of the preset the
+            weights came from (`from_preset` records it): exports write
+            its licence and publisher into their metadata. Defaults to
+            `None`.
         num_channels: int, the channels of the input images. Defaults to
             `3`.
         stem: `None` (patches of raw pixels, the plain ViT), or a CNN whose
@@ -342,6 +346,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         normalization=None,
         image_resize=None,
         class_names=None,
+        weights_preset=None,
         num_channels=3,
         stem=None,
         activation="gelu",
@@ -369,7 +374,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             for key, value in locals().items()
             if key in ARCHITECTURE_ARGUMENTS
         }
-        preprocessing = Preprocessing(normalization, image_resize, class_names)
+        preprocessing = Preprocessing(
+            normalization, image_resize, class_names, weights_preset
+        )
         _check_model_kwargs(kwargs)
         layer_trainable = keras_fixes.checked_trainable_flags(
             kwargs.pop(keras_fixes.LAYER_TRAINABLE, None)

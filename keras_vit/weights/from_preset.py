@@ -36,11 +36,13 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
     Returns:
         `(arguments, load)`: the arguments with what the weights decide
         filled in: the variant's numbers (for a preset's unique name), the
-        preset's `num_classes` (where not given), the
-        preset's `vit_arguments`, `normalization` and `image_resize`
-        (those not given, so that `include_preprocessing=True` applies the
-        preset's own normalisation to [0, 255] pixels, and images are
-        resized as its evaluation resized them), `class_names` (when not
+        preset's `num_classes` (where not given), the preset's
+        `vit_arguments`, `normalization`, `image_resize` and unique name,
+        `weights_preset` (those not given, so that
+        `include_preprocessing=True` applies the preset's own
+        normalisation to [0, 255] pixels, images are resized as its
+        evaluation resized them, and exports carry its licence),
+        `class_names` (when not
         given, for a model that keeps a preset's 1000-class head:
         ImageNet-1k's, `keras_vit.imagenet_class_names`), `image_size`
         (when not given: the preset's or the checkpoint's resolution),
@@ -112,7 +114,8 @@ def _from_hub(weights, given):
 
 def _from_preset(preset, given):
     """`given` with what `preset` decides where `given` does not say: its
-    `vit_arguments`, its head, its `normalization` and `image_resize`, and
+    `vit_arguments`, its head, its `normalization` and `image_resize`, its
+    unique name (`weights_preset`: the licence travels to exports), and
     the class names of a head it keeps: every preset with 1000 classes is
     an ImageNet-1k classifier, in ILSVRC-2012's order."""
     given = {
@@ -120,6 +123,7 @@ def _from_preset(preset, given):
         **registry.presets.head_arguments(preset),
         "normalization": preset["normalization"],
         "image_resize": preset["image_resize"],
+        "weights_preset": preset["unique_name"],
         **given,
     }
     arguments = {**DEFAULTS, **given}

@@ -15,6 +15,7 @@ from PIL import Image
 from keras_vit import export
 from keras_vit.export import runtime
 from keras_vit.export import tflite
+from keras_vit.export import tflite_metadata
 from tests.clients import browser
 
 pytestmark = pytest.mark.slow  # Each starts Chromium: seconds.
@@ -33,11 +34,12 @@ def image_path(tmp_path):
 
 
 @pytest.fixture
-def bare_tflite_path(random_model_path, tmp_path):
-    """The converter's bytes before the export adds TFLite Metadata: what
-    every keras_vit file was before #55."""
+def bare_tflite_path(random_model_path, tmp_path, monkeypatch):
+    """The converter's bytes without the TFLite Metadata that
+    `tflite_bytes` attaches: what every keras_vit file was before #55."""
     model = keras.saving.load_model(random_model_path, compile=False)
     bare = tmp_path / "bare.tflite"
+    monkeypatch.setattr(tflite_metadata, "attach", lambda data, *_: data)
     bare.write_bytes(tflite.tflite_bytes(model))
     return bare
 

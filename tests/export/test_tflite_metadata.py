@@ -17,11 +17,13 @@ from keras_vit.cli import predict
 from keras_vit.data import resize
 from keras_vit.export import graph
 from keras_vit.export import runtime
+from keras_vit.export import tflite
 from keras_vit.export import tflite_metadata
 from tests.export.helpers import TINY_EXPORT
 from tests.export.helpers import digits_npz
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
+from tests.weights.test_loading import local_preset  # noqa: F401
 
 
 def _read(path):
@@ -41,6 +43,40 @@ def test_the_export_carries_metadata_read_back(random_tflite_path):
     }
     assert found["output_kind"] == "probabilities"
     assert found["class_names"] == [f"class_{i}" for i in range(10)]
+
+
+def test_the_converters_bytes_carry_metadata_too(random_model_path):
+    model = keras.saving.load_model(random_model_path, compile=False)
+    found = tflite_metadata.read(
+        tflite.tflite_bytes(model, labels=list("abcdefghij"))
+    )
+    assert found["class_names"] == list("abcdefghij")
+    assert found["input"]["mean"] == [0.0, 0.0, 0.0]
+
+
+def test_a_preset_models_export_carries_its_licence(
+    local_preset,  # noqa: F811 (the fixture)
+    tmp_path,
+):
+    local_preset["license"] = "MIT"  # the record in the registry
+    model = keras_vit.ViT.from_preset("vit_tiny8_tiny_test")
+    assert model.weights_preset == "vit_tiny8_tiny_test"
+    model.save(str(tmp_path / "m.keras"))  # the record travels in the file
+    path = str(tmp_path / "m.tflite")
+    export.export_tflite(str(tmp_path / "m.keras"), path, verify=False)
+    found = tflite_metadata.read(_read(path))
+    assert found["licence"] == "MIT"
+    assert "vit_tiny8_tiny_test" in found["description"]
+    assert local_preset["url"] in found["description"]
+    plain = tflite_metadata.read(
+        tflite.tflite_bytes(keras_vit.ViT(**TINY_EXPORT))
+    )
+    assert plain["licence"] is None
+
+
+def test_weights_preset_names_a_preset():
+    with pytest.raises(ValueError, match="weights_preset='vit_nope'"):
+        keras_vit.ViT(**TINY_EXPORT, weights_preset="vit_nope")
 
 
 def test_mediapipes_schema_reads_the_same(random_tflite_path):
@@ -229,25 +265,6 @@ def test_mediapipe_embedder_gives_keras_features(tmp_path):
         assert abs(got - want) < 1e-5
 
 
-def test_the_region_of_interest_is_the_centre_crops_region():
-    # 48 x 64 photo, 32 x 32 input, crop_pct 0.875: covered at 36 x 48,
-    # rows 2..34 and columns 8..40 kept.
-    crop = {"crop_pct": 0.875, "interpolation": "bilinear", "antialias": False}
-    roi = resize.region_of_interest((48, 64, 3), (32, 32), crop)
-    assert roi == {
-        "left": 8 / 48,
-        "top": 2 / 36,
-        "right": 40 / 48,
-        "bottom": 34 / 36,
-    }
-    assert resize.region_of_interest((48, 64, 3), (32, 32)) == {
-        "left": 0.0,
-        "top": 0.0,
-        "right": 1.0,
-        "bottom": 1.0,
-    }
-
-
 def test_mediapipe_takes_the_region_of_interest(tmp_path):
     # The whole image as the region is the stretch; the centre crop's is
     # another input.
@@ -374,8 +391,6 @@ def test_a_file_with_weights_after_the_flatbuffer_is_left_whole(
     # offsets: a repacked model would drop them. Such a file is kept as the
     # converter wrote it (a small one marked so stands in for it).
     from tensorflow.lite.python import schema_py_generated as schema
-
-    from keras_vit.export import tflite
 
     model = keras.saving.load_model(random_model_path, compile=False)
     model_t = schema.ModelT.InitFromObj(
