@@ -1,7 +1,7 @@
 """Hub repos: the config reader (`keras_vit.weights.hub_config`), snapshot
 folders and `hf://` ids through `huggingface_hub`'s own cache, offline.
 
-The snapshots in tests/golden/hub/ are tiny copies of six real repos,
+The snapshots in tests/golden/hub/ are tiny copies of ten real repos,
 written by timm's `save_for_hf` and transformers' `save_pretrained`, with
 the publisher's library's outputs (tests/golden/make_hub_snapshots.py).
 """
@@ -12,6 +12,7 @@ import pathlib
 import shutil
 import sys
 import threading
+import warnings
 
 import keras
 import numpy as np
@@ -37,6 +38,10 @@ SNAPSHOTS = (
     "siglip_b16",
     "timm_dinov3_small",
     "dinov3_vits16",
+    "timm_deit_distilled",
+    "timm_deit3_small",
+    "deit_small_distilled",
+    "clip_laion_b16",
 )
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -192,6 +197,7 @@ def test_transformers_dinov3_defaults_and_biases(tmp_path):
         ("siglip", dict(patch_size=16, activation="gelu_tanh", pooling="map")),
         ("dinov2_with_registers", dict(num_register_tokens=4)),
         ("vit", dict(patch_size=16, layer_norm_epsilon=1e-12, mlp_dim=3072)),
+        ("deit", dict(layer_norm_epsilon=1e-12, distillation=True)),
     ],
 )
 def test_transformers_class_defaults(tmp_path, model_type, expected):
@@ -218,6 +224,42 @@ def test_transformers_processor_gives_size_and_crop(tmp_path):
     assert args["image_resize"]["crop_pct"] == 224 / 256
     assert args["image_resize"]["interpolation"] == "bicubic"
     assert args["normalization"]["std"] == (0.4, 0.5, 0.6)
+
+
+def test_processor_resize_then_crop_feeds_the_crop(tmp_path):
+    # DeiTImageProcessor's class defaults: resize to 256x256, crop 224.
+    processor = {
+        "size": {"height": 256, "width": 256},
+        "crop_size": {"height": 224, "width": 224},
+        "do_center_crop": True,
+    }
+    config = {"model_type": "deit"}
+    args = hub_config.read(_folder(tmp_path, config, processor)).arguments
+    assert args["image_size"] == 224
+    assert args["image_resize"]["crop_pct"] == 224 / 256
+    assert args["normalization"]["mean"] == (0.5,) * 3  # the class's
+
+
+@pytest.mark.parametrize("interpolation", ["bilinear", "bicubic"])
+def test_timm_interpolation_is_read(tmp_path, interpolation):
+    config = {
+        "architecture": "vit_base_patch16_224",
+        "pretrained_cfg": {"interpolation": interpolation},
+    }
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["image_resize"]["interpolation"] == interpolation
+
+
+@pytest.mark.parametrize("interpolation", ["nearest", "lanczos", "random"])
+def test_timm_interpolation_keras_vit_lacks_is_refused(tmp_path, interpolation):
+    config = {
+        "architecture": "vit_base_patch16_224",
+        "pretrained_cfg": {"interpolation": interpolation},
+    }
+    with pytest.raises(
+        ValueError, match=f"bilinear or bicubic.*{interpolation}"
+    ):
+        hub_config.read(_folder(tmp_path, config))
 
 
 def test_id2label_names_but_not_placeholders(tmp_path):
@@ -265,6 +307,51 @@ def test_snapshot_folder_matches_publisher(name):
     model = keras_vit.ViT.from_preset(str(folder))
     expected = np.load(folder / "expected.npz")["output"]
     np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "name, distillation",
+    [
+        ("timm_deit_distilled", True),
+        ("timm_deit3_small", False),
+        ("deit_small_distilled", True),
+    ],
+)
+def test_deit_snapshot_gives_the_publishers_logits_and_names(
+    name, distillation
+):
+    folder = GOLDEN / name
+    model = keras_vit.ViT.from_preset(str(folder), classifier_activation=None)
+    assert model.distillation is distillation
+    assert model.preprocessing.class_names == ("ant", "bee", "cat", "dog")
+    if name == "timm_deit3_small":  # DeiT III: LayerScale, patches only
+        assert model.position_embedding_tokens == "patches"
+        assert model.layer_scale_init is not None
+    expected = np.load(folder / "expected.npz")["logits"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+
+
+def test_laion_and_openai_clip_are_told_apart_by_the_config(tmp_path):
+    """LAION's and DataComp's CLIPs write `hidden_act: "gelu"`, OpenAI's
+    `quick_gelu`: the config decides, with no flag and no note; the
+    other activation is far off on the same weights."""
+    laion = GOLDEN / "clip_laion_b16"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "layout's default" note
+        model = keras_vit.ViT.from_preset(str(laion))
+    assert model.activation == "gelu"
+    assert keras_vit.ViT.from_preset(str(GOLDEN / "clip_b16")).activation == (
+        "quick_gelu"
+    )
+    expected = np.load(laion / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+    folder = tmp_path / "snap"
+    shutil.copytree(laion, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["vision_config"]["hidden_act"] = "quick_gelu"
+    (folder / "config.json").write_text(json.dumps(config))
+    other = keras_vit.ViT.from_preset(str(folder))
+    assert np.abs(other(_pixels(other)) - expected).max() > 1e-3
 
 
 def test_resolve_model_takes_a_snapshot_folder():
@@ -383,6 +470,24 @@ def test_hf_id_loads_dinov3(hub_cache, repo, name):
     hub_cache(repo, GOLDEN / name)
     model = keras_vit.ViT.from_preset(f"hf://{repo}")
     assert model.position_embedding == "rope"
+    expected = np.load(GOLDEN / name / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "repo, name",
+    [
+        (
+            "timm/deit_small_distilled_patch16_224.fb_in1k",
+            "timm_deit_distilled",
+        ),
+        ("timm/deit3_small_patch16_224.fb_in1k", "timm_deit3_small"),
+        ("facebook/deit-small-distilled-patch16-224", "deit_small_distilled"),
+    ],
+)
+def test_hf_id_loads_deit(hub_cache, repo, name):
+    hub_cache(repo, GOLDEN / name)
+    model = keras_vit.ViT.from_preset(f"hf://{repo}")
     expected = np.load(GOLDEN / name / "expected.npz")["output"]
     np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
 
