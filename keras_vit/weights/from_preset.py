@@ -80,7 +80,7 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
         # The repo's config records what the file's layout leaves to its
         # defaults (LAION's CLIP: GELU where the layout's is quick GELU).
         checkpoint.layout_defaults.update(own["recorded"])
-    if own["source"] == "transformers":
+    if own["source"] is not None:  # a Hub repo
         hub.fill_head(given, checkpoint, user)
         arguments = {**DEFAULTS, **given}
     _fill_from_checkpoint(given, arguments, preset, checkpoint)

@@ -364,7 +364,13 @@ def _timm(config, folder):
         arguments["num_classes"] = num_classes
     names = config.get("label_names")
     if names is not None and num_classes > 0:
-        arguments["class_names"] = _field(config, "label_names", list, where)
+        names = _field(config, "label_names", list, where)
+        if len(names) != num_classes:
+            raise ValueError(
+                f"{where}: `label_names` must name the {num_classes} "
+                f"classes of `num_classes`. Received: {len(names)} names"
+            )
+        arguments["class_names"] = names
     return HubConfig("timm", name, arguments, dict(_TIMM_RESAMPLING))
 
 

@@ -405,6 +405,32 @@ def test_overrides_new_head_and_size(tmp_path):
     assert model.image_size == (160, 160)
 
 
+@pytest.mark.parametrize(
+    "given, names",
+    [
+        ({}, ("ant", "bee", "cat", "dog")),
+        ({"num_classes": 4}, ("ant", "bee", "cat", "dog")),  # same head
+        ({"num_classes": 3}, None),  # a new head: no names
+        ({"include_top": False}, None),
+        ({"num_classes": 2, "class_names": ["x", "y"]}, ("x", "y")),
+    ],
+)
+@pytest.mark.parametrize("name", ["timm_deit3_small", "deit_small_distilled"])
+def test_one_rule_keeps_class_names_that_name_the_head(name, given, names):
+    model = keras_vit.ViT.from_preset(str(GOLDEN / name), **given)
+    assert model.preprocessing.class_names == names
+
+
+def test_timm_label_names_of_another_count_are_refused(tmp_path):
+    config = {
+        "architecture": "vit_base_patch16_224",
+        "num_classes": 3,
+        "label_names": ["a", "b"],
+    }
+    with pytest.raises(ValueError, match="label_names.*3 classes.*2 names"):
+        hub_config.read(_folder(tmp_path, config))
+
+
 def test_timm_label_names_become_class_names(tmp_path):
     folder = tmp_path / "snap"
     shutil.copytree(GOLDEN / "timm_dinov2_reg4", folder)
@@ -499,8 +525,35 @@ def test_hf_id_missing_repo_or_file_names_the_id(hub_cache, tmp_path):
     partial.mkdir()
     shutil.copy(GOLDEN / "clip_b16" / "config.json", partial)
     hub_cache("openai/clip-vit-base-patch16", partial)
-    with pytest.raises(ValueError, match="model.safetensors.*patch16"):
+    with pytest.raises(
+        ValueError, match="cache .HF_HUB_OFFLINE.*model.safetensors.*patch16"
+    ):
         resolver.resolve_model("hf://openai/clip-vit-base-patch16")
+
+
+@pytest.mark.parametrize("name", ["config.json", "preprocessor_config.json"])
+def test_hub_out_of_reach_refuses_what_the_cache_lacks(monkeypatch, name):
+    """Online, with the Hub out of reach, a file the cache lacks is
+    refused even where it is optional: a processor config left out would
+    change the model's input."""
+    client = pytest.importorskip("huggingface_hub")
+    errors = pytest.importorskip("huggingface_hub.errors")
+    constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+    def download(repo, filename, **kwargs):
+        if filename != name:
+            return str(GOLDEN / "siglip_b16" / filename)
+        try:
+            raise ConnectionError("[Errno 111] Connection refused")
+        except ConnectionError as cause:
+            raise errors.LocalEntryNotFoundError("not cached") from cause
+
+    monkeypatch.setattr(client, "hf_hub_download", download)
+    with pytest.raises(
+        ValueError, match=f"Cannot reach the Hub for {name}.*Connection refused"
+    ):
+        hub.snapshot("hf://google/siglip-base-patch16-224")
 
 
 @pytest.mark.parametrize(
@@ -545,6 +598,27 @@ def test_cli_convert_and_predict_take_an_hf_id(hub_cache, tmp_path, capsys):
         ["predict", "hf://openai/clip-vit-base-patch16", str(image)]
     )
     assert code == 0, capsys.readouterr().err
+
+
+def test_cli_convert_fetches_each_file_once(hub_cache, tmp_path, monkeypatch):
+    client = pytest.importorskip("huggingface_hub")
+    fetched = []
+    download = client.hf_hub_download
+
+    def counting(repo, filename, **kwargs):
+        fetched.append(filename)
+        return download(repo, filename, **kwargs)
+
+    monkeypatch.setattr(client, "hf_hub_download", counting)
+    hub_cache("openai/clip-vit-base-patch16", GOLDEN / "clip_b16")
+    output = str(tmp_path / "clip.keras")
+    argv = ["convert", "hf://openai/clip-vit-base-patch16", "--output", output]
+    assert cli.main([*argv, "--quiet"]) == 0
+    assert sorted(fetched) == [
+        "config.json",
+        "model.safetensors",
+        "preprocessor_config.json",
+    ]
 
 
 def test_cli_convert_reads_the_config_beside_a_file(tmp_path, capsys):
@@ -664,6 +738,19 @@ def test_hf_id_downloads_from_hf_endpoint(hub_server):
     np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
     snapshot = cache / "models--google--siglip-base-patch16-224" / "snapshots"
     assert (snapshot / COMMIT / "model.safetensors").is_file()
+
+
+def test_hf_id_without_a_processor_config_downloads(hub_server):
+    """A timm repo has no preprocessor_config.json: the Hub's 404 for it
+    is no error."""
+    handler, _ = hub_server
+    repo = "timm/deit3_small_patch16_224.fb_in1k"
+    _serve(handler, repo, GOLDEN / "timm_deit3_small")
+    model = keras_vit.ViT.from_preset(f"hf://{repo}")
+    expected = np.load(GOLDEN / "timm_deit3_small" / "expected.npz")
+    np.testing.assert_allclose(
+        model(_pixels(model)), expected["output"], atol=1e-4
+    )
 
 
 def test_interrupted_download_leaves_nothing_behind(hub_server):
