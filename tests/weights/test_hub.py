@@ -29,6 +29,7 @@ from keras_vit.weights import hub
 from keras_vit.weights import hub_config
 from keras_vit.weights import timm_folder
 from tests.helpers import TINY
+from tests.helpers import fewer_digits
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden" / "hub"
 SNAPSHOTS = (
@@ -635,6 +636,70 @@ def test_cli_convert_reads_the_config_beside_a_file(tmp_path, capsys):
     refused = ["convert", str(weights), "--output", str(tmp_path / "x.keras")]
     assert cli.main([*refused, "--num-heads", "4"]) == 2
     assert "num_heads" in capsys.readouterr().err
+
+
+#: A tiny DeiT III repo (4 named classes) for the commands below.
+DEIT3 = "timm/deit3_small_patch16_224.fb_in1k"
+
+
+@pytest.fixture
+def deit3_id(hub_cache, tmp_path):
+    """`hf://` id of the tiny DeiT III in a filled cache (offline)."""
+    hub_cache(DEIT3, GOLDEN / "timm_deit3_small")
+    return f"hf://{DEIT3}"
+
+
+def _image(path, size=40):
+    pixels = np.random.default_rng(1).integers(0, 255, (size, size, 3))
+    keras.utils.save_img(path, pixels.astype(np.uint8))
+    return str(path)
+
+
+@pytest.mark.slow
+def test_cli_export_takes_an_hf_id_and_carries_its_names(deit3_id, tmp_path):
+    out = tmp_path / "deit3.tflite"
+    argv = ["export", deit3_id, "--format", "tflite", "--output", str(out)]
+    assert cli.main([*argv, "--image-size", "32", "--num-images", "2"]) == 0
+    spec = json.loads(out.with_suffix(".json").read_text())
+    assert spec["class_names"] == ["ant", "bee", "cat", "dog"]
+    assert spec["input"]["height"] == 32
+
+
+def test_cli_inspect_takes_an_hf_id(deit3_id, tmp_path):
+    figures = tmp_path / "figures"
+    image = _image(tmp_path / "img.png")
+    argv = ["inspect", deit3_id, "--image", image, "--output", str(figures)]
+    assert cli.main(argv) == 0
+    assert (figures / "index.html").is_file()
+
+
+def test_cli_few_shot_takes_an_hf_id(deit3_id, monkeypatch, capsys):
+    fewer_digits(monkeypatch, train=40, test=20)
+    argv = ["few-shot", deit3_id, "--dataset", "digits", "--shots", "1"]
+    assert cli.main([*argv, "--seeds", "1", "--quiet"]) == 0
+    assert "linear few-shot on digits" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_cli_train_weights_takes_an_hf_id(deit3_id, tmp_path, capsys):
+    """`train --weights hf://...` builds the repo's architecture (the
+    default model name asks for none); another name must agree with it."""
+    photos = tmp_path / "photos"
+    for i, label in enumerate(("cat", "dog", "cat", "dog")):
+        (photos / label).mkdir(parents=True, exist_ok=True)
+        _image(photos / label / f"{i}.png", size=16)
+    argv = ["train", "--weights", deit3_id, "--dataset", f"folder:{photos}"]
+    argv += ["--image-size=32", "--batch-size=2", "--epochs=1"]
+    argv += ["--mixed-precision=off", "--verbose=0"]
+    output = tmp_path / "run"
+    assert cli.main([*argv, "--output", str(output)]) == 0
+    model = keras.saving.load_model(output / "model.keras", safe_mode=True)
+    assert (model.hidden_dim, model.num_layers) == (16, 2)
+    assert model.position_embedding_tokens == "patches"  # DeiT III's
+    assert model.preprocessing.class_names == ("cat", "dog")
+    other = ["--model", "B/16", "--output", str(tmp_path / "other")]
+    assert cli.main([*argv, *other]) == 2
+    assert "hidden_dim" in capsys.readouterr().err
 
 
 def test_benchmark_model_takes_a_hub_repo_and_overrides(hub_cache):
