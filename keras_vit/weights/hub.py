@@ -125,15 +125,33 @@ def _fetch(client, text, repo, revision, name, required):
         ) from None
 
 
+#: Why a repo without one of these files is not read by id.
+_WHY_MISSING = {
+    hub_config.CONFIG_FILE: (
+        "keras_vit builds a repo by id from the config.json that timm and "
+        "transformers write"
+    ),
+    WEIGHTS_FILE: (
+        f"nor {SHARD_INDEX_FILE}: keras_vit reads a repo's safetensors "
+        "only; one with only pytorch_model.bin is refused, nothing is "
+        "unpickled"
+    ),
+}
+#: What a repo of Google (big_vision, google-research) `.npz` files, which
+#: carry no config, is loaded as instead.
+_NPZ_HINT = (
+    "; a repo of Google .npz checkpoints loads as a file: fetch it "
+    "(huggingface_hub.hf_hub_download) and pass its path as the model "
+    "(keras-vit convert FILE.npz, any MODEL argument): its tensors give "
+    "the architecture"
+)
+
+
 def _missing(text, name, offline):
     where = "the Hub cache (HF_HUB_OFFLINE is set)" if offline else text
     message = f"{where} has no {name} for {text}"
-    if name == WEIGHTS_FILE:
-        message += (
-            f" or {SHARD_INDEX_FILE} (keras_vit reads safetensors only: a "
-            "repo with only pytorch_model.bin is refused, nothing is "
-            "unpickled)"
-        )
+    if name in _WHY_MISSING:
+        message += f" ({_WHY_MISSING[name]}{_NPZ_HINT})"
     return message + "."
 
 

@@ -834,6 +834,22 @@ def test_interrupted_download_leaves_nothing_behind(hub_server):
         keras_vit.ViT.from_preset("hf://nobody/nothing")
 
 
+def test_repo_of_google_npz_is_refused_by_id_and_loads_as_a_file(hub_server):
+    """A repo with only a Google .npz checkpoint has no config.json: the
+    id is refused, saying how to load it; the file, fetched, loads."""
+    handler, _ = hub_server
+    handler.files["google/vit-npz/vit_token.npz"] = GOLDEN.parent
+    with pytest.raises(ValueError, match="no config.json(.|\n)*Google .npz"):
+        keras_vit.ViT.from_preset("hf://google/vit-npz")
+    client = pytest.importorskip("huggingface_hub")
+    path = client.hf_hub_download("google/vit-npz", "vit_token.npz")
+    model = resolver.resolve_model(path, classifier_activation=None)
+    expected = np.load(GOLDEN.parent / "vit_token.expected.npz")
+    np.testing.assert_allclose(
+        model(expected["images"]), expected["logits"], atol=1e-4
+    )
+
+
 def _sharded(folder, source):
     """`source`'s snapshot with its weights in two shards and an index,
     as transformers' `save_pretrained` writes a large model."""
