@@ -95,7 +95,9 @@ class ModelConfig:
     name: str = _field(
         "ViT_Ti16", "builder (ViT_Ti16) or variant (S/16)", flat="model"
     )
-    weights: str = _field(None, "preset or checkpoint to start from")
+    weights: str = _field(
+        None, "preset, checkpoint or Hub repo (hf://, its architecture too)"
+    )
     image_size: object = _field(None, type=int)
     patch_size: int = _field(None)
     kwargs: dict = _field(

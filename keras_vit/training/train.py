@@ -35,9 +35,11 @@ from keras_vit.models.preprocessing import scale_and_offset
 from keras_vit.training import callbacks as run_callbacks
 from keras_vit.training import recipe
 from keras_vit.training import strategy as run_strategy
+from keras_vit.training.config import ModelConfig
 from keras_vit.training.config import flatten
 from keras_vit.training.masked_patches import MaskedPatchPrediction
 from keras_vit.weights import convert
+from keras_vit.weights import hub
 from keras_vit.weights import reader
 
 
@@ -58,7 +60,10 @@ def build_model(config, num_classes, dtype=None, class_names=None):
     `keras_vit.ViT` (named `class_names`, its dataset's, which its saved
     files then carry), or for masked patch prediction a
     `MaskedPatchPrediction` around a `keras_vit.ViT` without a head. Each
-    ViT rematerialises its blocks in training as `scale.remat` says."""
+    ViT rematerialises its blocks in training as `scale.remat` says.
+    Weights from a Hub repo (`hf://`, a snapshot folder) bring their
+    architecture: under the default model name, the repo's is built;
+    another name's numbers must agree with the repo's."""
 
     spec = config.model
     kwargs = dict(spec.kwargs)
@@ -74,7 +79,10 @@ def build_model(config, num_classes, dtype=None, class_names=None):
         kwargs["include_top"] = False
     elif class_names is not None:
         kwargs["class_names"] = list(class_names)
-    model = resolver.resolve_model(spec.name, **kwargs)
+    name = spec.name
+    if hub.is_source(spec.weights) and name == ModelConfig.name:
+        name, kwargs["weights"] = spec.weights, None
+    model = resolver.resolve_model(name, **kwargs)
     model.remat = config.scale.remat
     if masked:
         model = MaskedPatchPrediction(

@@ -290,8 +290,9 @@ def convert(
     options = dict(
         num_heads=num_heads, interpolation=interpolation, antialias=antialias
     )
-    if hub.configured(input_path)[0] is not None:
-        vit = _configured(input_path, settled, options, vit_arguments)
+    folder, _ = hub.configured(input_path)  # an `hf://` id fetched once
+    if folder is not None:
+        vit = _configured(input_path, folder, settled, options, vit_arguments)
         _write(vit, output_path)
         return vit
     progress = keras.utils.Progbar(
@@ -324,11 +325,13 @@ def _converted(input_path, settled, options, vit_arguments):
     return vit, checkpoint
 
 
-def _configured(input_path, refused, options, vit_arguments):
-    """`convert`'s model for a Hub repo: `ViT.from_preset` with
-    `vit_arguments` and the `options` given (`num_heads`, checked against
-    the config, and the resampling); `refused`, the options that its
-    configuration settles, are refused by name where given."""
+def _configured(input_path, folder, refused, options, vit_arguments):
+    """`convert`'s model for the Hub repo `input_path`: `ViT.from_preset`
+    of its snapshot `folder`, fetched already (or of the file with a
+    config beside it), with `vit_arguments` and the `options` given
+    (`num_heads`, checked against the config, and the resampling);
+    `refused`, the options that its configuration settles, are refused
+    by name where given."""
     for name, value in refused.items():
         if value is not None:
             raise ValueError(
@@ -336,7 +339,8 @@ def _configured(input_path, refused, options, vit_arguments):
                 f"{input_path!r} has one. Received: {name}={value!r}"
             )
     given = {k: v for k, v in options.items() if v is not None}
-    return ViT.from_preset(input_path, **given, **vit_arguments)
+    local = folder if hub.is_source(input_path) else input_path
+    return ViT.from_preset(local, **given, **vit_arguments)
 
 
 def _report_assumed(checkpoint, vit, given, report):

@@ -79,7 +79,10 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
     checkpoint = None
     if not reader.is_native(path):  # keras_vit's own files need the model
         checkpoint = reader.read_checkpoint(path)
-    if own["source"] == "transformers":
+        # The repo's config records what the file's layout leaves to its
+        # defaults (LAION's CLIP: GELU where the layout's is quick GELU).
+        checkpoint.layout_defaults.update(own["recorded"])
+    if own["source"] is not None:  # a Hub repo
         hub.fill_head(given, checkpoint, user)
         arguments = {**DEFAULTS, **given}
     _fill_from_checkpoint(given, arguments, preset, checkpoint)
@@ -94,21 +97,30 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
 
 
 #: What weights that are no Hub repo bring: no resampling of their own
-#: (keras_vit's), no publisher.
-_OWN = {"resampling": None, "source": None}
+#: (keras_vit's), no publisher, no configuration.
+_OWN = {"resampling": None, "source": None, "recorded": {}}
 
 
 def _from_hub(weights, given):
     """`(given, weights, own)`: for a Hub id, snapshot folder or weights
     file with a `config.json` beside it (`hub.configured`), `given`
     over its configuration, its weights file, and its publisher's
-    resampling and `source`; for anything else, as they are, with
+    resampling, `source` and what its config records that the file
+    does not (`loading.LAYOUT_IMPLIED`); for anything else, as they are, with
     keras_vit's default resampling."""
     folder, path = hub.configured(weights)
     if folder is None:
         return dict(given), weights, _OWN
     config = hub_config.read(folder)
-    own = {"resampling": config.resampling, "source": config.source}
+    own = {
+        "resampling": config.resampling,
+        "source": config.source,
+        "recorded": {
+            name: config.arguments[name]
+            for name in loading.LAYOUT_IMPLIED
+            if name in config.arguments
+        },
+    }
     return hub.arguments(config, given), path, own
 
 

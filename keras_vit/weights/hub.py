@@ -56,9 +56,9 @@ def snapshot(source):
         return text
     repo, revision = _parse(text)
     feature = f"Loading {text}"
-    client = (
-        extras.require("huggingface_hub", feature),
-        extras.require("huggingface_hub.errors", feature),
+    client = tuple(
+        extras.require(f"huggingface_hub{part}", feature)
+        for part in ("", ".errors", ".constants")
     )
     fetch = functools.partial(_fetch, client, text, repo, revision)
     folder = os.path.dirname(fetch(hub_config.CONFIG_FILE, required=True))
@@ -86,9 +86,12 @@ def _parse(text):
 
 def _fetch(client, text, repo, revision, name, required):
     """One file of the repo, from the cache or the Hub (`client`: the
-    `huggingface_hub` module and its `errors`); `None` for a missing file
-    that is not `required`."""
-    hub, errors = client
+    `huggingface_hub` module, its `errors` and `constants`); `None` for a
+    file that is not `required` and that the Hub says the repo lacks
+    (or, offline, the cache lacks: it cannot tell more). A file the cache
+    lacks while the Hub cannot be reached is refused, required or not: a
+    repo's processor config left out would change the model's input."""
+    hub, errors, constants = client
     try:
         return hub.hf_hub_download(repo, name, revision=revision)
     except errors.GatedRepoError as error:
@@ -101,26 +104,54 @@ def _fetch(client, text, repo, revision, name, required):
             f"The Hub has no repo or revision {text} (or it is private: set "
             "HF_TOKEN)."
         ) from None
-    except (errors.EntryNotFoundError, errors.LocalEntryNotFoundError) as e:
+    except errors.LocalEntryNotFoundError as error:  # not in the cache
+        if not constants.HF_HUB_OFFLINE:  # and the Hub not reached
+            reason = _first_line(error.__cause__ or error)
+            raise ValueError(
+                f"Cannot reach the Hub for {name} of {text}, and its cache "
+                f"does not hold it ({reason}). Set HF_HUB_OFFLINE=1 to load "
+                "what the cache holds."
+            ) from None
         if not required:
             return None
-        raise ValueError(_missing(text, name, e)) from None
+        raise ValueError(_missing(text, name, offline=True)) from None
+    except errors.EntryNotFoundError:  # (after Local-, its subclass)
+        if not required:
+            return None
+        raise ValueError(_missing(text, name, offline=False)) from None
     except Exception as error:  # noqa: BLE001 - the client's HTTP library (httpx) raises its own transport errors
         raise ValueError(
             f"Cannot fetch {name} of {text}: {_first_line(error)}"
         ) from None
 
 
-def _missing(text, name, error):
-    offline = "offline" in str(error).lower()
+#: Why a repo without one of these files is not read by id.
+_WHY_MISSING = {
+    hub_config.CONFIG_FILE: (
+        "keras_vit builds a repo by id from the config.json that timm and "
+        "transformers write"
+    ),
+    WEIGHTS_FILE: (
+        f"nor {SHARD_INDEX_FILE}: keras_vit reads a repo's safetensors "
+        "only; one with only pytorch_model.bin is refused, nothing is "
+        "unpickled"
+    ),
+}
+#: What a repo of Google (big_vision, google-research) `.npz` files, which
+#: carry no config, is loaded as instead.
+_NPZ_HINT = (
+    "; a repo of Google .npz checkpoints loads as a file: fetch it "
+    "(huggingface_hub.hf_hub_download) and pass its path as the model "
+    "(keras-vit convert FILE.npz, any MODEL argument): its tensors give "
+    "the architecture"
+)
+
+
+def _missing(text, name, offline):
     where = "the Hub cache (HF_HUB_OFFLINE is set)" if offline else text
     message = f"{where} has no {name} for {text}"
-    if name == WEIGHTS_FILE:
-        message += (
-            f" or {SHARD_INDEX_FILE} (keras_vit reads safetensors only: a "
-            "repo with only pytorch_model.bin is refused, nothing is "
-            "unpickled)"
-        )
+    if name in _WHY_MISSING:
+        message += f" ({_WHY_MISSING[name]}{_NPZ_HINT})"
     return message + "."
 
 
@@ -161,9 +192,9 @@ def arguments(config, given):
     """The `ViT` arguments of `config` (a `hub_config.HubConfig`) with
     `given` over them.
 
-    `given` may change the resolution, the head (a new `num_classes`
-    drops the file's class names), `normalization`, `image_resize` and
-    anything the files do not set; an argument of
+    `given` may change the resolution, the head (`fill_head` then drops
+    class names that no longer name it), `normalization`,
+    `image_resize` and anything the files do not set; an argument of
     `hub_config.FIXED` that differs from the files' is refused.
 
     Raises:
@@ -177,24 +208,19 @@ def arguments(config, given):
                 f"{config.name!r} ({name}={own[name]!r}), which the weights "
                 f"were trained with. Received: {name}={given[name]!r}"
             )
-    head_changed = given.get("include_top") is False or (
-        "num_classes" in given
-        and given["num_classes"] != own.get("num_classes")
-    )
-    if head_changed:
-        own.pop("class_names", None)
     if "num_classes" in given and "include_top" not in given:
         own["include_top"] = True
     return {**own, **given}
 
 
 def fill_head(given, checkpoint, user):
-    """Fills in `given` the head of a transformers snapshot, whose config
-    does not say whether the file has one (`CLIPVisionModel` or
+    """Fills in `given` the head of a snapshot whose config does not say
+    whether the file has one (transformers': `CLIPVisionModel` or
     `CLIPModel`): the checkpoint's, with its layout's classifier
-    activation (a CLIP projection gives embeddings); drops the files'
-    class names (not those in `user`, the caller's arguments) where they
-    do not name the head's outputs."""
+    activation (a CLIP projection gives embeddings). Then the one rule
+    for the files' class names (not those in `user`, the caller's
+    arguments): dropped where they do not name the head's outputs (no
+    head, or a head of another size: a new `num_classes`)."""
     if "include_top" not in given:
         given["include_top"] = checkpoint.num_classes is not None
         if checkpoint.num_classes is not None:

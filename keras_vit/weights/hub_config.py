@@ -10,7 +10,9 @@ Two publishers' layouts:
   `crop_pct`, `interpolation`, `crop_mode`). The architectures' own
   arguments are `TIMM_ARCHITECTURES`, captured from timm 1.0.31's entry
   points (`tests/golden/make_timm_architectures.py`): its
-  `VisionTransformer`s, and its DINOv3 / EUPE `Eva`s in `Eva`'s names
+  `VisionTransformer`s, its DeiTs (`distilled`: `VisionTransformerDistilled`,
+  a distillation token and a second head; DeiT III: `no_embed_class`,
+  LayerScale), and its DINOv3 / EUPE `Eva`s in `Eva`'s names
   (2-D RoPE, no position embedding table; pooled by the class token,
   as keras_vit's DINOv3 presets, where timm's `Eva` averages).
 - transformers (`save_pretrained`): `model_type` with the config class's
@@ -32,6 +34,7 @@ import json
 import os
 import pathlib
 
+from keras_vit.data import resize
 from keras_vit.weights.huggingface import transformers_resampling
 
 CONFIG_FILE = "config.json"
@@ -59,6 +62,7 @@ TIMM_DEFAULTS = {
     "img_size": 224,
     "in_chans": 3,
     "qkv_bias": True,
+    "distilled": False,
 }
 
 #: timm `Eva` (an architecture with a `rope_type`): its arguments' names
@@ -89,20 +93,23 @@ _TIMM_IGNORED = (
 _TIMM_POOLING = {"token": "token", "avg": "gap", "map": "map"}
 
 #: Each transformers vision config class's defaults, by `model_type`
-#: (transformers 5.25: `ViTConfig` and the same fields of `Dinov2Config`,
+#: (transformers 5.25: `ViTConfig` and the same fields of `DeiTConfig`,
+#: `Dinov2Config`,
 #: `Dinov2WithRegistersConfig`, `CLIPVisionConfig`, `SiglipVisionConfig`,
 #: `DINOv3ViTConfig`).
+_VIT_DEFAULTS = {
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "layer_norm_eps": 1e-12,
+    "image_size": 224,
+    "patch_size": 16,
+}
 TRANSFORMERS_DEFAULTS = {
-    "vit": {
-        "hidden_size": 768,
-        "num_hidden_layers": 12,
-        "num_attention_heads": 12,
-        "intermediate_size": 3072,
-        "hidden_act": "gelu",
-        "layer_norm_eps": 1e-12,
-        "image_size": 224,
-        "patch_size": 16,
-    },
+    "vit": _VIT_DEFAULTS,
+    "deit": _VIT_DEFAULTS,  # `DeiTConfig`'s are `ViTConfig`'s
     "dinov2": {
         "hidden_size": 768,
         "num_hidden_layers": 12,
@@ -187,6 +194,7 @@ _QKV = ("query", "key", "value")
 _IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
 _PROCESSOR_NORMALIZATION = {
     "vit": {"mean": (0.5,) * 3, "std": (0.5,) * 3},  # ViTImageProcessor's
+    "deit": {"mean": (0.5,) * 3, "std": (0.5,) * 3},  # DeiTImageProcessor's
     "dinov2": _IMAGENET,
     "dinov2_with_registers": _IMAGENET,
     "clip_vision_model": {
@@ -228,6 +236,7 @@ FIXED = (
     "position_embedding",
     "rope_theta",
     "use_gated_mlp",
+    "distillation",
 )
 
 
@@ -355,7 +364,13 @@ def _timm(config, folder):
         arguments["num_classes"] = num_classes
     names = config.get("label_names")
     if names is not None and num_classes > 0:
-        arguments["class_names"] = _field(config, "label_names", list, where)
+        names = _field(config, "label_names", list, where)
+        if len(names) != num_classes:
+            raise ValueError(
+                f"{where}: `label_names` must name the {num_classes} "
+                f"classes of `num_classes`. Received: {len(names)} names"
+            )
+        arguments["class_names"] = names
     return HubConfig("timm", name, arguments, dict(_TIMM_RESAMPLING))
 
 
@@ -402,6 +417,7 @@ def _timm_arguments(args, where):
         else args["fc_norm"],
         "qk_norm": args["qk_norm"],
         "qkv_bias": args["qkv_bias"],
+        "distillation": args["distilled"],
         "num_channels": args["in_chans"],
     }
     if "rope_theta" in args:
@@ -439,13 +455,18 @@ def _timm_preprocessing(pretrained, args, where):
             f"Received: pretrained_cfg['crop_mode']={mode!r}"
         )
     interpolation = pretrained.get("interpolation", "bicubic")
+    if interpolation not in resize.INTERPOLATIONS:
+        raise ValueError(
+            f"{where}: keras_vit resizes images by "
+            f"{' or '.join(resize.INTERPOLATIONS)} interpolation only. "
+            "Received: "
+            f"pretrained_cfg['interpolation']={interpolation!r}"
+        )
     settings["image_resize"] = {
         "crop_pct": None
         if mode == "squash"
         else pretrained.get("crop_pct", 0.875),
-        "interpolation": interpolation
-        if interpolation in ("bilinear", "bicubic")
-        else "bicubic",
+        "interpolation": interpolation,
         "antialias": True,
     }
     return settings
@@ -514,6 +535,8 @@ def _transformers_arguments(model_type, args, where):
     }
     if args.get("use_swiglu_ffn"):
         arguments["use_gated_mlp"] = True
+    if model_type == "deit":  # its reader reads distilled DeiTs only
+        arguments["distillation"] = True
     if model_type.startswith("dinov2"):
         arguments["layer_scale_init"] = 1e-5
         arguments["include_top"] = False
@@ -573,9 +596,15 @@ def _processor_settings(model_type, processor, config_size):
         )
     resample = processor.get("resample", _PROCESSOR_RESAMPLE.get(model_type))
     interpolation = _PIL_RESAMPLE.get(resample, "bicubic")
-    if processor.get("do_center_crop") and crop and "shortest_edge" in size:
+    edge = size.get("shortest_edge") or min(
+        size.get("height", 0), size.get("width", 0)
+    )
+    if processor.get("do_center_crop") and crop and edge:
+        # (A resize to height x width then a crop, as DeiTImageProcessor
+        # does, is read as the crop of the shorter side: the same for a
+        # square image.)
         image_size = crop.get("height", config_size)
-        crop_pct = image_size / size["shortest_edge"]
+        crop_pct = image_size / edge
     elif "height" in size:
         image_size, crop_pct = size["height"], None
     else:

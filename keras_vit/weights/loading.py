@@ -185,6 +185,11 @@ def _resampled(resize):
     )
 
 
+#: The arguments a file's layout implies but its tensors do not record
+#: (`Checkpoint.layout_defaults`); a Hub repo's config records them.
+LAYOUT_IMPLIED = ("activation", "layer_norm_epsilon", "rope_theta")
+
+
 def _layout_notes(model, checkpoint):
     """A note where `model` differs from what the file's layout implies
     but its tensors do not record (`Checkpoint.layout_defaults`: the
@@ -195,8 +200,7 @@ def _layout_notes(model, checkpoint):
     differ = {
         name: (value, getattr(model, name))
         for name, value in checkpoint.layout_defaults.items()
-        if name in ("activation", "layer_norm_epsilon", "rope_theta")
-        and getattr(model, name) != value
+        if name in LAYOUT_IMPLIED and getattr(model, name) != value
     }
     notes = _projection_notes(model, checkpoint)
     if not differ:

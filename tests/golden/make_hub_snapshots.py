@@ -1,4 +1,4 @@
-"""Make tiny Hub snapshot folders (tests/golden/hub/NAME/) of six real
+"""Make tiny Hub snapshot folders (tests/golden/hub/NAME/) of ten real
 repos, in the layout each publisher's library writes, with the outputs
 of that library on them.
 
@@ -45,6 +45,25 @@ eval mode, eager attention, one thread, fixed seeds.
   (`DINOv3ViTModel`: RoPE theta 100, query and value biases, no key
   bias, 4 registers, eps 1e-5; `DINOv3ViTImageProcessorFast`: 224x224,
   bilinear, ImageNet mean/std). Expected: `pooler_output`.
+* `timm_deit_distilled`: timm `deit_small_distilled_patch16_224.fb_in1k`
+  (`VisionTransformerDistilled`: class and distillation tokens, two heads
+  averaged at inference), by `save_for_hf` (224 px, ImageNet mean/std,
+  crop_pct 0.875, bicubic), with a 4-class head and its `label_names`.
+* `timm_deit3_small`: timm `deit3_small_patch16_224.fb_in1k`
+  (`no_embed_class`, LayerScale), by `save_for_hf` (224 px, ImageNet
+  mean/std, crop_pct 0.9, bicubic), with a 4-class head.
+* `deit_small_distilled`: transformers
+  `facebook/deit-small-distilled-patch16-224`
+  (`DeiTForImageClassificationWithTeacher`, eps 1e-12, `id2label`;
+  `DeiTFeatureExtractor`'s config: size 256, crop 224, bicubic, ImageNet
+  mean/std), a 4-class head.
+* `clip_laion_b16`: transformers `laion/CLIP-ViT-B-16-laion2B-s34B-b88K`
+  (`CLIPModel` with `hidden_act: "gelu"`, as LAION's and DataComp's
+  open_clip conversions write it, where OpenAI's is quick GELU; eps 1e-5;
+  the processor config as `clip_b16`'s). Expected: the image embeddings.
+
+For a classifier (the DeiTs), `expected.npz` also holds `logits`, and
+`output` is their softmax (keras_vit's default `classifier_activation`).
 
 `expected.npz` in each: `output` (1, ...) for the input
 `np.random.default_rng(0).random((1, S, S, 3), dtype=np.float32)`
@@ -82,30 +101,52 @@ def _input(size, mean, std):
     return torch.from_numpy(normalised.transpose(0, 3, 1, 2).copy())
 
 
-def _write(folder, config, processor, output):
+def _save_expected(folder, out, classifier=False):
+    """`output` (a classifier's softmax, with its `logits`)."""
+    if not classifier:
+        np.savez_compressed(folder / "expected.npz", output=out.numpy())
+        return
+    np.savez_compressed(
+        folder / "expected.npz",
+        output=out.softmax(-1).numpy(),
+        logits=out.numpy(),
+    )
+
+
+def _write(folder, config, processor, output, classifier=False):
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     if processor is not None:
         text = json.dumps(processor, indent=2) + "\n"
         (folder / "preprocessor_config.json").write_text(text)
-    np.savez_compressed(folder / "expected.npz", output=output)
+    _save_expected(folder, output, classifier)
 
 
-def _timm(name, pretrained, seed, size, **model_args):
-    """A `save_for_hf` folder of timm's `pretrained` shrunk (no head)."""
+def _timm(name, pretrained, seed, size, labels=None, **model_args):
+    """A `save_for_hf` folder of timm's `pretrained` shrunk (no head, or
+    a head of `labels`)."""
     folder = HERE / name
     shutil.rmtree(folder, ignore_errors=True)
     model_args = dict(
         embed_dim=16, depth=2, num_heads=2, mlp_ratio=4.0, **model_args
     )
     model = timm.create_model(
-        pretrained, pretrained=False, num_classes=0, **model_args
+        pretrained,
+        pretrained=False,
+        num_classes=len(labels or ()),
+        **model_args,
     )
     _perturb(model, seed)
-    save_for_hf(model, folder, model_args=model_args, safe_serialization=True)
+    save_for_hf(
+        model,
+        folder,
+        model_config=dict(label_names=labels) if labels else None,
+        model_args=model_args,
+        safe_serialization=True,
+    )
     cfg = model.pretrained_cfg
     with torch.no_grad():
-        out = model(_input(size, cfg["mean"], cfg["std"])).numpy()
-    np.savez_compressed(folder / "expected.npz", output=out)
+        out = model(_input(size, cfg["mean"], cfg["std"]))
+    _save_expected(folder, out, classifier=bool(labels))
     for extra in folder.glob("*.bin"):
         extra.unlink()
 
@@ -164,16 +205,16 @@ def dinov2_small():
     _perturb(model, 2).save_pretrained(folder)
     with torch.no_grad():
         x = _input(224, IMAGENET["image_mean"], IMAGENET["image_std"])
-        out = model(pixel_values=x).pooler_output.numpy()
+        out = model(pixel_values=x).pooler_output
     _write(folder, config, processor, out)
 
 
-def _two_tower(name, kind, vision, text, processor, seed):
+def _two_tower(name, kind, vision, text, processor, seed, **shared):
     folder = HERE / name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     config_class = getattr(transformers, f"{kind}Config")
-    config = config_class(text_config=text, vision_config=vision)
+    config = config_class(text_config=text, vision_config=vision, **shared)
     model = getattr(transformers, f"{kind}Model")(config)
     _perturb(model, seed).save_pretrained(folder)
     x = _input(224, processor["image_mean"], processor["image_std"])
@@ -182,7 +223,20 @@ def _two_tower(name, kind, vision, text, processor, seed):
         if kind == "CLIP":
             pooled = model.visual_projection(pooled)
     written = json.loads((folder / "config.json").read_text())
-    _write(folder, written, processor, pooled.numpy())
+    _write(folder, written, processor, pooled)
+
+
+CLIP_PROCESSOR = {
+    "crop_size": 224,
+    "do_center_crop": True,
+    "do_normalize": True,
+    "do_resize": True,
+    "feature_extractor_type": "CLIPFeatureExtractor",
+    "image_mean": [0.48145466, 0.4578275, 0.40821073],
+    "image_std": [0.26862954, 0.26130258, 0.27577711],
+    "resample": 3,
+    "size": 224,
+}
 
 
 def clip_b16():
@@ -194,18 +248,7 @@ def clip_b16():
         hidden_act="quick_gelu", layer_norm_eps=1e-5, projection_dim=8,
     )  # fmt: skip
     text = dict(SMALL, intermediate_size=64, vocab_size=64, projection_dim=8)
-    processor = {
-        "crop_size": 224,
-        "do_center_crop": True,
-        "do_normalize": True,
-        "do_resize": True,
-        "feature_extractor_type": "CLIPFeatureExtractor",
-        "image_mean": [0.48145466, 0.4578275, 0.40821073],
-        "image_std": [0.26862954, 0.26130258, 0.27577711],
-        "resample": 3,
-        "size": 224,
-    }
-    _two_tower("clip_b16", "CLIP", vision, text, processor, 3)
+    _two_tower("clip_b16", "CLIP", vision, text, CLIP_PROCESSOR, 3)
 
 
 def siglip_b16():
@@ -277,9 +320,80 @@ def dinov3_vits16():
     _perturb(model, 6).save_pretrained(folder)
     with torch.no_grad():
         x = _input(224, IMAGENET["image_mean"], IMAGENET["image_std"])
-        out = model(pixel_values=x).pooler_output.numpy()
+        out = model(pixel_values=x).pooler_output
     written = json.loads((folder / "config.json").read_text())
     _write(folder, written, processor, out)
+
+
+LABELS = ["ant", "bee", "cat", "dog"]
+
+
+def timm_deit_distilled():
+    _timm(
+        "timm_deit_distilled",
+        "deit_small_distilled_patch16_224.fb_in1k",
+        7,
+        224,
+        labels=LABELS,
+    )
+
+
+def timm_deit3_small():
+    _timm("timm_deit3_small", "deit3_small_patch16_224.fb_in1k", 8, 224, LABELS)
+
+
+def deit_small_distilled():
+    folder = HERE / "deit_small_distilled"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    # facebook/deit-small-distilled-patch16-224 config.json, shrunk
+    # (hidden_size 384, 6 heads, 12 layers, intermediate 1536, the 1000
+    # ImageNet classes in id2label in the repo).
+    config = transformers.DeiTConfig(
+        **SMALL,
+        intermediate_size=64,
+        image_size=224,
+        patch_size=16,
+        id2label=dict(enumerate(LABELS)),
+        label2id={name: i for i, name in enumerate(LABELS)},
+        architectures=["DeiTForImageClassificationWithTeacher"],
+    )
+    processor = {
+        "crop_size": 224,
+        "do_center_crop": True,
+        "do_normalize": True,
+        "do_resize": True,
+        "feature_extractor_type": "DeiTFeatureExtractor",
+        **IMAGENET,
+        "resample": 3,
+        "size": 256,
+    }
+    model = transformers.DeiTForImageClassificationWithTeacher(config)
+    _perturb(model, 9).save_pretrained(folder)
+    with torch.no_grad():
+        x = _input(224, IMAGENET["image_mean"], IMAGENET["image_std"])
+        out = model(pixel_values=x).logits
+    written = json.loads((folder / "config.json").read_text())
+    _write(folder, written, processor, out, classifier=True)
+
+
+def clip_laion_b16():
+    # laion/CLIP-ViT-B-16-laion2B-s34B-b88K: vision hidden_size 768, 12
+    # heads, 12 layers, intermediate 3072, patch 16, image 224,
+    # projection_dim 512, hidden_act "gelu" (written: not
+    # CLIPVisionConfig's default quick_gelu).
+    vision = dict(
+        SMALL, intermediate_size=64, patch_size=16, image_size=224,
+        hidden_act="gelu", layer_norm_eps=1e-5, projection_dim=8,
+    )  # fmt: skip
+    text = dict(
+        SMALL, intermediate_size=64, vocab_size=32, projection_dim=8,
+        max_position_embeddings=8, hidden_act="gelu",
+    )  # fmt: skip
+    _two_tower(
+        "clip_laion_b16", "CLIP", vision, text, CLIP_PROCESSOR, 10,
+        projection_dim=8,
+    )  # fmt: skip
 
 
 MAKERS = {
@@ -289,6 +403,10 @@ MAKERS = {
     "siglip_b16": siglip_b16,
     "timm_dinov3_small": timm_dinov3_small,
     "dinov3_vits16": dinov3_vits16,
+    "timm_deit_distilled": timm_deit_distilled,
+    "timm_deit3_small": timm_deit3_small,
+    "deit_small_distilled": deit_small_distilled,
+    "clip_laion_b16": clip_laion_b16,
 }
 
 

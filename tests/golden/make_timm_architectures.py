@@ -10,7 +10,12 @@ Kept: those whose every argument keras_vit has (LayerNorm, GELU / quick
 GELU / tanh GELU, token / avg / map pooling); dropped: SwiGLU, RMSNorm,
 parallel blocks, no final norm, and the like.
 
-Also timm's DINOv3 and EUPE ViTs (`vit_*_patch16_dinov3*`, the `Eva`
+Also timm's DeiT architectures (`timm.models.deit`, captured from
+`_create_deit` alike): DeiT, DeiT distilled (`distilled=True`, timm's
+`VisionTransformerDistilled`: a distillation token and a second head) and
+DeiT III (`no_embed_class`, LayerScale `init_values`).
+
+And timm's DINOv3 and EUPE ViTs (`vit_*_patch16_dinov3*`, the `Eva`
 class of `timm.models.eva`, captured from `_create_eva` alike), in
 `Eva`'s own argument names, without the SwiGLU ones (`*_plus_*`, 7B):
 their `global_pool` is set to "token", the class token as Meta's DINOv3
@@ -25,6 +30,7 @@ import pathlib
 import re
 
 import timm
+import timm.models.deit as deit
 import timm.models.eva as eva
 import timm.models.vision_transformer as vision_transformer
 
@@ -36,7 +42,7 @@ KEPT = {
     "patch_size", "embed_dim", "depth", "num_heads", "mlp_ratio",
     "init_values", "reg_tokens", "no_embed_class", "class_token",
     "global_pool", "pre_norm", "norm_layer", "act_layer", "img_size",
-    "fc_norm", "dynamic_img_size", "qk_norm", "qkv_bias",
+    "fc_norm", "dynamic_img_size", "qk_norm", "qkv_bias", "distilled",
 }  # fmt: skip
 #: `Eva`'s arguments in its DINOv3 entry points that keras_vit builds.
 EVA_KEPT = {
@@ -91,6 +97,10 @@ def main():
     for name in timm.list_models(module="vision_transformer"):
         args = _kept(_capture(name)) if name.startswith("vit_") else None
         if args is not None and "patch_size" in args:
+            table[name] = args
+    for name in timm.list_models(module="deit"):
+        args = _kept(_capture(name, deit, "_create_deit"))
+        if args is not None:
             table[name] = args
     for name in timm.list_models("vit_*_patch16_dinov3*", module="eva"):
         args = _kept(_capture(name, eva, "_create_eva"), EVA_KEPT)

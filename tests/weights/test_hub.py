@@ -1,7 +1,7 @@
 """Hub repos: the config reader (`keras_vit.weights.hub_config`), snapshot
 folders and `hf://` ids through `huggingface_hub`'s own cache, offline.
 
-The snapshots in tests/golden/hub/ are tiny copies of six real repos,
+The snapshots in tests/golden/hub/ are tiny copies of ten real repos,
 written by timm's `save_for_hf` and transformers' `save_pretrained`, with
 the publisher's library's outputs (tests/golden/make_hub_snapshots.py).
 """
@@ -12,6 +12,7 @@ import pathlib
 import shutil
 import sys
 import threading
+import warnings
 
 import keras
 import numpy as np
@@ -28,6 +29,7 @@ from keras_vit.weights import hub
 from keras_vit.weights import hub_config
 from keras_vit.weights import timm_folder
 from tests.helpers import TINY
+from tests.helpers import fewer_digits
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden" / "hub"
 SNAPSHOTS = (
@@ -37,6 +39,10 @@ SNAPSHOTS = (
     "siglip_b16",
     "timm_dinov3_small",
     "dinov3_vits16",
+    "timm_deit_distilled",
+    "timm_deit3_small",
+    "deit_small_distilled",
+    "clip_laion_b16",
 )
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -192,6 +198,7 @@ def test_transformers_dinov3_defaults_and_biases(tmp_path):
         ("siglip", dict(patch_size=16, activation="gelu_tanh", pooling="map")),
         ("dinov2_with_registers", dict(num_register_tokens=4)),
         ("vit", dict(patch_size=16, layer_norm_epsilon=1e-12, mlp_dim=3072)),
+        ("deit", dict(layer_norm_epsilon=1e-12, distillation=True)),
     ],
 )
 def test_transformers_class_defaults(tmp_path, model_type, expected):
@@ -218,6 +225,42 @@ def test_transformers_processor_gives_size_and_crop(tmp_path):
     assert args["image_resize"]["crop_pct"] == 224 / 256
     assert args["image_resize"]["interpolation"] == "bicubic"
     assert args["normalization"]["std"] == (0.4, 0.5, 0.6)
+
+
+def test_processor_resize_then_crop_feeds_the_crop(tmp_path):
+    # DeiTImageProcessor's class defaults: resize to 256x256, crop 224.
+    processor = {
+        "size": {"height": 256, "width": 256},
+        "crop_size": {"height": 224, "width": 224},
+        "do_center_crop": True,
+    }
+    config = {"model_type": "deit"}
+    args = hub_config.read(_folder(tmp_path, config, processor)).arguments
+    assert args["image_size"] == 224
+    assert args["image_resize"]["crop_pct"] == 224 / 256
+    assert args["normalization"]["mean"] == (0.5,) * 3  # the class's
+
+
+@pytest.mark.parametrize("interpolation", ["bilinear", "bicubic"])
+def test_timm_interpolation_is_read(tmp_path, interpolation):
+    config = {
+        "architecture": "vit_base_patch16_224",
+        "pretrained_cfg": {"interpolation": interpolation},
+    }
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["image_resize"]["interpolation"] == interpolation
+
+
+@pytest.mark.parametrize("interpolation", ["nearest", "lanczos", "random"])
+def test_timm_interpolation_keras_vit_lacks_is_refused(tmp_path, interpolation):
+    config = {
+        "architecture": "vit_base_patch16_224",
+        "pretrained_cfg": {"interpolation": interpolation},
+    }
+    with pytest.raises(
+        ValueError, match=f"bilinear or bicubic.*{interpolation}"
+    ):
+        hub_config.read(_folder(tmp_path, config))
 
 
 def test_id2label_names_but_not_placeholders(tmp_path):
@@ -265,6 +308,51 @@ def test_snapshot_folder_matches_publisher(name):
     model = keras_vit.ViT.from_preset(str(folder))
     expected = np.load(folder / "expected.npz")["output"]
     np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "name, distillation",
+    [
+        ("timm_deit_distilled", True),
+        ("timm_deit3_small", False),
+        ("deit_small_distilled", True),
+    ],
+)
+def test_deit_snapshot_gives_the_publishers_logits_and_names(
+    name, distillation
+):
+    folder = GOLDEN / name
+    model = keras_vit.ViT.from_preset(str(folder), classifier_activation=None)
+    assert model.distillation is distillation
+    assert model.preprocessing.class_names == ("ant", "bee", "cat", "dog")
+    if name == "timm_deit3_small":  # DeiT III: LayerScale, patches only
+        assert model.position_embedding_tokens == "patches"
+        assert model.layer_scale_init is not None
+    expected = np.load(folder / "expected.npz")["logits"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+
+
+def test_laion_and_openai_clip_are_told_apart_by_the_config(tmp_path):
+    """LAION's and DataComp's CLIPs write `hidden_act: "gelu"`, OpenAI's
+    `quick_gelu`: the config decides, with no flag and no note; the
+    other activation is far off on the same weights."""
+    laion = GOLDEN / "clip_laion_b16"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "layout's default" note
+        model = keras_vit.ViT.from_preset(str(laion))
+    assert model.activation == "gelu"
+    assert keras_vit.ViT.from_preset(str(GOLDEN / "clip_b16")).activation == (
+        "quick_gelu"
+    )
+    expected = np.load(laion / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+    folder = tmp_path / "snap"
+    shutil.copytree(laion, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["vision_config"]["hidden_act"] = "quick_gelu"
+    (folder / "config.json").write_text(json.dumps(config))
+    other = keras_vit.ViT.from_preset(str(folder))
+    assert np.abs(other(_pixels(other)) - expected).max() > 1e-3
 
 
 def test_resolve_model_takes_a_snapshot_folder():
@@ -316,6 +404,32 @@ def test_overrides_new_head_and_size(tmp_path):
     assert model.num_classes == 3 and model.include_top
     assert model.preprocessing.class_names is None
     assert model.image_size == (160, 160)
+
+
+@pytest.mark.parametrize(
+    "given, names",
+    [
+        ({}, ("ant", "bee", "cat", "dog")),
+        ({"num_classes": 4}, ("ant", "bee", "cat", "dog")),  # same head
+        ({"num_classes": 3}, None),  # a new head: no names
+        ({"include_top": False}, None),
+        ({"num_classes": 2, "class_names": ["x", "y"]}, ("x", "y")),
+    ],
+)
+@pytest.mark.parametrize("name", ["timm_deit3_small", "deit_small_distilled"])
+def test_one_rule_keeps_class_names_that_name_the_head(name, given, names):
+    model = keras_vit.ViT.from_preset(str(GOLDEN / name), **given)
+    assert model.preprocessing.class_names == names
+
+
+def test_timm_label_names_of_another_count_are_refused(tmp_path):
+    config = {
+        "architecture": "vit_base_patch16_224",
+        "num_classes": 3,
+        "label_names": ["a", "b"],
+    }
+    with pytest.raises(ValueError, match="label_names.*3 classes.*2 names"):
+        hub_config.read(_folder(tmp_path, config))
 
 
 def test_timm_label_names_become_class_names(tmp_path):
@@ -387,6 +501,24 @@ def test_hf_id_loads_dinov3(hub_cache, repo, name):
     np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "repo, name",
+    [
+        (
+            "timm/deit_small_distilled_patch16_224.fb_in1k",
+            "timm_deit_distilled",
+        ),
+        ("timm/deit3_small_patch16_224.fb_in1k", "timm_deit3_small"),
+        ("facebook/deit-small-distilled-patch16-224", "deit_small_distilled"),
+    ],
+)
+def test_hf_id_loads_deit(hub_cache, repo, name):
+    hub_cache(repo, GOLDEN / name)
+    model = keras_vit.ViT.from_preset(f"hf://{repo}")
+    expected = np.load(GOLDEN / name / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
+
+
 def test_hf_id_missing_repo_or_file_names_the_id(hub_cache, tmp_path):
     with pytest.raises(ValueError, match="hf://nobody/nothing"):
         resolver.resolve_model("hf://nobody/nothing")
@@ -394,8 +526,35 @@ def test_hf_id_missing_repo_or_file_names_the_id(hub_cache, tmp_path):
     partial.mkdir()
     shutil.copy(GOLDEN / "clip_b16" / "config.json", partial)
     hub_cache("openai/clip-vit-base-patch16", partial)
-    with pytest.raises(ValueError, match="model.safetensors.*patch16"):
+    with pytest.raises(
+        ValueError, match="cache .HF_HUB_OFFLINE.*model.safetensors.*patch16"
+    ):
         resolver.resolve_model("hf://openai/clip-vit-base-patch16")
+
+
+@pytest.mark.parametrize("name", ["config.json", "preprocessor_config.json"])
+def test_hub_out_of_reach_refuses_what_the_cache_lacks(monkeypatch, name):
+    """Online, with the Hub out of reach, a file the cache lacks is
+    refused even where it is optional: a processor config left out would
+    change the model's input."""
+    client = pytest.importorskip("huggingface_hub")
+    errors = pytest.importorskip("huggingface_hub.errors")
+    constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+    def download(repo, filename, **kwargs):
+        if filename != name:
+            return str(GOLDEN / "siglip_b16" / filename)
+        try:
+            raise ConnectionError("[Errno 111] Connection refused")
+        except ConnectionError as cause:
+            raise errors.LocalEntryNotFoundError("not cached") from cause
+
+    monkeypatch.setattr(client, "hf_hub_download", download)
+    with pytest.raises(
+        ValueError, match=f"Cannot reach the Hub for {name}.*Connection refused"
+    ):
+        hub.snapshot("hf://google/siglip-base-patch16-224")
 
 
 @pytest.mark.parametrize(
@@ -442,6 +601,27 @@ def test_cli_convert_and_predict_take_an_hf_id(hub_cache, tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
 
 
+def test_cli_convert_fetches_each_file_once(hub_cache, tmp_path, monkeypatch):
+    client = pytest.importorskip("huggingface_hub")
+    fetched = []
+    download = client.hf_hub_download
+
+    def counting(repo, filename, **kwargs):
+        fetched.append(filename)
+        return download(repo, filename, **kwargs)
+
+    monkeypatch.setattr(client, "hf_hub_download", counting)
+    hub_cache("openai/clip-vit-base-patch16", GOLDEN / "clip_b16")
+    output = str(tmp_path / "clip.keras")
+    argv = ["convert", "hf://openai/clip-vit-base-patch16", "--output", output]
+    assert cli.main([*argv, "--quiet"]) == 0
+    assert sorted(fetched) == [
+        "config.json",
+        "model.safetensors",
+        "preprocessor_config.json",
+    ]
+
+
 def test_cli_convert_reads_the_config_beside_a_file(tmp_path, capsys):
     for name in ("config.json", "preprocessor_config.json"):
         shutil.copy(GOLDEN / "siglip_b16" / name, tmp_path)
@@ -456,6 +636,70 @@ def test_cli_convert_reads_the_config_beside_a_file(tmp_path, capsys):
     refused = ["convert", str(weights), "--output", str(tmp_path / "x.keras")]
     assert cli.main([*refused, "--num-heads", "4"]) == 2
     assert "num_heads" in capsys.readouterr().err
+
+
+#: A tiny DeiT III repo (4 named classes) for the commands below.
+DEIT3 = "timm/deit3_small_patch16_224.fb_in1k"
+
+
+@pytest.fixture
+def deit3_id(hub_cache, tmp_path):
+    """`hf://` id of the tiny DeiT III in a filled cache (offline)."""
+    hub_cache(DEIT3, GOLDEN / "timm_deit3_small")
+    return f"hf://{DEIT3}"
+
+
+def _image(path, size=40):
+    pixels = np.random.default_rng(1).integers(0, 255, (size, size, 3))
+    keras.utils.save_img(path, pixels.astype(np.uint8))
+    return str(path)
+
+
+@pytest.mark.slow
+def test_cli_export_takes_an_hf_id_and_carries_its_names(deit3_id, tmp_path):
+    out = tmp_path / "deit3.tflite"
+    argv = ["export", deit3_id, "--format", "tflite", "--output", str(out)]
+    assert cli.main([*argv, "--image-size", "32", "--num-images", "2"]) == 0
+    spec = json.loads(out.with_suffix(".json").read_text())
+    assert spec["class_names"] == ["ant", "bee", "cat", "dog"]
+    assert spec["input"]["height"] == 32
+
+
+def test_cli_inspect_takes_an_hf_id(deit3_id, tmp_path):
+    figures = tmp_path / "figures"
+    image = _image(tmp_path / "img.png")
+    argv = ["inspect", deit3_id, "--image", image, "--output", str(figures)]
+    assert cli.main(argv) == 0
+    assert (figures / "index.html").is_file()
+
+
+def test_cli_few_shot_takes_an_hf_id(deit3_id, monkeypatch, capsys):
+    fewer_digits(monkeypatch, train=40, test=20)
+    argv = ["few-shot", deit3_id, "--dataset", "digits", "--shots", "1"]
+    assert cli.main([*argv, "--seeds", "1", "--quiet"]) == 0
+    assert "linear few-shot on digits" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_cli_train_weights_takes_an_hf_id(deit3_id, tmp_path, capsys):
+    """`train --weights hf://...` builds the repo's architecture (the
+    default model name asks for none); another name must agree with it."""
+    photos = tmp_path / "photos"
+    for i, label in enumerate(("cat", "dog", "cat", "dog")):
+        (photos / label).mkdir(parents=True, exist_ok=True)
+        _image(photos / label / f"{i}.png", size=16)
+    argv = ["train", "--weights", deit3_id, "--dataset", f"folder:{photos}"]
+    argv += ["--image-size=32", "--batch-size=2", "--epochs=1"]
+    argv += ["--mixed-precision=off", "--verbose=0"]
+    output = tmp_path / "run"
+    assert cli.main([*argv, "--output", str(output)]) == 0
+    model = keras.saving.load_model(output / "model.keras", safe_mode=True)
+    assert (model.hidden_dim, model.num_layers) == (16, 2)
+    assert model.position_embedding_tokens == "patches"  # DeiT III's
+    assert model.preprocessing.class_names == ("cat", "dog")
+    other = ["--model", "B/16", "--output", str(tmp_path / "other")]
+    assert cli.main([*argv, *other]) == 2
+    assert "hidden_dim" in capsys.readouterr().err
 
 
 def test_benchmark_model_takes_a_hub_repo_and_overrides(hub_cache):
@@ -561,6 +805,19 @@ def test_hf_id_downloads_from_hf_endpoint(hub_server):
     assert (snapshot / COMMIT / "model.safetensors").is_file()
 
 
+def test_hf_id_without_a_processor_config_downloads(hub_server):
+    """A timm repo has no preprocessor_config.json: the Hub's 404 for it
+    is no error."""
+    handler, _ = hub_server
+    repo = "timm/deit3_small_patch16_224.fb_in1k"
+    _serve(handler, repo, GOLDEN / "timm_deit3_small")
+    model = keras_vit.ViT.from_preset(f"hf://{repo}")
+    expected = np.load(GOLDEN / "timm_deit3_small" / "expected.npz")
+    np.testing.assert_allclose(
+        model(_pixels(model)), expected["output"], atol=1e-4
+    )
+
+
 def test_interrupted_download_leaves_nothing_behind(hub_server):
     handler, cache = hub_server
     _serve(handler, "openai/clip-vit-base-patch16", GOLDEN / "clip_b16")
@@ -575,6 +832,22 @@ def test_interrupted_download_leaves_nothing_behind(hub_server):
     assert f"{hash(data) & 0xFFFFFFFF:x}" not in found  # its blob
     with pytest.raises(ValueError, match="hf://nobody/nothing"):
         keras_vit.ViT.from_preset("hf://nobody/nothing")
+
+
+def test_repo_of_google_npz_is_refused_by_id_and_loads_as_a_file(hub_server):
+    """A repo with only a Google .npz checkpoint has no config.json: the
+    id is refused, saying how to load it; the file, fetched, loads."""
+    handler, _ = hub_server
+    handler.files["google/vit-npz/vit_token.npz"] = GOLDEN.parent
+    with pytest.raises(ValueError, match="no config.json(.|\n)*Google .npz"):
+        keras_vit.ViT.from_preset("hf://google/vit-npz")
+    client = pytest.importorskip("huggingface_hub")
+    path = client.hf_hub_download("google/vit-npz", "vit_token.npz")
+    model = resolver.resolve_model(path, classifier_activation=None)
+    expected = np.load(GOLDEN.parent / "vit_token.expected.npz")
+    np.testing.assert_allclose(
+        model(expected["images"]), expected["logits"], atol=1e-4
+    )
 
 
 def _sharded(folder, source):
