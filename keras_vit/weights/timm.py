@@ -319,13 +319,12 @@ NAVER_DEFAULTS = {
 
 
 def _is_perception_encoder(tensors):
-    """Perception Encoder core's layout: a class token and absolute
-    embeddings, `norm_pre`, no patch-embedding bias and an attention-pooling
-    head; no timm `VisionTransformer` has them all."""
+    """Perception Encoder core's layout: absolute embeddings, `norm_pre`,
+    no patch-embedding bias and an attention-pooling head; no timm
+    `VisionTransformer` has them all."""
     return all(
         k in tensors
         for k in (
-            "cls_token",
             "pos_embed",
             "norm_pre.weight",
             "attn_pool.q.weight",
@@ -338,6 +337,13 @@ def _eva_layout(tensors, path):
     Encoder core, Naver's RoPE-ViT), `{}` for timm's `VisionTransformer`'s;
     refuses the other `Eva` layouts (EVA-02)."""
     if _is_perception_encoder(tensors):
+        if "cls_token" not in tensors:
+            raise ValueError(
+                f"{path} is in Perception Encoder's layout without a class "
+                "token (PE core G/14), whose rotary grid offset (0, where "
+                "T/S/B/L have 1) the file does not record: load it through "
+                "its Hub config.json (hf://timm/...)."
+            )
         entries = np.shape(tensors["pos_embed"])[1] - 1
         side = math.isqrt(entries)
         return {**PE_DEFAULTS, "rope_reference_grid": (side, side)}

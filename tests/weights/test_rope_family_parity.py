@@ -12,7 +12,9 @@ implies and must give the same numbers.
 """
 
 import dataclasses
+import json
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -182,3 +184,52 @@ def test_the_options_are_checked(arguments, match):
     )
     with pytest.raises(ValueError, match=match):
         keras_vit.ViT(**{**base, **arguments})
+
+
+#: The tiny goldens' timm architectures and the `model_args` that made
+#: them tiny, as a Hub repo's config.json records them.
+HUB = {
+    "pe": (
+        "vit_pe_core_tiny_patch16_384",
+        {"mlp_ratio": 4, "ref_feat_shape": [4, 4]},
+    ),
+    "naver": ("vit_small_patch16_rope_224", {"mlp_ratio": 2}),
+    "naver_ape": ("vit_small_patch16_rope_ape_224", {"mlp_ratio": 2}),
+    "naver_mixed": ("vit_small_patch16_rope_mixed_224", {"mlp_ratio": 2}),
+    "naver_mixed_ape": (
+        "vit_small_patch16_rope_mixed_ape_224",
+        {"mlp_ratio": 2},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_hub_folder_builds_the_model_from_its_config(tmp_path, name):
+    """A timm Hub folder (config.json + model.safetensors): the model is
+    the config's architecture, the file loads into it and gives timm's
+    numbers, with nothing passed but the classifier activation."""
+    path, expected = files(name)
+    architecture, model_args = HUB[name]
+    config = {
+        "architecture": architecture,
+        "num_classes": 8,
+        "model_args": {
+            "patch_size": 4,
+            "embed_dim": 32,
+            "depth": 2,
+            "num_heads": 2,
+            "img_size": 16,
+            **model_args,
+        },
+        "pretrained_cfg": {
+            "input_size": [3, 16, 16],
+            "mean": list(IMAGENET["mean"]),
+            "std": list(IMAGENET["std"]),
+            "crop_pct": 1.0,
+        },
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    shutil.copy(path, tmp_path / "model.safetensors")
+    model = keras_vit.ViT.from_preset(str(tmp_path), classifier_activation=None)
+    assert model.position_embedding == "rope"
+    _close(model, expected, "")
