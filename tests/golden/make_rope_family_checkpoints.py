@@ -38,7 +38,9 @@ Files, for each NAME (`pe`, `naver`, `naver_ape`, `naver_mixed`,
 
 With ``--full DIR`` the full-size architectures (PE T/S at 384 px and
 256x320, PE B at 224 px and 160x288, Naver's S/16 at 224 px and 160x288)
-are written there instead, batch 1, for
+are written there instead, batch 1, with the outputs in float64 too
+(``tokens64``, ``logits64``, ...: the model cast with ``.double()``, its
+rotary table still computed in float32 as timm does), for
 `tests/golden/check_rope_family_full.py` (not shipped).
 """
 
@@ -102,13 +104,14 @@ def images(seed, height, width, batch):
     return rng.uniform(0, 255, (batch, height, width, 3)).astype(np.float32)
 
 
-def to_input(x):
-    return torch.from_numpy(((x / 255 - MEAN) / STD).transpose(0, 3, 1, 2))
+def to_input(x, dtype=np.float32):
+    x = (x.astype(dtype) / 255 - MEAN.astype(dtype)) / STD.astype(dtype)
+    return torch.from_numpy(x.transpose(0, 3, 1, 2))
 
 
-def outputs(model, x):
+def outputs(model, x, dtype=np.float32):
     with torch.no_grad():
-        tokens = model.forward_features(to_input(x))
+        tokens = model.forward_features(to_input(x, dtype))
         logits = model.forward_head(tokens)
     return tokens.numpy(), logits.numpy()
 
@@ -127,6 +130,13 @@ def write(directory, name, arch, size, wide, extra, batch):
         model, arrays["images_wide"]
     )
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    if batch == 1:  # full size: float64 too (timm's rotary table and
+        # resampling stay float32), where float32's rounding is large
+        model.double()
+        for suffix in ("", "_wide"):
+            arrays["tokens64" + suffix], arrays["logits64" + suffix] = outputs(
+                model, arrays["images" + suffix], np.float64
+            )
     check(
         not any(k.startswith("rope.") and k != "rope.freqs" for k in state),
         f"{name}: no rotary table in the file",

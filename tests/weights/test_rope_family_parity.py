@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import keras_vit
+from keras_vit import export
 from keras_vit.weights import convert
 from keras_vit.weights import read_checkpoint
 
@@ -233,3 +234,15 @@ def test_a_hub_folder_builds_the_model_from_its_config(tmp_path, name):
     model = keras_vit.ViT.from_preset(str(tmp_path), classifier_activation=None)
     assert model.position_embedding == "rope"
     _close(model, expected, "")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ("pe", "naver_mixed_ape"))
+def test_exports_to_tflite_verified_in_one_partition(tmp_path, name):
+    """A fixed-size model's rotary tables (Naver's mixed: from its learned
+    frequencies) are constants of the graph: builtin ops only, one XNNPACK
+    partition, checked against Keras."""
+    model, _ = build(name)
+    path = str(tmp_path / f"{name}.tflite")
+    result = export.export_tflite(model, path, num_verify_images=4)
+    assert result.report.passed and result.report.xnnpack_partitions == 1
