@@ -19,6 +19,8 @@ import shutil
 import keras
 import numpy as np
 import pytest
+from safetensors.numpy import load_file
+from safetensors.numpy import save_file
 
 import keras_vit
 from keras_vit import export
@@ -204,13 +206,10 @@ HUB = {
 }
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_a_hub_folder_builds_the_model_from_its_config(tmp_path, name):
-    """A timm Hub folder (config.json + model.safetensors): the model is
-    the config's architecture, the file loads into it and gives timm's
-    numbers, with nothing passed but the classifier activation."""
-    path, expected = files(name)
-    architecture, model_args = HUB[name]
+def _hub_folder(folder, name, **model_args):
+    """A timm Hub folder of golden `name`: its config.json (the tiny
+    `model_args`, and `model_args` over them) and model.safetensors."""
+    architecture, tiny = HUB[name]
     config = {
         "architecture": architecture,
         "num_classes": 8,
@@ -220,6 +219,7 @@ def test_a_hub_folder_builds_the_model_from_its_config(tmp_path, name):
             "depth": 2,
             "num_heads": 2,
             "img_size": 16,
+            **tiny,
             **model_args,
         },
         "pretrained_cfg": {
@@ -229,11 +229,52 @@ def test_a_hub_folder_builds_the_model_from_its_config(tmp_path, name):
             "crop_pct": 1.0,
         },
     }
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    shutil.copy(path, tmp_path / "model.safetensors")
+    (folder / "config.json").write_text(json.dumps(config))
+    shutil.copy(files(name)[0], folder / "model.safetensors")
+    return str(folder)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_hub_folder_builds_the_model_from_its_config(tmp_path, name):
+    """A timm Hub folder (config.json + model.safetensors): the model is
+    the config's architecture, the file loads into it and gives timm's
+    numbers, with nothing passed but the classifier activation."""
+    expected = files(name)[1]
+    _hub_folder(tmp_path, name)
     model = keras_vit.ViT.from_preset(str(tmp_path), classifier_activation=None)
     assert model.position_embedding == "rope"
     _close(model, expected, "")
+
+
+@pytest.mark.parametrize(
+    "name, model_args, match",
+    [
+        ("pe", {"attn_pool_mlp_ratio": 2.0}, "attn_pool_mlp_ratio=2.0"),
+        ("naver", {"rope_rotate_half": True}, "rope_rotate_half=True"),
+        ("naver", {"rope_grid_indexing": "ij"}, "rope_grid_indexing='ij'"),
+        ("naver", {"rope_type": "mrope"}, "rope_type='mrope'"),
+    ],
+)
+def test_a_hub_config_keras_vit_cannot_build_is_refused(
+    tmp_path, name, model_args, match
+):
+    folder = _hub_folder(tmp_path, name, **model_args)
+    with pytest.raises(ValueError, match=match):
+        keras_vit.ViT.from_preset(folder)
+
+
+def test_a_perception_encoder_file_without_a_class_token_is_refused(
+    tmp_path,
+):
+    """PE G/14's layout: its rotary grid offset (0, where the others have
+    1) is not in the file, so a bare file is not guessed."""
+    tensors = load_file(files("pe")[0])
+    del tensors["cls_token"]
+    tensors["pos_embed"] = tensors["pos_embed"][:, 1:]
+    path = str(tmp_path / "pe_g.safetensors")
+    save_file(tensors, path)
+    with pytest.raises(ValueError, match="without a class token"):
+        read_checkpoint(path)
 
 
 @pytest.mark.slow
