@@ -292,10 +292,12 @@ def read_timm(tensors, path, position_embedding_tokens=None, source_grid=None):
 #: `rope_grid_offset=1`, `rope_grid_indexing="xy"`, temperature 10000,
 #: `ref_feat_shape` its pretraining grid, absolute embeddings for the
 #: class token and the patches, `use_pre_transformer_norm`, LayerNorm
-#: epsilon 1e-5, `global_pool="map"` over every token with 8 heads, and a
-#: `head` that is the image projection) that its tensors do not record.
+#: epsilon 1e-5, exact GELU (CLIP's tower layout, not OpenAI CLIP's quick
+#: GELU), `global_pool="map"` over every token with 8 heads, and a `head`
+#: that is the image projection) that its tensors do not record.
 PE_DEFAULTS = {
     "position_embedding": "rope",
+    "activation": "gelu",
     "rope_type": "cat",
     "rope_theta": 10000.0,
     "rope_grid_offset": 1.0,

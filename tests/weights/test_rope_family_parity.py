@@ -99,6 +99,9 @@ def test_the_file_gives_the_architecture(name, rope_type, theta, learned):
         assert implied["pooling_num_heads"] == 8
         assert implied["norm_pre"] and not implied["patch_bias"]
         assert implied["layer_norm_epsilon"] == 1e-5
+        # CLIP's tower layout (norm_pre, no patch bias), exact GELU: not
+        # reported as a CLIP file that may need quick GELU.
+        assert implied["activation"] == "gelu"
     else:
         assert implied["pooling"] == "token"
         assert implied["layer_norm_epsilon"] == 1e-6
