@@ -24,6 +24,7 @@ from safetensors.numpy import save_file
 
 import keras_vit
 from keras_vit import export
+from keras_vit.training import recipe
 from keras_vit.weights import convert
 from keras_vit.weights import read_checkpoint
 
@@ -163,6 +164,21 @@ def test_round_trip_in_safe_mode(tmp_path, name):
     assert loaded.rope_type == model.rope_type
     assert loaded.rope_reference_grid == model.rope_reference_grid
     _close(loaded, expected, "_wide")
+
+
+def test_mixed_frequencies_train_without_weight_decay():
+    """Naver's learned frequencies are a trainable weight, exempt from
+    weight decay as in timm (`no_weight_decay`)."""
+    model, expected = build("naver_mixed")
+    optimizer = recipe.make_optimizer(weight_decay=0.1)
+    optimizer.build(model.trainable_variables)
+    frequencies = model.get_layer("rope").frequencies
+    assert not optimizer._use_weight_decay(frequencies)
+    before = keras.ops.convert_to_numpy(frequencies).copy()
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model.compile(optimizer, loss)
+    model.fit(expected["images"], np.arange(2), epochs=1, verbose=0)
+    assert not np.array_equal(before, keras.ops.convert_to_numpy(frequencies))
 
 
 @pytest.mark.parametrize(
