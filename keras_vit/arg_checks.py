@@ -155,6 +155,18 @@ def positive_float32(name, value):
     return value
 
 
+def non_negative_float32(name, value):
+    """Returns `value` as a `float` >= 0 that float32 holds without it
+    becoming inf (RoPE's grid offset), or raises."""
+    value = finite_non_negative_float(name, value)
+    if value > _FLOAT32_MAX:
+        raise ValueError(
+            f"`{name}` must be a number >= 0 that float32 holds (at most "
+            f"{_FLOAT32_MAX:g}). Received: {name}={value!r}"
+        )
+    return value
+
+
 def float_dtype_policy(name, value, quantized=True):
     """Returns `value` if it names a dtype policy whose computations and
     variables are floating point, or raises.

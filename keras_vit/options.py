@@ -27,6 +27,13 @@ MODEL_POSITION_EMBEDDINGS = (*POSITION_EMBEDDINGS, "relative", "rope")
 #: first) or the patches only (DeiT III, DINOv2; timm's `no_embed_class`).
 POSITION_EMBEDDING_TOKENS = ("all", "patches")
 
+#: `ViT(rope_type=...)` / `RotaryEmbedding(...)`: how the rotary angles
+#: come from the grid, named as timm's `rope_type`: DINOv3's (patch
+#: centres in [-1, 1]); timm's `RotaryEmbeddingCat` (patch indices:
+#: Perception Encoder, Naver's RoPE-ViT); Naver's RoPE-Mixed (learned
+#: frequencies per block and head). See `keras_vit.layers.rotary`.
+ROPE_TYPES = ("dinov3", "cat", "mixed")
+
 #: The MLP activation of `TransformerBlock(activation=...)` / `ViT(...)`:
 #: exact (erf) GELU, the paper's; GELU's tanh approximation (big_vision's
 #: default, SigLIP); OpenAI CLIP's "quick GELU", `x * sigmoid(1.702 x)`;

@@ -16,10 +16,12 @@ import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
+from keras_vit.layers.rotary import check_cat_options
 from keras_vit.options import ACTIVATIONS
 from keras_vit.options import MODEL_POOLINGS
 from keras_vit.options import MODEL_POSITION_EMBEDDINGS
 from keras_vit.options import POSITION_EMBEDDING_TOKENS
+from keras_vit.options import ROPE_TYPES
 
 #: The resolution of a `ViT` whose arguments (and weights) give none.
 DEFAULT_IMAGE_SIZE = 224
@@ -48,6 +50,10 @@ class ViTConfig:
     class_token: bool = None
     position_embedding: str = "learned"
     rope_theta: float = 100.0
+    rope_type: str = "dinov3"
+    rope_grid_offset: float = 0.0
+    rope_reference_grid: object = None
+    rope_with_learned: bool = False
     representation_size: object = None
     dropout_rate: float = 0.0
     attention_dropout_rate: float = 0.0
@@ -69,6 +75,7 @@ class ViTConfig:
     num_register_tokens: int = 0
     distillation: bool = False
     pool_include_prefix: bool = False
+    pooling_num_heads: object = None
     dynamic_image_size: bool = False
     dynamic_image_padding: bool = False
 
@@ -175,6 +182,7 @@ _ALONE = {
             "fc_norm",
             "distillation",
             "pool_include_prefix",
+            "rope_with_learned",
             "dynamic_image_size",
             "dynamic_image_padding",
         ),
@@ -183,6 +191,8 @@ _ALONE = {
     "representation_size": arg_checks.optional_positive_int,
     "layer_norm_epsilon": arg_checks.epsilon,
     "rope_theta": arg_checks.positive_float32,
+    "rope_type": _choice(ROPE_TYPES),
+    "pooling_num_heads": arg_checks.optional_positive_int,
     "classifier_activation": lambda _, value: _activation(value),
     "activation": _choice(ACTIVATIONS),
     "pooling": _choice((*MODEL_POOLINGS, None)),
@@ -228,6 +238,12 @@ def _pooling(v):
             "pooling='map'. Received: pool_include_prefix=True and "
             f"pooling={pooling!r}"
         )
+    if v["pooling_num_heads"] is not None and pooling != "map":
+        raise ValueError(
+            "pooling_num_heads is the attention-pooling head's, so it is "
+            "for pooling='map'. Received: pooling_num_heads="
+            f"{v['pooling_num_heads']} and pooling={pooling!r}"
+        )
     if v["fc_norm"] and pooling != "gap":
         raise ValueError(
             "fc_norm=True (the final LayerNorm after pooling) is for "
@@ -252,12 +268,32 @@ def _position_embedding(v):
             f"multiple of 4. Received: hidden_dim={hidden_dim} and "
             f"num_heads={v['num_heads']}"
         )
+    offset, reference = check_cat_options(
+        v["rope_type"],
+        v["rope_grid_offset"],
+        v["rope_reference_grid"],
+        prefix="rope_",
+    )
+    rope_options = {
+        "rope_type": v["rope_type"] != "dinov3",
+        "rope_grid_offset": offset != 0.0,
+        "rope_reference_grid": reference is not None,
+        "rope_with_learned": v["rope_with_learned"],
+    }
+    changed = [name for name, other in rope_options.items() if other]
+    if position_embedding != "rope" and changed:
+        raise ValueError(
+            f"{', '.join(changed)} set the rotary position embedding, so "
+            "they are for position_embedding='rope'. Received: "
+            f"position_embedding={position_embedding!r} and "
+            + ", ".join(f"{name}={v[name]!r}" for name in changed)
+        )
     if position_embedding == "learned2d" and hidden_dim % 2:
         raise ValueError(
             "position_embedding='learned2d' needs an even hidden_dim. "
             f"Received: hidden_dim={hidden_dim}"
         )
-    return {}
+    return {"rope_grid_offset": offset, "rope_reference_grid": reference}
 
 
 def _distillation(v):

@@ -144,6 +144,23 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             of the rotation periods, `rope_theta ** (4k / head_width)`
             (DINOv3's 100; transformers' `rope_theta`, timm's
             `rope_temperature`). Defaults to `100.0`.
+        rope_type: with `position_embedding="rope"`, how the angles come
+            from the grid (`keras_vit.options.ROPE_TYPES`, timm's names):
+            `"dinov3"` (patch centres in [-1, 1]), `"cat"` (patch indices:
+            Perception Encoder core, Naver's axial RoPE-ViT) or `"mixed"`
+            (learned frequencies per block and head: Naver's RoPE-Mixed).
+            Defaults to `"dinov3"`.
+        rope_grid_offset: float >= 0, with `rope_type="cat"`: added to the
+            patch indices (Perception Encoder's 1). Defaults to `0.0`.
+        rope_reference_grid: `(rows, cols)` or `None`, with
+            `rope_type="cat"`: the grid the patch indices are rescaled
+            onto, so that another image size spans the same range
+            (Perception Encoder's pretraining grid, timm's
+            `ref_feat_shape`). Defaults to `None`.
+        rope_with_learned: bool, with `position_embedding="rope"`: also a
+            learned position table added to the tokens (over those
+            `position_embedding_tokens` says), as Perception Encoder and
+            Naver's `*_ape` models have. Defaults to `False`.
         representation_size: int or `None`; if set, a `tanh` "pre-logits"
             layer of this width comes before the head (the paper's
             pre-training head). Defaults to `None`.
@@ -267,6 +284,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             registers), not only to the patches. timm leaves them out (its
             `pool_include_prefix=False`), as do the weights readers.
             Defaults to `False`.
+        pooling_num_heads: int or `None`, with `pooling="map"`: the
+            attention pooling's heads (Perception Encoder's 8). Defaults to
+            `None`: `num_heads`.
         dynamic_image_size: bool, whether the model takes images of any
             height and width that `patch_size` divides (input shape
             `(None, None, num_channels)`), as timm's `dynamic_img_size`:
@@ -336,6 +356,10 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         class_token=None,
         position_embedding="learned",
         rope_theta=100.0,
+        rope_type="dinov3",
+        rope_grid_offset=0.0,
+        rope_reference_grid=None,
+        rope_with_learned=False,
         representation_size=None,
         dropout_rate=0.0,
         attention_dropout_rate=0.0,
@@ -361,6 +385,7 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         num_register_tokens=0,
         distillation=False,
         pool_include_prefix=False,
+        pooling_num_heads=None,
         dynamic_image_size=False,
         dynamic_image_padding=False,
         dtype=None,
@@ -964,9 +989,24 @@ def _make_layers(config, normalization, grid, stem_layer, dtype):
             rope_theta=config.rope_theta,
             num_prefix_tokens=config.num_prefix_tokens,
             grid_size=grid,
+            rope_type=config.rope_type,
+            grid_offset=config.rope_grid_offset,
+            reference_grid=config.rope_reference_grid,
+            **(
+                {"num_layers": config.num_layers, "num_heads": config.num_heads}
+                if config.rope_type == "mixed"
+                else {}
+            ),
             name="rope",
             dtype=dtype,
         )
+    encoder_positions = (
+        "learned"
+        if config.rope_with_learned
+        else "none"
+        if in_attention
+        else config.position_embedding
+    )
     dynamic = {}
     if config.dynamic_image_size:  # as weights loaded at that grid are
         dynamic["interpolation"] = patch_grid.LOADING_INTERPOLATION
@@ -974,9 +1014,7 @@ def _make_layers(config, normalization, grid, stem_layer, dtype):
         config.hidden_dim,
         grid_size=grid,
         class_token=config.class_token,
-        position_embedding=(
-            "none" if in_attention else config.position_embedding
-        ),
+        position_embedding=encoder_positions,
         patch_bias=config.patch_bias,
         num_register_tokens=config.num_register_tokens,
         distillation_token=config.distillation,
@@ -1035,7 +1073,7 @@ def _make_head(config, dtype):
     layers = {}
     if config.pooling == "map":
         layers["pooling"] = AttentionPooling(
-            config.num_heads,
+            config.pooling_num_heads or config.num_heads,
             config.mlp_dim,
             layer_norm_epsilon=config.layer_norm_epsilon,
             activation=config.activation,
@@ -1133,13 +1171,17 @@ def _call_layers(
     if "norm_pre" in layers:
         x = layers["norm_pre"](x)
     block_outputs, attention_weights = [], []
-    for block in layers["blocks"]:
+    mixed = "rope" in layers and layers["rope"].rope_type == "mixed"
+    for i, block in enumerate(layers["blocks"]):
         # Always the (tokens, weights) form: Keras's graph check reads a
         # layer's output structure from its first call, so every call of a
         # block in every graph must have the same structure. The weights
         # are computed either way; unused, they cost nothing.
         x, weights = block(
-            x, training=training, return_attention_scores=True, rope=rope
+            x,
+            training=training,
+            return_attention_scores=True,
+            rope=rope[i] if mixed else rope,
         )
         block_outputs.append(x)
         attention_weights.append(weights)

@@ -238,8 +238,9 @@ class SGD(
     each variable once its gradient exists (`_UpdateAsGradientsArrive`)."""
 
 
-#: Variables that get no weight decay (biases, norms, embeddings), by the
-#: names keras_vit gives them.
+#: Variables that get no weight decay (biases, norms, embeddings, the
+#: learned RoPE frequencies: timm's `no_weight_decay`), by the names
+#: keras_vit gives them.
 NO_DECAY = [
     "bias",
     "gamma",
@@ -250,6 +251,7 @@ NO_DECAY = [
     "register_tokens",
     "distillation_token",
     "probe",
+    "frequencies",
 ]
 
 

@@ -69,6 +69,11 @@ class Checkpoint:
             activation is SiLU in every format that has one (timm's
             `SwiGLU` and `SwiGLUPacked`, transformers' `Dinov2SwiGLUFFN`):
             added here, over the layout's own.
+        adjacent_rope_pairs: whether the file's rotary embedding rotates
+            adjacent pairs of each head's query and key columns (timm's
+            `"cat"` and `"mixed"` RoPE): loading reorders those columns
+            for keras_vit's rotation of halves
+            (`keras_vit.layers.rotary.adjacent_to_halves`).
     """
 
     tensors: dict
@@ -82,6 +87,7 @@ class Checkpoint:
     misshaped: list = dataclasses.field(default_factory=list)
     position_embedding_tokens: str = None
     layout_defaults: dict = dataclasses.field(default_factory=dict)
+    adjacent_rope_pairs: bool = False
 
     def __post_init__(self):
         if self.use_gated_mlp and self.source != "keras":

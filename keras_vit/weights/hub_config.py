@@ -65,19 +65,44 @@ TIMM_DEFAULTS = {
     "distilled": False,
 }
 
-#: timm `Eva` (an architecture with a `rope_type`): its arguments' names
-#: in `VisionTransformer`'s, and those keras_vit builds at one value only
-#: (DINOv3's RoPE: rotating halves, no absolute position embeddings).
+#: timm `Eva` (an architecture with `use_rot_pos_emb`: DINOv3, Perception
+#: Encoder core, Naver's RoPE-ViT): its defaults where they are not
+#: `VisionTransformer`'s, and its arguments' names in `VisionTransformer`'s.
+EVA_DEFAULTS = {
+    "global_pool": "avg",
+    "attn_type": "eva",
+    "use_abs_pos_emb": True,
+    "use_rot_pos_emb": False,
+    "rope_type": "cat",
+    "rope_temperature": 10000.0,
+    "rope_rotate_half": False,
+    "rope_grid_offset": 0.0,
+    "rope_grid_indexing": "ij",
+    "ref_feat_shape": None,
+    "use_pre_transformer_norm": False,
+    "attn_pool_num_heads": None,
+    "attn_pool_mlp_ratio": None,
+    "num_reg_tokens": 0,
+    "use_fc_norm": None,
+}
 _EVA_NAMES = {
     "num_reg_tokens": "reg_tokens",
     "use_fc_norm": "fc_norm",
     "rope_temperature": "rope_theta",
+    "use_pre_transformer_norm": "pre_norm",
 }
+#: Per `rope_type`, the `Eva` arguments keras_vit builds at one value only:
+#: DINOv3's rotates halves of its centred coordinates, without absolute
+#: embeddings; timm's `"cat"` and `"mixed"` rotate adjacent pairs (read by
+#: reordering the columns) of column-then-row indices (`"xy"`).
 _EVA_ONLY = {
-    "rope_type": "dinov3",
-    "rope_rotate_half": True,
-    "use_rot_pos_emb": True,
-    "use_abs_pos_emb": False,
+    "dinov3": {
+        "rope_rotate_half": True,
+        "use_abs_pos_emb": False,
+        "rope_grid_indexing": "ij",
+    },
+    "cat": {"rope_rotate_half": False, "rope_grid_indexing": "xy"},
+    "mixed": {"rope_rotate_half": False, "rope_grid_indexing": "xy"},
 }
 
 #: timm `model_args` that change nothing keras_vit computes, or that the
@@ -338,19 +363,25 @@ def _timm(config, folder):
             f"Received: architecture={name!r}"
         )
     given = _field(config, "model_args", dict, where, default={})
-    args = {**TIMM_DEFAULTS, **TIMM_ARCHITECTURES[name]}
+    own = TIMM_ARCHITECTURES[name]
+    defaults = {
+        **TIMM_DEFAULTS,
+        **(EVA_DEFAULTS if "use_rot_pos_emb" in own else {}),
+    }
+    args = {**defaults, **own}
     for key, value in given.items():
         if key in _TIMM_IGNORED:
             continue
-        if key not in TIMM_DEFAULTS and key not in TIMM_ARCHITECTURES[name]:
+        if key not in defaults and key not in own:
             raise ValueError(
                 f"{where}: keras_vit cannot build the timm model argument "
                 f"`{key}`. Received: model_args={given!r}"
             )
         args[key] = value
-    if "rope_type" in args:
-        args = _eva(args, where)
-    arguments = _timm_arguments(args, where)
+    rope = {}
+    if "use_rot_pos_emb" in args:
+        args, rope = _eva(args, where)
+    arguments = {**_timm_arguments(args, where), **rope}
     pretrained = _field(config, "pretrained_cfg", dict, where, default={})
     arguments.update(_timm_preprocessing(pretrained, args, where))
     num_classes = _field(config, "num_classes", int, where, default=1000)
@@ -375,18 +406,50 @@ def _timm(config, folder):
 
 
 def _eva(args, where):
-    """timm `Eva` arguments in `VisionTransformer`'s names."""
-    for key, value in _EVA_ONLY.items():
-        if args.get(key) != value:
+    """timm `Eva` arguments in `VisionTransformer`'s names, and the `ViT`
+    arguments of its rotary embedding and pooling."""
+    kind = args["rope_type"]
+    if not args["use_rot_pos_emb"] or kind not in _EVA_ONLY:
+        raise ValueError(
+            f"{where}: keras_vit builds timm's Eva with rotary embeddings of "
+            f"rope_type {', '.join(map(repr, _EVA_ONLY))} only. Received: "
+            f"use_rot_pos_emb={args['use_rot_pos_emb']!r}, "
+            f"rope_type={kind!r}"
+        )
+    for key, value in _EVA_ONLY[kind].items():
+        if args[key] != value:
             raise ValueError(
-                f"{where}: keras_vit builds timm's Eva with DINOv3's RoPE "
-                f"only ({key}={value!r}). Received: {key}={args.get(key)!r}"
+                f"{where}: keras_vit builds timm's Eva with rope_type="
+                f"{kind!r} and {key}={value!r} only. Received: "
+                f"{key}={args[key]!r}"
             )
-    return {
+    ratio = args["attn_pool_mlp_ratio"]
+    if ratio is not None and ratio != args["mlp_ratio"]:
+        raise ValueError(
+            f"{where}: keras_vit's attention pooling has the blocks' MLP "
+            f"width. Received: attn_pool_mlp_ratio={ratio!r} and "
+            f"mlp_ratio={args['mlp_ratio']!r}"
+        )
+    rope = {"rope_type": kind}
+    if kind == "cat":
+        rope["rope_grid_offset"] = float(args["rope_grid_offset"])
+        if args["ref_feat_shape"] is not None:
+            shape = args["ref_feat_shape"]
+            rope["rope_reference_grid"] = (
+                (shape, shape) if isinstance(shape, int) else tuple(shape)
+            )
+    if kind != "dinov3" and args["use_abs_pos_emb"]:
+        rope["rope_with_learned"] = True
+    if args["global_pool"] == "map":  # Eva pools every token
+        rope["pool_include_prefix"] = True
+        if args["attn_pool_num_heads"] is not None:
+            rope["pooling_num_heads"] = args["attn_pool_num_heads"]
+    names = {
         _EVA_NAMES.get(key, key): value
         for key, value in args.items()
-        if key not in _EVA_ONLY
+        if key in TIMM_DEFAULTS or key in _EVA_NAMES or key not in EVA_DEFAULTS
     }
+    return names, rope
 
 
 def _timm_arguments(args, where):

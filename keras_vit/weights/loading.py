@@ -9,6 +9,7 @@ import numpy as np
 from keras_vit import arg_checks
 from keras_vit import patch_grid
 from keras_vit import registry
+from keras_vit.layers import rotary
 from keras_vit.models import model_checks
 from keras_vit.models.config import activation_kind
 from keras_vit.weights import download
@@ -89,6 +90,8 @@ def prepare(
         for path, value in tensors.items()
         if (line := _non_finite(path, value)) is not None
     )
+    if checkpoint.adjacent_rope_pairs:
+        _rotate_halves(tensors, model.num_heads)
     zeros, notes, allowed_missing = _apply_head_rules(
         model, checkpoint, tensors
     )
@@ -107,6 +110,37 @@ def prepare(
         _refuse(model, checkpoint, problems, sections)
     values = _in_model_dtypes(model, checkpoint, tensors, variables, keep)
     return values, zeros, notes
+
+
+def _rotate_halves(tensors, num_heads):
+    """Reorders in `tensors` each block's query and key columns of a file
+    whose RoPE rotates adjacent pairs, head by head, for keras_vit's
+    rotation of halves (`adjacent_to_halves`; QK-norm's scales with
+    them). `num_heads`: the model's (the fused projection records none)."""
+    for path in [p for p in tensors if p.endswith("/attention/qkv/kernel")]:
+        block = path[: -len("/qkv/kernel")]
+        width = np.shape(tensors[path])[-1] // 3
+        if width % num_heads:  # the kernel's shape is reported
+            continue
+        head_dim = width // num_heads
+        order = np.asarray(rotary.adjacent_to_halves(head_dim))
+        heads = (np.arange(num_heads)[:, None] * head_dim + order).ravel()
+        columns = np.concatenate(
+            [heads, width + heads, np.arange(2 * width, 3 * width)]
+        )
+        for name in ("kernel", "bias"):
+            value = tensors.get(f"{block}/qkv/{name}")
+            if value is not None:
+                tensors[f"{block}/qkv/{name}"] = value[..., columns]
+        for norm in (
+            "q_norm/gamma",
+            "q_norm/beta",
+            "k_norm/gamma",
+            "k_norm/beta",
+        ):
+            value = tensors.get(f"{block}/{norm}")
+            if value is not None and np.shape(value)[-1] == head_dim:
+                tensors[f"{block}/{norm}"] = value[..., order]
 
 
 def _in_model_dtypes(model, checkpoint, tensors, variables, keep):
@@ -187,7 +221,13 @@ def _resampled(resize):
 
 #: The arguments a file's layout implies but its tensors do not record
 #: (`Checkpoint.layout_defaults`); a Hub repo's config records them.
-LAYOUT_IMPLIED = ("activation", "layer_norm_epsilon", "rope_theta")
+LAYOUT_IMPLIED = (
+    "activation",
+    "layer_norm_epsilon",
+    "rope_theta",
+    "rope_grid_offset",
+    "rope_reference_grid",
+)
 
 
 def _layout_notes(model, checkpoint):
@@ -389,20 +429,24 @@ def _same_position_prefix(model, checkpoint, problems):
 
 
 def _rope_problems(model, checkpoint):
-    """The problem (a list of one, or none) of a file in DINOv3's layout
-    (`position_embedding="rope"` in its `layout_defaults`: its tensors hold
-    no position table, so they fit a model without positions too) and a
-    model that does not rotate its queries and keys."""
-    theirs = checkpoint.layout_defaults.get("position_embedding")
-    if theirs != "rope" or model.position_embedding == "rope":
+    """The problem (a list of one, or none) of a file in a RoPE layout
+    (`position_embedding="rope"` in its `layout_defaults`: DINOv3's,
+    Perception Encoder's, Naver's; its tensors hold no rotary table, so
+    they fit a model without one too) and a model that does not rotate
+    its queries and keys as the file's models do (`rope_type`)."""
+    layout = checkpoint.layout_defaults
+    if layout.get("position_embedding") != "rope":
+        return []
+    theirs = layout.get("rope_type", "dinov3")
+    if model.position_embedding == "rope" and model.rope_type == theirs:
         return []
     return [
-        f"They are in DINOv3's layout, whose models rotate the patch "
-        "tokens' queries and keys (position_embedding='rope', with no "
-        "position table in the file), and the model has "
-        f"position_embedding={model.position_embedding!r}: its outputs "
-        "would not be the checkpoint's. Build it with "
-        "position_embedding='rope' (keras_vit.weights.convert."
+        "They are in a layout whose models rotate the patch tokens' "
+        f"queries and keys (position_embedding='rope', rope_type={theirs!r},"
+        " with no rotary table in the file), and the model has "
+        f"position_embedding={model.position_embedding!r}, "
+        f"rope_type={model.rope_type!r}: its outputs would not be the "
+        "checkpoint's. Build it with those (keras_vit.weights.convert."
         "model_for_checkpoint builds the model the file implies)."
     ]
 

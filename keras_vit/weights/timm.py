@@ -80,6 +80,7 @@ entries and 5 prefix tokens: 3x3, or 2x2 after them) the reader refuses
 unless told (`position_embedding_tokens=`).
 """
 
+import math
 import re
 
 import numpy as np
@@ -275,35 +276,107 @@ def read_timm(tensors, path, position_embedding_tokens=None, source_grid=None):
         torch_norm(src, "norm", out, "encoder_norm")
     _attention_pool(src, out)
     _heads(src, out)
+    out["rope/frequencies"] = src.take_if_present("rope.freqs", 4)
     return src.checkpoint(
         out,
         "timm",
         patch_size=patch_size,
         position_embedding_tokens=position_embedding_tokens if prefix else None,
         layout_defaults=layout,
+        adjacent_rope_pairs=layout.get("rope_type") in ("cat", "mixed"),
     )
 
 
+#: The `ViT` arguments of Perception Encoder core (timm's
+#: `vit_pe_core_*`: `Eva` with `attn_type="rope"`, RoPE `"cat"` with
+#: `rope_grid_offset=1`, `rope_grid_indexing="xy"`, temperature 10000,
+#: `ref_feat_shape` its pretraining grid, absolute embeddings for the
+#: class token and the patches, `use_pre_transformer_norm`, LayerNorm
+#: epsilon 1e-5, exact GELU (CLIP's tower layout, not OpenAI CLIP's quick
+#: GELU), `global_pool="map"` over every token with 8 heads, and a `head`
+#: that is the image projection) that its tensors do not record.
+PE_DEFAULTS = {
+    "position_embedding": "rope",
+    "activation": "gelu",
+    "rope_type": "cat",
+    "rope_theta": 10000.0,
+    "rope_grid_offset": 1.0,
+    "rope_with_learned": True,
+    "layer_norm_epsilon": 1e-5,
+    "pool_include_prefix": True,
+    "pooling_num_heads": 8,
+    "classifier_activation": None,
+}
+
+#: Naver's RoPE-ViT (timm's `vit_*_patch16_rope_*`): RoPE `"cat"` on the
+#: patch indices with temperature 100 (`"mixed"`: learned frequencies,
+#: initialised from temperature 10), LayerNorm epsilon 1e-6; `_ape` adds
+#: absolute embeddings for the patches only.
+NAVER_DEFAULTS = {
+    "position_embedding": "rope",
+    "rope_type": "cat",
+    "rope_theta": 100.0,
+    "layer_norm_epsilon": 1e-6,
+}
+
+
+def _is_perception_encoder(tensors):
+    """Perception Encoder core's layout: absolute embeddings, `norm_pre`,
+    no patch-embedding bias and an attention-pooling head; no timm
+    `VisionTransformer` has them all."""
+    return all(
+        k in tensors
+        for k in (
+            "pos_embed",
+            "norm_pre.weight",
+            "attn_pool.q.weight",
+        )
+    ) and ("patch_embed.proj.bias" not in tensors)
+
+
 def _eva_layout(tensors, path):
-    """`DINOV3_DEFAULTS` for DINOv3's layout, `{}` for timm's
-    `VisionTransformer`'s; refuses the other `Eva` layouts."""
+    """The `layout_defaults` of timm's `Eva` layouts (DINOv3, Perception
+    Encoder core, Naver's RoPE-ViT), `{}` for timm's `VisionTransformer`'s;
+    refuses the other `Eva` layouts (EVA-02)."""
+    if _is_perception_encoder(tensors):
+        if "cls_token" not in tensors:
+            raise ValueError(
+                f"{path} is in Perception Encoder's layout without a class "
+                "token (PE core G/14), whose rotary grid offset (0, where "
+                "T/S/B/L have 1) the file does not record: load it through "
+                "its Hub config.json (hf://timm/...)."
+            )
+        entries = np.shape(tensors["pos_embed"])[1] - 1
+        side = math.isqrt(entries)
+        return {**PE_DEFAULTS, "rope_reference_grid": (side, side)}
     if not any(_EVA.match(k) for k in tensors):
         return {}
-    if "pos_embed" in tensors:
-        raise ValueError(
-            f"{path} is a timm Eva checkpoint with absolute position "
-            "embeddings (EVA-02 or Perception Encoder: rotary embeddings "
-            "with pos_embed), which keras_vit does not read; of timm's Eva "
-            "models it reads DINOv3's layout (no pos_embed)."
-        )
-    if "reg_token" not in tensors or "rope.freqs" in tensors:
-        # Naver's RoPE-ViT (`vit_*_rope_*`): the same names, other
-        # rotary coordinates (and, `rope_mixed`, learned frequencies).
-        raise ValueError(
-            f"{path} is a timm Eva checkpoint without DINOv3's register "
-            "tokens or with learned rotary frequencies (rope.freqs): Naver's "
-            "RoPE-ViT (vit_*_rope_*), whose rotary embedding keras_vit does "
-            "not compute; of timm's Eva models it reads DINOv3's layout "
-            "(reg_token, no pos_embed)."
-        )
-    return dict(DINOV3_DEFAULTS)
+    if "reg_token" in tensors and not (
+        "pos_embed" in tensors or "rope.freqs" in tensors
+    ):
+        return dict(DINOV3_DEFAULTS)
+    if "reg_token" not in tensors and _patches_only(tensors):
+        mixed = "rope.freqs" in tensors
+        return {
+            **NAVER_DEFAULTS,
+            **({"rope_type": "mixed", "rope_theta": 10.0} if mixed else {}),
+            **({"rope_with_learned": True} if "pos_embed" in tensors else {}),
+        }
+    raise ValueError(
+        f"{path} is a timm Eva checkpoint in none of the layouts keras_vit "
+        "reads: DINOv3's (reg_token, no pos_embed, no rope.freqs), "
+        "Perception Encoder core's and Naver's RoPE-ViT's (vit_*_rope_*: no "
+        "reg_token, pos_embed for the patches only if any). EVA-02's "
+        "(rotary embeddings with absolute embeddings for the class token "
+        "too) is not read."
+    )
+
+
+def _patches_only(tensors):
+    """Whether the file has no absolute embeddings, or (Naver's `_ape`,
+    timm's `no_embed_class=True`) a square grid of them for the patches
+    only."""
+    if "pos_embed" not in tensors:
+        return True
+    entries = np.shape(tensors["pos_embed"])[1]
+    return math.isqrt(entries) ** 2 == entries

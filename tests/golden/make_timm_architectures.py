@@ -19,7 +19,11 @@ And timm's DINOv3 and EUPE ViTs (`vit_*_patch16_dinov3*`, the `Eva`
 class of `timm.models.eva`, captured from `_create_eva` alike), in
 `Eva`'s own argument names, without the SwiGLU ones (`*_plus_*`, 7B):
 their `global_pool` is set to "token", the class token as Meta's DINOv3
-and keras_vit's DINOv3 presets pool, where timm's `Eva` averages.
+and keras_vit's DINOv3 presets pool, where timm's `Eva` averages. And
+Perception Encoder core (`vit_pe_core_*`) and Naver's RoPE-ViT
+(`vit_*_patch16_rope_224`, `..._rope_*_224`), `Eva` too, as their entry
+points pass their arguments (`Eva`'s defaults for the others:
+`keras_vit.weights.hub_config.EVA_DEFAULTS`).
 
 Run with the reference environment (timm 1.0.31):
     /work/ref-venv/bin/python tests/golden/make_timm_architectures.py
@@ -51,6 +55,18 @@ EVA_KEPT = {
     "use_rot_pos_emb", "use_abs_pos_emb", "num_reg_tokens", "use_fc_norm",
     "norm_layer", "dynamic_img_size",
 }  # fmt: skip
+#: And in the Perception Encoder core and Naver RoPE-ViT entry points.
+ROPE_KEPT = EVA_KEPT | {
+    "mlp_ratio", "global_pool", "attn_type", "use_pre_transformer_norm",
+    "ref_feat_shape", "rope_grid_offset", "rope_grid_indexing",
+    "attn_pool_num_heads", "attn_pool_mlp_ratio", "class_token",
+    "no_embed_class", "use_fc_norm",
+}  # fmt: skip
+ROPE_FAMILIES = (
+    "vit_pe_core_*",
+    "vit_*_patch16_rope_224",
+    "vit_*_patch16_rope_*_224",
+)
 
 
 class _Captured(Exception):
@@ -106,6 +122,10 @@ def main():
         args = _kept(_capture(name, eva, "_create_eva"), EVA_KEPT)
         if args is not None:
             table[name] = {**args, "global_pool": "token"}
+    for name in timm.list_models(ROPE_FAMILIES, module="eva"):
+        args = _kept(_capture(name, eva, "_create_eva"), ROPE_KEPT)
+        if args is not None:
+            table[name] = args
     lines = [f"  {json.dumps(n)}: {json.dumps(a)}" for n, a in table.items()]
     OUTPUT.write_text("{\n" + ",\n".join(lines) + "\n}\n")
     print(f"{len(table)} architectures -> {OUTPUT}")

@@ -9,6 +9,7 @@ import pytest
 import keras_vit
 from keras_vit.layers import MultiHeadSelfAttention
 from keras_vit.layers.rotary import RotaryEmbedding
+from keras_vit.layers.rotary import adjacent_to_halves
 from keras_vit.layers.rotary import apply_rope
 from keras_vit.layers.rotary import rope_table
 from tests import reference
@@ -179,3 +180,73 @@ def test_a_bfloat16_table_is_computed_in_float32_then_cast():
         keras.ops.convert_to_numpy(keras.ops.cast(got, "float32")),
         keras.ops.convert_to_numpy(keras.ops.cast(expected, "float32")),
     )
+
+
+def _timm_cat_rotation(v, rows, cols, theta, offset, reference_grid):
+    """timm's `"cat"` RoPE by hand in NumPy (`build_rotary_pos_embed`
+    with `in_pixels=False`, `grid_indexing="xy"`, then
+    `apply_rot_embed(half=False)`): column then row index plus `offset`,
+    rescaled onto `reference_grid`, adjacent pairs rotated."""
+    d = v.shape[-1]
+    bands = 1.0 / theta ** (np.arange(d // 4) / (d // 4))
+    x = (np.arange(cols) + offset) / cols * reference_grid[1]
+    y = (np.arange(rows) + offset) / rows * reference_grid[0]
+    yy, xx = np.meshgrid(y, x, indexing="ij")
+    angles = np.concatenate(
+        [xx.reshape(-1, 1) * bands, yy.reshape(-1, 1) * bands], axis=-1
+    ).repeat(2, axis=-1)  # interleaved: [a0, a0, a1, a1, ...]
+    rotated = np.stack([-v[..., 1::2], v[..., ::2]], -1).reshape(v.shape)
+    return v * np.cos(angles) + rotated * np.sin(angles)
+
+
+def test_adjacent_pairs_are_halves_with_the_columns_reordered():
+    """timm's interleaved rotation of queries and keys and keras_vit's
+    rotation of halves, on the same columns reordered evens then odds
+    (`adjacent_to_halves`), give the same attention logits."""
+    rows, cols, d = 2, 3, 8
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(2, rows * cols, d))
+    timm_q, timm_k = (
+        _timm_cat_rotation(v, rows, cols, 10000.0, 1.0, (4, 4)) for v in (q, k)
+    )
+    table = rope_table(
+        rows, cols, d, 10000.0, rope_type="cat", offset=1.0, reference=(4, 4)
+    )
+    order = adjacent_to_halves(d)
+    assert order == [0, 2, 4, 6, 1, 3, 5, 7]
+    ours_q, ours_k = (_rotate(v[:, order], table) for v in (q, k))
+    np.testing.assert_allclose(ours_q @ ours_k.T, timm_q @ timm_k.T, atol=1e-5)
+    # The reordered rotation is timm's, reordered.
+    np.testing.assert_allclose(ours_q, timm_q[:, order], atol=1e-5)
+
+
+def test_mixed_tables_are_per_block_and_head():
+    layer = RotaryEmbedding(
+        8, rope_type="mixed", num_layers=3, num_heads=2, num_prefix_tokens=1
+    )
+    table = keras.ops.convert_to_numpy(layer(np.zeros((1, 2, 3, 5))))
+    assert table.shape == (3, 2, 7, 16)
+    np.testing.assert_array_equal(
+        table[:, :, 0], np.broadcast_to([0] * 8 + [1] * 8, (3, 2, 16))
+    )
+    frequencies = keras.ops.convert_to_numpy(layer.frequencies)
+    # Patch (row 1, column 2), block 2, head 1: 2 fx + 1 fy.
+    angles = 2 * frequencies[0, 2, 1] + frequencies[1, 2, 1]
+    np.testing.assert_allclose(
+        table[2, 1, 1 + 5, :8], np.sin(np.tile(angles, 2)), atol=1e-6
+    )
+    config = layer.get_config()
+    assert RotaryEmbedding.from_config(config).get_config() == config
+
+
+@pytest.mark.parametrize(
+    "arguments, match",
+    [
+        ({"grid_offset": 1.0}, "grid_offset"),
+        ({"rope_type": "cat", "reference_grid": (0, 2)}, "reference_grid"),
+        ({"rope_type": "mixed", "num_heads": 2}, "num_layers"),
+    ],
+)
+def test_the_options_are_checked(arguments, match):
+    with pytest.raises(ValueError, match=match):
+        RotaryEmbedding(8, **arguments)

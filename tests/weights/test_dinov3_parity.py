@@ -141,12 +141,17 @@ def _changed(tmp_path, name, drop=(), **add):
 @pytest.mark.parametrize(
     "drop, add, match",
     [
-        # EVA-02 / Perception Encoder: RoPE with absolute embeddings.
-        ((), {"pos_embed": np.zeros((1, 16, 32), "float32")}, "absolute"),
-        # Naver's RoPE-ViT: Eva's names, no registers (vit_*_rope_224) or
-        # learned frequencies (vit_*_rope_mixed_224): another rotation.
-        (("reg_token",), {}, "Naver's RoPE-ViT"),
-        ((), {"rope.freqs": np.zeros((2, 2, 8), "float32")}, "rope.freqs"),
+        # EVA-02: RoPE with absolute embeddings for the class token too.
+        (
+            ("reg_token",),
+            {"pos_embed": np.zeros((1, 17, 32), "float32")},
+            "EVA-02",
+        ),
+        # Registers with absolute embeddings or learned frequencies: no
+        # timm model has them (Naver's RoPE-ViT, which has these names
+        # without registers, loads: test_rope_family_parity.py).
+        ((), {"pos_embed": np.zeros((1, 16, 32), "float32")}, "none of"),
+        ((), {"rope.freqs": np.zeros((2, 2, 8), "float32")}, "none of"),
     ],
 )
 def test_other_eva_rope_layouts_are_refused(tmp_path, drop, add, match):
