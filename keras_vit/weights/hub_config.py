@@ -176,6 +176,7 @@ _TRANSFORMERS_ACTIVATION = {
     "quick_gelu": "quick_gelu",
     "gelu_pytorch_tanh": "gelu_tanh",
     "gelu_new": "gelu_tanh",
+    "silu": "silu",
 }
 
 #: `DINOv3ViTConfig`'s bias fields of the fused `qkv` projection.
@@ -409,6 +410,12 @@ def _timm_arguments(args, where):
         arguments["rope_theta"] = args["rope_theta"]
     if args["init_values"] is not None:
         arguments["layer_scale_init"] = args["init_values"]
+    if args.get("swiglu_mlp"):
+        # timm's `EvaBlock`: a SiLU-gated MLP of `int(D * mlp_ratio)`,
+        # rounded up to a multiple of `swiglu_align_to` (S+, H+: 8).
+        align = args.get("swiglu_align_to") or 1
+        width = -(-arguments["mlp_dim"] // align) * align
+        arguments.update(use_gated_mlp=True, activation="silu", mlp_dim=width)
     prefix = args["class_token"] or args["reg_tokens"]
     if args["no_embed_class"] and prefix:
         arguments["position_embedding_tokens"] = "patches"
@@ -491,7 +498,7 @@ def _transformers_arguments(model_type, args, where):
             f"it has {sorted(_TRANSFORMERS_ACTIVATION)}. Received: "
             f"hidden_act={args['hidden_act']!r}"
         )
-    if args.get("use_gated_mlp"):
+    if args.get("use_gated_mlp") and model_type != "dinov3_vit":
         raise ValueError(
             f"{where}: keras_vit reads this model's plain MLP only. "
             f"Received: use_gated_mlp={args['use_gated_mlp']!r}"
@@ -512,7 +519,8 @@ def _transformers_arguments(model_type, args, where):
         "activation": activation,
         "layer_norm_epsilon": float(args["layer_norm_eps"]),
     }
-    if args.get("use_swiglu_ffn"):
+    if args.get("use_swiglu_ffn") or args.get("use_gated_mlp"):
+        # DINOv3ViTGatedMLP: `intermediate_size` wide, `hidden_act` gate.
         arguments["use_gated_mlp"] = True
     if model_type.startswith("dinov2"):
         arguments["layer_scale_init"] = 1e-5

@@ -4,10 +4,12 @@ tests/golden/make_dinov3_checkpoints.py (developer-side: torch, timm,
 transformers) made tiny DINOv3s with every weight perturbed, in timm's
 `Eva` layout (`vit_small_patch16_dinov3`: no qkv bias; `..._qkvb`: query
 and value biases) and transformers' `DINOv3ViTModel` (query and value
-biases, no key bias), and recorded their tokens and class-token features
-at 16 px and at 12x20 (a non-square grid, from the same weights). Here,
-without torch, keras_vit builds the model the file implies and must give
-the same numbers.
+biases, no key bias), each also with the SwiGLU MLP of DINOv3's S+ and
+H+ (`timm_splus`: timm's `swiglu_align_to` rounding 73 up to 80;
+`hf_gated`: `DINOv3ViTGatedMLP`), and recorded their tokens and
+class-token features at 16 px and at 12x20 (a non-square grid, from the
+same weights). Here, without torch, keras_vit builds the model the file
+implies and must give the same numbers.
 """
 
 import os
@@ -27,7 +29,7 @@ from keras_vit.weights import read_checkpoint
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden")
 ATOL = 1e-5
-NAMES = ("timm_s", "timm_s_qkvb", "hf")
+NAMES = ("timm_s", "timm_s_qkvb", "hf", "timm_splus", "hf_gated")
 #: What `ViT`'s arguments the normalisation is (the goldens' inputs).
 IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
 
@@ -55,7 +57,12 @@ def test_the_file_gives_the_architecture(name):
     assert implied["layer_norm_epsilon"] == 1e-5
     assert implied["num_register_tokens"] == 4
     assert implied["pooling"] == "token"  # upstream's, not timm's "avg"
-    assert implied.get("qkv_bias", True) == (name != "timm_s")
+    assert implied.get("qkv_bias", True) == (
+        name not in ("timm_s", "timm_splus")
+    )
+    gated = name in ("timm_splus", "hf_gated")  # S+ / H+'s SwiGLU
+    assert implied.get("use_gated_mlp", False) == gated
+    assert implied.get("activation", "gelu") == ("silu" if gated else "gelu")
     assert checkpoint.unexpected == [] and checkpoint.missing == []
 
 

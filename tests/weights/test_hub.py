@@ -37,6 +37,8 @@ SNAPSHOTS = (
     "siglip_b16",
     "timm_dinov3_small",
     "dinov3_vits16",
+    "timm_dinov3_splus",
+    "dinov3_vits16plus",
 )
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -184,6 +186,36 @@ def test_transformers_dinov3_defaults_and_biases(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "config, width",
+    [  # timm: int(D * mlp_ratio) up to a multiple of swiglu_align_to;
+        # transformers: intermediate_size as it is.
+        ({"architecture": "vit_small_plus_patch16_dinov3"}, 1536),
+        ({"architecture": "vit_huge_plus_patch16_dinov3_qkvb"}, 5120),
+        (
+            {
+                "architecture": "vit_small_plus_patch16_dinov3",
+                "model_args": {"embed_dim": 16, "mlp_ratio": 4.3},
+            },
+            72,
+        ),
+        (
+            {
+                "model_type": "dinov3_vit",
+                "use_gated_mlp": True,
+                "hidden_act": "silu",
+                "intermediate_size": 68,
+            },
+            68,
+        ),
+    ],
+)
+def test_dinov3_plus_is_gated(tmp_path, config, width):
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["use_gated_mlp"] and args["activation"] == "silu"
+    assert args["mlp_dim"] == width
+
+
+@pytest.mark.parametrize(
     "model_type, expected",
     [
         # transformers 5.25 configuration_*.py class defaults.
@@ -236,7 +268,7 @@ def test_id2label_names_but_not_placeholders(tmp_path):
         ({"architecture": "vit_nonesuch_patch16_224"}, "vit_nonesuch"),
         ({"model_type": "bert"}, "model_type='bert'"),
         ({"hello": 1}, "neither"),
-        ({"model_type": "dinov3_vit", "use_gated_mlp": True}, "use_gated"),
+        ({"model_type": "dinov2", "use_gated_mlp": True}, "use_gated"),
         ({"model_type": "dinov3_vit", "mlp_bias": False}, "mlp_bias=False"),
         ({"model_type": "clip", "vision_config": []}, "vision_config"),
         (
@@ -377,6 +409,7 @@ def test_hf_id_loads_from_the_hub_cache(hub_cache):
     [
         ("timm/vit_small_patch16_dinov3.lvd1689m", "timm_dinov3_small"),
         ("facebook/dinov3-vits16-pretrain-lvd1689m", "dinov3_vits16"),
+        ("timm/vit_small_plus_patch16_dinov3.lvd1689m", "timm_dinov3_splus"),
     ],
 )
 def test_hf_id_loads_dinov3(hub_cache, repo, name):
