@@ -24,11 +24,19 @@ and transformers' `DINOv3ViTRopePositionEmbedding` / `apply_rotary_pos_emb`
   are `sin = 0`, `cos = 1`, so the attention applies one table to all
   tokens, without slicing them apart.
 
-DINOv3's train-time coordinate augmentations (random shift, jitter and
-rescale of the coordinates: transformers' `pos_embed_shift`,
-`pos_embed_jitter`, `pos_embed_rescale`, timm's `rope_*_coords`) are off
-at inference; keras_vit does not implement them: fine-tuning a RoPE model
-uses the inference table.
+DINOv3's train-time coordinate augmentations (timm's `shift_coords`,
+`jitter_coords`, `rescale_coords`; transformers' `pos_embed_shift`,
+`pos_embed_jitter`, `pos_embed_rescale`), each off unless given and only
+applied when `training=True` (never at inference), draw one transform per
+call (per batch: every image and every block share it), in this order:
+
+- shift `s`: add `u ~ U(-s, s)`, one per axis, to the coordinates;
+- jitter `j >= 1`: multiply them by `exp(u)`, `u ~ U(-log j, log j)`, one
+  per axis (a log-uniform factor in [1/j, j]);
+- rescale `r >= 1`: multiply both axes by one `exp(u)`, `u ~ U(-log r,
+  log r)`.
+
+The draws come from the layer's `keras.random.SeedGenerator`.
 """
 
 import math
@@ -48,16 +56,27 @@ def rope_periods(head_dim, theta, dtype="float32"):
 
 
 def rope_table(
-    rows, cols, head_dim, theta, num_prefix_tokens=0, dtype="float32"
+    rows,
+    cols,
+    head_dim,
+    theta,
+    num_prefix_tokens=0,
+    dtype="float32",
+    shift=(0.0, 0.0),
+    scale=(1.0, 1.0),
 ):
     """The `(num_prefix_tokens + rows * cols, 2 * head_dim)` table `[sin |
     cos]` of an `rows x cols` patch grid (row-major, as the patches), in
     `dtype`, the prefix tokens' rows `[0 | 1]` (no rotation). `rows` and
-    `cols` may be scalar tensors (a dynamic image size)."""
+    `cols` may be scalar tensors (a dynamic image size). The coordinates
+    `(y, x)` become `((y + shift[0]) * scale[0], (x + shift[1]) *
+    scale[1])` (the train-time augmentations' draws)."""
     rows_f = ops.cast(rows, dtype)
     cols_f = ops.cast(cols, dtype)
     y = 2.0 * (ops.arange(rows, dtype=dtype) + 0.5) / rows_f - 1.0
     x = 2.0 * (ops.arange(cols, dtype=dtype) + 0.5) / cols_f - 1.0
+    y = (y + shift[0]) * scale[0]
+    x = (x + shift[1]) * scale[1]
     count = rows * cols
     y = ops.reshape(ops.broadcast_to(y[:, None], (rows, cols)), (count, 1))
     x = ops.reshape(ops.broadcast_to(x[None, :], (rows, cols)), (count, 1))
@@ -77,6 +96,28 @@ def rope_table(
         )
         table = ops.concatenate([prefix, table], axis=0)
     return table
+
+
+def coordinate_augmentation(shift, jitter, rescale, prefix=""):
+    """Checks DINOv3's coordinate augmentation factors (see the module's
+    docstring): each `None` (off) or a finite float, `shift >= 0`,
+    `jitter >= 1`, `rescale >= 1`; returns them as a dict by their names
+    (`shift_coords`, ...), each with `prefix` (`ViT`'s: `"rope_"`)."""
+    checked = {}
+    for name, value, least in (
+        (f"{prefix}shift_coords", shift, 0.0),
+        (f"{prefix}jitter_coords", jitter, 1.0),
+        (f"{prefix}rescale_coords", rescale, 1.0),
+    ):
+        if value is not None:
+            value = arg_checks.finite_non_negative_float(name, value)
+            if value < least:
+                raise ValueError(
+                    f"`{name}` is a factor of at least {least:g} (or None: "
+                    f"off). Received: {name}={value!r}"
+                )
+        checked[name] = value
+    return checked
 
 
 def apply_rope(x, table):
@@ -111,11 +152,20 @@ class RotaryEmbedding(keras.layers.Layer):
         grid_size: `(rows, cols)`, the grid of a flat `(B, N, ...)` input.
             Defaults to `None` (the input must then be a `(B, rows,
             cols, ...)` grid).
+        shift_coords: float >= 0 or `None`, the train-time shift (see the
+            module's docstring). Defaults to `None` (off).
+        jitter_coords: float >= 1 or `None`, the train-time per-axis
+            scale factor. Defaults to `None` (off).
+        rescale_coords: float >= 1 or `None`, the train-time scale factor
+            of both axes. Defaults to `None` (off).
+        seed: int or `None`, the seed of the augmentations' draws.
+            Defaults to `None`.
         **kwargs: base layer arguments such as `name`.
 
     Call arguments:
         patches: `(B, rows, cols, ...)` patches, or `(B, N, ...)` ones of
             `grid_size`; only their shape is read.
+        training: bool, whether to apply the augmentations that are on.
 
     Returns:
         The `(num_prefix_tokens + rows * cols, 2 * head_dim)` table `[sin |
@@ -135,6 +185,10 @@ class RotaryEmbedding(keras.layers.Layer):
         rope_theta=100.0,
         num_prefix_tokens=0,
         grid_size=None,
+        shift_coords=None,
+        jitter_coords=None,
+        rescale_coords=None,
+        seed=None,
         **kwargs,
     ):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
@@ -154,6 +208,19 @@ class RotaryEmbedding(keras.layers.Layer):
             if grid_size is None
             else arg_checks.size_2d("grid_size", grid_size)
         )
+        augmentation = coordinate_augmentation(
+            shift_coords, jitter_coords, rescale_coords
+        )
+        self.shift_coords, self.jitter_coords, self.rescale_coords = (
+            augmentation.values()
+        )
+        self.seed = seed
+        # Only a layer that draws has a generator (and its state variable).
+        self.seed_generator = (
+            keras.random.SeedGenerator(seed, name="coordinate_augmentation")
+            if any(value is not None for value in augmentation.values())
+            else None
+        )
 
     def _grid(self, patches_shape):
         if len(patches_shape) == 4:
@@ -165,15 +232,39 @@ class RotaryEmbedding(keras.layers.Layer):
             )
         return self.grid_size
 
-    def call(self, patches):
+    def _draws(self, dtype):
+        """The coordinates' `(shift, scale)` of one training step."""
+
+        def uniform(shape, bound):
+            return keras.random.uniform(
+                shape, -bound, bound, dtype=dtype, seed=self.seed_generator
+            )
+
+        shift, scale = ops.zeros((2,), dtype), ops.ones((2,), dtype)
+        if self.shift_coords is not None:
+            shift = uniform((2,), self.shift_coords)
+        if self.jitter_coords is not None:
+            scale = ops.exp(uniform((2,), math.log(self.jitter_coords)))
+        if self.rescale_coords is not None:
+            scale = scale * ops.exp(
+                uniform((1,), math.log(self.rescale_coords))
+            )
+        return shift, scale
+
+    def call(self, patches, training=None):
         rows, cols = self._grid(tuple(ops.shape(patches)))
+        dtype = statistics_dtype(self.compute_dtype)
+        draws = {}
+        if training and self.seed_generator is not None:
+            draws["shift"], draws["scale"] = self._draws(dtype)
         table = rope_table(
             rows,
             cols,
             self.head_dim,
             self.rope_theta,
             self.num_prefix_tokens,
-            statistics_dtype(self.compute_dtype),
+            dtype,
+            **draws,
         )
         return ops.cast(table, self.compute_dtype)
 
@@ -194,6 +285,10 @@ class RotaryEmbedding(keras.layers.Layer):
                 "rope_theta": self.rope_theta,
                 "num_prefix_tokens": self.num_prefix_tokens,
                 "grid_size": self.grid_size,
+                "shift_coords": self.shift_coords,
+                "jitter_coords": self.jitter_coords,
+                "rescale_coords": self.rescale_coords,
+                "seed": self.seed,
             }
         )
         return config

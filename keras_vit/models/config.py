@@ -16,6 +16,7 @@ import numpy as np
 
 from keras_vit import arg_checks
 from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
+from keras_vit.layers.rotary import coordinate_augmentation
 from keras_vit.options import ACTIVATIONS
 from keras_vit.options import MODEL_POOLINGS
 from keras_vit.options import MODEL_POSITION_EMBEDDINGS
@@ -48,6 +49,9 @@ class ViTConfig:
     class_token: bool = None
     position_embedding: str = "learned"
     rope_theta: float = 100.0
+    rope_shift_coords: float = None
+    rope_jitter_coords: float = None
+    rope_rescale_coords: float = None
     representation_size: object = None
     dropout_rate: float = 0.0
     attention_dropout_rate: float = 0.0
@@ -244,6 +248,21 @@ def _position_embedding(v):
             "position_embedding='sincos2d' needs a hidden_dim that is a "
             f"multiple of 4. Received: hidden_dim={hidden_dim}"
         )
+    augmentation = coordinate_augmentation(
+        v["rope_shift_coords"],
+        v["rope_jitter_coords"],
+        v["rope_rescale_coords"],
+        prefix="rope_",
+    )
+    given = {k: a for k, a in augmentation.items() if a is not None}
+    if given and position_embedding != "rope":
+        raise ValueError(
+            "The coordinate augmentations (rope_shift_coords, "
+            "rope_jitter_coords, rope_rescale_coords) are RoPE's, for "
+            "position_embedding='rope'. Received: "
+            + ", ".join(f"{k}={a!r}" for k, a in given.items())
+            + f" and position_embedding={position_embedding!r}"
+        )
     head_dim = hidden_dim // v["num_heads"]
     if position_embedding == "rope" and head_dim % 4:
         raise ValueError(
@@ -257,7 +276,7 @@ def _position_embedding(v):
             "position_embedding='learned2d' needs an even hidden_dim. "
             f"Received: hidden_dim={hidden_dim}"
         )
-    return {}
+    return augmentation
 
 
 def _distillation(v):
