@@ -43,7 +43,16 @@ TIMM_ARCHITECTURES = json.loads(
     (pathlib.Path(__file__).parent / "timm_architectures.json").read_text()
 )
 
-#: timm's `VisionTransformer` defaults of the arguments read here.
+#: timm `Eva`'s train-time RoPE coordinate augmentations (off in its
+#: DINOv3 entry points), as `ViT` names them too.
+_ROPE_AUGMENTATION = (
+    "rope_shift_coords",
+    "rope_jitter_coords",
+    "rope_rescale_coords",
+)
+
+#: timm's `VisionTransformer` defaults of the arguments read here (and
+#: `Eva`'s coordinate augmentations).
 TIMM_DEFAULTS = {
     "mlp_ratio": 4.0,
     "class_token": True,
@@ -59,6 +68,7 @@ TIMM_DEFAULTS = {
     "img_size": 224,
     "in_chans": 3,
     "qkv_bias": True,
+    **dict.fromkeys(_ROPE_AUGMENTATION),
 }
 
 #: timm `Eva` (an architecture with a `rope_type`): its arguments' names
@@ -165,6 +175,9 @@ TRANSFORMERS_DEFAULTS = {
         "layerscale_value": 1.0,
         "use_gated_mlp": False,
         "num_register_tokens": 0,
+        "pos_embed_shift": None,
+        "pos_embed_jitter": None,
+        "pos_embed_rescale": 2.0,
     },
 }
 #: The two-tower models, whose image tower's config is `vision_config`.
@@ -408,6 +421,9 @@ def _timm_arguments(args, where):
     if "rope_theta" in args:
         arguments["position_embedding"] = "rope"
         arguments["rope_theta"] = args["rope_theta"]
+    for key in _ROPE_AUGMENTATION:  # `Eva`'s names are `ViT`'s
+        if args.get(key) is not None:
+            arguments[key] = args[key]
     if args["init_values"] is not None:
         arguments["layer_scale_init"] = args["init_values"]
     if args.get("swiglu_mlp"):
@@ -555,6 +571,10 @@ def _dinov3_arguments(args, where):
         "layer_scale_init": args["layerscale_value"],
         "num_register_tokens": args["num_register_tokens"],
         "include_top": False,
+        # Train-time only (DINOv3ViTRopePositionEmbedding in training).
+        "rope_shift_coords": args["pos_embed_shift"],
+        "rope_jitter_coords": args["pos_embed_jitter"],
+        "rope_rescale_coords": args["pos_embed_rescale"],
     }
 
 

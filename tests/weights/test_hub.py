@@ -154,6 +154,31 @@ def test_timm_dinov3_takes_eva_model_args(tmp_path):
         hub_config.read(_folder(tmp_path, config))
 
 
+def test_rope_augmentations_follow_the_config(tmp_path):
+    """transformers' DINOv3ViTConfig rescales by 2 in training unless its
+    config says otherwise; timm's DINOv3 entry points augment nothing
+    unless `model_args` says so. Inference is the same either way."""
+    read = hub_config.read(_folder(tmp_path, {"model_type": "dinov3_vit"}))
+    assert read.arguments["rope_rescale_coords"] == 2.0
+    assert read.arguments["rope_shift_coords"] is None
+    config = {"model_type": "dinov3_vit", "pos_embed_shift": 0.1}
+    config.update(pos_embed_jitter=1.2, pos_embed_rescale=None)
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["rope_shift_coords"] == 0.1
+    assert args["rope_jitter_coords"] == 1.2
+    assert args["rope_rescale_coords"] is None
+    config = {"architecture": "vit_small_patch16_dinov3"}
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert "rope_rescale_coords" not in args
+    config["model_args"] = {"rope_rescale_coords": 2.0}
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["rope_rescale_coords"] == 2.0
+    model = keras_vit.ViT.from_preset(
+        str(GOLDEN / "dinov3_vits16"), rope_rescale_coords=None
+    )
+    assert model.rope_rescale_coords is None  # a setting, not the file's
+
+
 def test_transformers_dinov3_defaults_and_biases(tmp_path):
     # transformers 5.25 configuration_dinov3_vit.py `DINOv3ViTConfig`.
     read = hub_config.read(_folder(tmp_path, {"model_type": "dinov3_vit"}))
