@@ -226,13 +226,22 @@ def test_rollout_leaves_the_registers_out():
 
 
 @pytest.mark.slow
-def test_exports_to_tflite_verified_in_one_partition(tmp_path):
-    """The rotary table of a fixed-size model is a constant of the graph:
-    builtin ops only, one XNNPACK partition, checked against Keras."""
-    model, _ = build("timm_s_qkvb", image_size=16)
-    path = str(tmp_path / "dinov3.tflite")
-    result = export.export_tflite(model, path, num_verify_images=4)
+@pytest.mark.parametrize("quantize", ["none", "float16", "dynamic"])
+@pytest.mark.parametrize("name", ["timm_s", "timm_s_qkvb"])
+def test_exports_to_tflite_verified_in_one_partition(tmp_path, name, quantize):
+    """DINOv3-S's layout and EUPE's (`_qkvb`) as a phone takes them: the
+    rotary table of a fixed-size model is a constant of the graph; builtin
+    ops only, one XNNPACK partition, checked against Keras in float32,
+    float16 and dynamic int8."""
+    from keras_vit.export import graph as graph_lib
+
+    model, _ = build(name, image_size=16)
+    path = str(tmp_path / f"dinov3_{quantize}.tflite")
+    result = export.export_tflite(
+        model, path, quantize=quantize, num_verify_images=4
+    )
     assert result.report.passed and result.report.xnnpack_partitions == 1
+    assert not graph_lib.read_graph(result.path).unsupported_ops()
 
 
 def test_convert_says_what_it_assumed_and_the_file_reloads(tmp_path, capsys):
