@@ -181,6 +181,7 @@ def test_round_trip_in_safe_mode(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_fit_draws_a_new_table_each_step():
     model = _model(**AUGMENTED)
     state = model.get_layer("rope").seed_generator.state

@@ -57,6 +57,7 @@ def test_train_starts_from_a_dinov3_file(name, tmp_path):
     assert np.abs(keras.ops.convert_to_numpy(gamma) - loaded).max() < 0.05
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", ["timm_dinov3_splus", "dinov3_vits16"])
 def test_few_shot_on_a_dinov3_snapshot(folder, tmp_path, capsys):
     photos = _photos(tmp_path / "photos")
