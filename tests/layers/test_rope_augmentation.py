@@ -131,6 +131,17 @@ def test_the_training_table_is_the_drawn_coordinates():
     )
 
 
+def test_a_dynamic_size_model_draws_for_each_grid():
+    """The grid's sides are tensors there: the draws apply to them too."""
+    model = _model(dynamic_image_size=True, **AUGMENTED)
+    for shape in ((1, 16, 16, 3), (1, 12, 20, 3)):
+        images = np.random.default_rng(3).uniform(0, 255, shape)
+        plain = _numpy(model(images, training=False))
+        trained = _numpy(model(images, training=True))
+        assert np.all(np.isfinite(trained))
+        assert np.abs(trained - plain).max() > 1e-4
+
+
 def test_seeded():
     first = _numpy(_layer(seed=3, shift_coords=0.5)(PATCHES, training=True))
     again = _numpy(_layer(seed=3, shift_coords=0.5)(PATCHES, training=True))

@@ -41,6 +41,8 @@ SNAPSHOTS = (
     "dinov3_vits16plus",
 )
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+#: tests/golden/hub/timm_dinov3_splus's `model_args`.
+SPLUS_ARGS = dict(embed_dim=16, depth=2, num_heads=2, global_pool="token")
 
 
 def _folder(tmp_path, config, processor=None):
@@ -340,6 +342,12 @@ def test_resolve_model_takes_a_snapshot_folder():
         ),
         ("dinov3_vits16", {"num_register_tokens": 0}),
         ("dinov3_vits16", {"query_bias": False, "value_bias": False}),
+        # A SwiGLU file under a plain config and the reverse, and under
+        # another MLP ratio (16 * 4.0 = 64 wide; the file is 72).
+        ("timm_dinov3_splus", {"architecture": "vit_small_patch16_dinov3"}),
+        ("timm_dinov3_splus", {"model_args": dict(SPLUS_ARGS, mlp_ratio=4.0)}),
+        ("dinov3_vits16plus", {"use_gated_mlp": False}),
+        ("dinov3_vits16", {"use_gated_mlp": True, "hidden_act": "silu"}),
     ],
 )
 def test_dinov3_config_contradicting_its_file_is_refused(
