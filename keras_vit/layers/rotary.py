@@ -51,11 +51,19 @@ the weights readers reorder a timm file's query and key projections so
 (the rotation stays a split and a concatenation, which TFLite's XNNPACK
 delegate takes, rather than a strided gather).
 
-DINOv3's train-time coordinate augmentations (random shift, jitter and
-rescale of the coordinates: transformers' `pos_embed_shift`,
-`pos_embed_jitter`, `pos_embed_rescale`, timm's `rope_*_coords`) are off
-at inference; keras_vit does not implement them: fine-tuning a RoPE model
-uses the inference table.
+DINOv3's train-time coordinate augmentations (timm's `shift_coords`,
+`jitter_coords`, `rescale_coords`; transformers' `pos_embed_shift`,
+`pos_embed_jitter`, `pos_embed_rescale`), each off unless given and only
+applied when `training=True` (never at inference), draw one transform per
+call (per batch: every image and every block share it), in this order:
+
+- shift `s`: add `u ~ U(-s, s)`, one per axis, to the coordinates;
+- jitter `j >= 1`: multiply them by `exp(u)`, `u ~ U(-log j, log j)`, one
+  per axis (a log-uniform factor in [1/j, j]);
+- rescale `r >= 1`: multiply both axes by one `exp(u)`, `u ~ U(-log r,
+  log r)`.
+
+The draws come from the layer's `keras.random.SeedGenerator`.
 """
 
 import math
@@ -126,13 +134,19 @@ def rope_table(
     rope_type="dinov3",
     offset=0.0,
     reference=None,
+    shift=(0.0, 0.0),
+    scale=(1.0, 1.0),
 ):
     """The `(num_prefix_tokens + rows * cols, 2 * head_dim)` table `[sin |
     cos]` of an `rows x cols` patch grid (row-major, as the patches), in
     `dtype`, the prefix tokens' rows `[0 | 1]` (no rotation), for
     `rope_type` `"dinov3"` or `"cat"` (see the module's docstring).
-    `rows` and `cols` may be scalar tensors (a dynamic image size)."""
+    `rows` and `cols` may be scalar tensors (a dynamic image size). The
+    coordinates `(y, x)` become `((y + shift[0]) * scale[0], (x +
+    shift[1]) * scale[1])` (the train-time augmentations' draws)."""
     y, x = rope_coordinates(rows, cols, rope_type, offset, reference, dtype)
+    y = (y + shift[0]) * scale[0]
+    x = (x + shift[1]) * scale[1]
     inverse = 1.0 / rope_periods(head_dim, theta, dtype)[None, :]
     if rope_type == "dinov3":
         first, second = 2.0 * math.pi * y, 2.0 * math.pi * x
@@ -153,6 +167,28 @@ def mixed_rope_table(rows, cols, frequencies, num_prefix_tokens=0):
         x * frequencies[0][:, :, None, :] + y * frequencies[1][:, :, None, :]
     )  # (layers, heads, count, head_dim / 2)
     return _with_prefix(angles, num_prefix_tokens, dtype)
+
+
+def coordinate_augmentation(shift, jitter, rescale, prefix=""):
+    """Checks DINOv3's coordinate augmentation factors (see the module's
+    docstring): each `None` (off) or a finite float, `shift >= 0`,
+    `jitter >= 1`, `rescale >= 1`; returns them as a dict by their names
+    (`shift_coords`, ...), each with `prefix` (`ViT`'s: `"rope_"`)."""
+    checked = {}
+    for name, value, least in (
+        (f"{prefix}shift_coords", shift, 0.0),
+        (f"{prefix}jitter_coords", jitter, 1.0),
+        (f"{prefix}rescale_coords", rescale, 1.0),
+    ):
+        if value is not None:
+            value = arg_checks.finite_non_negative_float(name, value)
+            if value < least:
+                raise ValueError(
+                    f"`{name}` is a factor of at least {least:g} (or None: "
+                    f"off). Received: {name}={value!r}"
+                )
+        checked[name] = value
+    return checked
 
 
 def apply_rope(x, table):
@@ -211,11 +247,20 @@ class RotaryEmbedding(keras.layers.Layer):
             Defaults to `None`.
         num_heads: int, with `"mixed"`: the heads of each block. Defaults
             to `None`.
+        shift_coords: float >= 0 or `None`, the train-time shift (see the
+            module's docstring). Defaults to `None` (off).
+        jitter_coords: float >= 1 or `None`, the train-time per-axis
+            scale factor. Defaults to `None` (off).
+        rescale_coords: float >= 1 or `None`, the train-time scale factor
+            of both axes. Defaults to `None` (off).
+        seed: int or `None`, the seed of the augmentations' draws.
+            Defaults to `None`.
         **kwargs: base layer arguments such as `name`.
 
     Call arguments:
         patches: `(B, rows, cols, ...)` patches, or `(B, N, ...)` ones of
             `grid_size`; only their shape is read.
+        training: bool, whether to apply the augmentations that are on.
 
     Returns:
         The `(num_prefix_tokens + rows * cols, 2 * head_dim)` table `[sin |
@@ -241,6 +286,10 @@ class RotaryEmbedding(keras.layers.Layer):
         reference_grid=None,
         num_layers=None,
         num_heads=None,
+        shift_coords=None,
+        jitter_coords=None,
+        rescale_coords=None,
+        seed=None,
         **kwargs,
     ):
         arg_checks.float_dtype_policy("dtype", kwargs.get("dtype"))
@@ -266,6 +315,27 @@ class RotaryEmbedding(keras.layers.Layer):
         )
         self.num_layers, self.num_heads = _mixed_shape(
             self.rope_type, num_layers, num_heads
+        )
+        augmentation = coordinate_augmentation(
+            shift_coords, jitter_coords, rescale_coords
+        )
+        drawn = {k: v for k, v in augmentation.items() if v is not None}
+        if drawn and self.rope_type != "dinov3":
+            raise ValueError(
+                "The train-time coordinate augmentations are DINOv3's: they "
+                f"need rope_type='dinov3'. Received: rope_type="
+                f"{self.rope_type!r}, "
+                + ", ".join(f"{k}={v!r}" for k, v in drawn.items())
+            )
+        self.shift_coords, self.jitter_coords, self.rescale_coords = (
+            augmentation.values()
+        )
+        self.seed = seed
+        # Only a layer that draws has a generator (and its state variable).
+        self.seed_generator = (
+            keras.random.SeedGenerator(seed, name="coordinate_augmentation")
+            if drawn
+            else None
         )
 
     def build(self, input_shape):
@@ -305,7 +375,26 @@ class RotaryEmbedding(keras.layers.Layer):
             )
         return self.grid_size
 
-    def call(self, patches):
+    def _draws(self, dtype):
+        """The coordinates' `(shift, scale)` of one training step."""
+
+        def uniform(shape, bound):
+            return keras.random.uniform(
+                shape, -bound, bound, dtype=dtype, seed=self.seed_generator
+            )
+
+        shift, scale = ops.zeros((2,), dtype), ops.ones((2,), dtype)
+        if self.shift_coords is not None:
+            shift = uniform((2,), self.shift_coords)
+        if self.jitter_coords is not None:
+            scale = ops.exp(uniform((2,), math.log(self.jitter_coords)))
+        if self.rescale_coords is not None:
+            scale = scale * ops.exp(
+                uniform((1,), math.log(self.rescale_coords))
+            )
+        return shift, scale
+
+    def call(self, patches, training=None):
         rows, cols = self._grid(tuple(ops.shape(patches)))
         dtype = statistics_dtype(self.compute_dtype)
         if self.rope_type == "mixed":
@@ -316,6 +405,9 @@ class RotaryEmbedding(keras.layers.Layer):
                 self.num_prefix_tokens,
             )
         else:
+            draws = {}
+            if training and self.seed_generator is not None:
+                draws["shift"], draws["scale"] = self._draws(dtype)
             table = rope_table(
                 rows,
                 cols,
@@ -326,6 +418,7 @@ class RotaryEmbedding(keras.layers.Layer):
                 self.rope_type,
                 self.grid_offset,
                 self.reference_grid,
+                **draws,
             )
         return ops.cast(table, self.compute_dtype)
 
@@ -356,6 +449,10 @@ class RotaryEmbedding(keras.layers.Layer):
                 "reference_grid": self.reference_grid,
                 "num_layers": self.num_layers,
                 "num_heads": self.num_heads,
+                "shift_coords": self.shift_coords,
+                "jitter_coords": self.jitter_coords,
+                "rescale_coords": self.rescale_coords,
+                "seed": self.seed,
             }
         )
         return config

@@ -17,6 +17,7 @@ import numpy as np
 from keras_vit import arg_checks
 from keras_vit.layers.layer_scale import layer_scale_init as _check_scale
 from keras_vit.layers.rotary import check_cat_options
+from keras_vit.layers.rotary import coordinate_augmentation
 from keras_vit.options import ACTIVATIONS
 from keras_vit.options import MODEL_POOLINGS
 from keras_vit.options import MODEL_POSITION_EMBEDDINGS
@@ -54,6 +55,9 @@ class ViTConfig:
     rope_grid_offset: float = 0.0
     rope_reference_grid: object = None
     rope_with_learned: bool = False
+    rope_shift_coords: float = None
+    rope_jitter_coords: float = None
+    rope_rescale_coords: float = None
     representation_size: object = None
     dropout_rate: float = 0.0
     attention_dropout_rate: float = 0.0
@@ -260,6 +264,23 @@ def _position_embedding(v):
             "position_embedding='sincos2d' needs a hidden_dim that is a "
             f"multiple of 4. Received: hidden_dim={hidden_dim}"
         )
+    augmentation = coordinate_augmentation(
+        v["rope_shift_coords"],
+        v["rope_jitter_coords"],
+        v["rope_rescale_coords"],
+        prefix="rope_",
+    )
+    given = {k: a for k, a in augmentation.items() if a is not None}
+    if given and (position_embedding, v["rope_type"]) != ("rope", "dinov3"):
+        raise ValueError(
+            "The coordinate augmentations (rope_shift_coords, "
+            "rope_jitter_coords, rope_rescale_coords) are DINOv3's RoPE's, "
+            "for position_embedding='rope' with rope_type='dinov3'. "
+            "Received: "
+            + ", ".join(f"{k}={a!r}" for k, a in given.items())
+            + f", position_embedding={position_embedding!r} and "
+            f"rope_type={v['rope_type']!r}"
+        )
     head_dim = hidden_dim // v["num_heads"]
     if position_embedding == "rope" and head_dim % 4:
         raise ValueError(
@@ -293,7 +314,11 @@ def _position_embedding(v):
             "position_embedding='learned2d' needs an even hidden_dim. "
             f"Received: hidden_dim={hidden_dim}"
         )
-    return {"rope_grid_offset": offset, "rope_reference_grid": reference}
+    return {
+        "rope_grid_offset": offset,
+        "rope_reference_grid": reference,
+        **augmentation,
+    }
 
 
 def _distillation(v):

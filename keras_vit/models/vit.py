@@ -161,6 +161,21 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
             learned position table added to the tokens (over those
             `position_embedding_tokens` says), as Perception Encoder and
             Naver's `*_ape` models have. Defaults to `False`.
+        rope_shift_coords: float >= 0 or `None`, with
+            `position_embedding="rope"`, in training only: shift the
+            patches' coordinates by one draw of U(-s, s) per axis (DINOv3's
+            train-time augmentation; timm's `shift_coords`, transformers'
+            `pos_embed_shift`; `keras_vit.layers.rotary`). Defaults to
+            `None` (off).
+        rope_jitter_coords: float >= 1 or `None`, likewise: scale each
+            axis's coordinates by a log-uniform draw in [1/j, j] (timm's
+            `jitter_coords`, transformers' `pos_embed_jitter`). Defaults
+            to `None` (off).
+        rope_rescale_coords: float >= 1 or `None`, likewise: scale both
+            axes by one log-uniform draw in [1/r, r] (timm's
+            `rescale_coords`, transformers' `pos_embed_rescale`, 2 in
+            `DINOv3ViTConfig`). Defaults to `None` (off; at inference every
+            one of the three is off).
         representation_size: int or `None`; if set, a `tanh` "pre-logits"
             layer of this width comes before the head (the paper's
             pre-training head). Defaults to `None`.
@@ -360,6 +375,9 @@ class ViT(keras_fixes.TrainerFixes, keras.Model):
         rope_grid_offset=0.0,
         rope_reference_grid=None,
         rope_with_learned=False,
+        rope_shift_coords=None,
+        rope_jitter_coords=None,
+        rope_rescale_coords=None,
         representation_size=None,
         dropout_rate=0.0,
         attention_dropout_rate=0.0,
@@ -997,6 +1015,9 @@ def _make_layers(config, normalization, grid, stem_layer, dtype):
                 if config.rope_type == "mixed"
                 else {}
             ),
+            shift_coords=config.rope_shift_coords,
+            jitter_coords=config.rope_jitter_coords,
+            rescale_coords=config.rope_rescale_coords,
             name="rope",
             dtype=dtype,
         )
@@ -1161,7 +1182,7 @@ def _call_layers(
     if "stem" in layers:
         x = layers["stem"](x, training=training)
     x = layers["patches"](x)
-    rope = layers["rope"](x) if "rope" in layers else None
+    rope = layers["rope"](x, training=training) if "rope" in layers else None
     if patch_hook is None:
         x = layers["patch_encoder"](x)
     else:

@@ -46,7 +46,16 @@ TIMM_ARCHITECTURES = json.loads(
     (pathlib.Path(__file__).parent / "timm_architectures.json").read_text()
 )
 
-#: timm's `VisionTransformer` defaults of the arguments read here.
+#: timm `Eva`'s train-time RoPE coordinate augmentations (off in its
+#: DINOv3 entry points), as `ViT` names them too.
+_ROPE_AUGMENTATION = (
+    "rope_shift_coords",
+    "rope_jitter_coords",
+    "rope_rescale_coords",
+)
+
+#: timm's `VisionTransformer` defaults of the arguments read here (and
+#: `Eva`'s coordinate augmentations).
 TIMM_DEFAULTS = {
     "mlp_ratio": 4.0,
     "class_token": True,
@@ -63,6 +72,7 @@ TIMM_DEFAULTS = {
     "in_chans": 3,
     "qkv_bias": True,
     "distilled": False,
+    **dict.fromkeys(_ROPE_AUGMENTATION),
 }
 
 #: timm `Eva` (an architecture with `use_rot_pos_emb`: DINOv3, Perception
@@ -197,6 +207,9 @@ TRANSFORMERS_DEFAULTS = {
         "layerscale_value": 1.0,
         "use_gated_mlp": False,
         "num_register_tokens": 0,
+        "pos_embed_shift": None,
+        "pos_embed_jitter": None,
+        "pos_embed_rescale": 2.0,
     },
 }
 #: The two-tower models, whose image tower's config is `vision_config`.
@@ -208,6 +221,7 @@ _TRANSFORMERS_ACTIVATION = {
     "quick_gelu": "quick_gelu",
     "gelu_pytorch_tanh": "gelu_tanh",
     "gelu_new": "gelu_tanh",
+    "silu": "silu",
 }
 
 #: `DINOv3ViTConfig`'s bias fields of the fused `qkv` projection.
@@ -486,8 +500,17 @@ def _timm_arguments(args, where):
     if "rope_theta" in args:
         arguments["position_embedding"] = "rope"
         arguments["rope_theta"] = args["rope_theta"]
+    for key in _ROPE_AUGMENTATION:  # `Eva`'s names are `ViT`'s
+        if args.get(key) is not None:
+            arguments[key] = args[key]
     if args["init_values"] is not None:
         arguments["layer_scale_init"] = args["init_values"]
+    if args.get("swiglu_mlp"):
+        # timm's `EvaBlock`: a SiLU-gated MLP of `int(D * mlp_ratio)`,
+        # rounded up to a multiple of `swiglu_align_to` (S+, H+: 8).
+        align = args.get("swiglu_align_to") or 1
+        width = -(-arguments["mlp_dim"] // align) * align
+        arguments.update(use_gated_mlp=True, activation="silu", mlp_dim=width)
     prefix = args["class_token"] or args["reg_tokens"]
     if args["no_embed_class"] and prefix:
         arguments["position_embedding_tokens"] = "patches"
@@ -575,7 +598,7 @@ def _transformers_arguments(model_type, args, where):
             f"it has {sorted(_TRANSFORMERS_ACTIVATION)}. Received: "
             f"hidden_act={args['hidden_act']!r}"
         )
-    if args.get("use_gated_mlp"):
+    if args.get("use_gated_mlp") and model_type != "dinov3_vit":
         raise ValueError(
             f"{where}: keras_vit reads this model's plain MLP only. "
             f"Received: use_gated_mlp={args['use_gated_mlp']!r}"
@@ -596,7 +619,8 @@ def _transformers_arguments(model_type, args, where):
         "activation": activation,
         "layer_norm_epsilon": float(args["layer_norm_eps"]),
     }
-    if args.get("use_swiglu_ffn"):
+    if args.get("use_swiglu_ffn") or args.get("use_gated_mlp"):
+        # DINOv3ViTGatedMLP: `intermediate_size` wide, `hidden_act` gate.
         arguments["use_gated_mlp"] = True
     if model_type == "deit":  # its reader reads distilled DeiTs only
         arguments["distillation"] = True
@@ -633,6 +657,10 @@ def _dinov3_arguments(args, where):
         "layer_scale_init": args["layerscale_value"],
         "num_register_tokens": args["num_register_tokens"],
         "include_top": False,
+        # Train-time only (DINOv3ViTRopePositionEmbedding in training).
+        "rope_shift_coords": args["pos_embed_shift"],
+        "rope_jitter_coords": args["pos_embed_jitter"],
+        "rope_rescale_coords": args["pos_embed_rescale"],
     }
 
 

@@ -78,6 +78,14 @@ is keras_vit's gated MLP (`use_gated_mlp=True`, `activation="silu"`):
 with H = `2/3 · mlp_ratio · D` rounded up to a multiple of 8 (4096 for
 the giant's 1536).
 
+DINOv3 (`DINOv3ViTModel`; `model.layer.{i}`, transformers 4.56
+`layer.{i}`) has no position table (2-D RoPE, `DINOV3_DEFAULTS`), its
+attention as `{q,k,v,o}_proj` (the key's bias absent: read as zeros), its
+MLP as `mlp.up_proj`, `mlp.down_proj`, and with `use_gated_mlp` (S+, H+:
+`DINOv3ViTGatedMLP`) `mlp.gate_proj` beside them: keras_vit's gated MLP,
+of width `intermediate_size` (the file's), SiLU (the published configs'
+`hidden_act`).
+
 CLIP (`openai/clip-vit-*`; `vision_model.` prefixed in the full model's
 files, whose `text_model.*`, `text_projection`, `logit_scale` are dropped):
 
@@ -500,8 +508,7 @@ def _read_dinov3(tensors, path):
         torch_norm(src, f"{prefix}.norm1", out, f"{name}/norm1")
         _dinov3_attention(src, f"{prefix}.attention", out, name)
         torch_norm(src, f"{prefix}.norm2", out, f"{name}/norm2")
-        torch_linear(src, f"{prefix}.mlp.up_proj", out, f"{name}/mlp_fc1")
-        torch_linear(src, f"{prefix}.mlp.down_proj", out, f"{name}/mlp_fc2")
+        _dinov3_mlp(src, f"{prefix}.mlp", out, name)
         for k in (1, 2):
             out[f"{name}/ls{k}/gamma"] = src.take(
                 f"{prefix}.layer_scale{k}.lambda1", 1
@@ -533,6 +540,23 @@ def _dinov3_attention(src, prefix, out, name):
             ]
         )
     torch_linear(src, f"{prefix}.o_proj", out, f"{name}/attention/proj")
+
+
+def _dinov3_mlp(src, prefix, out, name):
+    """`DINOv3ViTMLP` (`up_proj`, `down_proj`) or, with a `gate_proj`,
+    `DINOv3ViTGatedMLP` (`use_gated_mlp`: S+ and H+), the gate's
+    projection first in keras_vit's `mlp_fc1`."""
+    if f"{prefix}.gate_proj.weight" in src:
+        torch_gated_linear(
+            src,
+            f"{prefix}.gate_proj",
+            f"{prefix}.up_proj",
+            out,
+            f"{name}/mlp_fc1",
+        )
+    else:
+        torch_linear(src, f"{prefix}.up_proj", out, f"{name}/mlp_fc1")
+    torch_linear(src, f"{prefix}.down_proj", out, f"{name}/mlp_fc2")
 
 
 #: A DINOv2 block's MLP, by the name of its first layer: the plain MLP's

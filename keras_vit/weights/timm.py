@@ -51,7 +51,9 @@ in either of timm's layouts:
         (`GluMlp(gate_last=False)`: the gate first), told from a plain
         MLP by its fc1 being twice as wide as fc2's input
 
-(`vit_giant_patch14_dinov2`: packed, H = 4096). A SwiGLU with a norm
+(`vit_giant_patch14_dinov2`: packed, H = 4096; DINOv3's S+ and H+,
+`swiglu_align_to=8`: split, H = `int(D · mlp_ratio)` rounded up to a
+multiple of 8, which the file's shapes record). A SwiGLU with a norm
 inside (`mlp.norm`, EVA-02's `scale_mlp`) has no keras_vit equivalent:
 its norm is reported as unexpected. What the file does not record
 (the activation: CLIP's quick GELU; the LayerNorm epsilon: 1e-5 for CLIP;

@@ -9,21 +9,24 @@ nothing is downloaded):
     /path/to/venv/bin/python tests/golden/make_dinov3_checkpoints.py
     /path/to/venv/bin/python tests/golden/make_dinov3_checkpoints.py \
         --full DIR        # the full-size architectures, into DIR
+    ... make_dinov3_checkpoints.py [--full DIR] NAME ...  # only these
 
 Last run with torch 2.14.1 (CPU), timm 1.0.31, transformers 5.25.0.
 Deterministic (fixed seeds, one CPU thread).
 
 Each model is the library's own class with the published models'
 arguments (timm's `vit_small_patch16_dinov3`, `..._qkvb`,
-`vit_base_patch16_dinov3`; transformers' `DINOv3ViTConfig` defaults: query
-and value biases, no key bias), every parameter moved away from its
+`vit_base_patch16_dinov3`, the SwiGLU `vit_small_plus_patch16_dinov3`;
+transformers' `DINOv3ViTConfig` defaults: query and value biases, no key
+bias, and with its gated MLP, `hf_gated`), every parameter moved away from its
 initialisation (+ N(0, 0.1), N(0, 0.2) for norms; LayerScale + N(0, 0.1)
 on its 1e-5), in eval mode (no coordinate augmentation), timm with
 `global_pool="token"` (upstream DINOv3's class-token pooling).
 Tiny: patch 4, width 32, depth 2, 2 heads (head width 16), MLP 64, 4
 registers, 16 px.
 
-Files, for each NAME (`timm_s`, `timm_s_qkvb`, `hf`):
+Files, for each NAME (`timm_s`, `timm_s_qkvb`, `hf`, `timm_splus`,
+`hf_gated`; `MODELS` says each one's arguments):
 
 * ``dinov3_NAME.safetensors``: ``model.state_dict()`` (transformers:
   without the non-persistent buffers, as `save_pretrained`).
@@ -36,9 +39,12 @@ Files, for each NAME (`timm_s`, `timm_s_qkvb`, `hf`):
   ``tokens_wide``, ``pooled_wide`` (a 3x5 grid: the rotary table is
   computed from the grid, nothing is resampled).
 
-With ``--full DIR`` the full-size S/16 and B/16 (timm) and S/16
-(transformers) are written there instead, at 256 px and 192x320, batch 1,
-for `tests/golden/check_dinov3_full.py` (not shipped: 88-350 MB).
+With ``--full DIR`` the full-size S/16, B/16, L/16, S+/16 and H+/16 (2
+of its 32 blocks) of timm, and S/16, S+/16 and H+/16 (2 blocks) of
+transformers are written there instead, at 256 px and 192x320, batch 1,
+for `tests/golden/check_dinov3_full.py` (not shipped: 88 MB-1.2 GB);
+``--float64`` builds and runs them in float64 (for L/16, whose 24 blocks'
+float32 rounding in PyTorch alone is about 1.6e-4).
 """
 
 import argparse
@@ -83,12 +89,13 @@ def images(seed, height, width, batch):
 
 
 def to_input(x):
-    return torch.from_numpy(((x / 255 - MEAN) / STD).transpose(0, 3, 1, 2))
+    x = torch.from_numpy(((x / 255 - MEAN) / STD).transpose(0, 3, 1, 2))
+    return x.to(torch.get_default_dtype())
 
 
-def new_timm(name, img_size, tiny):
+def new_timm(name, img_size, tiny, **kwargs):
     torch.manual_seed(0)
-    extra = dict(TINY_TIMM) if tiny else {}
+    extra = {**(TINY_TIMM if tiny else {}), **kwargs}
     model = timm.create_model(
         name, pretrained=False, img_size=img_size, global_pool="token", **extra
     )
@@ -103,10 +110,12 @@ def timm_outputs(model, x):
     return tokens.numpy(), pooled.numpy()
 
 
-def new_hf(img_size, tiny):
+def new_hf(img_size, tiny, **kwargs):
     torch.manual_seed(0)
     config = transformers.DINOv3ViTConfig(
-        image_size=img_size, num_register_tokens=4, **(TINY_HF if tiny else {})
+        image_size=img_size,
+        num_register_tokens=4,
+        **{**(TINY_HF if tiny else {}), **kwargs},
     )
     model = transformers.DINOv3ViTModel(config)
     perturb_(model, 2)
@@ -119,17 +128,53 @@ def hf_outputs(model, x):
     return out.last_hidden_state.numpy(), out.pooler_output.numpy()
 
 
+#: transformers' gated DINOv3s (`facebook/dinov3-vits16plus-*`,
+#: `-vith16plus-*` config.json: SiLU, `intermediate_size` as is).
+HF_GATED = dict(use_gated_mlp=True, hidden_act="silu")
+#: H+ at full width, 2 of its 32 blocks (the file would be 3.4 GB).
+H_PLUS = dict(
+    hidden_size=1280,
+    num_attention_heads=20,
+    intermediate_size=5120,
+    num_hidden_layers=2,
+)
+
+#: name -> (kind, architecture, tiny-only arguments, full-only arguments).
+#: The tiny S+ has MLP ratio 2.3: `int(32 * 2.3) = 73`, which timm's
+#: `swiglu_align_to=8` rounds up to 80 (the full S+ and H+ are multiples
+#: of 8 already); the tiny gated transformers model 72 (its
+#: `intermediate_size` is taken as is).
 MODELS = {
-    "timm_s": ("timm", "vit_small_patch16_dinov3"),
-    "timm_s_qkvb": ("timm", "vit_small_patch16_dinov3_qkvb"),
-    "timm_b": ("timm", "vit_base_patch16_dinov3"),
-    "hf": ("hf", None),
+    "timm_s": ("timm", "vit_small_patch16_dinov3", {}, {}),
+    "timm_s_qkvb": ("timm", "vit_small_patch16_dinov3_qkvb", {}, {}),
+    "timm_b": ("timm", "vit_base_patch16_dinov3", {}, {}),
+    "timm_l": ("timm", "vit_large_patch16_dinov3", {}, {}),
+    "timm_splus": (
+        "timm",
+        "vit_small_plus_patch16_dinov3",
+        {"mlp_ratio": 2.3},
+        {},
+    ),
+    "timm_hplus_qkvb": (
+        "timm",
+        "vit_huge_plus_patch16_dinov3_qkvb",
+        {},
+        {"depth": 2},
+    ),
+    "hf": ("hf", None, {}, {}),
+    "hf_gated": ("hf", None, {**HF_GATED, "intermediate_size": 72}, {}),
+    "hf_splus": ("hf", None, {}, {**HF_GATED, "intermediate_size": 1536}),
+    "hf_hplus": ("hf", None, {}, {**HF_GATED, **H_PLUS}),
 }
 
 
 def write(directory, name, size, wide, tiny):
-    kind, arch = MODELS[name]
-    model = new_timm(arch, size, tiny) if kind == "timm" else new_hf(size, tiny)
+    kind, arch, tiny_args, full_args = MODELS[name]
+    extra = tiny_args if tiny else full_args
+    if kind == "timm":
+        model = new_timm(arch, size, tiny, **extra)
+    else:
+        model = new_hf(size, tiny, **extra)
     outputs = timm_outputs if kind == "timm" else hf_outputs
     arrays = {"images": images(3, size, size, 2 if tiny else 1)}
     arrays["images_wide"] = images(4, *wide, 2 if tiny else 1)
@@ -147,16 +192,34 @@ def write(directory, name, size, wide, tiny):
     print(name, {k: v.shape for k, v in arrays.items()})
 
 
+TINY = ("timm_s", "timm_s_qkvb", "hf", "timm_splus", "hf_gated")
+FULL = (
+    "timm_s",
+    "timm_b",
+    "timm_s_qkvb",
+    "hf",
+    "timm_l",
+    "timm_splus",
+    "timm_hplus_qkvb",
+    "hf_splus",
+    "hf_hplus",
+)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--full", type=Path)
+    parser.add_argument("--float64", action="store_true")
+    parser.add_argument("names", nargs="*", help="default: all of them")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.float64:  # weights and outputs (the images stay float32)
+        torch.set_default_dtype(torch.float64)
     if args.full is None:
-        for name in ("timm_s", "timm_s_qkvb", "hf"):
+        for name in args.names or TINY:
             write(HERE, name, 16, (12, 20), tiny=True)
     else:
-        for name in ("timm_s", "timm_b", "timm_s_qkvb", "hf"):
+        for name in args.names or FULL:
             write(args.full, name, 256, (192, 320), tiny=False)
     print("versions:", sys.version.split()[0], torch.__version__)
 

@@ -64,6 +64,13 @@ eval mode, eager attention, one thread, fixed seeds.
 
 For a classifier (the DeiTs), `expected.npz` also holds `logits`, and
 `output` is their softmax (keras_vit's default `classifier_activation`).
+* `timm_dinov3_splus`: timm `vit_small_plus_patch16_dinov3.lvd1689m`
+  (`Eva` with a SwiGLU MLP, `swiglu_align_to=8`) as `timm_dinov3_small`,
+  its `mlp_ratio` 4.3 (in `model_args`): `int(16 * 4.3) = 68` rounded up
+  to 72 wide.
+* `dinov3_vits16plus`: transformers `facebook/dinov3-vits16plus-pretrain-
+  lvd1689m` as `dinov3_vits16`, with its `use_gated_mlp: true`,
+  `hidden_act: "silu"` (intermediate_size 1536 in the repo, 72 here).
 
 `expected.npz` in each: `output` (1, ...) for the input
 `np.random.default_rng(0).random((1, S, S, 3), dtype=np.float32)`
@@ -126,9 +133,10 @@ def _timm(name, pretrained, seed, size, labels=None, **model_args):
     a head of `labels`)."""
     folder = HERE / name
     shutil.rmtree(folder, ignore_errors=True)
-    model_args = dict(
-        embed_dim=16, depth=2, num_heads=2, mlp_ratio=4.0, **model_args
-    )
+    model_args = {
+        **dict(embed_dim=16, depth=2, num_heads=2, mlp_ratio=4.0),
+        **model_args,
+    }
     model = timm.create_model(
         pretrained,
         pretrained=False,
@@ -284,8 +292,28 @@ def timm_dinov3_small():
     )
 
 
-def dinov3_vits16():
-    folder = HERE / "dinov3_vits16"
+def timm_dinov3_splus():
+    _timm(
+        "timm_dinov3_splus",
+        "vit_small_plus_patch16_dinov3.lvd1689m",
+        7,
+        256,
+        global_pool="token",
+        mlp_ratio=4.3,
+    )
+
+
+def dinov3_vits16plus():
+    dinov3_vits16(
+        "dinov3_vits16plus",
+        use_gated_mlp=True,
+        hidden_act="silu",
+        intermediate_size=72,
+    )
+
+
+def dinov3_vits16(name="dinov3_vits16", **changes):
+    folder = HERE / name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     # facebook/dinov3-vits16-pretrain-lvd1689m config.json's fields,
@@ -306,6 +334,8 @@ def dinov3_vits16():
         patch_size=16,
         layer_norm_eps=1e-5,
     )
+    for key, value in changes.items():
+        setattr(config, key, value)
     processor = {
         "do_normalize": True,
         "do_rescale": True,
@@ -407,6 +437,8 @@ MAKERS = {
     "timm_deit3_small": timm_deit3_small,
     "deit_small_distilled": deit_small_distilled,
     "clip_laion_b16": clip_laion_b16,
+    "timm_dinov3_splus": timm_dinov3_splus,
+    "dinov3_vits16plus": dinov3_vits16plus,
 }
 
 

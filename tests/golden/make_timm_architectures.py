@@ -17,8 +17,9 @@ DeiT III (`no_embed_class`, LayerScale `init_values`).
 
 And timm's DINOv3 and EUPE ViTs (`vit_*_patch16_dinov3*`, the `Eva`
 class of `timm.models.eva`, captured from `_create_eva` alike), in
-`Eva`'s own argument names, without the SwiGLU ones (`*_plus_*`, 7B):
-their `global_pool` is set to "token", the class token as Meta's DINOv3
+`Eva`'s own argument names, the SwiGLU S+ and H+ (`swiglu_mlp`,
+`swiglu_align_to`) with them, not the 7B (its other arguments): their
+`global_pool` is set to "token", the class token as Meta's DINOv3
 and keras_vit's DINOv3 presets pool, where timm's `Eva` averages. And
 Perception Encoder core (`vit_pe_core_*`) and Naver's RoPE-ViT
 (`vit_*_patch16_rope_224`, `..._rope_*_224`), `Eva` too, as their entry
@@ -53,7 +54,7 @@ EVA_KEPT = {
     "patch_size", "embed_dim", "depth", "num_heads", "qkv_bias",
     "init_values", "rope_type", "rope_temperature", "rope_rotate_half",
     "use_rot_pos_emb", "use_abs_pos_emb", "num_reg_tokens", "use_fc_norm",
-    "norm_layer", "dynamic_img_size",
+    "norm_layer", "dynamic_img_size", "swiglu_mlp", "swiglu_align_to",
 }  # fmt: skip
 #: And in the Perception Encoder core and Naver RoPE-ViT entry points.
 ROPE_KEPT = EVA_KEPT | {

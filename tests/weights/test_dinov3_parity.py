@@ -4,10 +4,12 @@ tests/golden/make_dinov3_checkpoints.py (developer-side: torch, timm,
 transformers) made tiny DINOv3s with every weight perturbed, in timm's
 `Eva` layout (`vit_small_patch16_dinov3`: no qkv bias; `..._qkvb`: query
 and value biases) and transformers' `DINOv3ViTModel` (query and value
-biases, no key bias), and recorded their tokens and class-token features
-at 16 px and at 12x20 (a non-square grid, from the same weights). Here,
-without torch, keras_vit builds the model the file implies and must give
-the same numbers.
+biases, no key bias), each also with the SwiGLU MLP of DINOv3's S+ and
+H+ (`timm_splus`: timm's `swiglu_align_to` rounding 73 up to 80;
+`hf_gated`: `DINOv3ViTGatedMLP`), and recorded their tokens and
+class-token features at 16 px and at 12x20 (a non-square grid, from the
+same weights). Here, without torch, keras_vit builds the model the file
+implies and must give the same numbers.
 """
 
 import os
@@ -27,7 +29,7 @@ from keras_vit.weights import read_checkpoint
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden")
 ATOL = 1e-5
-NAMES = ("timm_s", "timm_s_qkvb", "hf")
+NAMES = ("timm_s", "timm_s_qkvb", "hf", "timm_splus", "hf_gated")
 #: What `ViT`'s arguments the normalisation is (the goldens' inputs).
 IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
 
@@ -55,7 +57,12 @@ def test_the_file_gives_the_architecture(name):
     assert implied["layer_norm_epsilon"] == 1e-5
     assert implied["num_register_tokens"] == 4
     assert implied["pooling"] == "token"  # upstream's, not timm's "avg"
-    assert implied.get("qkv_bias", True) == (name != "timm_s")
+    assert implied.get("qkv_bias", True) == (
+        name not in ("timm_s", "timm_splus")
+    )
+    gated = name in ("timm_splus", "hf_gated")  # S+ / H+'s SwiGLU
+    assert implied.get("use_gated_mlp", False) == gated
+    assert implied.get("activation", "gelu") == ("silu" if gated else "gelu")
     assert checkpoint.unexpected == [] and checkpoint.missing == []
 
 
@@ -224,13 +231,22 @@ def test_rollout_leaves_the_registers_out():
 
 
 @pytest.mark.slow
-def test_exports_to_tflite_verified_in_one_partition(tmp_path):
-    """The rotary table of a fixed-size model is a constant of the graph:
-    builtin ops only, one XNNPACK partition, checked against Keras."""
-    model, _ = build("timm_s_qkvb", image_size=16)
-    path = str(tmp_path / "dinov3.tflite")
-    result = export.export_tflite(model, path, num_verify_images=4)
+@pytest.mark.parametrize("quantize", ["none", "float16", "dynamic"])
+@pytest.mark.parametrize("name", ["timm_s", "timm_s_qkvb"])
+def test_exports_to_tflite_verified_in_one_partition(tmp_path, name, quantize):
+    """DINOv3-S's layout and EUPE's (`_qkvb`) as a phone takes them: the
+    rotary table of a fixed-size model is a constant of the graph; builtin
+    ops only, one XNNPACK partition, checked against Keras in float32,
+    float16 and dynamic int8."""
+    from keras_vit.export import graph as graph_lib
+
+    model, _ = build(name, image_size=16)
+    path = str(tmp_path / f"dinov3_{quantize}.tflite")
+    result = export.export_tflite(
+        model, path, quantize=quantize, num_verify_images=4
+    )
     assert result.report.passed and result.report.xnnpack_partitions == 1
+    assert not graph_lib.read_graph(result.path).unsupported_ops()
 
 
 def test_convert_says_what_it_assumed_and_the_file_reloads(tmp_path, capsys):

@@ -43,8 +43,12 @@ SNAPSHOTS = (
     "timm_deit3_small",
     "deit_small_distilled",
     "clip_laion_b16",
+    "timm_dinov3_splus",
+    "dinov3_vits16plus",
 )
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+#: tests/golden/hub/timm_dinov3_splus's `model_args`.
+SPLUS_ARGS = dict(embed_dim=16, depth=2, num_heads=2, global_pool="token")
 
 
 def _folder(tmp_path, config, processor=None):
@@ -158,6 +162,31 @@ def test_timm_dinov3_takes_eva_model_args(tmp_path):
         hub_config.read(_folder(tmp_path, config))
 
 
+def test_rope_augmentations_follow_the_config(tmp_path):
+    """transformers' DINOv3ViTConfig rescales by 2 in training unless its
+    config says otherwise; timm's DINOv3 entry points augment nothing
+    unless `model_args` says so. Inference is the same either way."""
+    read = hub_config.read(_folder(tmp_path, {"model_type": "dinov3_vit"}))
+    assert read.arguments["rope_rescale_coords"] == 2.0
+    assert read.arguments["rope_shift_coords"] is None
+    config = {"model_type": "dinov3_vit", "pos_embed_shift": 0.1}
+    config.update(pos_embed_jitter=1.2, pos_embed_rescale=None)
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["rope_shift_coords"] == 0.1
+    assert args["rope_jitter_coords"] == 1.2
+    assert args["rope_rescale_coords"] is None
+    config = {"architecture": "vit_small_patch16_dinov3"}
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert "rope_rescale_coords" not in args
+    config["model_args"] = {"rope_rescale_coords": 2.0}
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["rope_rescale_coords"] == 2.0
+    model = keras_vit.ViT.from_preset(
+        str(GOLDEN / "dinov3_vits16"), rope_rescale_coords=None
+    )
+    assert model.rope_rescale_coords is None  # a setting, not the file's
+
+
 def test_transformers_dinov3_defaults_and_biases(tmp_path):
     # transformers 5.25 configuration_dinov3_vit.py `DINOv3ViTConfig`.
     read = hub_config.read(_folder(tmp_path, {"model_type": "dinov3_vit"}))
@@ -187,6 +216,36 @@ def test_transformers_dinov3_defaults_and_biases(tmp_path):
     }
     args = hub_config.read(_folder(tmp_path, config)).arguments
     assert not args["qkv_bias"] and args["rope_theta"] == 50.0
+
+
+@pytest.mark.parametrize(
+    "config, width",
+    [  # timm: int(D * mlp_ratio) up to a multiple of swiglu_align_to;
+        # transformers: intermediate_size as it is.
+        ({"architecture": "vit_small_plus_patch16_dinov3"}, 1536),
+        ({"architecture": "vit_huge_plus_patch16_dinov3_qkvb"}, 5120),
+        (
+            {
+                "architecture": "vit_small_plus_patch16_dinov3",
+                "model_args": {"embed_dim": 16, "mlp_ratio": 4.3},
+            },
+            72,
+        ),
+        (
+            {
+                "model_type": "dinov3_vit",
+                "use_gated_mlp": True,
+                "hidden_act": "silu",
+                "intermediate_size": 68,
+            },
+            68,
+        ),
+    ],
+)
+def test_dinov3_plus_is_gated(tmp_path, config, width):
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["use_gated_mlp"] and args["activation"] == "silu"
+    assert args["mlp_dim"] == width
 
 
 @pytest.mark.parametrize(
@@ -279,7 +338,7 @@ def test_id2label_names_but_not_placeholders(tmp_path):
         ({"architecture": "vit_nonesuch_patch16_224"}, "vit_nonesuch"),
         ({"model_type": "bert"}, "model_type='bert'"),
         ({"hello": 1}, "neither"),
-        ({"model_type": "dinov3_vit", "use_gated_mlp": True}, "use_gated"),
+        ({"model_type": "dinov2", "use_gated_mlp": True}, "use_gated"),
         ({"model_type": "dinov3_vit", "mlp_bias": False}, "mlp_bias=False"),
         ({"model_type": "clip", "vision_config": []}, "vision_config"),
         (
@@ -371,6 +430,12 @@ def test_resolve_model_takes_a_snapshot_folder():
         ),
         ("dinov3_vits16", {"num_register_tokens": 0}),
         ("dinov3_vits16", {"query_bias": False, "value_bias": False}),
+        # A SwiGLU file under a plain config and the reverse, and under
+        # another MLP ratio (16 * 4.0 = 64 wide; the file is 72).
+        ("timm_dinov3_splus", {"architecture": "vit_small_patch16_dinov3"}),
+        ("timm_dinov3_splus", {"model_args": dict(SPLUS_ARGS, mlp_ratio=4.0)}),
+        ("dinov3_vits16plus", {"use_gated_mlp": False}),
+        ("dinov3_vits16", {"use_gated_mlp": True, "hidden_act": "silu"}),
     ],
 )
 def test_dinov3_config_contradicting_its_file_is_refused(
@@ -491,6 +556,7 @@ def test_hf_id_loads_from_the_hub_cache(hub_cache):
     [
         ("timm/vit_small_patch16_dinov3.lvd1689m", "timm_dinov3_small"),
         ("facebook/dinov3-vits16-pretrain-lvd1689m", "dinov3_vits16"),
+        ("timm/vit_small_plus_patch16_dinov3.lvd1689m", "timm_dinov3_splus"),
     ],
 )
 def test_hf_id_loads_dinov3(hub_cache, repo, name):
