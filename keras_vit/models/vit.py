@@ -975,6 +975,29 @@ def _stem_output_size(stem, image_size, num_channels):
     return tuple(shape[1:3])
 
 
+def _rope_layer(config, grid, dtype):
+    """The `RotaryEmbedding` of a `position_embedding="rope"` config."""
+    return RotaryEmbedding(
+        config.hidden_dim // config.num_heads,
+        rope_theta=config.rope_theta,
+        num_prefix_tokens=config.num_prefix_tokens,
+        grid_size=grid,
+        rope_type=config.rope_type,
+        grid_offset=config.rope_grid_offset,
+        reference_grid=config.rope_reference_grid,
+        **(
+            {"num_layers": config.num_layers, "num_heads": config.num_heads}
+            if config.rope_type == "mixed"
+            else {}
+        ),
+        shift_coords=config.rope_shift_coords,
+        jitter_coords=config.rope_jitter_coords,
+        rescale_coords=config.rope_rescale_coords,
+        name="rope",
+        dtype=dtype,
+    )
+
+
 def _make_layers(config, normalization, grid, stem_layer, dtype):
     """The model's layers for `config` (a `ViTConfig`), its inputs'
     `normalization` and its token `grid`, as `_call_layers` takes them."""
@@ -1002,25 +1025,7 @@ def _make_layers(config, normalization, grid, stem_layer, dtype):
     # Relative positions and RoPE are in the attention, not on the tokens.
     in_attention = config.position_embedding in ("relative", "rope")
     if config.position_embedding == "rope":
-        layers["rope"] = RotaryEmbedding(
-            config.hidden_dim // config.num_heads,
-            rope_theta=config.rope_theta,
-            num_prefix_tokens=config.num_prefix_tokens,
-            grid_size=grid,
-            rope_type=config.rope_type,
-            grid_offset=config.rope_grid_offset,
-            reference_grid=config.rope_reference_grid,
-            **(
-                {"num_layers": config.num_layers, "num_heads": config.num_heads}
-                if config.rope_type == "mixed"
-                else {}
-            ),
-            shift_coords=config.rope_shift_coords,
-            jitter_coords=config.rope_jitter_coords,
-            rescale_coords=config.rope_rescale_coords,
-            name="rope",
-            dtype=dtype,
-        )
+        layers["rope"] = _rope_layer(config, grid, dtype)
     encoder_positions = (
         "learned"
         if config.rope_with_learned
