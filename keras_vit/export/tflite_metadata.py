@@ -32,7 +32,7 @@ Only fields of schema version 1.0.0 are written (`min_parser_version`).
 """
 
 import io
-import struct
+import math
 import zipfile
 
 import flatbuffers
@@ -268,6 +268,8 @@ def attach(data, model, class_names=None, **fields):
     # keras_vit` on the JAX or torch backend must not import TensorFlow.
     from tensorflow.lite.python import schema_py_generated as schema
 
+    labelled = model_io.output_kind(model) != "features"
+    _refuse_line_breaks(class_names if labelled and class_names else ())
     model_t = schema.ModelT.InitFromObj(schema.Model.GetRootAs(data, 0))
     _refuse_integer_input_of_another_scale(model_t, schema)
     if any(b.offset > 1 for b in model_t.buffers):
@@ -290,12 +292,24 @@ def attach(data, model, class_names=None, **fields):
     builder = flatbuffers.Builder(len(data) + 1024)
     builder.Finish(model_t.Pack(builder), MODEL_IDENTIFIER)
     out = io.BytesIO(bytes(builder.Output()))
-    if model_io.output_kind(model) != "features":
+    if labelled:
         # Appended as the schema's populator appends it: zip "a" mode on
         # the model's bytes, offsets from the file's start.
         with zipfile.ZipFile(out, "a") as archive:
             archive.writestr(LABELS_FILE, "\n".join(class_names) + "\n")
     return out.getvalue()
+
+
+def _refuse_line_breaks(class_names):
+    """The label file holds one name a line: a name with a line break in
+    it would shift every later name by one (in MediaPipe and in `read`)."""
+    for index, name in enumerate(class_names):
+        if len((name + "\n").splitlines()) != 1:
+            raise ValueError(
+                "The TFLite Metadata's label file holds one class name a "
+                f"line: class name {index} holds a line break. Received: "
+                f"class_names[{index}]={name!r}"
+            )
 
 
 def _refuse_integer_input_of_another_scale(model_t, schema):
@@ -451,14 +465,9 @@ def as_sidecar(path):
         data = file.read()
     try:
         found = read(data)
-    # A damaged file fails anywhere in the flatbuffer's offsets or the zip.
-    except (
-        ValueError,
-        IndexError,
-        AttributeError,
-        struct.error,
-        zipfile.BadZipFile,
-    ) as error:
+    # A damaged file fails anywhere in the flatbuffer's offsets (struct,
+    # flatbuffers' own TypeError for a number out of range) or the zip.
+    except Exception as error:  # noqa: BLE001
         raise ValueError(
             "Cannot read the TFLite file's metadata, damaged or not "
             f"keras_vit's ({type(error).__name__}: {error}). Received: "
@@ -473,6 +482,7 @@ def as_sidecar(path):
             "normalization or its output's kind is missing). Received: "
             f"{path!r}"
         )
+    _refuse_unusable_normalization(spec["mean"], spec["std"], path)
     pixels = spec["mean"] == [0.0] * len(spec["mean"]) and spec["std"] == [
         1.0
     ] * len(spec["std"])
@@ -494,3 +504,19 @@ def as_sidecar(path):
         },
         "batch_size": None,
     }
+
+
+def _refuse_unusable_normalization(mean, std, path):
+    """Another writer's metadata (or a damaged one) may give a mean and
+    std that no image can be normalised by: refused by name rather than
+    divided by zero or turned into NaN scores."""
+    problems = []
+    if not all(math.isfinite(m) for m in mean) or len(mean) != len(std):
+        problems.append(f"mean={mean} (finite numbers, one per std)")
+    if not all(math.isfinite(s) and s > 0 for s in std):
+        problems.append(f"std={std} (finite and positive)")
+    if problems:
+        raise ValueError(
+            "The TFLite file's metadata gives a normalization no image can "
+            f"take: {', '.join(problems)}. Received: {path!r}"
+        )

@@ -85,6 +85,8 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
     if own["source"] is not None:  # a Hub repo
         hub.fill_head(given, checkpoint, user)
         arguments = {**DEFAULTS, **given}
+    if own["source"] is not None and checkpoint is not None:
+        hub.refuse_misfit(given, user, checkpoint)
     _fill_from_checkpoint(given, arguments, preset, checkpoint)
 
     def load(model):

@@ -237,3 +237,31 @@ def fill_head(given, checkpoint, user):
         and (not given["include_top"] or len(names) != given.get("num_classes"))
     ):
         del given["class_names"]
+
+
+#: The sizes a Hub config gives and its weights file holds.
+_SIZES = ("hidden_dim", "num_layers", "mlp_dim")
+
+
+def refuse_misfit(given, user, checkpoint):
+    """Raises, before a model is built, where a Hub repo's config (in
+    `given`, the arguments with the caller's, `user`, over it) and its
+    weights (`checkpoint`) disagree on a size or, unless the caller chose
+    the head, on the class count of the head the file has: built from
+    the config, the model would not load, or would put the config's class
+    names on a new, zero head; and a huge number in a config would be
+    allocated before the weights refused it. (A config with a head over
+    a file without one gets a new head, with a warning, as in timm.)"""
+    found = {name: getattr(checkpoint, name) for name in _SIZES}
+    if not {"num_classes", "include_top"} & set(user) and given.get(
+        "include_top"
+    ):
+        found["num_classes"] = checkpoint.num_classes
+    for name, value in found.items():
+        if value is not None and given.get(name) != value:
+            raise ValueError(
+                f"The repo's config.json contradicts its weights "
+                f"{checkpoint.path}: the config gives {name}="
+                f"{given.get(name)!r}, the weights {name}={value!r}; "
+                f"nothing was built. Received: {name}={given.get(name)!r}"
+            )

@@ -31,9 +31,12 @@ resize), and how the publisher's library resamples position embeddings.
 
 import dataclasses
 import json
+import math
+import numbers
 import os
 import pathlib
 
+from keras_vit import options
 from keras_vit.data import resize
 from keras_vit.weights.huggingface import transformers_resampling
 
@@ -335,7 +338,9 @@ def _json(folder, name, required):
     try:
         with open(path, encoding="utf-8") as file:
             value = json.load(file)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    # ValueError: JSONDecodeError, UnicodeDecodeError, an integer of more
+    # digits than Python converts; RecursionError: nesting too deep.
+    except (OSError, ValueError, RecursionError) as error:
         raise ValueError(f"Cannot read {path}: {error}") from None
     if not isinstance(value, dict):
         raise ValueError(
@@ -397,6 +402,7 @@ def _timm(config, folder):
         args, rope = _eva(args, where)
     arguments = {**_timm_arguments(args, where), **rope}
     pretrained = _field(config, "pretrained_cfg", dict, where, default={})
+    pretrained = _timm_data_config(pretrained, args["in_chans"], where)
     arguments.update(_timm_preprocessing(pretrained, args, where))
     num_classes = _field(config, "num_classes", int, where, default=1000)
     if num_classes < 0:
@@ -470,18 +476,18 @@ def _timm_arguments(args, where):
     """timm `VisionTransformer` arguments -> `ViT` arguments."""
     pooling = _TIMM_POOLING.get(args["global_pool"])
     activation = args["act_layer"]
-    if pooling is None or activation not in ("gelu", "quick_gelu", "gelu_tanh"):
+    if pooling is None or activation not in options.ACTIVATIONS:
         raise ValueError(
             f"{where}: keras_vit has no equivalent of global_pool="
             f"{args['global_pool']!r} / act_layer={activation!r}"
         )
-    width = args["embed_dim"]
+    width = _field(args, "embed_dim", int, where)
     arguments = {
         "patch_size": args["patch_size"],
         "hidden_dim": width,
         "num_layers": args["depth"],
         "num_heads": args["num_heads"],
-        "mlp_dim": int(width * args["mlp_ratio"]),
+        "mlp_dim": _mlp_dim(width, _ratio(args, "mlp_ratio", where), where),
         "activation": activation,
         "layer_norm_epsilon": args["norm_eps"],
         "class_token": args["class_token"],
@@ -515,6 +521,62 @@ def _timm_arguments(args, where):
     if args["no_embed_class"] and prefix:
         arguments["position_embedding_tokens"] = "patches"
     return arguments
+
+
+def _ratio(config, key, where, default=None):
+    """`config[key]` (or `default`), checked to be a finite number > 0."""
+    value = config.get(key, default)
+    if (
+        not isinstance(value, numbers.Real)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(
+            f"{where}: `{key}` must be a finite positive number. Received: "
+            f"{key}={value!r}"
+        )
+    return value
+
+
+def _mlp_dim(width, ratio, where):
+    """`int(width * ratio)`, as timm and transformers compute it."""
+    if not math.isfinite(width * ratio):
+        raise ValueError(
+            f"{where}: the MLP width, hidden size x `mlp_ratio`, is not a "
+            f"number. Received: mlp_ratio={ratio!r}"
+        )
+    return int(width * ratio)
+
+
+def _per_channel(value, key, where, channels):
+    """A mean or std of the files as a tuple: one number, or a list of
+    them (one number applies to every channel, as timm and transformers
+    apply it)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ValueError(
+            f"{where}: `{key}` must be a number or a list of numbers, one "
+            f"per channel. Received: {key}={value!r}"
+        )
+    if len(value) == 1 and isinstance(channels, int):
+        value = list(value) * channels
+    return tuple(value)
+
+
+def _timm_data_config(pretrained, channels, where):
+    """`pretrained_cfg` with timm's own fallbacks where a field is absent
+    or empty (`timm.data.resolve_data_config`): ImageNet's mean and std
+    (each on its own), a 0.875 crop, a centre crop."""
+    pretrained = dict(pretrained)
+    for key in ("mean", "std"):
+        value = pretrained.get(key) or _IMAGENET[key]
+        pretrained[key] = _per_channel(value, key, where, channels)
+    for key in ("crop_pct", "crop_mode"):
+        if not pretrained.get(key):
+            pretrained.pop(key, None)
+    return pretrained
 
 
 def _timm_preprocessing(pretrained, args, where):
@@ -575,6 +637,11 @@ def _transformers(config, processor, folder):
         )
     args = {**TRANSFORMERS_DEFAULTS[model_type], **config}
     arguments = _transformers_arguments(model_type, args, where)
+    processor = _checked_processor(
+        processor,
+        _where(folder, PREPROCESSOR_FILE),
+        args.get("num_channels", 3),
+    )
     arguments.update(
         _processor_settings(model_type, processor, args["image_size"])
     )
@@ -591,7 +658,9 @@ def _transformers(config, processor, folder):
 
 def _transformers_arguments(model_type, args, where):
     """A transformers vision config's fields -> `ViT` arguments."""
-    activation = _TRANSFORMERS_ACTIVATION.get(args["hidden_act"])
+    activation = _TRANSFORMERS_ACTIVATION.get(
+        _field(args, "hidden_act", str, where)
+    )
     if activation is None:
         raise ValueError(
             f"{where}: keras_vit has no activation {args['hidden_act']!r}; "
@@ -604,7 +673,11 @@ def _transformers_arguments(model_type, args, where):
             f"Received: use_gated_mlp={args['use_gated_mlp']!r}"
         )
     width = _field(args, "hidden_size", int, where)
-    mlp = args.get("intermediate_size") or width * args.get("mlp_ratio", 4)
+    mlp = (
+        _mlp_dim(width, _ratio(args, "mlp_ratio", where, default=4), where)
+        if args.get("intermediate_size") is None
+        else _field(args, "intermediate_size", int, where)
+    )
     if args.get("use_swiglu_ffn"):  # dinov2-giant: `Dinov2SwiGLUFFN`
         # transformers 5.25 models/dinov2/modeling_dinov2.py: 2/3 of
         # int(D * mlp_ratio), rounded up to a multiple of 8; SiLU gate.
@@ -617,7 +690,7 @@ def _transformers_arguments(model_type, args, where):
         "num_heads": _field(args, "num_attention_heads", int, where),
         "mlp_dim": int(mlp),
         "activation": activation,
-        "layer_norm_epsilon": float(args["layer_norm_eps"]),
+        "layer_norm_epsilon": float(_ratio(args, "layer_norm_eps", where)),
     }
     if args.get("use_swiglu_ffn") or args.get("use_gated_mlp"):
         # DINOv3ViTGatedMLP: `intermediate_size` wide, `hidden_act` gate.
@@ -662,6 +735,81 @@ def _dinov3_arguments(args, where):
         "rope_jitter_coords": args["pos_embed_jitter"],
         "rope_rescale_coords": args["pos_embed_rescale"],
     }
+
+
+#: The sizes of an image processor, and what their dicts may hold.
+_PROCESSOR_SIZES = ("size", "crop_size")
+_SIZE_KEYS = ("height", "width", "shortest_edge", "longest_edge")
+
+
+def _checked_processor(processor, where, channels):
+    """`preprocessor_config.json`'s fields, checked and in one form: the
+    sizes as dicts (a `[height, width]` list, as transformers'
+    `get_size_dict` reads it), the mean and std as tuples (`do_normalize:
+    false` as mean 0, std 1); refused by name where keras_vit would feed
+    the model other values than the processor: a non-square size, pixels
+    not rescaled by 1/255."""
+    processor = dict(processor)
+    for key in _PROCESSOR_SIZES:
+        value = processor.get(key)
+        if isinstance(value, list) and len(value) == 2:
+            value = processor[key] = dict(zip(("height", "width"), value))
+        if isinstance(value, dict):
+            _check_size(value, key, where)
+        elif value is not None:
+            _field(processor, key, int, where)
+            _check_size({"height": value, "width": value}, key, where)
+    if processor.get("do_normalize", True) is False:
+        processor["image_mean"], processor["image_std"] = 0.0, 1.0
+    for key in ("image_mean", "image_std"):
+        if key in processor:
+            processor[key] = _per_channel(processor[key], key, where, channels)
+    rescale = _ratio(processor, "rescale_factor", where, default=1 / 255)
+    if (
+        processor.get("do_rescale", True) is False
+        or abs(255 * rescale - 1) > 1e-6
+    ):
+        raise ValueError(
+            f"{where}: keras_vit feeds pixels rescaled to [0, 1] (by 1/255). "
+            f"Received: do_rescale={processor.get('do_rescale')!r}, "
+            f"rescale_factor={rescale!r}"
+        )
+    resample = processor.get("resample")
+    if resample is not None and resample not in tuple(_PIL_RESAMPLE):
+        raise ValueError(
+            f"{where}: keras_vit resizes images by bilinear or bicubic "
+            f"interpolation only (PIL's 2 and 3). Received: "
+            f"resample={resample!r}"
+        )
+    return processor
+
+
+def _check_size(size, key, where):
+    """A processor's `size` or `crop_size` dict: positive integers, a
+    height and width or a shortest edge, square."""
+    for name, value in size.items():
+        if name not in _SIZE_KEYS:
+            raise ValueError(
+                f"{where}: `{key}` holds {', '.join(_SIZE_KEYS)}. "
+                f"Received: {key}={size!r}"
+            )
+        _field(size, name, int, where)
+        if value <= 0:
+            raise ValueError(
+                f"{where}: `{key}['{name}']` must be positive. Received: "
+                f"{key}={size!r}"
+            )
+    has_pair = "height" in size and "width" in size
+    if not has_pair and ("shortest_edge" not in size or key == "crop_size"):
+        raise ValueError(
+            f"{where}: `{key}` must give a height and width or a shortest "
+            f"edge. Received: {key}={size!r}"
+        )
+    if has_pair and size["height"] != size["width"]:
+        raise ValueError(
+            f"{where}: keras_vit reads square processor sizes only. "
+            f"Received: {key}={size!r}"
+        )
 
 
 def _processor_settings(model_type, processor, config_size):
@@ -720,12 +868,17 @@ def _class_names(id2label, where):
             f"id2label={id2label!r}"
         )
     try:
-        names = [id2label[key] for key in sorted(id2label, key=int)]
+        indices = sorted(id2label, key=int)
     except ValueError:
+        indices = None
+    if indices is None or [int(i) for i in indices] != list(
+        range(len(indices))
+    ):
         raise ValueError(
-            f"{where}: `id2label`'s keys must be indices. Received: "
-            f"{sorted(id2label)[:10]}"
-        ) from None
+            f"{where}: `id2label`'s keys must be the indices 0, 1, ... "
+            f"of the classes. Received: {sorted(id2label)[:10]}"
+        )
+    names = [id2label[key] for key in indices]
     if names == [f"LABEL_{i}" for i in range(len(names))]:
         return None
     return names

@@ -6,10 +6,11 @@ keras_vit reads it back (`hf://`, or the folder).
 
 The inverse of `keras_vit.weights.timm` for the models timm's
 `VisionTransformer` holds: LayerNorm of epsilon 1e-6 or 1e-5 (the
-architecture named in `config.json` gives it), GELU, tanh GELU or quick
-GELU, class token and registers, LayerScale, QK-norm, `norm_pre`,
-`fc_norm`, token / average / MAP pooling, learned position embeddings.
-Others (a hybrid stem, distillation, a pre-logits layer, other position
+architecture named in `config.json` gives it), GELU, tanh GELU, quick
+GELU or SiLU, class token and registers, LayerScale, QK-norm, `norm_pre`,
+`fc_norm`, token / average / MAP pooling, learned position embeddings,
+the qkv bias or none, any channel count. Others (a hybrid stem,
+distillation, a gated MLP, a pre-logits layer, other position
 embeddings) are refused by name.
 """
 
@@ -37,6 +38,7 @@ def _refusals(model):
     checks = (
         (model.stem is not None, "a hybrid stem"),
         (model.distillation, "distillation=True"),
+        (model.use_gated_mlp, "use_gated_mlp=True"),
         (model.representation_size is not None, "a pre-logits layer"),
         (model.position_embedding != "learned", "position_embedding"),
         (model.layer_norm_epsilon not in _ARCHITECTURE, "layer_norm_epsilon"),
@@ -70,6 +72,11 @@ def _config(model):
         "init_values": model.layer_scale_init,
         "num_classes": num_classes,
     }
+    # Where they differ from timm's defaults (the goldens omit them).
+    if not model.qkv_bias:
+        model_args["qkv_bias"] = False
+    if model.num_channels != 3:
+        model_args["in_chans"] = model.num_channels
     norm = model.preprocessing.normalization or {
         "mean": (0.5,) * 3,
         "std": (0.5,) * 3,

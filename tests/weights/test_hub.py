@@ -972,7 +972,8 @@ def test_config_contradicting_the_weights_loads_nothing(tmp_path):
     config = json.loads((folder / "config.json").read_text())
     config["vision_config"]["num_hidden_layers"] = 3
     (folder / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=r"do not fit(.|\n)*block_2/"):
+    # Refused before the model is built (a huge depth is not allocated).
+    with pytest.raises(ValueError, match="num_layers=3, the weights num_la"):
         keras_vit.ViT.from_preset(str(folder))
 
 
