@@ -169,7 +169,11 @@ def test_config_head_contradicting_the_files_is_refused(tmp_path, num_classes):
     # ran out of memory building it.
     def edit(config):
         config["num_classes"] = num_classes
-        config["label_names"] = [str(i) for i in range(min(num_classes, 4))]
+        # Names only for the small count (a short list is refused by its
+        # own rule before the head's count is compared).
+        config.pop("label_names", None)
+        if num_classes == 4:
+            config["label_names"] = [str(i) for i in range(num_classes)]
 
     folder = _snapshot(tmp_path, "keras_to_timm_dinov2", edit)
     with pytest.raises(ValueError, match="num_classes=3"):
