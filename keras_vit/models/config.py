@@ -296,6 +296,7 @@ def _position_embedding(v):
         prefix="rope_",
     )
     rope_options = {
+        "rope_theta": v["rope_theta"] != ViTConfig.rope_theta,
         "rope_type": v["rope_type"] != "dinov3",
         "rope_grid_offset": offset != 0.0,
         "rope_reference_grid": reference is not None,

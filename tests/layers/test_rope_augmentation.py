@@ -162,6 +162,13 @@ def test_seeded():
             {"rope_shift_coords": 0.1, "position_embedding": "learned"},
             "position_embedding='learned'",
         ),
+        # DINOv3's augmentations, not Perception Encoder's or Naver's.
+        ({"rope_shift_coords": 0.1, "rope_type": "cat"}, "rope_type='cat'"),
+        # A RoPE setting on a model without RoPE would do nothing.
+        (
+            {"rope_theta": 1000.0, "position_embedding": "learned"},
+            "position_embedding='learned' and rope_theta=1000.0",
+        ),
     ],
 )
 def test_bad_values_are_refused_by_name(kwargs, named):

@@ -123,6 +123,10 @@ def test_the_attention_applies_the_table():
         ({"head_dim": 8, "rope_theta": float("nan")}, "rope_theta=nan"),
         ({"head_dim": 8, "grid_size": (0, 2)}, "grid_size"),
         ({"head_dim": 8, "num_prefix_tokens": -1}, "num_prefix_tokens=-1"),
+        (
+            {"head_dim": 8, "rope_type": "cat", "jitter_coords": 2.0},
+            "rope_type='cat', jitter_coords=2.0",
+        ),
     ],
 )
 def test_bad_arguments_are_refused_by_name(kwargs, match):
