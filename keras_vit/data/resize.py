@@ -141,9 +141,9 @@ def region_of_interest(image_shape, image_size, image_resize=None):
     `crop_pct`, or the whole image) moved by half a step less half a
     pixel, so both sample the same points. Kept inside the image (as
     MediaPipe requires): where the move would leave it (no crop, or a crop
-    at an edge, downscaled), the samples are up to `(step - 1) / 2`
-    pixels apart. MediaPipe interpolates bilinearly without antialiasing,
-    so it reproduces `image_resize`s with `interpolation="bilinear"` and
+    at an edge), the samples are up to `|step - 1| / 2` pixels apart.
+    MediaPipe interpolates bilinearly without antialiasing, so it
+    reproduces `image_resize`s with `interpolation="bilinear"` and
     `antialias=False`; others differ by their filter."""
     setting = check(image_resize)
     height, width = (

@@ -247,6 +247,7 @@ def tflite_bytes(
         f"(weights and activations; received quantize={quantize!r})",
     )
     class_names = metadata_lib.class_names(model, labels)
+    tflite_metadata.refuse_line_breaks(class_names)  # before converting
     model = float32_copy.float32_model(model)
     if quantize in CALIBRATED and io_dtype != "float32":
         calibration_images = pinned_input_range(model, calibration_images)

@@ -33,6 +33,7 @@ Only fields of schema version 1.0.0 are written (`min_parser_version`).
 
 import io
 import math
+import struct
 import zipfile
 
 import flatbuffers
@@ -269,7 +270,7 @@ def attach(data, model, class_names=None, **fields):
     from tensorflow.lite.python import schema_py_generated as schema
 
     labelled = model_io.output_kind(model) != "features"
-    _refuse_line_breaks(class_names if labelled and class_names else ())
+    refuse_line_breaks(class_names if labelled and class_names else ())
     model_t = schema.ModelT.InitFromObj(schema.Model.GetRootAs(data, 0))
     _refuse_integer_input_of_another_scale(model_t, schema)
     if any(b.offset > 1 for b in model_t.buffers):
@@ -300,9 +301,10 @@ def attach(data, model, class_names=None, **fields):
     return out.getvalue()
 
 
-def _refuse_line_breaks(class_names):
+def refuse_line_breaks(class_names):
     """The label file holds one name a line: a name with a line break in
-    it would shift every later name by one (in MediaPipe and in `read`)."""
+    it would shift every later name by one (in MediaPipe and in `read`).
+    `tflite_bytes` asks before converting, `attach` again (it is public)."""
     for index, name in enumerate(class_names):
         if len((name + "\n").splitlines()) != 1:
             raise ValueError(
@@ -466,8 +468,21 @@ def as_sidecar(path):
     try:
         found = read(data)
     # A damaged file fails anywhere in the flatbuffer's offsets (struct,
-    # flatbuffers' own TypeError for a number out of range) or the zip.
-    except Exception as error:  # noqa: BLE001
+    # flatbuffers' own TypeError for a number out of range, a cycle's
+    # RecursionError), its strings (UnicodeDecodeError) or the zip (a
+    # missing member's KeyError, an unknown compression's
+    # NotImplementedError).
+    except (
+        ValueError,
+        LookupError,
+        NotImplementedError,
+        AttributeError,
+        TypeError,
+        OverflowError,
+        RecursionError,
+        struct.error,
+        zipfile.BadZipFile,
+    ) as error:
         raise ValueError(
             "Cannot read the TFLite file's metadata, damaged or not "
             f"keras_vit's ({type(error).__name__}: {error}). Received: "

@@ -22,7 +22,6 @@ import math
 import numbers
 
 from keras_vit import arg_checks
-from keras_vit import registry
 from keras_vit.data import resize
 
 
@@ -206,11 +205,11 @@ def _class_names(class_names):
 
 
 def _weights_preset(name):
-    """`name` checked: `None`, or the unique name of a preset
-    (`keras_vit.registry.named_preset`)."""
-    if name is None or (
-        isinstance(name, str) and registry.named_preset(name) is not None
-    ):
+    """`name` checked: `None` or a string, the unique name of the preset
+    the weights came from. Not looked up: a `.keras` file must still load
+    where its preset was renamed or registered at run time (an export then
+    writes no licence for it)."""
+    if name is None or (isinstance(name, str) and name):
         return name
     raise ValueError(
         "`weights_preset` must be None or a preset's unique name (see "

@@ -9,16 +9,16 @@ import pytest
 from keras_vit.data import resize
 from keras_vit.export import tflite
 
-mp = pytest.importorskip("mediapipe")
-rect = pytest.importorskip("mediapipe.tasks.python.components.containers.rect")
-
 SIZE = (16, 16)
 CROP = {"crop_pct": 0.875, "interpolation": "bilinear", "antialias": False}
 
 
 @pytest.fixture(scope="module")
 def echo_path(tmp_path_factory):
-    """A classifier whose 768 "class scores" are its 16 x 16 x 3 input."""
+    """A classifier whose 768 "class scores" are its 16 x 16 x 3 input.
+    (Only the tests that run MediaPipe take it: the region's arithmetic
+    is tested without MediaPipe installed.)"""
+    pytest.importorskip("mediapipe")
     model = keras.Sequential(
         [
             keras.Input((*SIZE, 3)),
@@ -41,6 +41,10 @@ def _smooth_photo():
 
 def _fed(path, photo, roi):
     """The input MediaPipe gives the model for `photo` and region `roi`."""
+    mp = pytest.importorskip("mediapipe")
+    rect = pytest.importorskip(
+        "mediapipe.tasks.python.components.containers.rect"
+    )
     vision = mp.tasks.vision
     options = vision.ImageClassifierOptions(
         base_options=mp.tasks.BaseOptions(model_asset_path=path),

@@ -74,9 +74,20 @@ def test_a_preset_models_export_carries_its_licence(
     assert plain["licence"] is None
 
 
-def test_weights_preset_names_a_preset():
-    with pytest.raises(ValueError, match="weights_preset='vit_nope'"):
-        keras_vit.ViT(**TINY_EXPORT, weights_preset="vit_nope")
+@pytest.mark.parametrize("name", ["", 3])
+def test_weights_preset_is_a_name(name):
+    with pytest.raises(ValueError, match=f"weights_preset={name!r}"):
+        keras_vit.ViT(**TINY_EXPORT, weights_preset=name)
+
+
+def test_a_preset_unknown_here_still_loads_and_exports_no_licence(tmp_path):
+    # Renamed since, or registered at run time where the file was saved.
+    model = keras_vit.ViT(**TINY_EXPORT, weights_preset="vit_gone_since")
+    model.save(str(tmp_path / "m.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "m.keras"))
+    assert loaded.weights_preset == "vit_gone_since"
+    found = tflite_metadata.read(tflite.tflite_bytes(loaded))
+    assert found["licence"] is None
 
 
 def test_mediapipes_schema_reads_the_same(random_tflite_path):
