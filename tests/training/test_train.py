@@ -16,6 +16,7 @@ from keras_vit import cli
 from keras_vit.training import NonFiniteLossError
 from keras_vit.training import TrainConfig
 from keras_vit.training import train
+from tests.helpers import fewer_digits
 
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -340,6 +341,7 @@ def test_xla_compiled_training_with_augmentation(tmp_path, monkeypatch):
         return real_pipeline(*args, **kwargs)
 
     monkeypatch.setattr(data_pipeline, "train_pipeline", pipeline)
+    fewer_digits(monkeypatch)  # an epoch of a few steps
     config = tiny_config(
         tmp_path,
         epochs=1,
@@ -361,9 +363,11 @@ def test_xla_compiled_training_with_augmentation(tmp_path, monkeypatch):
         assert json.load(f)["resolved"]["jit_compile"] is True
 
 
-def test_bfloat16_training_on_a_cpu_runs_without_xla(tmp_path):
+def test_bfloat16_training_on_a_cpu_runs_without_xla(tmp_path, monkeypatch):
     # TensorFlow's oneDNN bfloat16 kernels are faster than XLA's on a CPU
-    # (recipe.auto_jit_compile), so "auto" leaves XLA off there.
+    # (recipe.auto_jit_compile), so "auto" leaves XLA off there. (A fifth
+    # of the digits: bfloat16 is emulated where the CPU lacks it.)
+    fewer_digits(monkeypatch)
     config = tiny_config(
         tmp_path, epochs=1, mixed_precision="bfloat16", jit_compile="auto"
     )
@@ -390,11 +394,13 @@ class StopAfter(keras.callbacks.Callback):
 
 @pytest.mark.parametrize("objective", ["classification", "masked_patches"])
 def test_float32_training_of_long_sequences_on_a_cpu_runs_without_xla(
-    tmp_path, objective
+    tmp_path, objective, monkeypatch
 ):
     # XLA's batched attention matmuls lose to oneDNN's on long sequences
     # (recipe.auto_jit_compile): 96 px in 4 px patches, 577 tokens. Two
-    # steps show the setting (a whole epoch took 25-48 s).
+    # steps show the setting (a whole epoch took 25-48 s), and a few test
+    # images the evaluation after them (the 360 of the digits: seconds).
+    fewer_digits(monkeypatch, test=32)
     config = tiny_config(
         tmp_path,
         epochs=1,
@@ -511,8 +517,10 @@ def test_bad_input_is_refused_before_training(tmp_path, monkeypatch):
 
 
 def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_backup(
-    tmp_path,
+    tmp_path, monkeypatch
 ):
+    fewer_digits(monkeypatch)  # three epochs of a few steps
+
     class Poison(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             if epoch == 1:
@@ -921,11 +929,13 @@ def tempfile_dir():
 
 
 @pytest.mark.slow
-def test_a_float16_run_resumes_its_optimizer_state(tmp_path):
+def test_a_float16_run_resumes_its_optimizer_state(tmp_path, monkeypatch):
     # Under mixed_float16 (what "auto" picks on a GPU) Keras wraps the
     # optimizer in a LossScaleOptimizer; its state was skipped on resuming
     # (a warning), so the step count, the schedule and the moments restarted.
     import warnings
+
+    fewer_digits(monkeypatch, train=320, test=32)  # 10 steps an epoch
 
     def step(result):
         return int(result.model.optimizer.iterations.numpy())
@@ -941,7 +951,7 @@ def test_a_float16_run_resumes_its_optimizer_state(tmp_path):
         )
         return train(config)
 
-    steps = 1437 // 32
+    steps = 320 // 32
     first = run(1, "float16")
     assert type(first.model.optimizer).__name__ == "LossScaleOptimizer"
     # (A step whose scaled gradients overflow is skipped and not counted.)
