@@ -9,9 +9,13 @@ TFLite of the same size, at 256 px, in interleaved rounds.
 onnxscript) to write timm's perturbed DINOv3-S/16 and its ONNX file; this
 script reads the same `model.safetensors` into keras_vit, exports and
 verifies the TFLite files, checks that every runtime gives timm's
-features, then times each file `--calls` times per round (median per
-round) for `--rounds` rounds, one runtime after another in each round,
-and prints a Markdown table of the rounds' range and median.
+features, then times each file with `keras_vit.export.latency`'s
+`time_tflite` / `time_onnx` (random inputs made before the timed calls;
+the TFLite files normalise pixels in their graph, timm's ONNX file takes
+values already normalised, so neither times NumPy preprocessing)
+`--calls` times per round (median per round) for `--rounds` rounds, one
+runtime after another in each round, and prints a Markdown table of the
+rounds' range and median.
 """
 
 import argparse
@@ -26,51 +30,31 @@ import numpy as np
 import keras_vit
 from keras_vit import timing
 from keras_vit.export import export_tflite
+from keras_vit.export import latency
 from keras_vit.export import onnx as onnx_lib
-from keras_vit.export.runtime import load_interpreter
+from keras_vit.export import runtime
+from keras_vit.registry.presets import IMAGENET_NORMALIZATION
 from keras_vit.weights import convert
 from keras_vit.weights import read_checkpoint
 
 HERE = Path(__file__).resolve().parent
-IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
 SIZE = 256
 
 
-def _tflite_runner(path, threads):
-    interpreter = load_interpreter(path, num_threads=threads)
-    interpreter.allocate_tensors()
-    (inp,), (out,) = (
-        interpreter.get_input_details(),
-        interpreter.get_output_details(),
-    )
-
-    def run(x):
-        interpreter.set_tensor(inp["index"], x)
-        interpreter.invoke()
-        return interpreter.get_tensor(out["index"])
-
-    return run
-
-
-def _onnx_runner(path, threads):
+def _timm_input(images):
     """timm's file takes ImageNet-normalised NCHW images."""
-    session = onnx_lib.session(str(path), num_threads=threads)
-    name = session.get_inputs()[0].name
-    mean, std = (np.float32(IMAGENET[k]) for k in ("mean", "std"))
-
-    def run(x):
-        x = ((x / 255 - mean) / std).transpose(0, 3, 1, 2)
-        return session.run(None, {name: x})[0]
-
-    return run
+    mean, std = (np.float32(IMAGENET_NORMALIZATION[k]) for k in ("mean", "std"))
+    return ((images / 255 - mean) / std).transpose(0, 3, 1, 2)
 
 
-def _runners(folder, threads):
-    """Each row's `(name, size in MB, run)`: `run` takes [0, 255] pixels."""
+def _rows(folder):
+    """Each row's `(name, file, size in bytes, latencies, run)`:
+    `latencies` is `keras_vit.export.latency`'s timer for the file,
+    `run(path, pixels)` its outputs on [0, 255] pixels."""
     dinov3 = convert.model_for_checkpoint(
         read_checkpoint(str(folder / "model.safetensors")),
         num_heads=6,
-        normalization=IMAGENET,
+        normalization=IMAGENET_NORMALIZATION,
         image_size=SIZE,
     )
     learned = keras_vit.ViT_S16(image_size=SIZE, include_top=False)
@@ -83,13 +67,35 @@ def _runners(folder, threads):
     ):
         path = folder / f"{model.name}_{quantize}_{len(rows)}.tflite"
         export_tflite(model, str(path), quantize=quantize, num_verify_images=4)
-        rows.append((label, path.stat().st_size, _tflite_runner(path, threads)))
+        size = path.stat().st_size
+        rows.append((label, path, size, latency.time_tflite, _run_tflite))
     onnx = folder / "timm.onnx"
     if onnx.exists():
         size = onnx.stat().st_size + (folder / "timm.onnx.data").stat().st_size
-        run = _onnx_runner(onnx, threads)
-        rows.append(("DINOv3-S/16 timm ONNX, ONNX Runtime", size, run))
+        label = "DINOv3-S/16 timm ONNX, ONNX Runtime"
+        rows.append((label, onnx, size, latency.time_onnx, _run_timm_onnx))
     return rows
+
+
+def _run_tflite(path, pixels):
+    return runtime.run_tflite(str(path), pixels)
+
+
+def _run_timm_onnx(path, pixels):
+    return onnx_lib.run_onnx(str(path), _timm_input(pixels))
+
+
+def _median_ms(rows, args):
+    """Each row's median latency (ms) in each of `args.rounds` rounds, the
+    rows timed one after another within a round. The timers feed random
+    inputs of each file's shape, made before the timed calls (the values
+    do not change what a call computes)."""
+    rounds = {row[0]: [] for row in rows}
+    for _ in range(args.rounds):
+        for label, path, _, latencies, _ in rows:
+            times = latencies(str(path), args.threads, args.calls, warmup=2)
+            rounds[label].append(timing.percentile(times, 50))
+    return rounds
 
 
 def main(args):
@@ -103,23 +109,18 @@ def main(args):
     if not timm["exported"]:
         print("timm's ONNX export failed:\n" + timm["error"])
     images = np.load(folder / "images.npy")
-    rows = _runners(folder, args.threads)
-    for label, _, run in rows:
+    rows = _rows(folder)
+    for label, path, _, _, run in rows:
         if label.startswith("DINOv3"):
-            diff = np.abs(run(images) - np.asarray(timm["features"])).max()
-            print(f"{label}: max |features - timm's| = {diff:.2g}")
+            diff = np.abs(run(path, images) - np.asarray(timm["features"]))
+            print(f"{label}: max |features - timm's| = {diff.max():.2g}")
     print("load before:", os.getloadavg())
-    rounds = {label: [] for label, _, _ in rows}
-    for _ in range(args.rounds):
-        for label, _, run in rows:
-            call = lambda run=run: run(images)  # noqa: E731
-            seconds = timing.median_seconds(call, args.calls, 2)
-            rounds[label].append(seconds * 1000)
+    rounds = _median_ms(rows, args)
     print("load after:", os.getloadavg())
     print(f"| runtime ({args.threads} thread) | file MB | median ms | ", end="")
     print("range ms |")
     print("|---|---:|---:|---:|")
-    for label, size, _ in rows:
+    for label, _, size, _, _ in rows:
         ms = rounds[label]
         print(
             f"| {label} | {size / 1e6:.1f} | {np.median(ms):.1f} | "

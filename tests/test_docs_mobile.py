@@ -2,7 +2,9 @@
 as this machine can: every type they use is imported, the Swift one uses
 only TensorFlowLiteSwift API that exists and dequantizes integer outputs,
 and, where `kotlinc` is installed, the Kotlin one compiles against stubs
-of the Android, org.json and LiteRT classes (tests/mobile_stubs/).
+of the Android, org.json and LiteRT classes (tests/mobile_stubs/); the
+MediaPipe Tasks snippets call MediaPipe's classes as their public API
+declares (tests/clients/mediapipe_snippets.py).
 """
 
 import math
@@ -12,6 +14,8 @@ import shutil
 import subprocess
 
 import pytest
+
+from tests.clients import mediapipe_snippets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(ROOT, "docs", "export-and-mobile.md")
@@ -345,3 +349,136 @@ def test_the_snippets_crop_is_keras_vits():
                 )
                 got = _snippets_crop(rows, columns, height, width, crop_pct)
                 assert got == want, (rows, columns, height, width, crop_pct)
+
+
+# MediaPipe Tasks: the Kotlin and Swift snippets against the public API
+# that tests/clients/make_mediapipe_api.py recorded from MediaPipe's
+# sources (tests/clients/mediapipe_api.json).
+API = mediapipe_snippets.API
+#: Platform classes the Android snippet may import.
+ANDROID_IMPORTS = {
+    "android.content.Context",
+    "android.graphics.Bitmap",
+    "android.graphics.RectF",
+}
+
+
+def _mediapipe_snippet(language):
+    return _block(language, "ImageClassifier")
+
+
+def test_the_mediapipe_api_record_names_its_commit():
+    assert API["repository"] == "google-ai-edge/mediapipe"
+    assert re.fullmatch(r"[0-9a-f]{40}", API["commit"])
+    kotlin, swift = API["kotlin"]["classes"], API["swift"]["classes"]
+    assert {"close"} <= set(kotlin["BaseVisionTaskApi"]["methods"])
+    assert kotlin["ImageClassifier"]["extends"] == "BaseVisionTaskApi"
+    assert kotlin["BitmapImageBuilder"]["constructors"][0] == ["Bitmap"]
+    assert {"labels": ["uiImage"], "params": ["UIImage"]} in swift["MPImage"][
+        "initializers"
+    ]
+    assert swift["ResultCategory"]["properties"]["categoryName"] == "String?"
+
+
+def test_the_kotlin_mediapipe_snippet_imports_only_what_exists():
+    source = _mediapipe_snippet("kotlin")
+    imports = set(re.findall(r"^import ([\w.]+)$", source, flags=re.M))
+    assert imports - ANDROID_IMPORTS <= set(API["kotlin"]["imports"])
+    assert mediapipe_snippets.problems("kotlin", _code(source)) == []
+
+
+def test_the_swift_mediapipe_snippet_imports_the_pods_module():
+    source = _mediapipe_snippet("swift")
+    assert f"import {API['swift']['module']}\n" in source
+    assert mediapipe_snippets.problems("swift", _code(source)) == []
+
+
+#: Broken versions of the snippets (`old` replaced by `new`) and what the
+#: check must say: the nine a review found passing the name-only check,
+#: then names that do not exist at all.
+BROKEN = [
+    (
+        "kotlin",
+        "result.classificationResult().classifications()",
+        "result.classifications()",
+        "ImageClassifierResult has no public member classifications",
+    ),
+    (
+        "kotlin",
+        "createFromOptions(context, options)",
+        "createFromOptions(options)",
+        "createFromOptions(ImageClassifier.ImageClassifierOptions) matches",
+    ),
+    ("kotlin", "it.score()", "it.getScore()", "no public member getScore"),
+    (
+        "kotlin",
+        "classifier.classify(\n        image, ImageProcessingOptions.builder()"
+        ".setRegionOfInterest(roi).build())",
+        "classifier.classify(image, roi)",
+        "ImageClassifier.classify(MPImage, RectF) matches no overload",
+    ),
+    (
+        "kotlin",
+        "BitmapImageBuilder(bitmap).build()",
+        "BitmapImageBuilder(bitmap)",
+        "ImageClassifier.classify(BitmapImageBuilder) matches no overload",
+    ),
+    (
+        "swift",
+        "MPImage(uiImage: photo)",
+        "MPImage(image: photo)",
+        "MPImage(image: UIImage) matches no overload",
+    ),
+    (
+        "swift",
+        "classify(image: image, regionOfInterest: roi)",
+        "classify(regionOfInterest: roi, image: image)",
+        "classify(regionOfInterest: CGRect, image: MPImage) matches no",
+    ),
+    (
+        "swift",
+        "ImageClassifier(options: options)",
+        "ImageClassifier(modelPath: options)",
+        "ImageClassifier(modelPath: ImageClassifierOptions) matches no",
+    ),
+    (
+        "swift",
+        "result.classificationResult.classifications",
+        "result.classifications",
+        "ImageClassifierResult has no public member classifications",
+    ),
+    (
+        "kotlin",
+        "ImageClassifier.createFromOptions(",
+        "ImageClassifier.createFromModelUrl(",
+        "ImageClassifier has no public member createFromModelUrl",
+    ),
+    (
+        "kotlin",
+        "import com.google.mediapipe.tasks.core.BaseOptions\n",
+        "",
+        "BaseOptions is not declared or imported",
+    ),
+    (
+        "swift",
+        "classifier.classify(image: image)",
+        "classifier.classifyImage(image)",
+        "ImageClassifier has no public member classifyImage",
+    ),
+    (
+        "swift",
+        "options.maxResults",
+        "options.maxResult",
+        "ImageClassifierOptions has no public member maxResult",
+    ),
+]
+
+
+@pytest.mark.parametrize("language, old, new, problem", BROKEN)
+def test_the_mediapipe_check_catches_a_broken_snippet(
+    language, old, new, problem
+):
+    source = _mediapipe_snippet(language)
+    assert old in source
+    found = mediapipe_snippets.problems(language, source.replace(old, new))
+    assert any(problem in sentence for sentence in found), found
