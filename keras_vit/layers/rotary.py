@@ -169,10 +169,11 @@ def mixed_rope_table(rows, cols, frequencies, num_prefix_tokens=0):
     return _with_prefix(angles, num_prefix_tokens, dtype)
 
 
-def coordinate_augmentation(shift, jitter, rescale, prefix=""):
+def coordinate_augmentation(shift, jitter, rescale, rope_type, prefix=""):
     """Checks DINOv3's coordinate augmentation factors (see the module's
     docstring): each `None` (off) or a finite float, `shift >= 0`,
-    `jitter >= 1`, `rescale >= 1`; returns them as a dict by their names
+    `jitter >= 1`, `rescale >= 1`, any of them on only with
+    `rope_type="dinov3"`; returns them as a dict by their names
     (`shift_coords`, ...), each with `prefix` (`ViT`'s: `"rope_"`)."""
     checked = {}
     for name, value, least in (
@@ -188,6 +189,13 @@ def coordinate_augmentation(shift, jitter, rescale, prefix=""):
                     f"off). Received: {name}={value!r}"
                 )
         checked[name] = value
+    drawn = {k: v for k, v in checked.items() if v is not None}
+    if drawn and rope_type != "dinov3":
+        raise ValueError(
+            "The train-time coordinate augmentations are DINOv3's: they "
+            f"need rope_type='dinov3'. Received: rope_type={rope_type!r}, "
+            + ", ".join(f"{k}={v!r}" for k, v in drawn.items())
+        )
     return checked
 
 
@@ -317,16 +325,9 @@ class RotaryEmbedding(keras.layers.Layer):
             self.rope_type, num_layers, num_heads
         )
         augmentation = coordinate_augmentation(
-            shift_coords, jitter_coords, rescale_coords
+            shift_coords, jitter_coords, rescale_coords, self.rope_type
         )
-        drawn = {k: v for k, v in augmentation.items() if v is not None}
-        if drawn and self.rope_type != "dinov3":
-            raise ValueError(
-                "The train-time coordinate augmentations are DINOv3's: they "
-                f"need rope_type='dinov3'. Received: rope_type="
-                f"{self.rope_type!r}, "
-                + ", ".join(f"{k}={v!r}" for k, v in drawn.items())
-            )
+        drawn = any(v is not None for v in augmentation.values())
         self.shift_coords, self.jitter_coords, self.rescale_coords = (
             augmentation.values()
         )
