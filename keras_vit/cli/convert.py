@@ -6,6 +6,7 @@ from keras_vit.cli import _arguments as arguments
 from keras_vit.data.resize import INTERPOLATIONS
 from keras_vit.options import ACTIVATIONS
 from keras_vit.options import MODEL_POOLINGS
+from keras_vit.options import MODEL_POSITION_EMBEDDINGS
 from keras_vit.options import POSITION_EMBEDDING_TOKENS
 
 
@@ -60,6 +61,15 @@ def add_parser(sub):
         "fc_norm reads as 'token', and one trained with average pooling "
         "(timm's global_pool='avg', fc_norm=False) cannot say otherwise: "
         "give 'gap' for it (default: from the file)",
+    )
+    parser.add_argument(
+        "--position-embedding",
+        choices=MODEL_POSITION_EMBEDDINGS,
+        default=None,
+        help="the model's position embedding: a timm file with norm_pre, "
+        "no patch-embedding bias and attention pooling is Perception "
+        "Encoder core's ('rope') or a VisionTransformer's ('learned'), "
+        "which its tensors cannot tell (default: from the file)",
     )
     _add_unrecorded(parser)
     parser.add_argument(
@@ -171,8 +181,9 @@ def run(args):
             "--mean and --std go together. Received: "
             f"mean={args.mean} and std={args.std}"
         )
-    if args.pooling is not None:
-        unrecorded["pooling"] = args.pooling
+    for name in ("pooling", "position_embedding"):
+        if getattr(args, name) is not None:
+            unrecorded[name] = getattr(args, name)
     if args.mean is not None:
         unrecorded["normalization"] = {"mean": args.mean, "std": args.std}
     interpolation = args.resize_interpolation

@@ -157,22 +157,26 @@ def rope_table(
 
 
 def mixed_rope_table(rows, cols, frequencies, num_prefix_tokens=0):
-    """The `(layers, heads, num_prefix_tokens + rows * cols, 2 * head_dim)`
+    """The `(layers, num_prefix_tokens + rows * cols, heads, 2 * head_dim)`
     tables of Naver's RoPE-Mixed: each block's and head's learned
     `frequencies` `(2, layers, heads, head_dim / 2)` (x, then y) times
-    the patch indices, in `frequencies`' dtype."""
+    the patch indices, in `frequencies`' dtype. Tokens before heads, as
+    the queries and keys `apply_rope` rotates: transposed once here, not
+    in every block."""
     dtype = frequencies.dtype
     y, x = rope_coordinates(rows, cols, "cat", dtype=dtype)
     angles = (
         x * frequencies[0][:, :, None, :] + y * frequencies[1][:, :, None, :]
     )  # (layers, heads, count, head_dim / 2)
-    return _with_prefix(angles, num_prefix_tokens, dtype)
+    table = _with_prefix(angles, num_prefix_tokens, dtype)
+    return ops.transpose(table, (0, 2, 1, 3))
 
 
-def coordinate_augmentation(shift, jitter, rescale, prefix=""):
+def coordinate_augmentation(shift, jitter, rescale, rope_type, prefix=""):
     """Checks DINOv3's coordinate augmentation factors (see the module's
     docstring): each `None` (off) or a finite float, `shift >= 0`,
-    `jitter >= 1`, `rescale >= 1`; returns them as a dict by their names
+    `jitter >= 1`, `rescale >= 1`, any of them on only with
+    `rope_type="dinov3"`; returns them as a dict by their names
     (`shift_coords`, ...), each with `prefix` (`ViT`'s: `"rope_"`)."""
     checked = {}
     for name, value, least in (
@@ -188,17 +192,23 @@ def coordinate_augmentation(shift, jitter, rescale, prefix=""):
                     f"off). Received: {name}={value!r}"
                 )
         checked[name] = value
+    drawn = {k: v for k, v in checked.items() if v is not None}
+    if drawn and rope_type != "dinov3":
+        raise ValueError(
+            "The train-time coordinate augmentations are DINOv3's: they "
+            f"need rope_type='dinov3'. Received: rope_type={rope_type!r}, "
+            + ", ".join(f"{k}={v!r}" for k, v in drawn.items())
+        )
     return checked
 
 
 def apply_rope(x, table):
     """`x * cos + rotate_half(x) * sin` for `(B, T, heads, d)` queries or
-    keys and a `(T, 2d)` `rope_table` (or one `(heads, T, 2d)` per head, a
+    keys and a `(T, 2d)` `rope_table` (or one `(T, heads, 2d)` per head, a
     block's of `mixed_rope_table`), computed in `x`'s dtype."""
     sin, cos = ops.split(ops.cast(table, x.dtype), 2, axis=-1)
-    if len(table.shape) == 3:  # (heads, T, d) -> (1, T, heads, d)
-        sin = ops.transpose(sin, (1, 0, 2))[None]
-        cos = ops.transpose(cos, (1, 0, 2))[None]
+    if len(table.shape) == 3:  # (T, heads, d) -> (1, T, heads, d)
+        sin, cos = sin[None], cos[None]
     else:
         sin, cos = sin[None, :, None, :], cos[None, :, None, :]
     first, second = ops.split(x, 2, axis=-1)
@@ -264,8 +274,9 @@ class RotaryEmbedding(keras.layers.Layer):
 
     Returns:
         The `(num_prefix_tokens + rows * cols, 2 * head_dim)` table `[sin |
-        cos]` (`apply_rope` takes it; `"mixed"`: `(num_layers, num_heads,
-        ...)` of them), computed in float32 (a float64 layer's: float64)
+        cos]` (`apply_rope` takes it; `"mixed"`: `(num_layers, num_prefix_tokens
+        + rows * cols, num_heads, 2 * head_dim)`, a table per block and
+        head), computed in float32 (a float64 layer's: float64)
         and cast once to the compute dtype, as timm's.
 
     Example:
@@ -317,16 +328,9 @@ class RotaryEmbedding(keras.layers.Layer):
             self.rope_type, num_layers, num_heads
         )
         augmentation = coordinate_augmentation(
-            shift_coords, jitter_coords, rescale_coords
+            shift_coords, jitter_coords, rescale_coords, self.rope_type
         )
-        drawn = {k: v for k, v in augmentation.items() if v is not None}
-        if drawn and self.rope_type != "dinov3":
-            raise ValueError(
-                "The train-time coordinate augmentations are DINOv3's: they "
-                f"need rope_type='dinov3'. Received: rope_type="
-                f"{self.rope_type!r}, "
-                + ", ".join(f"{k}={v!r}" for k, v in drawn.items())
-            )
+        drawn = any(v is not None for v in augmentation.values())
         self.shift_coords, self.jitter_coords, self.rescale_coords = (
             augmentation.values()
         )
@@ -429,12 +433,9 @@ class RotaryEmbedding(keras.layers.Layer):
             if rows is None or cols is None
             else self.num_prefix_tokens + rows * cols
         )
-        stack = (
-            (self.num_layers, self.num_heads)
-            if self.rope_type == "mixed"
-            else ()
-        )
-        return (*stack, tokens, 2 * self.head_dim)
+        if self.rope_type == "mixed":
+            return (self.num_layers, tokens, self.num_heads, 2 * self.head_dim)
+        return (tokens, 2 * self.head_dim)
 
     def get_config(self):
         config = super().get_config()

@@ -268,18 +268,17 @@ def _position_embedding(v):
         v["rope_shift_coords"],
         v["rope_jitter_coords"],
         v["rope_rescale_coords"],
+        v["rope_type"],
         prefix="rope_",
     )
     given = {k: a for k, a in augmentation.items() if a is not None}
-    if given and (position_embedding, v["rope_type"]) != ("rope", "dinov3"):
+    if given and position_embedding != "rope":
         raise ValueError(
             "The coordinate augmentations (rope_shift_coords, "
             "rope_jitter_coords, rope_rescale_coords) are DINOv3's RoPE's, "
-            "for position_embedding='rope' with rope_type='dinov3'. "
-            "Received: "
+            "for position_embedding='rope'. Received: "
             + ", ".join(f"{k}={a!r}" for k, a in given.items())
-            + f", position_embedding={position_embedding!r} and "
-            f"rope_type={v['rope_type']!r}"
+            + f" and position_embedding={position_embedding!r}"
         )
     head_dim = hidden_dim // v["num_heads"]
     if position_embedding == "rope" and head_dim % 4:

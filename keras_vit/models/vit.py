@@ -985,11 +985,8 @@ def _rope_layer(config, grid, dtype):
         rope_type=config.rope_type,
         grid_offset=config.rope_grid_offset,
         reference_grid=config.rope_reference_grid,
-        **(
-            {"num_layers": config.num_layers, "num_heads": config.num_heads}
-            if config.rope_type == "mixed"
-            else {}
-        ),
+        num_layers=config.num_layers,  # `"mixed"`'s only; others ignore
+        num_heads=config.num_heads,
         shift_coords=config.rope_shift_coords,
         jitter_coords=config.rope_jitter_coords,
         rescale_coords=config.rope_rescale_coords,

@@ -74,6 +74,12 @@ class Checkpoint:
             `"cat"` and `"mixed"` RoPE): loading reorders those columns
             for keras_vit's rotation of halves
             (`keras_vit.layers.rotary.adjacent_to_halves`).
+        perception_encoder: for a timm file whose tensors fit two layouts
+            (Perception Encoder core's, and a `VisionTransformer`'s with
+            `norm_pre`, no patch-embedding bias and attention pooling:
+            the same names and shapes), the `layout_defaults` of the first;
+            `None` for every other file. The model, a Hub config or the
+            caller's `position_embedding` decides (`read_as`, `decided_by`).
     """
 
     tensors: dict
@@ -88,6 +94,54 @@ class Checkpoint:
     position_embedding_tokens: str = None
     layout_defaults: dict = dataclasses.field(default_factory=dict)
     adjacent_rope_pairs: bool = False
+    perception_encoder: dict = None
+
+    def read_as(self, perception_encoder):
+        """The checkpoint read as Perception Encoder core (its
+        `layout_defaults`, its RoPE's adjacent pairs) or, with
+        `perception_encoder` false, as timm's `VisionTransformer`, for a
+        file that fits both; itself for every other file."""
+        if self.perception_encoder is None:
+            return self
+        if not perception_encoder:
+            return dataclasses.replace(self, perception_encoder=None)
+        return dataclasses.replace(
+            self,
+            layout_defaults={**self.layout_defaults, **self.perception_encoder},
+            adjacent_rope_pairs=True,
+            perception_encoder=None,
+        )
+
+    def decided_by(self, position_embedding):
+        """`read_as` Perception Encoder core where `position_embedding`
+        (the `ViT` argument given, or a Hub config's) is `"rope"`, else as
+        timm's `VisionTransformer`; refuses, naming both, where it is
+        `None` for a file that fits both."""
+        if self.perception_encoder is None:
+            return self
+        if position_embedding is None:
+            raise ValueError(
+                f"{self.path} fits two timm layouts that its tensors cannot "
+                "tell apart: Perception Encoder core's (vit_pe_core_*: "
+                "rotary embeddings, rope_type='cat', with the learned "
+                "table) and a VisionTransformer's with norm_pre, no "
+                "patch-embedding bias and attention pooling (learned "
+                "position embeddings only). Say which: "
+                "position_embedding='rope' or 'learned' (keras-vit "
+                "convert --position-embedding rope|learned), or load it "
+                "through its Hub config.json, whose architecture says it."
+            )
+        rope = position_embedding == "rope"
+        if rope and not self.class_token:
+            raise ValueError(
+                f"{self.path}: Perception Encoder core without a class "
+                "token (PE core G/14) is not supported: its attention "
+                "pooling's MLP is narrower than its blocks' "
+                "(attn_pool_mlp_ratio 4, mlp_ratio 5.83), and keras_vit's "
+                "attention pooling has the blocks' MLP width; its Hub "
+                "config is refused for the same reason."
+            )
+        return self.read_as(rope)
 
     def __post_init__(self):
         if self.use_gated_mlp and self.source != "keras":

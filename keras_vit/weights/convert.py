@@ -61,6 +61,7 @@ def model_for_checkpoint(
             for a checkpoint the model cannot load.
     """
     resize = loading.checked_resampling(interpolation, antialias)
+    checkpoint = checkpoint.decided_by(kwargs.get("position_embedding"))
     if checkpoint.misshaped:
         raise ValueError(
             f"{checkpoint.path} holds tensors of the wrong rank for its "
@@ -149,7 +150,10 @@ def architecture(checkpoint):
     `model_for_checkpoint` is given another class count: a new classifier).
     What no file records otherwise (the
     activation and LayerNorm epsilon of a timm file, the number of heads of
-    the fused-QKV formats) is not among them."""
+    the fused-QKV formats) is not among them. A file that fits two
+    layouts (`Checkpoint.perception_encoder`) is refused unless decided
+    (`Checkpoint.decided_by`)."""
+    checkpoint = checkpoint.decided_by(None)
     args = {
         "image_size": checkpoint.image_size,
         "include_top": checkpoint.num_classes is not None,
@@ -314,7 +318,7 @@ def _converted(input_path, settled, options, vit_arguments):
         input_path,
         source_grid=settled["source_grid"],
         position_embedding_tokens=settled["position_embedding_tokens"],
-    )
+    ).decided_by(vit_arguments.get("position_embedding"))
     vit = model_for_checkpoint(
         checkpoint,
         settled["model"],

@@ -78,10 +78,7 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
         arguments = {**DEFAULTS, **given}
     checkpoint = None
     if not reader.is_native(path):  # keras_vit's own files need the model
-        checkpoint = reader.read_checkpoint(path)
-        # The repo's config records what the file's layout leaves to its
-        # defaults (LAION's CLIP: GELU where the layout's is quick GELU).
-        checkpoint.layout_defaults.update(own["recorded"])
+        checkpoint = _read(path, given, user, own)
     if own["source"] is not None:  # a Hub repo
         hub.fill_head(given, checkpoint, user)
         arguments = {**DEFAULTS, **given}
@@ -96,6 +93,24 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
         loading.load_checkpoint(model, loaded, **resize)
 
     return given, load
+
+
+def _read(path, given, user, own):
+    """The checkpoint of the file `path` for `prepare`: of the layout a
+    Hub config's architecture says (`given`'s `position_embedding`: PE
+    core's is `"rope"`) or, for a bare file that fits two, the caller's
+    (`user`'s; `Checkpoint.decided_by`), with what the config records
+    (`own`)."""
+    checkpoint = reader.read_checkpoint(path)
+    checkpoint = (
+        checkpoint.read_as(given.get("position_embedding") == "rope")
+        if own["source"] is not None
+        else checkpoint.decided_by(user.get("position_embedding"))
+    )
+    # The repo's config records what the file's layout leaves to its
+    # defaults (LAION's CLIP: GELU where the layout's is quick GELU).
+    checkpoint.layout_defaults.update(own["recorded"])
+    return checkpoint
 
 
 #: What weights that are no Hub repo bring: no resampling of their own

@@ -80,6 +80,7 @@ def prepare(
             else that keeps the checkpoint from loading.
     """
     resize = checked_resampling(interpolation, antialias)
+    checkpoint = checkpoint.read_as(_perception_encoder(model))
     variables = {v.path: v for v in model.weights}
     tensors = dict(checkpoint.tensors)
     # Every tensor the file holds, the head dropped for fine-tuning too: a
@@ -110,6 +111,17 @@ def prepare(
         _refuse(model, checkpoint, problems, sections)
     values = _in_model_dtypes(model, checkpoint, tensors, variables, keep)
     return values, zeros, notes
+
+
+def _perception_encoder(model):
+    """Whether `model` reads a file that fits both Perception Encoder
+    core and a timm `VisionTransformer` (`Checkpoint.perception_encoder`)
+    as the first: RoPE `"cat"` with the learned table."""
+    return (
+        model.position_embedding == "rope"
+        and model.rope_type == "cat"
+        and model.rope_with_learned
+    )
 
 
 def _rotate_halves(tensors, num_heads):

@@ -286,6 +286,7 @@ def read_timm(tensors, path, position_embedding_tokens=None, source_grid=None):
         position_embedding_tokens=position_embedding_tokens if prefix else None,
         layout_defaults=layout,
         adjacent_rope_pairs=layout.get("rope_type") in ("cat", "mixed"),
+        perception_encoder=_perception_encoder(tensors),
     )
 
 
@@ -322,35 +323,27 @@ NAVER_DEFAULTS = {
 }
 
 
-def _is_perception_encoder(tensors):
-    """Perception Encoder core's layout: absolute embeddings, `norm_pre`,
-    no patch-embedding bias and an attention-pooling head; no timm
-    `VisionTransformer` has them all."""
-    return all(
+def _perception_encoder(tensors):
+    """Perception Encoder core's `layout_defaults` for a file in its
+    layout (absolute embeddings, `norm_pre`, no patch-embedding bias and
+    an attention-pooling head), else `None`. A timm `VisionTransformer`
+    with `pre_norm` and `global_pool="map"` has the same tensors: the
+    reading is decided later (`Checkpoint.perception_encoder`)."""
+    if "patch_embed.proj.bias" in tensors or not all(
         k in tensors
-        for k in (
-            "pos_embed",
-            "norm_pre.weight",
-            "attn_pool.q.weight",
-        )
-    ) and ("patch_embed.proj.bias" not in tensors)
+        for k in ("pos_embed", "norm_pre.weight", "attn_pool.q.weight")
+    ):
+        return None
+    entries = np.shape(tensors["pos_embed"])[1] - ("cls_token" in tensors)
+    side = math.isqrt(entries)
+    return {**PE_DEFAULTS, "rope_reference_grid": (side, side)}
 
 
 def _eva_layout(tensors, path):
-    """The `layout_defaults` of timm's `Eva` layouts (DINOv3, Perception
-    Encoder core, Naver's RoPE-ViT), `{}` for timm's `VisionTransformer`'s;
-    refuses the other `Eva` layouts (EVA-02)."""
-    if _is_perception_encoder(tensors):
-        if "cls_token" not in tensors:
-            raise ValueError(
-                f"{path} is in Perception Encoder's layout without a class "
-                "token (PE core G/14), whose rotary grid offset (0, where "
-                "T/S/B/L have 1) the file does not record: load it through "
-                "its Hub config.json (hf://timm/...)."
-            )
-        entries = np.shape(tensors["pos_embed"])[1] - 1
-        side = math.isqrt(entries)
-        return {**PE_DEFAULTS, "rope_reference_grid": (side, side)}
+    """The `layout_defaults` of timm's `Eva` layouts (DINOv3, Naver's
+    RoPE-ViT), `{}` for timm's `VisionTransformer`'s (and Perception
+    Encoder core's tensors, which are one's too); refuses the other `Eva`
+    layouts (EVA-02)."""
     if not any(_EVA.match(k) for k in tensors):
         return {}
     if "reg_token" in tensors and not (

@@ -229,15 +229,15 @@ def test_mixed_tables_are_per_block_and_head():
         8, rope_type="mixed", num_layers=3, num_heads=2, num_prefix_tokens=1
     )
     table = keras.ops.convert_to_numpy(layer(np.zeros((1, 2, 3, 5))))
-    assert table.shape == (3, 2, 7, 16)
+    assert table.shape == (3, 7, 2, 16)  # (blocks, tokens, heads, ...)
     np.testing.assert_array_equal(
-        table[:, :, 0], np.broadcast_to([0] * 8 + [1] * 8, (3, 2, 16))
+        table[:, 0], np.broadcast_to([0] * 8 + [1] * 8, (3, 2, 16))
     )
     frequencies = keras.ops.convert_to_numpy(layer.frequencies)
     # Patch (row 1, column 2), block 2, head 1: 2 fx + 1 fy.
     angles = 2 * frequencies[0, 2, 1] + frequencies[1, 2, 1]
     np.testing.assert_allclose(
-        table[2, 1, 1 + 5, :8], np.sin(np.tile(angles, 2)), atol=1e-6
+        table[2, 1 + 5, 1, :8], np.sin(np.tile(angles, 2)), atol=1e-6
     )
     config = layer.get_config()
     assert RotaryEmbedding.from_config(config).get_config() == config

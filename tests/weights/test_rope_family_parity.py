@@ -23,10 +23,12 @@ from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 
 import keras_vit
+from keras_vit import cli
 from keras_vit import export
 from keras_vit.training import recipe
 from keras_vit.weights import convert
 from keras_vit.weights import read_checkpoint
+from keras_vit.weights import timm_folder
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden")
 ATOL = 1e-5
@@ -47,6 +49,8 @@ def build(name, checkpoint=None, **kwargs):
     absolute embeddings records no size)."""
     path, expected = files(name)
     kwargs.setdefault("image_size", 16)
+    if name == "pe":  # its tensors are a VisionTransformer's too: say it
+        kwargs.setdefault("position_embedding", "rope")
     model = convert.model_for_checkpoint(
         checkpoint or read_checkpoint(path),
         num_heads=2,
@@ -85,7 +89,7 @@ def _close(model, expected, suffix):
     ],
 )
 def test_the_file_gives_the_architecture(name, rope_type, theta, learned):
-    checkpoint = read_checkpoint(files(name)[0])
+    checkpoint = read_checkpoint(files(name)[0]).decided_by("rope")
     implied = convert.architecture(checkpoint)
     assert implied["position_embedding"] == "rope"
     assert implied["rope_type"] == rope_type
@@ -282,18 +286,98 @@ def test_a_hub_config_keras_vit_cannot_build_is_refused(
         keras_vit.ViT.from_preset(folder)
 
 
-def test_a_perception_encoder_file_without_a_class_token_is_refused(
-    tmp_path,
-):
-    """PE G/14's layout: its rotary grid offset (0, where the others have
-    1) is not in the file, so a bare file is not guessed."""
+def _pe_g14(tmp_path):
+    """The tiny PE file in PE G/14's layout: no class token."""
     tensors = load_file(files("pe")[0])
     del tensors["cls_token"]
     tensors["pos_embed"] = tensors["pos_embed"][:, 1:]
     path = str(tmp_path / "pe_g.safetensors")
     save_file(tensors, path)
-    with pytest.raises(ValueError, match="without a class token"):
-        read_checkpoint(path)
+    return path
+
+
+def test_perception_encoder_without_a_class_token_is_refused(tmp_path):
+    """PE G/14: its attention pooling's MLP is narrower than its blocks',
+    which keras_vit does not build; the message says so, and its Hub
+    config is refused for that too."""
+    with pytest.raises(ValueError, match="G/14.* is not supported"):
+        read_checkpoint(_pe_g14(tmp_path)).decided_by("rope")
+    folder = tmp_path / "hub"
+    folder.mkdir()
+    _hub_folder(folder, "pe")
+    config = json.loads((folder / "config.json").read_text())
+    config["architecture"] = "vit_pe_core_gigantic_patch14_448"
+    config["model_args"]["class_token"] = False
+    config["model_args"].pop("mlp_ratio")  # G/14's own, 5.83
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="attn_pool_mlp_ratio"):
+        keras_vit.ViT.from_preset(str(folder))
+
+
+def test_a_bare_perception_encoder_file_is_refused_as_ambiguous(tmp_path):
+    """PE core's tensors are a VisionTransformer's with norm_pre, no patch
+    bias and MAP pooling: without a model, a config or the caller's
+    position_embedding, nothing guesses; each refusal names the way
+    out."""
+    path = files("pe")[0]
+    match = "Perception Encoder core.*VisionTransformer.*--position-embedding"
+    with pytest.raises(ValueError, match=match):
+        convert.architecture(read_checkpoint(path))
+    with pytest.raises(ValueError, match=match):
+        convert.convert(path, str(tmp_path / "pe.keras"), num_heads=2)
+    with pytest.raises(ValueError, match=match):
+        keras_vit.ViT.from_preset(path, num_heads=2)
+    assert not os.listdir(tmp_path)
+
+
+def test_the_way_out_loads_a_bare_perception_encoder_file(tmp_path):
+    """`keras-vit convert --position-embedding rope` reads it as PE core,
+    and so does a PE model built first: timm's numbers."""
+    path, expected = files("pe")
+    output = str(tmp_path / "pe.keras")
+    flags = ["--num-heads", "2", "--classifier-activation", "none"]
+    flags += ["--mean", *map(str, IMAGENET["mean"])]
+    flags += ["--std", *map(str, IMAGENET["std"]), "--quiet"]
+    command = ["convert", path, "--output", output]
+    assert cli.main([*command, "--position-embedding", "rope", *flags]) == 0
+    converted = keras.saving.load_model(output, safe_mode=True)
+    _close(converted, expected, "")
+    model = keras_vit.ViT.from_config(converted.get_config())
+    keras_vit.load_weights(model, path)
+    _close(model, expected, "")
+
+
+def test_a_plain_vit_in_the_same_layout_round_trips(tmp_path):
+    """keras_vit's own ViT with norm_pre, no patch bias and MAP pooling,
+    written by save_timm: its folder's config and a model built first
+    both read it as a VisionTransformer, exactly (not as PE core)."""
+    model = keras_vit.ViT(
+        image_size=16,
+        patch_size=4,
+        hidden_dim=32,
+        num_layers=1,
+        num_heads=2,
+        mlp_dim=64,
+        num_classes=3,
+        norm_pre=True,
+        patch_bias=False,
+        pooling="map",
+        layer_norm_epsilon=1e-5,
+    )
+    folder = str(tmp_path / "plain")
+    timm_folder.save_timm(model, folder)
+    images = np.random.default_rng(0).uniform(0, 255, (2, 16, 16, 3))
+    want = model.predict(images, verbose=0)
+    loaded = keras_vit.ViT.from_preset(folder)
+    assert loaded.position_embedding == "learned"
+    np.testing.assert_allclose(
+        loaded.predict(images, verbose=0), want, atol=1e-6
+    )
+    again = keras_vit.ViT.from_config(model.get_config())
+    keras_vit.load_weights(again, os.path.join(folder, "model.safetensors"))
+    np.testing.assert_allclose(
+        again.predict(images, verbose=0), want, atol=1e-6
+    )
 
 
 @pytest.mark.slow
