@@ -62,14 +62,38 @@ def snapshot(source):
     )
     fetch = functools.partial(_fetch, client, text, repo, revision)
     folder = os.path.dirname(fetch(hub_config.CONFIG_FILE, required=True))
-    fetch(hub_config.PREPROCESSOR_FILE, required=False)
-    if fetch(WEIGHTS_FILE, required=False) is None:
-        index = fetch(SHARD_INDEX_FILE, required=False)
-        if index is None:
-            fetch(WEIGHTS_FILE, required=True)  # raises, naming it
+    if hub_config.is_transformers(hub_config.load(folder)):
+        fetch(hub_config.PREPROCESSOR_FILE, required=False)
+    index = _weights(fetch)
+    if index is not None:
         for name in reader.shard_names(index):
             fetch(name, required=True)
     return folder
+
+
+def _weights(fetch):
+    """Fetches the repo's `model.safetensors`, else its shards' index
+    (returned, `None` for the former): a whole file the cache cannot
+    vouch for, the Hub out of reach, is refused only once the index is
+    not cached either."""
+    refusal = None
+    for name in (WEIGHTS_FILE, SHARD_INDEX_FILE):
+        try:
+            path = fetch(name, required=False)
+        except _Uncached as error:
+            refusal = refusal or error
+            continue
+        if path is not None:
+            return None if name == WEIGHTS_FILE else path
+    if refusal is not None:
+        raise refusal
+    return fetch(WEIGHTS_FILE, required=True)  # raises, naming it
+
+
+class _Uncached(ValueError):
+    """A file the cache lacks, where neither the Hub (out of reach or
+    `HF_HUB_OFFLINE`) nor the cache's record of the Hub's 404s says the
+    repo lacks it."""
 
 
 def _parse(text):
@@ -87,10 +111,10 @@ def _parse(text):
 def _fetch(client, text, repo, revision, name, required):
     """One file of the repo, from the cache or the Hub (`client`: the
     `huggingface_hub` module, its `errors` and `constants`); `None` for a
-    file that is not `required` and that the Hub says the repo lacks
-    (or, offline, the cache lacks: it cannot tell more). A file the cache
-    lacks while the Hub cannot be reached is refused, required or not: a
-    repo's processor config left out would change the model's input."""
+    file that is not `required` and that the Hub says the repo lacks, now
+    or, the Hub out of reach, as the cache recorded its 404. Any other
+    file the cache lacks is refused, required or not: a repo's processor
+    config left out would change the model's input."""
     hub, errors, constants = client
     try:
         return hub.hf_hub_download(repo, name, revision=revision)
@@ -105,16 +129,17 @@ def _fetch(client, text, repo, revision, name, required):
             "HF_TOKEN)."
         ) from None
     except errors.LocalEntryNotFoundError as error:  # not in the cache
+        cached = hub.try_to_load_from_cache(repo, name, revision=revision)
+        if not required and cached is hub._CACHED_NO_EXIST:
+            return None
         if not constants.HF_HUB_OFFLINE:  # and the Hub not reached
             reason = _first_line(error.__cause__ or error)
-            raise ValueError(
+            raise _Uncached(
                 f"Cannot reach the Hub for {name} of {text}, and its cache "
                 f"does not hold it ({reason}). Set HF_HUB_OFFLINE=1 to load "
                 "what the cache holds."
             ) from None
-        if not required:
-            return None
-        raise ValueError(_missing(text, name, offline=True)) from None
+        raise _Uncached(_missing(text, name, offline=True)) from None
     except errors.EntryNotFoundError:  # (after Local-, its subclass)
         if not required:
             return None

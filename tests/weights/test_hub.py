@@ -12,6 +12,7 @@ import pathlib
 import shutil
 import sys
 import threading
+import types
 import warnings
 
 import keras
@@ -523,7 +524,7 @@ def test_snapshot_without_safetensors_is_refused(tmp_path):
 def hub_cache(tmp_path, monkeypatch):
     """A Hub cache in HF_HOME=tmp, in the real layout
     (`models--ORG--NAME/refs/main`, `snapshots/COMMIT/...`), offline;
-    returns `add(repo, folder)`."""
+    returns `add(repo, folder)`, and `add.root(repo)`: the repo's folder."""
     constants = pytest.importorskip("huggingface_hub.constants")
     cache = tmp_path / "hf" / "hub"
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
@@ -531,16 +532,19 @@ def hub_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
 
+    def root(repo):
+        return cache / f"models--{repo.replace('/', '--')}"
+
     def add(repo, folder):
-        root = cache / f"models--{repo.replace('/', '--')}"
         shutil.copytree(
             folder,
-            root / "snapshots" / COMMIT,
+            root(repo) / "snapshots" / COMMIT,
             ignore=shutil.ignore_patterns("expected.npz"),
         )
-        (root / "refs").mkdir()
-        (root / "refs" / "main").write_text(COMMIT)
+        (root(repo) / "refs").mkdir()
+        (root(repo) / "refs" / "main").write_text(COMMIT)
 
+    add.root = root
     return add
 
 
@@ -590,9 +594,7 @@ def test_hf_id_loads_deit(hub_cache, repo, name):
 def test_hf_id_missing_repo_or_file_names_the_id(hub_cache, tmp_path):
     with pytest.raises(ValueError, match="hf://nobody/nothing"):
         resolver.resolve_model("hf://nobody/nothing")
-    partial = tmp_path / "partial"
-    partial.mkdir()
-    shutil.copy(GOLDEN / "clip_b16" / "config.json", partial)
+    partial = _without(tmp_path, "clip_b16", "model.safetensors")
     hub_cache("openai/clip-vit-base-patch16", partial)
     with pytest.raises(
         ValueError, match="cache .HF_HUB_OFFLINE.*model.safetensors.*patch16"
@@ -623,6 +625,59 @@ def test_hub_out_of_reach_refuses_what_the_cache_lacks(monkeypatch, name):
         ValueError, match=f"Cannot reach the Hub for {name}.*Connection refused"
     ):
         hub.snapshot("hf://google/siglip-base-patch16-224")
+
+
+def _without(tmp_path, name, *left_out):
+    """A copy of golden snapshot `name` without the files `left_out`."""
+    folder = tmp_path / f"{name}_partial"
+    shutil.copytree(
+        GOLDEN / name, folder, ignore=shutil.ignore_patterns(*left_out)
+    )
+    return folder
+
+
+def test_processor_config_the_cache_lacks_is_refused(hub_cache, tmp_path):
+    """A transformers repo cached without its processor config is refused
+    (its input would be the class defaults', not the repo's), unless the
+    cache recorded the Hub's 404 for it: then the class defaults are the
+    processor's."""
+    repo = "facebook/deit-small-distilled-patch16-224"
+    folder = _without(tmp_path, "deit_small_distilled", "preprocessor*")
+    hub_cache(repo, folder)
+    with pytest.raises(ValueError, match="no preprocessor_config.json"):
+        keras_vit.ViT.from_preset(f"hf://{repo}")
+    marker = hub_cache.root(repo) / ".no_exist" / COMMIT
+    marker.mkdir(parents=True)
+    (marker / "preprocessor_config.json").touch()
+    model = keras_vit.ViT.from_preset(f"hf://{repo}")
+    assert model.image_resize["crop_pct"] == 224 / 256
+    assert model.normalization["mean"] == (0.5,) * 3  # the class's
+
+
+@pytest.mark.parametrize("name", ["timm_deit3_small", "sharded"])
+def test_cached_repo_loads_with_the_hub_out_of_reach(
+    hub_cache, tmp_path, monkeypatch, name
+):
+    """Online, the Hub refusing connections: a timm repo (no processor
+    config to ask for) and a sharded repo (its index tried before its
+    absent whole file is refused) load from the cache."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    http = pytest.importorskip("huggingface_hub.utils._http")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    # The client's retries of an uncached file, without their waits.
+    clock = types.SimpleNamespace(sleep=lambda seconds: None)
+    monkeypatch.setattr(http, "time", clock)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    template = "http://127.0.0.1:9/{repo_id}/resolve/{revision}/{filename}"
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+    source = "clip_b16" if name == "sharded" else name
+    folder = GOLDEN / source
+    if name == "sharded":
+        folder = _sharded(tmp_path / "sharded", folder)
+    hub_cache("org/repo", folder)
+    model = keras_vit.ViT.from_preset("hf://org/repo")
+    expected = np.load(GOLDEN / source / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
 
 
 @pytest.mark.parametrize(
