@@ -82,11 +82,10 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
         # The repo's config records what the file's layout leaves to its
         # defaults (LAION's CLIP: GELU where the layout's is quick GELU).
         checkpoint.layout_defaults.update(own["recorded"])
-    if own["source"] is not None:  # a Hub repo
+    if own["source"] is not None:  # a Hub repo (safetensors: read above)
+        hub.refuse_misfit(given, user, checkpoint)
         hub.fill_head(given, checkpoint, user)
         arguments = {**DEFAULTS, **given}
-    if own["source"] is not None and checkpoint is not None:
-        hub.refuse_misfit(given, user, checkpoint)
     _fill_from_checkpoint(given, arguments, preset, checkpoint)
 
     def load(model):

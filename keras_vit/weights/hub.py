@@ -242,10 +242,11 @@ def fill_head(given, checkpoint, user):
     """Fills in `given` the head of a snapshot whose config does not say
     whether the file has one (transformers': `CLIPVisionModel` or
     `CLIPModel`): the checkpoint's, with its layout's classifier
-    activation (a CLIP projection gives embeddings). Then the one rule
-    for the files' class names (not those in `user`, the caller's
-    arguments): dropped where they do not name the head's outputs (no
-    head, or a head of another size: a new `num_classes`)."""
+    activation (a CLIP projection gives embeddings). Then drops the
+    files' class names (not those in `user`, the caller's arguments)
+    where they do not name the head's outputs: no head, or a new head of
+    the caller's `num_classes` (`refuse_misfit` refused names that name
+    no head of the file)."""
     if "include_top" not in given:
         given["include_top"] = checkpoint.num_classes is not None
         if checkpoint.num_classes is not None:
@@ -271,16 +272,17 @@ _SIZES = ("hidden_dim", "num_layers", "mlp_dim")
 def refuse_misfit(given, user, checkpoint):
     """Raises, before a model is built, where a Hub repo's config (in
     `given`, the arguments with the caller's, `user`, over it) and its
-    weights (`checkpoint`) disagree on a size or, unless the caller chose
-    the head, on the class count of the head the file has: built from
-    the config, the model would not load, or would put the config's class
-    names on a new, zero head; and a huge number in a config would be
-    allocated before the weights refused it. (A config with a head over
-    a file without one gets a new head, with a warning, as in timm.)"""
+    weights (`checkpoint`) disagree on a size, or, unless the caller
+    chose the head (`num_classes`), on the class count of the head the
+    file has or on the count of the config's class names (timm's
+    `label_names`, transformers' `id2label`; a config's head over a file
+    without one: its count): built from the config, the
+    model would not load, or would put the config's class names on a
+    new, zero head; and a huge number in a config would be allocated
+    before the weights refused it. (A config with a head over a file
+    without one gets a new head, with a warning, as in timm.)"""
     found = {name: getattr(checkpoint, name) for name in _SIZES}
-    if not {"num_classes", "include_top"} & set(user) and given.get(
-        "include_top"
-    ):
+    if "num_classes" not in user and given.get("include_top"):
         found["num_classes"] = checkpoint.num_classes
     for name, value in found.items():
         if value is not None and given.get(name) != value:
@@ -290,3 +292,18 @@ def refuse_misfit(given, user, checkpoint):
                 f"{given.get(name)!r}, the weights {name}={value!r}; "
                 f"nothing was built. Received: {name}={given.get(name)!r}"
             )
+    names = given.get("class_names")
+    # The files' head: the weights', else the config's (a new head).
+    head = checkpoint.num_classes or given.get("num_classes")
+    if (
+        names is not None
+        and not {"class_names", "num_classes"} & set(user)
+        and given.get("include_top") is not False
+        and len(names) != head
+    ):
+        raise ValueError(
+            f"The repo's config.json names {len(names)} classes, but the "
+            f"head of its files {checkpoint.path} has {head or 'no'} "
+            "outputs; nothing was built. Pass num_classes (a new head) or "
+            f"include_top=False. Received: {len(names)} class names"
+        )

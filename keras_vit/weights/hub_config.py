@@ -444,15 +444,10 @@ def _timm(config, folder):
     arguments["include_top"] = num_classes > 0
     if num_classes > 0:
         arguments["num_classes"] = num_classes
-    names = config.get("label_names")
-    if names is not None and num_classes > 0:
-        names = _field(config, "label_names", list, where)
-        if len(names) != num_classes:
-            raise ValueError(
-                f"{where}: `label_names` must name the {num_classes} "
-                f"classes of `num_classes`. Received: {len(names)} names"
-            )
-        arguments["class_names"] = names
+    if config.get("label_names") is not None and num_classes > 0:
+        # (Their count is checked against the weights' head:
+        # `hub.refuse_misfit`.)
+        arguments["class_names"] = _field(config, "label_names", list, where)
     return HubConfig("timm", name, arguments, dict(_TIMM_RESAMPLING))
 
 

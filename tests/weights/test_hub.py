@@ -490,14 +490,41 @@ def test_one_rule_keeps_class_names_that_name_the_head(name, given, names):
     assert model.preprocessing.class_names == names
 
 
-def test_timm_label_names_of_another_count_are_refused(tmp_path):
-    config = {
-        "architecture": "vit_base_patch16_224",
-        "num_classes": 3,
-        "label_names": ["a", "b"],
-    }
-    with pytest.raises(ValueError, match="label_names.*3 classes.*2 names"):
-        hub_config.read(_folder(tmp_path, config))
+@pytest.mark.parametrize(
+    "name, key, names",
+    [
+        ("timm_deit3_small", "label_names", ["a", "b"]),
+        ("deit_small_distilled", "id2label", {"0": "a", "1": "b"}),
+    ],
+)
+def test_class_names_of_another_count_than_the_head_are_refused(
+    tmp_path, name, key, names
+):
+    """One rule for timm's and transformers' names: they must name the
+    4 outputs of the file's head, unless the caller chose the head."""
+    folder = tmp_path / name
+    shutil.copytree(GOLDEN / name, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config[key] = names
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="names 2 classes.*has 4 outputs"):
+        keras_vit.ViT.from_preset(str(folder))
+    model = keras_vit.ViT.from_preset(str(folder), num_classes=2)
+    assert model.preprocessing.class_names == ("a", "b")
+    model = keras_vit.ViT.from_preset(str(folder), include_top=False)
+    assert model.preprocessing.class_names is None
+
+
+def test_include_top_alone_keeps_the_head_check(tmp_path):
+    """`include_top=True` chooses no head: the config's class count must
+    still be the file's."""
+    folder = tmp_path / "snapshot"
+    shutil.copytree(GOLDEN / "keras_to_timm_dinov2", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(num_classes=4, label_names=list("abcd"))
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="num_classes=4.*num_classes=3"):
+        keras_vit.ViT.from_preset(str(folder), include_top=True)
 
 
 def test_timm_label_names_become_class_names(tmp_path):
@@ -508,6 +535,10 @@ def test_timm_label_names_become_class_names(tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     model = keras_vit.ViT.from_preset(str(folder))  # a new head, named
     assert model.preprocessing.class_names == ("cat", "dog")
+    config.update(num_classes=3)  # names of another count than that head
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="names 2 classes.*has 3 outputs"):
+        keras_vit.ViT.from_preset(str(folder))
 
 
 def test_snapshot_without_safetensors_is_refused(tmp_path):
