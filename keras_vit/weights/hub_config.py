@@ -239,6 +239,15 @@ _TIMM_RESAMPLING = {"interpolation": "bicubic_pytorch", "antialias": True}
 _PIL_RESAMPLE = {2: "bilinear", 3: "bicubic", None: "bilinear"}
 
 _IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
+#: timm's data config where `pretrained_cfg` leaves a field out, null or
+#: empty (timm 1.0.31 `timm.data.resolve_data_config`; `input_size`,
+#: where absent or null: the model's `in_chans` and `img_size`).
+_TIMM_DATA_DEFAULTS = {
+    **_IMAGENET,
+    "interpolation": "bicubic",
+    "crop_pct": 0.875,
+    "crop_mode": "center",
+}
 _SQUARE_224 = {"height": 224, "width": 224}
 _HALF = {"image_mean": (0.5,) * 3, "image_std": (0.5,) * 3}
 #: `BitImageProcessor` (DINOv2's) and `CLIPImageProcessor`: OpenAI CLIP's
@@ -433,7 +442,6 @@ def _timm(config, folder):
         args, rope = _eva(args, where)
     arguments = {**_timm_arguments(args, where), **rope}
     pretrained = _field(config, "pretrained_cfg", dict, where, default={})
-    pretrained = _timm_data_config(pretrained, args["in_chans"], where)
     arguments.update(_timm_preprocessing(pretrained, args, where))
     num_classes = _field(config, "num_classes", int, where, default=1000)
     if num_classes < 0:
@@ -591,59 +599,50 @@ def _per_channel(value, key, where, channels):
     return tuple(value)
 
 
-def _timm_data_config(pretrained, channels, where):
-    """`pretrained_cfg` with timm's own fallbacks where a field is absent
-    or empty (`timm.data.resolve_data_config`): ImageNet's mean and std
-    (each on its own), a 0.875 crop, a centre crop."""
-    pretrained = dict(pretrained)
-    for key in ("mean", "std"):
-        value = pretrained.get(key) or _IMAGENET[key]
-        pretrained[key] = _per_channel(value, key, where, channels)
-    for key in ("crop_pct", "crop_mode"):
-        if not pretrained.get(key):
-            pretrained.pop(key, None)
-    return pretrained
-
-
 def _timm_preprocessing(pretrained, args, where):
-    """`pretrained_cfg` -> `image_size`, `normalization`, `image_resize`."""
-    img_size = args["img_size"]
-    if isinstance(img_size, int):
-        img_size = [img_size, img_size]
-    size = pretrained.get("input_size", [args["in_chans"], *img_size])
+    """`pretrained_cfg` -> `image_size`, `normalization`, `image_resize`,
+    each field falling back as timm's do (`_TIMM_DATA_DEFAULTS`)."""
+    data = {
+        key: pretrained.get(key) or value
+        for key, value in _TIMM_DATA_DEFAULTS.items()
+    }
+    size = pretrained.get("input_size")
+    if size is None:
+        img_size = args["img_size"]
+        if isinstance(img_size, int):
+            img_size = [img_size, img_size]
+        size = [args["in_chans"], *img_size]
     if not isinstance(size, list) or len(size) != 3:
         raise ValueError(
             f"{where}: `pretrained_cfg['input_size']` must be [C, H, W]. "
             f"Received: input_size={size!r}"
         )
-    settings = {"image_size": size[1] if size[1] == size[2] else size[1:]}
-    if "mean" in pretrained and "std" in pretrained:
-        settings["normalization"] = {
-            "mean": tuple(pretrained["mean"]),
-            "std": tuple(pretrained["std"]),
-        }
-    mode = pretrained.get("crop_mode", "center")
-    if mode not in ("center", "squash"):
+    if data["crop_mode"] not in ("center", "squash"):
         raise ValueError(
             f"{where}: keras_vit resizes by a centre crop or squashing. "
-            f"Received: pretrained_cfg['crop_mode']={mode!r}"
+            f"Received: pretrained_cfg['crop_mode']={data['crop_mode']!r}"
         )
-    interpolation = pretrained.get("interpolation", "bicubic")
-    if interpolation not in resize.INTERPOLATIONS:
+    if data["interpolation"] not in resize.INTERPOLATIONS:
         raise ValueError(
             f"{where}: keras_vit resizes images by "
             f"{' or '.join(resize.INTERPOLATIONS)} interpolation only. "
             "Received: "
-            f"pretrained_cfg['interpolation']={interpolation!r}"
+            f"pretrained_cfg['interpolation']={data['interpolation']!r}"
         )
-    settings["image_resize"] = {
-        "crop_pct": None
-        if mode == "squash"
-        else pretrained.get("crop_pct", 0.875),
-        "interpolation": interpolation,
-        "antialias": True,
+    return {
+        "image_size": size[1] if size[1] == size[2] else size[1:],
+        "normalization": {
+            key: _per_channel(data[key], key, where, args["in_chans"])
+            for key in ("mean", "std")
+        },
+        "image_resize": {
+            "crop_pct": None
+            if data["crop_mode"] == "squash"
+            else data["crop_pct"],
+            "interpolation": data["interpolation"],
+            "antialias": True,
+        },
     }
-    return settings
 
 
 def _transformers(config, processor, folder):

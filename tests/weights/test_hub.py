@@ -311,6 +311,26 @@ def test_timm_interpolation_is_read(tmp_path, interpolation):
     assert args["image_resize"]["interpolation"] == interpolation
 
 
+@pytest.mark.parametrize("empty", [None, "", []])
+def test_timm_empty_data_fields_fall_back_as_timm_does(tmp_path, empty):
+    """`timm.data.resolve_data_config` takes each of these fields only
+    where it is set and not empty, else its default."""
+    keys = ("interpolation", "mean", "std", "crop_pct", "crop_mode")
+    config = {
+        "architecture": "vit_base_patch16_224",
+        "pretrained_cfg": dict.fromkeys(keys, empty),
+    }
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["image_resize"] == {
+        "crop_pct": 0.875,
+        "interpolation": "bicubic",
+        "antialias": True,
+    }
+    assert args["normalization"]["mean"] == (0.485, 0.456, 0.406)
+    assert args["normalization"]["std"] == (0.229, 0.224, 0.225)
+    assert args["image_size"] == 224
+
+
 @pytest.mark.parametrize("interpolation", ["nearest", "lanczos", "random"])
 def test_timm_interpolation_keras_vit_lacks_is_refused(tmp_path, interpolation):
     config = {
