@@ -1140,6 +1140,16 @@ def test_save_timm_refuses_what_timm_has_no_place_for(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_save_timm_writes_an_mlp_ratio_that_gives_the_width_back(tmp_path):
+    # 120 / 88 * 88 is 119.99...: timm's int(D * mlp_ratio) built 119.
+    model = keras_vit.ViT(**{**TINY, "hidden_dim": 88, "mlp_dim": 120})
+    timm_folder.save_timm(model, tmp_path / "timm")
+    config = json.loads((tmp_path / "timm" / "config.json").read_text())
+    assert int(88 * config["model_args"]["mlp_ratio"]) == 120
+    loaded = keras_vit.ViT.from_preset(str(tmp_path / "timm"))
+    assert loaded.mlp_dim == 120
+
+
 def test_transformers_vit_classifier_snapshot(tmp_path):
     """A `ViTForImageClassification` repo: its `config.json` and file as
     `save_pretrained` wrote them (tests/golden/make_checkpoints.py), no
