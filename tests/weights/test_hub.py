@@ -856,8 +856,8 @@ def test_cli_few_shot_takes_an_hf_id(deit3_id, monkeypatch, capsys):
 
 @pytest.mark.slow
 def test_cli_train_weights_takes_an_hf_id(deit3_id, tmp_path, capsys):
-    """`train --weights hf://...` builds the repo's architecture (the
-    default model name asks for none); another name must agree with it."""
+    """`train --weights hf://...` builds the repo's architecture (no
+    `--model` asks for none); a name given must agree with it."""
     photos = tmp_path / "photos"
     for i, label in enumerate(("cat", "dog", "cat", "dog")):
         (photos / label).mkdir(parents=True, exist_ok=True)
@@ -871,9 +871,10 @@ def test_cli_train_weights_takes_an_hf_id(deit3_id, tmp_path, capsys):
     assert (model.hidden_dim, model.num_layers) == (16, 2)
     assert model.position_embedding_tokens == "patches"  # DeiT III's
     assert model.preprocessing.class_names == ("cat", "dog")
-    other = ["--model", "B/16", "--output", str(tmp_path / "other")]
-    assert cli.main([*argv, *other]) == 2
-    assert "hidden_dim" in capsys.readouterr().err
+    for name in ("B/16", "ViT_Ti16"):  # the default's name, given, too
+        other = ["--model", name, "--output", str(tmp_path / name[-2:])]
+        assert cli.main([*argv, *other]) == 2
+        assert "hidden_dim" in capsys.readouterr().err
 
 
 def test_benchmark_model_takes_a_hub_repo_and_overrides(hub_cache):
