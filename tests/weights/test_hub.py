@@ -287,6 +287,41 @@ def test_transformers_processor_gives_size_and_crop(tmp_path):
     assert args["normalization"]["std"] == (0.4, 0.5, 0.6)
 
 
+@pytest.mark.parametrize(
+    "model_type, processor, expected",
+    [
+        # No file: the class defaults (transformers 5.25), the crop too,
+        # at the config's resolution.
+        ("clip", {}, (224, 1.0, "bicubic", 0.48145466)),
+        ("dinov2", {}, (224, 1.0, "bicubic", 0.48145466)),  # Bit's
+        ("deit", {}, (224, 224 / 256, "bicubic", 0.5)),
+        ("vit", {}, (224, None, "bilinear", 0.5)),
+        # Older processors' int sizes: the shorter side where a crop
+        # follows, else the height and width.
+        (
+            "vit",
+            {"size": 256, "crop_size": 224, "do_center_crop": True},
+            (224, 224 / 256, "bilinear", 0.5),
+        ),
+        ("clip", {"size": 384, "do_center_crop": False}, (384, None)),
+    ],
+)
+def test_processor_class_defaults_under_the_file(
+    tmp_path, model_type, processor, expected
+):
+    args = hub_config.read(
+        _folder(tmp_path, {"model_type": model_type}, processor or None)
+    ).arguments
+    resize = args["image_resize"]
+    found = (
+        args["image_size"],
+        resize["crop_pct"],
+        resize["interpolation"],
+        args["normalization"]["mean"][0],
+    )
+    assert found[: len(expected)] == expected
+
+
 def test_processor_resize_then_crop_feeds_the_crop(tmp_path):
     # DeiTImageProcessor's class defaults: resize to 256x256, crop 224.
     processor = {
