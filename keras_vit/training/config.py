@@ -85,15 +85,24 @@ def _field(default, help=None, **metadata):
     return dataclasses.field(default=default, metadata=metadata)
 
 
+#: The network of a run that names none, unless its weights are a Hub
+#: repo (whose architecture is built).
+DEFAULT_MODEL = "ViT_Ti16"
+
+
 @dataclasses.dataclass
 class ModelConfig:
     """The network: `name` is a builder name (`"ViT_Ti16"`) or a variant
-    (`"S/16"`); `image_size`, `patch_size` and `kwargs` (any
-    `keras_vit.ViT` argument, e.g. `{"hidden_dim": 96}`) override it;
-    `weights` is a preset or a file to start from."""
+    (`"S/16"`), or `None`: a Hub repo's architecture where `weights` is
+    one, else `DEFAULT_MODEL` (`builder`); `image_size`, `patch_size` and
+    `kwargs` (any `keras_vit.ViT` argument, e.g. `{"hidden_dim": 96}`)
+    override it; `weights` is a preset or a file to start from."""
 
     name: str = _field(
-        "ViT_Ti16", "builder (ViT_Ti16) or variant (S/16)", flat="model"
+        None,
+        f"builder (ViT_Ti16) or variant (S/16); default: a Hub repo's "
+        f"architecture (--weights hf://...), else {DEFAULT_MODEL}",
+        flat="model",
     )
     weights: str = _field(
         None, "preset, checkpoint or Hub repo (hf://, its architecture too)"
@@ -124,6 +133,13 @@ class ModelConfig:
             ("drop_path", "drop_path_rate", float, None, None),
         ),
     )
+
+    @property
+    def builder(self):
+        """The builder or variant named: `name`, else `DEFAULT_MODEL` (a
+        Hub repo as `weights` under no `name`: `train` builds the repo's
+        architecture instead)."""
+        return DEFAULT_MODEL if self.name is None else self.name
 
 
 @dataclasses.dataclass
@@ -600,12 +616,12 @@ class TrainConfig:
         if (
             recipe == "fine_tune"
             and model.weights is None
-            and not registry.resolve(model.name).preset
+            and not registry.resolve(model.builder).preset
         ):
             raise ValueError(
                 "Fine-tuning starts from pre-trained weights: give `weights` "
                 "(a preset such as 'augreg_in21k', or a checkpoint file) or "
-                f"a preset as the model. Received: model={model.name!r}, "
+                f"a preset as the model. Received: model={model.builder!r}, "
                 "weights=None"
             )
         return config
@@ -673,7 +689,7 @@ class TrainConfig:
     def check(self):
         """Raises `ValueError` for any bad setting, before anything runs."""
         model, data, run = self.model, self.data, self.run
-        if registry.resolve(model.name).preset and model.weights is not None:
+        if registry.resolve(model.builder).preset and model.weights is not None:
             raise ValueError(  # (resolve raises for an unknown name)
                 f"The model {model.name!r} is a preset, its own weights. "
                 f"Received: weights={model.weights!r}"
@@ -737,7 +753,7 @@ class TrainConfig:
         from keras_vit.models.config import vit_config
 
         model = self.model
-        variant = registry.get_variant(registry.resolve(model.name).variant)
+        variant = registry.get_variant(registry.resolve(model.builder).variant)
         numbers = {
             name: model.kwargs.get(name, variant[name])
             for name in ("hidden_dim", "num_layers", "num_heads", "mlp_dim")
@@ -746,7 +762,8 @@ class TrainConfig:
             vit_config(**numbers)
         except ValueError as error:
             raise ValueError(
-                f"{error}, for model={model.name!r} (its numbers: {numbers!r})"
+                f"{error}, for model={model.builder!r} (its numbers: "
+                f"{numbers!r})"
             ) from None
 
     def _check_optimizer(self):

@@ -35,7 +35,7 @@ from keras_vit.models.preprocessing import scale_and_offset
 from keras_vit.training import callbacks as run_callbacks
 from keras_vit.training import recipe
 from keras_vit.training import strategy as run_strategy
-from keras_vit.training.config import ModelConfig
+from keras_vit.training.config import DEFAULT_MODEL
 from keras_vit.training.config import flatten
 from keras_vit.training.masked_patches import MaskedPatchPrediction
 from keras_vit.weights import convert
@@ -62,8 +62,8 @@ def build_model(config, num_classes, dtype=None, class_names=None):
     `MaskedPatchPrediction` around a `keras_vit.ViT` without a head. Each
     ViT rematerialises its blocks in training as `scale.remat` says.
     Weights from a Hub repo (`hf://`, a snapshot folder) bring their
-    architecture: under the default model name, the repo's is built;
-    another name's numbers must agree with the repo's."""
+    architecture: under no model name (the default), the repo's is
+    built; a name's numbers must agree with the repo's."""
 
     spec = config.model
     kwargs = dict(spec.kwargs)
@@ -79,8 +79,8 @@ def build_model(config, num_classes, dtype=None, class_names=None):
         kwargs["include_top"] = False
     elif class_names is not None:
         kwargs["class_names"] = list(class_names)
-    name = spec.name
-    if hub.is_source(spec.weights) and name == ModelConfig.name:
+    name = spec.builder
+    if spec.name is None and hub.is_source(spec.weights):
         name, kwargs["weights"] = spec.weights, None
     model = resolver.resolve_model(name, **kwargs)
     model.remat = config.scale.remat
@@ -371,6 +371,9 @@ def _check_resumable(config):
     with open(path) as file:
         previous = flatten(json.load(file))  # either form
     current = flatten(json.loads(json.dumps(dataclasses.asdict(config))))
+    if current["model"] is None and previous.get("model") == DEFAULT_MODEL:
+        # Recorded before no name (`None`) meant the default: the same.
+        previous["model"] = None
     differ = [
         f"{name}={previous.get(name)!r} there, {current[name]!r} here"
         for name in RESUME_SETTINGS

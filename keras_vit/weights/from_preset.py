@@ -79,11 +79,10 @@ def prepare(weights, arguments, interpolation=None, antialias=None):
     checkpoint = None
     if not reader.is_native(path):  # keras_vit's own files need the model
         checkpoint = _read(path, given, user, own)
-    if own["source"] is not None:  # a Hub repo
+    if own["source"] is not None:  # a Hub repo (safetensors: read above)
+        hub.refuse_misfit(given, user, checkpoint)
         hub.fill_head(given, checkpoint, user)
         arguments = {**DEFAULTS, **given}
-    if own["source"] is not None and checkpoint is not None:
-        hub.refuse_misfit(given, user, checkpoint)
     _fill_from_checkpoint(given, arguments, preset, checkpoint)
 
     def load(model):

@@ -62,14 +62,38 @@ def snapshot(source):
     )
     fetch = functools.partial(_fetch, client, text, repo, revision)
     folder = os.path.dirname(fetch(hub_config.CONFIG_FILE, required=True))
-    fetch(hub_config.PREPROCESSOR_FILE, required=False)
-    if fetch(WEIGHTS_FILE, required=False) is None:
-        index = fetch(SHARD_INDEX_FILE, required=False)
-        if index is None:
-            fetch(WEIGHTS_FILE, required=True)  # raises, naming it
+    if hub_config.is_transformers(hub_config.load(folder)):
+        fetch(hub_config.PREPROCESSOR_FILE, required=False)
+    index = _weights(fetch)
+    if index is not None:
         for name in reader.shard_names(index):
             fetch(name, required=True)
     return folder
+
+
+def _weights(fetch):
+    """Fetches the repo's `model.safetensors`, else its shards' index
+    (returned, `None` for the former): a whole file the cache cannot
+    vouch for, the Hub out of reach, is refused only once the index is
+    not cached either."""
+    refusal = None
+    for name in (WEIGHTS_FILE, SHARD_INDEX_FILE):
+        try:
+            path = fetch(name, required=False)
+        except _Uncached as error:
+            refusal = refusal or error
+            continue
+        if path is not None:
+            return None if name == WEIGHTS_FILE else path
+    if refusal is not None:
+        raise refusal
+    return fetch(WEIGHTS_FILE, required=True)  # raises, naming it
+
+
+class _Uncached(ValueError):
+    """A file the cache lacks, where neither the Hub (out of reach or
+    `HF_HUB_OFFLINE`) nor the cache's record of the Hub's 404s says the
+    repo lacks it."""
 
 
 def _parse(text):
@@ -87,10 +111,10 @@ def _parse(text):
 def _fetch(client, text, repo, revision, name, required):
     """One file of the repo, from the cache or the Hub (`client`: the
     `huggingface_hub` module, its `errors` and `constants`); `None` for a
-    file that is not `required` and that the Hub says the repo lacks
-    (or, offline, the cache lacks: it cannot tell more). A file the cache
-    lacks while the Hub cannot be reached is refused, required or not: a
-    repo's processor config left out would change the model's input."""
+    file that is not `required` and that the Hub says the repo lacks, now
+    or, the Hub out of reach, as the cache recorded its 404. Any other
+    file the cache lacks is refused, required or not: a repo's processor
+    config left out would change the model's input."""
     hub, errors, constants = client
     try:
         return hub.hf_hub_download(repo, name, revision=revision)
@@ -105,16 +129,17 @@ def _fetch(client, text, repo, revision, name, required):
             "HF_TOKEN)."
         ) from None
     except errors.LocalEntryNotFoundError as error:  # not in the cache
+        cached = hub.try_to_load_from_cache(repo, name, revision=revision)
+        if not required and cached is hub._CACHED_NO_EXIST:
+            return None
         if not constants.HF_HUB_OFFLINE:  # and the Hub not reached
             reason = _first_line(error.__cause__ or error)
-            raise ValueError(
+            raise _Uncached(
                 f"Cannot reach the Hub for {name} of {text}, and its cache "
                 f"does not hold it ({reason}). Set HF_HUB_OFFLINE=1 to load "
                 "what the cache holds."
             ) from None
-        if not required:
-            return None
-        raise ValueError(_missing(text, name, offline=True)) from None
+        raise _Uncached(_missing(text, name, offline=True)) from None
     except errors.EntryNotFoundError:  # (after Local-, its subclass)
         if not required:
             return None
@@ -217,10 +242,11 @@ def fill_head(given, checkpoint, user):
     """Fills in `given` the head of a snapshot whose config does not say
     whether the file has one (transformers': `CLIPVisionModel` or
     `CLIPModel`): the checkpoint's, with its layout's classifier
-    activation (a CLIP projection gives embeddings). Then the one rule
-    for the files' class names (not those in `user`, the caller's
-    arguments): dropped where they do not name the head's outputs (no
-    head, or a head of another size: a new `num_classes`)."""
+    activation (a CLIP projection gives embeddings). Then drops the
+    files' class names (not those in `user`, the caller's arguments)
+    where they do not name the head's outputs: no head, or a new head of
+    the caller's `num_classes` (`refuse_misfit` refused names that name
+    no head of the file)."""
     if "include_top" not in given:
         given["include_top"] = checkpoint.num_classes is not None
         if checkpoint.num_classes is not None:
@@ -246,16 +272,17 @@ _SIZES = ("hidden_dim", "num_layers", "mlp_dim")
 def refuse_misfit(given, user, checkpoint):
     """Raises, before a model is built, where a Hub repo's config (in
     `given`, the arguments with the caller's, `user`, over it) and its
-    weights (`checkpoint`) disagree on a size or, unless the caller chose
-    the head, on the class count of the head the file has: built from
-    the config, the model would not load, or would put the config's class
-    names on a new, zero head; and a huge number in a config would be
-    allocated before the weights refused it. (A config with a head over
-    a file without one gets a new head, with a warning, as in timm.)"""
+    weights (`checkpoint`) disagree on a size, or, unless the caller
+    chose the head (`num_classes`), on the class count of the head the
+    file has or on the count of the config's class names (timm's
+    `label_names`, transformers' `id2label`; a config's head over a file
+    without one: its count): built from the config, the
+    model would not load, or would put the config's class names on a
+    new, zero head; and a huge number in a config would be allocated
+    before the weights refused it. (A config with a head over a file
+    without one gets a new head, with a warning, as in timm.)"""
     found = {name: getattr(checkpoint, name) for name in _SIZES}
-    if not {"num_classes", "include_top"} & set(user) and given.get(
-        "include_top"
-    ):
+    if "num_classes" not in user and given.get("include_top"):
         found["num_classes"] = checkpoint.num_classes
     for name, value in found.items():
         if value is not None and given.get(name) != value:
@@ -265,3 +292,18 @@ def refuse_misfit(given, user, checkpoint):
                 f"{given.get(name)!r}, the weights {name}={value!r}; "
                 f"nothing was built. Received: {name}={given.get(name)!r}"
             )
+    names = given.get("class_names")
+    # The files' head: the weights', else the config's (a new head).
+    head = checkpoint.num_classes or given.get("num_classes")
+    if (
+        names is not None
+        and not {"class_names", "num_classes"} & set(user)
+        and given.get("include_top") is not False
+        and len(names) != head
+    ):
+        raise ValueError(
+            f"The repo's config.json names {len(names)} classes, but the "
+            f"head of its files {checkpoint.path} has {head or 'no'} "
+            "outputs; nothing was built. Pass num_classes (a new head) or "
+            f"include_top=False. Received: {len(names)} class names"
+        )

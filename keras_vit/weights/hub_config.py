@@ -21,7 +21,8 @@ Two publishers' layouts:
   (`image_mean`, `image_std`, `size`, `crop_size`, `do_center_crop`,
   `resample`). A field left at its class default is not written;
   `TRANSFORMERS_DEFAULTS` holds those defaults (transformers 5.25's
-  `models/*/configuration_*.py`).
+  `models/*/configuration_*.py`), `_PROCESSOR_DEFAULTS` the image
+  processors' (a repo without the file: its class defaults).
 
 `read(folder)` returns a `HubConfig`: the architecture (arguments that
 change the answer and that an override may not contradict), the settings
@@ -230,31 +231,59 @@ _TRANSFORMERS_ACTIVATION = {
 #: `DINOv3ViTConfig`'s bias fields of the fused `qkv` projection.
 _QKV = ("query", "key", "value")
 
-#: Each image processor's mean and std where `preprocessor_config.json` is
-#: absent or omits them: ViT's 0.5, ImageNet's (DINOv2's
-#: `BitImageProcessor`), OpenAI CLIP's, and SigLIP's 0.5.
-_IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
-_PROCESSOR_NORMALIZATION = {
-    "vit": {"mean": (0.5,) * 3, "std": (0.5,) * 3},  # ViTImageProcessor's
-    "deit": {"mean": (0.5,) * 3, "std": (0.5,) * 3},  # DeiTImageProcessor's
-    "dinov2": _IMAGENET,
-    "dinov2_with_registers": _IMAGENET,
-    "clip_vision_model": {
-        "mean": (0.48145466, 0.4578275, 0.40821073),
-        "std": (0.26862954, 0.26130258, 0.27577711),
-    },
-    "siglip_vision_model": {"mean": (0.5,) * 3, "std": (0.5,) * 3},
-    "dinov3_vit": _IMAGENET,
-}
 #: timm's resampling of position embeddings; also given for
 #: `DINOv3ViTModel`, whose RoPE leaves no table to resample.
 _TIMM_RESAMPLING = {"interpolation": "bicubic_pytorch", "antialias": True}
-#: PIL's resampling codes (`resample` in a processor config).
-_PIL_RESAMPLE = {2: "bilinear", 3: "bicubic"}
-#: Each image processor's `resample` where its config omits it: bilinear
-#: for `ViTImageProcessor` and `DINOv3ViTImageProcessor`, else bicubic
-#: (`BitImageProcessor`, `CLIPImageProcessor`, `SiglipImageProcessor`).
-_PROCESSOR_RESAMPLE = {"vit": 2, "dinov3_vit": 2}
+#: PIL's resampling codes (`resample` in a processor config); `null`
+#: resamples bilinearly, as transformers' image processors do.
+_PIL_RESAMPLE = {2: "bilinear", 3: "bicubic", None: "bilinear"}
+
+_IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
+#: timm's data config where `pretrained_cfg` leaves a field out, null or
+#: empty (timm 1.0.31 `timm.data.resolve_data_config`; `input_size`,
+#: where absent or null: the model's `in_chans` and `img_size`).
+_TIMM_DATA_DEFAULTS = {
+    **_IMAGENET,
+    "interpolation": "bicubic",
+    "crop_pct": 0.875,
+    "crop_mode": "center",
+}
+_SQUARE_224 = {"height": 224, "width": 224}
+_HALF = {"image_mean": (0.5,) * 3, "image_std": (0.5,) * 3}
+#: `BitImageProcessor` (DINOv2's) and `CLIPImageProcessor`: OpenAI CLIP's
+#: mean and std, the shorter side to 224 then a 224 centre crop.
+_CLIP_PROCESSOR = {
+    "image_mean": (0.48145466, 0.4578275, 0.40821073),
+    "image_std": (0.26862954, 0.26130258, 0.27577711),
+    "resample": 3,
+    "size": {"shortest_edge": 224},
+    "crop_size": _SQUARE_224,
+    "do_center_crop": True,
+}
+#: Each `model_type`'s image processor's class defaults, which a
+#: `preprocessor_config.json` (or its absence) leaves as they are
+#: (transformers 5.25 `models/*/image_processing_*.py`: `ViT`, `DeiT`,
+#: `Bit`, `CLIP`, `Siglip`, `DINOv3ViT` `ImageProcessor`).
+_PROCESSOR_DEFAULTS = {
+    "vit": {**_HALF, "resample": 2, "size": _SQUARE_224},
+    "deit": {
+        **_HALF,
+        "resample": 3,
+        "size": {"height": 256, "width": 256},
+        "crop_size": _SQUARE_224,
+        "do_center_crop": True,
+    },
+    "dinov2": _CLIP_PROCESSOR,
+    "dinov2_with_registers": _CLIP_PROCESSOR,
+    "clip_vision_model": _CLIP_PROCESSOR,
+    "siglip_vision_model": {**_HALF, "resample": 3, "size": _SQUARE_224},
+    "dinov3_vit": {
+        "image_mean": _IMAGENET["mean"],
+        "image_std": _IMAGENET["std"],
+        "resample": 2,
+        "size": _SQUARE_224,
+    },
+}
 
 #: The `ViT` arguments a user's value may not contradict: they change
 #: what the weights compute.
@@ -310,10 +339,10 @@ def read(folder):
             `config.json`, an unknown architecture or `model_type`, or a
             field keras_vit cannot build.
     """
-    config = _json(folder, CONFIG_FILE, required=True)
+    config = load(folder)
     if "architecture" in config:
         return _timm(config, folder)
-    if "model_type" in config:
+    if is_transformers(config):
         processor = _json(folder, PREPROCESSOR_FILE, required=False)
         return _transformers(config, processor or {}, folder)
     raise ValueError(
@@ -321,6 +350,17 @@ def read(folder):
         "nor a transformers `model_type`. Received: keys "
         f"{sorted(config)[:20]}"
     )
+
+
+def load(folder):
+    """The snapshot `folder`'s `config.json`, a dict, or `ValueError`."""
+    return _json(folder, CONFIG_FILE, required=True)
+
+
+def is_transformers(config):
+    """Whether `config` (`load`'s) is transformers', whose repos carry
+    the image processor's `preprocessor_config.json` (timm's: none)."""
+    return "architecture" not in config and "model_type" in config
 
 
 def _where(folder, name):
@@ -402,7 +442,6 @@ def _timm(config, folder):
         args, rope = _eva(args, where)
     arguments = {**_timm_arguments(args, where), **rope}
     pretrained = _field(config, "pretrained_cfg", dict, where, default={})
-    pretrained = _timm_data_config(pretrained, args["in_chans"], where)
     arguments.update(_timm_preprocessing(pretrained, args, where))
     num_classes = _field(config, "num_classes", int, where, default=1000)
     if num_classes < 0:
@@ -413,15 +452,10 @@ def _timm(config, folder):
     arguments["include_top"] = num_classes > 0
     if num_classes > 0:
         arguments["num_classes"] = num_classes
-    names = config.get("label_names")
-    if names is not None and num_classes > 0:
-        names = _field(config, "label_names", list, where)
-        if len(names) != num_classes:
-            raise ValueError(
-                f"{where}: `label_names` must name the {num_classes} "
-                f"classes of `num_classes`. Received: {len(names)} names"
-            )
-        arguments["class_names"] = names
+    if config.get("label_names") is not None and num_classes > 0:
+        # (Their count is checked against the weights' head:
+        # `hub.refuse_misfit`.)
+        arguments["class_names"] = _field(config, "label_names", list, where)
     return HubConfig("timm", name, arguments, dict(_TIMM_RESAMPLING))
 
 
@@ -565,59 +599,50 @@ def _per_channel(value, key, where, channels):
     return tuple(value)
 
 
-def _timm_data_config(pretrained, channels, where):
-    """`pretrained_cfg` with timm's own fallbacks where a field is absent
-    or empty (`timm.data.resolve_data_config`): ImageNet's mean and std
-    (each on its own), a 0.875 crop, a centre crop."""
-    pretrained = dict(pretrained)
-    for key in ("mean", "std"):
-        value = pretrained.get(key) or _IMAGENET[key]
-        pretrained[key] = _per_channel(value, key, where, channels)
-    for key in ("crop_pct", "crop_mode"):
-        if not pretrained.get(key):
-            pretrained.pop(key, None)
-    return pretrained
-
-
 def _timm_preprocessing(pretrained, args, where):
-    """`pretrained_cfg` -> `image_size`, `normalization`, `image_resize`."""
-    img_size = args["img_size"]
-    if isinstance(img_size, int):
-        img_size = [img_size, img_size]
-    size = pretrained.get("input_size", [args["in_chans"], *img_size])
+    """`pretrained_cfg` -> `image_size`, `normalization`, `image_resize`,
+    each field falling back as timm's do (`_TIMM_DATA_DEFAULTS`)."""
+    data = {
+        key: pretrained.get(key) or value
+        for key, value in _TIMM_DATA_DEFAULTS.items()
+    }
+    size = pretrained.get("input_size")
+    if size is None:
+        img_size = args["img_size"]
+        if isinstance(img_size, int):
+            img_size = [img_size, img_size]
+        size = [args["in_chans"], *img_size]
     if not isinstance(size, list) or len(size) != 3:
         raise ValueError(
             f"{where}: `pretrained_cfg['input_size']` must be [C, H, W]. "
             f"Received: input_size={size!r}"
         )
-    settings = {"image_size": size[1] if size[1] == size[2] else size[1:]}
-    if "mean" in pretrained and "std" in pretrained:
-        settings["normalization"] = {
-            "mean": tuple(pretrained["mean"]),
-            "std": tuple(pretrained["std"]),
-        }
-    mode = pretrained.get("crop_mode", "center")
-    if mode not in ("center", "squash"):
+    if data["crop_mode"] not in ("center", "squash"):
         raise ValueError(
             f"{where}: keras_vit resizes by a centre crop or squashing. "
-            f"Received: pretrained_cfg['crop_mode']={mode!r}"
+            f"Received: pretrained_cfg['crop_mode']={data['crop_mode']!r}"
         )
-    interpolation = pretrained.get("interpolation", "bicubic")
-    if interpolation not in resize.INTERPOLATIONS:
+    if data["interpolation"] not in resize.INTERPOLATIONS:
         raise ValueError(
             f"{where}: keras_vit resizes images by "
             f"{' or '.join(resize.INTERPOLATIONS)} interpolation only. "
             "Received: "
-            f"pretrained_cfg['interpolation']={interpolation!r}"
+            f"pretrained_cfg['interpolation']={data['interpolation']!r}"
         )
-    settings["image_resize"] = {
-        "crop_pct": None
-        if mode == "squash"
-        else pretrained.get("crop_pct", 0.875),
-        "interpolation": interpolation,
-        "antialias": True,
+    return {
+        "image_size": size[1] if size[1] == size[2] else size[1:],
+        "normalization": {
+            key: _per_channel(data[key], key, where, args["in_chans"])
+            for key in ("mean", "std")
+        },
+        "image_resize": {
+            "crop_pct": None
+            if data["crop_mode"] == "squash"
+            else data["crop_pct"],
+            "interpolation": data["interpolation"],
+            "antialias": True,
+        },
     }
-    return settings
 
 
 def _transformers(config, processor, folder):
@@ -637,14 +662,16 @@ def _transformers(config, processor, folder):
         )
     args = {**TRANSFORMERS_DEFAULTS[model_type], **config}
     arguments = _transformers_arguments(model_type, args, where)
-    processor = _checked_processor(
-        processor,
+    checked = _checked_processor(
+        {**_PROCESSOR_DEFAULTS[model_type], **processor},
         _where(folder, PREPROCESSOR_FILE),
         args.get("num_channels", 3),
     )
-    arguments.update(
-        _processor_settings(model_type, processor, args["image_size"])
-    )
+    arguments.update(_processor_settings(checked, args["image_size"]))
+    if not {"size", "crop_size"} & set(processor):
+        # The class's sizes are for its default resolution: the config's
+        # is the model's (its crop fraction stays the class's).
+        arguments["image_size"] = args["image_size"]
     names = _class_names(labels.get("id2label"), where)
     if names is not None:
         arguments["class_names"] = names
@@ -753,17 +780,24 @@ def _checked_processor(processor, where, channels):
     for key in _PROCESSOR_SIZES:
         value = processor.get(key)
         if isinstance(value, list) and len(value) == 2:
-            value = processor[key] = dict(zip(("height", "width"), value))
-        if isinstance(value, dict):
-            _check_size(value, key, where)
-        elif value is not None:
+            value = dict(zip(("height", "width"), value))
+        elif value is not None and not isinstance(value, dict):
             _field(processor, key, int, where)
-            _check_size({"height": value, "width": value}, key, where)
+            # Older processors' `size: 224`: the shorter side where a
+            # crop follows, else the height and width.
+            crop_follows = key == "size" and processor.get("do_center_crop")
+            value = (
+                {"shortest_edge": value}
+                if crop_follows
+                else {"height": value, "width": value}
+            )
+        if value is not None:
+            _check_size(value, key, where)
+            processor[key] = value
     if processor.get("do_normalize", True) is False:
         processor["image_mean"], processor["image_std"] = 0.0, 1.0
     for key in ("image_mean", "image_std"):
-        if key in processor:
-            processor[key] = _per_channel(processor[key], key, where, channels)
+        processor[key] = _per_channel(processor[key], key, where, channels)
     rescale = _ratio(processor, "rescale_factor", where, default=1 / 255)
     if (
         processor.get("do_rescale", True) is False
@@ -775,7 +809,7 @@ def _checked_processor(processor, where, channels):
             f"rescale_factor={rescale!r}"
         )
     resample = processor.get("resample")
-    if resample is not None and resample not in tuple(_PIL_RESAMPLE):
+    if resample not in tuple(_PIL_RESAMPLE):
         raise ValueError(
             f"{where}: keras_vit resizes images by bilinear or bicubic "
             f"interpolation only (PIL's 2 and 3). Received: "
@@ -812,29 +846,12 @@ def _check_size(size, key, where):
         )
 
 
-def _processor_settings(model_type, processor, config_size):
-    """`preprocessor_config.json` -> `image_size` (the size the processor
-    feeds: its crop, else its resize), `normalization`, `image_resize`."""
-    default = _PROCESSOR_NORMALIZATION[model_type]
-    settings = {
-        "normalization": {
-            "mean": tuple(processor.get("image_mean", default["mean"])),
-            "std": tuple(processor.get("image_std", default["std"])),
-        }
-    }
+def _processor_settings(processor, config_size):
+    """A processor's fields (`_checked_processor`'s, over its class
+    defaults) -> `image_size` (the size the processor feeds: its crop,
+    else its resize), `normalization`, `image_resize`."""
     size = processor.get("size") or {}
     crop = processor.get("crop_size") or {}
-    if isinstance(crop, int):  # older processors' `crop_size: 224`
-        crop = {"height": crop, "width": crop}
-    if isinstance(size, int):  # the shorter side where a crop follows
-        crop_follows = processor.get("do_center_crop")
-        size = (
-            {"shortest_edge": size}
-            if crop_follows
-            else {"height": size, "width": size}
-        )
-    resample = processor.get("resample", _PROCESSOR_RESAMPLE.get(model_type))
-    interpolation = _PIL_RESAMPLE.get(resample, "bicubic")
     edge = size.get("shortest_edge") or min(
         size.get("height", 0), size.get("width", 0)
     )
@@ -844,17 +861,20 @@ def _processor_settings(model_type, processor, config_size):
         # square image.)
         image_size = crop.get("height", config_size)
         crop_pct = image_size / edge
-    elif "height" in size:
-        image_size, crop_pct = size["height"], None
     else:
-        image_size, crop_pct = config_size, None
-    settings["image_size"] = image_size
-    settings["image_resize"] = {
-        "crop_pct": crop_pct,
-        "interpolation": interpolation,
-        "antialias": True,
+        image_size, crop_pct = size.get("height", config_size), None
+    return {
+        "image_size": image_size,
+        "normalization": {
+            "mean": processor["image_mean"],
+            "std": processor["image_std"],
+        },
+        "image_resize": {
+            "crop_pct": crop_pct,
+            "interpolation": _PIL_RESAMPLE[processor["resample"]],
+            "antialias": True,
+        },
     }
-    return settings
 
 
 def _class_names(id2label, where):

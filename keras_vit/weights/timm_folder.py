@@ -15,6 +15,7 @@ embeddings) are refused by name.
 """
 
 import json
+import math
 import os
 
 import numpy as np
@@ -44,10 +45,22 @@ def _refusals(model):
         (model.layer_norm_epsilon not in _ARCHITECTURE, "layer_norm_epsilon"),
         (model.norm_pre == model.patch_bias, "norm_pre without patch_bias"),
         (model.pool_include_prefix, "pool_include_prefix=True"),
-        (model.mlp_dim % model.hidden_dim != 0, "mlp_dim / hidden_dim"),
+        (_mlp_ratio(model) is None, "mlp_dim / hidden_dim"),
         (model.image_size[0] != model.image_size[1], "a non-square image"),
     )
     return [what for failed, what in checks if failed]
+
+
+def _mlp_ratio(model):
+    """The `mlp_ratio` that timm's `int(embed_dim * mlp_ratio)` (and
+    keras_vit's reader) turns back into `mlp_dim`: the quotient, else,
+    where its product rounds down below `mlp_dim`, the next float above
+    it; `None` where neither does."""
+    ratio = model.mlp_dim / model.hidden_dim
+    for candidate in (ratio, math.nextafter(ratio, math.inf)):
+        if int(model.hidden_dim * candidate) == model.mlp_dim:
+            return candidate
+    return None
 
 
 def _config(model):
@@ -59,7 +72,7 @@ def _config(model):
         "embed_dim": model.hidden_dim,
         "depth": model.num_layers,
         "num_heads": model.num_heads,
-        "mlp_ratio": model.mlp_dim / model.hidden_dim,
+        "mlp_ratio": _mlp_ratio(model),
         "img_size": model.image_size[0],
         "class_token": model.class_token,
         "reg_tokens": model.num_register_tokens,

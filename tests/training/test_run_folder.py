@@ -299,6 +299,23 @@ def test_a_rerun_compares_its_settings_with_either_form(
         train_module._check_resumable(config)
 
 
+def test_a_run_that_named_no_model_before_none_meant_it_resumes(
+    tmp_path, monkeypatch
+):
+    # Before `model.name=None` (the default: a Hub repo's architecture,
+    # else ViT_Ti16), a run that named no model recorded "ViT_Ti16".
+    train_module, config = _rerun_of(tmp_path, monkeypatch, "nested")
+    path = tmp_path / "run" / "config.json"
+    recorded = json.loads(path.read_text())
+    recorded["model"]["name"] = "ViT_Ti16"
+    path.write_text(json.dumps(recorded))
+    config.model.name = None
+    train_module._check_resumable(config)
+    config.model.name = "S/16"
+    with pytest.raises(ValueError, match="model='ViT_Ti16' there"):
+        train_module._check_resumable(config)
+
+
 @pytest.mark.parametrize("form", ["flat", "nested"])
 def test_a_rerun_with_another_batch_size_is_refused(
     tmp_path, monkeypatch, form

@@ -12,6 +12,7 @@ import pathlib
 import shutil
 import sys
 import threading
+import types
 import warnings
 
 import keras
@@ -286,6 +287,41 @@ def test_transformers_processor_gives_size_and_crop(tmp_path):
     assert args["normalization"]["std"] == (0.4, 0.5, 0.6)
 
 
+@pytest.mark.parametrize(
+    "model_type, processor, expected",
+    [
+        # No file: the class defaults (transformers 5.25), the crop too,
+        # at the config's resolution.
+        ("clip", {}, (224, 1.0, "bicubic", 0.48145466)),
+        ("dinov2", {}, (224, 1.0, "bicubic", 0.48145466)),  # Bit's
+        ("deit", {}, (224, 224 / 256, "bicubic", 0.5)),
+        ("vit", {}, (224, None, "bilinear", 0.5)),
+        # Older processors' int sizes: the shorter side where a crop
+        # follows, else the height and width.
+        (
+            "vit",
+            {"size": 256, "crop_size": 224, "do_center_crop": True},
+            (224, 224 / 256, "bilinear", 0.5),
+        ),
+        ("clip", {"size": 384, "do_center_crop": False}, (384, None)),
+    ],
+)
+def test_processor_class_defaults_under_the_file(
+    tmp_path, model_type, processor, expected
+):
+    args = hub_config.read(
+        _folder(tmp_path, {"model_type": model_type}, processor or None)
+    ).arguments
+    resize = args["image_resize"]
+    found = (
+        args["image_size"],
+        resize["crop_pct"],
+        resize["interpolation"],
+        args["normalization"]["mean"][0],
+    )
+    assert found[: len(expected)] == expected
+
+
 def test_processor_resize_then_crop_feeds_the_crop(tmp_path):
     # DeiTImageProcessor's class defaults: resize to 256x256, crop 224.
     processor = {
@@ -308,6 +344,26 @@ def test_timm_interpolation_is_read(tmp_path, interpolation):
     }
     args = hub_config.read(_folder(tmp_path, config)).arguments
     assert args["image_resize"]["interpolation"] == interpolation
+
+
+@pytest.mark.parametrize("empty", [None, "", []])
+def test_timm_empty_data_fields_fall_back_as_timm_does(tmp_path, empty):
+    """`timm.data.resolve_data_config` takes each of these fields only
+    where it is set and not empty, else its default."""
+    keys = ("interpolation", "mean", "std", "crop_pct", "crop_mode")
+    config = {
+        "architecture": "vit_base_patch16_224",
+        "pretrained_cfg": dict.fromkeys(keys, empty),
+    }
+    args = hub_config.read(_folder(tmp_path, config)).arguments
+    assert args["image_resize"] == {
+        "crop_pct": 0.875,
+        "interpolation": "bicubic",
+        "antialias": True,
+    }
+    assert args["normalization"]["mean"] == (0.485, 0.456, 0.406)
+    assert args["normalization"]["std"] == (0.229, 0.224, 0.225)
+    assert args["image_size"] == 224
 
 
 @pytest.mark.parametrize("interpolation", ["nearest", "lanczos", "random"])
@@ -489,14 +545,41 @@ def test_one_rule_keeps_class_names_that_name_the_head(name, given, names):
     assert model.preprocessing.class_names == names
 
 
-def test_timm_label_names_of_another_count_are_refused(tmp_path):
-    config = {
-        "architecture": "vit_base_patch16_224",
-        "num_classes": 3,
-        "label_names": ["a", "b"],
-    }
-    with pytest.raises(ValueError, match="label_names.*3 classes.*2 names"):
-        hub_config.read(_folder(tmp_path, config))
+@pytest.mark.parametrize(
+    "name, key, names",
+    [
+        ("timm_deit3_small", "label_names", ["a", "b"]),
+        ("deit_small_distilled", "id2label", {"0": "a", "1": "b"}),
+    ],
+)
+def test_class_names_of_another_count_than_the_head_are_refused(
+    tmp_path, name, key, names
+):
+    """One rule for timm's and transformers' names: they must name the
+    4 outputs of the file's head, unless the caller chose the head."""
+    folder = tmp_path / name
+    shutil.copytree(GOLDEN / name, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config[key] = names
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="names 2 classes.*has 4 outputs"):
+        keras_vit.ViT.from_preset(str(folder))
+    model = keras_vit.ViT.from_preset(str(folder), num_classes=2)
+    assert model.preprocessing.class_names == ("a", "b")
+    model = keras_vit.ViT.from_preset(str(folder), include_top=False)
+    assert model.preprocessing.class_names is None
+
+
+def test_include_top_alone_keeps_the_head_check(tmp_path):
+    """`include_top=True` chooses no head: the config's class count must
+    still be the file's."""
+    folder = tmp_path / "snapshot"
+    shutil.copytree(GOLDEN / "keras_to_timm_dinov2", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(num_classes=4, label_names=list("abcd"))
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="num_classes=4.*num_classes=3"):
+        keras_vit.ViT.from_preset(str(folder), include_top=True)
 
 
 def test_timm_label_names_become_class_names(tmp_path):
@@ -507,6 +590,10 @@ def test_timm_label_names_become_class_names(tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     model = keras_vit.ViT.from_preset(str(folder))  # a new head, named
     assert model.preprocessing.class_names == ("cat", "dog")
+    config.update(num_classes=3)  # names of another count than that head
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="names 2 classes.*has 3 outputs"):
+        keras_vit.ViT.from_preset(str(folder))
 
 
 def test_snapshot_without_safetensors_is_refused(tmp_path):
@@ -523,7 +610,7 @@ def test_snapshot_without_safetensors_is_refused(tmp_path):
 def hub_cache(tmp_path, monkeypatch):
     """A Hub cache in HF_HOME=tmp, in the real layout
     (`models--ORG--NAME/refs/main`, `snapshots/COMMIT/...`), offline;
-    returns `add(repo, folder)`."""
+    returns `add(repo, folder)`, and `add.root(repo)`: the repo's folder."""
     constants = pytest.importorskip("huggingface_hub.constants")
     cache = tmp_path / "hf" / "hub"
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
@@ -531,16 +618,19 @@ def hub_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
 
+    def root(repo):
+        return cache / f"models--{repo.replace('/', '--')}"
+
     def add(repo, folder):
-        root = cache / f"models--{repo.replace('/', '--')}"
         shutil.copytree(
             folder,
-            root / "snapshots" / COMMIT,
+            root(repo) / "snapshots" / COMMIT,
             ignore=shutil.ignore_patterns("expected.npz"),
         )
-        (root / "refs").mkdir()
-        (root / "refs" / "main").write_text(COMMIT)
+        (root(repo) / "refs").mkdir()
+        (root(repo) / "refs" / "main").write_text(COMMIT)
 
+    add.root = root
     return add
 
 
@@ -590,9 +680,7 @@ def test_hf_id_loads_deit(hub_cache, repo, name):
 def test_hf_id_missing_repo_or_file_names_the_id(hub_cache, tmp_path):
     with pytest.raises(ValueError, match="hf://nobody/nothing"):
         resolver.resolve_model("hf://nobody/nothing")
-    partial = tmp_path / "partial"
-    partial.mkdir()
-    shutil.copy(GOLDEN / "clip_b16" / "config.json", partial)
+    partial = _without(tmp_path, "clip_b16", "model.safetensors")
     hub_cache("openai/clip-vit-base-patch16", partial)
     with pytest.raises(
         ValueError, match="cache .HF_HUB_OFFLINE.*model.safetensors.*patch16"
@@ -623,6 +711,59 @@ def test_hub_out_of_reach_refuses_what_the_cache_lacks(monkeypatch, name):
         ValueError, match=f"Cannot reach the Hub for {name}.*Connection refused"
     ):
         hub.snapshot("hf://google/siglip-base-patch16-224")
+
+
+def _without(tmp_path, name, *left_out):
+    """A copy of golden snapshot `name` without the files `left_out`."""
+    folder = tmp_path / f"{name}_partial"
+    shutil.copytree(
+        GOLDEN / name, folder, ignore=shutil.ignore_patterns(*left_out)
+    )
+    return folder
+
+
+def test_processor_config_the_cache_lacks_is_refused(hub_cache, tmp_path):
+    """A transformers repo cached without its processor config is refused
+    (its input would be the class defaults', not the repo's), unless the
+    cache recorded the Hub's 404 for it: then the class defaults are the
+    processor's."""
+    repo = "facebook/deit-small-distilled-patch16-224"
+    folder = _without(tmp_path, "deit_small_distilled", "preprocessor*")
+    hub_cache(repo, folder)
+    with pytest.raises(ValueError, match="no preprocessor_config.json"):
+        keras_vit.ViT.from_preset(f"hf://{repo}")
+    marker = hub_cache.root(repo) / ".no_exist" / COMMIT
+    marker.mkdir(parents=True)
+    (marker / "preprocessor_config.json").touch()
+    model = keras_vit.ViT.from_preset(f"hf://{repo}")
+    assert model.image_resize["crop_pct"] == 224 / 256
+    assert model.normalization["mean"] == (0.5,) * 3  # the class's
+
+
+@pytest.mark.parametrize("name", ["timm_deit3_small", "sharded"])
+def test_cached_repo_loads_with_the_hub_out_of_reach(
+    hub_cache, tmp_path, monkeypatch, name
+):
+    """Online, the Hub refusing connections: a timm repo (no processor
+    config to ask for) and a sharded repo (its index tried before its
+    absent whole file is refused) load from the cache."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    http = pytest.importorskip("huggingface_hub.utils._http")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    # The client's retries of an uncached file, without their waits.
+    clock = types.SimpleNamespace(sleep=lambda seconds: None)
+    monkeypatch.setattr(http, "time", clock)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    template = "http://127.0.0.1:9/{repo_id}/resolve/{revision}/{filename}"
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+    source = "clip_b16" if name == "sharded" else name
+    folder = GOLDEN / source
+    if name == "sharded":
+        folder = _sharded(tmp_path / "sharded", folder)
+    hub_cache("org/repo", folder)
+    model = keras_vit.ViT.from_preset("hf://org/repo")
+    expected = np.load(GOLDEN / source / "expected.npz")["output"]
+    np.testing.assert_allclose(model(_pixels(model)), expected, atol=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -750,8 +891,8 @@ def test_cli_few_shot_takes_an_hf_id(deit3_id, monkeypatch, capsys):
 
 @pytest.mark.slow
 def test_cli_train_weights_takes_an_hf_id(deit3_id, tmp_path, capsys):
-    """`train --weights hf://...` builds the repo's architecture (the
-    default model name asks for none); another name must agree with it."""
+    """`train --weights hf://...` builds the repo's architecture (no
+    `--model` asks for none); a name given must agree with it."""
     photos = tmp_path / "photos"
     for i, label in enumerate(("cat", "dog", "cat", "dog")):
         (photos / label).mkdir(parents=True, exist_ok=True)
@@ -765,9 +906,10 @@ def test_cli_train_weights_takes_an_hf_id(deit3_id, tmp_path, capsys):
     assert (model.hidden_dim, model.num_layers) == (16, 2)
     assert model.position_embedding_tokens == "patches"  # DeiT III's
     assert model.preprocessing.class_names == ("cat", "dog")
-    other = ["--model", "B/16", "--output", str(tmp_path / "other")]
-    assert cli.main([*argv, *other]) == 2
-    assert "hidden_dim" in capsys.readouterr().err
+    for name in ("B/16", "ViT_Ti16"):  # the default's name, given, too
+        other = ["--model", name, "--output", str(tmp_path / name[-2:])]
+        assert cli.main([*argv, *other]) == 2
+        assert "hidden_dim" in capsys.readouterr().err
 
 
 def test_benchmark_model_takes_a_hub_repo_and_overrides(hub_cache):
@@ -1032,6 +1174,16 @@ def test_save_timm_refuses_what_timm_has_no_place_for(tmp_path):
     with pytest.raises(ValueError, match="distillation.*layer_norm_epsilon"):
         timm_folder.save_timm(model, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_save_timm_writes_an_mlp_ratio_that_gives_the_width_back(tmp_path):
+    # 120 / 88 * 88 is 119.99...: timm's int(D * mlp_ratio) built 119.
+    model = keras_vit.ViT(**{**TINY, "hidden_dim": 88, "mlp_dim": 120})
+    timm_folder.save_timm(model, tmp_path / "timm")
+    config = json.loads((tmp_path / "timm" / "config.json").read_text())
+    assert int(88 * config["model_args"]["mlp_ratio"]) == 120
+    loaded = keras_vit.ViT.from_preset(str(tmp_path / "timm"))
+    assert loaded.mlp_dim == 120
 
 
 def test_transformers_vit_classifier_snapshot(tmp_path):
