@@ -565,8 +565,8 @@ RUN = """
     from tests.training.test_train import TINY
 
     # A fifth of the digits: 9 steps an epoch instead of 41 (what is drawn
-    # where is the claim, not the data). `setattr` is all it monkeypatches.
-    fewer_digits(type("Patch", (), {{"setattr": staticmethod(setattr)}}))
+    # where is the claim, not the data).
+    fewer_digits()
 
     class Kill(keras.callbacks.Callback):
         # Runs after keras_vit's callbacks: an epoch's backup is written.
@@ -798,7 +798,7 @@ FEWER_DIGITS_CLI = [
     "-c",
     "import sys\n"
     "from tests.helpers import fewer_digits\n"
-    "fewer_digits(type('Patch', (), {'setattr': staticmethod(setattr)}))\n"
+    "fewer_digits()\n"
     "from keras_vit.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n",
 ]
