@@ -128,17 +128,22 @@ def made_once(tmp_path_factory, name, make):
     return folder
 
 
-def fewer_digits(monkeypatch, train=320, test=80):
+def fewer_digits(monkeypatch=None, train=320, test=80):
     """Makes the "digits" dataset its first `train` training and `test`
     test images (the real scikit-learn digits, split as always): what
-    reads, trains on or scores them runs as it would on all 1,797."""
+    reads, trains on or scores them runs as it would on all 1,797. Without
+    `monkeypatch` (in a process a test started) for the rest of the
+    process."""
     every = datasets.digits_arrays
 
     def fewer(*args, **kwargs):
         splits = every(*args, **kwargs)
         return tuple((x[:n], y[:n]) for (x, y), n in zip(splits, (train, test)))
 
-    monkeypatch.setattr(datasets, "digits_arrays", fewer)
+    if monkeypatch is None:
+        datasets.digits_arrays = fewer
+    else:
+        monkeypatch.setattr(datasets, "digits_arrays", fewer)
 
 
 def unwritable(monkeypatch, folder):

@@ -36,6 +36,19 @@ def _load(name):
 
 
 @pytest.fixture
+def without_xla(monkeypatch):
+    """Keras models compile without XLA here: an example's XLA compiles
+    were most of its test's time on a CPU (tests/training cover XLA
+    training); what it trains is the same."""
+    compile_ = keras.Model.compile
+
+    def compile_without_xla(self, *args, **kwargs):
+        return compile_(self, *args, **{**kwargs, "jit_compile": False})
+
+    monkeypatch.setattr(keras.Model, "compile", compile_without_xla)
+
+
+@pytest.fixture
 def captured(monkeypatch):
     """Replaces `keras_vit.training.train`; returns the configs it got."""
     configs = []
@@ -523,7 +536,7 @@ def test_masked_patch_prediction_takes_the_unlabelled_images_asked_for(
 
 
 def test_masked_patch_prediction_fine_tunes_through_from_preset(
-    monkeypatch, tmp_path
+    monkeypatch, tmp_path, without_xla
 ):
     example = _load("masked_patch_prediction.py")
     example["MODEL"].update(TINY_BLOCK)
@@ -548,10 +561,12 @@ def test_masked_patch_prediction_fine_tunes_through_from_preset(
 
 
 @pytest.mark.slow
-def test_masked_patch_prediction_example_runs(monkeypatch, tmp_path, capsys):
+def test_masked_patch_prediction_example_runs(
+    monkeypatch, tmp_path, capsys, without_xla
+):
     _fake_fashion_mnist(monkeypatch)
     example = _load("masked_patch_prediction.py")
-    # A smaller model of the same geometry, to keep the XLA compiles short.
+    # A smaller model of the same geometry.
     monkeypatch.setitem(
         example["main"].__globals__,
         "MODEL",

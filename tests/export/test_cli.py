@@ -138,32 +138,23 @@ def test_verify_command_fails_with_exit_2(
     assert "keras-vit: error: Verification failed" in capsys.readouterr().err
 
 
-def test_export_script_and_builder_name(tmp_path):
+def test_export_script_and_builder_name(tmp_path, monkeypatch, capsys):
     # The export/ entry point, with a name instead of a file (the
-    # registered tiny variant's, as a builder's name takes that path).
+    # registered tiny variant's, as a builder's name takes that path), run
+    # as `python export/...` runs it, in this process.
     out = tmp_path / "ti.tflite"
-    process = subprocess.run(
-        [
-            sys.executable,
+    monkeypatch.chdir(tmp_path)
+    argv = ["export_tflite.py", TEST_VARIANT, "--image-size", "32"]
+    argv += ["--num-classes", "3", "--output", str(out), "--num-images", "4"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_path(
             os.path.join(ROOT, "export", "export_tflite.py"),
-            TEST_VARIANT,
-            "--image-size",
-            "32",
-            "--num-classes",
-            "3",
-            "--output",
-            str(out),
-            "--num-images",
-            "4",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
+            run_name="__main__",
+        )
+    assert exit_.value.code == 0, capsys.readouterr().err[-3000:]
     assert out.exists() and (tmp_path / "ti.json").exists()
-    assert "passed" in process.stdout
+    assert "passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -177,7 +168,7 @@ def test_export_scripts_refuse_another_format(
     # argparse lets the last --format win: export_tflite.py --format
     # saved_model wrote a SavedModel without a word. The script runs as
     # `python export/...` runs it, in this process (a process of its own
-    # took 4-5 s: test_export_script_and_builder_name runs one).
+    # took 4-5 s).
     out = tmp_path / "out"
     monkeypatch.chdir(tmp_path)
     argv = [script, "model.keras", *spelling.format(other).split()]

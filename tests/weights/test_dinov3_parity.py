@@ -231,13 +231,22 @@ def test_rollout_leaves_the_registers_out():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("quantize", ["none", "float16", "dynamic"])
-@pytest.mark.parametrize("name", ["timm_s", "timm_s_qkvb"])
+@pytest.mark.parametrize(
+    "name, quantize",
+    [
+        ("timm_s", "none"),
+        ("timm_s", "float16"),
+        ("timm_s", "dynamic"),
+        ("timm_s_qkvb", "none"),
+    ],
+)
 def test_exports_to_tflite_verified_in_one_partition(tmp_path, name, quantize):
     """DINOv3-S's layout and EUPE's (`_qkvb`) as a phone takes them: the
     rotary table of a fixed-size model is a constant of the graph; builtin
     ops only, one XNNPACK partition, checked against Keras in float32,
-    float16 and dynamic int8."""
+    float16 and dynamic int8. The layouts differ only in the attention
+    projection's bias, which no quantization mode treats apart from the
+    other biases: EUPE's layout in float32 only."""
     from keras_vit.export import graph as graph_lib
 
     model, _ = build(name, image_size=16)
