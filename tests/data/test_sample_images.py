@@ -27,7 +27,9 @@ def test_an_unknown_name_is_refused_with_the_names():
 
 def test_every_sample_has_its_source_and_licence_beside_it():
     folder = os.path.dirname(keras_vit.sample_image_path())
-    files = sorted(f for f in os.listdir(folder) if f != "README.md")
+    files = sorted(
+        f for f in os.listdir(folder) if f not in ("README.md", "__init__.py")
+    )
     assert files == sorted(SAMPLE_IMAGES.values())
     with open(os.path.join(folder, "README.md"), encoding="utf-8") as file:
         rows = [line for line in file if line.startswith("| `")]

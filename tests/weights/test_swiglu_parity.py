@@ -238,6 +238,17 @@ def test_the_giants_snapshot_folder_loads_exactly(tmp_path):
         "use_swiglu_ffn": True,
     }
     (folder / "config.json").write_text(json.dumps(config))
+    # Its BitImageProcessor's config (ImageNet's mean/std, not the class's
+    # CLIP defaults), at the golden's size.
+    processor = {
+        "image_processor_type": "BitImageProcessor",
+        "image_mean": [0.485, 0.456, 0.406],
+        "image_std": [0.229, 0.224, 0.225],
+        "size": {"shortest_edge": 16},
+        "crop_size": {"height": 16, "width": 16},
+        "resample": 3,
+    }
+    (folder / "preprocessor_config.json").write_text(json.dumps(processor))
     model = keras_vit.ViT.from_preset(str(folder))
     assert (model.use_gated_mlp, model.mlp_dim) == (True, 64)
     assert model.activation == "silu"
