@@ -2,7 +2,7 @@
 #   make demo   runs the main job
 #   make test   runs the test suite
 # Both create the virtual environment .venv on first use.
-#   make test-fast  the tests that take under 0.7 s each (about 3 minutes)
+#   make test-fast  the tests that take under 0.5 s each (under 3 minutes)
 #   make durations  the full suite, writing tests/durations.json, which
 #                   says which tests test-fast leaves out
 #   make coverage-fast  test-fast under coverage.py, then the modules and

@@ -128,7 +128,7 @@ def pytest_collection_finish(session):
 #: their file and those that took more than `FAST_SECONDS` here; a test
 #: not in the file counts as fast until the file is written again.
 DURATIONS = os.path.join(os.path.dirname(__file__), "durations.json")
-FAST_SECONDS = 0.7
+FAST_SECONDS = 0.5
 
 
 def pytest_addoption(parser):
