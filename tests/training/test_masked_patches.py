@@ -11,8 +11,9 @@ from keras_vit.training import make_optimizer
 from keras_vit.training import mean_color_classes
 from tests.helpers import TINY
 from tests.helpers import random_images
-from tests.training.test_train import TWO_DEVICES
+from tests.training import two_devices
 from tests.training.test_train import assert_two_devices_match_one
+from tests.training.two_devices import result
 
 SMALL = dict(TINY, hidden_dim=32, mlp_dim=64)
 
@@ -290,9 +291,9 @@ def test_pretraining_learns_the_task_and_fine_tunes(tmp_path):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-MIRRORED = (
-    TWO_DEVICES
-    + """
+two_devices.register(
+    "masked_patches_mirrored",
+    """
     from keras_vit.training import MaskedPatchPrediction, make_optimizer
     from tests.helpers import TINY_BLOCK
 
@@ -314,12 +315,12 @@ MIRRORED = (
         history = mpp.fit(ds, epochs=3, verbose=0)
         losses[name] = [strategy.num_replicas_in_sync, history.history["loss"]]
     print(json.dumps(losses))
-"""
+""",
 )
 
 
-def test_mirrored_strategy_over_two_devices_matches_one_device():
-    assert_two_devices_match_one(MIRRORED)
+def test_mirrored_strategy_over_two_devices_matches_one_device(two_devices):
+    assert_two_devices_match_one(result(two_devices, "masked_patches_mirrored"))
 
 
 def test_dropout_follows_the_training_flag():

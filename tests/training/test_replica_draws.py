@@ -8,13 +8,11 @@ replica 0's image `i` and replica 1's image `i` got the same masks: a
 global batch held one replica batch's worth of distinct draws.
 """
 
-import json
-
 import numpy as np
 import pytest
 
-from tests.training.test_train import TWO_DEVICES
-from tests.training.test_train import _run
+from tests.training import two_devices as two_devices_scripts
+from tests.training.two_devices import result
 
 #: Every seeded draw of a training step, run on both replicas of
 #: MirroredStrategy (the same inputs and weights on each), then on one
@@ -23,9 +21,9 @@ from tests.training.test_train import _run
 #: `SeedGenerator`): what the package drew before replicas drew apart.
 #: Prints `{"replicas": {site: [out_0, out_1]}, "one": {site: out},
 #: "keras": {site: out}}` (outputs, and gradients as `<site>_grad`).
-SCRIPT = (
-    TWO_DEVICES
-    + """
+two_devices_scripts.register(
+    "replica_draws",
+    """
     from keras_vit import layers as L
     from keras_vit.training import MaskedPatchPrediction, callbacks
 
@@ -120,7 +118,7 @@ SCRIPT = (
     ).astype("float32")
     result["keras"] = {k: v.tolist() for k, v in keras_draws.items()}
     print(json.dumps(result))
-"""
+""",
 )
 
 SITES = (
@@ -136,10 +134,8 @@ SITES = (
 
 
 @pytest.fixture(scope="module")
-def draws():
-    result = _run(SCRIPT)
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+def draws(two_devices):
+    out = result(two_devices, "replica_draws")
     return {
         part: {
             name: np.asarray(value, dtype="float32")

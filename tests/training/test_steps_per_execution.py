@@ -2,20 +2,19 @@
 because Keras itself fails there (keras-team/keras#19246)."""
 
 import importlib
-import json
 
 import pytest
 
+from tests.training import two_devices as two_devices_scripts
 from tests.training.test_train import TINY
-from tests.training.test_train import TWO_DEVICES
-from tests.training.test_train import _run
+from tests.training.two_devices import result
 
 #: The module (`keras_vit.training.train` is also the function's name).
 train_lib = importlib.import_module("keras_vit.training.train")
 
-SCRIPT = (
-    TWO_DEVICES
-    + """
+two_devices_scripts.register(
+    "steps_per_execution",
+    """
     import os
     from keras_vit.training import TrainConfig, train
     from tests.training.test_train import TINY
@@ -33,7 +32,7 @@ SCRIPT = (
         result["keras"] = "trained"
     except Exception as error:
         result["keras"] = type(error).__name__
-    output = os.path.join(OUT, "two")
+    output = os.path.join(sys.argv[1], "two")
     config = TrainConfig.from_dict(
         {**TINY, "epochs": 1, "steps_per_execution": 2, "output": output})
     try:
@@ -44,23 +43,21 @@ SCRIPT = (
     result["two_files"] = (
         sorted(os.listdir(output)) if os.path.isdir(output) else None)
     print(json.dumps(result))
-"""
+""",
+    last=True,  # Keras's own fit fails on the replicas
 )
 
 
 def test_several_steps_per_execution_on_mirrored_replicas_are_refused(
-    tmp_path,
+    two_devices,
 ):
-    script = SCRIPT.replace("OUT", repr(str(tmp_path)))
-    completed = _run(script)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    refused = result(two_devices, "steps_per_execution")
     # Keras's own failure, which the refusal stands in for: when a Keras
     # release fixes it, this fails, and the refusal can go.
-    assert result["keras"] == "InvalidArgumentError"
-    assert "keras-team/keras#19246" in result["two"]
-    assert "Received: steps_per_execution=2" in result["two"]
-    assert result["two_files"] is None  # refused before anything is written
+    assert refused["keras"] == "InvalidArgumentError"
+    assert "keras-team/keras#19246" in refused["two"]
+    assert "Received: steps_per_execution=2" in refused["two"]
+    assert refused["two_files"] is None  # refused before anything is written
     assert TINY["batch_size"] % 2 == 0  # the two replicas' split is whole
 
 

@@ -2,17 +2,16 @@
 metrics are the whole split's (on the CPU, with the TPU path's settings)."""
 
 import importlib
-import json
 import os
 
 import numpy as np
 import pytest
 
 from keras_vit.training import train
+from tests.training import two_devices
 from tests.training.test_train import TINY
-from tests.training.test_train import TWO_DEVICES
-from tests.training.test_train import _run
 from tests.training.test_train import tiny_config
+from tests.training.two_devices import result
 
 train_module = importlib.import_module("keras_vit.training.train")
 
@@ -96,36 +95,31 @@ def test_a_padded_static_evaluation_equals_a_dynamic_one(tmp_path, settings):
     assert_same_metrics(static_and_dynamic(config))
 
 
-#: A `_run` script: `static_and_dynamic` under MirroredStrategy over two
-#: CPUs (the padding of the last batch fills one replica's half alone, as
-#: on a TPU's 8 cores).
-MIRRORED_EVALUATION = (
-    TWO_DEVICES
-    + """
+#: `static_and_dynamic` under MirroredStrategy over two CPUs (the padding
+#: of the last batch fills one replica's half alone, as on a TPU's 8
+#: cores). One step a call: Keras's fit of several under MirroredStrategy
+#: fails on the CPU ("You must feed a value for placeholder tensor").
+two_devices.register(
+    "tpu_evaluation",
+    """
     from keras_vit.training import TrainConfig
+    from tests.training.test_tpu_evaluation import SPLITS
     from tests.training.test_tpu_evaluation import static_and_dynamic
+    from tests.training.test_train import TINY
 
-    config = TrainConfig.from_dict(json.loads({config!r}))
+    config = TrainConfig.from_dict(
+        {**TINY, "output": sys.argv[1] + "/run", **SPLITS,
+         "steps_per_execution": 1})
     print(json.dumps(static_and_dynamic(config, STRATEGIES[1][1])))
-"""
+""",
 )
 
 
 @pytest.mark.slow
 def test_a_padded_static_evaluation_over_two_replicas_equals_a_dynamic_one(
-    tmp_path,
+    two_devices,
 ):
-    # One step a call: Keras's fit of several under MirroredStrategy fails
-    # on the CPU ("You must feed a value for placeholder tensor").
-    config = {
-        **TINY,
-        "output": str(tmp_path / "run"),
-        **SPLITS,
-        "steps_per_execution": 1,
-    }
-    result = _run(MIRRORED_EVALUATION.format(config=json.dumps(config)))
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert_same_metrics(json.loads(result.stdout.strip().splitlines()[-1]))
+    assert_same_metrics(result(two_devices, "tpu_evaluation"))
 
 
 def test_a_tpu_run_validates_and_tests_on_every_example(tmp_path, monkeypatch):

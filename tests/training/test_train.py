@@ -17,6 +17,8 @@ from keras_vit.training import NonFiniteLossError
 from keras_vit.training import TrainConfig
 from keras_vit.training import train
 from tests.helpers import fewer_digits
+from tests.training import two_devices
+from tests.training.two_devices import result
 
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -702,23 +704,9 @@ def test_a_kill_during_a_backup_write_leaves_the_last_backup(tmp_path):
     assert os.listdir(tmp_path) == ["state.json"]
 
 
-#: The start of a script for `_run`: two logical CPUs, and `STRATEGIES`,
-#: one of them alone and MirroredStrategy over both.
-TWO_DEVICES = """
-    import json, numpy as np, tensorflow as tf
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    import keras, keras_vit
-    STRATEGIES = [
-        ("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
-        ("two", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])),
-    ]
-"""
-
-MIRRORED = (
-    TWO_DEVICES
-    + """
+two_devices.register(
+    "mirrored",
+    """
     from keras_vit.training import recipe
     from tests.helpers import TINY_BLOCK
 
@@ -737,24 +725,21 @@ MIRRORED = (
         history = model.fit(ds, epochs=3, verbose=0)
         losses[name] = [strategy.num_replicas_in_sync, history.history["loss"]]
     print(json.dumps(losses))
-"""
+""",
 )
 
 
-def assert_two_devices_match_one(script, rtol=1e-5):
-    """Runs a `TWO_DEVICES` script that prints `{name: [replicas, losses]}`
-    per strategy: the same global batch must give the same losses, to
-    float32 summation-order error, and they must fall."""
-    result = _run(script)
-    assert result.returncode == 0, result.stderr[-3000:]
-    losses = json.loads(result.stdout.strip().splitlines()[-1])
+def assert_two_devices_match_one(losses, rtol=1e-5):
+    """`losses`, what a `two_devices` script printed, `{name: [replicas,
+    losses]}` per strategy: the same global batch must give the same
+    losses, to float32 summation-order error, and they must fall."""
     assert losses["two"][0] == 2 and losses["one"][0] == 1
     np.testing.assert_allclose(losses["two"][1], losses["one"][1], rtol=rtol)
     assert losses["one"][1][-1] < losses["one"][1][0]
 
 
-def test_mirrored_strategy_over_two_devices_matches_one_device():
-    assert_two_devices_match_one(MIRRORED)
+def test_mirrored_strategy_over_two_devices_matches_one_device(two_devices):
+    assert_two_devices_match_one(result(two_devices, "mirrored"))
 
 
 #: `keras-vit train` on digits at their own 8 px, a tiny model, 2 epochs

@@ -1,0 +1,125 @@
+"""Scripts that train on two logical CPUs, all run in one process.
+
+A process of its own for each cost each test a TensorFlow start (seconds);
+the devices of a process are set once, before TensorFlow starts, so these
+scripts cannot run in the test process itself. A test file registers its
+script (`register`) when it is imported; the `two_devices` fixture
+(conftest.py) runs every registered script once for the whole run.
+"""
+
+import functools
+import json
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import tensorflow as tf
+
+from tests.helpers import backend_env
+from tests.helpers import made_once
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+#: The start of a registered script: two logical CPUs and `STRATEGIES`
+#: (`strategies`). A script reads a folder of its own as `sys.argv[1]`
+#: and prints its result as JSON on its last line.
+TWO_DEVICES = """
+    import json, sys, numpy as np, tensorflow as tf
+    from tests.training.two_devices import strategies
+    STRATEGIES = strategies()
+    import keras, keras_vit
+"""
+
+#: Each registered script's body (after `TWO_DEVICES`), by name.
+SCRIPTS = {}
+
+#: Runs each `[name, script, folder]` of the JSON list in `sys.argv[1]`
+#: in turn; writes `{name: its last printed line's JSON, or its error}`
+#: to the file `sys.argv[2]`. A script that fails leaves the next ones
+#: to run.
+_RUNNER = r"""
+import contextlib, io, json, sys, traceback
+runs, results = json.loads(sys.argv[1]), {}
+path = sys.argv[2]
+for name, script, folder in runs:
+    sys.argv[1:] = [folder]
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(script, {"__name__": "__main__"})
+        results[name] = json.loads(printed.getvalue().strip().splitlines()[-1])
+    except BaseException:
+        results[name] = {"error": traceback.format_exc()[-3000:]}
+with open(path, "w") as file:
+    json.dump(results, file)
+"""
+
+
+#: The scripts that run after the others, by name.
+LAST = set()
+
+
+@functools.cache
+def strategies():
+    """Two logical CPUs, and `[("one", OneDeviceStrategy on the first),
+    ("two", MirroredStrategy over both)]`, made once in a process: a
+    second MirroredStrategy over the same devices reuses the first one's
+    collective keys, and its collectives fail ("Shape mismatch in the
+    collective instance")."""
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+    )
+    return [
+        ("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
+        ("two", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])),
+    ]
+
+
+def register(name, body, last=False):
+    """Adds the script `TWO_DEVICES + body` as `name`; with `last`, to run
+    after the others (a step that fails on the replicas aborts the
+    process's collectives)."""
+    SCRIPTS[name] = textwrap.dedent(TWO_DEVICES) + textwrap.dedent(body)
+    if last:
+        LAST.add(name)
+
+
+def _run_all(folder):
+    runs = []
+    for name in sorted(SCRIPTS, key=lambda name: (name in LAST, name)):
+        script = SCRIPTS[name]
+        (folder / name).mkdir()
+        runs.append([name, script, str(folder / name)])
+    process = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _RUNNER,
+            json.dumps(runs),
+            str(folder / "results.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=backend_env("tensorflow"),
+        cwd=REPO,
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+
+
+def results(tmp_path_factory):
+    """`{name: (result, folder)}` of every registered script, run once
+    (`made_once`) in one process."""
+    folder = made_once(tmp_path_factory, "two_devices", _run_all)
+    with open(folder / "results.json") as file:
+        printed = json.load(file)
+    return {name: (printed[name], folder / name) for name in SCRIPTS}
+
+
+def result(results, name):
+    """What the script `name` printed last (its error fails the test)."""
+    printed, _ = results[name]
+    assert "error" not in printed, printed.get("error")
+    return printed
