@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from keras_vit import files
+from tests.helpers import fewer_digits
 from tests.training.test_train import REPO
 from tests.training.test_train import _run
 from tests.training.test_train import tiny_config
@@ -103,7 +104,10 @@ HOLD = """
     import sys, time
     import keras
     from keras_vit.training import TrainConfig, train
+    from tests.helpers import fewer_digits
     from tests.training.test_train import TINY
+
+    fewer_digits()  # as the test's own runs
 
     class Hold(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
@@ -117,10 +121,14 @@ HOLD = """
 
 
 @pytest.mark.slow
-def test_a_second_run_into_a_folder_is_refused_while_the_first_runs(tmp_path):
+def test_a_second_run_into_a_folder_is_refused_while_the_first_runs(
+    tmp_path, monkeypatch
+):
     # Two runs started into one folder raced (both resume the same backup
     # and write the same files) and the second one crashed.
     from keras_vit.training import train
+
+    fewer_digits(monkeypatch)  # an epoch of a few steps
 
     config = tiny_config(tmp_path, epochs=1)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO}
@@ -162,11 +170,13 @@ def test_a_second_run_into_a_folder_is_refused_while_the_first_runs(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_log_holds_the_epochs_of_the_backup_once(tmp_path):
+def test_the_log_holds_the_epochs_of_the_backup_once(tmp_path, monkeypatch):
     # The CSV logger ran after the backup (a kill between them lost the
     # epoch's row for good) and appended on resuming (a row written before
     # a kill was repeated).
     from keras_vit.training import train
+
+    fewer_digits(monkeypatch)  # epochs of a few steps
 
     first = train(tiny_config(tmp_path, epochs=1))
     log = os.path.join(first.output, "log.csv")
@@ -188,10 +198,14 @@ def test_the_log_holds_the_epochs_of_the_backup_once(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_run_does_not_overwrite_a_folder_it_did_not_write(tmp_path):
+def test_a_run_does_not_overwrite_a_folder_it_did_not_write(
+    tmp_path, monkeypatch
+):
     # `--output .` in a project folder replaced its config.json, log.csv
     # and model.keras with the run's, silently.
     from keras_vit.training import train
+
+    fewer_digits(monkeypatch)  # epochs of a few steps
 
     config = tiny_config(tmp_path, epochs=1)
     os.makedirs(config.run.output)

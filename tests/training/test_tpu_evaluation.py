@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from keras_vit.training import train
+from tests.helpers import fewer_digits
 from tests.training import two_devices
 from tests.training.test_train import TINY
 from tests.training.test_train import tiny_config
@@ -125,11 +126,13 @@ def test_a_padded_static_evaluation_over_two_replicas_equals_a_dynamic_one(
 def test_a_tpu_run_validates_and_tests_on_every_example(tmp_path, monkeypatch):
     # Splits smaller than the batch vanished on a TPU (then were refused);
     # larger ones lost their last partial batch. The TPU path's settings,
-    # on the CPU: a batch of 128, 72 validation and 360 test examples.
+    # on the CPU: a batch of 128, 16 validation and 160 test examples (of
+    # 320 training and 160 test digits: `fewer_digits`).
     import tensorflow as tf
 
     from keras_vit.training import strategy as run_strategy
 
+    fewer_digits(monkeypatch, train=320, test=160)
     monkeypatch.setattr(run_strategy, "kind_of", lambda strategy: "tpu")
     config = tiny_config(tmp_path, batch_size=128, validation_split=0.05)
     result = train(config, strategy=tf.distribute.get_strategy())
