@@ -126,12 +126,13 @@ def test_a_tiny_vit_learns_digits(tmp_path):
 
 
 def test_masked_patch_prediction_runs_resumes_and_hands_on_its_backbone(
-    tmp_path,
+    tmp_path, monkeypatch
 ):
     from keras_vit.models.vit import ViT
     from keras_vit.training import MaskedPatchPrediction
     from keras_vit.training.train import build_model
 
+    fewer_digits(monkeypatch)  # epochs of a few steps
     config = tiny_config(tmp_path, epochs=2, objective="masked_patches")
     result = train(config)
     assert isinstance(result.model, MaskedPatchPrediction)
