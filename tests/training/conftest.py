@@ -9,3 +9,7 @@ def two_devices(tmp_path_factory):
     test files registered in `tests.training.two_devices`: all run in one
     process, once for the whole run."""
     return two_devices_scripts.results(tmp_path_factory)
+
+
+def pytest_collection_finish(session):
+    two_devices_scripts.select(session.items)

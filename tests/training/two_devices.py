@@ -4,7 +4,9 @@ A process of its own for each cost each test a TensorFlow start (seconds);
 the devices of a process are set once, before TensorFlow starts, so these
 scripts cannot run in the test process itself. A test file registers its
 script (`register`) when it is imported; the `two_devices` fixture
-(conftest.py) runs every registered script once for the whole run.
+(conftest.py) runs, once for the whole run, the scripts of the test files
+that have a selected test using it (`select`): a run of some tests (the
+fast loop, `-k`) starts none of the others' scripts.
 """
 
 import functools
@@ -31,8 +33,14 @@ TWO_DEVICES = """
     import keras, keras_vit
 """
 
-#: Each registered script's body (after `TWO_DEVICES`), by name.
+#: Each registered script (`TWO_DEVICES` and its body), by name.
 SCRIPTS = {}
+
+#: The module that registered each script, by name.
+OWNERS = {}
+
+#: The modules whose scripts run (`select`).
+SELECTED = set()
 
 #: Runs each `[name, script, folder]` of the JSON list in `sys.argv[1]`
 #: in turn; writes `{name: its last printed line's JSON, or its error}`
@@ -82,13 +90,29 @@ def register(name, body, last=False):
     after the others (a step that fails on the replicas aborts the
     process's collectives)."""
     SCRIPTS[name] = textwrap.dedent(TWO_DEVICES) + textwrap.dedent(body)
+    OWNERS[name] = sys._getframe(1).f_globals["__name__"]
     if last:
         LAST.add(name)
 
 
+def select(items):
+    """Runs the scripts of the modules of those test `items` that use the
+    `two_devices` fixture (the run's selected tests: the same in every
+    xdist worker)."""
+    SELECTED.update(
+        item.module.__name__
+        for item in items
+        if "two_devices" in getattr(item, "fixturenames", ())
+    )
+
+
+def _selected():
+    return [name for name in SCRIPTS if OWNERS[name] in SELECTED]
+
+
 def _run_all(folder):
     runs = []
-    for name in sorted(SCRIPTS, key=lambda name: (name in LAST, name)):
+    for name in sorted(_selected(), key=lambda name: (name in LAST, name)):
         script = SCRIPTS[name]
         (folder / name).mkdir()
         runs.append([name, script, str(folder / name)])
@@ -110,12 +134,12 @@ def _run_all(folder):
 
 
 def results(tmp_path_factory):
-    """`{name: (result, folder)}` of every registered script, run once
+    """`{name: (result, folder)}` of every selected script, run once
     (`made_once`) in one process."""
     folder = made_once(tmp_path_factory, "two_devices", _run_all)
     with open(folder / "results.json") as file:
         printed = json.load(file)
-    return {name: (printed[name], folder / name) for name in SCRIPTS}
+    return {name: (printed[name], folder / name) for name in _selected()}
 
 
 def result(results, name):
