@@ -24,8 +24,7 @@ from keras_vit import visualize
 from keras_vit.export import serving_signatures
 from keras_vit.weights import convert
 from keras_vit.weights import read_checkpoint
-from tests.helpers import made_once
-from tests.helpers import run_scripts
+from tests import model_runs_on_jax
 from tests.weights.test_family_parity import FAMILIES
 from tests.weights.test_family_parity import build
 from tests.weights.test_family_parity import files
@@ -270,12 +269,22 @@ print(json.dumps({"backend": keras.backend.backend(),
 ON_JAX = ["dinov2_reg", "siglip"]
 
 
+def jax_runs():
+    """This module's runs in `model_runs_on_jax`'s one JAX process."""
+    return {
+        f"family_{name}": (
+            JAX_SCRIPT,
+            functools.partial(_prepare_for_jax, name),
+        )
+        for name in ON_JAX
+    }
+
+
 def _prepare_for_jax(name, folder):
     """`_fine_tuned(name)` with a random head, its weights, config and four
     images and labels in `folder`."""
     import json
 
-    folder.mkdir()
     model, _ = _fine_tuned(name)
     randomize = np.random.default_rng(2)
     head = model.get_layer("head")
@@ -289,28 +298,17 @@ def _prepare_for_jax(name, folder):
     np.savez(folder / "inputs.npz", images=images, labels=np.arange(4) % 3)
 
 
-def _run_on_jax(root):
-    for name in ON_JAX:
-        _prepare_for_jax(name, root / name)
-    run_scripts("jax", [(JAX_SCRIPT, root / name) for name in ON_JAX])
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ON_JAX)
 def test_a_family_model_on_the_jax_backend(name, tmp_path_factory):
     """The golden's weights, fine-tuned to 24 px and 3 classes, compute the
-    same outputs and rollout maps on JAX, and train there (both families
-    in one JAX process, made once)."""
-    import json
-
+    same outputs and rollout maps on JAX, and train there (in
+    `model_runs_on_jax`'s one JAX process)."""
     pytest.importorskip("jax")
-    folder = made_once(tmp_path_factory, "families_on_jax", _run_on_jax)
-    folder = folder / name
+    folder, result = model_runs_on_jax.ran(tmp_path_factory, f"family_{name}")
     model, _ = _fine_tuned(name)
     model.load_weights(folder / "model.weights.h5")
     images = np.load(folder / "inputs.npz")["images"]
-    with open(folder / "result.json") as file:
-        result = json.load(file)
     assert result["backend"] == "jax" and np.isfinite(result["loss"][0])
     np.testing.assert_allclose(
         np.load(folder / "jax_outputs.npy"),
