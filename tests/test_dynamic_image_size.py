@@ -60,13 +60,20 @@ def _fixed_at(model, size, tmp_path):
     return fixed
 
 
+def _outputs_at(model, size, images, tmp_path):
+    """`_fixed_at(model, size)`'s outputs on `images`, called (the
+    reference, not a traced `predict`)."""
+    fixed = _fixed_at(model, size, tmp_path)
+    return keras.ops.convert_to_numpy(fixed(images, training=False))
+
+
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_outputs_equal_a_model_rebuilt_at_each_size(layout, tmp_path):
     model = _dynamic(**LAYOUTS[layout])
     assert model.input_shape == (None, None, None, 3)
     for size in SIZES:
         images = random_images((2, *size, 3), seed=size[0])
-        expected = _fixed_at(model, size, tmp_path).predict(images, verbose=0)
+        expected = _outputs_at(model, size, images, tmp_path)
         assert np.abs(expected).max() > 1e-2  # the heads are not zero
         np.testing.assert_allclose(
             keras.ops.convert_to_numpy(model(images)), expected, atol=1e-5
@@ -85,7 +92,7 @@ def test_an_unknown_size_graph_resamples_as_the_loader(tmp_path):
     )
     for size in SIZES[1:]:
         images = random_images((1, *size, 3), seed=1)
-        expected = _fixed_at(model, size, tmp_path).predict(images, verbose=0)
+        expected = _outputs_at(model, size, images, tmp_path)
         np.testing.assert_allclose(call(images), expected, atol=1e-5)
 
 
@@ -96,7 +103,7 @@ def test_jit_compiled_at_two_sizes(tmp_path):
     call = tf.function(model, jit_compile=True)
     for size in ((12, 20), (32, 24)):
         images = random_images((2, *size, 3), seed=3)
-        expected = _fixed_at(model, size, tmp_path).predict(images, verbose=0)
+        expected = _outputs_at(model, size, images, tmp_path)
         np.testing.assert_allclose(
             model.predict(images, verbose=0), expected, atol=1e-5
         )
@@ -111,7 +118,7 @@ def test_padding_pads_the_bottom_and_right_with_zeros(tmp_path):
     padded.set_weights(model.get_weights())
     images = random_images((2, 13, 18, 3)) / 255.0
     zeros = np.pad(images, [(0, 0), (0, 3), (0, 2), (0, 0)])
-    expected = _fixed_at(model, (16, 20), tmp_path).predict(zeros, verbose=0)
+    expected = _outputs_at(model, (16, 20), zeros, tmp_path)
     np.testing.assert_allclose(
         padded.predict(images, verbose=0), expected, atol=1e-5
     )
@@ -207,7 +214,7 @@ def test_tflite_exports_at_image_size_with_builtin_ops(tmp_path):
     ops = graph_lib.op_histogram(result.path)
     assert "CUSTOM" not in ops and "FLEX" not in " ".join(ops)
     images = random_images((1, 16, 16, 3), seed=5)
-    expected = _fixed_at(model, (16, 16), tmp_path).predict(images, verbose=0)
+    expected = _outputs_at(model, (16, 16), images, tmp_path)
     np.testing.assert_allclose(
         runtime_lib.run_tflite(result.path, images), expected, atol=1e-4
     )

@@ -15,10 +15,10 @@ import keras_vit
 from keras_vit.models import vit as vit_module
 from keras_vit.weights import from_preset
 from keras_vit.weights import loading
+from tests import model_runs_on_jax
 from tests.helpers import TINY
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
-from tests.helpers import run_on_jax
 
 #: The layers the tests freeze, as Keras's transfer-learning guide freezes
 #: the bottom of a model for partial fine-tuning.
@@ -186,11 +186,19 @@ print(json.dumps({
 """
 
 
-def test_layers_frozen_on_their_own_stay_frozen_on_jax(tmp_path):
-    pytest.importorskip("jax")
-    with open(tmp_path / "config.json", "w") as file:
+def jax_runs():
+    """This module's run in `model_runs_on_jax`'s one JAX process."""
+    return {"frozen": (JAX_FREEZE_SCRIPT, _prepare_for_jax)}
+
+
+def _prepare_for_jax(folder):
+    with open(folder / "config.json", "w") as file:
         json.dump(TINY, file)
-    result = run_on_jax(JAX_FREEZE_SCRIPT, tmp_path)
+
+
+def test_layers_frozen_on_their_own_stay_frozen_on_jax(tmp_path_factory):
+    pytest.importorskip("jax")
+    _, result = model_runs_on_jax.ran(tmp_path_factory, "frozen")
     saved, loaded = result["trainable"]
     assert saved == loaded and 0 < saved < len(_tiny().weights)
     assert result["optimizer_variables"][0] == result["optimizer_variables"][1]

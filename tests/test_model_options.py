@@ -2,6 +2,7 @@
 CLIP, SigLIP): each against the NumPy reference, in the config, through a
 `.keras` file in safe mode, and checked by name."""
 
+import json
 import os
 
 import keras
@@ -9,11 +10,11 @@ import numpy as np
 import pytest
 
 import keras_vit
+from tests import model_runs_on_jax
 from tests import reference
 from tests.helpers import TINY
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
-from tests.helpers import run_on_jax
 
 rng = np.random.default_rng(0)
 
@@ -510,34 +511,48 @@ print(json.dumps({"backend": keras.backend.backend(), "outputs": outputs}))
 """
 
 
-@pytest.mark.slow
-def test_the_options_compute_the_same_on_jax(tmp_path):
-    import json
+#: The options `test_the_options_compute_the_same_on_jax` runs on JAX.
+JAX_CONFIGS = {
+    "token": {**TINY, **ALL_OPTIONS, "num_register_tokens": 2},
+    "distilled": {
+        **TINY,
+        "distillation": True,
+        "position_embedding_tokens": "patches",
+    },
+    "map": {**TINY, "pooling": "map", "activation": "gelu_tanh"},
+    "gap": {**TINY, "pooling": "gap", "fc_norm": True},
+    "gated": {**TINY, "use_gated_mlp": True, "activation": "silu"},
+}
 
-    pytest.importorskip("jax")
-    configs = {
-        "token": {**TINY, **ALL_OPTIONS, "num_register_tokens": 2},
-        "distilled": {
-            **TINY,
-            "distillation": True,
-            "position_embedding_tokens": "patches",
-        },
-        "map": {**TINY, "pooling": "map", "activation": "gelu_tanh"},
-        "gap": {**TINY, "pooling": "gap", "fc_norm": True},
-        "gated": {**TINY, "use_gated_mlp": True, "activation": "silu"},
-    }
-    images = random_images((2, 32, 32, 3))
-    np.save(tmp_path / "images.npy", images)
-    expected = {}
-    for name, config in configs.items():
+
+def jax_runs():
+    """This module's run in `model_runs_on_jax`'s one JAX process."""
+    return {"options": (JAX_SCRIPT, _prepare_for_jax)}
+
+
+def _prepare_for_jax(folder):
+    """Each of `JAX_CONFIGS` with random weights, and two images, in
+    `folder`."""
+    np.save(folder / "images.npy", random_images((2, 32, 32, 3)))
+    for name, config in JAX_CONFIGS.items():
         model = keras_vit.ViT(**config)
         randomize_weights(model, scale=0.2)
-        model.save_weights(tmp_path / f"{name}.weights.h5")
-        expected[name] = model.predict(images, verbose=0)
-    (tmp_path / "configs.json").write_text(json.dumps(configs))
-    result = run_on_jax(JAX_SCRIPT, tmp_path)
-    for name, out in expected.items():
-        np.testing.assert_allclose(result["outputs"][name], out, atol=1e-5)
+        model.save_weights(folder / f"{name}.weights.h5")
+    (folder / "configs.json").write_text(json.dumps(JAX_CONFIGS))
+
+
+@pytest.mark.slow
+def test_the_options_compute_the_same_on_jax(tmp_path_factory):
+    """Each option's outputs on JAX are TensorFlow's (and it trains
+    there)."""
+    pytest.importorskip("jax")
+    folder, result = model_runs_on_jax.ran(tmp_path_factory, "options")
+    images = np.load(folder / "images.npy")
+    for name, config in JAX_CONFIGS.items():
+        model = keras_vit.ViT(**config)
+        model.load_weights(folder / f"{name}.weights.h5")
+        expected = model(images, training=False)
+        np.testing.assert_allclose(result["outputs"][name], expected, atol=1e-5)
 
 
 def test_masked_patch_prediction_predicts_the_patches_only():

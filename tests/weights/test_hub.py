@@ -899,7 +899,7 @@ def test_cli_train_weights_takes_an_hf_id(deit3_id, tmp_path, capsys):
         _image(photos / label / f"{i}.png", size=16)
     argv = ["train", "--weights", deit3_id, "--dataset", f"folder:{photos}"]
     argv += ["--image-size=32", "--batch-size=2", "--epochs=1"]
-    argv += ["--mixed-precision=off", "--verbose=0"]
+    argv += ["--mixed-precision=off", "--jit-compile=off", "--verbose=0"]
     output = tmp_path / "run"
     assert cli.main([*argv, "--output", str(output)]) == 0
     model = keras.saving.load_model(output / "model.keras", safe_mode=True)
