@@ -13,7 +13,6 @@ import pytest
 import keras_vit
 from keras_vit import export
 from tests.export.helpers import TINY_EXPORT
-from tests.helpers import made_once
 from tests.helpers import randomize_weights
 
 
@@ -70,17 +69,13 @@ def fmt(request):
 
 
 @pytest.fixture
-def earlier_export(fmt, random_model_path, tmp_path_factory, tmp_path):
+def earlier_export(fmt, request, tmp_path):
     """`m` + the format's extension in `tmp_path`: a copy of the random
-    model's export to `fmt` (unlabelled), made once for the whole run, as
-    an earlier export that a test exports over."""
-
-    def make(folder):
-        fmt.export(random_model_path, folder / f"m{fmt.extension}")
-
-    folder = made_once(tmp_path_factory, f"sidecar_{fmt.name}", make)
+    model's export to `fmt` (unlabelled; tests/export/conftest.py's, made
+    once for the run), as an earlier export that a test exports over."""
+    shared = request.getfixturevalue(f"random_{fmt.name}_path").parent
     for name in fmt.files:
-        shutil.copy(folder / name, tmp_path / name)
+        shutil.copy(shared / name, tmp_path / name)
     return tmp_path / f"m{fmt.extension}"
 
 
