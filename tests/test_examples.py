@@ -321,16 +321,18 @@ def test_finetune_offline_runs_end_to_end(monkeypatch, tmp_path, capsys):
         return train(config, *args, **kwargs)
 
     monkeypatch.setattr(keras_vit.training, "train", without_xla)
+    # Its three models of one block, TINY's width (four of 64 in the
+    # example): the same pre-training, checkpoint and fine-tuning path.
+    example = _load("finetune.py")
+    example["SMALL"].update(TINY_BLOCK)
+    argv = ["--offline", "--epochs", "1", "--output", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", ["finetune.py", *argv])
     # The fine-tuned run starts from the checkpoint: 16 px (4x4 patches) ->
     # 32 px.
     with pytest.warns(
         UserWarning, match="resampled from a 4x4 to a 8x8 patch grid"
     ):
-        _run_main(
-            "finetune.py",
-            ["--offline", "--epochs", "1", "--output", str(tmp_path)],
-            monkeypatch,
-        )
+        example["main"]()
     out = capsys.readouterr().out
     checkpoint = tmp_path / "pretrained.npz"
     with np.load(checkpoint) as npz:  # the original google-research layout

@@ -1,5 +1,6 @@
-"""The trained model shared by the export tests (the random one, its
-`.keras` file and `.tflite` export are tests/conftest.py's, for every test).
+"""The trained model shared by the export tests, and the random model's
+ONNX and OpenVINO exports (the random model, its `.keras` file and
+`.tflite` export are tests/conftest.py's, for every test).
 
 Training costs seconds, so the model is trained once per run and saved as a
 `.keras` file; each test loads its own copy (the suite's autouse fixture
@@ -10,6 +11,7 @@ import keras
 import pytest
 
 import keras_vit
+from keras_vit import export
 from tests.export.helpers import TINY_EXPORT
 from tests.helpers import made_once
 
@@ -53,3 +55,33 @@ def _train_digits(folder):
 @pytest.fixture
 def trained_model(trained_model_path):
     return keras.saving.load_model(trained_model_path, compile=False)
+
+
+def _random_export(fmt, needs, model_path, tmp_path_factory):
+    """`m.onnx` / `m.xml`: the random model exported to `fmt` (batch 1,
+    verified, unlabelled, with its `m.json`), made once for the run."""
+    for module in needs:
+        pytest.importorskip(module)
+    extension = {"onnx": ".onnx", "openvino": ".xml"}[fmt]
+
+    def make(folder):
+        getattr(export, f"export_{fmt}")(model_path, folder / f"m{extension}")
+
+    folder = made_once(tmp_path_factory, f"random_{fmt}", make)
+    return folder / f"m{extension}"
+
+
+@pytest.fixture(scope="session")
+def random_onnx_path(random_model_path, tmp_path_factory):
+    """The random model as ONNX (`m.onnx`, `m.json` beside it)."""
+    needs = ("tf2onnx", "onnxruntime")
+    return _random_export("onnx", needs, random_model_path, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def random_openvino_path(random_model_path, tmp_path_factory):
+    """The random model as OpenVINO IR (`m.xml`, `m.bin`, `m.json`)."""
+    needs = ("openvino",)
+    return _random_export(
+        "openvino", needs, random_model_path, tmp_path_factory
+    )

@@ -98,7 +98,9 @@ def test_a_mismatch_leaves_no_file(random_model, tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-def test_bad_arguments_are_refused_by_name(random_model, tmp_path):
+def test_bad_arguments_are_refused_by_name(
+    random_model, random_openvino_path, tmp_path
+):
     for kwargs, message in [
         ({"output": tmp_path / "m.onnx"}, "output=.*m.onnx"),
         ({"output": tmp_path / "missing" / "m.xml"}, "does not exist"),
@@ -110,7 +112,7 @@ def test_bad_arguments_are_refused_by_name(random_model, tmp_path):
         with pytest.raises(ValueError, match=message):
             export.export_openvino(random_model, **kwargs)
     assert os.listdir(tmp_path) == []
-    path = export.export_openvino(random_model, tmp_path / "m.xml").path
+    path = random_openvino_path  # an export (tests/export/conftest.py's)
     with pytest.raises(ValueError, match="precision='int4'"):
         openvino_lib.compile_openvino(path, precision="int4")
     with pytest.raises(ValueError, match="num_threads=0"):

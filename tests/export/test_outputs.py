@@ -16,6 +16,7 @@ from keras_vit.export import onnx as onnx_lib
 from keras_vit.export import openvino as openvino_lib
 from keras_vit.export import saved_model as saved_model_lib
 from keras_vit.export import tflite as tflite_lib
+from tests.export.helpers import tf_latency_stand_in
 from tests.helpers import unwritable
 
 
@@ -380,10 +381,11 @@ def test_benchmark_export_checks_its_outputs_before_the_first_export(
 
 @pytest.mark.slow
 def test_benchmark_export_keeps_its_keras_copy_out_of_output_dir(
-    random_model, tmp_path
+    random_model, tmp_path, monkeypatch
 ):
     # It used to save `<name>.keras` into output_dir, over any file of that
     # name.
+    tf_latency_stand_in(monkeypatch)
     mine = tmp_path / f"{random_model.name}.keras"
     mine.write_bytes(b"my own model")
     export.benchmark_export(

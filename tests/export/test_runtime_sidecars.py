@@ -68,6 +68,17 @@ def fmt(request):
     return request.param
 
 
+@pytest.fixture
+def earlier_export(fmt, request, tmp_path):
+    """`m` + the format's extension in `tmp_path`: a copy of the random
+    model's export to `fmt` (unlabelled; tests/export/conftest.py's, made
+    once for the run), as an earlier export that a test exports over."""
+    shared = request.getfixturevalue(f"random_{fmt.name}_path").parent
+    for name in fmt.files:
+        shutil.copy(shared / name, tmp_path / name)
+    return tmp_path / f"m{fmt.extension}"
+
+
 def test_the_sidecar_holds_labels_input_spec_and_resize(
     fmt, random_model_path, tmp_path
 ):
@@ -149,31 +160,30 @@ def test_a_sidecar_it_should_not_replace_is_refused_before_the_conversion(
 
 
 def test_a_failed_re_export_keeps_the_earlier_export_and_its_sidecar(
-    fmt, random_model, tmp_path, monkeypatch
+    fmt, earlier_export, random_model, tmp_path, monkeypatch
 ):
-    first = fmt.export(random_model, tmp_path / f"m{fmt.extension}")
     labels = list("abcdefghij")
     before = {n: (tmp_path / n).read_bytes() for n in os.listdir(tmp_path)}
     assert sorted(before) == sorted(fmt.files)
     run = getattr(fmt.lib, fmt.run)
     monkeypatch.setattr(fmt.lib, fmt.run, lambda path, x: run(path, x) + 1e-3)
     with pytest.raises(export.VerificationError):
-        fmt.export(random_model, first.path, labels=labels)
+        fmt.export(random_model, earlier_export, labels=labels)
     after = {n: (tmp_path / n).read_bytes() for n in os.listdir(tmp_path)}
     assert after == before
     monkeypatch.setattr(fmt.lib, fmt.run, run)
     # An earlier export's sidecar is replaced with the new one.
-    fmt.export(random_model, first.path, labels=labels)
-    assert export.read_metadata(first.path)["class_names"] == labels
+    fmt.export(random_model, earlier_export, labels=labels)
+    assert export.read_metadata(earlier_export)["class_names"] == labels
 
 
 def test_a_re_export_stopped_before_its_metadata_leaves_none(
-    fmt, random_model, tmp_path, monkeypatch
+    fmt, earlier_export, random_model, tmp_path, monkeypatch
 ):
     # Stopped after the new model took its place but before its metadata
     # was written: the old metadata is gone, not left to describe it.
-    output = tmp_path / f"m{fmt.extension}"
-    fmt.export(random_model, output, labels=list("abcdefghij"))
+    output = earlier_export
+    assert (tmp_path / "m.json").exists()
     old_model = output.read_bytes()
 
     def stopped(*args, **kwargs):
