@@ -99,6 +99,7 @@ def backend(request):
     return request.param
 
 
+@pytest.mark.slow  # (the first to ask makes the backend's runs)
 def test_a_vit_on_another_backend(backend, tmp_path_factory):
     model, images, result, folder = _ran(backend, "vit", tmp_path_factory)
     # The same weights compute the same outputs and attention maps.
@@ -133,6 +134,7 @@ print(json.dumps({"backend": keras.backend.backend()}))
 )
 
 
+@pytest.mark.slow  # (the first to ask makes the backend's runs)
 @pytest.mark.parametrize("name", ["dynamic", "rope"])
 def test_a_dynamic_image_size_vit_on_another_backend(
     backend, name, tmp_path_factory
@@ -168,6 +170,7 @@ print(json.dumps({"backend": keras.backend.backend(),
 )
 
 
+@pytest.mark.slow  # (the first to ask makes the backend's runs)
 def test_a_hybrid_vit_and_vit_b16_on_another_backend(backend, tmp_path_factory):
     # A ResNet stem (convolutions, group norms) computes what TensorFlow's
     # does, and ViT_B16 builds as it does on TensorFlow.

@@ -4,6 +4,8 @@ computes what the plain path computes; the training paths that recompute
 in their backward passes (the attention's, the MLP's `gelu_dense`) give
 automatic differentiation's gradients there too."""
 
+import pytest
+
 from tests.jax_runs import ran_on_jax
 
 # Run on the JAX backend (`tests.jax_runs`: the backend is chosen at
@@ -106,6 +108,7 @@ print(json.dumps(result))
 JAX_RUNS = {"fused_attention": (SCRIPT, None)}
 
 
+@pytest.mark.slow  # (whichever test asks first makes every JAX run)
 def test_fused_attention_on_jax_equals_the_plain_path(tmp_path_factory):
     _, result = ran_on_jax(tmp_path_factory, "fused_attention")
     assert len(result["diffs"]) == 4
