@@ -4,11 +4,9 @@ backend (inference).
 
 keras_vit's training command, data pipelines and exports are TensorFlow's;
 the layers and models are Keras 3 and must work wherever Keras does. Each
-backend's runs are a subprocess (a process has one Keras backend; JAX's
-with other modules' JAX runs: `tests.jax_runs`).
+run is a subprocess (a process has one Keras backend).
 """
 
-import functools
 import json
 
 import numpy as np
@@ -21,7 +19,6 @@ from tests.helpers import made_once
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 from tests.helpers import run_scripts
-from tests.jax_runs import ran_on_jax
 
 # Every backend's script starts here: the model of `_prepare`'s files,
 # and its predictions saved as `<backend>_outputs.npy`.
@@ -99,7 +96,6 @@ def backend(request):
     return request.param
 
 
-@pytest.mark.slow  # (the first to ask makes the backend's runs)
 def test_a_vit_on_another_backend(backend, tmp_path_factory):
     model, images, result, folder = _ran(backend, "vit", tmp_path_factory)
     # The same weights compute the same outputs and attention maps.
@@ -134,7 +130,6 @@ print(json.dumps({"backend": keras.backend.backend()}))
 )
 
 
-@pytest.mark.slow  # (the first to ask makes the backend's runs)
 @pytest.mark.parametrize("name", ["dynamic", "rope"])
 def test_a_dynamic_image_size_vit_on_another_backend(
     backend, name, tmp_path_factory
@@ -170,7 +165,6 @@ print(json.dumps({"backend": keras.backend.backend(),
 )
 
 
-@pytest.mark.slow  # (the first to ask makes the backend's runs)
 def test_a_hybrid_vit_and_vit_b16_on_another_backend(backend, tmp_path_factory):
     # A ResNet stem (convolutions, group norms) computes what TensorFlow's
     # does, and ViT_B16 builds as it does on TensorFlow.
@@ -260,38 +254,31 @@ RUNS = {
 }
 
 
-#: What `tests.jax_runs` runs on JAX for this module: every run of `RUNS`.
-JAX_RUNS = {
-    name: (script, functools.partial(_prepare, config))
-    for name, (script, config) in RUNS.items()
-}
-
-
-def _run_on_torch(root):
-    """Every run of `RUNS` but "remat", on PyTorch, in one subprocess (a
-    backend's start is most of a small script's time), each in
-    `root / name`."""
-    names = [n for n in RUNS if n != "remat"]
+def _run_all(backend, root):
+    """Every run of `RUNS` for `backend`, in one subprocess (a backend's
+    start is most of a small script's time), each in `root / name`."""
+    names = [n for n in RUNS if backend == "jax" or n != "remat"]
     for name in names:
         _prepare(RUNS[name][1], root / name)
-    run_scripts("torch", [(RUNS[n][0], root / n) for n in names])
+    run_scripts(backend, [(RUNS[n][0], root / n) for n in names])
 
 
 def _ran(backend, name, tmp_path_factory):
     """Run `name` of `RUNS` on `backend` (all of that backend's runs made
-    once for the test session, JAX's with `tests.jax_runs`'): the model
-    (its `model.weights.h5` loaded in this process, TensorFlow's), its
-    images, the JSON the script printed last, and the run's folder."""
-    if backend == "jax":
-        folder, result = ran_on_jax(tmp_path_factory, name)
-    else:
-        folder = made_once(tmp_path_factory, "backend_torch", _run_on_torch)
-        folder = folder / name
-        with open(folder / "result.json") as file:
-            result = json.load(file)
+    once for the test session): the model (its `model.weights.h5` loaded in this
+    process, TensorFlow's), its images, the JSON the script printed last,
+    and the run's folder."""
+    root = made_once(
+        tmp_path_factory,
+        f"backend_{backend}",
+        lambda root: _run_all(backend, root),
+    )
+    folder = root / name
     model = keras_vit.ViT.from_preset(
         str(folder / "model.weights.h5"), **RUNS[name][1]
     )
+    with open(folder / "result.json") as file:
+        result = json.load(file)
     return model, np.load(folder / "inputs.npz")["images"], result, folder
 
 

@@ -4,11 +4,15 @@ computes what the plain path computes; the training paths that recompute
 in their backward passes (the attention's, the MLP's `gelu_dense`) give
 automatic differentiation's gradients there too."""
 
+import json
+import subprocess
+import sys
+
 import pytest
 
-from tests.jax_runs import ran_on_jax
+from tests.helpers import backend_env
 
-# Run on the JAX backend (`tests.jax_runs`: the backend is chosen at
+# Run on the JAX backend in a process of its own (the backend is chosen at
 # import). The weights-returning call takes the plain path; the other one,
 # counted, the fused op.
 SCRIPT = r"""
@@ -103,14 +107,19 @@ print(json.dumps(result))
 """
 
 
-#: What `tests.jax_runs` runs on JAX for this module (last: the script
-#: wraps `ops.dot_product_attention` and replaces `gelu_dense`).
-JAX_RUNS = {"fused_attention": (SCRIPT, None)}
-
-
-@pytest.mark.slow  # (whichever test asks first makes every JAX run)
-def test_fused_attention_on_jax_equals_the_plain_path(tmp_path_factory):
-    _, result = ran_on_jax(tmp_path_factory, "fused_attention")
+def test_fused_attention_on_jax_equals_the_plain_path():
+    pytest.importorskip("jax")
+    env = backend_env("jax")
+    process = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    assert result["backend"] == "jax"
     assert len(result["diffs"]) == 4
     assert max(result["diffs"].values()) < 1e-5, result
     assert result["grad_diff"] < 1e-5, result

@@ -4,8 +4,11 @@ argument checks, tracing with unknown dimensions, and Keras's own layer test
 harness (on TensorFlow and on JAX)."""
 
 import inspect
+import json
 import math
 import re
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -14,8 +17,8 @@ from keras.src.testing import TestCase
 
 import keras_vit
 from keras_vit import layers as L
+from tests.helpers import backend_env
 from tests.helpers import randomize_weights
-from tests.jax_runs import ran_on_jax
 
 rng = np.random.default_rng(0)
 
@@ -436,13 +439,19 @@ print(json.dumps({"backend": keras.backend.backend(), "failures": failures}))
 """
 
 
-#: What `tests.jax_runs` runs on JAX for this module.
-JAX_RUNS = {"layer_harness": (JAX_HARNESS, None)}
-
-
 @pytest.mark.slow
-def test_keras_layer_test_harness_on_jax(tmp_path_factory):
+def test_keras_layer_test_harness_on_jax():
     # The harness's compiled training step is a jax.jit there (the default
     # jit_compile); remat with dropout crashed it (UnexpectedTracerError).
-    _, result = ran_on_jax(tmp_path_factory, "layer_harness")
+    pytest.importorskip("jax")
+    env = backend_env("jax")
+    process = subprocess.run(
+        [sys.executable, "-c", JAX_HARNESS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
     assert result == {"backend": "jax", "failures": {}}

@@ -13,7 +13,7 @@ import keras_vit
 from keras_vit.layers.rotary import RotaryEmbedding
 from keras_vit.layers.rotary import rope_table
 from tests.helpers import randomize_weights
-from tests.jax_runs import ran_on_jax
+from tests.helpers import run_on_jax
 
 AUGMENTED = dict(
     rope_shift_coords=0.25, rope_jitter_coords=1.5, rope_rescale_coords=2.0
@@ -236,13 +236,9 @@ print(json.dumps({
 """
 
 
-#: What `tests.jax_runs` runs on JAX for this module.
-JAX_RUNS = {"rope_augmentation": (JAX_SCRIPT, None)}
-
-
 @pytest.mark.slow
-def test_on_jax(tmp_path_factory):
-    _, result = ran_on_jax(tmp_path_factory, "rope_augmentation")
+def test_on_jax():
+    result = run_on_jax(JAX_SCRIPT)
     assert result["inference_same"] and result["finite_loss"]
     assert result["training_differs"] > 1e-4
     assert result["training_vs_inference"] > 1e-4
