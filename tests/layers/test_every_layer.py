@@ -390,14 +390,46 @@ def test_keras_layer_test_harness(name, kwargs, shape, out_shape):
     run_keras_layer_test(name, kwargs, shape, out_shape)
 
 
+#: The cases the harness runs on JAX: every case with dropout (seeds on
+#: JAX), and each other layer's first case, but for the layers that run
+#: inside one of those, as their own training steps' jax.jit would run
+#: them: a layer's first case where a case of it with dropout runs (the
+#: same calls and dropout's), and StdConv2D and ResNetBottleneck, of
+#: which the ResNetStem's first case is made. (Every case runs on
+#: TensorFlow: `test_keras_layer_test_harness`.)
+JAX_CASE_IDS = [
+    case_id
+    for case_id, (name, kwargs, *_) in zip(CASE_IDS, CASES)
+    if "dropout_rate" in kwargs
+    or (
+        case_id.endswith("-0")
+        and name not in ("StdConv2D", "ResNetBottleneck")
+        and not any("dropout_rate" in case[0] for case in LAYERS[name])
+    )
+]
+
+
+def test_every_layer_runs_the_harness_on_jax_itself_or_inside_another():
+    # The stem is made of the left-out layers; the dropout cases hold
+    # their layer's first case's arguments.
+    stem = L.ResNetStem(**LAYERS["ResNetStem"][0][0])
+    stem.build(LAYERS["ResNetStem"][0][1])
+    inside = {type(layer).__name__ for layer in stem._flatten_layers()}
+    assert {"StdConv2D", "ResNetBottleneck"} <= inside
+    ran = {case_id.rsplit("-", 1)[0] for case_id in JAX_CASE_IDS}
+    assert ran | inside >= set(NAMES)
+    for case_id, (name, kwargs, *_) in zip(CASE_IDS, CASES):
+        if case_id in JAX_CASE_IDS and "dropout_rate" in kwargs:
+            assert LAYERS[name][0][0].items() <= kwargs.items()
+
+
 JAX_HARNESS = r"""
 import json, keras
 from tests.layers import test_every_layer as t
 
 failures = {}
 for case_id, case in zip(t.CASE_IDS, t.CASES):
-    # Each layer's first case, and every case with dropout (seeds on JAX).
-    if not case_id.endswith("-0") and "dropout_rate" not in case[1]:
+    if case_id not in t.JAX_CASE_IDS:
         continue
     try:
         t.run_keras_layer_test(*case)
