@@ -196,6 +196,7 @@ def _prepare_for_jax(folder):
         json.dump(TINY, file)
 
 
+@pytest.mark.slow  # the first of the shared JAX run's readers makes it all
 def test_layers_frozen_on_their_own_stay_frozen_on_jax(tmp_path_factory):
     pytest.importorskip("jax")
     _, result = model_runs_on_jax.ran(tmp_path_factory, "frozen")
