@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -10,6 +11,9 @@ import numpy as np
 
 from keras_vit import registry
 from keras_vit.data import datasets
+
+#: The repository's root.
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 #: The registered tiny variant (no paper's): a ViT small enough to run
 #: anywhere in milliseconds.
@@ -64,25 +68,31 @@ def run_on_jax(script, *args):
 
 #: Runs each `(script, folder)` of the JSON list in `sys.argv[1]` in turn,
 #: in one process; a script's last printed line is written to its folder's
-#: `result.json`.
+#: `result.json`, or `{"error": its traceback}` where it failed (the next
+#: scripts still run).
 _RUNNER = r"""
-import contextlib, io, json, sys
+import contextlib, io, json, sys, traceback
 for script, folder in json.loads(sys.argv[1]):
     sys.argv[1:] = [folder]
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(script, {"__name__": "__main__"})
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(script, {"__name__": "__main__"})
+        result = printed.getvalue().strip().splitlines()[-1]
+    except BaseException:
+        result = json.dumps({"error": traceback.format_exc()[-3000:]})
     with open(f"{folder}/result.json", "w") as file:
-        file.write(printed.getvalue().strip().splitlines()[-1])
+        file.write(result)
 """
 
 
 def run_scripts(backend, runs):
     """Runs each `(script, folder)` of `runs` (a script reads its folder
-    as `sys.argv[1]`) on Keras's `backend`, all in one subprocess: a
-    backend's start is most of a small script's time. Returns the JSON
-    each script printed last, by folder, each saying it ran on
-    `backend`."""
+    as `sys.argv[1]` and prints its result as JSON on its last line) on
+    Keras's `backend`, all in one subprocess from the repository's root: a
+    backend's start is most of a small script's time. A script that fails
+    leaves its traceback for `script_result` (which its reader calls) and
+    the next ones to run."""
     process = subprocess.run(
         [
             sys.executable,
@@ -93,15 +103,22 @@ def run_scripts(backend, runs):
         capture_output=True,
         text=True,
         env=backend_env(backend),
+        cwd=REPO,
         timeout=600,
     )
     assert process.returncode == 0, process.stderr[-3000:]
-    results = {}
-    for _, folder in runs:
-        with open(f"{folder}/result.json") as file:
-            results[folder] = json.load(file)
-        assert results[folder]["backend"] == backend
-    return results
+
+
+def script_result(folder, backend=None):
+    """What the script run in `folder` (`run_scripts`) printed last; its
+    error fails the caller, and with `backend` the result must say it ran
+    there."""
+    with open(f"{folder}/result.json") as file:
+        result = json.load(file)
+    assert "error" not in result, result["error"]
+    if backend is not None:
+        assert result["backend"] == backend
+    return result
 
 
 def made_once(tmp_path_factory, name, make):

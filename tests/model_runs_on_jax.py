@@ -8,10 +8,10 @@ to ask runs them all, once for the test session (`helpers.made_once`).
 """
 
 import importlib
-import json
 
 from tests.helpers import made_once
 from tests.helpers import run_scripts
+from tests.helpers import script_result
 
 MODULES = (
     "tests.test_families_everywhere",
@@ -24,8 +24,7 @@ def ran(tmp_path_factory, name):
     """`(folder, result)` of run `name`: its folder and the JSON its
     script printed last (which said it ran on JAX)."""
     folder = made_once(tmp_path_factory, "model_runs_on_jax", _run_all) / name
-    with open(folder / "result.json") as file:
-        return folder, json.load(file)
+    return folder, script_result(folder, "jax")
 
 
 def _run_all(root):

@@ -19,6 +19,7 @@ from tests.helpers import made_once
 from tests.helpers import random_images
 from tests.helpers import randomize_weights
 from tests.helpers import run_scripts
+from tests.helpers import script_result
 
 # Every backend's script starts here: the model of `_prepare`'s files,
 # and its predictions saved as `<backend>_outputs.npy`.
@@ -85,7 +86,8 @@ def _run_on_backend(backend, script, config, tmp_path):
     files in `tmp_path`; returns the model, the images and the JSON the
     script printed last."""
     model, images = _prepare(config, tmp_path)
-    return model, images, run_scripts(backend, [(script, tmp_path)])[tmp_path]
+    run_scripts(backend, [(script, tmp_path)])
+    return model, images, script_result(tmp_path, backend)
 
 
 @pytest.fixture(params=["jax", "torch"])
@@ -277,8 +279,7 @@ def _ran(backend, name, tmp_path_factory):
     model = keras_vit.ViT.from_preset(
         str(folder / "model.weights.h5"), **RUNS[name][1]
     )
-    with open(folder / "result.json") as file:
-        result = json.load(file)
+    result = script_result(folder, backend)
     return model, np.load(folder / "inputs.npz")["images"], result, folder
 
 

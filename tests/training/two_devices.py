@@ -10,18 +10,14 @@ fast loop, `-k`) starts none of the others' scripts.
 """
 
 import functools
-import json
-import pathlib
-import subprocess
 import sys
 import textwrap
 
 import tensorflow as tf
 
-from tests.helpers import backend_env
 from tests.helpers import made_once
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
+from tests.helpers import run_scripts
+from tests.helpers import script_result
 
 #: The start of a registered script: two logical CPUs and `STRATEGIES`
 #: (`strategies`). A script reads a folder of its own as `sys.argv[1]`
@@ -41,28 +37,6 @@ OWNERS = {}
 
 #: The modules whose scripts run (`select`).
 SELECTED = set()
-
-#: Runs each `[name, script, folder]` of the JSON list in `sys.argv[1]`
-#: in turn; writes `{name: its last printed line's JSON, or its error}`
-#: to the file `sys.argv[2]`. A script that fails leaves the next ones
-#: to run.
-_RUNNER = r"""
-import contextlib, io, json, sys, traceback
-runs, results = json.loads(sys.argv[1]), {}
-path = sys.argv[2]
-for name, script, folder in runs:
-    sys.argv[1:] = [folder]
-    printed = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(printed):
-            exec(script, {"__name__": "__main__"})
-        results[name] = json.loads(printed.getvalue().strip().splitlines()[-1])
-    except BaseException:
-        results[name] = {"error": traceback.format_exc()[-3000:]}
-with open(path, "w") as file:
-    json.dump(results, file)
-"""
-
 
 #: The scripts that run after the others, by name.
 LAST = set()
@@ -111,39 +85,19 @@ def _selected():
 
 
 def _run_all(folder):
-    runs = []
-    for name in sorted(_selected(), key=lambda name: (name in LAST, name)):
-        script = SCRIPTS[name]
+    names = sorted(_selected(), key=lambda name: (name in LAST, name))
+    for name in names:
         (folder / name).mkdir()
-        runs.append([name, script, str(folder / name)])
-    process = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _RUNNER,
-            json.dumps(runs),
-            str(folder / "results.json"),
-        ],
-        capture_output=True,
-        text=True,
-        env=backend_env("tensorflow"),
-        cwd=REPO,
-        timeout=600,
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
+    run_scripts("tensorflow", [(SCRIPTS[n], folder / n) for n in names])
 
 
 def results(tmp_path_factory):
-    """`{name: (result, folder)}` of every selected script, run once
+    """`{name: its folder}` of every selected script, run once
     (`made_once`) in one process."""
     folder = made_once(tmp_path_factory, "two_devices", _run_all)
-    with open(folder / "results.json") as file:
-        printed = json.load(file)
-    return {name: (printed[name], folder / name) for name in _selected()}
+    return {name: folder / name for name in _selected()}
 
 
 def result(results, name):
     """What the script `name` printed last (its error fails the test)."""
-    printed, _ = results[name]
-    assert "error" not in printed, printed.get("error")
-    return printed
+    return script_result(results[name])
